@@ -1,0 +1,1 @@
+"""AggNet controller package."""

@@ -1,0 +1,1 @@
+"""AggNet p4target package."""

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs what AggNet needs: Debian packages (as root) and a .venv/ with the pinned
+# Python packages plus AggNet itself (editable). Idempotent; fast when already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PKGS=(mininet bridge-utils iputils-ping iproute2 tcpdump iperf3 ethtool procps psmisc)
+PY=${PYTHON:-python3}
+STAMP=.venv/.aggnet-setup-stamp
+
+missing=()
+for p in "${APT_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup.sh: missing Debian packages (${missing[*]}); run as root to install them" >&2
+    exit 1
+  fi
+  echo "setup.sh: installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Debian's mininet package starts Open vSwitch bits we do not need; mnexec is what we use.
+command -v mnexec >/dev/null || { echo "setup.sh: mnexec not found after installing mininet" >&2; exit 1; }
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup.sh: creating .venv"
+  "$PY" -m venv .venv
+fi
+# Reinstall only when the requirements or the project metadata changed.
+want=$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
+  echo "setup.sh: installing Python packages into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -r requirements.txt
+  .venv/bin/python -m pip install -q --no-deps -e .
+  echo "$want" > "$STAMP"
+fi

@@ -1,0 +1,1 @@
+"""AggNet testbed package."""

@@ -1,0 +1,53 @@
+"""The `aggnet` command line: one entry point, a subcommand per thing a user does.
+
+Each subcommand lives in the module that owns it and exposes two functions:
+`add_arguments(parser)` and `run(args) -> int` (the exit code). Errors meant for the
+user are exceptions with an `exit_code` attribute; their message is printed as one
+line, never as a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+# (command, module, help). Modules must stay cheap to import: heavy imports go in run().
+COMMANDS: list[tuple[str, str, str]] = [
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the parser with every registered subcommand."""
+    parser = argparse.ArgumentParser(prog="aggnet", description="AggNet: in-network aggregation testbed")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, module_name, help_text in COMMANDS:
+        module = importlib.import_module(module_name)
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(cmd)
+        cmd.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments, run the subcommand, turn user errors into one-line messages."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        print("aggnet: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the one place that turns errors into exit codes
+        code = getattr(exc, "exit_code", None)
+        if code is None:
+            if os.environ.get("AGGNET_DEBUG"):
+                raise
+            print(f"aggnet: internal error: {type(exc).__name__}: {exc} (set AGGNET_DEBUG=1 for a traceback)",
+                  file=sys.stderr)
+            return 3
+        print(str(exc), file=sys.stderr)
+        return int(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
