@@ -15,6 +15,7 @@ import sys
 # (command, module, help). Modules must stay cheap to import: heavy imports go in run().
 COMMANDS: list[tuple[str, str, str]] = [
     ("place", "controller.place_cli", "placement only: which switches aggregate, link loads, utilization, as JSON"),
+    ("p4", "p4target.cli", "P4 programs on the embedded target: compile (check + P4Info), stf (packet tests)"),
 ]
 
 

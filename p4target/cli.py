@@ -1,0 +1,51 @@
+"""`aggnet p4 compile` and `aggnet p4 stf`: the embedded target's front end and packet tests.
+
+    aggnet p4 compile PROG.p4 --p4info OUT.txtpb   check a program, write its P4Info (exit 0 / 2)
+    aggnet p4 stf PROG.p4 TEST.stf                 run an STF test (exit 0 pass, 1 mismatch, 2 error)
+"""
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="p4_command", metavar="{compile,stf}", required=True)
+    compile_ = sub.add_parser("compile", help="check a P4 program and write its P4Info",
+                              description="Check a P4_16 v1model program; write its P4Info (text format).")
+    compile_.add_argument("program", metavar="PROG.p4")
+    compile_.add_argument("--p4info", metavar="OUT.txtpb", help="where to write the P4Info")
+    compile_.set_defaults(_p4_run=_compile)
+    stf = sub.add_parser("stf", help="run a p4c-style STF packet test",
+                         description="Run an STF test on the embedded pipeline: "
+                                     "exit 0 pass, 1 mismatch (with a diff), 2 malformed test or program.")
+    stf.add_argument("program", metavar="PROG.p4")
+    stf.add_argument("test", metavar="TEST.stf")
+    stf.add_argument("-v", "--verbose", action="store_true", help="also print register/counter values read")
+    stf.set_defaults(_p4_run=_stf)
+
+
+def run(args: argparse.Namespace) -> int:
+    return args._p4_run(args)
+
+
+def _compile(args: argparse.Namespace) -> int:
+    from p4target.frontend import load_program
+    from p4target.p4info import build_p4info, write_p4info
+
+    info = build_p4info(load_program(args.program))
+    if args.p4info:
+        write_p4info(info, args.p4info)
+    print(f"{args.program}: ok ({len(info.tables)} tables, {len(info.actions)} actions)"
+          + (f", P4Info written to {args.p4info}" if args.p4info else ""))
+    return 0
+
+
+def _stf(args: argparse.Namespace) -> int:
+    from p4target.stf import run_stf_file
+
+    result = run_stf_file(args.program, args.test)
+    if args.verbose:
+        for line in result.log:
+            print(line)
+    print(result.report(args.test))
+    return 0 if result.passed else 1

@@ -1,0 +1,24 @@
+"""P4_16 front end of the embedded target: source text -> checked, typed IR (see ir.py).
+
+Heavy parts (the lark grammar) load lazily on the first call, so importing is cheap.
+"""
+from __future__ import annotations
+
+from . import ir
+
+
+def load_program(path: str, include_dirs: list[str] | None = None) -> ir.Program:
+    """Preprocess, parse and check the P4 file at `path`; raises P4Error on any problem."""
+    from .loader import load_program as _load
+
+    return _load(path, include_dirs)
+
+
+def load_source(text: str, filename: str = "<string>") -> ir.Program:
+    """Like load_program, for P4 source held in a string (includes resolve from the cwd)."""
+    from .loader import load_source as _load
+
+    return _load(text, filename)
+
+
+__all__ = ["ir", "load_program", "load_source"]

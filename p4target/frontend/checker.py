@@ -1,0 +1,1388 @@
+"""Name resolution and type checking: lark parse tree -> typed IR (ir.Program).
+
+One pass over the declarations in source order (P4 requires declaration before use).
+Expressions are typed bottom-up; an untyped literal (InfInt) takes the type of the other
+operand / the assigned l-value / the parameter it is passed to (`coerce`).
+Every problem raises P4Error with the original FILE:LINE:COL.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from lark import Token, Tree
+
+from ..errors import P4Error
+from . import ir
+from .preprocess import Source
+from .typing import BIT32, BOOL, COMPARE, ERROR, INFINT, MATCH_KIND, STRING, VOID, fold_binary, is_numeric, same_type, wrap
+
+_INT = re.compile(r"(?:(\d+)([ws]))?(0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|0[dD][0-9_]+|\d[0-9_]*)$")
+_HEADER_METHODS = {"isValid": BOOL, "setValid": VOID, "setInvalid": VOID}
+_STACK_METHODS = {"push_front", "pop_front"}
+_V1SWITCH_STAGES = ["parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser"]
+
+
+class Scope:
+    """A chain of name -> declaration maps."""
+
+    def __init__(self, parent: Optional["Scope"] = None):
+        self.parent = parent
+        self.names: dict[str, object] = {}
+
+    def lookup(self, name: str):
+        scope = self
+        while scope is not None:
+            if name in scope.names:
+                return scope.names[name]
+            scope = scope.parent
+        return None
+
+
+class Context:
+    """Where we are: enclosing control/parser/action (for returns, exits, prefixes)."""
+
+    def __init__(self, kind: str, name: Optional[str] = None, control: Optional[ir.Control] = None):
+        self.kind = kind  # "top", "parser", "control", "action", "state"
+        self.name = name
+        self.control = control
+
+
+class Checker:
+    def __init__(self, source: Source):
+        self.source = source
+        self.program = ir.Program()
+        self.top = Scope()
+        self.ctx = Context("top")
+
+    # ------------------------------------------------------------------ locations / errors
+
+    def loc(self, node) -> ir.Loc:
+        if isinstance(node, Token):
+            line, col = node.line, node.column
+        elif isinstance(node, Tree) and not node.meta.empty:
+            line, col = node.meta.line, node.meta.column
+        else:
+            return ir.NOWHERE
+        file, orig = self.source.locate(line)
+        return ir.Loc(file, orig, col)
+
+    def error(self, node, message: str) -> P4Error:
+        loc = node if isinstance(node, ir.Loc) else self.loc(node)
+        return P4Error(message, loc.file, loc.line, loc.col)
+
+    def text(self, node) -> str:
+        """The source text of a node (for messages and match-field names)."""
+        if isinstance(node, Token):
+            return str(node)
+        if isinstance(node, Tree) and not node.meta.empty:
+            return self.source.text[node.meta.start_pos:node.meta.end_pos]
+        return "?"
+
+    # ------------------------------------------------------------------ small tree helpers
+
+    def name_of(self, node) -> str:
+        """A `name`/`ntname`/`type_name` tree or token -> its string."""
+        if isinstance(node, Token):
+            return str(node)
+        return self.name_of(node.children[0])
+
+    def annotations(self, node) -> ir.Annotations:
+        anns = ir.Annotations()
+        if node is None:
+            return anns
+        for a in node.children:
+            args = []
+            if len(a.children) > 1 and a.children[1] is not None:
+                for arg in a.children[1].children:
+                    if arg is not None:
+                        args.append(self.annotation_arg(arg))
+            anns.append(ir.Annotation(self.name_of(a.children[0]), args, self.loc(a)))
+        return anns
+
+    def annotation_arg(self, node):
+        if isinstance(node, Tree):
+            if node.data == "string_lit":
+                return _unquote(node.children[0])
+            if node.data == "int_lit":
+                return self.int_literal(node).value
+            if node.data == "unop" and str(node.children[0]) == "-" and getattr(node.children[1], "data", "") == "int_lit":
+                return -self.int_literal(node.children[1]).value
+        return re.sub(r"\s+", "", self.text(node))
+
+    def declare(self, scope: Scope, name: str, decl, node) -> None:
+        if name in scope.names:
+            raise self.error(node, f"{name}: duplicate declaration")
+        scope.names[name] = decl
+
+    # ------------------------------------------------------------------ program
+
+    def run(self, tree: Tree) -> ir.Program:
+        for decl in tree.children:
+            self.declaration(decl)
+        if self.program.main is None:
+            raise P4Error("no main package instantiation (V1Switch(...) main;)", self.source.line_map[-1][0] if self.source.line_map else None)
+        return self.program
+
+    def declaration(self, node: Tree) -> None:
+        handler = getattr(self, "decl_" + node.data, None)
+        if handler is None:
+            raise self.error(node, f"unsupported: {node.data.replace('_', ' ')}")
+        handler(node)
+
+    def decl_empty(self, node: Tree) -> None:
+        return None
+
+    def decl_const_decl(self, node: Tree, scope: Optional[Scope] = None) -> ir.ConstDecl:
+        scope = scope or self.top
+        ann, type_node, name_node, value_node = node.children
+        t = self.resolve_type(type_node, scope)
+        value = self.coerce(self.expr(value_node, scope), t, value_node)
+        if not _is_constant(value):
+            raise self.error(value_node, f"{self.name_of(name_node)}: initializer is not a compile-time constant")
+        decl = ir.ConstDecl(self.name_of(name_node), t, value, self.annotations(ann), self.loc(name_node))
+        self.declare(scope, decl.name, decl, name_node)
+        if scope is self.top:
+            self.program.constants[decl.name] = decl
+        return decl
+
+    def decl_typedef_decl(self, node: Tree) -> None:
+        ann, type_node, name_node = node.children
+        t = self.resolve_type(type_node, self.top)
+        name = self.name_of(name_node)
+        self.declare(self.top, name, t, name_node)
+        self.program.typedefs[name] = t
+
+    def _struct_like(self, node: Tree, cls) -> None:
+        ann, name_node, *fields = node.children
+        name = self.name_of(name_node)
+        t = cls(name, [], self.annotations(ann), self.loc(name_node))
+        self.declare(self.top, name, t, name_node)
+        seen = set()
+        for f in fields:
+            fann, ftype_node, fname_node = f.children
+            ftype = self.resolve_type(ftype_node, self.top)
+            fname = self.name_of(fname_node)
+            if fname in seen:
+                raise self.error(fname_node, f"{fname}: duplicate field in {name}")
+            seen.add(fname)
+            if cls is ir.HeaderType and not (is_numeric(ftype) or isinstance(ftype, (ir.VarbitType, ir.BoolType))
+                                             or (isinstance(ftype, ir.EnumType) and ftype.underlying)):
+                raise self.error(ftype_node, f"{fname}: header field type {ftype} is not allowed in a header")
+            if cls is ir.HeaderUnionType and not isinstance(ftype, ir.HeaderType):
+                raise self.error(ftype_node, f"{fname}: header_union fields must be headers")
+            t.fields.append(ir.Field(fname, ftype, self.annotations(fann), self.loc(fname_node)))
+        self.program.types[name] = t
+
+    def decl_header_decl(self, node: Tree) -> None:
+        self._struct_like(node, ir.HeaderType)
+
+    def decl_struct_decl(self, node: Tree) -> None:
+        self._struct_like(node, ir.StructType)
+
+    def decl_header_union_decl(self, node: Tree) -> None:
+        self._struct_like(node, ir.HeaderUnionType)
+
+    def decl_enum_decl(self, node: Tree) -> None:
+        ann, name_node, names = node.children
+        name = self.name_of(name_node)
+        t = ir.EnumType(name, [self.name_of(n) for n in names.children], None, {}, self.annotations(ann), self.loc(name_node))
+        self.declare(self.top, name, t, name_node)
+        self.program.types[name] = t
+
+    def decl_ser_enum_decl(self, node: Tree) -> None:
+        ann, base_node, name_node, *values = node.children
+        base = self.resolve_type(base_node, self.top)
+        if not is_numeric(base):
+            raise self.error(base_node, "enum underlying type must be bit<W> or int<W>")
+        name = self.name_of(name_node)
+        t = ir.EnumType(name, [], base, {}, self.annotations(ann), self.loc(name_node))
+        for v in values:
+            member = self.name_of(v.children[0])
+            value = self.coerce(self.expr(v.children[1], self.top), base, v.children[1])
+            if not isinstance(value, ir.Constant):
+                raise self.error(v.children[1], f"{member}: enum value must be a constant")
+            t.members.append(member)
+            t.values[member] = value.value
+        self.declare(self.top, name, t, name_node)
+        self.program.types[name] = t
+
+    def decl_error_decl(self, node: Tree) -> None:
+        for n in node.children[0].children:
+            name = self.name_of(n)
+            if name in self.program.errors:
+                raise self.error(n, f"error.{name}: duplicate declaration")
+            self.program.errors.append(name)
+
+    def decl_match_kind_decl(self, node: Tree) -> None:
+        for n in node.children[0].children:
+            name = self.name_of(n)
+            if name in self.program.match_kinds:
+                raise self.error(n, f"{name}: duplicate match_kind")
+            self.program.match_kinds.append(name)
+
+    # ------------------------------------------------------------------ externs
+
+    def type_params(self, node, scope: Scope) -> tuple[list[str], Scope]:
+        """Declare a generic's type parameters in a new scope."""
+        inner = Scope(scope)
+        names: list[str] = []
+        if node is not None:
+            for arg in node.children[0].children:
+                if not (isinstance(arg, Tree) and arg.data == "type_name"):
+                    raise self.error(arg, "type parameter must be a simple name")
+                n = self.name_of(arg)
+                names.append(n)
+                inner.names[n] = ir.TypeVar(n)
+        return names, inner
+
+    def params(self, node: Tree, scope: Scope) -> list[ir.Param]:
+        out: list[ir.Param] = []
+        for p in node.children:
+            if p is None:
+                continue
+            ann, direction, type_node, name_node, default = p.children
+            t = self.resolve_type(type_node, scope)
+            d = str(direction.children[0]) if direction is not None else ""
+            name = self.name_of(name_node)
+            if any(q.name == name for q in out):
+                raise self.error(name_node, f"{name}: duplicate parameter")
+            dv = self.coerce(self.expr(default, scope), t, default) if default is not None else None
+            out.append(ir.Param(name, d, t, self.annotations(ann), self.loc(name_node), dv))
+        return out
+
+    def function_proto(self, node: Tree, scope: Scope, ann) -> ir.ExternFunction:
+        ret_node, name_node, tp_node, params_node = node.children
+        tps, inner = self.type_params(tp_node, scope)
+        ret = self.resolve_type(ret_node, inner)
+        return ir.ExternFunction(self.name_of(name_node), self.params(params_node, inner), ret, tps,
+                                 self.annotations(ann), self.loc(name_node))
+
+    def decl_extern_function(self, node: Tree) -> None:
+        f = self.function_proto(node.children[1], self.top, node.children[0])
+        existing = self.top.lookup(f.name)
+        if existing is None:
+            self.top.names[f.name] = [f]
+        elif isinstance(existing, list):
+            existing.append(f)
+        else:
+            raise self.error(node.children[1], f"{f.name}: duplicate declaration")
+        self.program.extern_functions.setdefault(f.name, []).append(f)
+
+    def decl_extern_object(self, node: Tree) -> None:
+        ann, head, *members = node.children
+        if head.data == "specialized_type":
+            name_node = head.children[0]
+            tps, inner = self.type_params(Tree("type_params", [head.children[1]]), self.top)
+        else:
+            name_node, tps, inner = head, [], Scope(self.top)
+        name = self.name_of(name_node)
+        decl = ir.ExternDecl(name, tps, [], {}, self.annotations(ann), self.loc(name_node))
+        self.declare(self.top, name, decl, name_node)
+        for m in members:
+            if m.data == "constructor":
+                if self.name_of(m.children[1]) != name:
+                    raise self.error(m.children[1], f"constructor name must be {name}")
+                decl.constructors.append(ir.ExternMethod(name, self.params(m.children[2], inner), VOID, [],
+                                                         self.annotations(m.children[0]), self.loc(m.children[1])))
+            else:
+                f = self.function_proto(m.children[1], inner, m.children[0])
+                decl.methods.setdefault(f.name, []).append(
+                    ir.ExternMethod(f.name, f.params, f.return_type, f.type_params, f.annotations, f.loc))
+        self.program.externs[name] = decl
+
+    def decl_function_decl(self, node: Tree) -> None:
+        raise self.error(node.children[1], "unsupported: function declarations")
+
+    def decl_parser_type_decl(self, node: Tree) -> None:
+        self._block_type(node, "parser")
+
+    def decl_control_type_decl(self, node: Tree) -> None:
+        self._block_type(node, "control")
+
+    def decl_package_decl(self, node: Tree) -> None:
+        self._block_type(node, "package")
+
+    def _block_type(self, node: Tree, kind: str) -> None:
+        name_node = node.children[1]
+        tps, inner = self.type_params(node.children[2], self.top)
+        params = self.params(node.children[3], inner)
+        name = self.name_of(name_node)
+        self.declare(self.top, name, ("blocktype", kind, name, params), name_node)
+
+    # ------------------------------------------------------------------ actions
+
+    def decl_action_decl(self, node: Tree, scope: Optional[Scope] = None, control: Optional[ir.Control] = None) -> ir.Action:
+        scope = scope or self.top
+        ann, name_node, params_node, body = node.children
+        name = self.name_of(name_node)
+        params = self.params(params_node, scope)
+        seen_data = False
+        for p in params:
+            if p.direction == "":
+                seen_data = True
+            elif seen_data:
+                raise self.error(params_node, f"{name}: directional parameters must come before directionless ones")
+        action = ir.Action(name, params, ir.Block(self.loc(body)), self.annotations(ann), self.loc(name_node),
+                           control.name if control else None)
+        self.declare(scope, name, action, name_node)
+        inner = Scope(scope)
+        for p in params:
+            inner.names[p.name] = p
+        saved, self.ctx = self.ctx, Context("action", name, control)
+        action.body = self.block(body, inner)
+        self.ctx = saved
+        if control is None:
+            self.program.actions[name] = action
+        return action
+
+    # ------------------------------------------------------------------ instances
+
+    def decl_instantiation(self, node: Tree, scope: Optional[Scope] = None, control: Optional[str] = None):
+        scope = scope or self.top
+        ann, type_node, args_node, name_node = node.children
+        name = self.name_of(name_node)
+        if scope is self.top:
+            return self.main_instance(node)
+        base = type_node.children[0] if type_node.data == "specialized_type" else type_node
+        if type_node.data not in ("type_name", "specialized_type"):
+            raise self.error(type_node, f"{self.text(type_node)} cannot be instantiated")
+        decl = self.top.lookup(self.name_of(base))
+        if not isinstance(decl, ir.ExternDecl):
+            raise self.error(type_node, f"unsupported: instantiating {self.text(type_node)} (only extern objects)")
+        type_args = []
+        if type_node.data == "specialized_type":
+            type_args = [self.resolve_type(t, scope) for t in type_node.children[1].children]
+        if len(type_args) != len(decl.type_params):
+            raise self.error(type_node, f"{decl.name}: expected {len(decl.type_params)} type arguments, got {len(type_args)}")
+        bindings = dict(zip(decl.type_params, type_args))
+        args = self.arg_nodes(args_node)
+        ctors = [c for c in decl.constructors if len(c.params) == len(args)]
+        if not ctors:
+            raise self.error(args_node if args else node, f"{decl.name}: no constructor with {len(args)} arguments")
+        values = self.bind_args(ctors[0].params, args, scope, bindings, node, f"{decl.name} constructor")
+        for a, n in zip(values, args):
+            if not _is_constant(a):
+                raise self.error(n[1], f"{decl.name}: constructor argument must be a compile-time constant")
+        etype = ir.ExternType(decl.name, tuple(type_args), decl)
+        inst = ir.ExternInstance(name, decl.name, etype, type_args, values, self.annotations(ann), self.loc(name_node), control)
+        self.declare(scope, name, inst, name_node)
+        return inst
+
+    def main_instance(self, node: Tree) -> None:
+        ann, type_node, args_node, name_node = node.children
+        pkg = self.top.lookup(self.name_of(type_node.children[0] if type_node.data == "specialized_type" else type_node))
+        if not (isinstance(pkg, tuple) and pkg[1] == "package"):
+            raise self.error(type_node, f"unsupported: top-level instantiation of {self.text(type_node)}")
+        if pkg[2] != "V1Switch":
+            raise self.error(type_node, f"unsupported: package {pkg[2]} (only V1Switch)")
+        args = self.arg_nodes(args_node)
+        if len(args) != len(_V1SWITCH_STAGES):
+            raise self.error(args_node, f"V1Switch: expected 6 arguments, got {len(args)}")
+        blocks = []
+        for (_, arg), stage in zip(args, _V1SWITCH_STAGES):
+            if not (isinstance(arg, Tree) and arg.data == "ctor_call"):
+                raise self.error(arg, f"V1Switch {stage}: expected a parser or control instance like X()")
+            bname = self.name_of(arg.children[0])
+            block = self.program.parsers.get(bname) or self.program.controls.get(bname)
+            if block is None:
+                raise self.error(arg, f"{bname}: no such parser or control")
+            want = ir.Parser if stage == "parser" else ir.Control
+            if not isinstance(block, want):
+                raise self.error(arg, f"V1Switch {stage}: {bname} is not a {'parser' if want is ir.Parser else 'control'}")
+            if self.arg_nodes(arg.children[1]):
+                raise self.error(arg, "unsupported: constructor arguments of parsers/controls")
+            blocks.append(block)
+        self.check_v1switch_types(blocks, args)
+        self.program.main = ir.V1SwitchInstance(self.name_of(name_node), *blocks, loc=self.loc(name_node))
+
+    def check_v1switch_types(self, blocks: list, args: list) -> None:
+        """H and M must agree across stages, as V1Switch<H, M> requires."""
+        p = blocks[0]
+        if len(p.params) != 4:
+            raise self.error(args[0][1], f"{p.name}: a v1model parser takes 4 parameters")
+        h, m = p.params[1].type, p.params[2].type
+        expected = {1: [h, m], 2: [h, m, None], 3: [h, m, None], 4: [h, m], 5: [None, h]}
+        for i in range(1, 6):
+            ctl = blocks[i]
+            want = expected[i]
+            if len(ctl.params) != len(want):
+                raise self.error(args[i][1], f"{ctl.name}: {_V1SWITCH_STAGES[i]} control takes {len(want)} parameters")
+            for prm, t in zip(ctl.params, want):
+                if t is not None and not same_type(prm.type, t):
+                    raise self.error(args[i][1], f"{ctl.name}: parameter {prm.name}: Cannot unify {prm.type} to {t}")
+
+    # ------------------------------------------------------------------ parsers
+
+    def decl_parser_decl(self, node: Tree) -> None:
+        ann, name_node, tp, params_node, ctor, *rest = node.children
+        if tp is not None or ctor is not None:
+            raise self.error(name_node, "unsupported: generic or constructor-parameterized parsers")
+        name = self.name_of(name_node)
+        scope = Scope(self.top)
+        params = self.params(params_node, scope)
+        parser = ir.Parser(name, params, [], {}, self.annotations(ann), self.loc(name_node))
+        self.declare(self.top, name, parser, name_node)
+        for p in params:
+            scope.names[p.name] = p
+        saved, self.ctx = self.ctx, Context("parser", name)
+        states = [r for r in rest if r.data == "parser_state"]
+        for local in rest:
+            if local.data == "parser_state":
+                continue
+            if local.data == "var_decl":
+                parser.locals.append(self.var_decl(local, scope))
+            elif local.data == "const_decl":
+                self.decl_const_decl(local, scope)
+            elif local.data == "instantiation":
+                parser.locals.append(self.decl_instantiation(local, scope, None))
+            else:
+                raise self.error(local, f"unsupported: {local.data.replace('_', ' ')}")
+        for s in states:
+            sname = self.name_of(s.children[1])
+            if sname in parser.states or sname in ("accept", "reject"):
+                raise self.error(s.children[1], f"state {sname}: duplicate declaration")
+            parser.states[sname] = None  # placeholder, states may refer forward
+        self.ctx = Context("state", name)
+        for s in states:
+            st = self.parser_state(s, scope)
+            parser.states[st.name] = st
+        self.ctx = saved
+        if "start" not in parser.states:
+            raise self.error(name_node, f"parser {name}: no start state")
+        for st in parser.states.values():
+            targets = [st.transition.next] if isinstance(st.transition, ir.DirectTransition) else [c.next for c in st.transition.cases]
+            loc = st.transition.loc
+            for t in targets:
+                if t not in parser.states and t not in ("accept", "reject"):
+                    raise self.error(loc, f"{t}: no such parser state")
+        self.program.parsers[name] = parser
+
+    def parser_state(self, node: Tree, scope: Scope) -> ir.ParserState:
+        ann, name_node, *stmts, trans = node.children
+        inner = Scope(scope)
+        body = [self.statement(s, inner) for s in stmts]
+        if trans.data == "direct_transition":
+            transition = ir.DirectTransition(self.name_of(trans.children[0]), self.loc(trans.children[0]))
+        else:
+            args_node, *cases = trans.children
+            keys = [self.expr(n, inner) for _, n in self.arg_nodes(args_node)]
+            for k, (_, n) in zip(keys, self.arg_nodes(args_node)):
+                if not (is_numeric(k.type) or isinstance(k.type, (ir.BoolType, ir.EnumType, ir.ErrorType))):
+                    raise self.error(n, f"select key {self.text(n)} has type {k.type}, which cannot be matched")
+            out_cases = []
+            for c in cases:
+                ks_node, next_node = c.children
+                out_cases.append(ir.SelectCase(self.keysets(ks_node, keys, inner, "select"), self.name_of(next_node), self.loc(next_node)))
+            transition = ir.SelectTransition(keys, out_cases, self.loc(trans))
+        return ir.ParserState(self.name_of(name_node), body, transition, self.annotations(ann), self.loc(name_node))
+
+    def keysets(self, node: Tree, keys: list[ir.Expr], scope: Scope, what: str) -> list[ir.KeySet]:
+        """One KeySet per key from a (tuple) keyset expression."""
+        items = node.children if node.data == "tuple_keyset" else [node]
+        if node.data == "ks_default" and len(keys) > 1:
+            return [ir.KsDefault(self.loc(node)) for _ in keys]
+        if len(items) != len(keys):
+            raise self.error(node, f"{what}: keyset has {len(items)} elements but there are {len(keys)} keys")
+        return [self.keyset(item, key.type, scope) for item, key in zip(items, keys)]
+
+    def keyset(self, node: Tree, t: ir.Type, scope: Scope) -> ir.KeySet:
+        loc = self.loc(node)
+        if node.data == "ks_default":
+            return ir.KsDefault(loc)
+        vals = [self.coerce(self.expr(n, scope), t, n) for n in node.children]
+        for v, n in zip(vals, node.children):
+            if not _is_constant(v):
+                raise self.error(n, f"{self.text(n)}: keyset values must be compile-time constants")
+        if node.data == "ks_mask":
+            return ir.KsMask(vals[0], vals[1], loc)
+        if node.data == "ks_range":
+            return ir.KsRange(vals[0], vals[1], loc)
+        return ir.KsValue(vals[0], loc)
+
+    # ------------------------------------------------------------------ controls
+
+    def decl_control_decl(self, node: Tree) -> None:
+        ann, name_node, tp, params_node, ctor, *locals_, body = node.children
+        if tp is not None or ctor is not None:
+            raise self.error(name_node, "unsupported: generic or constructor-parameterized controls")
+        name = self.name_of(name_node)
+        scope = Scope(self.top)
+        params = self.params(params_node, scope)
+        control = ir.Control(name, params, annotations=self.annotations(ann), loc=self.loc(name_node))
+        self.declare(self.top, name, control, name_node)
+        for p in params:
+            scope.names[p.name] = p
+        saved, self.ctx = self.ctx, Context("control", name, control)
+        for local in locals_:
+            kind = local.data
+            if kind == "action_decl":
+                a = self.decl_action_decl(local, scope, control)
+                control.actions[a.name] = a
+                control.locals.append(a)
+            elif kind == "table_decl":
+                t = self.table(local, scope, control)
+                control.tables[t.name] = t
+                control.locals.append(t)
+            elif kind == "instantiation":
+                inst = self.decl_instantiation(local, scope, name)
+                control.instances[inst.name] = inst
+                control.locals.append(inst)
+            elif kind == "var_decl":
+                control.locals.append(self.var_decl(local, scope))
+            elif kind == "const_decl":
+                self.decl_const_decl(local, scope)
+            else:
+                raise self.error(local, f"unsupported: {kind.replace('_', ' ')}")
+        self.ctx = Context("control", name, control)
+        control.body = self.block(body, Scope(scope))
+        self.ctx = saved
+        self.program.controls[name] = control
+
+    def table(self, node: Tree, scope: Scope, control: ir.Control) -> ir.Table:
+        ann, name_node, *props = node.children
+        name = self.name_of(name_node)
+        table = ir.Table(name, annotations=self.annotations(ann), loc=self.loc(name_node), control=control.name)
+        self.declare(scope, name, table, name_node)
+        seen: set[str] = set()
+        deferred = []
+        for p in props:
+            pname = {"key_prop": "key", "actions_prop": "actions", "entries_prop": "entries"}.get(p.data)
+            if pname is None:
+                pname = self.name_of([c for c in p.children if isinstance(c, Tree) and c.data == "name"][0])
+            if pname in seen:
+                raise self.error(p, f"table {name}: duplicate property {pname}")
+            seen.add(pname)
+            if p.data == "key_prop":
+                for k in p.children:
+                    self.key_element(k, scope, table)
+            elif p.data == "actions_prop":
+                for ref in p.children:
+                    self.action_ref(ref, scope, table)
+            else:
+                deferred.append((pname, p))
+        if "actions" not in seen:
+            raise self.error(name_node, f"table {name}: no actions property")
+        for pname, p in deferred:  # these refer to the key and action lists
+            is_const = any(isinstance(c, Token) and c.type == "CONST" for c in p.children)
+            if p.data == "entries_prop":
+                table.entries_const = is_const
+                for e in p.children:
+                    if isinstance(e, Tree) and e.data == "entry":
+                        table.entries.append(self.entry(e, scope, table))
+            else:
+                self.table_property(pname, p.children[-1], is_const, scope, table)
+        return table
+
+    def key_element(self, node: Tree, scope: Scope, table: ir.Table) -> None:
+        expr_node, kind_node, ann = node.children
+        e = self.expr(expr_node, scope)
+        kind = self.name_of(kind_node)
+        if kind not in self.program.match_kinds:
+            raise self.error(kind_node, f"{kind}: no such match_kind")
+        if not (is_numeric(e.type) or isinstance(e.type, (ir.BoolType, ir.EnumType, ir.ErrorType))):
+            raise self.error(expr_node, f"table {table.name}: key {self.text(expr_node)} has type {e.type}, which cannot be matched")
+        if kind in ("lpm", "ternary", "range") and not is_numeric(e.type) and not isinstance(e.type, ir.BoolType):
+            raise self.error(expr_node, f"table {table.name}: {kind} key must be bit<W> or int<W>")
+        anns = self.annotations(ann)
+        kname = anns.get_str("name") or re.sub(r"\s+", "", self.text(expr_node))
+        table.keys.append(ir.KeyElement(e, kind, kname, anns, self.loc(expr_node)))
+
+    def action_ref(self, node: Tree, scope: Scope, table: ir.Table) -> None:
+        ann, name_node, args = node.children
+        aname = self.name_of(name_node)
+        action = scope.lookup(aname)
+        if not isinstance(action, ir.Action):
+            raise self.error(name_node, f"{aname}: no such action")
+        if args is not None and self.arg_nodes(args):
+            raise self.error(name_node, f"unsupported: binding action arguments in the actions list ({aname})")
+        if any(p.direction != "" for p in action.params):
+            raise self.error(name_node, f"{aname}: actions with directional parameters need bound arguments (unsupported)")
+        if any(r.action is action for r in table.actions):
+            raise self.error(name_node, f"{aname}: duplicate action in table {table.name}")
+        table.actions.append(ir.ActionRef(action, self.annotations(ann), self.loc(name_node)))
+
+    def action_binding(self, name_node, args_node, scope: Scope, table: ir.Table, what: str) -> ir.ActionBinding:
+        aname = self.name_of(name_node)
+        ref = next((r for r in table.actions if r.action.name == aname), None)
+        if ref is None:
+            raise self.error(name_node, f"{what}: action {aname} is not in the actions list of table {table.name}")
+        action = ref.action
+        args = self.arg_nodes(args_node) if args_node is not None else []
+        if len(args) != len(action.params):
+            raise self.error(name_node, f"{what}: action {aname} expects {len(action.params)} arguments, got {len(args)}")
+        values = []
+        for p, (kw, n) in zip(action.params, args):
+            v = self.coerce(self.expr(n, scope), p.type, n)
+            if not _is_constant(v):
+                raise self.error(n, f"{what}: argument {p.name} must be a compile-time constant")
+            values.append(v)
+        return ir.ActionBinding(action, values, self.loc(name_node))
+
+    def table_property(self, pname: str, value: Tree, is_const: bool, scope: Scope, table: ir.Table) -> None:
+        if pname == "default_action":
+            if value.data == "call":
+                callee, args = value.children
+            else:
+                callee, args = value, None
+            if callee.data != "name_ref":
+                raise self.error(value, "default_action must be an action call")
+            table.default_action = self.action_binding(callee.children[0], args, scope, table, f"table {table.name} default_action")
+            ref = next(r for r in table.actions if r.action is table.default_action.action)
+            if ref.annotations.has("tableonly"):
+                raise self.error(value, f"{ref.action.name} is @tableonly and cannot be the default action")
+            table.default_action_const = is_const
+        elif pname == "size":
+            v = self.expr(value, scope)
+            if not isinstance(v, ir.Constant) or v.value <= 0:
+                raise self.error(value, f"table {table.name}: size must be a positive integer constant")
+            table.size = v.value
+        elif pname in ("counters", "meters"):
+            v = self.expr(value, scope)
+            want = "direct_counter" if pname == "counters" else "direct_meter"
+            if not (isinstance(v, ir.InstanceRef) and v.decl.extern == want):
+                raise self.error(value, f"table {table.name}: {pname} must name a {want} instance")
+            if pname == "counters":
+                table.direct_counter = v.decl
+            else:
+                table.direct_meter = v.decl
+        elif pname == "implementation":
+            raise self.error(value, "unsupported: table implementation (action profiles/selectors)")
+        else:
+            table.other_properties[pname] = self.expr(value, scope)
+
+    def entry(self, node: Tree, scope: Scope, table: ir.Table) -> ir.TableEntry:
+        children = [c for c in node.children if not (isinstance(c, Token) and c.type == "CONST")]
+        prio_node, ks_node, name_node, args_node, ann = children
+        keys = self.keysets(ks_node, [k.expr for k in table.keys], scope, f"table {table.name} entry")
+        for ks, key in zip(keys, table.keys):
+            if key.match_kind == "exact" and not isinstance(ks, ir.KsValue):
+                raise self.error(ks_node, f"table {table.name}: exact key {key.name} needs a plain value")
+            if isinstance(ks, ir.KsRange) and key.match_kind != "range":
+                raise self.error(ks_node, f"table {table.name}: a range keyset needs a range key")
+        priority = None
+        if prio_node is not None:
+            kw, pexpr = prio_node.children
+            if str(kw) != "priority":
+                raise self.error(kw, f"expected 'priority', got '{kw}'")
+            p = self.expr(pexpr, scope)
+            if not isinstance(p, ir.Constant) or p.value < 0:
+                raise self.error(pexpr, "priority must be a non-negative integer constant")
+            priority = p.value
+        binding = self.action_binding(name_node, args_node, scope, table, f"table {table.name} entry")
+        ref = next(r for r in table.actions if r.action is binding.action)
+        if ref.annotations.has("defaultonly"):
+            raise self.error(name_node, f"{binding.action.name} is @defaultonly and cannot be used in entries")
+        return ir.TableEntry(keys, binding, priority, self.annotations(ann), self.loc(node))
+
+    # ------------------------------------------------------------------ statements
+
+    def block(self, node: Tree, scope: Scope) -> ir.Block:
+        inner = Scope(scope)
+        return ir.Block(self.loc(node), [self.statement(s, inner) for s in node.children])
+
+    def var_decl(self, node: Tree, scope: Scope) -> ir.VarDecl:
+        ann, type_node, name_node, init = node.children
+        t = self.resolve_type(type_node, scope)
+        if isinstance(t, (ir.ExternType, ir.VoidType, ir.InfIntType, ir.StringType)):
+            raise self.error(type_node, f"cannot declare a variable of type {t}")
+        value = self.coerce(self.expr(init, scope), t, init) if init is not None else None
+        name = self.name_of(name_node)
+        decl = ir.VarDecl(name, t, value, self.annotations(ann), self.loc(name_node))
+        self.declare(scope, name, decl, name_node)
+        return decl
+
+    def statement(self, node: Tree, scope: Scope) -> ir.Stmt:
+        loc = self.loc(node)
+        kind = node.data
+        in_parser = self.ctx.kind == "state"
+        if kind == "block":
+            return self.block(node, scope)
+        if kind == "var_decl":
+            return ir.VarDeclStmt(loc, self.var_decl(node, scope))
+        if kind == "const_decl":
+            self.decl_const_decl(node, scope)
+            return ir.Block(loc, [])
+        if kind == "empty_stmt":
+            return ir.Block(loc, [])
+        if kind == "assignment":
+            lhs = self.lvalue(node.children[0], scope)
+            rhs = self.coerce(self.expr(node.children[1], scope, lhs.type), lhs.type, node.children[1], node)
+            return ir.Assign(loc, lhs, rhs)
+        if kind == "call_stmt":
+            call = self.call(node.children[0], node.children[1], scope, node)
+            return ir.MethodCallStmt(loc, call)
+        if kind == "generic_call_stmt":
+            lv, targs, _, args = node.children
+            explicit = [self.resolve_type(t, scope) for t in targs.children]
+            return ir.MethodCallStmt(loc, self.call(lv, args, scope, node, explicit))
+        if kind == "if_stmt":
+            cond_node, then_node, else_node = node.children
+            cond = self.expr(cond_node, scope)
+            if not isinstance(cond.type, ir.BoolType):
+                raise self.error(cond_node, f"if condition {self.text(cond_node)} has type {cond.type}, not bool")
+            then = self.statement(then_node, Scope(scope))
+            else_ = self.statement(else_node, Scope(scope)) if else_node is not None else None
+            return ir.If(loc, cond, then, else_)
+        if in_parser:
+            raise self.error(node, f"{kind.replace('_stmt', '')} statements are not allowed in a parser")
+        if kind == "exit_stmt":
+            return ir.Exit(loc)
+        if kind == "return_stmt":
+            if node.children[0] is not None:
+                raise self.error(node, "return with a value outside a function")
+            return ir.Return(loc)
+        if kind == "switch_stmt":
+            return self.switch(node, scope)
+        raise self.error(node, f"unsupported: {kind.replace('_', ' ')}")
+
+    def switch(self, node: Tree, scope: Scope) -> ir.Switch:
+        subject_node, *cases = node.children
+        subject = self.expr(subject_node, scope)
+        is_action_run = isinstance(subject, ir.ActionRun)
+        if not is_action_run and not (is_numeric(subject.type) or isinstance(subject.type, (ir.EnumType, ir.ErrorType))):
+            raise self.error(subject_node, f"switch subject {self.text(subject_node)} has type {subject.type}")
+        out: list[ir.SwitchCase] = []
+        pending: list = []
+        seen: list = []
+        for i, c in enumerate(cases):
+            label_node = c.children[0]
+            body_node = c.children[1] if len(c.children) > 1 else None
+            if label_node.data == "default_label":
+                label = None
+                if i != len(cases) - 1:
+                    raise self.error(label_node, "default label must be the last switch case")
+            elif is_action_run:
+                if label_node.data != "name_ref":
+                    raise self.error(label_node, "switch on action_run: labels must be action names")
+                aname = self.name_of(label_node.children[0])
+                ref = next((r for r in subject.table.actions if r.action.name == aname), None)
+                if ref is None:
+                    raise self.error(label_node, f"{aname}: not an action of table {subject.table.name}")
+                label = ref.action
+            else:
+                label = self.coerce(self.expr(label_node, scope), subject.type, label_node)
+                if not _is_constant(label):
+                    raise self.error(label_node, "switch labels must be compile-time constants")
+            key = label if is_action_run or label is None else _const_key(label)
+            if any(k is key or (not is_action_run and k == key and key is not None) for k in seen):
+                raise self.error(label_node, f"duplicate switch label {self.text(label_node)}")
+            seen.append(key)
+            pending.append(label)
+            if body_node is not None:
+                out.append(ir.SwitchCase(pending, self.block(body_node, scope), self.loc(c)))
+                pending = []
+        if pending:
+            out.append(ir.SwitchCase(pending, None, self.loc(cases[-1])))
+        return ir.Switch(self.loc(node), subject, out)
+
+    def lvalue(self, node: Tree, scope: Scope) -> ir.Expr:
+        e = self.expr(node, scope)
+        self.check_writable(e, node)
+        return e
+
+    def check_writable(self, e: ir.Expr, node) -> None:
+        root = e
+        while isinstance(root, (ir.Member, ir.ArrayIndex, ir.Slice)):
+            root = root.expr
+        if isinstance(root, ir.DontCare):
+            return
+        if not isinstance(root, ir.VarRef):
+            raise self.error(node, f"{self.text(node)} cannot be assigned to (not an l-value)")
+        if isinstance(root.decl, ir.Param) and root.decl.direction in ("in", ""):
+            what = "an 'in' parameter" if root.decl.direction == "in" else "a directionless parameter"
+            raise self.error(node, f"{self.text(node)}: cannot assign to {what} ({root.decl.name})")
+        if isinstance(e, ir.Member) and e.member in ("last", "lastIndex"):
+            raise self.error(node, f"{self.text(node)} is read-only")
+
+    # ------------------------------------------------------------------ types
+
+    def resolve_type(self, node: Tree, scope: Scope) -> ir.Type:
+        kind = node.data
+        simple = {"bool_type": BOOL, "error_type": ERROR, "string_type": STRING, "match_kind_type": MATCH_KIND,
+                  "bit1_type": ir.BitsType(1), "infint_type": INFINT, "void_type": VOID, "dontcare_type": ir.DontCareType()}
+        if kind in simple:
+            return simple[kind]
+        if kind in ("bit_type", "int_type", "varbit_type"):
+            w = self.width(node.children[0], scope)
+            if kind == "int_type" and w < 1:
+                raise self.error(node, "int<W> needs W >= 1")
+            return {"bit_type": ir.BitsType, "int_type": ir.IntType, "varbit_type": ir.VarbitType}[kind](w)
+        if kind == "type_name":
+            name = self.name_of(node)
+            t = scope.lookup(name)
+            if isinstance(t, ir.Type):
+                return t
+            if isinstance(t, ir.ExternDecl):
+                if t.type_params:
+                    raise self.error(node, f"{name}: missing type arguments")
+                return ir.ExternType(name, (), t)
+            if isinstance(t, tuple) and t[0] == "blocktype":
+                return ir.ParserOrControlType(name, t[1])
+            if isinstance(t, (ir.Parser, ir.Control)):
+                return ir.ParserOrControlType(name, "parser" if isinstance(t, ir.Parser) else "control")
+            raise self.error(node, f"{name}: no such type")
+        if kind == "specialized_type":
+            base = self.name_of(node.children[0])
+            decl = scope.lookup(base)
+            args = tuple(self.resolve_type(t, scope) for t in node.children[1].children)
+            if isinstance(decl, ir.ExternDecl):
+                if len(args) != len(decl.type_params):
+                    raise self.error(node, f"{base}: expected {len(decl.type_params)} type arguments, got {len(args)}")
+                return ir.ExternType(base, args, decl)
+            if isinstance(decl, tuple) and decl[0] == "blocktype":
+                return ir.ParserOrControlType(base, decl[1])
+            raise self.error(node, f"{base}: no such generic type")
+        if kind == "stack_type":
+            elem = self.resolve_type(node.children[0], scope)
+            size = self.expr(node.children[1], scope)
+            if not isinstance(elem, (ir.HeaderType, ir.HeaderUnionType)):
+                raise self.error(node, f"header stack element type {elem} is not a header")
+            if not isinstance(size, ir.Constant) or size.value <= 0:
+                raise self.error(node.children[1], "header stack size must be a positive constant")
+            return ir.StackType(elem, size.value)
+        if kind == "tuple_type":
+            return ir.TupleType(tuple(self.resolve_type(t, scope) for t in node.children[0].children))
+        raise self.error(node, f"unsupported: type {self.text(node)}")
+
+    def width(self, node: Tree, scope: Scope) -> int:
+        if node.data == "width_lit":
+            c = self.int_literal(node)
+        else:
+            c = self.expr(node.children[0], scope)
+        if not isinstance(c, ir.Constant) or c.value < 0 or c.value > 4096:
+            raise self.error(node, f"bad width {self.text(node)}")
+        return c.value
+
+    # ------------------------------------------------------------------ expressions
+
+    def int_literal(self, node) -> ir.Constant:
+        tok = node.children[0] if isinstance(node, Tree) else node
+        m = _INT.match(str(tok))
+        width, sign, digits = m.group(1), m.group(2), m.group(3).replace("_", "")
+        base = {"x": 16, "b": 2, "o": 8, "d": 10}.get(digits[1:2].lower(), 10) if len(digits) > 1 and digits[0] == "0" and digits[1].isalpha() else 10
+        value = int(digits[2:], base) if base != 10 or (len(digits) > 1 and digits[1] in "dD") else int(digits)
+        loc = self.loc(tok)
+        if width is None:
+            return ir.Constant(INFINT, loc, value, base)
+        w = int(width)
+        t = ir.BitsType(w) if sign == "w" else ir.IntType(w)
+        if w == 0 or (sign == "s" and w < 1):
+            raise self.error(tok, f"{tok}: invalid width")
+        if (sign == "w" and value >= (1 << w)) or (sign == "s" and value >= (1 << w)):
+            raise self.error(tok, f"{tok}: value does not fit in {t}")
+        return ir.Constant(t, loc, wrap(value, t), base)
+
+    def expr(self, node, scope: Scope, expected: Optional[ir.Type] = None) -> ir.Expr:
+        """Type an expression tree. `expected` only guides `{...}` initializers."""
+        kind = node.data
+        loc = self.loc(node)
+        if kind == "int_lit":
+            return self.int_literal(node)
+        if kind == "true_lit":
+            return ir.BoolLiteral(BOOL, loc, True)
+        if kind == "false_lit":
+            return ir.BoolLiteral(BOOL, loc, False)
+        if kind == "string_lit":
+            return ir.StringLiteral(STRING, loc, _unquote(node.children[0]))
+        if kind == "name_ref":
+            return self.name_ref(node, scope)
+        if kind == "member":
+            return self.member(node, scope)
+        if kind == "index":
+            base = self.expr(node.children[0], scope)
+            if not isinstance(base.type, ir.StackType):
+                raise self.error(node, f"{self.text(node.children[0])} has type {base.type}; only header stacks can be indexed")
+            idx = self.expr(node.children[1], scope)
+            if isinstance(idx, ir.Constant):
+                if not 0 <= idx.value < base.type.size:
+                    raise self.error(node.children[1], f"index {idx.value} out of bounds of {base.type}")
+            elif not isinstance(idx.type, ir.BitsType):
+                raise self.error(node.children[1], f"stack index must be bit<W>, not {idx.type}")
+            return ir.ArrayIndex(base.type.element, loc, base, idx)
+        if kind == "slice":
+            return self.slice(node, scope)
+        if kind == "binop":
+            return self.binary(node, str(node.children[1]), node.children[0], node.children[2], scope)
+        if kind == "shr_op":
+            a, b = node.children[1], node.children[2]
+            if a.end_pos != b.start_pos:
+                raise self.error(b, "syntax error, unexpected '>'")
+            return self.binary(node, ">>", node.children[0], node.children[3], scope)
+        if kind == "unop":
+            return self.unary(node, scope)
+        if kind == "mux":
+            return self.mux(node, scope)
+        if kind == "cast":
+            return self.cast(node, scope)
+        if kind == "call":
+            return self.call(node.children[0], node.children[1], scope, node)
+        if kind == "lookahead_call":
+            base = self.expr(node.children[0], scope)
+            if not (isinstance(base.type, ir.ExternType) and base.type.name == "packet_in"):
+                raise self.error(node, "lookahead is a method of packet_in")
+            targs = [self.resolve_type(t, scope) for t in node.children[1].children]
+            if len(targs) != 1:
+                raise self.error(node, "lookahead takes one type argument")
+            method = base.type.decl.methods["lookahead"][0]
+            return ir.ExternMethodCall(targs[0], loc, base, "lookahead", [], targs, method)
+        if kind == "list_expr":
+            items = [self.expr(c, scope) for c in node.children if c is not None]
+            if isinstance(expected, ir.StructLikeType):
+                return self.struct_init(node, expected, [(f.name, i) for f, i in zip(expected.fields, items)], len(items))
+            return ir.ListExpr(ir.TupleType(tuple(i.type for i in items)), loc, items)
+        if kind == "struct_expr":
+            if not isinstance(expected, ir.StructLikeType):
+                raise self.error(node, "unsupported: struct initializer whose type is not known from context")
+            pairs = [(self.name_of(kv.children[0]), self.expr(kv.children[1], scope)) for kv in node.children]
+            return self.struct_init(node, expected, pairs, len(pairs))
+        if kind == "error_member":
+            name = self.name_of(node.children[0])
+            if name not in self.program.errors:
+                raise self.error(node, f"error.{name}: no such error")
+            return ir.ErrorMember(ERROR, loc, name)
+        if kind == "type_member":
+            return self.type_member(node, scope)
+        if kind == "dontcare":
+            return ir.DontCare(ir.DontCareType(), loc)
+        if kind == "ctor_call":
+            raise self.error(node, f"unsupported: instantiation {self.text(node)} inside an expression")
+        raise self.error(node, f"unsupported: expression {self.text(node)}")
+
+    def struct_init(self, node, t: ir.StructLikeType, pairs: list, count: int) -> ir.StructExpr:
+        if count != len(t.fields):
+            raise self.error(node, f"{t.name} has {len(t.fields)} fields, initializer has {count}")
+        fields: dict[str, ir.Expr] = {}
+        for fname, value in pairs:
+            f = t.field(fname)
+            if f is None:
+                raise self.error(node, f"{t.name} has no field {fname}")
+            if fname in fields:
+                raise self.error(node, f"field {fname} initialized twice")
+            fields[fname] = self.coerce(value, f.type, node)
+        return ir.StructExpr(t, self.loc(node), {f.name: fields[f.name] for f in t.fields})
+
+    def name_ref(self, node: Tree, scope: Scope) -> ir.Expr:
+        tok = node.children[0].children[0] if isinstance(node.children[0], Tree) else node.children[0]
+        name = str(tok)
+        loc = self.loc(tok)
+        decl = scope.lookup(name)
+        if decl is None:
+            raise self.error(tok, f"{name}: declaration not found")
+        if isinstance(decl, (ir.Param, ir.VarDecl)):
+            return ir.VarRef(decl.type, loc, name, decl)
+        if isinstance(decl, ir.ConstDecl):
+            return _relocate(decl.value, loc)
+        if isinstance(decl, ir.ExternInstance):
+            return ir.InstanceRef(decl.type, loc, name, decl)
+        kind = {ir.Action: "action", ir.Table: "table"}.get(type(decl), "declaration")
+        raise self.error(tok, f"{name}: {kind} cannot be used as a value")
+
+    def type_member(self, node: Tree, scope: Scope) -> ir.Expr:
+        tname = self.name_of(node.children[0])
+        member = self.name_of(node.children[1])
+        t = scope.lookup(tname)
+        if isinstance(t, ir.EnumType):
+            if member not in t.members:
+                raise self.error(node.children[1], f"{tname}.{member}: no such enum member")
+            return ir.EnumMember(t, self.loc(node), member, t.values.get(member))
+        if isinstance(t, ir.Type) and member in ("minSizeInBits", "maxSizeInBits"):
+            raise self.error(node, f"unsupported: {tname}.{member}")
+        raise self.error(node, f"{tname}.{member}: {tname} is not an enum")
+
+    def member(self, node: Tree, scope: Scope) -> ir.Expr:
+        base_node, name_node = node.children
+        name = self.name_of(name_node)
+        loc = self.loc(node)
+        base = self.expr(base_node, scope)
+        t = base.type
+        if isinstance(base, ir.TableApply):
+            if name in ("hit", "miss"):
+                return ir.TableHitMiss(BOOL, loc, base.table, name)
+            if name == "action_run":
+                return ir.ActionRun(ir.ActionRunType(base.table.name), loc, base.table)
+            raise self.error(name_node, f"apply result has no member {name} (hit, miss, action_run)")
+        if isinstance(t, ir.StructLikeType):
+            f = t.field(name)
+            if f is None:
+                raise self.error(name_node, f"{self.text(base_node)}: {t.name} has no field {name}")
+            return ir.Member(f.type, loc, base, name)
+        if isinstance(t, ir.StackType):
+            if name in ("next", "last"):
+                if self.ctx.kind != "state":
+                    raise self.error(name_node, f"{name} can only be used in a parser")
+                return ir.Member(t.element, loc, base, name)
+            if name == "lastIndex":
+                return ir.Member(BIT32, loc, base, name)
+            if name == "size":
+                return ir.Constant(BIT32, loc, t.size)
+            raise self.error(name_node, f"header stack has no member {name}")
+        raise self.error(name_node, f"{self.text(base_node)} has type {t}, which has no field {name}")
+
+    def slice(self, node: Tree, scope: Scope) -> ir.Expr:
+        base = self.expr(node.children[0], scope)
+        hi, lo = (self.expr(n, scope) for n in node.children[1:])
+        if not is_numeric(base.type):
+            raise self.error(node, f"{self.text(node.children[0])}: cannot slice a value of type {base.type}")
+        if not (isinstance(hi, ir.Constant) and isinstance(lo, ir.Constant)):
+            raise self.error(node, "slice bounds must be compile-time constants")
+        if not (0 <= lo.value <= hi.value < base.type.width):
+            raise self.error(node, f"slice [{hi.value}:{lo.value}] out of range for {base.type}")
+        t = ir.BitsType(hi.value - lo.value + 1)
+        if isinstance(base, ir.Constant):
+            return ir.Constant(t, self.loc(node), (wrap(base.value, ir.BitsType(base.type.width)) >> lo.value) & ((1 << t.width) - 1))
+        return ir.Slice(t, self.loc(node), base, hi.value, lo.value)
+
+    def coerce(self, e: ir.Expr, t: ir.Type, node, stmt=None) -> ir.Expr:
+        """Give an untyped literal the type `t`; check that `e` has type `t` otherwise."""
+        if isinstance(e.type, ir.InfIntType) and isinstance(e, ir.Constant):
+            if is_numeric(t):
+                return ir.Constant(t, e.loc, wrap(e.value, t), e.base)
+            if isinstance(t, ir.InfIntType):
+                return e
+            if isinstance(t, ir.EnumType) and t.underlying is not None:
+                raise self.error(node, f"{self.text(node)}: Cannot unify int to {t}")
+        if isinstance(t, (ir.TypeVar, ir.DontCareType)) or isinstance(e, ir.DontCare):
+            return e
+        if isinstance(t, ir.StructLikeType) and isinstance(e, ir.ListExpr):
+            return self.struct_init(node, t, [(f.name, i) for f, i in zip(t.fields, e.items)], len(e.items))
+        if isinstance(t, ir.InfIntType) and is_numeric(e.type):
+            return e
+        if not same_type(e.type, t):
+            where = self.text(stmt if stmt is not None else node)
+            raise self.error(stmt if stmt is not None else node, f"{where}: Cannot unify {e.type} to {t}")
+        return e
+
+    def binary(self, node: Tree, op: str, lnode, rnode, scope: Scope) -> ir.Expr:
+        loc = self.loc(node)
+        left, right = self.expr(lnode, scope), self.expr(rnode, scope)
+        what = self.text(node)
+        if op in ("&&", "||"):
+            for e, n in ((left, lnode), (right, rnode)):
+                if not isinstance(e.type, ir.BoolType):
+                    raise self.error(n, f"{what}: {op} needs bool operands, {self.text(n)} has type {e.type}")
+            if isinstance(left, ir.BoolLiteral) and isinstance(right, ir.BoolLiteral):
+                return ir.BoolLiteral(BOOL, loc, (left.value and right.value) if op == "&&" else (left.value or right.value))
+            return ir.Binary(BOOL, loc, op, left, right)
+        if op in ("<<", ">>"):
+            if not (is_numeric(left.type) or isinstance(left.type, ir.InfIntType)):
+                raise self.error(lnode, f"{what}: cannot shift a value of type {left.type}")
+            if isinstance(right.type, ir.IntType) or not (isinstance(right.type, (ir.BitsType, ir.InfIntType))):
+                raise self.error(rnode, f"{what}: shift amount must be unsigned, not {right.type}")
+            if isinstance(right, ir.Constant) and right.value < 0:
+                raise self.error(rnode, f"{what}: negative shift amount")
+            if isinstance(left.type, ir.InfIntType) and not isinstance(right, ir.Constant):
+                raise self.error(node, f"{what}: shift of an untyped constant by a non-constant amount; give it a width")
+            if isinstance(right.type, ir.InfIntType):
+                right = ir.Constant(right.value.bit_length() and ir.BitsType(max(right.value.bit_length(), 1)), right.loc, right.value)
+            if isinstance(left, ir.Constant) and isinstance(right, ir.Constant):
+                return ir.Constant(left.type, loc, fold_binary(op, left.value, right.value, left.type))
+            return ir.Binary(left.type, loc, op, left, right)
+        if op == "++":
+            for e, n in ((left, lnode), (right, rnode)):
+                if not is_numeric(e.type):
+                    raise self.error(n, f"{what}: concatenation needs bit<W>/int<W> operands, {self.text(n)} has type {e.type}")
+            t = type(left.type)(left.type.width + right.type.width)
+            if isinstance(left, ir.Constant) and isinstance(right, ir.Constant):
+                lv = wrap(left.value, ir.BitsType(left.type.width))
+                rv = wrap(right.value, ir.BitsType(right.type.width))
+                return ir.Constant(t, loc, wrap((lv << right.type.width) | rv, t))
+            return ir.Binary(t, loc, op, left, right)
+        # the remaining operators need equal operand types; an untyped literal adapts
+        if isinstance(left.type, ir.InfIntType) and not isinstance(right.type, ir.InfIntType):
+            left = self.coerce_operand(left, right.type, lnode, what)
+        elif isinstance(right.type, ir.InfIntType) and not isinstance(left.type, ir.InfIntType):
+            right = self.coerce_operand(right, left.type, rnode, what)
+        if not same_type(left.type, right.type):
+            raise self.error(node, f"{what}: Cannot unify {right.type} to {left.type}")
+        t = left.type
+        if op in ("==", "!="):
+            if isinstance(t, (ir.ExternType, ir.StringType, ir.VoidType)):
+                raise self.error(node, f"{what}: cannot compare values of type {t}")
+            if isinstance(left, ir.Constant) and isinstance(right, ir.Constant):
+                return ir.BoolLiteral(BOOL, loc, COMPARE[op](left.value, right.value))
+            if isinstance(left, ir.BoolLiteral) and isinstance(right, ir.BoolLiteral):
+                return ir.BoolLiteral(BOOL, loc, COMPARE[op](left.value, right.value))
+            return ir.Binary(BOOL, loc, op, left, right)
+        if not (is_numeric(t) or isinstance(t, ir.InfIntType)):
+            raise self.error(node, f"{what}: operator {op} needs bit<W> or int<W> operands, not {t}")
+        if op in ("<", "<=", ">", ">="):
+            if isinstance(left, ir.Constant) and isinstance(right, ir.Constant):
+                return ir.BoolLiteral(BOOL, loc, COMPARE[op](left.value, right.value))
+            return ir.Binary(BOOL, loc, op, left, right)
+        if op in ("/", "%"):
+            if not (isinstance(left, ir.Constant) and isinstance(right, ir.Constant)):
+                raise self.error(node, f"{what}: unsupported: {op} on non-constant values")
+            if right.value == 0:
+                raise self.error(rnode, f"{what}: division by zero")
+            if left.value < 0 or right.value < 0:
+                raise self.error(node, f"{what}: {op} on negative values")
+        if isinstance(t, ir.InfIntType) and op in ("|+|", "|-|"):
+            raise self.error(node, f"{what}: saturating arithmetic needs a width")
+        if isinstance(left, ir.Constant) and isinstance(right, ir.Constant):
+            return ir.Constant(t, loc, fold_binary(op, left.value, right.value, t))
+        return ir.Binary(t, loc, op, left, right)
+
+    def coerce_operand(self, e: ir.Expr, t: ir.Type, node, what: str) -> ir.Expr:
+        if is_numeric(t):
+            return ir.Constant(t, e.loc, wrap(e.value, t), e.base)
+        raise self.error(node, f"{what}: Cannot unify int to {t}")
+
+    def unary(self, node: Tree, scope: Scope) -> ir.Expr:
+        op = str(node.children[0])
+        e = self.expr(node.children[1], scope)
+        loc = self.loc(node)
+        what = self.text(node)
+        if op == "!":
+            if not isinstance(e.type, ir.BoolType):
+                raise self.error(node, f"{what}: ! needs a bool operand, not {e.type}")
+            return ir.BoolLiteral(BOOL, loc, not e.value) if isinstance(e, ir.BoolLiteral) else ir.Unary(BOOL, loc, "!", e)
+        if not (is_numeric(e.type) or isinstance(e.type, ir.InfIntType)):
+            raise self.error(node, f"{what}: {op} needs a bit<W> or int<W> operand, not {e.type}")
+        if op == "+":
+            return e
+        if op == "~" and isinstance(e.type, ir.InfIntType):
+            raise self.error(node, f"{what}: ~ of an untyped constant; give it a width")
+        if isinstance(e, ir.Constant):
+            return ir.Constant(e.type, loc, wrap(-e.value if op == "-" else ~e.value, e.type))
+        return ir.Unary(e.type, loc, op, e)
+
+    def mux(self, node: Tree, scope: Scope) -> ir.Expr:
+        cnode, anode, bnode = node.children
+        cond = self.expr(cnode, scope)
+        if not isinstance(cond.type, ir.BoolType):
+            raise self.error(cnode, f"{self.text(cnode)}: condition of ?: must be bool, not {cond.type}")
+        a, b = self.expr(anode, scope), self.expr(bnode, scope)
+        if isinstance(a.type, ir.InfIntType) and not isinstance(b.type, ir.InfIntType):
+            a = self.coerce(a, b.type, anode)
+        elif isinstance(b.type, ir.InfIntType) and not isinstance(a.type, ir.InfIntType):
+            b = self.coerce(b, a.type, bnode)
+        elif isinstance(a.type, ir.InfIntType) and not isinstance(cond, ir.BoolLiteral):
+            raise self.error(node, f"{self.text(node)}: ?: with untyped constants in both branches; give them a width")
+        if not same_type(a.type, b.type):
+            raise self.error(node, f"{self.text(node)}: Cannot unify {b.type} to {a.type}")
+        if isinstance(cond, ir.BoolLiteral):
+            return a if cond.value else b
+        return ir.Mux(a.type, self.loc(node), cond, a, b)
+
+    def cast(self, node: Tree, scope: Scope) -> ir.Expr:
+        t = self.resolve_type(node.children[0], scope)
+        e = self.expr(node.children[1], scope)
+        loc = self.loc(node)
+        src = e.type
+        ok = False
+        if isinstance(t, (ir.BitsType, ir.IntType)):
+            ok = (is_numeric(src) or isinstance(src, ir.InfIntType)
+                  or (isinstance(src, ir.BoolType) and isinstance(t, ir.BitsType) and t.width == 1)
+                  or (isinstance(src, ir.EnumType) and src.underlying is not None))
+            if is_numeric(src) and type(src) is not type(t) and src.width != t.width:
+                ok = False  # p4c: change sign and width in separate casts
+        elif isinstance(t, ir.BoolType):
+            ok = isinstance(src, ir.BoolType) or (isinstance(src, ir.BitsType) and src.width == 1) or isinstance(src, ir.InfIntType)
+        elif isinstance(t, ir.EnumType) and t.underlying is not None:
+            ok = same_type(src, t.underlying) or isinstance(src, ir.InfIntType) or same_type(src, t)
+        else:
+            ok = same_type(src, t)
+        if not ok:
+            raise self.error(node, f"{self.text(node)}: cannot cast {src} to {t}")
+        if isinstance(e, ir.Constant) and isinstance(t, (ir.BitsType, ir.IntType)):
+            return ir.Constant(t, loc, wrap(e.value, t), e.base)
+        if isinstance(e, ir.Constant) and isinstance(t, ir.BoolType):
+            if e.value not in (0, 1):
+                raise self.error(node, f"{self.text(node)}: only 0 and 1 can be cast to bool")
+            return ir.BoolLiteral(BOOL, loc, bool(e.value))
+        if isinstance(e, ir.BoolLiteral) and isinstance(t, ir.BitsType):
+            return ir.Constant(t, loc, int(e.value))
+        if same_type(src, t):
+            return e
+        return ir.Cast(t, loc, e)
+
+    # ------------------------------------------------------------------ calls
+
+    def arg_nodes(self, node: Tree) -> list[tuple[Optional[str], object]]:
+        """Arguments as (keyword or None, expression tree)."""
+        out = []
+        for a in node.children:
+            if a is None:
+                continue
+            if isinstance(a, Tree) and a.data == "named_arg":
+                out.append((self.name_of(a.children[0]), a.children[1]))
+            else:
+                out.append((None, a))
+        return out
+
+    def bind_args(self, params: list[ir.Param], args: list, scope: Scope, bindings: dict, node, what: str) -> list[ir.Expr]:
+        """Check call arguments against parameters; returns typed args in parameter order."""
+        if any(k is not None for k, _ in args):
+            if not all(k is not None for k, _ in args):
+                raise self.error(node, f"{what}: mix of named and positional arguments")
+            by_name = {k: n for k, n in args}
+            unknown = set(by_name) - {p.name for p in params}
+            if unknown:
+                raise self.error(node, f"{what}: no parameter named {sorted(unknown)[0]}")
+            missing = [p.name for p in params if p.name not in by_name and p.default is None]
+            if missing:
+                raise self.error(node, f"{what}: missing argument for parameter {missing[0]}")
+            ordered = [(p, by_name.get(p.name)) for p in params]
+        else:
+            if len(args) > len(params) or len(args) < len([p for p in params if p.default is None]):
+                raise self.error(node, f"{what}: expected {len(params)} arguments, got {len(args)}")
+            ordered = [(p, args[i][1] if i < len(args) else None) for i, p in enumerate(params)]
+        typed = []
+        for p, n in ordered:
+            if n is None:
+                typed.append((p, None, p.default))
+                continue
+            expected = _subst(p.type, bindings)
+            e = self.expr(n, scope, expected if not isinstance(expected, ir.TypeVar) else None)
+            typed.append((p, n, e))
+            if isinstance(p.type, ir.TypeVar) and p.type.name not in bindings and not isinstance(e.type, ir.InfIntType):
+                bindings[p.type.name] = e.type
+        out = []
+        for p, n, e in typed:
+            if n is None:
+                out.append(e)
+                continue
+            t = _subst(p.type, bindings)
+            if isinstance(t, ir.TypeVar):
+                raise self.error(n, f"{what}: cannot infer the type of {self.text(n)}; give it a width, e.g. (bit<8>){self.text(n)}")
+            if p.direction in ("out", "inout"):
+                self.check_writable(e, n)
+                if isinstance(e, ir.DontCare):
+                    out.append(e)
+                    continue
+                if isinstance(t, ir.DontCareType) or not same_type(e.type, t):
+                    raise self.error(n, f"{what}: argument {self.text(n)} of type {e.type} for {p.direction} parameter {p.name}: Cannot unify {e.type} to {t}")
+                out.append(e)
+            else:
+                out.append(self.coerce(e, t, n))
+        return out
+
+    def explicit_bindings(self, type_params: list[str], explicit: Optional[list], node, what: str) -> dict:
+        """Bindings from explicit type arguments `f<T1, T2>(...)`."""
+        if explicit is None:
+            return {}
+        if len(explicit) != len(type_params):
+            raise self.error(node, f"{what}: expected {len(type_params)} type arguments, got {len(explicit)}")
+        return dict(zip(type_params, explicit))
+
+    def call(self, callee: Tree, args_node: Tree, scope: Scope, node, explicit: Optional[list] = None) -> ir.Expr:
+        loc = self.loc(node)
+        args = self.arg_nodes(args_node)
+        if callee.data == "member":
+            base_node, name_node = callee.children
+            method = self.name_of(name_node)
+            if base_node.data == "name_ref":
+                decl = scope.lookup(self.name_of(base_node.children[0]))
+                if isinstance(decl, ir.Table):
+                    if method != "apply":
+                        raise self.error(name_node, f"table {decl.name} has no method {method}")
+                    if args:
+                        raise self.error(args_node, "apply() takes no arguments")
+                    if self.ctx.kind not in ("control",):
+                        raise self.error(node, f"table {decl.name} can only be applied in a control's apply block")
+                    return ir.TableApply(ir.TableResultType(decl.name), loc, decl)
+                if isinstance(decl, (ir.Parser, ir.Control)):
+                    raise self.error(node, "unsupported: applying parser/control instances")
+            base = self.expr(base_node, scope)
+            t = base.type
+            if isinstance(t, ir.ExternType):
+                overloads = [m for m in t.decl.methods.get(method, []) if len(m.params) >= len(args) >= len([p for p in m.params if p.default is None])]
+                if not overloads:
+                    if method not in t.decl.methods:
+                        raise self.error(name_node, f"{t.name} has no method {method}")
+                    raise self.error(node, f"{self.text(callee)}: no overload of {method} takes {len(args)} arguments")
+                m = overloads[0]
+                bindings = dict(zip(t.decl.type_params, t.type_args))
+                for tp in m.type_params:
+                    bindings.pop(tp, None)
+                bindings.update(self.explicit_bindings(m.type_params, explicit, node, f"{t.name}.{method}"))
+                values = self.bind_args(m.params, args, scope, bindings, node, f"{t.name}.{method}")
+                ret = _subst(m.return_type, bindings)
+                targs = [bindings.get(tp) for tp in m.type_params]
+                if method == "extract" and values and not isinstance(values[0].type, ir.HeaderType):
+                    raise self.error(node, f"extract needs a header, {self.text(args[0][1])} has type {values[0].type}")
+                if method == "emit" and values and not isinstance(values[0].type, (ir.HeaderType, ir.StackType, ir.StructType, ir.HeaderUnionType)):
+                    raise self.error(node, f"emit needs a header, stack or struct of headers, not {values[0].type}")
+                return ir.ExternMethodCall(ret, loc, base, method, values, targs, m)
+            if isinstance(t, (ir.HeaderType, ir.HeaderUnionType)) and method in _HEADER_METHODS:
+                if args:
+                    raise self.error(args_node, f"{method}() takes no arguments")
+                if method != "isValid":
+                    self.check_writable(base, base_node)
+                return ir.HeaderMethodCall(_HEADER_METHODS[method], loc, base, method, [])
+            if isinstance(t, ir.StackType) and method in _STACK_METHODS:
+                self.check_writable(base, base_node)
+                values = self.bind_args([ir.Param("count", "in", INFINT)], args, scope, {}, node, method)
+                if not isinstance(values[0], ir.Constant) or values[0].value < 0:
+                    raise self.error(args_node, f"{method}: count must be a non-negative constant")
+                return ir.HeaderMethodCall(VOID, loc, base, method, values)
+            raise self.error(name_node, f"{self.text(base_node)} of type {t} has no method {method}")
+        if callee.data == "name_ref":
+            tok = callee.children[0].children[0]
+            name = str(tok)
+            decl = scope.lookup(name)
+            if decl is None:
+                raise self.error(tok, f"{name}: declaration not found")
+            if explicit is not None and not isinstance(decl, list):
+                raise self.error(node, f"{name} takes no type arguments")
+            if isinstance(decl, ir.Action):
+                if self.ctx.kind not in ("control", "action"):
+                    raise self.error(node, f"action {name} cannot be called here")
+                values = self.bind_args(decl.params, args, scope, {}, node, f"action {name}")
+                return ir.ActionCall(VOID, loc, decl, values)
+            if isinstance(decl, list):  # extern function overloads
+                overloads = [f for f in decl if len(f.params) >= len(args) >= len([p for p in f.params if p.default is None])]
+                if not overloads:
+                    raise self.error(node, f"{name}: expected {' or '.join(str(len(f.params)) for f in decl)} arguments, got {len(args)}")
+                f = overloads[0]
+                if name == "verify" and self.ctx.kind != "state":
+                    raise self.error(node, "verify can only be called in a parser")
+                bindings = self.explicit_bindings(f.type_params, explicit, node, name)
+                values = self.bind_args(f.params, args, scope, bindings, node, name)
+                return ir.ExternFunctionCall(_subst(f.return_type, bindings), loc, name, values,
+                                             [bindings.get(tp) for tp in f.type_params], f)
+            raise self.error(tok, f"{name} is not an action or function")
+        raise self.error(node, f"unsupported: call of {self.text(callee)}")
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _unquote(tok) -> str:
+    s = str(tok)[1:-1]
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), s)
+
+
+def _is_constant(e: ir.Expr) -> bool:
+    if isinstance(e, (ir.Constant, ir.BoolLiteral, ir.StringLiteral, ir.EnumMember, ir.ErrorMember)):
+        return True
+    if isinstance(e, ir.StructExpr):
+        return all(_is_constant(v) for v in e.fields.values())
+    if isinstance(e, ir.ListExpr):
+        return all(_is_constant(v) for v in e.items)
+    return False
+
+
+def _const_key(e: ir.Expr):
+    return (type(e).__name__, getattr(e, "value", None), getattr(e, "member", None))
+
+
+def _relocate(e: ir.Expr, loc: ir.Loc) -> ir.Expr:
+    """A copy of a folded constant at the place it is used."""
+    import copy
+
+    c = copy.copy(e)
+    c.loc = loc
+    return c
+
+
+def _subst(t: ir.Type, bindings: dict) -> ir.Type:
+    if isinstance(t, ir.TypeVar) and t.name in bindings and bindings[t.name] is not None:
+        return bindings[t.name]
+    return t
+
+
+def check(tree: Tree, source: Source) -> ir.Program:
+    """Resolve and type-check a parsed program into the IR."""
+    return Checker(source).run(tree)

@@ -1,0 +1,1080 @@
+"""Typed IR of a P4_16 v1model program, as produced by `p4target.frontend.load_program`.
+
+Everything here is a plain dataclass. The front end has already resolved every name and
+checked every type, so consumers (the interpreter, the P4Info generator, the STF runner)
+never look anything up by string except where noted.
+
+How to walk a Program
+---------------------
+`Program` holds:
+  - `types`: every named type (HeaderType, StructType, EnumType, ...) by name, core.p4 and
+    v1model.p4 ones included (`standard_metadata_t`, `CounterType`, ...). Typedefs are already
+    replaced by what they name; `typedefs` keeps the name -> Type map for reference.
+  - `errors` (the `error` members, core ones first) and `match_kinds` (exact, ternary, lpm,
+    range, optional, selector).
+  - `constants`: top-level `const` values (already folded into every expression using them).
+  - `actions`: top-level actions (NoAction from core.p4 and any the program declares).
+  - `externs` (extern object declarations by name) and `extern_functions` (name -> list of
+    overloads, e.g. mark_to_drop() and mark_to_drop(inout standard_metadata_t)).
+  - `parsers` / `controls`: every parser/control declaration by name.
+  - `main`: the `V1SwitchInstance` saying which Parser/Control is bound to each v1model stage:
+    parser, verify_checksum, ingress, egress, compute_checksum, deparser.
+
+A `Parser` has `params` (directional; e.g. `packet_in packet`, `out headers hdr`),
+`locals` (VarDecl / ExternInstance declared before the states) and `states`
+(name -> ParserState, in source order; `start` always present; `accept` / `reject` are NOT
+in the dict, transitions just name them). Each `ParserState` has `body` (statements,
+mostly `MethodCallStmt(ExternMethodCall(packet, "extract", ...))`, assignments, `verify`
+as an ExternFunctionCall) and a `transition`: either `DirectTransition(next)` or
+`SelectTransition(keys, cases)` where every `SelectCase` lists one KeySet per key
+(`KsDefault`, `KsValue`, `KsMask`, `KsRange`) and the next state's name. A case list with
+no matching case means reject with error.NoMatch.
+
+A `Control` has `params`, `locals` in declaration order: `Action`, `Table`, `ExternInstance`
+(register<T>(N), counter(N, CounterType.x), direct_counter(CounterType.x), meter(N, MeterType.x),
+direct_meter<T>(MeterType.x)) and `VarDecl` (control-level variables, reset per packet);
+`actions`, `tables`, `instances` index those by their local name. `body` is the apply block.
+
+Statements: Block, Assign, MethodCallStmt (wraps any call expression), If, Switch, Exit,
+Return, VarDeclStmt. `Switch.subject` is either `ActionRun(table)` (labels are Action
+objects) or an expression of bit/int/enum type (labels are Expr constants); a label of
+`None` is `default`. A case with `body=None` falls through to the next case's body.
+
+Expressions (every one has `.type` and `.loc`):
+  Constant (int, typed bits/int/InfInt), BoolLiteral, StringLiteral, VarRef (local var or
+  parameter: `.decl` is the Param/VarDecl object, compare by identity), Member (header/struct
+  field; for stacks also `next`, `last`, `lastIndex`), ArrayIndex (stack element),
+  Slice (`e[hi:lo]`), Unary, Binary, Mux (`c ? a : b`), Cast, ListExpr (`{a, b}`),
+  StructExpr (`{f = a, ...}` typed by context), EnumMember, ErrorMember, InstanceRef
+  (extern instance), and the calls:
+    ExternMethodCall(target, method, args, type_args): packet.extract/emit/lookahead/advance,
+        register.read/write, counter.count, meter.execute_meter, direct_counter.count, ...
+    ExternFunctionCall(name, args, type_args): type_args are the bound type parameters
+        (explicit `digest<my_digest_t>(...)` or inferred), e.g. digest's T; mark_to_drop, hash, clone,
+        clone_preserving_field_list, verify, verify_checksum, update_checksum, digest, random,
+        log_msg, assert, assume, truncate, resubmit..., recirculate...
+    ActionCall(action, args): a direct call of an action from a control body/action.
+    HeaderMethodCall(header, method): isValid (bool), setValid/setInvalid (void);
+        also push_front/pop_front(count) on stacks.
+    TableApply(table): `t.apply()` as a statement; `TableHitMiss(table, "hit"|"miss")`
+        is `t.apply().hit` / `.miss` (applies the table and yields bool).
+  Call arguments are positional, in declaration order (named arguments are reordered);
+  `ExternFunctionCall.decl` / `ExternMethodCall.decl` / `ActionCall.action` give the callee
+  params with their directions (out/inout arguments are l-values the callee writes).
+  In a ListExpr given to hash/checksum/digest/log_msg the element types are kept as written.
+
+Types: BitsType(w), IntType(w), BoolType, VarbitType(max), InfIntType (untyped literal; only
+left where P4 allows it: array indexes, slice bounds, constructor args of InfInt params),
+StringType, VoidType, ErrorType, MatchKindType, HeaderType / StructType / HeaderUnionType
+(fields in order; compare by identity), StackType(element, size), EnumType (members; a
+serializable enum has `underlying` and `values`), TupleType (ListExpr), ExternType (the type
+of an extern instance or packet_in/packet_out param), ActionRunType/TableResultType internal.
+
+Control-plane naming (P4Info): `Table.control_plane_name`, `Action.control_plane_name`,
+`ExternInstance.control_plane_name` apply the p4c rule: an `@name("x")` annotation wins
+(a leading '.' means a global name: the dot is stripped, no prefix), otherwise the local name;
+objects declared inside a control are prefixed with that control's name
+(`MyIngress.ipv4_lpm`). Top-level actions are not prefixed (`NoAction`). `@id(N)` is
+`annotations.get_int("id")`.
+
+Annotations: `Annotations` is a list of `Annotation(name, args)`; args are the evaluated
+values (str for string literals, int for numbers, str for other tokens as written).
+Examples: @name("x") -> ["x"], @id(5) -> [5], @field_list(1) -> [1], @hidden -> [],
+@controller_header("packet_in") -> ["packet_in"], @defaultonly, @tableonly, @priority.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+
+# --------------------------------------------------------------------------- locations
+
+
+@dataclass(frozen=True)
+class Loc:
+    """Where a node came from, in the ORIGINAL file (before includes/macros)."""
+
+    file: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+NOWHERE = Loc("<builtin>", 0, 0)
+
+
+# --------------------------------------------------------------------------- annotations
+
+
+@dataclass
+class Annotation:
+    """`@name(args)`; args evaluated to Python values (str / int)."""
+
+    name: str
+    args: list = field(default_factory=list)
+    loc: Loc = NOWHERE
+
+
+class Annotations(list):
+    """A list of Annotation with lookups by name."""
+
+    def get(self, name: str) -> Optional[Annotation]:
+        """The last annotation called `name`, or None."""
+        found = None
+        for a in self:
+            if a.name == name:
+                found = a
+        return found
+
+    def has(self, name: str) -> bool:
+        return self.get(name) is not None
+
+    def get_str(self, name: str) -> Optional[str]:
+        """First argument of @name(...) as a string, e.g. @name("x") -> "x"."""
+        a = self.get(name)
+        return str(a.args[0]) if a is not None and a.args else None
+
+    def get_int(self, name: str) -> Optional[int]:
+        """First argument of @name(...) as an int, e.g. @id(5) -> 5."""
+        a = self.get(name)
+        if a is None or not a.args or not isinstance(a.args[0], int):
+            return None
+        return a.args[0]
+
+
+# --------------------------------------------------------------------------- types
+
+
+class Type:
+    """Base of every P4 type."""
+
+    def __str__(self) -> str:  # p4c-style spelling, used in error messages
+        return type(self).__name__
+
+
+@dataclass(frozen=True)
+class BitsType(Type):
+    """bit<width>: unsigned, arithmetic wraps modulo 2**width."""
+
+    width: int
+
+    def __str__(self) -> str:
+        return f"bit<{self.width}>"
+
+
+@dataclass(frozen=True)
+class IntType(Type):
+    """int<width>: two's complement signed, arithmetic wraps."""
+
+    width: int
+
+    def __str__(self) -> str:
+        return f"int<{self.width}>"
+
+
+@dataclass(frozen=True)
+class VarbitType(Type):
+    """varbit<max_width>."""
+
+    max_width: int
+
+    def __str__(self) -> str:
+        return f"varbit<{self.max_width}>"
+
+
+@dataclass(frozen=True)
+class BoolType(Type):
+    def __str__(self) -> str:
+        return "bool"
+
+
+@dataclass(frozen=True)
+class InfIntType(Type):
+    """Arbitrary-precision integer of an untyped literal (`int` in p4c messages)."""
+
+    def __str__(self) -> str:
+        return "int"
+
+
+@dataclass(frozen=True)
+class StringType(Type):
+    def __str__(self) -> str:
+        return "string"
+
+
+@dataclass(frozen=True)
+class VoidType(Type):
+    def __str__(self) -> str:
+        return "void"
+
+
+@dataclass(frozen=True)
+class ErrorType(Type):
+    def __str__(self) -> str:
+        return "error"
+
+
+@dataclass(frozen=True)
+class MatchKindType(Type):
+    def __str__(self) -> str:
+        return "match_kind"
+
+
+@dataclass(frozen=True)
+class DontCareType(Type):
+    """Type of `_` in a select keyset or as an out argument."""
+
+    def __str__(self) -> str:
+        return "_"
+
+
+@dataclass(eq=False)
+class Field:
+    """A header/struct field."""
+
+    name: str
+    type: Type
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class StructLikeType(Type):
+    """Common shape of header, header_union and struct types. Compared by identity."""
+
+    name: str
+    fields: list[Field] = field(default_factory=list)
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+
+    def field(self, name: str) -> Optional[Field]:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        return None
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    __hash__ = object.__hash__
+
+
+@dataclass(eq=False)
+class HeaderType(StructLikeType):
+    """header: fields of bit/int/varbit types plus a hidden validity bit."""
+
+    def width(self) -> int:
+        """Total width in bits (varbit fields count their maximum)."""
+        return sum(_fixed_width(f.type) for f in self.fields)
+
+    __hash__ = object.__hash__
+
+
+@dataclass(eq=False)
+class HeaderUnionType(StructLikeType):
+    __hash__ = object.__hash__
+
+
+@dataclass(eq=False)
+class StructType(StructLikeType):
+    __hash__ = object.__hash__
+
+
+@dataclass(frozen=True)
+class StackType(Type):
+    """H[size], a header stack."""
+
+    element: Type
+    size: int
+
+    def __str__(self) -> str:
+        return f"{self.element}[{self.size}]"
+
+
+@dataclass(eq=False)
+class EnumType(Type):
+    """enum NAME {A, B} or, serializable, enum bit<8> NAME {A = 1, B = 2}."""
+
+    name: str
+    members: list[str] = field(default_factory=list)
+    underlying: Optional[Type] = None  # BitsType/IntType for serializable enums
+    values: dict[str, int] = field(default_factory=dict)  # serializable enums only
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"EnumType({self.name!r})"
+
+    __hash__ = object.__hash__
+
+
+@dataclass(frozen=True)
+class TupleType(Type):
+    """Type of a list expression `{a, b}` (and tuple<...>)."""
+
+    elements: tuple
+
+    def __str__(self) -> str:
+        return "tuple<" + ", ".join(str(e) for e in self.elements) + ">"
+
+
+@dataclass(eq=False)
+class ExternType(Type):
+    """An extern object type, e.g. register<bit<32>>, counter, packet_in.
+
+    `decl` is the ExternDecl; `type_args` the bound type arguments.
+    """
+
+    name: str
+    type_args: tuple = ()
+    decl: Optional["ExternDecl"] = field(default=None, repr=False)
+
+    def __str__(self) -> str:
+        if self.type_args:
+            return f"{self.name}<" + ", ".join(str(t) for t in self.type_args) + ">"
+        return self.name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ExternType) and other.name == self.name and other.type_args == self.type_args
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.type_args))
+
+
+@dataclass(eq=False)
+class TypeVar(Type):
+    """A type parameter of a generic extern declaration (T in register<T>)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class TableResultType(Type):
+    """Type of `t.apply()`: has .hit, .miss, .action_run."""
+
+    table: str
+
+    def __str__(self) -> str:
+        return f"apply_result({self.table})"
+
+
+@dataclass(frozen=True)
+class ActionRunType(Type):
+    """Type of `t.apply().action_run` (only usable as a switch subject)."""
+
+    table: str
+
+    def __str__(self) -> str:
+        return f"action_list({self.table})"
+
+
+@dataclass(eq=False)
+class ParserOrControlType(Type):
+    """Type of a parser/control declaration, used for V1Switch arguments."""
+
+    name: str
+    kind: str  # "parser" or "control"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _fixed_width(t: Type) -> int:
+    if isinstance(t, (BitsType, IntType)):
+        return t.width
+    if isinstance(t, VarbitType):
+        return t.max_width
+    if isinstance(t, BoolType):
+        return 1
+    if isinstance(t, EnumType) and t.underlying is not None:
+        return _fixed_width(t.underlying)
+    raise TypeError(f"{t} has no fixed width")
+
+
+def width_of(t: Type) -> int:
+    """Bit width of a bit/int/bool/serializable-enum/header type (for extract, casts)."""
+    if isinstance(t, HeaderType):
+        return t.width()
+    if isinstance(t, StructType):
+        return sum(width_of(f.type) for f in t.fields)
+    return _fixed_width(t)
+
+
+# --------------------------------------------------------------------------- expressions
+
+
+@dataclass(eq=False)
+class Expr:
+    """Base of expressions. `type` is the resolved type, `loc` the source location."""
+
+    type: Type
+    loc: Loc
+
+
+@dataclass(eq=False)
+class Constant(Expr):
+    """An integer. For bit<w> 0 <= value < 2**w; for int<w> the signed value; InfInt any."""
+
+    value: int = 0
+    base: int = 10  # as written, for pretty-printing only
+
+
+@dataclass(eq=False)
+class BoolLiteral(Expr):
+    value: bool = False
+
+
+@dataclass(eq=False)
+class StringLiteral(Expr):
+    value: str = ""
+
+
+@dataclass(eq=False)
+class VarRef(Expr):
+    """A local variable or a parameter. `decl` is the Param or VarDecl (compare by identity)."""
+
+    name: str = ""
+    decl: Union["Param", "VarDecl", None] = None
+
+    @property
+    def direction(self) -> str:
+        """'in'/'out'/'inout'/'' for params, 'local' for variables."""
+        return self.decl.direction if isinstance(self.decl, Param) else "local"
+
+
+@dataclass(eq=False)
+class InstanceRef(Expr):
+    """An extern instance (register, counter, ...); type is ExternType."""
+
+    name: str = ""
+    decl: Optional["ExternInstance"] = None
+
+
+@dataclass(eq=False)
+class Member(Expr):
+    """`expr.member`: header/struct field; for stacks `next`, `last`, `lastIndex`."""
+
+    expr: Optional[Expr] = None
+    member: str = ""
+
+
+@dataclass(eq=False)
+class ArrayIndex(Expr):
+    """`stack[index]`."""
+
+    expr: Optional[Expr] = None
+    index: Optional[Expr] = None
+
+
+@dataclass(eq=False)
+class Slice(Expr):
+    """`expr[hi:lo]` with constant bounds; type bit<hi-lo+1>."""
+
+    expr: Optional[Expr] = None
+    hi: int = 0
+    lo: int = 0
+
+
+@dataclass(eq=False)
+class Unary(Expr):
+    """op: '-' (negate), '~' (complement), '!' (not)."""
+
+    op: str = ""
+    expr: Optional[Expr] = None
+
+
+@dataclass(eq=False)
+class Binary(Expr):
+    """op: + - * / % |+| |-| << >> & | ^ && || == != < <= > >= ++.
+
+    Operands already have equal types where P4 requires it (untyped literals were given
+    the other side's type); for << >> the right side may differ; ++ widths add up.
+    """
+
+    op: str = ""
+    left: Optional[Expr] = None
+    right: Optional[Expr] = None
+
+
+@dataclass(eq=False)
+class Mux(Expr):
+    """`cond ? then : else_`."""
+
+    cond: Optional[Expr] = None
+    then: Optional[Expr] = None
+    else_: Optional[Expr] = None
+
+
+@dataclass(eq=False)
+class Cast(Expr):
+    """`(type) expr`; the target type is `.type`."""
+
+    expr: Optional[Expr] = None
+
+
+@dataclass(eq=False)
+class ListExpr(Expr):
+    """`{a, b, c}`; type TupleType (or the StructType it initializes, if known)."""
+
+    items: list[Expr] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class StructExpr(Expr):
+    """`{f1 = a, f2 = b}` or a ListExpr assigned to a struct/header; type is the struct type.
+
+    `fields` maps field name -> expression, in the struct's field order.
+    """
+
+    fields: dict[str, Expr] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class EnumMember(Expr):
+    """`E.member`; type is the EnumType. `value` is set for serializable enums."""
+
+    member: str = ""
+    value: Optional[int] = None
+
+
+@dataclass(eq=False)
+class ErrorMember(Expr):
+    """`error.Name`."""
+
+    member: str = ""
+
+
+@dataclass(eq=False)
+class DontCare(Expr):
+    """`_` (as an out argument: the value is discarded)."""
+
+
+@dataclass(eq=False)
+class ExternMethodCall(Expr):
+    """`target.method<type_args>(args)`: target's type is an ExternType."""
+
+    target: Optional[Expr] = None
+    method: str = ""
+    args: list[Expr] = field(default_factory=list)
+    type_args: list[Type] = field(default_factory=list)
+    decl: Optional["ExternMethod"] = None
+
+
+@dataclass(eq=False)
+class ExternFunctionCall(Expr):
+    """`name<type_args>(args)` of an extern function (mark_to_drop, hash, verify, ...)."""
+
+    name: str = ""
+    args: list[Expr] = field(default_factory=list)
+    type_args: list[Type] = field(default_factory=list)
+    decl: Optional["ExternFunction"] = None
+
+
+@dataclass(eq=False)
+class ActionCall(Expr):
+    """Direct call of an action: `a(x, y)` in a control body or another action."""
+
+    action: Optional["Action"] = None
+    args: list[Expr] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class HeaderMethodCall(Expr):
+    """`hdr.isValid()` / `setValid()` / `setInvalid()`; stacks: `push_front(n)`/`pop_front(n)`."""
+
+    header: Optional[Expr] = None
+    method: str = ""
+    args: list[Expr] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class TableApply(Expr):
+    """`t.apply()`; type TableResultType."""
+
+    table: Optional["Table"] = None
+
+
+@dataclass(eq=False)
+class TableHitMiss(Expr):
+    """`t.apply().hit` or `t.apply().miss`: applies the table, yields bool."""
+
+    table: Optional["Table"] = None
+    which: str = "hit"
+
+
+@dataclass(eq=False)
+class ActionRun(Expr):
+    """`t.apply().action_run`: applies the table; only a Switch subject."""
+
+    table: Optional["Table"] = None
+
+
+# --------------------------------------------------------------------------- statements
+
+
+@dataclass(eq=False)
+class Stmt:
+    loc: Loc
+
+
+@dataclass(eq=False)
+class Block(Stmt):
+    stmts: list[Stmt] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Assign(Stmt):
+    """`lhs = rhs`; rhs already has lhs's type (literals typed, lists made StructExpr)."""
+
+    lhs: Optional[Expr] = None
+    rhs: Optional[Expr] = None
+
+
+@dataclass(eq=False)
+class MethodCallStmt(Stmt):
+    """A call used as a statement (any call expression, incl. TableApply)."""
+
+    call: Optional[Expr] = None
+
+
+@dataclass(eq=False)
+class If(Stmt):
+    cond: Optional[Expr] = None
+    then: Optional[Stmt] = None
+    else_: Optional[Stmt] = None
+
+
+@dataclass(eq=False)
+class SwitchCase:
+    """`labels: body`; a label is an Action (action_run switch), an Expr, or None (default).
+
+    body None means fall through to the next case that has a body.
+    """
+
+    labels: list
+    body: Optional[Block]
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class Switch(Stmt):
+    subject: Optional[Expr] = None
+    cases: list[SwitchCase] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Exit(Stmt):
+    pass
+
+
+@dataclass(eq=False)
+class Return(Stmt):
+    value: Optional[Expr] = None
+
+
+@dataclass(eq=False)
+class VarDeclStmt(Stmt):
+    """A local variable declaration inside a block; `decl.init` may be None."""
+
+    decl: Optional["VarDecl"] = None
+
+
+# --------------------------------------------------------------------------- declarations
+
+
+@dataclass(eq=False)
+class Param:
+    """A parameter. direction: 'in' | 'out' | 'inout' | '' (directionless: action data
+    from the control plane, or constructor parameters)."""
+
+    def __repr__(self) -> str:
+        return f"Param({self.name!r})"
+
+    name: str
+    direction: str
+    type: Type
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+    default: Optional[Expr] = None  # optional parameter default value
+
+
+@dataclass(eq=False)
+class VarDecl:
+    """`T name [= init];` in a parser/control/action body or at control/parser level."""
+
+    def __repr__(self) -> str:
+        return f"VarDecl({self.name!r})"
+
+    name: str
+    type: Type
+    init: Optional[Expr] = None
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class ConstDecl:
+    """`const T name = value;` (value is a folded Constant/BoolLiteral/... )."""
+
+    name: str
+    type: Type
+    value: Expr
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+
+
+def _qualify(local: str, annotations: Annotations, control: Optional[str]) -> str:
+    name = annotations.get_str("name")
+    if name is not None:
+        if name.startswith("."):
+            return name[1:]
+        local = name
+    return f"{control}.{local}" if control else local
+
+
+@dataclass(eq=False)
+class Action:
+    """An action. `params` directional ones first, then directionless (control-plane data).
+
+    `control` is the enclosing control's name (None for top-level actions).
+    """
+
+    def __repr__(self) -> str:
+        return f"Action({self.name!r})"
+
+    name: str
+    params: list[Param]
+    body: Block
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+    control: Optional[str] = None
+
+    @property
+    def control_plane_name(self) -> str:
+        return _qualify(self.name, self.annotations, self.control)
+
+    @property
+    def data_params(self) -> list[Param]:
+        """The directionless params the control plane supplies."""
+        return [p for p in self.params if p.direction == ""]
+
+
+@dataclass(eq=False)
+class KeyElement:
+    """One table key: `expr : match_kind` (match_kind is 'exact', 'lpm', 'ternary', ...).
+
+    `name` is the P4Info match-field name: @name if present, else the expression as
+    written in p4c's style (`hdr.ipv4.dstAddr`, `meta.x[7:0]`, `hdr.ipv4.isValid()`).
+    """
+
+    expr: Expr
+    match_kind: str
+    name: str
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+
+    @property
+    def width(self) -> int:
+        return width_of(self.expr.type)
+
+
+@dataclass(eq=False)
+class ActionRef:
+    """An entry of a table's `actions = {...}` list (with @defaultonly/@tableonly)."""
+
+    action: Action
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class ActionBinding:
+    """An action with its control-plane arguments bound: `a(1, 2)` in default_action/entries.
+
+    `args` are typed constants (one per data param, in order); directional params, if any,
+    are given as l-value expressions in `args` too, in declaration order.
+    """
+
+    action: Action
+    args: list[Expr] = field(default_factory=list)
+    loc: Loc = NOWHERE
+
+
+class KeySet:
+    """Base of a keyset in select cases and const table entries."""
+
+
+@dataclass(eq=False)
+class KsDefault(KeySet):
+    """`default` or `_`."""
+
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class KsValue(KeySet):
+    value: Expr
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class KsMask(KeySet):
+    """`value &&& mask`."""
+
+    value: Expr
+    mask: Expr
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class KsRange(KeySet):
+    """`lo .. hi` (inclusive)."""
+
+    lo: Expr
+    hi: Expr
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class TableEntry:
+    """A const entry: one KeySet per key, the action, optional `priority`.
+
+    For lpm keys a KsMask holds the prefix as a mask. Without explicit priorities p4c gives
+    earlier entries higher priority; `priority` is None then.
+    """
+
+    keys: list[KeySet]
+    action: ActionBinding
+    priority: Optional[int] = None
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class Table:
+    """A match-action table. `control` is the enclosing control's name."""
+
+    def __repr__(self) -> str:
+        return f"Table({self.name!r})"
+
+    name: str
+    keys: list[KeyElement] = field(default_factory=list)
+    actions: list[ActionRef] = field(default_factory=list)
+    default_action: Optional[ActionBinding] = None  # None: NoAction
+    default_action_const: bool = False
+    entries: list[TableEntry] = field(default_factory=list)
+    entries_const: bool = False  # True for `const entries`
+    size: Optional[int] = None
+    direct_counter: Optional["ExternInstance"] = None  # `counters = my_direct_counter`
+    direct_meter: Optional["ExternInstance"] = None  # `meters = my_direct_meter`
+    other_properties: dict[str, Expr] = field(default_factory=dict)
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+    control: Optional[str] = None
+
+    @property
+    def control_plane_name(self) -> str:
+        return _qualify(self.name, self.annotations, self.control)
+
+
+@dataclass(eq=False)
+class ExternInstance:
+    """An extern object instance, e.g. `register<bit<32>>(1024) lanes;`.
+
+    `extern`: the extern type name ('register', 'counter', 'direct_counter', 'meter',
+    'direct_meter', ...); `type_args` its type arguments ([bit<32>] for that register);
+    `args` the constructor arguments as folded expressions, e.g. register: [Constant 1024];
+    counter(N, CounterType.packets): [Constant N, EnumMember]; direct_counter(CounterType.bytes):
+    [EnumMember]. Helpers: `size`, `kind` (the CounterType/MeterType member name).
+    """
+
+    def __repr__(self) -> str:
+        return f"ExternInstance({self.name!r})"
+
+    name: str
+    extern: str
+    type: ExternType
+    type_args: list[Type] = field(default_factory=list)
+    args: list[Expr] = field(default_factory=list)
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+    control: Optional[str] = None
+
+    @property
+    def control_plane_name(self) -> str:
+        return _qualify(self.name, self.annotations, self.control)
+
+    @property
+    def size(self) -> Optional[int]:
+        """The first integer constructor argument (register/counter/meter size)."""
+        for a in self.args:
+            if isinstance(a, Constant):
+                return a.value
+        return None
+
+    @property
+    def kind(self) -> Optional[str]:
+        """CounterType/MeterType member ('packets', 'bytes', 'packets_and_bytes')."""
+        for a in self.args:
+            if isinstance(a, EnumMember):
+                return a.member
+        return None
+
+
+@dataclass(eq=False)
+class ExternMethod:
+    """A method (or constructor, name == extern name) of an extern declaration."""
+
+    name: str
+    params: list[Param]
+    return_type: Type
+    type_params: list[str] = field(default_factory=list)
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class ExternDecl:
+    """`extern NAME<T> { constructors; methods; }`."""
+
+    name: str
+    type_params: list[str] = field(default_factory=list)
+    constructors: list[ExternMethod] = field(default_factory=list)
+    methods: dict[str, list[ExternMethod]] = field(default_factory=dict)  # overloads by arity
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class ExternFunction:
+    """`extern R name<T>(params);` (mark_to_drop, hash, ...)."""
+
+    name: str
+    params: list[Param]
+    return_type: Type
+    type_params: list[str] = field(default_factory=list)
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class SelectCase:
+    """One select case: a KeySet per select key, and the next state's name."""
+
+    keysets: list[KeySet]
+    next: str
+    loc: Loc = NOWHERE
+
+
+class Transition:
+    """Base of parser transitions."""
+
+
+@dataclass(eq=False)
+class DirectTransition(Transition):
+    next: str
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class SelectTransition(Transition):
+    keys: list[Expr]
+    cases: list[SelectCase]
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class ParserState:
+    name: str
+    body: list[Stmt]
+    transition: Transition
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class Parser:
+    def __repr__(self) -> str:
+        return f"Parser({self.name!r})"
+
+    name: str
+    params: list[Param]
+    locals: list = field(default_factory=list)  # VarDecl / ExternInstance
+    states: dict[str, ParserState] = field(default_factory=dict)
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class Control:
+    def __repr__(self) -> str:
+        return f"Control({self.name!r})"
+
+    name: str
+    params: list[Param]
+    locals: list = field(default_factory=list)  # Action / Table / ExternInstance / VarDecl
+    actions: dict[str, Action] = field(default_factory=dict)
+    tables: dict[str, Table] = field(default_factory=dict)
+    instances: dict[str, ExternInstance] = field(default_factory=dict)
+    body: Block = field(default_factory=lambda: Block(NOWHERE))
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class V1SwitchInstance:
+    """`V1Switch(p(), vr(), ig(), eg(), ck(), dep()) main;` resolved to the declarations."""
+
+    name: str
+    parser: Parser
+    verify_checksum: Control
+    ingress: Control
+    egress: Control
+    compute_checksum: Control
+    deparser: Control
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class Program:
+    """A whole checked program (see the module docstring for how to walk it)."""
+
+    types: dict[str, Type] = field(default_factory=dict)
+    typedefs: dict[str, Type] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    match_kinds: list[str] = field(default_factory=list)
+    constants: dict[str, ConstDecl] = field(default_factory=dict)
+    externs: dict[str, ExternDecl] = field(default_factory=dict)
+    extern_functions: dict[str, list[ExternFunction]] = field(default_factory=dict)  # overloads
+    actions: dict[str, Action] = field(default_factory=dict)
+    parsers: dict[str, Parser] = field(default_factory=dict)
+    controls: dict[str, Control] = field(default_factory=dict)
+    main: Optional[V1SwitchInstance] = None
+    source: str = ""  # path of the top-level file
+
+    def all_tables(self) -> list[Table]:
+        """Every table of every control, in declaration order."""
+        return [t for c in self.controls.values() for t in c.tables.values()]
+
+    def all_actions(self) -> list[Action]:
+        """Top-level actions, then each control's actions, in declaration order."""
+        return list(self.actions.values()) + [a for c in self.controls.values() for a in c.actions.values()]
+
+    def all_instances(self) -> list[ExternInstance]:
+        """Every extern instance declared in a control or parser."""
+        out: list[ExternInstance] = []
+        for block in list(self.parsers.values()) + list(self.controls.values()):
+            out.extend(d for d in block.locals if isinstance(d, ExternInstance))
+        return out

@@ -1,0 +1,1 @@
+"""The embedded interpreter: IR -> generated Python (codegen), storage layout, hashes, schema."""

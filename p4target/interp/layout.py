@@ -1,0 +1,95 @@
+"""Flat storage layout of one packet's data: every P4 value gets a fixed slot in a list.
+
+P4 has no recursion, so every header field, metadata field, local variable and action
+parameter can live at a static index of ONE Python list per packet (the "frame").
+Copying a packet (clone, multicast) is a list copy; generated code reads `F[17]`.
+
+Layouts:
+- a scalar (bit/int/bool/enum/error) is an `int` slot;
+- a header is `HeaderLayout`: a validity slot followed by its field slots;
+- a struct/header union is `StructLayout` (fields in order);
+- a stack is `StackLayout`: a next-index slot and `size` elements laid out contiguously
+  with a constant stride, so element i's slot is element 0's slot + i * stride.
+A layout covers the half-open slot range [first, end), so struct copy is a list slice.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from p4target.errors import P4Error
+from p4target.frontend import ir
+
+
+@dataclass
+class HeaderLayout:
+    type: ir.HeaderType
+    valid: int
+    fields: dict[str, int]  # field name -> slot
+    first: int
+    end: int
+
+
+@dataclass
+class StructLayout:
+    type: ir.StructLikeType
+    fields: dict[str, "Layout"]
+    first: int
+    end: int
+
+
+@dataclass
+class StackLayout:
+    type: ir.StackType
+    next_index: int
+    elements: list[HeaderLayout]
+    stride: int
+    first: int
+    end: int
+
+
+Layout = Union[int, HeaderLayout, StructLayout, StackLayout]
+
+
+def span(layout: Layout) -> tuple[int, int]:
+    """[first, end) slot range of any layout."""
+    if isinstance(layout, int):
+        return layout, layout + 1
+    return layout.first, layout.end
+
+
+@dataclass
+class Frame:
+    """Allocator of slots; `initial` is the template list every packet starts from."""
+
+    initial: list = field(default_factory=list)
+
+    def slot(self, value: object = 0) -> int:
+        self.initial.append(value)
+        return len(self.initial) - 1
+
+    def alloc(self, t: ir.Type, loc: ir.Loc = ir.NOWHERE) -> Layout:
+        """Allocate storage for a value of type `t`; everything starts as 0/False/invalid."""
+        if isinstance(t, ir.HeaderType):
+            first = self.slot(False)
+            fields = {}
+            for f in t.fields:
+                if isinstance(f.type, ir.VarbitType):
+                    raise P4Error("varbit fields are not supported by the embedded interpreter",
+                                  f.loc.file, f.loc.line, f.loc.col)
+                fields[f.name] = self.slot(False if isinstance(f.type, ir.BoolType) else 0)
+            return HeaderLayout(t, first, fields, first, len(self.initial))
+        if isinstance(t, (ir.StructType, ir.HeaderUnionType)):
+            first = len(self.initial)
+            fields = {f.name: self.alloc(f.type, f.loc) for f in t.fields}
+            return StructLayout(t, fields, first, len(self.initial))
+        if isinstance(t, ir.StackType):
+            first = self.slot(0)
+            elements = [self.alloc(t.element, loc) for _ in range(t.size)]
+            stride = (elements[0].end - elements[0].first) if elements else 0
+            return StackLayout(t, first, elements, stride, first, len(self.initial))
+        if isinstance(t, ir.BoolType):
+            return self.slot(False)
+        if isinstance(t, (ir.BitsType, ir.IntType, ir.EnumType, ir.ErrorType, ir.InfIntType)):
+            return self.slot(0)
+        raise P4Error(f"values of type {t} are not supported by the embedded interpreter", loc.file, loc.line, loc.col)

@@ -1,0 +1,889 @@
+"""Runtime state of one embedded switch: tables, registers, counters, PRE, digests.
+
+The P4Runtime server, the STF runner and the packet pipeline all drive ONE `State`.
+Everything is addressed by control-plane names (P4Info names such as
+"MyIngress.ipv4_lpm", "hdr.ipv4.dstAddr") and plain Python ints; no numeric IDs.
+
+The state knows the program only through a `ProgramSchema` (tables, actions,
+registers, counters): `p4target.pipeline` builds it from the IR, tests can build it
+by hand. Every write is validated against the schema BEFORE anything changes, so a
+failed write never alters state. Errors are `StateError` subclasses whose `code`
+names the matching gRPC status (the P4Runtime server maps them 1:1).
+
+Thread-safety: `State.lock` (an RLock) is taken by every mutating method here and by
+`Pipeline` around each packet, so control-plane writes never interleave with a
+packet in flight. Readers that need a consistent snapshot take it too.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Iterator, Union
+
+# ---------------------------------------------------------------------------
+# Errors
+
+
+class StateError(Exception):
+    """A rejected control-plane operation. `code` is the gRPC status name."""
+
+    code = "UNKNOWN"
+    exit_code = 2
+
+
+class InvalidArgument(StateError):
+    """Unknown name, value too wide, bad prefix, wrong params, ..."""
+
+    code = "INVALID_ARGUMENT"
+
+
+class AlreadyExists(StateError):
+    """Insert of an entry/group/session whose key is already present."""
+
+    code = "ALREADY_EXISTS"
+
+
+class NotFound(StateError):
+    """Modify/delete/read of something that is not there."""
+
+    code = "NOT_FOUND"
+
+
+class ResourceExhausted(StateError):
+    """Table full (its `size`)."""
+
+    code = "RESOURCE_EXHAUSTED"
+
+
+class PermissionDenied(StateError):
+    """Write to something the program declared const (const entries, const default_action)."""
+
+    code = "PERMISSION_DENIED"
+
+
+# ---------------------------------------------------------------------------
+# Match specs (one per key field of an entry; an absent field is a wildcard)
+
+
+@dataclass(frozen=True)
+class Exact:
+    value: int
+
+
+@dataclass(frozen=True)
+class Lpm:
+    value: int
+    prefix_len: int
+
+
+@dataclass(frozen=True)
+class Ternary:
+    value: int
+    mask: int
+
+
+@dataclass(frozen=True)
+class Range:
+    low: int
+    high: int
+
+
+@dataclass(frozen=True)
+class Optional:
+    value: int
+
+
+Match = Union[Exact, Lpm, Ternary, Range, Optional]
+
+MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
+_SPEC_FOR_KIND = {"exact": Exact, "lpm": Lpm, "ternary": Ternary, "range": Range, "optional": Optional}
+# Kinds for which P4Runtime requires a priority (and for which the highest priority wins).
+_PRIORITY_KINDS = frozenset({"ternary", "range", "optional"})
+
+
+# ---------------------------------------------------------------------------
+# Schema: what the program declares
+
+
+@dataclass(frozen=True)
+class KeyField:
+    name: str  # control-plane name, e.g. "hdr.ipv4.dstAddr"
+    bitwidth: int
+    match_kind: str  # one of MATCH_KINDS
+
+
+@dataclass(frozen=True)
+class ActionSchema:
+    name: str  # e.g. "MyIngress.set_nhop"
+    params: tuple[tuple[str, int], ...] = ()  # (name, bitwidth) in declaration order
+
+
+@dataclass
+class TableSchema:
+    name: str
+    keys: tuple[KeyField, ...]
+    actions: tuple[str, ...]  # action names usable by this table
+    default_action: str = "NoAction"
+    default_params: dict[str, int] = field(default_factory=dict)
+    const_default: bool = False
+    size: int = 1024
+    entries: list["TableEntry"] = field(default_factory=list)  # from the program's `entries`
+    const_entries: bool = False
+    direct_counter: str | None = None  # name of the direct counter attached, if any
+    direct_meter: str | None = None  # name of the direct meter attached, if any
+    default_only: frozenset[str] = frozenset()  # actions marked @defaultonly
+    table_only: frozenset[str] = frozenset()  # actions marked @tableonly
+
+
+@dataclass(frozen=True)
+class RegisterSchema:
+    name: str
+    bitwidth: int
+    size: int
+
+
+COUNTER_TYPES = ("packets", "bytes", "packets_and_bytes")
+
+
+@dataclass(frozen=True)
+class CounterSchema:
+    name: str
+    size: int
+    type: str = "packets_and_bytes"  # one of COUNTER_TYPES
+
+
+@dataclass(frozen=True)
+class DirectCounterSchema:
+    name: str
+    table: str
+    type: str = "packets_and_bytes"
+
+
+METER_TYPES = ("packets", "bytes")
+GREEN, YELLOW, RED = 0, 1, 2  # v1model meter colors
+
+
+@dataclass(frozen=True)
+class MeterSchema:
+    name: str
+    size: int
+    type: str = "bytes"  # one of METER_TYPES
+
+
+@dataclass(frozen=True)
+class DirectMeterSchema:
+    name: str
+    table: str
+    type: str = "bytes"
+
+
+@dataclass
+class ProgramSchema:
+    """Everything the control plane may address, keyed by control-plane name."""
+
+    actions: dict[str, ActionSchema] = field(default_factory=dict)
+    tables: dict[str, TableSchema] = field(default_factory=dict)
+    registers: dict[str, RegisterSchema] = field(default_factory=dict)
+    counters: dict[str, CounterSchema] = field(default_factory=dict)
+    direct_counters: dict[str, DirectCounterSchema] = field(default_factory=dict)
+    meters: dict[str, MeterSchema] = field(default_factory=dict)
+    direct_meters: dict[str, DirectMeterSchema] = field(default_factory=dict)
+    digests: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------------------
+# Meters
+
+
+@dataclass(frozen=True)
+class MeterConfig:
+    """Two-rate three-color marker (RFC 2698, color-blind) as BMv2 meters run it.
+
+    Rates are units per second and bursts units, the unit being bytes or packets
+    (the meter's type), as in P4Runtime's MeterConfig.
+    """
+
+    cir: int
+    cburst: int
+    pir: int
+    pburst: int
+
+
+class MeterCell:
+    """One meter instance: its config (None = unconfigured, always GREEN) and token buckets."""
+
+    __slots__ = ("config", "committed", "peak", "last")
+
+    def __init__(self) -> None:
+        self.config: MeterConfig | None = None
+        self.committed = self.peak = 0.0
+        self.last = 0.0
+
+    def configure(self, config: MeterConfig | None, now: float) -> None:
+        if config is not None:
+            for name in ("cir", "cburst", "pir", "pburst"):
+                _check_width(f"meter config {name}", getattr(config, name), 64)
+            if config.pir < config.cir:
+                raise InvalidArgument("meter config: pir must be >= cir")
+        self.config = config
+        if config is not None:  # buckets start full
+            self.committed, self.peak, self.last = float(config.cburst), float(config.pburst), now
+
+    def execute(self, amount: int, now: float) -> int:
+        """Color of a packet of `amount` units arriving at time `now` (seconds)."""
+        c = self.config
+        if c is None:
+            return GREEN
+        elapsed = max(0.0, now - self.last)
+        self.last = now
+        self.peak = min(float(c.pburst), self.peak + elapsed * c.pir)
+        self.committed = min(float(c.cburst), self.committed + elapsed * c.cir)
+        if self.peak < amount:
+            return RED
+        self.peak -= amount
+        if self.committed < amount:
+            return YELLOW
+        self.committed -= amount
+        return GREEN
+
+
+# ---------------------------------------------------------------------------
+# Entries
+
+
+@dataclass
+class TableEntry:
+    """One table entry. `args` (params in declaration order) and counters are filled by the table.
+
+    `packets`/`bytes` are the entry's direct-counter cells (0 when the table has none);
+    `meter` its direct-meter cell (None when the table has no direct meter).
+    """
+
+    match: dict[str, Match]
+    action: str
+    params: dict[str, int] = field(default_factory=dict)
+    priority: int = 0
+    packets: int = 0
+    bytes: int = 0
+    args: tuple[int, ...] = ()
+    meter: MeterCell | None = None
+
+
+@dataclass
+class DefaultAction:
+    action: str
+    params: dict[str, int]
+    args: tuple[int, ...]
+
+
+@dataclass
+class CloneSession:
+    replicas: list[tuple[int, int]]  # (egress_port, instance)
+    packet_length: int = 0  # truncate clones to this many bytes; 0 = whole packet
+
+
+@dataclass
+class PortStats:
+    rx_packets: int = 0
+    rx_bytes: int = 0
+    tx_packets: int = 0
+    tx_bytes: int = 0
+
+
+# ---------------------------------------------------------------------------
+# Validation helpers
+
+
+def _check_width(what: str, value: int, bitwidth: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidArgument(f"{what}: value must be an integer, got {value!r}")
+    if value < 0:
+        raise InvalidArgument(f"{what}: value {value} is negative")
+    if value >> bitwidth:
+        raise InvalidArgument(f"{what}: value {value:#x} does not fit in {bitwidth} bits")
+
+
+def _check_args(action: ActionSchema, params: dict[str, int], where: str) -> tuple[int, ...]:
+    """Validate action params; returns them in declaration order."""
+    declared = {n for n, _ in action.params}
+    extra = sorted(set(params) - declared)
+    if extra:
+        raise InvalidArgument(f"{where}: action {action.name} has no parameter {extra[0]!r}")
+    missing = [n for n, _ in action.params if n not in params]
+    if missing:
+        raise InvalidArgument(f"{where}: action {action.name} is missing parameter {missing[0]!r}")
+    for name, width in action.params:
+        _check_width(f"{where}: action {action.name} param {name}", params[name], width)
+    return tuple(params[n] for n, _ in action.params)
+
+
+def _prefix_mask(prefix_len: int, bitwidth: int) -> int:
+    return ((1 << prefix_len) - 1) << (bitwidth - prefix_len)
+
+
+# ---------------------------------------------------------------------------
+# Tables
+
+
+class Table:
+    """A match-action table: entries, default action, fast lookup.
+
+    Lookup strategies, chosen from the key kinds:
+    - all exact: one dict keyed by the tuple of key values;
+    - exact + one lpm: one dict per prefix length, probed longest first;
+    - anything with ternary/range/optional: entries sorted by priority (largest wins).
+    `lookup(key_tuple) -> TableEntry | None` (key values in key order; None = miss) is
+    rebuilt as a closure after every insert/delete.
+    """
+
+    def __init__(self, schema: TableSchema, actions: dict[str, ActionSchema]):
+        self.schema = schema
+        self.name = schema.name
+        self._actions = actions
+        self._keys = schema.keys
+        self._key_index = {k.name: i for i, k in enumerate(schema.keys)}
+        kinds = {k.match_kind for k in schema.keys}
+        self.needs_priority = bool(kinds & _PRIORITY_KINDS)
+        lpm = [i for i, k in enumerate(schema.keys) if k.match_kind == "lpm"]
+        if self.needs_priority or len(lpm) > 1:
+            self._mode = "priority"
+        elif lpm:
+            self._mode = "lpm"
+            self._lpm_index = lpm[0]
+        else:
+            self._mode = "exact"
+        self._entries: dict[tuple, TableEntry] = {}  # canonical key -> entry
+        self._const = False
+        self.default = self._make_default(schema.default_action, schema.default_params, initial=True)
+        self._initial_default = self.default
+        self._install_program_entries()
+        self._rebuild()
+        self._const = schema.const_entries
+
+    # -- program-time setup
+
+    def _install_program_entries(self) -> None:
+        """Program `entries`; for const ternary entries, earlier = higher priority (P4 spec)."""
+        n = len(self.schema.entries)
+        for i, entry in enumerate(self.schema.entries):
+            prio = entry.priority or (n - i if self.needs_priority else 0)
+            copy = TableEntry(dict(entry.match), entry.action, dict(entry.params), prio)
+            self.insert(copy)
+
+    def _make_default(self, action: str, params: dict[str, int], initial: bool = False) -> DefaultAction:
+        where = f"table {self.name} default action"
+        if action not in self.schema.actions:
+            raise InvalidArgument(f"{where}: action {action!r} is not in the table's actions")
+        if not initial and action in self.schema.table_only:
+            raise InvalidArgument(f"{where}: action {action} is @tableonly")
+        args = _check_args(self._actions[action], params, where)
+        return DefaultAction(action, dict(params), args)
+
+    # -- canonical keys and validation
+
+    def _canonical(self, entry: TableEntry) -> tuple:
+        """Validate the match of `entry`; return its identity (match + priority)."""
+        where = f"table {self.name}"
+        for fname in entry.match:
+            if fname not in self._key_index:
+                raise InvalidArgument(f"{where}: no key field {fname!r}")
+        parts = []
+        for key in self._keys:
+            spec = entry.match.get(key.name)
+            parts.append(self._canonical_field(key, spec, where))
+        if self.needs_priority:
+            if not isinstance(entry.priority, int) or entry.priority <= 0:
+                raise InvalidArgument(f"{where}: entries of a ternary/range/optional table need a priority > 0")
+        elif entry.priority:
+            raise InvalidArgument(f"{where}: priority must be 0 for a table without ternary/range/optional keys")
+        return (tuple(parts), entry.priority)
+
+    @staticmethod
+    def _canonical_field(key: KeyField, spec: Match | None, where: str) -> tuple | None:
+        """Normalised form of one field's match; None = wildcard."""
+        what = f"{where} field {key.name}"
+        w = key.bitwidth
+        kind = key.match_kind
+        if spec is None:
+            if kind == "exact":
+                raise InvalidArgument(f"{what}: exact match field cannot be omitted")
+            return None
+        expected = _SPEC_FOR_KIND[kind]
+        if not isinstance(spec, expected):
+            raise InvalidArgument(f"{what}: {kind} field given a {type(spec).__name__} match")
+        if kind in ("exact", "optional"):
+            _check_width(what, spec.value, w)
+            return ("v", spec.value)
+        if kind == "lpm":
+            _check_width(what, spec.value, w)
+            if not isinstance(spec.prefix_len, int) or not 0 <= spec.prefix_len <= w:
+                raise InvalidArgument(f"{what}: prefix length {spec.prefix_len} out of range 0..{w}")
+            if spec.prefix_len == 0:
+                return None
+            mask = _prefix_mask(spec.prefix_len, w)
+            if spec.value & ~mask:
+                raise InvalidArgument(f"{what}: value {spec.value:#x} has bits set beyond /{spec.prefix_len}")
+            return ("l", spec.value, spec.prefix_len)
+        if kind == "ternary":
+            _check_width(what, spec.value, w)
+            _check_width(what + " mask", spec.mask, w)
+            if spec.mask == 0:
+                return None
+            if spec.value & ~spec.mask:
+                raise InvalidArgument(f"{what}: value {spec.value:#x} has bits set outside mask {spec.mask:#x}")
+            return ("t", spec.value, spec.mask)
+        # range
+        _check_width(what + " low", spec.low, w)
+        _check_width(what + " high", spec.high, w)
+        if spec.low > spec.high:
+            raise InvalidArgument(f"{what}: range low {spec.low} > high {spec.high}")
+        if spec.low == 0 and spec.high == (1 << w) - 1:
+            return None
+        return ("r", spec.low, spec.high)
+
+    def _check_action(self, entry: TableEntry) -> tuple[int, ...]:
+        where = f"table {self.name}"
+        if entry.action not in self.schema.actions:
+            if entry.action in self._actions:
+                raise InvalidArgument(f"{where}: action {entry.action} is not in the table's actions")
+            raise InvalidArgument(f"{where}: unknown action {entry.action!r}")
+        if entry.action in self.schema.default_only:
+            raise InvalidArgument(f"{where}: action {entry.action} is @defaultonly")
+        return _check_args(self._actions[entry.action], entry.params, where)
+
+    def _check_mutable(self) -> None:
+        if self._const:
+            raise PermissionDenied(f"table {self.name} has const entries")
+
+    # -- writes
+
+    def insert(self, entry: TableEntry) -> None:
+        """Add `entry`. AlreadyExists if an entry with the same match (and priority) is present."""
+        self._check_mutable()
+        key = self._canonical(entry)
+        args = self._check_action(entry)
+        if key in self._entries:
+            raise AlreadyExists(f"table {self.name}: entry already exists")
+        if len(self._entries) >= self.schema.size:
+            raise ResourceExhausted(f"table {self.name} is full ({self.schema.size} entries)")
+        entry.args = args
+        entry.packets = entry.bytes = 0
+        entry.meter = MeterCell() if self.schema.direct_meter else None
+        self._entries[key] = entry
+        self._rebuild()
+
+    def modify(self, entry: TableEntry) -> None:
+        """Replace the action/params of the existing entry with the same match (counters kept)."""
+        self._check_mutable()
+        key = self._canonical(entry)
+        args = self._check_action(entry)
+        old = self._entries.get(key)
+        if old is None:
+            raise NotFound(f"table {self.name}: no such entry to modify")
+        old.action, old.params, old.args = entry.action, dict(entry.params), args
+
+    def delete(self, entry: TableEntry) -> None:
+        """Remove the entry with the same match (action/params are ignored)."""
+        self._check_mutable()
+        key = self._canonical(entry)
+        if self._entries.pop(key, None) is None:
+            raise NotFound(f"table {self.name}: no such entry to delete")
+        self._rebuild()
+
+    def find(self, match: dict[str, Match], priority: int = 0) -> TableEntry:
+        """The stored entry with exactly this match; NotFound otherwise."""
+        key = self._canonical(TableEntry(match, "", {}, priority))
+        try:
+            return self._entries[key]
+        except KeyError:
+            raise NotFound(f"table {self.name}: no such entry") from None
+
+    def clear(self) -> None:
+        """Drop every non-const entry (P4Runtime pipeline reset does this)."""
+        if not self._const:
+            self._entries.clear()
+            self._install_program_entries()
+            self._rebuild()
+
+    def entries(self) -> list[TableEntry]:
+        return list(self._entries.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def set_default(self, action: str, params: dict[str, int] | None = None) -> None:
+        if self.schema.const_default:
+            raise PermissionDenied(f"table {self.name} has a const default_action")
+        self.default = self._make_default(action, params or {})
+
+    def reset_default(self) -> None:
+        """Back to the program's default action."""
+        self.default = self._initial_default
+
+    # -- lookup
+
+    def _rebuild(self) -> None:
+        """Recompute the lookup structure; writes are rare, lookups are per packet."""
+        if self._mode == "exact":
+            self._exact = {tuple(p[1] for p in key[0]): e for key, e in self._entries.items()}
+            self.lookup = self._exact.get
+        elif self._mode == "lpm":
+            self._build_lpm()
+        else:
+            self._build_priority()
+
+    def _build_lpm(self) -> None:
+        li = self._lpm_index
+        width = self._keys[li].bitwidth
+        levels: dict[int, dict[tuple, TableEntry]] = {}
+        for (parts, _), e in self._entries.items():
+            lp = parts[li]
+            plen = 0 if lp is None else lp[2]
+            values = tuple((0 if p is None else p[1]) for p in parts)
+            levels.setdefault(plen, {})[values] = e
+        order = [(_prefix_mask(p, width), levels[p]) for p in sorted(levels, reverse=True)]
+        if len(self._keys) == 1:
+            single = [(m, {k[0]: e for k, e in d.items()}) for m, d in order]
+
+            def lookup(key: tuple) -> TableEntry | None:
+                v = key[0]
+                for mask, d in single:
+                    e = d.get(v & mask)
+                    if e is not None:
+                        return e
+                return None
+        else:
+            def lookup(key: tuple) -> TableEntry | None:
+                for mask, d in order:
+                    k = list(key)
+                    k[li] &= mask
+                    e = d.get(tuple(k))
+                    if e is not None:
+                        return e
+                return None
+        self.lookup = lookup
+
+    def _build_priority(self) -> None:
+        ordered = sorted(self._entries.items(), key=lambda kv: -kv[0][1])  # stable: insertion order on ties
+        compiled = []
+        for (parts, _), e in ordered:
+            masks, ranges = [], []
+            for i, (key, p) in enumerate(zip(self._keys, parts)):
+                if p is None:
+                    continue
+                if p[0] == "v":
+                    masks.append((i, (1 << key.bitwidth) - 1, p[1]))
+                elif p[0] == "l":
+                    masks.append((i, _prefix_mask(p[2], key.bitwidth), p[1]))
+                elif p[0] == "t":
+                    masks.append((i, p[2], p[1]))
+                else:
+                    ranges.append((i, p[1], p[2]))
+            compiled.append((tuple(masks), tuple(ranges), e))
+
+        def lookup(key: tuple) -> TableEntry | None:
+            for masks, ranges, e in compiled:
+                for i, m, v in masks:
+                    if key[i] & m != v:
+                        break
+                else:
+                    for i, lo, hi in ranges:
+                        if not lo <= key[i] <= hi:
+                            break
+                    else:
+                        return e
+            return None
+        self.lookup = lookup
+
+
+# ---------------------------------------------------------------------------
+# Stateful externs
+
+
+class RegisterArray:
+    """`values` is a plain list the pipeline indexes directly; it is never replaced."""
+
+    def __init__(self, schema: RegisterSchema):
+        self.schema = schema
+        self.values = [0] * schema.size
+
+    def _index(self, index: int) -> int:
+        if not isinstance(index, int) or not 0 <= index < self.schema.size:
+            raise InvalidArgument(f"register {self.schema.name}: index {index} out of range 0..{self.schema.size - 1}")
+        return index
+
+    def read(self, index: int) -> int:
+        return self.values[self._index(index)]
+
+    def write(self, index: int, value: int) -> None:
+        i = self._index(index)
+        _check_width(f"register {self.schema.name}[{i}]", value, self.schema.bitwidth)
+        self.values[i] = value
+
+    def reset(self) -> None:
+        self.values[:] = [0] * self.schema.size
+
+
+class CounterArray:
+    """Indirect counter: `packets[i]`, `bytes[i]` lists the pipeline updates in place."""
+
+    def __init__(self, schema: CounterSchema):
+        self.schema = schema
+        self.packets = [0] * schema.size
+        self.bytes = [0] * schema.size
+
+    def _index(self, index: int) -> int:
+        if not isinstance(index, int) or not 0 <= index < self.schema.size:
+            raise InvalidArgument(f"counter {self.schema.name}: index {index} out of range 0..{self.schema.size - 1}")
+        return index
+
+    def read(self, index: int) -> tuple[int, int]:
+        """(packets, bytes) of cell `index`."""
+        i = self._index(index)
+        return self.packets[i], self.bytes[i]
+
+    def write(self, index: int, packets: int = 0, nbytes: int = 0) -> None:
+        i = self._index(index)
+        self.packets[i] = packets
+        self.bytes[i] = nbytes
+
+    def reset(self) -> None:
+        self.packets[:] = [0] * self.schema.size
+        self.bytes[:] = [0] * self.schema.size
+
+
+class MeterArray:
+    """Indirect meter: one MeterCell per index."""
+
+    def __init__(self, schema: MeterSchema):
+        self.schema = schema
+        self.cells = [MeterCell() for _ in range(schema.size)]
+
+    def cell(self, index: int) -> MeterCell:
+        if not isinstance(index, int) or not 0 <= index < self.schema.size:
+            raise InvalidArgument(f"meter {self.schema.name}: index {index} out of range 0..{self.schema.size - 1}")
+        return self.cells[index]
+
+    def reset(self) -> None:
+        for c in self.cells:
+            c.configure(None, 0.0)
+
+
+# ---------------------------------------------------------------------------
+# The state object
+
+
+class State:
+    """All mutable state of one switch pipeline; see the module docstring."""
+
+    def __init__(self, schema: ProgramSchema):
+        self.schema = schema
+        self.lock = threading.RLock()
+        self._check_schema()
+        self.tables: dict[str, Table] = {n: Table(t, schema.actions) for n, t in schema.tables.items()}
+        self.registers: dict[str, RegisterArray] = {n: RegisterArray(r) for n, r in schema.registers.items()}
+        self.counters: dict[str, CounterArray] = {n: CounterArray(c) for n, c in schema.counters.items()}
+        self.meters: dict[str, MeterArray] = {n: MeterArray(m) for n, m in schema.meters.items()}
+        self.multicast_groups: dict[int, list[tuple[int, int]]] = {}
+        self.clone_sessions: dict[int, CloneSession] = {}
+        self.digests: list[tuple[str, tuple[int, ...]]] = []
+        self.port_stats: dict[int, PortStats] = {}
+        self.log: collections.deque[str] = collections.deque(maxlen=1000)  # log_msg output and packet errors
+
+    def _check_schema(self) -> None:
+        for t in self.schema.tables.values():
+            for a in t.actions:
+                if a not in self.schema.actions:
+                    raise InvalidArgument(f"table {t.name}: action {a!r} is not declared")
+            for k in t.keys:
+                if k.match_kind not in MATCH_KINDS:
+                    raise InvalidArgument(f"table {t.name}: key {k.name} has unsupported match kind {k.match_kind!r}")
+
+    # -- lookups by name with clear errors
+
+    def table(self, name: str) -> Table:
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise InvalidArgument(f"unknown table {name!r}") from None
+
+    def register(self, name: str) -> RegisterArray:
+        try:
+            return self.registers[name]
+        except KeyError:
+            raise InvalidArgument(f"unknown register {name!r}") from None
+
+    def counter(self, name: str) -> CounterArray:
+        try:
+            return self.counters[name]
+        except KeyError:
+            raise InvalidArgument(f"unknown counter {name!r}") from None
+
+    # -- tables
+
+    def insert_entry(self, table: str, entry: TableEntry) -> None:
+        with self.lock:
+            self.table(table).insert(entry)
+
+    def modify_entry(self, table: str, entry: TableEntry) -> None:
+        with self.lock:
+            self.table(table).modify(entry)
+
+    def delete_entry(self, table: str, entry: TableEntry) -> None:
+        with self.lock:
+            self.table(table).delete(entry)
+
+    def get_default(self, table: str) -> DefaultAction:
+        return self.table(table).default
+
+    def set_default(self, table: str, action: str, params: dict[str, int] | None = None) -> None:
+        with self.lock:
+            self.table(table).set_default(action, params)
+
+    def reset_default(self, table: str) -> None:
+        with self.lock:
+            self.table(table).reset_default()
+
+    def direct_counter_table(self, name: str) -> Table:
+        """The table a direct counter belongs to (its cells live in the table's entries)."""
+        dc = self.schema.direct_counters.get(name)
+        if dc is None:
+            raise InvalidArgument(f"unknown direct counter {name!r}")
+        return self.table(dc.table)
+
+    # -- registers and counters
+
+    def register_read(self, name: str, index: int) -> int:
+        return self.register(name).read(index)
+
+    def register_write(self, name: str, index: int, value: int) -> None:
+        with self.lock:
+            self.register(name).write(index, value)
+
+    def counter_read(self, name: str, index: int) -> tuple[int, int]:
+        return self.counter(name).read(index)
+
+    def counter_write(self, name: str, index: int, packets: int = 0, nbytes: int = 0) -> None:
+        with self.lock:
+            self.counter(name).write(index, packets, nbytes)
+
+    # -- meters (time in seconds of time.monotonic(), the clock the pipeline meters with)
+
+    def meter_set(self, name: str, index: int, config: MeterConfig | None) -> None:
+        """Configure (None: unconfigure, i.e. always GREEN) cell `index` of meter `name`."""
+        with self.lock:
+            meter = self.meters.get(name)
+            if meter is None:
+                raise InvalidArgument(f"unknown meter {name!r}")
+            meter.cell(index).configure(config, time.monotonic())
+
+    def meter_get(self, name: str, index: int) -> MeterConfig | None:
+        meter = self.meters.get(name)
+        if meter is None:
+            raise InvalidArgument(f"unknown meter {name!r}")
+        return meter.cell(index).config
+
+    def direct_meter_set(self, name: str, match: dict[str, Match], priority: int, config: MeterConfig | None) -> None:
+        """Configure the direct-meter cell of the entry with this match in the meter's table."""
+        with self.lock:
+            dm = self.schema.direct_meters.get(name)
+            if dm is None:
+                raise InvalidArgument(f"unknown direct meter {name!r}")
+            self.table(dm.table).find(match, priority).meter.configure(config, time.monotonic())
+
+    # -- packet replication engine
+
+    @staticmethod
+    def _check_replicas(what: str, replicas: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        out = []
+        for item in replicas:
+            if not (isinstance(item, tuple) and len(item) == 2):
+                raise InvalidArgument(f"{what}: replica {item!r} is not (port, id)")
+            port, rid = item
+            _check_width(f"{what} port", port, 9)
+            _check_width(f"{what} instance", rid, 16)
+            out.append((port, rid))
+        return out
+
+    def mc_group_insert(self, group_id: int, replicas: list[tuple[int, int]]) -> None:
+        """Create multicast group `group_id` with (egress_port, rid) replicas."""
+        with self.lock:
+            _check_width("multicast group id", group_id, 16)
+            if group_id == 0:
+                raise InvalidArgument("multicast group id 0 is reserved (no multicast)")
+            reps = self._check_replicas(f"multicast group {group_id}", replicas)
+            if group_id in self.multicast_groups:
+                raise AlreadyExists(f"multicast group {group_id} already exists")
+            self.multicast_groups[group_id] = reps
+
+    def mc_group_modify(self, group_id: int, replicas: list[tuple[int, int]]) -> None:
+        with self.lock:
+            reps = self._check_replicas(f"multicast group {group_id}", replicas)
+            if group_id not in self.multicast_groups:
+                raise NotFound(f"multicast group {group_id} does not exist")
+            self.multicast_groups[group_id] = reps
+
+    def mc_group_delete(self, group_id: int) -> None:
+        with self.lock:
+            if self.multicast_groups.pop(group_id, None) is None:
+                raise NotFound(f"multicast group {group_id} does not exist")
+
+    def clone_session_insert(self, session_id: int, replicas: list[tuple[int, int]], packet_length: int = 0) -> None:
+        """Create clone session `session_id`: (egress_port, instance) replicas, optional truncation."""
+        with self.lock:
+            _check_width("clone session id", session_id, 32)
+            reps = self._check_replicas(f"clone session {session_id}", replicas)
+            _check_width(f"clone session {session_id} packet_length", packet_length, 32)
+            if session_id in self.clone_sessions:
+                raise AlreadyExists(f"clone session {session_id} already exists")
+            self.clone_sessions[session_id] = CloneSession(reps, packet_length)
+
+    def clone_session_modify(self, session_id: int, replicas: list[tuple[int, int]], packet_length: int = 0) -> None:
+        with self.lock:
+            reps = self._check_replicas(f"clone session {session_id}", replicas)
+            _check_width(f"clone session {session_id} packet_length", packet_length, 32)
+            if session_id not in self.clone_sessions:
+                raise NotFound(f"clone session {session_id} does not exist")
+            self.clone_sessions[session_id] = CloneSession(reps, packet_length)
+
+    def clone_session_delete(self, session_id: int) -> None:
+        with self.lock:
+            if self.clone_sessions.pop(session_id, None) is None:
+                raise NotFound(f"clone session {session_id} does not exist")
+
+    # -- digests and stats
+
+    def drain_digests(self) -> list[tuple[str, tuple[int, ...]]]:
+        """Remove and return every queued (digest name, field values) in arrival order."""
+        with self.lock:
+            out = list(self.digests)
+            self.digests.clear()  # in place: the pipeline holds a reference to this list
+            return out
+
+    def port(self, port: int) -> PortStats:
+        """Stats record for `port`, created on first use."""
+        stats = self.port_stats.get(port)
+        if stats is None:
+            stats = self.port_stats[port] = PortStats()
+        return stats
+
+    def iter_tables(self) -> Iterator[Table]:
+        return iter(self.tables.values())
+
+    def reset(self) -> None:
+        """Forget everything written at run time (P4Runtime SetForwardingPipelineConfig)."""
+        with self.lock:
+            for t in self.tables.values():
+                t.clear()
+                t.reset_default()
+            for r in self.registers.values():
+                r.reset()
+            for c in self.counters.values():
+                c.reset()
+            for m in self.meters.values():
+                m.reset()
+            self.multicast_groups.clear()
+            self.clone_sessions.clear()
+            self.digests.clear()

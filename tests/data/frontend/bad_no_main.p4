@@ -1,0 +1,2 @@
+// expect no main package instantiation
+#include <v1model.p4>

@@ -1,0 +1,20 @@
+"""scripts/bench_target.py runs both benchmark programs and writes its JSON report."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_bench_target_writes_json(tmp_path):
+    out = tmp_path / "target.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts/bench_target.py"), "--out", str(out),
+                           "--packets", "300", "--rounds", "1"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr  # 1 = below a floor (a loaded machine), still a report
+    report = json.loads(out.read_text())
+    results = report["results"]
+    assert set(results) == {"ipv4_forwarding", "aggregation_32_lanes"}
+    for r in results.values():
+        assert r["pps"] > 0 and r["floor_pps"] > 0 and r["meets_floor"] == (r["pps"] >= r["floor_pps"])
+    assert results["aggregation_32_lanes"]["lanes"] == 32
