@@ -16,6 +16,8 @@ import sys
 COMMANDS: list[tuple[str, str, str]] = [
     ("place", "controller.place_cli", "placement only: which switches aggregate, link loads, utilization, as JSON"),
     ("p4", "p4target.cli", "P4 programs on the embedded target: compile (check + P4Info), stf (packet tests)"),
+    ("switch", "p4target.switch", "run one embedded P4 switch on Linux interfaces (like simple_switch_grpc)"),
+    ("clean", "testbed.clean", "remove leftovers of AggNet networks: switch processes, veths, host namespaces"),
 ]
 
 

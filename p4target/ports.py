@@ -1,0 +1,168 @@
+"""Packet I/O on Linux interfaces (AF_PACKET raw sockets) and per-port pcap capture.
+
+A switch port is one raw socket bound to one interface, in promiscuous mode, that
+never reports the frames it sent itself (PACKET_OUTGOING copies). Capture files use
+the classic libpcap format so tcpdump, Wireshark and scapy read them as they are.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import time
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_ADD_MEMBERSHIP = 1
+PACKET_MR_PROMISC = 1
+PACKET_OUTGOING = 4
+SOCKET_BUFFER_BYTES = 4 * 1024 * 1024
+MAX_FRAME = 65535
+
+PCAP_MAGIC = 0xA1B2C3D4
+LINKTYPE_ETHERNET = 1
+
+
+class PortError(Exception):
+    """A port that cannot be opened or is misconfigured (one line, exit code 2)."""
+
+    exit_code = 2
+
+
+def parse_port_spec(spec: str) -> tuple[int, str]:
+    """Parse `PORT@IFACE` (simple_switch's `-i` syntax) into (port number, interface)."""
+    number, sep, ifname = spec.partition("@")
+    if not sep or not ifname or not number.isdigit():
+        raise PortError(f"error: -i {spec!r}: expected PORT@IFACE, e.g. 1@s1-eth1")
+    port = int(number)
+    if not 0 <= port < 511:
+        raise PortError(f"error: -i {spec!r}: port {port} out of range 0..510 (511 is the drop port)")
+    return port, ifname
+
+
+class PcapWriter:
+    """Append Ethernet frames to a classic pcap file (microsecond timestamps)."""
+
+    def __init__(self, path: str, snaplen: int = MAX_FRAME):
+        self.path = path
+        self.snaplen = snaplen
+        self._file = open(path, "wb")
+        self._file.write(struct.pack("<IHHiIII", PCAP_MAGIC, 2, 4, 0, 0, snaplen, LINKTYPE_ETHERNET))
+
+    def write(self, data: bytes, timestamp: float | None = None) -> None:
+        """Record one frame, stamped now unless a timestamp is given."""
+        ts = time.time() if timestamp is None else timestamp
+        sec = int(ts)
+        usec = int(round((ts - sec) * 1_000_000))
+        if usec >= 1_000_000:
+            sec, usec = sec + 1, usec - 1_000_000
+        captured = data[: self.snaplen]
+        self._file.write(struct.pack("<IIII", sec, usec, len(captured), len(data)))
+        self._file.write(captured)
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+
+def read_pcap(path: str) -> list[tuple[float, bytes]]:
+    """Read a classic pcap file into (timestamp, frame) pairs; used by tests and tools."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    if len(blob) < 24:
+        raise PortError(f"{path}: error: not a pcap file (too short)")
+    magic = struct.unpack_from("<I", blob, 0)[0]
+    if magic != PCAP_MAGIC:
+        raise PortError(f"{path}: error: not a little-endian microsecond pcap file (magic {magic:#x})")
+    frames = []
+    offset = 24
+    while offset + 16 <= len(blob):
+        sec, usec, incl, _orig = struct.unpack_from("<IIII", blob, offset)
+        offset += 16
+        frames.append((sec + usec / 1_000_000, blob[offset: offset + incl]))
+        offset += incl
+    return frames
+
+
+class Port:
+    """One switch port: a promiscuous raw socket on `ifname`, optional pcap per direction.
+
+    `recv()` is non-blocking and returns None when nothing is waiting, so one loop can
+    poll many ports. Counters (`rx_packets`, `tx_packets`, bytes) are kept here because
+    the port is where packets are really seen.
+    """
+
+    def __init__(self, number: int, ifname: str, pcap_dir: str | None = None):
+        self.number = number
+        self.ifname = ifname
+        self.rx_packets = self.rx_bytes = self.tx_packets = self.tx_bytes = self.tx_errors = 0
+        try:
+            ifindex = socket.if_nametoindex(ifname)
+        except OSError:
+            raise PortError(f"error: port {number}: no such interface {ifname!r}") from None
+        # Protocol 0 receives nothing until bind(), so no frame of another interface sneaks in.
+        self._sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+        try:
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER_BYTES)
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER_BYTES)
+            mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
+            self._sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
+            self._sock.bind((ifname, ETH_P_ALL))
+            self._sock.setblocking(False)
+        except OSError as exc:
+            self._sock.close()
+            raise PortError(f"error: port {number}: cannot open {ifname!r}: {exc.strerror}") from None
+        self.pcap_in = self.pcap_out = None
+        if pcap_dir:
+            os.makedirs(pcap_dir, exist_ok=True)
+            self.pcap_in = PcapWriter(os.path.join(pcap_dir, f"{ifname}_in.pcap"))
+            self.pcap_out = PcapWriter(os.path.join(pcap_dir, f"{ifname}_out.pcap"))
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def recv(self) -> bytes | None:
+        """Return the next frame received on the interface, or None if none is waiting."""
+        while True:
+            try:
+                data, addr = self._sock.recvfrom(MAX_FRAME)
+            except (BlockingIOError, InterruptedError):
+                return None
+            if addr[2] == PACKET_OUTGOING:
+                continue
+            self.rx_packets += 1
+            self.rx_bytes += len(data)
+            if self.pcap_in:
+                self.pcap_in.write(data)
+            return data
+
+    def send(self, data: bytes) -> bool:
+        """Transmit one frame; False when the kernel refused it (e.g. the link is down)."""
+        try:
+            self._sock.send(data)
+        except OSError:
+            self.tx_errors += 1
+            return False
+        self.tx_packets += 1
+        self.tx_bytes += len(data)
+        if self.pcap_out:
+            self.pcap_out.write(data)
+        return True
+
+    def flush(self) -> None:
+        for pcap in (self.pcap_in, self.pcap_out):
+            if pcap:
+                pcap.flush()
+
+    def close(self) -> None:
+        for pcap in (self.pcap_in, self.pcap_out):
+            if pcap:
+                pcap.close()
+        self._sock.close()
+
+    def stats(self) -> dict[str, int]:
+        return {"rx_packets": self.rx_packets, "rx_bytes": self.rx_bytes,
+                "tx_packets": self.tx_packets, "tx_bytes": self.tx_bytes, "tx_errors": self.tx_errors}

@@ -1,0 +1,149 @@
+"""Client arbitration: who is primary for each role (P4Runtime spec, section "Client Arbitration").
+
+Each StreamChannel is a `Session`. Per role, the session that announced an election id
+greater than or equal to the highest one ever seen for that role becomes primary; every
+other session is a backup. When the primary changes, every session of the role gets a
+MasterArbitrationUpdate (OK for the primary, ALREADY_EXISTS for backups, both carrying the
+primary's election id). When the primary leaves, the backups get NOT_FOUND with the highest
+election id seen, so one of them can claim primacy by re-announcing that id (what finsy does).
+Two sessions of one role may not use the same election id: the second stream is ended with
+INVALID_ARGUMENT ("Election id already in use"). A session without an election id is a
+permanent backup. Role configs are accepted and not enforced: any role's primary may write
+every entity.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Iterable
+
+import grpc
+from finsy.proto import p4r, rpc_status
+
+from p4target.runtime.errors import RuntimeStatus, code_number
+
+_CLOSE = object()
+
+
+class Session:
+    """One StreamChannel: its arbitration data and the queue of messages to send it."""
+
+    def __init__(self, device_id: int):
+        self.device_id = device_id
+        self.role = ""
+        self.election_id: int | None = None
+        self.arbitrated = False
+        self._outbox: queue.Queue = queue.Queue()
+
+    def send(self, message: p4r.StreamMessageResponse) -> None:
+        self._outbox.put(message)
+
+    def close(self, failure: RuntimeStatus | None = None) -> None:
+        """End the stream (with `failure` as its status when given)."""
+        self._outbox.put((_CLOSE, failure))
+
+    def outgoing(self) -> Iterable[p4r.StreamMessageResponse]:
+        """Messages to send, until close(); a failure given to close() is raised at the end."""
+        while True:
+            item = self._outbox.get()
+            if isinstance(item, tuple) and item[0] is _CLOSE:
+                if item[1] is not None:
+                    raise item[1]
+                return
+            yield item
+
+
+def _uint128(value: int) -> p4r.Uint128:
+    return p4r.Uint128(high=value >> 64, low=value & (2**64 - 1))
+
+
+def election_id_of(message: p4r.MasterArbitrationUpdate | p4r.WriteRequest | p4r.SetForwardingPipelineConfigRequest) -> int | None:
+    """The 128-bit election id of a message, None when the field is unset."""
+    if not message.HasField("election_id"):
+        return None
+    return (message.election_id.high << 64) | message.election_id.low
+
+
+class Arbitration:
+    """Primary/backup bookkeeping for all roles of one device; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sessions: list[Session] = []
+        self._primary: dict[str, Session] = {}
+        self._highest: dict[str, int] = {}
+
+    def update(self, session: Session, role: str, election_id: int | None) -> None:
+        """Apply a MasterArbitrationUpdate from `session` and notify whoever must know.
+
+        Raises RuntimeStatus(INVALID_ARGUMENT) when another session of the role uses the id.
+        """
+        with self._lock:
+            for other in self._sessions:
+                if other is not session and other.role == role and election_id is not None \
+                        and other.election_id == election_id:
+                    raise RuntimeStatus(grpc.StatusCode.INVALID_ARGUMENT,
+                                        f"Election id {election_id} already in use by another client of role '{role}'")
+            if session.arbitrated:
+                self._leave(session)
+            session.role, session.election_id, session.arbitrated = role, election_id, True
+            self._sessions.append(session)
+            highest = self._highest.get(role)
+            if election_id is not None and (highest is None or election_id >= highest):
+                self._highest[role] = election_id
+                self._primary[role] = session
+                self._notify_role(role)
+            else:
+                session.send(self._message_for(session))
+
+    def remove(self, session: Session) -> None:
+        """Forget a closed stream; if it was a primary, tell the role's backups."""
+        with self._lock:
+            if session.arbitrated:
+                self._leave(session)
+                session.arbitrated = False
+
+    def _leave(self, session: Session) -> None:
+        self._sessions.remove(session)
+        if self._primary.get(session.role) is session:
+            del self._primary[session.role]
+            self._notify_role(session.role)
+
+    def check_primary(self, role: str, election_id: int | None) -> None:
+        """Raise PERMISSION_DENIED unless `election_id` is the role's current primary's."""
+        with self._lock:
+            primary = self._primary.get(role)
+            if primary is None or election_id is None or primary.election_id != election_id:
+                who = "no primary client" if primary is None else f"primary election id is {primary.election_id}"
+                raise RuntimeStatus(grpc.StatusCode.PERMISSION_DENIED,
+                                    f"Not primary: election id {election_id} for role '{role}' ({who})")
+
+    def is_primary(self, session: Session) -> bool:
+        with self._lock:
+            return self._primary.get(session.role) is session
+
+    def primaries(self) -> list[Session]:
+        """Sessions that receive PacketIn and digests: the primary of every role."""
+        with self._lock:
+            return list(self._primary.values())
+
+    def _notify_role(self, role: str) -> None:
+        for session in self._sessions:
+            if session.role == role:
+                session.send(self._message_for(session))
+
+    def _message_for(self, session: Session) -> p4r.StreamMessageResponse:
+        primary = self._primary.get(session.role)
+        if primary is session:
+            code, text, shown = grpc.StatusCode.OK, "Is primary", session.election_id
+        elif primary is not None:
+            code, text, shown = grpc.StatusCode.ALREADY_EXISTS, "Is backup", primary.election_id
+        else:
+            code, text, shown = grpc.StatusCode.NOT_FOUND, "No primary", self._highest.get(session.role)
+        update = p4r.MasterArbitrationUpdate(device_id=session.device_id,
+                                             status=rpc_status.Status(code=code_number(code), message=text))
+        if session.role:
+            update.role.name = session.role
+        if shown is not None:
+            update.election_id.CopyFrom(_uint128(shown))
+        return p4r.StreamMessageResponse(arbitration=update)

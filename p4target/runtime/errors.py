@@ -1,0 +1,64 @@
+"""P4Runtime failures as gRPC status codes plus p4.v1.Error details.
+
+Every check in the runtime raises `RuntimeStatus`; the gRPC layer turns it into
+the RPC's status. Write batches are the exception to "one status per RPC": the
+spec wants UNKNOWN with one p4.v1.Error per update (OK ones included) in the
+google.rpc.Status details, which `batch_status` builds.
+"""
+from __future__ import annotations
+
+import grpc
+from finsy.proto import p4r, rpc_status
+from google.protobuf import any_pb2
+
+ERROR_SPACE = "aggnet-embedded"
+
+
+class RuntimeStatus(Exception):
+    """A request failure: a gRPC status code and a one-line message."""
+
+    def __init__(self, code: grpc.StatusCode, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.code.name}: {self.message}"
+
+
+def invalid(message: str) -> RuntimeStatus:
+    """The request does not match the P4Info or the spec's canonical forms."""
+    return RuntimeStatus(grpc.StatusCode.INVALID_ARGUMENT, message)
+
+
+def code_number(code: grpc.StatusCode) -> int:
+    """The numeric google.rpc.Code of a grpc.StatusCode."""
+    return code.value[0]
+
+
+def update_error(failure: RuntimeStatus | None) -> p4r.Error:
+    """The p4.v1.Error for one update of a batch (canonical_code OK when it succeeded)."""
+    if failure is None:
+        return p4r.Error(canonical_code=0)
+    return p4r.Error(canonical_code=code_number(failure.code), message=failure.message, space=ERROR_SPACE)
+
+
+def batch_status(failures: list[RuntimeStatus | None]) -> rpc_status.Status:
+    """google.rpc.Status for a Write with at least one failed update: UNKNOWN + per-update errors."""
+    bad = sum(f is not None for f in failures)
+    status = rpc_status.Status(code=code_number(grpc.StatusCode.UNKNOWN),
+                               message=f"Write failed: {bad} of {len(failures)} updates rejected")
+    for failure in failures:
+        detail = any_pb2.Any()
+        detail.Pack(update_error(failure))
+        status.details.append(detail)
+    return status
+
+
+def abort(context: grpc.ServicerContext, code: grpc.StatusCode, message: str,
+          status: rpc_status.Status | None = None) -> None:
+    """End the RPC with `code`; attach a rich google.rpc.Status when given (raises)."""
+    if status is None:
+        status = rpc_status.Status(code=code_number(code), message=message)
+    context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
+    context.abort(code, message)

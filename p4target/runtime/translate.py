@@ -1,0 +1,461 @@
+"""P4Runtime entities <-> the switch's runtime state (p4target.state).
+
+The state speaks control-plane names and Python ints; P4Runtime speaks P4Info ids and
+byte strings. `Translator` converts one way for writes (`apply`) and the other for reads
+(`read`), checking everything the P4Info says (ids, widths, match kinds, canonical
+forms the spec demands) so the state only sees well-formed requests. Every failure is a
+`RuntimeStatus` with the gRPC code the spec asks for.
+
+Supported entities: TableEntry (incl. default entries and direct counter data),
+CounterEntry, DirectCounterEntry, RegisterEntry, PacketReplicationEngineEntry
+(multicast groups, clone sessions) and DigestEntry. Action profiles, meters and value
+sets answer UNIMPLEMENTED.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import grpc
+from finsy.proto import p4d, p4i, p4r
+
+from p4target import state as st
+from p4target.runtime import codec
+from p4target.runtime.errors import RuntimeStatus, invalid
+
+INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
+
+_MATCH_ONEOF = {p4i.MatchField.EXACT: "exact", p4i.MatchField.LPM: "lpm", p4i.MatchField.TERNARY: "ternary",
+                p4i.MatchField.RANGE: "range", p4i.MatchField.OPTIONAL: "optional"}
+
+
+def unimplemented(message: str) -> RuntimeStatus:
+    return RuntimeStatus(grpc.StatusCode.UNIMPLEMENTED, message)
+
+
+def state_call(fn: Callable, *args, **kwargs):
+    """Call into the state, turning its StateError into the matching gRPC status."""
+    try:
+        return fn(*args, **kwargs)
+    except st.StateError as exc:
+        raise RuntimeStatus(grpc.StatusCode[exc.code], str(exc)) from None
+
+
+def _bitwidth(type_spec) -> int:
+    """Width of a register's bit<W> P4DataTypeSpec."""
+    if type_spec.WhichOneof("type_spec") != "bitstring":
+        raise unimplemented("only bit<W> register and digest field types are supported")
+    bits = type_spec.bitstring
+    kind = bits.WhichOneof("type_spec")
+    return getattr(bits, kind).bitwidth
+
+
+class P4InfoById:
+    """The P4Info entities this runtime needs, indexed by id (and a few by name)."""
+
+    def __init__(self, p4info: p4i.P4Info):
+        self.p4info = p4info
+        self.tables = {t.preamble.id: t for t in p4info.tables}
+        self.actions = {a.preamble.id: a for a in p4info.actions}
+        self.counters = {c.preamble.id: c for c in p4info.counters}
+        self.direct_counters = {c.preamble.id: c for c in p4info.direct_counters}
+        self.direct_counter_of_table = {c.direct_table_id: c for c in p4info.direct_counters}
+        self.registers = {r.preamble.id: r for r in p4info.registers}
+        self.digests = {d.preamble.id: d for d in p4info.digests}
+        self.table_ids = {t.preamble.name: t.preamble.id for t in p4info.tables}
+        self.action_ids = {a.preamble.name: a.preamble.id for a in p4info.actions}
+        self.digest_ids = {d.preamble.name: d.preamble.id for d in p4info.digests}
+        self.controller_headers = {h.preamble.name: h for h in p4info.controller_packet_metadata}
+
+    def get(self, kind: str, entity_id: int):
+        """Entity `entity_id` from the `kind` map; INVALID_ARGUMENT naming the id if absent."""
+        found = getattr(self, kind).get(entity_id)
+        if found is None:
+            raise invalid(f"unknown {kind[:-1].replace('_', ' ')} id {entity_id}")
+        return found
+
+
+class Translator:
+    """Applies P4Runtime writes to a State and answers reads from it, for one P4Info."""
+
+    def __init__(self, p4info: p4i.P4Info, state: st.State):
+        self.info = P4InfoById(p4info)
+        self.state = state
+        self.digest_configs: dict[int, p4r.DigestEntry.Config] = {}
+
+    # ------------------------------------------------------------------ writes
+
+    def apply(self, update_type: int, entity: p4r.Entity) -> None:
+        """Apply one update; raises RuntimeStatus and leaves the state unchanged on failure."""
+        if update_type not in (INSERT, MODIFY, DELETE):
+            raise invalid(f"update type {update_type} is not INSERT, MODIFY or DELETE")
+        kind = entity.WhichOneof("entity")
+        if kind == "table_entry":
+            self._write_table_entry(update_type, entity.table_entry)
+        elif kind == "counter_entry":
+            self._write_counter(update_type, entity.counter_entry)
+        elif kind == "direct_counter_entry":
+            self._write_direct_counter(update_type, entity.direct_counter_entry)
+        elif kind == "register_entry":
+            self._write_register(update_type, entity.register_entry)
+        elif kind == "packet_replication_engine_entry":
+            self._write_pre(update_type, entity.packet_replication_engine_entry)
+        elif kind == "digest_entry":
+            self._write_digest(update_type, entity.digest_entry)
+        elif kind is None:
+            raise invalid("update has no entity")
+        else:
+            raise unimplemented(f"{kind} is not supported by this target")
+
+    def _write_table_entry(self, update_type: int, te: p4r.TableEntry) -> None:
+        table = self.info.get("tables", te.table_id)
+        name = table.preamble.name
+        if te.controller_metadata or te.metadata or te.idle_timeout_ns or te.HasField("meter_config"):
+            raise unimplemented(f"table {name}: controller_metadata, metadata, idle timeouts and meters are not supported")
+        if te.is_default_action:
+            return self._write_default(update_type, table, te)
+        entry = st.TableEntry(self._match_in(table, te.match), "", {}, te.priority)
+        if update_type == DELETE:
+            return state_call(self.state.delete_entry, name, entry)
+        entry.action, entry.params = self._action_in(table, te.action)
+        if te.HasField("counter_data") and te.table_id not in self.info.direct_counter_of_table:
+            raise invalid(f"table {name} has no direct counter for counter_data")
+        with self.state.lock:
+            if update_type == INSERT:
+                state_call(self.state.insert_entry, name, entry)
+            else:
+                state_call(self.state.modify_entry, name, entry)
+            if te.HasField("counter_data"):
+                stored = state_call(self.state.table(name).find, entry.match, entry.priority)
+                stored.packets, stored.bytes = te.counter_data.packet_count, te.counter_data.byte_count
+
+    def _write_default(self, update_type: int, table: p4i.Table, te: p4r.TableEntry) -> None:
+        name = table.preamble.name
+        if update_type != MODIFY:
+            raise invalid(f"table {name}: the default entry can only be modified (not inserted or deleted)")
+        if te.match or te.priority:
+            raise invalid(f"table {name}: a default entry has no match fields and no priority")
+        if not te.HasField("action"):
+            return state_call(self.state.reset_default, name)
+        action, params = self._action_in(table, te.action, default=True)
+        state_call(self.state.set_default, name, action, params)
+
+    def _match_in(self, table: p4i.Table, matches) -> dict[str, st.Match]:
+        """FieldMatch list -> {field name: match spec}, enforcing the spec's canonical forms."""
+        fields = {f.id: f for f in table.match_fields}
+        out: dict[str, st.Match] = {}
+        where = f"table {table.preamble.name}"
+        for fm in matches:
+            field = fields.get(fm.field_id)
+            if field is None:
+                raise invalid(f"{where}: unknown match field id {fm.field_id}")
+            what = f"{where} field {field.name}"
+            if field.name in out:
+                raise invalid(f"{what}: matched twice")
+            kind = fm.WhichOneof("field_match_type")
+            expected = _MATCH_ONEOF.get(field.match_type)
+            if kind != expected:
+                raise invalid(f"{what}: expected a {expected} match, got {kind}")
+            out[field.name] = self._field_in(fm, field.bitwidth, what)
+        missing = [f.name for f in table.match_fields if f.match_type == p4i.MatchField.EXACT and f.name not in out]
+        if missing:
+            raise invalid(f"{where}: exact match field {missing[0]} is missing")
+        return out
+
+    @staticmethod
+    def _field_in(fm: p4r.FieldMatch, width: int, what: str) -> st.Match:
+        if fm.HasField("exact"):
+            return st.Exact(codec.decode(fm.exact.value, width, what))
+        if fm.HasField("optional"):
+            return st.Optional(codec.decode(fm.optional.value, width, what))
+        if fm.HasField("lpm"):
+            if fm.lpm.prefix_len == 0:
+                raise invalid(f"{what}: a /0 lpm match must be omitted (don't care)")
+            if not 0 < fm.lpm.prefix_len <= width:
+                raise invalid(f"{what}: prefix length {fm.lpm.prefix_len} out of range 1..{width}")
+            return st.Lpm(codec.decode(fm.lpm.value, width, what), fm.lpm.prefix_len)
+        if fm.HasField("ternary"):
+            mask = codec.decode(fm.ternary.mask, width, what + " mask")
+            if mask == 0:
+                raise invalid(f"{what}: a ternary match with mask 0 must be omitted (don't care)")
+            return st.Ternary(codec.decode(fm.ternary.value, width, what), mask)
+        low = codec.decode(fm.range.low, width, what + " low")
+        high = codec.decode(fm.range.high, width, what + " high")
+        if low == 0 and high == (1 << width) - 1:
+            raise invalid(f"{what}: a full range match must be omitted (don't care)")
+        return st.Range(low, high)
+
+    def _action_in(self, table: p4i.Table, ta: p4r.TableAction, default: bool = False) -> tuple[str, dict[str, int]]:
+        where = f"table {table.preamble.name}"
+        if ta.WhichOneof("type") != "action":
+            if ta.WhichOneof("type") is None:
+                raise invalid(f"{where}: entry has no action")
+            raise unimplemented(f"{where}: action profiles are not supported")
+        action = self.info.get("actions", ta.action.action_id)
+        scopes = {ref.id: ref.scope for ref in table.action_refs}
+        if action.preamble.id not in scopes:
+            raise invalid(f"{where}: action {action.preamble.name} is not one of the table's actions")
+        forbidden = p4i.ActionRef.TABLE_ONLY if default else p4i.ActionRef.DEFAULT_ONLY
+        if scopes[action.preamble.id] == forbidden:
+            raise invalid(f"{where}: action {action.preamble.name} is {'@tableonly' if default else '@defaultonly'}")
+        params = {p.id: p for p in action.params}
+        values: dict[str, int] = {}
+        for param in ta.action.params:
+            decl = params.get(param.param_id)
+            if decl is None:
+                raise invalid(f"{where}: action {action.preamble.name} has no parameter id {param.param_id}")
+            if decl.name in values:
+                raise invalid(f"{where}: action {action.preamble.name} parameter {decl.name} given twice")
+            values[decl.name] = codec.decode(param.value, decl.bitwidth,
+                                             f"{where}: action {action.preamble.name} param {decl.name}")
+        missing = [p.name for p in action.params if p.name not in values]
+        if missing:
+            raise invalid(f"{where}: action {action.preamble.name} is missing parameter {missing[0]}")
+        return action.preamble.name, values
+
+    def _write_counter(self, update_type: int, ce: p4r.CounterEntry) -> None:
+        counter = self.info.get("counters", ce.counter_id)
+        if update_type != MODIFY:
+            raise invalid(f"counter {counter.preamble.name}: counter cells can only be modified")
+        indexes = [ce.index.index] if ce.HasField("index") else range(counter.size)
+        with self.state.lock:
+            for index in indexes:
+                state_call(self.state.counter_write, counter.preamble.name, index,
+                           ce.data.packet_count, ce.data.byte_count)
+
+    def _write_direct_counter(self, update_type: int, dce: p4r.DirectCounterEntry) -> None:
+        table = self.info.get("tables", dce.table_entry.table_id)
+        if update_type != MODIFY:
+            raise invalid(f"table {table.preamble.name}: direct counter cells can only be modified")
+        stored = self._stored_entry(table, dce.table_entry)
+        stored.packets, stored.bytes = dce.data.packet_count, dce.data.byte_count
+
+    def _stored_entry(self, table: p4i.Table, te: p4r.TableEntry) -> st.TableEntry:
+        if table.preamble.id not in self.info.direct_counter_of_table:
+            raise invalid(f"table {table.preamble.name} has no direct counter")
+        match = self._match_in(table, te.match)
+        return state_call(self.state.table(table.preamble.name).find, match, te.priority)
+
+    def _write_register(self, update_type: int, re: p4r.RegisterEntry) -> None:
+        register = self.info.get("registers", re.register_id)
+        name = register.preamble.name
+        if update_type != MODIFY:
+            raise invalid(f"register {name}: register cells can only be modified")
+        if re.data.WhichOneof("data") != "bitstring":
+            raise invalid(f"register {name}: data must be a bitstring")
+        value = codec.decode(re.data.bitstring, _bitwidth(register.type_spec), f"register {name}")
+        indexes = [re.index.index] if re.HasField("index") else range(register.size)
+        with self.state.lock:
+            for index in indexes:
+                state_call(self.state.register_write, name, index, value)
+
+    def _write_pre(self, update_type: int, pre: p4r.PacketReplicationEngineEntry) -> None:
+        kind = pre.WhichOneof("type")
+        if kind == "multicast_group_entry":
+            group = pre.multicast_group_entry
+            if group.metadata:
+                raise unimplemented("multicast group metadata is not supported")
+            calls = {INSERT: self.state.mc_group_insert, MODIFY: self.state.mc_group_modify}
+            if update_type == DELETE:
+                return state_call(self.state.mc_group_delete, group.multicast_group_id)
+            return state_call(calls[update_type], group.multicast_group_id, self._replicas_in(group.replicas))
+        if kind == "clone_session_entry":
+            session = pre.clone_session_entry
+            if update_type == DELETE:
+                return state_call(self.state.clone_session_delete, session.session_id)
+            if session.packet_length_bytes < 0:
+                raise invalid(f"clone session {session.session_id}: negative packet_length_bytes")
+            if session.session_id == 0:
+                raise invalid("clone session id 0 is reserved")
+            calls = {INSERT: self.state.clone_session_insert, MODIFY: self.state.clone_session_modify}
+            return state_call(calls[update_type], session.session_id, self._replicas_in(session.replicas),
+                              session.packet_length_bytes)
+        raise invalid("packet replication engine entry has neither a multicast group nor a clone session")
+
+    @staticmethod
+    def _replicas_in(replicas) -> list[tuple[int, int]]:
+        out = []
+        for replica in replicas:
+            if replica.WhichOneof("port_kind") == "port":
+                port = codec.decode(replica.port, 32, "replica port")
+            else:
+                port = replica.egress_port
+            if replica.backup_replicas:
+                raise unimplemented("backup replicas are not supported")
+            if (port, replica.instance) in out:
+                raise invalid(f"replica (port {port}, instance {replica.instance}) listed twice")
+            out.append((port, replica.instance))
+        return out
+
+    def _write_digest(self, update_type: int, de: p4r.DigestEntry) -> None:
+        digest = self.info.get("digests", de.digest_id)
+        name = digest.preamble.name
+        present = de.digest_id in self.digest_configs
+        if update_type == INSERT and present:
+            raise RuntimeStatus(grpc.StatusCode.ALREADY_EXISTS, f"digest {name} is already configured")
+        if update_type != INSERT and not present:
+            raise RuntimeStatus(grpc.StatusCode.NOT_FOUND, f"digest {name} is not configured")
+        if update_type == DELETE:
+            del self.digest_configs[de.digest_id]
+        else:
+            self.digest_configs[de.digest_id] = p4r.DigestEntry.Config()
+            self.digest_configs[de.digest_id].CopyFrom(de.config)
+
+    # ------------------------------------------------------------------ reads
+
+    def read(self, entity: p4r.Entity) -> Iterator[p4r.Entity]:
+        """Entities matching a (possibly wildcard) read request entity."""
+        kind = entity.WhichOneof("entity")
+        readers = {"table_entry": self._read_tables, "counter_entry": self._read_counters,
+                   "direct_counter_entry": self._read_direct_counters, "register_entry": self._read_registers,
+                   "packet_replication_engine_entry": self._read_pre, "digest_entry": self._read_digests}
+        if kind not in readers:
+            raise invalid("read request entity is empty") if kind is None else \
+                unimplemented(f"{kind} is not supported by this target")
+        with self.state.lock:
+            return iter(list(readers[kind](getattr(entity, kind))))
+
+    def _read_tables(self, te: p4r.TableEntry) -> Iterator[p4r.Entity]:
+        if not te.table_id and (te.match or te.is_default_action):
+            raise invalid("reading by match or default entry needs a table_id")
+        tables = [self.info.get("tables", te.table_id)] if te.table_id else list(self.info.tables.values())
+        with_counters = te.HasField("counter_data")
+        for table in tables:
+            name = table.preamble.name
+            if te.is_default_action:
+                default = self.state.get_default(name)
+                out = p4r.TableEntry(table_id=table.preamble.id, is_default_action=True)
+                out.action.action.CopyFrom(self._action_out(default.action, default.params))
+                yield p4r.Entity(table_entry=out)
+                continue
+            if te.match:
+                found = state_call(self.state.table(name).find, self._match_in(table, te.match), te.priority)
+                entries = [found]
+            else:
+                entries = self.state.table(name).entries()
+            for entry in entries:
+                yield p4r.Entity(table_entry=self._entry_out(table, entry, with_counters))
+
+    def _entry_out(self, table: p4i.Table, entry: st.TableEntry, with_counters: bool) -> p4r.TableEntry:
+        out = p4r.TableEntry(table_id=table.preamble.id, priority=entry.priority)
+        for field in table.match_fields:
+            spec = entry.match.get(field.name)
+            if spec is None or _is_wildcard(spec, field.bitwidth):
+                continue
+            fm = out.match.add(field_id=field.id)
+            if isinstance(spec, st.Exact):
+                fm.exact.value = codec.encode(spec.value)
+            elif isinstance(spec, st.Optional):
+                fm.optional.value = codec.encode(spec.value)
+            elif isinstance(spec, st.Lpm):
+                fm.lpm.value, fm.lpm.prefix_len = codec.encode(spec.value), spec.prefix_len
+            elif isinstance(spec, st.Ternary):
+                fm.ternary.value, fm.ternary.mask = codec.encode(spec.value), codec.encode(spec.mask)
+            else:
+                fm.range.low, fm.range.high = codec.encode(spec.low), codec.encode(spec.high)
+        out.action.action.CopyFrom(self._action_out(entry.action, entry.params))
+        if with_counters and table.preamble.id in self.info.direct_counter_of_table:
+            out.counter_data.packet_count, out.counter_data.byte_count = entry.packets, entry.bytes
+        return out
+
+    def _action_out(self, name: str, params: dict[str, int]) -> p4r.Action:
+        action = self.info.actions[self.info.action_ids[name]]
+        out = p4r.Action(action_id=action.preamble.id)
+        for param in action.params:
+            out.params.add(param_id=param.id, value=codec.encode(params[param.name]))
+        return out
+
+    def _read_counters(self, ce: p4r.CounterEntry) -> Iterator[p4r.Entity]:
+        counters = [self.info.get("counters", ce.counter_id)] if ce.counter_id else list(self.info.counters.values())
+        for counter in counters:
+            indexes = [ce.index.index] if ce.HasField("index") else range(counter.size)
+            for index in indexes:
+                packets, nbytes = state_call(self.state.counter_read, counter.preamble.name, index)
+                yield p4r.Entity(counter_entry=p4r.CounterEntry(
+                    counter_id=counter.preamble.id, index=p4r.Index(index=index),
+                    data=p4r.CounterData(packet_count=packets, byte_count=nbytes)))
+
+    def _read_direct_counters(self, dce: p4r.DirectCounterEntry) -> Iterator[p4r.Entity]:
+        te = dce.table_entry
+        if te.table_id:
+            table = self.info.get("tables", te.table_id)
+            if table.preamble.id not in self.info.direct_counter_of_table:
+                raise invalid(f"table {table.preamble.name} has no direct counter")
+            tables = [table]
+        else:
+            tables = [self.info.tables[t] for t in self.info.direct_counter_of_table]
+        for table in tables:
+            entries = [self._stored_entry(table, te)] if te.match else self.state.table(table.preamble.name).entries()
+            for entry in entries:
+                out = p4r.DirectCounterEntry(table_entry=self._entry_out(table, entry, False),
+                                             data=p4r.CounterData(packet_count=entry.packets, byte_count=entry.bytes))
+                out.table_entry.ClearField("action")
+                yield p4r.Entity(direct_counter_entry=out)
+
+    def _read_registers(self, re: p4r.RegisterEntry) -> Iterator[p4r.Entity]:
+        registers = [self.info.get("registers", re.register_id)] if re.register_id else list(self.info.registers.values())
+        for register in registers:
+            indexes = [re.index.index] if re.HasField("index") else range(register.size)
+            for index in indexes:
+                value = state_call(self.state.register_read, register.preamble.name, index)
+                yield p4r.Entity(register_entry=p4r.RegisterEntry(
+                    register_id=register.preamble.id, index=p4r.Index(index=index),
+                    data=p4d.P4Data(bitstring=codec.encode(value))))
+
+    def _read_pre(self, pre: p4r.PacketReplicationEngineEntry) -> Iterator[p4r.Entity]:
+        kind = pre.WhichOneof("type")
+        if kind == "multicast_group_entry":
+            wanted = pre.multicast_group_entry.multicast_group_id
+            for group_id, replicas in sorted(self.state.multicast_groups.items()):
+                if wanted in (0, group_id):
+                    group = p4r.MulticastGroupEntry(multicast_group_id=group_id, replicas=_replicas_out(replicas))
+                    yield p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry(
+                        multicast_group_entry=group))
+        elif kind == "clone_session_entry":
+            wanted = pre.clone_session_entry.session_id
+            for session_id, session in sorted(self.state.clone_sessions.items()):
+                if wanted in (0, session_id):
+                    clone = p4r.CloneSessionEntry(session_id=session_id, replicas=_replicas_out(session.replicas),
+                                                  packet_length_bytes=session.packet_length)
+                    yield p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry(
+                        clone_session_entry=clone))
+        else:
+            raise invalid("packet replication engine read needs a multicast group or clone session entry")
+
+    def _read_digests(self, de: p4r.DigestEntry) -> Iterator[p4r.Entity]:
+        if de.digest_id:
+            self.info.get("digests", de.digest_id)
+        for digest_id, config in sorted(self.digest_configs.items()):
+            if de.digest_id in (0, digest_id):
+                yield p4r.Entity(digest_entry=p4r.DigestEntry(digest_id=digest_id, config=config))
+
+    # ------------------------------------------------------------------ rollback support
+
+    def inverse(self, update: p4r.Update) -> list[tuple[int, p4r.Entity]]:
+        """Updates that undo `update` if applied after it (read before applying it)."""
+        entity = update.entity
+        if update.type == INSERT:
+            return [(DELETE, entity)]
+        read_request = p4r.Entity()
+        read_request.CopyFrom(entity)
+        if entity.HasField("table_entry") and not entity.table_entry.is_default_action:
+            read_request.table_entry.counter_data.SetInParent()
+        prior = list(self.read(read_request))
+        if update.type == DELETE:
+            return [(INSERT, e) for e in prior]
+        return [(MODIFY, e) for e in prior]
+
+
+def _is_wildcard(spec: st.Match, width: int) -> bool:
+    """Whether a stored match is a don't-care (omitted on reads, as the spec wants)."""
+    if isinstance(spec, st.Lpm):
+        return spec.prefix_len == 0
+    if isinstance(spec, st.Ternary):
+        return spec.mask == 0
+    if isinstance(spec, st.Range):
+        return spec.low == 0 and spec.high == (1 << width) - 1
+    return False
+
+
+def _replicas_out(replicas: list[tuple[int, int]]) -> list[p4r.Replica]:
+    """Replicas as P4Runtime >= 1.4 writes them: `port` as a canonical byte string."""
+    return [p4r.Replica(port=codec.encode(port), instance=instance) for port, instance in replicas]

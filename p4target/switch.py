@@ -1,0 +1,283 @@
+"""The embedded switch process: `aggnet switch`, shaped like `simple_switch_grpc`.
+
+    aggnet switch --device-id 1 -i 1@s1-eth1 -i 2@s1-eth2 \\
+        --grpc-server-addr 127.0.0.1:50001 [--cpu-port 255] [--thrift-port 9091] \\
+        [--log s1.log] [--pcap DIR] [PROG.p4]
+
+One thread moves packets: poll() over the port sockets -> pipeline.ingress -> traffic
+manager (per egress port: loss, delay, queue, shaper) -> pipeline.egress (with the queue
+depths) -> send. Without PROG.p4 the switch drops everything until a controller sets
+the pipeline over P4Runtime. The P4Runtime server and the side channel
+(p4target.sidechannel, on 127.0.0.1:--thrift-port) run in their own threads; the
+traffic manager is guarded by `Switch.lock`, the pipeline state by its own lock.
+SIGTERM/SIGINT stop the loop; sockets are closed and pcaps flushed on the way out.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import select
+import signal
+import threading
+import time
+from collections import deque
+from typing import Any, Callable
+
+from p4target.ports import Port, PortError, parse_port_spec
+from p4target.tm import TrafficManager
+
+DEFAULT_CPU_PORT = 255
+RX_BATCH = 32            # frames read from one port before the queues are served
+IDLE_WAKE_S = 1.0        # wake at least this often (pcap flush) when nothing happens
+
+log = logging.getLogger("aggnet.switch")
+
+
+class SwitchError(Exception):
+    """The switch cannot start (one line; exit code 1, or 2 for a bad program)."""
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class Switch:
+    """Ports + traffic manager + (replaceable) pipeline, and the loop that moves packets."""
+
+    def __init__(self, ports: dict[int, str], device_id: int = 0, cpu_port: int = DEFAULT_CPU_PORT,
+                 pcap_dir: str | None = None, clock: Callable[[], float] = time.monotonic):
+        self.device_id = device_id
+        self.cpu_port = cpu_port
+        self.tm = TrafficManager(clock)
+        self.lock = threading.Lock()
+        self.pipeline: Any = None
+        self.packet_in: Callable[[bytes], None] | None = None
+        self.dropped_no_pipeline = self.dropped_no_port = self.pipeline_errors = 0
+        self.ports: dict[int, Port] = {}
+        try:
+            for number, ifname in sorted(ports.items()):
+                self.ports[number] = Port(number, ifname, pcap_dir)
+        except PortError:
+            self.close()
+            raise
+        self._injected: deque[tuple[int, bytes]] = deque()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._stopping = False
+
+    # -- what the control plane uses -----------------------------------------------------
+    @property
+    def state(self) -> Any:
+        """The current pipeline's State, or None before a program is loaded."""
+        return self.pipeline.state if self.pipeline is not None else None
+
+    def set_pipeline(self, pipeline: Any) -> None:
+        """Install a new pipeline (at start or from SetForwardingPipelineConfig)."""
+        self.pipeline = pipeline
+        log.info("pipeline set")
+
+    def port_numbers(self) -> list[int]:
+        return sorted(self.ports)
+
+    def port_stats(self) -> dict[int, dict]:
+        stats = {number: port.stats() for number, port in self.ports.items()}
+        with self.lock:
+            for number, q in self.tm.queues.items():
+                entry = stats.setdefault(number, {})
+                entry.update({"tail_drops": q.tail_drops, "loss_drops": q.loss_drops, "qdepth": len(q)})
+        return stats
+
+    def inject(self, port: int, data: bytes) -> None:
+        """Feed a frame into ingress as if it arrived on `port` (PacketOut uses the CPU port).
+        Thread-safe: the frame is handed to the packet loop, which is woken up."""
+        self._injected.append((port, data))
+        self._wake()
+
+    def stop(self) -> None:
+        """Ask the loop to finish (safe from signal handlers and other threads)."""
+        self._stopping = True
+        self._wake()
+
+    def _wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"x")
+        except BlockingIOError:
+            pass  # the pipe is full: the loop is going to wake up anyway
+
+    # -- the packet path -----------------------------------------------------------------
+    def run(self) -> None:
+        """Move packets until stop() is called."""
+        poller = select.poll()
+        by_fd = {port.fileno(): port for port in self.ports.values()}
+        for fd in by_fd:
+            poller.register(fd, select.POLLIN)
+        poller.register(self._wake_r, select.POLLIN)
+        last_flush = time.monotonic()
+        while not self._stopping:
+            for fd, _ in poller.poll(self._timeout_ms()):
+                port = by_fd.get(fd)
+                if port is None:
+                    self._drain_wake_pipe()
+                    continue
+                for _ in range(RX_BATCH):
+                    data = port.recv()
+                    if data is None:
+                        break
+                    self._ingress(port.number, data)
+                self._serve_queues()
+            while self._injected:
+                self._ingress(*self._injected.popleft())
+            self._serve_queues()
+            if time.monotonic() - last_flush >= IDLE_WAKE_S:
+                last_flush = time.monotonic()
+                for port in self.ports.values():
+                    port.flush()
+
+    def _timeout_ms(self) -> int:
+        with self.lock:
+            when = self.tm.next_event()
+        wait = IDLE_WAKE_S if when is None else min(IDLE_WAKE_S, max(0.0, when - self.tm.clock()))
+        return int(wait * 1000) if wait >= 0.001 else (0 if wait == 0 else 1)
+
+    def _drain_wake_pipe(self) -> None:
+        try:
+            while os.read(self._wake_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def _ingress(self, port: int, data: bytes) -> None:
+        pipeline = self.pipeline
+        if pipeline is None:
+            self.dropped_no_pipeline += 1
+            return
+        try:
+            items = pipeline.ingress(port, data)
+        except Exception:  # noqa: BLE001 - one bad packet must not stop the switch
+            self.pipeline_errors += 1
+            log.exception("ingress failed on a %d-byte packet from port %d", len(data), port)
+            return
+        with self.lock:
+            for item in items:
+                self.tm.enqueue(item.egress_port, item, item.length)
+
+    def _serve_queues(self) -> None:
+        with self.lock:
+            ready = list(self.tm.dequeue())
+        pipeline = self.pipeline
+        for _port, item, enq_qdepth, deq_qdepth in ready:
+            try:
+                out = pipeline.egress(item, enq_qdepth, deq_qdepth)
+            except Exception:  # noqa: BLE001
+                self.pipeline_errors += 1
+                log.exception("egress failed on a packet to port %d", item.egress_port)
+                continue
+            for port, frame in out:
+                self._transmit(port, frame)
+
+    def _transmit(self, port: int, frame: bytes) -> None:
+        target = self.ports.get(port)
+        if target is not None:
+            target.send(frame)
+        elif port == self.cpu_port and self.packet_in is not None:
+            self.packet_in(frame)
+        else:
+            self.dropped_no_port += 1
+
+    def close(self) -> None:
+        for port in self.ports.values():
+            port.close()
+        for fd in (getattr(self, "_wake_r", None), getattr(self, "_wake_w", None)):
+            if fd is not None:
+                os.close(fd)
+        self._wake_r = self._wake_w = None
+
+
+# -- command line -------------------------------------------------------------------------
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("program", nargs="?", metavar="PROG.p4",
+                        help="P4_16 v1model program; without it, wait for SetForwardingPipelineConfig")
+    parser.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE",
+                        help="attach an interface as a port, e.g. -i 1@s1-eth1 (repeatable)")
+    parser.add_argument("--device-id", type=int, default=0, help="P4Runtime device id (default 0)")
+    parser.add_argument("--grpc-server-addr", default="0.0.0.0:9559", metavar="HOST:PORT",
+                        help="P4Runtime server address (default 0.0.0.0:9559)")
+    parser.add_argument("--cpu-port", type=int, default=DEFAULT_CPU_PORT,
+                        help=f"port number of the controller (PacketIn/PacketOut), default {DEFAULT_CPU_PORT}")
+    parser.add_argument("--thrift-port", type=int, default=None,
+                        help="side channel TCP port on 127.0.0.1 (default 9090 + device id)")
+    parser.add_argument("--log", metavar="FILE", help="log to FILE (default: stderr)")
+    parser.add_argument("--pcap", metavar="DIR", help="write DIR/IFACE_in.pcap and DIR/IFACE_out.pcap per port")
+
+
+def _setup_logging(path: str | None) -> None:
+    handler = logging.FileHandler(path) if path else logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    root = logging.getLogger("aggnet")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the switch; return when SIGTERM/SIGINT arrives."""
+    from p4target.sidechannel import SideChannelServer
+
+    _setup_logging(args.log)
+    ports = {}
+    for spec in args.interface:
+        number, ifname = parse_port_spec(spec)
+        if number in ports:
+            raise PortError(f"error: -i {spec}: port {number} is given twice")
+        ports[number] = ifname
+    switch = Switch(ports, args.device_id, args.cpu_port, args.pcap)
+    thrift_port = args.thrift_port if args.thrift_port is not None else 9090 + args.device_id
+    sidechannel = runtime = None
+    try:
+        runtime = _start_runtime(switch, args)  # first: once the side channel answers, PROG is loaded
+        sidechannel = SideChannelServer(switch, thrift_port).start()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: switch.stop())
+        log.info("device %d up: ports %s, grpc %s, side channel 127.0.0.1:%d", args.device_id,
+                 ", ".join(f"{n}@{p.ifname}" for n, p in sorted(switch.ports.items())) or "none",
+                 args.grpc_server_addr, thrift_port)
+        switch.run()
+        log.info("stopping: %s; drops: no pipeline %d, no port %d, pipeline errors %d",
+                 switch.port_stats(), switch.dropped_no_pipeline, switch.dropped_no_port, switch.pipeline_errors)
+    finally:
+        if runtime is not None:
+            runtime.stop()
+        if sidechannel is not None:
+            sidechannel.stop()
+        switch.close()
+    return 0
+
+
+def _start_runtime(switch: Switch, args: argparse.Namespace) -> Any:
+    """Start the P4Runtime server bound to this switch; load PROG.p4 through it if given."""
+    from p4target.runtime.errors import RuntimeStatus
+    from p4target.runtime.server import RuntimeServer
+
+    log_path = None
+    if args.log:
+        stem = os.path.splitext(args.log)[0]
+        log_path = f"{stem}-p4runtime-requests.txt"
+    server = RuntimeServer(args.device_id, args.grpc_server_addr, args.cpu_port,
+                           on_pipeline_set=switch.set_pipeline, packet_out=switch.inject, log_path=log_path)
+    switch.packet_in = lambda frame: server.packet_in(args.cpu_port, frame)
+    if args.program:
+        try:
+            with open(args.program, encoding="utf-8") as f:
+                source = f.read()
+            server.load_source(source, args.program)
+        except OSError as exc:
+            raise SwitchError(f"error: cannot read {args.program}: {exc.strerror}") from None
+        except RuntimeStatus as exc:
+            raise SwitchError(exc.message, exit_code=2) from None
+    try:
+        server.start()
+    except RuntimeError as exc:
+        raise SwitchError(f"error: {exc}") from None
+    return server

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Benchmarks, each writing JSON under bench/ (or $1): the embedded target in-process,
+# placement at scale, and a real switch process between two namespaces (root only).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+out=${1:-bench}
+mkdir -p "$out"
+py=.venv/bin/python
+$py scripts/bench_target.py --out "$out/target.json"
+$py scripts/bench_placement.py --out "$out/placement.json"
+if [ "$(id -u)" -eq 0 ]; then
+  $py scripts/bench_switch.py --out "$out/switch.json"
+else
+  echo "bench.sh: not root, skipping the switch-process benchmark" >&2
+fi
+echo "bench.sh: results in $out/"

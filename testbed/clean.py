@@ -1,0 +1,162 @@
+"""Leftover cleanup: `aggnet clean`, an `mn -c` that only touches what AggNet made.
+
+Every running Testbed keeps a record in STATE_DIR (its own pid, the pids of its switch
+processes and Mininet host shells with their start times, its interfaces). Leftovers
+are what a dead testbed recorded, plus root-namespace veths named like Mininet's
+(`*-eth*`) and orphaned AggNet switch / Mininet host-shell processes that no live
+testbed claims. Running it twice is harmless.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import time
+
+STATE_DIR = "/run/aggnet"
+SWITCH_MARKERS = ("testbed.cli switch", "aggnet switch", "simple_switch_grpc")
+HOST_SHELL_MARKER = "mininet:"
+
+
+def process_start_time(pid: int) -> int | None:
+    """The kernel's start time of `pid` (clock ticks since boot), None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def record_path(owner_pid: int) -> str:
+    return os.path.join(STATE_DIR, f"testbed-{owner_pid}.json")
+
+
+def write_record(record: dict) -> None:
+    """Atomically (re)write a testbed's record; `record["owner"]` is its pid."""
+    os.makedirs(STATE_DIR, exist_ok=True)
+    path = record_path(record["owner"])
+    with open(path + ".tmp", "w") as f:
+        json.dump(record, f)
+    os.replace(path + ".tmp", path)
+
+
+def remove_record(owner_pid: int) -> None:
+    try:
+        os.remove(record_path(owner_pid))
+    except FileNotFoundError:
+        pass
+
+
+def _records() -> list[dict]:
+    out = []
+    if not os.path.isdir(STATE_DIR):
+        return out
+    for name in sorted(os.listdir(STATE_DIR)):
+        if name.endswith(".json"):
+            try:
+                with open(os.path.join(STATE_DIR, name)) as f:
+                    out.append(json.load(f))
+            except (OSError, ValueError):
+                os.remove(os.path.join(STATE_DIR, name))
+    return out
+
+
+def _owner_alive(record: dict) -> bool:
+    return process_start_time(record["owner"]) == record.get("owner_start")
+
+
+def kill_process(pid: int, start_time: int | None, grace_s: float = 3.0) -> bool:
+    """SIGTERM then SIGKILL `pid`, only if it is still the process that started at `start_time`."""
+    if start_time is None or process_start_time(pid) != start_time:
+        return False
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return True
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            if process_start_time(pid) != start_time:
+                return True
+            time.sleep(0.05)
+    return process_start_time(pid) != start_time
+
+
+def root_veths() -> list[str]:
+    """Root-namespace veth interfaces named like Mininet's (`s1-eth1`)."""
+    out = subprocess.run(["ip", "-o", "link", "show", "type", "veth"], capture_output=True, text=True).stdout
+    names = [line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line]
+    return [n for n in names if "-eth" in n]
+
+
+def delete_interface(name: str) -> None:
+    subprocess.run(["ip", "link", "del", name], capture_output=True)
+
+
+def clean_record(record: dict) -> list[str]:
+    """Kill a record's processes and delete its interfaces; return what was removed."""
+    removed = []
+    for proc in record.get("processes", []):
+        if kill_process(proc["pid"], proc.get("start")):
+            removed.append(f"process {proc['name']} (pid {proc['pid']})")
+    existing = set(root_veths())
+    for intf in record.get("interfaces", []):
+        if intf in existing:
+            delete_interface(intf)
+            removed.append(f"interface {intf}")
+    return removed
+
+
+def clean(all_records: bool = False) -> list[str]:
+    """Remove leftovers of dead testbeds (and of live ones too with all_records)."""
+    removed: list[str] = []
+    claimed_pids: set[int] = set()
+    claimed_intfs: set[str] = set()
+    for record in _records():
+        if _owner_alive(record) and not all_records:
+            claimed_pids.update(p["pid"] for p in record.get("processes", []))
+            claimed_intfs.update(record.get("interfaces", []))
+            continue
+        removed += clean_record(record)
+        remove_record(record["owner"])
+    for pid in (int(d) for d in os.listdir("/proc") if d.isdigit()):
+        if pid in claimed_pids or _ppid(pid) != 1:
+            continue
+        cmd = _cmdline(pid)
+        if any(m in cmd for m in SWITCH_MARKERS) or HOST_SHELL_MARKER in cmd:
+            if kill_process(pid, process_start_time(pid)):
+                removed.append(f"orphan process {cmd.strip()[:60]} (pid {pid})")
+    for intf in root_veths():
+        if intf not in claimed_intfs:
+            delete_interface(intf)
+            removed.append(f"interface {intf}")
+    return removed
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--all", action="store_true",
+                        help="also tear down networks whose testbed process is still running")
+
+
+def run(args: argparse.Namespace) -> int:
+    for item in clean(args.all):
+        print(f"removed {item}")
+    return 0

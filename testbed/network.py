@@ -1,0 +1,253 @@
+"""Network launch and teardown: a topology becomes a running Mininet network.
+
+    with Testbed(load_topology("topologies/star4.yaml"), "embedded", "runs/x") as tb:
+        tb.host("h1").cmd("ping -c1 10.0.0.2")
+
+Hosts get IP/MAC from the topology, IPv6 off (no router solicitations or MLD reports
+in the switches' pcaps and counters), checksum offloads off (frames on a veth would
+otherwise carry unfinished checksums that a P4 program sees as wrong), and static ARP
+entries for every other host, so pings do not depend on ARP being forwarded by the P4
+program. Each switch is a P4Switch node; per-link bw/delay/loss/queue from the topology
+are applied to the switch's egress queue on that link (the embedded target's traffic
+manager; there is no netem here). The run folder gets build/, logs/ (s1.log) and
+pcaps/. Teardown always runs: on exceptions, Ctrl-C and SIGTERM, and a record in
+testbed.clean.STATE_DIR lets `aggnet clean` finish the job if this process is killed.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any, IO
+
+from testbed import clean
+from testbed.p4switch import P4Switch, SwitchDied, SwitchStartError, check_target
+
+THRIFT_PORT_BASE = 9090
+LOCK_FILE = os.path.join(clean.STATE_DIR, "network.lock")
+
+
+def acquire_network_lock() -> IO:
+    """Hold the one-network-at-a-time lock; waits (saying so) while another network runs.
+
+    Two AggNet networks on one machine would fight over interface names (s1-eth1) and
+    gRPC ports, so a second one waits for the first instead of corrupting it.
+    """
+    os.makedirs(clean.STATE_DIR, exist_ok=True)
+    lock = open(LOCK_FILE, "a+")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().strip() or "?"
+        print(f"aggnet: waiting for another AggNet network (pid {holder}) to stop", file=sys.stderr)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    lock.seek(0)
+    lock.truncate()
+    lock.write(str(os.getpid()))
+    lock.flush()
+    return lock
+
+
+def new_run_dir(root: str = "runs") -> str:
+    """runs/<timestamp>, unique even when two runs start in the same second."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = os.path.join(root, stamp)
+    n = 1
+    while os.path.exists(path):
+        n += 1
+        path = os.path.join(root, f"{stamp}-{n}")
+    return path
+
+
+class Testbed:
+    """A running network for one topology; use as a context manager."""
+
+    __test__ = False  # not a pytest test class despite the name
+
+    def __init__(self, topology: Any, target: str = "embedded", run_dir: str | None = None,
+                 program: str | None = None, pcap: bool = False, start_timeout: float = 30.0):
+        check_target(target, program)
+        self.topology = topology
+        self.target = target
+        self.run_dir = run_dir or new_run_dir()
+        self.program = program
+        self.pcap = pcap
+        self.start_timeout = start_timeout
+        self.net = None
+        self._record: dict | None = None
+        self._old_sigterm = None
+        self._lock: IO | None = None
+
+    # -- paths
+    @property
+    def build_dir(self) -> str:
+        return os.path.join(self.run_dir, "build")
+
+    @property
+    def logs_dir(self) -> str:
+        return os.path.join(self.run_dir, "logs")
+
+    @property
+    def pcaps_dir(self) -> str:
+        return os.path.join(self.run_dir, "pcaps")
+
+    def log_file(self, switch: str) -> str:
+        return os.path.join(self.logs_dir, f"{switch}.log")
+
+    def thrift_port(self, switch: str) -> int:
+        return THRIFT_PORT_BASE + self.topology.switches[switch].device_id
+
+    # -- lifecycle
+    def __enter__(self) -> "Testbed":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Build and start the network; on any failure tear down what exists, then re-raise."""
+        from mininet.log import setLogLevel
+
+        setLogLevel("error")
+        for d in (self.build_dir, self.logs_dir, self.pcaps_dir):
+            os.makedirs(d, exist_ok=True)
+        self._trap_sigterm()
+        try:
+            self._lock = acquire_network_lock()
+            if self.target == "bmv2" and self.program:
+                self.program = self._compile_for_bmv2(self.program)
+            self._build()
+            self.net.start()
+            self._record_processes()
+            self._configure_hosts()
+            self._apply_link_queues()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _compile_for_bmv2(self, program: str) -> str:
+        """p4c -> build/NAME.json (+ NAME.p4info.txtpb); the JSON is what simple_switch_grpc loads."""
+        import subprocess
+
+        name = os.path.splitext(os.path.basename(program))[0]
+        p4info = os.path.join(self.build_dir, f"{name}.p4info.txtpb")
+        done = subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model", "-o", self.build_dir,
+                               "--p4runtime-files", p4info, program], capture_output=True, text=True)
+        if done.returncode != 0:
+            first = (done.stderr.strip().splitlines() or ["no output"])[0]
+            raise SwitchStartError(f"{program}: p4c failed (exit {done.returncode}): {first}")
+        return os.path.join(self.build_dir, f"{name}.json")
+
+    def _trap_sigterm(self) -> None:
+        """Turn SIGTERM into KeyboardInterrupt so `with` blocks tear down (main thread only)."""
+        if threading.current_thread() is threading.main_thread():
+            def interrupt(*_):
+                raise KeyboardInterrupt
+            self._old_sigterm = signal.signal(signal.SIGTERM, interrupt)
+
+    def _build(self) -> None:
+        from mininet.net import Mininet
+
+        topo = self.topology
+        self.net = Mininet(topo=None, build=False, controller=None, autoSetMacs=False, autoStaticArp=False)
+        for h in topo.hosts.values():
+            self.net.addHost(h.name, ip=h.ip_cidr, mac=h.mac)
+        for s in topo.switches.values():
+            self.net.addSwitch(s.name, cls=P4Switch, device_id=s.device_id, grpc_port=s.grpc_port,
+                               thrift_port=self.thrift_port(s.name), log_file=self.log_file(s.name),
+                               target=self.target, program=self.program,
+                               pcap_dir=self.pcaps_dir if self.pcap else None, start_timeout=self.start_timeout)
+        interfaces = []
+        for link in topo.links:
+            names = (topo.intf_name(link.a, link.a_port), topo.intf_name(link.b, link.b_port))
+            self.net.addLink(link.a, link.b, port1=link.a_port, port2=link.b_port,
+                             intfName1=names[0], intfName2=names[1])
+            interfaces += [n for n, node in zip(names, (link.a, link.b)) if topo.is_switch(node)]
+        self._record = {"owner": os.getpid(), "owner_start": clean.process_start_time(os.getpid()),
+                        "run_dir": os.path.abspath(self.run_dir), "interfaces": interfaces, "processes": []}
+        clean.write_record(self._record)
+        self.net.build()
+        self._record_processes()
+
+    def _record_processes(self) -> None:
+        procs = [{"name": h.name, "pid": h.pid, "start": clean.process_start_time(h.pid)} for h in self.net.hosts]
+        for s in self.net.switches:
+            if s.process is not None:
+                procs.append({"name": s.name, "pid": s.process.pid, "start": clean.process_start_time(s.process.pid)})
+        self._record["processes"] = procs
+        clean.write_record(self._record)
+
+    def _configure_hosts(self) -> None:
+        hosts = list(self.topology.hosts.values())
+        for h in hosts:
+            node = self.net.get(h.name)
+            intf = node.defaultIntf().name
+            cmds = ["sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1",
+                    f"ethtool -K {intf} tx off rx off >/dev/null 2>&1"]
+            cmds += [f"ip neigh replace {o.ip} lladdr {o.mac} dev {intf} nud permanent" for o in hosts if o is not h]
+            node.cmd("; ".join(cmds))
+
+    def _apply_link_queues(self) -> None:
+        """Per-link bw/delay/loss/queue from the topology -> the switches' egress queues."""
+        if self.target != "embedded":
+            return
+        from p4target.sidechannel import send_command
+
+        for link in self.topology.links:
+            for node in (link.a, link.b):
+                if not self.topology.is_switch(node):
+                    continue
+                port, tport = link.port_on(node), self.thrift_port(node)
+                if link.bw_mbps:
+                    send_command(tport, f"set_queue_rate_bps {link.bw_mbps * 1e6:.0f} {port}")
+                if link.delay_ms:
+                    send_command(tport, f"set_queue_delay {link.delay_ms} {port}")
+                if link.loss:
+                    send_command(tport, f"set_queue_loss {link.loss / 100.0} {port}")
+                if link.queue_pkts:
+                    send_command(tport, f"set_queue_depth {link.queue_pkts} {port}")
+
+    def check(self) -> None:
+        """Raise SwitchDied naming the first switch whose process has exited."""
+        for s in self.net.switches:
+            s.check_alive()
+
+    def dead_switches(self) -> list[str]:
+        """One line per switch process that has exited (empty when all run)."""
+        out = []
+        for s in self.net.switches if self.net else []:
+            try:
+                s.check_alive()
+            except SwitchDied as exc:
+                out.append(str(exc))
+        return out
+
+    def stop(self) -> None:
+        """Tear everything down; safe to call twice and after a partial start."""
+        try:
+            if self.net is not None:
+                self.net.stop()
+        finally:
+            self.net = None
+            if self._record is not None:
+                clean.clean_record(self._record)
+                clean.remove_record(self._record["owner"])
+                self._record = None
+            if self._old_sigterm is not None:
+                signal.signal(signal.SIGTERM, self._old_sigterm)
+                self._old_sigterm = None
+            if self._lock is not None:
+                self._lock.close()  # closing releases the flock
+                self._lock = None
+
+    # -- access
+    def host(self, name: str) -> Any:
+        return self.net.get(name)
+
+    def switch(self, name: str) -> P4Switch:
+        return self.net.get(name)

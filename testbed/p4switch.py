@@ -1,0 +1,155 @@
+"""Mininet switch node that runs one P4 target process on its interfaces.
+
+The node lives in the root namespace (like BMv2 nodes in p4-utils). `start()` launches
+`aggnet switch` (target "embedded") or `simple_switch_grpc` (target "bmv2") with one
+`-i PORT@IFACE` per interface, in the port numbering the topology gives, then waits
+until the P4Runtime port accepts connections; a switch that exits or does not come up in
+time raises SwitchStartError with the tail of its log. The process gets SIGTERM if the
+testbed process itself dies (PR_SET_PDEATHSIG), so a crashed testbed leaves no switch.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from mininet.node import Switch
+
+TARGETS = ("embedded", "bmv2")
+PR_SET_PDEATHSIG = 1
+
+
+class SwitchStartError(Exception):
+    """A switch process failed to start (one line with the log tail)."""
+
+    exit_code = 1
+
+
+class SwitchDied(Exception):
+    """A switch process exited while the network was running."""
+
+    exit_code = 1
+
+
+class TargetMissing(Exception):
+    """The requested target's programs are not installed."""
+
+    exit_code = 2
+
+
+def log_tail(path: str, lines: int = 8) -> str:
+    """The last lines of a log file joined with ' | ', for one-line error messages."""
+    try:
+        with open(path, errors="replace") as f:
+            tail = [line.rstrip() for line in f.readlines()[-lines:] if line.strip()]
+    except OSError:
+        return "(no log)"
+    return " | ".join(tail) or "(log is empty)"
+
+
+def check_target(target: str, program: str | None = None) -> None:
+    """Raise TargetMissing unless `target` can run here (bmv2: programs on PATH)."""
+    if target not in TARGETS:
+        raise TargetMissing(f"error: unknown target {target!r} (choose from {', '.join(TARGETS)})")
+    if target == "bmv2":
+        needed = ["simple_switch_grpc"] + (["p4c"] if program else [])
+        missing = [p for p in needed if shutil.which(p) is None]
+        if missing:
+            raise TargetMissing(f"error: --target bmv2 needs {' and '.join(missing)} on PATH (not found)")
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+class P4Switch(Switch):
+    """A P4 switch node: one target process bound to this node's interfaces."""
+
+    def __init__(self, name: str, device_id: int, grpc_port: int, thrift_port: int, log_file: str,
+                 target: str = "embedded", program: str | None = None, pcap_dir: str | None = None,
+                 cpu_port: int = 255, start_timeout: float = 30.0, **params):
+        super().__init__(name, **params)
+        self.device_id = device_id
+        self.grpc_port = grpc_port
+        self.thrift_port = thrift_port
+        self.log_file = log_file
+        self.target = target
+        self.program = program
+        self.pcap_dir = pcap_dir
+        self.cpu_port = cpu_port
+        self.start_timeout = start_timeout
+        self.process: subprocess.Popen | None = None
+
+    def port_args(self) -> list[str]:
+        return [arg for port, intf in sorted(self.intfs.items()) if intf.name != "lo"
+                for arg in ("-i", f"{port}@{intf.name}")]
+
+    def command(self) -> list[str]:
+        """The target's command line, flags as simple_switch_grpc spells them."""
+        addr = f"127.0.0.1:{self.grpc_port}"
+        if self.target == "bmv2":
+            cmd = ["simple_switch_grpc", "--device-id", str(self.device_id), *self.port_args(),
+                   "--thrift-port", str(self.thrift_port), "--log-console"]
+            if self.pcap_dir:
+                cmd += ["--pcap", self.pcap_dir]
+            cmd += [self.program] if self.program else ["--no-p4"]
+            return cmd + ["--", "--grpc-server-addr", addr, "--cpu-port", str(self.cpu_port)]
+        cmd = [sys.executable, "-m", "testbed.cli", "switch", "--device-id", str(self.device_id),
+               *self.port_args(), "--grpc-server-addr", addr, "--cpu-port", str(self.cpu_port),
+               "--thrift-port", str(self.thrift_port), "--log", self.log_file]
+        if self.pcap_dir:
+            cmd += ["--pcap", self.pcap_dir]
+        return cmd + ([self.program] if self.program else [])
+
+    def start(self, controllers) -> None:  # noqa: ARG002 - P4 switches have no OpenFlow controller
+        for intf in self.intfList():
+            if intf.name != "lo":
+                self.cmd(f"sysctl -qw net.ipv6.conf.{intf.name}.disable_ipv6=1; "
+                         f"ethtool -K {intf.name} tx off rx off >/dev/null 2>&1")
+        with open(self.log_file, "ab") as log:
+            self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Block until the P4Runtime and side-channel ports answer, or fail with the log tail."""
+        deadline = time.monotonic() + self.start_timeout
+        while not (port_open(self.grpc_port) and port_open(self.thrift_port)):
+            code = self.process.poll()
+            if code is not None:
+                raise SwitchStartError(f"{self.name}: switch exited with code {code} while starting; "
+                                       f"log tail: {log_tail(self.log_file)}")
+            if time.monotonic() > deadline:
+                raise SwitchStartError(f"{self.name}: P4Runtime port {self.grpc_port} not up after "
+                                       f"{self.start_timeout:.0f}s; log tail: {log_tail(self.log_file)}")
+            time.sleep(0.05)
+
+    def check_alive(self) -> None:
+        """Raise SwitchDied naming this switch if its process has exited."""
+        code = self.process.poll() if self.process else None
+        if code is not None:
+            raise SwitchDied(f"{self.name}: exited with code {code}; log tail: {log_tail(self.log_file)}")
+
+    def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's signature
+        """SIGTERM the process (SIGKILL after 5 s), then let Mininet delete the interfaces."""
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        super().stop(deleteIntfs)

@@ -1,0 +1,116 @@
+"""`aggnet switch` as a real process on veth pairs: forwarding, pcap, SIGTERM, bad input."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from p4target.ports import read_pcap
+from p4target.sidechannel import send_command
+
+REPO = Path(__file__).resolve().parent.parent
+PROGRAM = REPO / "tests" / "data" / "testbed" / "ipv4_counters.p4"
+SW = ["h6s-eth1", "h6s-eth2"]
+
+PEER = ["h6p-eth1", "h6p-eth2"]
+
+
+def aggnet(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "testbed.cli", *args], capture_output=True, text=True,
+                          cwd=REPO, timeout=60, **kw)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ipv4_frame(dst_ip: str, ttl: int = 64) -> bytes:
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+
+    return bytes(Ether(dst="00:00:00:00:00:01", src="00:00:00:00:00:09") /
+                 IP(src="10.0.0.9", dst=dst_ip, ttl=ttl) / UDP(sport=1, dport=2) / b"hello-switch")
+
+
+def test_bad_program_is_one_line_exit_2(tmp_path):
+    bad = tmp_path / "bad.p4"
+    bad.write_text("#include <v1model.p4>\ncontrol C() { apply { x = ; } }\n")
+    out = aggnet("switch", "--thrift-port", str(free_port()), "--grpc-server-addr", f"127.0.0.1:{free_port()}",
+                 str(bad))
+    assert out.returncode == 2, out
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "bad.p4:2:" in lines[0] and "error" in lines[0], out.stderr
+
+
+@pytest.fixture
+def veths():
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create veth pairs")
+    for sw, peer in zip(SW, PEER):
+        subprocess.run(["ip", "link", "add", sw, "type", "veth", "peer", "name", peer], check=True)
+    try:
+        for ifname in SW + PEER:
+            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{ifname}.disable_ipv6=1"], check=True)
+            subprocess.run(["ip", "link", "set", ifname, "up"], check=True)
+        yield
+    finally:
+        for sw in SW:
+            subprocess.run(["ip", "link", "del", sw], check=False)
+
+
+@pytest.mark.root
+def test_forwarding_pcap_and_clean_sigterm(veths, tmp_path):
+    from scapy.layers.inet import IP
+    from scapy.layers.l2 import Ether
+
+    thrift, grpc_port = free_port(), free_port()
+    log = tmp_path / "s9.log"
+    proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "switch", "--device-id", "9",
+                             "-i", f"1@{SW[0]}", "-i", f"2@{SW[1]}", "--grpc-server-addr", f"127.0.0.1:{grpc_port}",
+                             "--thrift-port", str(thrift), "--log", str(log), "--pcap", str(tmp_path), str(PROGRAM)],
+                            cwd=REPO)
+    rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+    rx.bind((PEER[1], 0x0800))
+    rx.settimeout(3)
+    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    tx.bind((PEER[0], 0))
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                send_command(thrift, "port_stats", timeout=1)
+                break
+            except Exception:
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.1)
+        send_command(thrift, "table_add ipv4_lpm ipv4_forward 10.0.0.2/32 => 00:00:00:00:00:02 2")
+        tx.send(ipv4_frame("10.0.0.2"))
+        tx.send(ipv4_frame("10.9.9.9"))  # no route: dropped by default_action drop()
+        got = Ether(rx.recv(2048))
+        assert got.dst == "00:00:00:00:00:02" and got[IP].ttl == 63 and got.load == b"hello-switch"
+        fixed = got[IP].copy()
+        del fixed.chksum
+        assert IP(bytes(fixed)).chksum == got[IP].chksum  # the switch recomputed the checksum
+        time.sleep(0.2)
+        assert send_command(thrift, "counter_read port_in 1").startswith("packets=2 ")
+        assert send_command(thrift, "counter_read port_out 2").startswith("packets=1 ")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        rx.close()
+        tx.close()
+    ins = [f for _, f in read_pcap(str(tmp_path / f"{SW[0]}_in.pcap")) if f.endswith(b"hello-switch")]
+    outs = [f for _, f in read_pcap(str(tmp_path / f"{SW[1]}_out.pcap"))]
+    assert len(ins) == 2 and len(outs) == 1 and Ether(outs[0])[IP].ttl == 63
+    assert "stopping" in log.read_text()
