@@ -1,0 +1,223 @@
+"""All-reduce client: streams a tensor through the switches' aggregation slots over UDP.
+
+Protocol (docs/protocol.md, "Worker behaviour"): the tensor is cut into chunks of
+`job.lanes` int32 values. Chunks are numbered by a counter that every worker of the job
+advances identically across calls; chunk g uses slot g % W and pool (g // W) % 2, where
+W = job.slot_count is the window. A worker sends chunk g + W only after it holds the result
+of chunk g, so at most W chunks are in flight and a slot's pool is reused only after every
+worker has the previous result. A chunk without a result after the retransmission timeout
+is sent again with the retransmission flag; the switch ignores the duplicate contribution and answers
+from its stored result if the slot is already complete.
+
+Float tensors are quantized with a scale the workers agree on through the fabric first
+(hosts.quantize); int32 tensors are summed exactly, and an overflow flagged by the switch
+raises AggOverflowError instead of returning a wrapped or clamped sum.
+"""
+from __future__ import annotations
+
+import collections
+import math
+import socket
+import struct
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import codec, quantize
+from .job import JobSpec
+
+_HEADER = struct.Struct("!HHIBBHhH")  # mirrors codec.HEADER_DTYPE, for one packet at a time
+FLOAT_RETRIES = 3  # rescale attempts after an overflow in the float path (see allreduce())
+FLOAT_RETRY_BITS = 8  # fractional bits given up per attempt
+MAX_RTO_S = 1.0  # the adaptive retransmission timeout never grows beyond this
+
+
+class AllReduceError(RuntimeError):
+    """The all-reduce could not produce a correct sum (stalled, misconfigured fabric, ...)."""
+
+    exit_code = 1
+
+
+class AggOverflowError(AllReduceError):
+    """A switch saturated while summing: the exact int32 sum does not exist."""
+
+
+@dataclass
+class ClientStats:
+    """What one worker sent and received, cumulative over calls."""
+
+    chunks: int = 0
+    packets_sent: int = 0
+    retransmissions: int = 0
+    results: int = 0
+    stale_results: int = 0
+
+
+class AllReduceClient:
+    """One worker's endpoint of a job: the UDP socket plus the chunk counter shared in lockstep."""
+
+    def __init__(self, job: JobSpec, rank: int, sock: socket.socket | None = None,
+                 stall_timeout_s: float = 30.0):
+        if not 0 <= rank < job.world_size:
+            raise AllReduceError(f"rank {rank} is outside job {job.job_id}'s {job.world_size} workers")
+        self.job = job
+        self.rank = rank
+        self.stall_timeout_s = stall_timeout_s
+        self.dest = (job.agg_ip, job.agg_port)
+        self.next_chunk = 0
+        self.stats = ClientStats()
+        # Retransmission timeout: job.timeout_s at least, else twice the smoothed time a chunk
+        # takes to come back (which includes waiting for the slowest worker), TCP-style.
+        self.rto = job.timeout_s
+        self._srtt: float | None = None
+        if sock is None:
+            me = job.workers[rank]
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            sock.bind((me.ip, me.port))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+        self.sock = sock
+        self._packet_bytes = codec.packet_bytes(job.lanes)
+        self._buf = bytearray(self._packet_bytes + 64)
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> "AllReduceClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ public API
+
+    def allreduce(self, tensor: np.ndarray) -> np.ndarray:
+        """Sum `tensor` over all workers: int32 exactly, floating point within quantize.error_bound."""
+        arr = np.asarray(tensor)
+        if arr.dtype == np.int32:
+            return self.allreduce_int(arr)
+        if arr.dtype.kind != "f":
+            raise AllReduceError(f"allreduce: dtype {arr.dtype} is not supported (int32 or floating point)")
+        return self.allreduce_float(arr)
+
+    def allreduce_int(self, values: np.ndarray) -> np.ndarray:
+        """Exact int32 sum over all workers; raises AggOverflowError if it does not fit int32."""
+        values = np.asarray(values)
+        if values.dtype != np.int32:
+            raise AllReduceError(f"allreduce_int: expected int32, got {values.dtype}")
+        sums, overflow = self._stream(values.ravel(), scale=0)
+        if overflow.any():
+            raise AggOverflowError(f"job {self.job.job_id}: int32 sum overflowed in {int(overflow.sum())} "
+                                   f"of {overflow.size} chunks (first: chunk {int(np.argmax(overflow))})")
+        return sums.reshape(values.shape)
+
+    def allreduce_float(self, tensor: np.ndarray) -> np.ndarray:
+        """Quantized sum: agree on a scale through the fabric, sum int32, dequantize.
+
+        Every worker sees the same overflow flags, so all of them take the same retry path.
+        """
+        x = np.asarray(tensor)
+        votes = self.allreduce_int(quantize.exponent_vote(quantize.max_exponent(x)))
+        e_max, workers = quantize.tally_votes(votes)
+        if workers != self.job.world_size:
+            raise AllReduceError(f"job {self.job.job_id}: {workers} workers voted, the job has "
+                                 f"{self.job.world_size}")
+        f = quantize.frac_bits(e_max, workers)
+        for _ in range(FLOAT_RETRIES):
+            sums, overflow = self._stream(quantize.quantize(x, f).ravel(), scale=f)
+            if not overflow.any():
+                return quantize.dequantize(sums, f, x.dtype).reshape(x.shape)
+            f -= FLOAT_RETRY_BITS
+        raise AggOverflowError(f"job {self.job.job_id}: quantized sum still overflows after "
+                               f"{FLOAT_RETRIES} rescales")
+
+    # ------------------------------------------------------------------ streaming
+
+    def _stream(self, flat: np.ndarray, scale: int) -> tuple[np.ndarray, np.ndarray]:
+        """Send every chunk of `flat` through the window; return (sums, per-chunk overflow)."""
+        job, lanes, window = self.job, self.job.lanes, self.job.slot_count
+        n = max(1, math.ceil(flat.size / lanes))
+        chunks = np.zeros(n * lanes, dtype=np.int32)
+        chunks[:flat.size] = flat
+        g0 = self.next_chunk
+        g = g0 + np.arange(n, dtype=np.int64)
+        packets = codec.encode(job.job_id, g % window, g, ((g // window) % 2) * codec.FLAG_POOL,
+                               chunks.reshape(n, lanes), scale=scale).tobytes()
+        pb = self._packet_bytes
+
+        sums = np.zeros((n, lanes), dtype=np.int32)
+        overflow = np.zeros(n, dtype=bool)
+        done = np.zeros(n, dtype=bool)
+        sent_at = np.zeros(n, dtype=np.float64)
+        deadline = np.zeros(n, dtype=np.float64)
+        resent = np.zeros(n, dtype=bool)
+        timers: collections.deque[tuple[float, int]] = collections.deque()
+        remaining = n
+
+        def send(c: int, retx: bool) -> None:
+            data = packets[c * pb:(c + 1) * pb]
+            if retx:
+                data = data[:8] + bytes([data[8] | codec.FLAG_RETX]) + data[9:]
+                self.stats.retransmissions += 1
+                resent[c] = True
+            self.sock.sendto(data, self.dest)
+            self.stats.packets_sent += 1
+            sent_at[c] = time.monotonic()
+            deadline[c] = sent_at[c] + self.rto
+            timers.append((deadline[c], c))
+
+        for c in range(min(window, n)):
+            send(c, retx=False)
+        last_progress = time.monotonic()
+        while remaining:
+            now = time.monotonic()
+            while timers and timers[0][0] <= now:
+                _, c = timers.popleft()
+                if not done[c] and deadline[c] <= now:
+                    send(c, retx=True)
+            if now - last_progress > self.stall_timeout_s:
+                raise AllReduceError(f"job {job.job_id}: no result for {self.stall_timeout_s:.1f} s; "
+                                     f"{remaining} of {n} chunks outstanding (first: seq {g0 + int(np.argmin(done))})")
+            self.sock.settimeout(max(1e-4, timers[0][0] - now) if timers else job.timeout_s)
+            try:
+                size = self.sock.recv_into(self._buf)
+            except socket.timeout:
+                continue
+            c = self._accept(memoryview(self._buf)[:size], g0, n, scale, done)
+            if c is None:
+                continue
+            sums[c] = np.frombuffer(self._buf, dtype=">i4", count=lanes, offset=codec.HEADER_BYTES)
+            overflow[c] = bool(self._buf[8] & codec.FLAG_OVERFLOW)
+            done[c] = True
+            remaining -= 1
+            last_progress = time.monotonic()
+            if not resent[c]:  # Karn: only unambiguous round trips update the estimate
+                self._update_rto(last_progress - sent_at[c])
+            if c + window < n:
+                send(c + window, retx=False)
+        self.next_chunk = g0 + n
+        self.stats.chunks += n
+        return sums.ravel()[:flat.size], overflow
+
+    def _update_rto(self, sample: float) -> None:
+        self._srtt = sample if self._srtt is None else 0.875 * self._srtt + 0.125 * sample
+        self.rto = min(MAX_RTO_S, max(self.job.timeout_s, 2 * self._srtt))
+
+    def _accept(self, data: memoryview, g0: int, n: int, scale: int, done: np.ndarray) -> int | None:
+        """The chunk index a received result completes, or None for anything to ignore."""
+        if len(data) != self._packet_bytes:
+            self.stats.stale_results += 1
+            return None
+        job_id, _slot, seq, flags, lanes, workers, pkt_scale, _ = _HEADER.unpack_from(data)
+        c = (seq - g0) % (1 << 32)
+        if (job_id != self.job.job_id or not flags & codec.FLAG_RESULT or lanes != self.job.lanes
+                or c >= n or done[c]):
+            self.stats.stale_results += 1
+            return None
+        if workers != self.job.world_size or pkt_scale != scale:
+            raise AllReduceError(f"job {self.job.job_id}: result for seq {seq} sums {workers} contributions "
+                                 f"at scale {pkt_scale}, expected {self.job.world_size} at scale {scale} "
+                                 f"(switch children or worker set misconfigured)")
+        self.stats.results += 1
+        return c
+
