@@ -1,0 +1,94 @@
+"""The worker agent: one process per worker host, training its shard of the job.
+
+    python -m hosts.agent --config job.json --worker h1 --out DIR
+
+Writes DIR/h1.log (everything it did), DIR/h1.metrics.jsonl (one JSON object per step:
+step, epoch, loss, step_time_s, comm_time_s, bytes_sent, and test_loss/test_accuracy on
+evaluation steps) and, on success, DIR/h1.result.json. Exit 0 on success; on failure one
+line "agent h1: ..." on stderr naming what failed (a crashed peer is named) and a non-zero
+exit code (2 bad config, 1 communication failure, 3 internal error).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from .agent_config import AgentConfig, load_config
+from .comm import AllReduce
+from .process import run_main, setup_logging
+
+log = logging.getLogger("aggnet.agent")
+
+
+def make_allreduce(config: AgentConfig, rank: int) -> AllReduce:
+    """The AllReduce implementation the config's scheme names, connected for `rank`."""
+    me = config.workers[rank]
+    if config.scheme == "innet":
+        from .comm import InNetworkAllReduce
+        return InNetworkAllReduce(config.job, rank, stall_timeout_s=config.timeout_s)
+    if config.scheme == "ps":
+        from .ps import ParameterServerClient
+        return ParameterServerClient(config.ps, me.name, rank, len(config.workers), config.timeout_s)
+    from .ring import RingAllReduce
+    return RingAllReduce(list(config.workers), rank, config.timeout_s)
+
+
+def run_agent(config: AgentConfig, worker: str, out_dir: Path, source: str = "<agent config>") -> dict:
+    """Train as `worker`; write metrics and the result JSON under out_dir; return the result."""
+    import torch
+
+    from .data import load_dataset
+    from .train import train_worker
+
+    torch.set_num_threads(1)  # several agents share few cores
+    rank = config.rank_of(worker, source)
+    tc = config.train
+    log.info("worker %s rank %d of %d, scheme %s, train %s", worker, rank, len(config.workers), config.scheme,
+             asdict(tc))
+    data = load_dataset(tc.dataset, tc.seed)
+    records: list[dict] = []
+    with open(out_dir / f"{worker}.metrics.jsonl", "w") as metrics, make_allreduce(config, rank) as comm:
+        def on_step(record: dict) -> None:
+            records.append(record)
+            metrics.write(json.dumps(record) + "\n")
+            metrics.flush()
+            if "test_accuracy" in record:
+                log.info("step %d loss %.4f test accuracy %.4f", record["step"], record["loss"],
+                         record["test_accuracy"])
+
+        train_worker(tc, data, comm, on_step)
+    last = records[-1]
+    result = {"worker": worker, "rank": rank, "world_size": len(config.workers), "scheme": config.scheme,
+              "config": asdict(tc), "seeds": {"model": tc.seed, "data": tc.seed}, "steps": tc.steps,
+              "final_loss": last["test_loss"], "final_accuracy": last["test_accuracy"],
+              "step_time_s": statistics.median(r["step_time_s"] for r in records),
+              "comm_time_s": statistics.median(r["comm_time_s"] for r in records),
+              "bytes_sent": last["bytes_sent"]}
+    (out_dir / f"{worker}.result.json").write_text(json.dumps(result, indent=2) + "\n")
+    log.info("done: final accuracy %.4f", result["final_accuracy"])
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hosts.agent", description="AggNet worker agent")
+    parser.add_argument("--config", required=True, help="the job's agent config (JSON)")
+    parser.add_argument("--worker", required=True, help="this worker's name in the config (h1, h2, ...)")
+    parser.add_argument("--out", default=".", help="folder for NAME.log, NAME.metrics.jsonl, NAME.result.json")
+    args = parser.parse_args(argv)
+
+    def body() -> int:
+        out_dir = Path(args.out)
+        setup_logging(out_dir, args.worker)
+        run_agent(load_config(args.config), args.worker, out_dir, args.config)
+        return 0
+
+    return run_main(body, f"agent {args.worker}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""The agent config: one JSON file per job, read by every worker agent and the PS host.
+
+    {
+      "scheme": "ring",                     # innet | ps | ring
+      "train": {"model": "mlp", "dataset": "digits", "steps": 200, "seed": 0, ...},
+      "workers": [{"name": "h1", "ip": "10.0.0.1", "port": 47000}, ...],   # rank order
+      "ps": {"name": "h5", "ip": "10.0.0.5", "port": 47100},              # scheme ps
+      "job": { ...hosts.job.JobSpec... },                                  # scheme innet
+      "timeout_s": 30
+    }
+
+`workers[].port` is the TCP port of the ring baseline (default RING_PORT). For innet the
+job spec's workers must be the same names in the same order. Kept free of torch so the
+PS process starts fast.
+"""
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .comm import Endpoint
+from .job import JobSpec, JobSpecError
+
+SCHEMES = ("innet", "ps", "ring")
+RING_PORT = 47000
+PS_PORT = 47100
+
+
+class ConfigError(ValueError):
+    """A malformed agent config; the message names the file and the field."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """What every worker trains, identically. batch_size is per worker."""
+
+    model: str = "mlp"
+    dataset: str = "digits"
+    hidden: int = 64
+    batch_size: int = 32
+    lr: float = 0.1
+    momentum: float = 0.9
+    steps: int = 200
+    seed: int = 0
+    eval_every: int = 50  # evaluate on the test split every N steps (and after the last)
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str, where: str = "train") -> "TrainConfig":
+        """Check every field's type against the defaults; unknown fields are errors."""
+        if not isinstance(data, dict):
+            raise ConfigError(f"{source}: field '{where}': expected an object")
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        for key in data:
+            if key not in fields:
+                raise ConfigError(f"{source}: field '{where}.{key}': unknown (known: {', '.join(fields)})")
+        values = {}
+        for name, f in fields.items():
+            if name not in data:
+                continue
+            value, want = data[name], type(f.default)
+            ok = isinstance(value, want) and not isinstance(value, bool)
+            if want is float and isinstance(value, int) and not isinstance(value, bool):
+                value, ok = float(value), True
+            if not ok:
+                raise ConfigError(f"{source}: field '{where}.{name}': expected {want.__name__}, "
+                                  f"got {type(value).__name__}")
+            values[name] = value
+        config = cls(**values)
+        for name in ("hidden", "batch_size", "steps"):
+            if getattr(config, name) < 1:
+                raise ConfigError(f"{source}: field '{where}.{name}': must be at least 1")
+        if config.lr <= 0 or config.eval_every < 0:
+            raise ConfigError(f"{source}: field '{where}': lr must be positive and eval_every >= 0")
+        return config
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    scheme: str
+    train: TrainConfig
+    workers: tuple[Endpoint, ...]
+    ps: Endpoint | None = None
+    job: JobSpec | None = None
+    timeout_s: float = 30.0
+
+    def rank_of(self, name: str, source: str = "<agent config>") -> int:
+        for rank, worker in enumerate(self.workers):
+            if worker.name == name:
+                return rank
+        raise ConfigError(f"{source}: field 'workers': no worker named {name!r} "
+                          f"(have {', '.join(w.name for w in self.workers)})")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form load_config() reads back."""
+        data: dict[str, Any] = {"scheme": self.scheme, "train": dataclasses.asdict(self.train),
+                                "workers": [_endpoint_dict(w) for w in self.workers], "timeout_s": self.timeout_s}
+        if self.ps:
+            data["ps"] = _endpoint_dict(self.ps)
+        if self.job:
+            data["job"] = self.job.to_dict()
+        return data
+
+
+def _endpoint_dict(e: Endpoint) -> dict[str, Any]:
+    return {"name": e.name, "ip": e.host, "port": e.port}
+
+
+def _endpoint(data: Any, source: str, where: str, default_port: int) -> Endpoint:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: field '{where}': expected an object with name, ip, port")
+    name, ip, port = data.get("name"), data.get("ip"), data.get("port", default_port)
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{source}: field '{where}.name': expected a non-empty string")
+    try:
+        ipaddress.IPv4Address(ip)
+    except ValueError:
+        raise ConfigError(f"{source}: field '{where}.ip': {ip!r} is not an IPv4 address") from None
+    if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+        raise ConfigError(f"{source}: field '{where}.port': {port!r} is not a port number")
+    return Endpoint(name, ip, port)
+
+
+def parse_config(data: Any, source: str = "<agent config>") -> AgentConfig:
+    """Validate a decoded config; every error names `source` and the field."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a JSON object")
+    unknown = set(data) - {"scheme", "train", "workers", "ps", "job", "timeout_s"}
+    if unknown:
+        raise ConfigError(f"{source}: field '{sorted(unknown)[0]}': unknown")
+    scheme = data.get("scheme")
+    if scheme not in SCHEMES:
+        raise ConfigError(f"{source}: field 'scheme': {scheme!r} is not one of {', '.join(SCHEMES)}")
+    workers_raw = data.get("workers")
+    if not isinstance(workers_raw, list) or not workers_raw:
+        raise ConfigError(f"{source}: field 'workers': expected a non-empty list")
+    workers = tuple(_endpoint(w, source, f"workers[{i}]", RING_PORT) for i, w in enumerate(workers_raw))
+    if len({w.name for w in workers}) != len(workers):
+        raise ConfigError(f"{source}: field 'workers': worker names must be unique")
+    timeout = data.get("timeout_s", 30.0)
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+        raise ConfigError(f"{source}: field 'timeout_s': expected a positive number")
+    ps = _endpoint(data["ps"], source, "ps", PS_PORT) if "ps" in data else None
+    if scheme == "ps" and ps is None:
+        raise ConfigError(f"{source}: field 'ps': missing (scheme ps needs the server's name and ip)")
+    job = None
+    if "job" in data:
+        try:
+            job = JobSpec.from_dict(data["job"], f"{source}: job")
+        except JobSpecError as exc:
+            raise ConfigError(str(exc)) from None
+        if [w.name for w in job.workers] != [w.name for w in workers]:
+            raise ConfigError(f"{source}: field 'job.workers': names must equal 'workers' in the same order")
+    if scheme == "innet" and job is None:
+        raise ConfigError(f"{source}: field 'job': missing (scheme innet needs the job spec)")
+    return AgentConfig(scheme, TrainConfig.from_dict(data.get("train", {}), source), workers, ps, job, float(timeout))
+
+
+def load_config(path: str | Path) -> AgentConfig:
+    """Read and validate an agent config file."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    return parse_config(data, str(path))

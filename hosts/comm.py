@@ -1,0 +1,215 @@
+"""The AllReduce interface the trainer talks to, and the TCP framing the host baselines share.
+
+Implementations:
+- InNetworkAllReduce (here): the switches sum, via hosts.allreduce.AllReduceClient (UDP).
+- hosts.ps.ParameterServerClient: one host sums (TCP).
+- hosts.ring.RingAllReduce: reduce-scatter + all-gather between the workers (TCP).
+
+Every implementation returns bit-identical sums on every rank (one place computes each
+element's sum and everyone receives it), so replicas never drift apart.
+
+TCP frames are `magic(4) tag(u32) length(u64) payload`; the tag is a per-connection frame
+counter both ends advance in lockstep, so a lost or reordered message cannot go unnoticed.
+Every failure names the peer: a crashed peer surfaces as "closed the connection".
+"""
+from __future__ import annotations
+
+import abc
+import socket
+import struct
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .job import JobSpec
+
+MAGIC = b"AGN1"
+_FRAME = struct.Struct("!4sIQ")
+WIRE_DTYPE = np.dtype("<f4")  # gradients travel as little-endian float32
+HELLO_TAG = 0xFFFFFFFF  # the first frame on a connection: payload "RANK NAME"
+CONNECT_RETRY_S = 0.05
+
+
+class CommError(RuntimeError):
+    """A peer crashed, hung, or spoke nonsense; the message names the peer."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A named process reachable over TCP."""
+
+    name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.host}:{self.port})"
+
+
+class AllReduce(abc.ABC):
+    """Sum a float32 vector over all workers; every rank gets the same result."""
+
+    rank: int
+    world_size: int
+    bytes_sent: int = 0
+
+    @abc.abstractmethod
+    def allreduce(self, vec: np.ndarray) -> np.ndarray:
+        """The element-wise sum of `vec` over all ranks (float32, same shape)."""
+
+    def close(self) -> None:
+        """Release sockets; the default has none."""
+
+    def __enter__(self) -> "AllReduce":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Connection:
+    """One TCP connection to a named peer, speaking tagged frames."""
+
+    def __init__(self, sock: socket.socket, peer: str, context: str, timeout_s: float):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.settimeout(timeout_s)
+        self.sock = sock
+        self.peer = peer
+        self.context = context
+        self.timeout_s = timeout_s
+        self.sent = 0
+        self.received = 0
+        self.bytes_sent = 0
+
+    def _fail(self, what: str) -> CommError:
+        return CommError(f"{self.context}: peer {self.peer} {what}")
+
+    def send(self, payload: bytes | memoryview, tag: int | None = None) -> None:
+        """Send one frame; tag defaults to the next frame number."""
+        if tag is None:
+            tag, self.sent = self.sent, self.sent + 1
+        try:
+            self.sock.sendall(_FRAME.pack(MAGIC, tag, len(payload)))
+            self.sock.sendall(payload)
+        except socket.timeout:
+            raise self._fail(f"accepted no data for {self.timeout_s:g} s") from None
+        except OSError as exc:
+            raise self._fail(f"closed the connection ({exc.strerror or exc})") from None
+        self.bytes_sent += _FRAME.size + len(payload)
+
+    def recv(self, tag: int | None = None) -> bytearray:
+        """Receive one frame, checking its tag (default: the next frame number)."""
+        if tag is None:
+            tag, self.received = self.received, self.received + 1
+        magic, got_tag, length = _FRAME.unpack(self._recv_exact(_FRAME.size))
+        if magic != MAGIC:
+            raise self._fail(f"sent a malformed frame (magic {magic!r})")
+        if got_tag != tag:
+            raise self._fail(f"is out of step: sent frame {got_tag}, expected {tag}")
+        return self._recv_exact(length)
+
+    def send_array(self, vec: np.ndarray) -> None:
+        self.send(memoryview(np.ascontiguousarray(vec, dtype=WIRE_DTYPE)).cast("B"))
+
+    def recv_array(self, count: int) -> np.ndarray:
+        data = self.recv()
+        if len(data) != count * WIRE_DTYPE.itemsize:
+            raise self._fail(f"sent {len(data)} bytes, expected {count} float32 values")
+        return np.frombuffer(data, dtype=WIRE_DTYPE).astype(np.float32)
+
+    def _recv_exact(self, n: int) -> bytearray:
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            try:
+                k = self.sock.recv_into(view[got:])
+            except socket.timeout:
+                raise self._fail(f"sent nothing for {self.timeout_s:g} s") from None
+            except OSError as exc:
+                raise self._fail(f"closed the connection ({exc.strerror or exc})") from None
+            if k == 0:
+                raise self._fail("closed the connection")
+            got += k
+        return buf
+
+    def close(self) -> None:
+        """Shut down first: that wakes a thread still blocked sending on this socket."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # not connected any more
+        self.sock.close()
+
+
+def listen(endpoint: Endpoint, backlog: int) -> socket.socket:
+    """A listening socket on the endpoint's address."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((endpoint.host, endpoint.port))
+    except OSError as exc:
+        sock.close()
+        raise CommError(f"{endpoint.name}: cannot listen on {endpoint.host}:{endpoint.port}: {exc.strerror}") from None
+    sock.listen(backlog)
+    return sock
+
+
+def connect(peer: Endpoint, me: str, rank: int, context: str, timeout_s: float) -> Connection:
+    """Connect to `peer` (retrying while it starts up) and introduce ourselves."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            sock = socket.create_connection((peer.host, peer.port), timeout=max(0.1, deadline - time.monotonic()))
+            break
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                raise CommError(f"{context}: cannot reach peer {peer} within {timeout_s:g} s "
+                                f"({exc.strerror or exc})") from None
+            time.sleep(CONNECT_RETRY_S)
+    conn = Connection(sock, str(peer), context, timeout_s)
+    conn.send(f"{rank} {me}".encode(), tag=HELLO_TAG)
+    return conn
+
+
+def accept(server: socket.socket, context: str, timeout_s: float) -> tuple[int, str, Connection]:
+    """Accept one peer and read its introduction: (rank, name, connection)."""
+    server.settimeout(timeout_s)
+    try:
+        sock, addr = server.accept()
+    except socket.timeout:
+        raise CommError(f"{context}: no peer connected within {timeout_s:g} s") from None
+    conn = Connection(sock, f"at {addr[0]}:{addr[1]}", context, timeout_s)
+    hello = conn.recv(tag=HELLO_TAG).decode(errors="replace").split(" ", 1)
+    if len(hello) != 2 or not hello[0].isdigit():
+        raise CommError(f"{context}: peer at {addr[0]}:{addr[1]} sent a malformed introduction")
+    rank, name = int(hello[0]), hello[1]
+    conn.peer = f"{name} ({addr[0]}:{addr[1]})"
+    return rank, name, conn
+
+
+class InNetworkAllReduce(AllReduce):
+    """The switches sum: gradients are quantized (hosts.quantize) and streamed over UDP.
+
+    Sums are exact for the quantized values; against the float sum each element errs by at
+    most quantize.error_bound(W, f) with f agreed per call (see hosts.quantize).
+    """
+
+    def __init__(self, job: JobSpec, rank: int, stall_timeout_s: float = 30.0, sock: socket.socket | None = None):
+        from .allreduce import AllReduceClient
+        self.client = AllReduceClient(job, rank, sock, stall_timeout_s=stall_timeout_s)
+        self.rank = rank
+        self.world_size = job.world_size
+
+    def allreduce(self, vec: np.ndarray) -> np.ndarray:
+        from .codec import packet_bytes
+        before = self.client.stats.packets_sent
+        out = self.client.allreduce(np.asarray(vec, dtype=np.float32))
+        self.bytes_sent += (self.client.stats.packets_sent - before) * packet_bytes(self.client.job.lanes)
+        return out
+
+    def close(self) -> None:
+        self.client.close()

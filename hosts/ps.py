@@ -1,0 +1,133 @@
+"""Parameter-server baseline: every worker pushes its gradient to one host, which sums
+them (in rank order, so the result is deterministic) and sends the sum back to all.
+
+Run the server as its own process on the PS host:
+
+    python -m hosts.ps --config job.json --out DIR
+
+A round is one frame from every worker; a worker that is done sends an empty frame
+("bye"). The server returns when every worker has said bye; a worker that disconnects
+without it is a crash, reported by name.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import numpy as np
+
+from .comm import WIRE_DTYPE, AllReduce, CommError, Connection, Endpoint, accept, connect, listen
+
+log = logging.getLogger("aggnet.ps")
+
+
+class ParameterServer:
+    """The summing host: accepts the job's workers, then serves rounds until all say bye."""
+
+    def __init__(self, endpoint: Endpoint, workers: list[str], timeout_s: float = 30.0):
+        self.endpoint = endpoint
+        self.workers = list(workers)
+        self.timeout_s = timeout_s
+        self.rounds = 0
+        self._server = listen(endpoint, backlog=len(workers))
+
+    def serve(self) -> int:
+        """Accept every worker, sum rounds until they all finish; returns the number of rounds."""
+        conns = self._accept_all()
+        try:
+            while True:
+                payloads = [conn.recv() for conn in conns]
+                sizes = {len(p) for p in payloads}
+                if sizes == {0}:
+                    return self.rounds
+                gone = [self.workers[r] for r, p in enumerate(payloads) if not p]
+                if gone:
+                    raise CommError(f"ps {self.endpoint.name}: worker(s) {', '.join(gone)} finished at round "
+                                    f"{self.rounds} while the others continue")
+                if len(sizes) != 1:
+                    detail = ", ".join(f"{self.workers[r]}={len(p)}" for r, p in enumerate(payloads))
+                    raise CommError(f"ps {self.endpoint.name}: workers sent different sizes in round "
+                                    f"{self.rounds} (bytes: {detail})")
+                total = np.frombuffer(payloads[0], dtype=WIRE_DTYPE).astype(np.float32)
+                for p in payloads[1:]:
+                    total += np.frombuffer(p, dtype=WIRE_DTYPE)
+                for conn in conns:
+                    conn.send_array(total)
+                self.rounds += 1
+        finally:
+            for conn in conns:
+                conn.close()
+
+    def close(self) -> None:
+        self._server.close()
+
+    def _accept_all(self) -> list[Connection]:
+        context = f"ps {self.endpoint.name}"
+        by_rank: dict[int, Connection] = {}
+        while len(by_rank) < len(self.workers):
+            rank, name, conn = accept(self._server, context, self.timeout_s)
+            if not 0 <= rank < len(self.workers) or self.workers[rank] != name or rank in by_rank:
+                conn.close()
+                raise CommError(f"{context}: unexpected worker {name!r} claiming rank {rank} "
+                                f"(expected ranks 0..{len(self.workers) - 1}: {', '.join(self.workers)})")
+            log.info("worker %s (rank %d) connected", name, rank)
+            by_rank[rank] = conn
+        return [by_rank[r] for r in range(len(self.workers))]
+
+
+class ParameterServerClient(AllReduce):
+    """A worker's side: push the vector, wait for the sum."""
+
+    def __init__(self, server: Endpoint, name: str, rank: int, world_size: int, timeout_s: float = 30.0):
+        self.rank = rank
+        self.world_size = world_size
+        self.conn = connect(server, name, rank, f"ps client {name}", timeout_s)
+
+    @property
+    def bytes_sent(self) -> int:
+        return self.conn.bytes_sent
+
+    def allreduce(self, vec: np.ndarray) -> np.ndarray:
+        flat = np.asarray(vec, dtype=np.float32).reshape(-1)
+        if flat.size == 0:
+            return np.asarray(vec, dtype=np.float32).copy()  # an empty frame would mean "bye"
+        self.conn.send_array(flat)
+        return self.conn.recv_array(flat.size).reshape(np.shape(vec))
+
+    def close(self) -> None:
+        try:
+            self.conn.send(b"")
+        except CommError:
+            pass  # the server is gone already; closing is all that is left to do
+        self.conn.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The PS host process: read the agent config, serve the job, log to DIR/NAME.log."""
+    from .agent_config import ConfigError, load_config
+    from .process import run_main, setup_logging
+
+    parser = argparse.ArgumentParser(prog="python -m hosts.ps", description="parameter server for one job")
+    parser.add_argument("--config", required=True, help="the job's agent config (JSON)")
+    parser.add_argument("--out", default=".", help="folder for NAME.log")
+    args = parser.parse_args(argv)
+
+    def body() -> int:
+        config = load_config(args.config)
+        if config.ps is None:
+            raise ConfigError(f"{args.config}: field 'ps': missing (needed to run a parameter server)")
+        setup_logging(args.out, config.ps.name)
+        server = ParameterServer(config.ps, [w.name for w in config.workers], config.timeout_s)
+        try:
+            rounds = server.serve()
+        finally:
+            server.close()
+        log.info("done after %d rounds", rounds)
+        return 0
+
+    return run_main(body, "ps")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""The data-parallel training loop.
+
+Every step, on every worker: forward and backward on the local batch, flatten the
+gradients into one vector, all-reduce (sum) it, divide by the number of workers, step the
+optimizer. All workers start from the same seeded weights and receive bit-identical sums,
+so their weights stay identical. `train_reference` runs the same loop in one process on
+the global batches; data-parallel training must match it up to float rounding (and, for
+the in-network scheme, the quantization bound).
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from .agent_config import TrainConfig
+from .comm import AllReduce
+from .data import Dataset, Sharder
+from .model import build_model, flat_grad, set_flat_grad
+
+StepCallback = Callable[[dict], None]
+
+
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
+    """(mean cross-entropy loss, accuracy in 0..1) on the given samples."""
+    with torch.no_grad():
+        logits = model(x)
+        loss = nn.functional.cross_entropy(logits, y).item()
+        accuracy = (logits.argmax(dim=1) == y).float().mean().item()
+    return loss, accuracy
+
+
+def run_training(config: TrainConfig, data: Dataset, batch_of_step: Callable[[int], np.ndarray],
+                 average: Callable[[torch.Tensor], torch.Tensor], batches_per_epoch: int,
+                 on_step: StepCallback | None = None) -> nn.Module:
+    """The loop shared by workers and the reference; `average` turns a local gradient into the step's."""
+    model = build_model(config.model, data.features, data.classes, config.seed, config.hidden)
+    optimizer = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
+    for step in range(config.steps):
+        t0 = time.perf_counter()
+        idx = torch.as_tensor(batch_of_step(step))
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(data.x_train[idx]), data.y_train[idx])
+        loss.backward()
+        t1 = time.perf_counter()
+        set_flat_grad(model, average(flat_grad(model)))
+        t2 = time.perf_counter()
+        optimizer.step()
+        record = {"step": step, "epoch": step // batches_per_epoch, "loss": loss.item(),
+                  "step_time_s": time.perf_counter() - t0, "comm_time_s": t2 - t1}
+        last = step == config.steps - 1
+        if last or (config.eval_every and (step + 1) % config.eval_every == 0):
+            record["test_loss"], record["test_accuracy"] = evaluate(model, data.x_test, data.y_test)
+        if on_step:
+            on_step(record)
+    return model
+
+
+def train_worker(config: TrainConfig, data: Dataset, comm: AllReduce,
+                 on_step: StepCallback | None = None) -> nn.Module:
+    """One worker of a data-parallel job: its shard, gradients averaged through `comm`."""
+    sharder = Sharder(len(data.y_train), comm.world_size, config.batch_size, config.seed)
+
+    def average(grad: torch.Tensor) -> torch.Tensor:
+        return torch.from_numpy(comm.allreduce(grad.numpy())) / comm.world_size
+
+    def on_worker_step(record: dict) -> None:
+        record["bytes_sent"] = comm.bytes_sent
+        if on_step:
+            on_step(record)
+
+    return run_training(config, data, lambda step: sharder.batch(comm.rank, step), average,
+                        sharder.batches_per_epoch, on_worker_step)
+
+
+def train_reference(config: TrainConfig, data: Dataset, world: int,
+                    on_step: StepCallback | None = None) -> nn.Module:
+    """A single process fed the global batches a `world`-worker job would use."""
+    sharder = Sharder(len(data.y_train), world, config.batch_size, config.seed)
+    return run_training(config, data, sharder.global_batch, lambda grad: grad, sharder.batches_per_epoch, on_step)
