@@ -18,6 +18,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("p4", "p4target.cli", "P4 programs on the embedded target: compile (check + P4Info), stf (packet tests)"),
     ("switch", "p4target.switch", "run one embedded P4 switch on Linux interfaces (like simple_switch_grpc)"),
     ("clean", "testbed.clean", "remove leftovers of AggNet networks: switch processes, veths, host namespaces"),
+    ("counters", "testbed.counters_cli", "read the per-job and per-port counters of a running network"),
 ]
 
 

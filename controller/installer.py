@@ -1,0 +1,483 @@
+"""Turn a topology and placed jobs into switch state (aggnet.p4), and push it idempotently.
+
+Two halves:
+- pure: `plan_job` (a placed job -> which switch aggregates what, from which port) and
+  `desired_state` (routes + job plans -> per-switch table entries and multicast groups,
+  by P4 names). No network; tests assert the entries directly.
+- push: `Installer.install` connects nothing itself; given one `SwitchConnection` per
+  switch it reads each switch's entries back, diffs them against the desired state and
+  writes only the difference, so a second install writes nothing and dropping a job from
+  the list (`remove_job`) deletes exactly its entries.
+
+What aggnet.p4 needs per job (docs/protocol.md): an `agg_job` entry on every switch of the
+job's tree, `agg_child` entries on aggregating switches (one bitmap bit per message that
+arrives from below), a multicast group toward the tree children, and `agg_host` entries on
+worker ports. A switch that only forwards passes all messages from its subtree up one port;
+the aggregating switch above tells them apart by source address, which works only for
+worker contributions: a partial sum carries the address of whichever worker completed it.
+So a forwarding switch that would send up several messages including a partial is made to
+aggregate (`JobPlan.promoted`); it then needs the job's slots too.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping
+
+from controller.p4rt import entry_action, entry_key, replicas_of
+from controller.placement import AggTree, JobPlacement
+from controller.routing import Route, compute_routes
+from controller.topology import Topology
+from hosts.codec import AGG_PORT
+from hosts.job import MAX_JOBS, JobSpec, WorkerSpec
+
+IPV4_LPM = "AggIngress.ipv4_lpm"
+AGG_JOB = "AggIngress.agg_job"
+AGG_CHILD = "AggIngress.agg_child"
+AGG_HOST = "AggEgress.agg_host"
+MANAGED_TABLES = (IPV4_LPM, AGG_JOB, AGG_CHILD, AGG_HOST)
+SLOT_REGISTERS = ("AggIngress.agg_bitmap", "AggIngress.agg_count", "AggIngress.agg_done",
+                  "AggIngress.agg_overflow", "AggIngress.agg_workers")
+VALUES_REGISTER = "AggIngress.agg_values"
+MCAST_GROUP_BASE = 0x1000  # a job's multicast group id is MCAST_GROUP_BASE + job id
+MAX_CHILDREN = 32  # bits in the agg_bitmap register
+CHILD_PRIORITY = 1  # agg_child has a ternary key, so entries need a priority; they never overlap
+DEFAULT_AGG_IP = "10.0.255.254"
+log = logging.getLogger("aggnet.controller")
+_INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[^\n]*$', re.M)
+
+
+class InstallError(Exception):
+    """A job or program the installer cannot turn into switch state; one line, exit 2."""
+
+    exit_code = 2
+
+
+# ---------------------------------------------------------------------------- program
+
+@dataclass(frozen=True)
+class Program:
+    """The pipeline pushed to every switch and the sizes the installer needs from it."""
+
+    path: str
+    p4info: Any  # p4i.P4Info
+    device_config: bytes  # the P4 source with its local #includes inlined
+    lanes: int  # int32 values per aggregation packet (AGG_LANES)
+    slots: int  # aggregation slots per switch (AGG_SLOTS)
+
+    @property
+    def cookie(self) -> int:
+        """Identifies this exact pipeline on a switch, so an unchanged one is not pushed again."""
+        digest = hashlib.sha256(self.p4info.SerializeToString(deterministic=True) + self.device_config).digest()
+        return int.from_bytes(digest[:8], "big") or 1
+
+
+def load_program(path: str) -> Program:
+    """Compile `path` (P4Error on a bad program) and derive P4Info, device config, lanes, slots."""
+    from p4target.frontend import load_program as frontend_load
+    from p4target.p4info import P4InfoIndex, UnknownEntity, build_p4info
+
+    p4info = build_p4info(frontend_load(path))
+    index = P4InfoIndex(p4info)
+    try:
+        slot_cells = index.register(SLOT_REGISTERS[0]).size
+        value_cells = index.register(VALUES_REGISTER).size
+        for table in MANAGED_TABLES:
+            index.table(table)
+    except UnknownEntity as exc:
+        raise InstallError(f"{path}: not an aggregation program: {exc}") from None
+    return Program(path=path, p4info=p4info, device_config=inline_includes(path).encode(),
+                   lanes=value_cells // slot_cells, slots=slot_cells // 2)
+
+
+def inline_includes(path: str, depth: int = 0) -> str:
+    """The source of `path` with every `#include "file"` replaced by that file's text (recursively).
+
+    The device config must be self-contained: the switch compiles it without the directory
+    it came from. `#include <...>` (core.p4, v1model.p4) stays; the target ships those.
+    """
+    if depth > 16:
+        raise InstallError(f"{path}: #include nesting deeper than 16 (an include loop?)")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise InstallError(f"{path}: cannot read P4 program: {exc.strerror}") from None
+    here = os.path.dirname(os.path.abspath(path))
+    return _INCLUDE_RE.sub(lambda m: inline_includes(os.path.join(here, m.group(1)), depth + 1), text)
+
+
+# ---------------------------------------------------------------------------- pure: plans
+
+@dataclass(frozen=True)
+class Message:
+    """One aggregation message travelling up: a worker's contribution or a switch's partial."""
+
+    kind: str  # "worker" | "partial"
+    origin: str  # the worker host or the aggregating switch
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """A job ready to install: its tree, who aggregates, its id and slot region."""
+
+    name: str
+    job_id: int
+    tree: AggTree
+    workers: tuple[str, ...]  # rank order
+    aggregators: frozenset[str]  # includes the root switch and any promoted switch
+    promoted: tuple[str, ...]  # forwarding switches made to aggregate (see the module docstring)
+    slot_count: int
+    slot_base: int = 0
+
+
+def plan_job(jp: JobPlacement, job_id: int) -> JobPlan:
+    """The installable form of a placed job; InstallError for jobs aggnet.p4 cannot run in-network."""
+    name = jp.job.name
+    if not 0 < job_id < MAX_JOBS:
+        raise InstallError(f"job {name}: job id {job_id} is outside 1..{MAX_JOBS - 1}")
+    if jp.fallback is not None or jp.tree.sink is not None:
+        reason = jp.fallback or f"its sum goes to host '{jp.tree.sink}'"
+        raise InstallError(f"job {name}: host aggregation is not installable in-network ({reason})")
+    tree = jp.tree
+    aggregators = set(jp.placement.aggregators) | {tree.root}
+    promoted = []
+    while True:
+        messages = upward_messages(tree, aggregators)
+        ambiguous = [v for v in tree.order if v not in aggregators and len(messages[v]) > 1
+                     and any(m.kind == "partial" for m in messages[v])]
+        if not ambiguous:
+            break
+        aggregators.add(ambiguous[0])  # the topmost: it absorbs every ambiguity below it
+        promoted.append(ambiguous[0])
+    return JobPlan(name=name, job_id=job_id, tree=tree, workers=tuple(jp.job.workers),
+                   aggregators=frozenset(aggregators), promoted=tuple(promoted), slot_count=jp.job.slots)
+
+
+def upward_messages(tree: AggTree, aggregators: Iterable[str]) -> dict[str, list[Message]]:
+    """switch -> the messages it sends to its parent per chunk (an aggregator sends one partial)."""
+    aggregators = set(aggregators)
+    out: dict[str, list[Message]] = {}
+    for v in reversed(tree.order):
+        if v in aggregators:
+            out[v] = [Message("partial", v)]
+        else:
+            out[v] = [Message("worker", h) for h in tree.workers.get(v, ())]
+            for c in tree.children[v]:
+                out[v].extend(out[c])
+    return out
+
+
+def incoming_messages(topo: Topology, tree: AggTree, aggregators: Iterable[str], v: str) -> list[tuple[int, Message]]:
+    """(ingress port, message) for every message that reaches switch v from below, by port then origin."""
+    up = upward_messages(tree, aggregators)
+    arriving = [(topo.port_of(v, h), Message("worker", h)) for h in tree.workers.get(v, ())]
+    for c in tree.children[v]:
+        arriving.extend((topo.port_of(v, c), m) for m in up[c])
+    return sorted(arriving, key=lambda pm: (pm[0], pm[1].origin))
+
+
+# ---------------------------------------------------------------------------- pure: desired state
+
+@dataclass(frozen=True)
+class Entry:
+    """A table entry by P4 names; match values as SwitchConnection.table_entry takes them."""
+
+    table: str
+    match: tuple[tuple[str, Any], ...]
+    action: str
+    params: tuple[tuple[str, Any], ...]
+    priority: int = 0
+
+    def param(self, name: str) -> Any:
+        return dict(self.params)[name]
+
+
+@dataclass
+class SwitchState:
+    entries: dict[tuple, Entry] = field(default_factory=dict)  # (table, match, priority) -> entry
+    groups: dict[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)  # gid -> (port, rid)
+
+    def add(self, entry: Entry) -> None:
+        key = (entry.table, entry.match, entry.priority)
+        if key in self.entries and self.entries[key] != entry:
+            raise InstallError(f"conflicting entries for {entry.table} {dict(entry.match)}: "
+                               f"{self.entries[key].params} vs {entry.params}")
+        self.entries[key] = entry
+
+    def table(self, name: str) -> list[Entry]:
+        return [e for e in self.entries.values() if e.table == name]
+
+
+def mcast_group(job_id: int) -> int:
+    return MCAST_GROUP_BASE + job_id
+
+
+def route_entry(route: Route) -> Entry:
+    return Entry(IPV4_LPM, (("hdr.ipv4.dstAddr", (route.dst_ip, route.prefix_len)),), "AggIngress.ipv4_forward",
+                 (("dstAddr", route.dst_mac), ("port", route.port)))
+
+
+def desired_state(topo: Topology, plans: Iterable[JobPlan], routes: Mapping[str, list[Route]] | None = None
+                  ) -> dict[str, SwitchState]:
+    """Every switch's entries and multicast groups for IPv4 routing plus the given jobs."""
+    routes = compute_routes(topo) if routes is None else routes
+    state = {s: SwitchState() for s in topo.switches}
+    for s, switch_routes in routes.items():
+        for route in switch_routes:
+            state[s].add(route_entry(route))
+    for plan in plans:
+        _add_job(topo, plan, state)
+    return state
+
+
+def _add_job(topo: Topology, plan: JobPlan, state: dict[str, SwitchState]) -> None:
+    tree, gid = plan.tree, mcast_group(plan.job_id)
+    for v in tree.order:
+        aggregate = v in plan.aggregators
+        parent = tree.parent[v]
+        incoming = incoming_messages(topo, tree, plan.aggregators, v) if aggregate else []
+        if len(incoming) > MAX_CHILDREN:
+            raise InstallError(f"job {plan.name}: switch {v} would aggregate {len(incoming)} messages per chunk; "
+                               f"the bitmap holds {MAX_CHILDREN}")
+        state[v].add(Entry(AGG_JOB, (("hdr.agg.job_id", plan.job_id),), "AggIngress.set_job", (
+            ("slot_base", plan.slot_base), ("slot_count", plan.slot_count), ("children", len(incoming)),
+            ("aggregate", int(aggregate)), ("is_root", int(v == tree.root)),
+            ("parent_port", 0 if parent is None else topo.port_of(v, parent)), ("mcast_grp", gid))))
+        down = [topo.port_of(v, h) for h in tree.workers.get(v, ())] + [topo.port_of(v, c) for c in tree.children[v]]
+        state[v].groups[gid] = tuple(sorted((port, 0) for port in down))
+        per_port: dict[int, int] = {}
+        for port, _ in incoming:
+            per_port[port] = per_port.get(port, 0) + 1
+        for index, (port, message) in enumerate(incoming):
+            # Only worker messages can share a port (plan_job promotes the other cases).
+            src = (topo.hosts[message.origin].ip, 0xFFFFFFFF) if per_port[port] > 1 else (0, 0)
+            state[v].add(Entry(AGG_CHILD, (("hdr.agg.job_id", plan.job_id), ("standard_metadata.ingress_port", port),
+                                           ("hdr.ipv4.srcAddr", src)),
+                               "AggIngress.set_child", (("index", index),), CHILD_PRIORITY))
+        for h in tree.workers.get(v, ()):
+            host = topo.hosts[h]
+            state[v].add(Entry(AGG_HOST, (("standard_metadata.egress_port", topo.port_of(v, h)),),
+                               "AggEgress.set_host", (("mac", host.mac), ("ip", host.ip), ("udp_port", AGG_PORT))))
+
+
+def job_spec(topo: Topology, plan: JobPlan, lanes: int, agg_ip: str = DEFAULT_AGG_IP,
+             timeout_s: float = 0.05) -> JobSpec:
+    """What the job's workers need: addresses, the job id, its slot window, the lane count."""
+    workers = tuple(WorkerSpec(name=h, ip=topo.hosts[h].ip, port=AGG_PORT, mac=topo.hosts[h].mac)
+                    for h in plan.workers)
+    return JobSpec(job_id=plan.job_id, workers=workers, slot_base=plan.slot_base, slot_count=plan.slot_count,
+                   agg_ip=agg_ip, lanes=lanes, timeout_s=timeout_s)
+
+
+def allocate_region(plan: JobPlan, taken: Mapping[str, list[tuple[int, int]]], capacity: Mapping[str, int]) -> int:
+    """Lowest slot base where [base, base + slot_count) is free on every aggregating switch of the plan.
+
+    One base for all the job's switches keeps JobSpec.slot_base meaningful. `taken`: switch ->
+    (base, count) regions of other jobs; `capacity`: switch -> slots it has.
+    """
+    switches = sorted(plan.aggregators)
+    limit = min(capacity[s] for s in switches)
+    regions = sorted(r for s in switches for r in taken.get(s, []))
+    base = 0
+    for start, count in regions:
+        if base + plan.slot_count <= start:
+            break
+        base = max(base, start + count)
+    if base + plan.slot_count > limit:
+        raise InstallError(f"job {plan.name}: no free region of {plan.slot_count} slots on "
+                           f"{', '.join(switches)} (each has {limit})")
+    return base
+
+
+# ---------------------------------------------------------------------------- push
+
+@dataclass
+class SyncReport:
+    """Updates written to one switch by one install (all zero when it was already in sync)."""
+
+    pipeline: bool = False
+    inserted: int = 0
+    modified: int = 0
+    deleted: int = 0
+    registers_zeroed: int = 0
+
+    @property
+    def writes(self) -> int:
+        return int(self.pipeline) + self.inserted + self.modified + self.deleted + self.registers_zeroed
+
+
+class Installer:
+    """Keeps every switch in sync with routing plus the current jobs.
+
+    `connections`: switch name -> SwitchConnection (primary). Job ids and slot regions are
+    assigned in the order jobs first appear and kept while a job stays, so a new Installer
+    given the same jobs in the same order computes the same state. The installer owns the
+    four tables of aggnet.p4 and the multicast groups from MCAST_GROUP_BASE up: entries found
+    there that it did not compute are deleted; other groups and clone sessions are left alone.
+    """
+
+    def __init__(self, topo: Topology, program: Program, connections: Mapping[str, Any],
+                 agg_ip: str = DEFAULT_AGG_IP, timeout_s: float = 0.05):
+        missing = [s for s in topo.switches if s not in connections]
+        if missing:
+            raise InstallError(f"{topo.source}: no connection for switch {', '.join(missing)}")
+        self.topo = topo
+        self.program = program
+        self.connections = connections
+        self.agg_ip = agg_ip
+        self.timeout_s = timeout_s
+        self.routes = compute_routes(topo)
+        self.plans: dict[str, JobPlan] = {}
+
+    def install(self, placements: Iterable[JobPlacement]) -> tuple[dict[str, JobSpec], dict[str, SyncReport]]:
+        """Make the switches run exactly these jobs (plus routing); returns job specs and what was written."""
+        self.plans = self._plan(list(placements))
+        reports = self.sync()
+        specs = {name: job_spec(self.topo, plan, self.program.lanes, self.agg_ip, self.timeout_s)
+                 for name, plan in self.plans.items()}
+        return specs, reports
+
+    def remove_job(self, name: str) -> dict[str, SyncReport]:
+        """Delete one job's state from every switch; the other jobs keep theirs."""
+        if name not in self.plans:
+            raise InstallError(f"job {name}: not installed (installed: {', '.join(self.plans) or 'none'})")
+        del self.plans[name]
+        return self.sync()
+
+    def _plan(self, placements: list[JobPlacement]) -> dict[str, JobPlan]:
+        """Plans for `placements`: an unchanged job keeps its id and region; new ones get free ones."""
+        names = [jp.job.name for jp in placements]
+        for name in names:
+            if names.count(name) > 1:
+                raise InstallError(f"job {name}: listed twice")
+        kept = {}
+        for jp in placements:
+            old = self.plans.get(jp.job.name)
+            if old is not None and _same_tree(plan_job(jp, old.job_id), old):
+                kept[old.name] = old
+        plans: dict[str, JobPlan] = {}
+        for jp in placements:
+            name = jp.job.name
+            others = list(plans.values()) + [p for n, p in kept.items() if n not in plans]
+            plans[name] = kept[name] if name in kept else self._new_plan(jp, others)
+        return plans
+
+    def _new_plan(self, jp: JobPlacement, others: list[JobPlan]) -> JobPlan:
+        """A plan with the lowest free job id and the lowest slot region free next to `others`."""
+        used = {p.job_id for p in others}
+        free_ids = [i for i in range(1, MAX_JOBS) if i not in used]
+        if not free_ids:
+            raise InstallError(f"job {jp.job.name}: all {MAX_JOBS - 1} job ids are in use")
+        plan = plan_job(jp, free_ids[0])
+        taken: dict[str, list[tuple[int, int]]] = {}
+        for other in others:
+            for s in other.aggregators:
+                taken.setdefault(s, []).append((other.slot_base, other.slot_count))
+        capacity = {s: min(sw.slots, self.program.slots) for s, sw in self.topo.switches.items()}
+        return replace(plan, slot_base=allocate_region(plan, taken, capacity))
+
+    def sync(self) -> dict[str, SyncReport]:
+        """Push the desired state of every switch (reads back, writes only the differences)."""
+        desired = desired_state(self.topo, self.plans.values(), self.routes)
+        return {s: self._sync_switch(s, desired[s]) for s in self.topo.switches}
+
+    def _sync_switch(self, switch: str, want: SwitchState) -> SyncReport:
+        conn = self.connections[switch]
+        report = SyncReport(pipeline=self._ensure_pipeline(conn))
+        diff = _Diff.between(conn, want)
+        # Order: stale entries go first; groups exist before entries point at them; a job's
+        # slots are cleared and its children known before its agg_job entry goes live.
+        conn.write([conn.delete(te) for te in diff.delete])
+        conn.write(diff.group_writes)
+        report.registers_zeroed = self._zero_regions(conn, [e for e, _ in diff.insert + diff.modify
+                                                            if e.table == AGG_JOB and e.param("aggregate")])
+        conn.write([conn.insert(te) for _, te in diff.insert] + [conn.modify(te) for _, te in diff.modify])
+        conn.write(diff.group_deletes)
+        report.inserted = len(diff.insert) + sum(u.type == u.INSERT for u in diff.group_writes)
+        report.modified = len(diff.modify) + sum(u.type == u.MODIFY for u in diff.group_writes)
+        report.deleted = len(diff.delete) + len(diff.group_deletes)
+        log.info("%s: pipeline %s, %d inserted, %d modified, %d deleted, %d register cells zeroed", switch,
+                 "pushed" if report.pipeline else "kept", report.inserted, report.modified, report.deleted,
+                 report.registers_zeroed)
+        return report
+
+    def _ensure_pipeline(self, conn: Any) -> bool:
+        """Push the program unless the switch already runs it (same cookie); True if pushed."""
+        if conn.pipeline_cookie() == self.program.cookie:
+            conn.use_p4info(self.program.p4info)
+            return False
+        conn.set_pipeline(self.program.p4info, self.program.device_config, self.program.cookie)
+        return True
+
+    def _zero_regions(self, conn: Any, job_entries: list[Entry]) -> int:
+        """Clear the slot registers of (re)assigned regions (docs/protocol.md: before (re)using a region)."""
+        written = 0
+        lanes = self.program.lanes
+        for entry in job_entries:
+            base, count = entry.param("slot_base"), entry.param("slot_count")
+            cells = range(2 * base, 2 * (base + count))
+            for register in SLOT_REGISTERS:
+                conn.register_write(register, {i: 0 for i in cells})
+            conn.register_write(VALUES_REGISTER, {i: 0 for i in range(2 * base * lanes, 2 * (base + count) * lanes)})
+            written += len(cells) * (len(SLOT_REGISTERS) + lanes)
+        return written
+
+
+_WRITE_ORDER = {AGG_CHILD: 0, AGG_HOST: 1, AGG_JOB: 2, IPV4_LPM: 3}
+
+
+@dataclass
+class _Diff:
+    """What to write to one switch so its managed tables and job groups equal the desired state."""
+
+    delete: list  # p4r.TableEntry
+    insert: list  # (Entry, p4r.TableEntry), children and hosts before jobs
+    modify: list  # (Entry, p4r.TableEntry)
+    group_writes: list  # p4r.Update (insert or modify)
+    group_deletes: list  # p4r.Update
+
+    @classmethod
+    def between(cls, conn: Any, want: SwitchState) -> "_Diff":
+        built = {}
+        for entry in sorted(want.entries.values(), key=lambda e: _WRITE_ORDER[e.table]):
+            te = conn.table_entry(entry.table, dict(entry.match), entry.action, dict(entry.params), entry.priority)
+            built[entry_key(te)] = (entry, te)
+        have = {entry_key(e.table_entry): e.table_entry
+                for e in conn.read([conn.table_entry(t) for t in MANAGED_TABLES])}
+        have_groups = {g.multicast_group_id: replicas_of(g.replicas)
+                       for g in (e.packet_replication_engine_entry.multicast_group_entry
+                                 for e in conn.read([conn.multicast_group(0)]))}
+        return cls(
+            delete=[te for key, te in have.items() if key not in built],
+            insert=[pair for key, pair in built.items() if key not in have],
+            modify=[pair for key, pair in built.items()
+                    if key in have and entry_action(have[key]) != entry_action(pair[1])],
+            group_writes=[(conn.insert if gid not in have_groups else conn.modify)(conn.multicast_group(gid, replicas))
+                          for gid, replicas in sorted(want.groups.items()) if have_groups.get(gid) != replicas],
+            group_deletes=[conn.delete(conn.multicast_group(gid)) for gid in sorted(have_groups)
+                           if gid not in want.groups and gid >= MCAST_GROUP_BASE])
+
+
+def _same_tree(a: JobPlan, b: JobPlan) -> bool:
+    return (a.aggregators, a.slot_count, dict(a.tree.parent)) == (b.aggregators, b.slot_count, dict(b.tree.parent))
+
+
+def connect_all(topo: Topology, host: str = "127.0.0.1", election_id: tuple[int, int] = (0, 1),
+                sidechannel_ports: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """A primary SwitchConnection to every switch at host:grpc_port (closes them all if one fails)."""
+    from controller.p4rt import SwitchConnection
+
+    conns: dict[str, Any] = {}
+    try:
+        for name, sw in topo.switches.items():
+            conns[name] = SwitchConnection(f"{host}:{sw.grpc_port}", sw.device_id, election_id, name=name,
+                                           sidechannel_port=(sidechannel_ports or {}).get(name))
+    except BaseException:
+        for conn in conns.values():
+            conn.close()
+        raise
+    return conns

@@ -1,0 +1,60 @@
+"""Read what the switches counted: per-job aggregation counters, per-port packets/bytes, queues.
+
+Counter names are aggnet.p4's (docs/protocol.md, "Counters"); reads go over P4Runtime, queue
+statistics over the switch's side channel (P4Runtime has no message for them).
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping
+
+from controller.p4rt import SwitchConnection
+from controller.topology import Topology
+
+JOB_COUNTERS = {
+    "received": "AggIngress.agg_received",
+    "aggregated": "AggIngress.agg_aggregated",
+    "completed": "AggIngress.agg_completed",
+    "duplicates": "AggIngress.agg_duplicates",
+    "retx_answered": "AggIngress.agg_retx_answered",
+    "overflows": "AggIngress.agg_overflows",
+}
+PORT_RX = "AggIngress.port_rx"
+PORT_TX = "AggEgress.port_tx"
+
+
+def job_counters(conn: SwitchConnection, job_id: int) -> dict[str, int]:
+    """Packet counts of one job on one switch, by short name (received, aggregated, ...)."""
+    return {short: conn.read_counter(name, job_id)[job_id][0] for short, name in JOB_COUNTERS.items()}
+
+
+def port_counters(conn: SwitchConnection, ports: Iterable[int]) -> dict[int, dict[str, int]]:
+    """rx/tx packets and bytes of the given ports."""
+    out = {}
+    for port in ports:
+        rx_packets, rx_bytes = conn.read_counter(PORT_RX, port)[port]
+        tx_packets, tx_bytes = conn.read_counter(PORT_TX, port)[port]
+        out[port] = {"rx_packets": rx_packets, "rx_bytes": rx_bytes, "tx_packets": tx_packets, "tx_bytes": tx_bytes}
+    return out
+
+
+def queue_stats(conn: SwitchConnection) -> dict[str, Any] | None:
+    """The switch's queue settings, depths and drops (side channel JSON); None without a side channel."""
+    if conn.sidechannel_port is None:
+        return None
+    return json.loads(conn.side_command("queue_stats"))
+
+
+def snapshot(topo: Topology, conns: Mapping[str, SwitchConnection], job_ids: Iterable[int]) -> dict[str, Any]:
+    """Every switch's port counters (its topology ports), job counters and queue stats, for results JSON."""
+    job_ids = list(job_ids)
+    out: dict[str, Any] = {}
+    for name in topo.switches:
+        conn = conns[name]
+        ports = sorted(link.port_on(name) for link in topo.links_of(name))
+        out[name] = {"ports": port_counters(conn, ports),
+                     "jobs": {job_id: job_counters(conn, job_id) for job_id in job_ids}}
+        queues = queue_stats(conn)
+        if queues is not None:
+            out[name]["queues"] = queues
+    return out

@@ -1,0 +1,131 @@
+"""PNG plots of a run (matplotlib, Agg backend: no display needed).
+
+    from testbed import plots
+    metrics = plots.load_metrics(workers_dir)              # {"h1": [step records], ...}
+    plots.plot_training(metrics, run_dir / "training.png")  # loss and test accuracy vs time
+    plots.plot_link_bytes(results["link_bytes"], run_dir / "link_bytes.png")
+    plots.plot_comparison(report.compare_summary(by_scheme), compare_dir / "comparison.png")
+
+Step records are the agents' NAME.metrics.jsonl lines (hosts/agent.py): step, loss,
+step_time_s, and test_loss/test_accuracy on evaluation steps. The time axis is training
+time, the running sum of a worker's step times (evaluation is not in it).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from testbed.report import natural_key
+
+METRICS_SUFFIX = ".metrics.jsonl"
+
+
+class MetricsError(Exception):
+    """A metrics file that cannot be read; names the file and line."""
+
+    exit_code = 1
+
+
+def load_metrics(folder: str | os.PathLike) -> dict[str, list[dict]]:
+    """Every worker's step records from FOLDER/NAME.metrics.jsonl, by worker name."""
+    out = {}
+    for path in sorted(Path(folder).glob("*" + METRICS_SUFFIX)):
+        records = []
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                float(record["step_time_s"]), float(record["loss"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise MetricsError(f"{path}:{number}: not a step record ({type(exc).__name__}: {exc})") from None
+            records.append(record)
+        out[path.name[:-len(METRICS_SUFFIX)]] = records
+    return out
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig: Any, path: str | os.PathLike) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    _pyplot().close(fig)
+    return path
+
+
+def plot_training(metrics: Mapping[str, list[dict]], path: str | os.PathLike, title: str = "training") -> Path:
+    """Training loss (left) and test accuracy (right) against training time, one line per worker."""
+    plt = _pyplot()
+    fig, (loss_ax, acc_ax) = plt.subplots(1, 2, figsize=(11, 4), sharex=True)
+    for worker, records in sorted(metrics.items()):
+        elapsed, t = [], 0.0
+        for r in records:
+            t += r["step_time_s"]
+            elapsed.append(t)
+        loss_ax.plot(elapsed, [r["loss"] for r in records], label=worker, linewidth=1)
+        evals = [(x, r["test_accuracy"]) for x, r in zip(elapsed, records) if "test_accuracy" in r]
+        if evals:
+            acc_ax.plot(*zip(*evals), marker="o", markersize=3, label=worker)
+    loss_ax.set(title="training loss", xlabel="training time (s)", ylabel="cross-entropy")
+    acc_ax.set(title="test accuracy", xlabel="training time (s)", ylabel="accuracy", ylim=(0, 1.02))
+    loss_ax.set_xlim(left=0)
+    acc_ax.tick_params(labelbottom=True)
+    for ax in (loss_ax, acc_ax):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(title)
+    return _save(fig, path)
+
+
+def plot_link_bytes(link_bytes: Mapping[str, int], path: str | os.PathLike, title: str = "bytes per link") -> Path:
+    """One bar per link (both directions), in MB, labelled with its value."""
+    plt = _pyplot()
+    names = sorted(link_bytes, key=natural_key)
+    mbytes = [link_bytes[n] / 1e6 for n in names]
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.7 * len(names) + 2), 4))
+    bars = ax.bar(names, mbytes, color="tab:blue")
+    ax.bar_label(bars, labels=[_mb(v) for v in mbytes], fontsize=8)
+    ax.set(title=title, ylabel="MB (both directions)", xlabel="link")
+    ax.tick_params(axis="x", rotation=45 if len(names) > 8 else 0)
+    ax.grid(axis="y", alpha=0.3)
+    ax.margins(y=0.12)
+    return _save(fig, path)
+
+
+def plot_comparison(summary: Mapping[str, Mapping[str, Any]], path: str | os.PathLike) -> Path:
+    """Schemes side by side (report.compare_summary): step time, bytes on the compared link, accuracy."""
+    plt = _pyplot()
+    schemes = list(summary)
+    panels = [("median step time", "ms", "step_time_s", 1000.0, "{:.1f}"),
+              ("bytes on the compared link", "MB", "link_bytes", 1e-6, "{:.2f}"),
+              ("final test accuracy", "accuracy", "final_accuracy", 1.0, "{:.3f}")]
+    fig, axes = plt.subplots(1, 3, figsize=(12, 4))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, (title, unit, key, scale, spec) in zip(axes, panels):
+        values = [(summary[s][key] or 0) * scale for s in schemes]
+        bars = ax.bar(schemes, values, color=colors[:len(schemes)])
+        ax.bar_label(bars, labels=[spec.format(v) for v in values], fontsize=8)
+        ax.set(title=title, ylabel=unit)
+        ax.grid(axis="y", alpha=0.3)
+        ax.margins(y=0.12)
+        if key == "link_bytes":
+            links = sorted({summary[s]["link"] for s in schemes if summary[s]["link"]})
+            ax.set_xlabel("link " + ", ".join(links))
+    axes[2].set_ylim(0, 1.05)
+    fig.suptitle("schemes compared")
+    return _save(fig, path)
+
+
+def _mb(value: float) -> str:
+    return f"{value:.2f}" if value < 100 else f"{value:.0f}"

@@ -1,0 +1,399 @@
+"""What a run leaves behind: switch counters, bytes per link, results.json, tables.
+
+The experiment runner calls, in this order (plots live in testbed/plots.py):
+
+    from testbed import report
+    counters = report.collect_counters(topo, conns, job_ids=[1])   # conns: {switch: SwitchConnection}
+    results = {"config": {...}, "seeds": {...}, "final_accuracy": 0.93, "steps": 200,
+               "step_time_s": 0.041, "link_bytes": report.link_bytes(topo, counters),
+               "counters": counters, "versions": report.versions("embedded")}
+    report.write_results(run_dir, results)                         # validates, writes run_dir/results.json
+                                                                   # (all-reduce: write_results(d, r, "allreduce"))
+    report.print_counters(counters, topo)                          # the table at the end of `aggnet run`
+
+Counters, as `collect_counters` returns them (and as results.json stores them):
+
+    {"s1": {"jobs":  {1: {"received", "aggregated", "completed", "duplicates",
+                          "retx_answered", "overflows"}},          # packets, aggnet.p4 per-job counters
+            "ports": {1: {"rx_packets", "rx_bytes", "tx_packets", "tx_bytes"}}}}
+
+Job ids and port numbers are ints here and strings once read back from JSON; every function
+in this module accepts both. A reader is anything with `read_counter(name, index=None) ->
+{index: (packets, bytes)}`: a primary `controller.p4rt.SwitchConnection`, or a
+`P4RuntimeCounters`, a read-only observer that never takes part in arbitration (so it can
+look at a network another controller owns; P4Runtime allows Read without it).
+`read_switch(reader, ports, job_ids)` reads one switch when there is no topology at hand.
+
+`link_bytes` sums both directions of each link: a direction is counted where it leaves a
+switch (port_tx, after the traffic manager's drops: what went on the wire), or where it
+enters one when it leaves a host (port_rx). Host links are named switch first ("s1-h1"),
+links between switches in topology-file order ("s2-s1" when the file says a: s2, b: s1).
+
+results.json is validated before it is written (`validate_results`): the training workload
+needs config, seeds, final_accuracy (0..1), steps, step_time_s (median), link_bytes,
+counters, versions; the all-reduce workload needs config, seeds, allreduce_exact, elements,
+workers, seconds, goodput_elements_per_s, counters, versions. Other fields are welcome.
+A bad field raises ResultsError naming results.json and the field: a bug in the caller.
+
+Comparison across schemes: `compare_summary({"innet": results, "ps": results, ...})` ->
+per scheme step time, accuracy and the bytes of the busiest link (or of a named link), and
+`comparison_table(summary)` prints it.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Protocol
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from controller.monitor import JOB_COUNTERS, PORT_RX, PORT_TX  # aggnet.p4's names (docs/protocol.md)
+
+PORT_FIELDS = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes")
+RESULTS_FILE = "results.json"
+
+
+class ResultsError(Exception):
+    """results.json would be missing a field or hold a wrong value (a bug in the caller)."""
+
+    exit_code = 3
+
+
+class CounterReadError(Exception):
+    """A switch's counters could not be read (one line naming the switch)."""
+
+    exit_code = 1
+
+
+class CounterReader(Protocol):
+    def read_counter(self, counter: str, index: int | None = None) -> dict[int, tuple[int, int]]:
+        """index -> (packets, bytes); every cell when index is None."""
+
+
+# ---------------------------------------------------------------------------- reading counters
+
+class P4RuntimeCounters:
+    """A read-only P4Runtime client for counters: no stream, no arbitration, so it never
+    competes with (or replaces) the controller that owns the switch."""
+
+    def __init__(self, address: str, device_id: int, name: str | None = None, timeout_s: float = 10.0):
+        import grpc
+        from finsy.proto import p4r, p4r_grpc
+
+        from p4target.p4info import P4InfoIndex
+
+        self.address, self.device_id, self.timeout_s = address, device_id, timeout_s
+        self.name = name or f"device {device_id} at {address}"
+        self._p4r = p4r
+        self._channel = grpc.insecure_channel(address)
+        self._stub = p4r_grpc.P4RuntimeStub(self._channel)
+        request = p4r.GetForwardingPipelineConfigRequest(
+            device_id=device_id, response_type=p4r.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
+        reply = self._call("GetForwardingPipelineConfig",
+                           lambda: self._stub.GetForwardingPipelineConfig(request, timeout=timeout_s))
+        self.index = P4InfoIndex(reply.config.p4info)
+
+    def read_counter(self, counter: str, index: int | None = None) -> dict[int, tuple[int, int]]:
+        from p4target.p4info import UnknownEntity
+
+        p4r = self._p4r
+        try:
+            entry = p4r.CounterEntry(counter_id=self.index.counter(counter).preamble.id)
+        except UnknownEntity as exc:
+            raise CounterReadError(f"{self.name}: {exc} (is aggnet.p4 loaded?)") from None
+        if index is not None:
+            entry.index.index = index
+        request = p4r.ReadRequest(device_id=self.device_id, entities=[p4r.Entity(counter_entry=entry)])
+        replies = self._call("Read", lambda: list(self._stub.Read(request, timeout=self.timeout_s)))
+        return {e.counter_entry.index.index: (e.counter_entry.data.packet_count, e.counter_entry.data.byte_count)
+                for reply in replies for e in reply.entities}
+
+    def _call(self, what: str, rpc: Callable[[], Any]) -> Any:
+        """Run one RPC; a gRPC failure becomes a one-line CounterReadError naming the switch."""
+        import grpc
+
+        try:
+            return rpc()
+        except grpc.RpcError as exc:
+            detail = exc.details() or "no details"
+            raise CounterReadError(f"{self.name}: P4Runtime {what} failed: {exc.code().name}: {detail}") from None
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> "P4RuntimeCounters":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def collect_counters(topology: Any, readers: Mapping[str, CounterReader],
+                     job_ids: Iterable[int] | None = None) -> dict[str, dict]:
+    """Per-job and per-port counters of every switch in `readers` (see the module docstring).
+
+    Ports are the switch's ports in the topology. Jobs are `job_ids`, or, when None, every
+    job that any per-job counter of that switch has seen.
+    """
+    return {switch: read_switch(readers[switch], sorted(link.port_on(switch) for link in topology.links_of(switch)),
+                                job_ids)
+            for switch in sorted(readers, key=natural_key)}
+
+
+def read_switch(reader: CounterReader, ports: Iterable[int], job_ids: Iterable[int] | None = None) -> dict:
+    """{"jobs": ..., "ports": ...} of one switch; one wildcard read per counter."""
+    cells = {short: reader.read_counter(name) for short, name in JOB_COUNTERS.items()}
+    if job_ids is None:
+        job_ids = {j for counts in cells.values() for j, (packets, _) in counts.items() if packets}
+    rx, tx = reader.read_counter(PORT_RX), reader.read_counter(PORT_TX)
+    return {"jobs": {j: {short: cells[short].get(j, (0, 0))[0] for short in JOB_COUNTERS} for j in sorted(set(job_ids))},
+            "ports": {p: dict(zip(PORT_FIELDS, (*rx.get(p, (0, 0)), *tx.get(p, (0, 0))))) for p in sorted(ports)}}
+
+
+def natural_key(name: str) -> list:
+    """Sort key that puts s2 before s10 and s1-h2 before s1-h10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def _port(counters: Mapping[str, Any], switch: str, port: int) -> Mapping[str, int] | None:
+    ports = counters.get(switch, {}).get("ports", {})
+    return ports.get(port, ports.get(str(port)))
+
+
+# ---------------------------------------------------------------------------- links
+
+def link_name(topology: Any, link: Any) -> str:
+    """"s1-h1" for a host link (switch first), "s1-s2" in file order between switches."""
+    if topology.is_host(link.a):
+        return f"{link.b}-{link.a}"
+    return f"{link.a}-{link.b}"
+
+
+def link_bytes(topology: Any, counters: Mapping[str, Any]) -> dict[str, int]:
+    """Bytes carried by each link, both directions summed, from the switches' port counters.
+
+    A link none of whose ends were read is left out; a direction is taken from the sending
+    switch, or from the receiving switch when a host sent it.
+    """
+    out = {}
+    for link in topology.links:
+        total, seen = 0, False
+        for src, dst in ((link.a, link.b), (link.b, link.a)):
+            sent = _port(counters, src, link.port_on(src)) if topology.is_switch(src) else None
+            got = _port(counters, dst, link.port_on(dst)) if topology.is_switch(dst) else None
+            if sent is not None:
+                total, seen = total + sent["tx_bytes"], True
+            elif got is not None:
+                total, seen = total + got["rx_bytes"], True
+        if seen:
+            out[link_name(topology, link)] = total
+    return out
+
+
+# ---------------------------------------------------------------------------- results.json
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _check(ok: bool, field: str, value: Any, want: str) -> None:
+    if not ok:
+        raise ResultsError(f"{RESULTS_FILE}: field {field}: {value!r} is not {want}")
+
+
+_NON_NEGATIVE_INT = (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "an integer >= 0")
+_NON_NEGATIVE = (lambda v: _is_number(v) and v >= 0, "a number >= 0")
+_FIELDS = {
+    "config": (lambda v: isinstance(v, dict), "an object"),
+    "seeds": (lambda v: isinstance(v, dict), "an object"),
+    "counters": (lambda v: isinstance(v, dict), "an object"),
+    "versions": (lambda v: isinstance(v, dict), "an object"),
+    "link_bytes": (lambda v: isinstance(v, dict) and all(isinstance(n, int) and n >= 0 for n in v.values()),
+                   "an object of byte counts"),
+    "final_accuracy": (lambda v: _is_number(v) and 0 <= v <= 1, "a number in 0..1"),
+    "steps": _NON_NEGATIVE_INT,
+    "step_time_s": _NON_NEGATIVE,
+    "allreduce_exact": (lambda v: isinstance(v, bool), "true or false"),
+    "elements": _NON_NEGATIVE_INT,
+    "workers": _NON_NEGATIVE_INT,
+    "seconds": _NON_NEGATIVE,
+    "goodput_elements_per_s": _NON_NEGATIVE,
+}
+REQUIRED = {
+    "train": ("config", "seeds", "final_accuracy", "steps", "step_time_s", "link_bytes", "counters", "versions"),
+    "allreduce": ("config", "seeds", "allreduce_exact", "elements", "workers", "seconds", "goodput_elements_per_s",
+                  "counters", "versions"),
+}
+
+
+def validate_results(results: Mapping[str, Any], workload: str = "train") -> None:
+    """Raise ResultsError unless `results` has the workload's required fields with sane values."""
+    if workload not in REQUIRED:
+        raise ResultsError(f"{RESULTS_FILE}: unknown workload {workload!r} (choose from {', '.join(REQUIRED)})")
+    for field in REQUIRED[workload]:
+        if field not in results:
+            raise ResultsError(f"{RESULTS_FILE}: field {field} is missing ({workload} workload)")
+    for field, value in results.items():
+        if field in _FIELDS:
+            ok, want = _FIELDS[field]
+            _check(ok(value), field, value, want)
+    for switch, data in results["counters"].items():
+        _check(isinstance(data, dict) and {"jobs", "ports"} <= set(data), f"counters.{switch}", data,
+               "an object with jobs and ports")
+
+
+def write_results(run_dir: str | os.PathLike, results: Mapping[str, Any], workload: str = "train") -> Path:
+    """Validate and write RUN_DIR/results.json (sorted keys, indented); return its path."""
+    validate_results(results, workload)
+    path = Path(run_dir) / RESULTS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(_json_keys(results), sort_keys=True, indent=2)
+    path.write_text(text + "\n")
+    return path
+
+
+def _json_keys(value: Any) -> Any:
+    """Int dict keys as strings, so sorting keys never compares int with str."""
+    if isinstance(value, Mapping):
+        return {str(k): _json_keys(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_keys(v) for v in value]
+    return value
+
+
+def versions(target: str = "embedded") -> dict[str, str]:
+    """What produced the numbers: python, torch, numpy, aggnet (+ git commit), the P4 target."""
+    def dist(name: str) -> str:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+
+    aggnet = dist("aggnet")
+    commit = _git_commit()
+    out = {"python": platform.python_version(), "torch": dist("torch"), "numpy": dist("numpy"),
+           "aggnet": f"{aggnet} ({commit})" if commit else aggnet}
+    if target == "bmv2":
+        out["target"] = f"bmv2 {_first_line(['simple_switch_grpc', '--version'])}"
+    else:
+        out["target"] = f"{target} (aggnet {aggnet})"
+    return out
+
+
+def _git_commit() -> str | None:
+    """Short commit of the source tree, '+dirty' when it has local changes; None outside git."""
+    repo = Path(__file__).resolve().parent.parent
+    if shutil.which("git") is None or not (repo / ".git").exists():
+        return None
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        return None
+    dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return head.stdout.strip() + ("+dirty" if dirty else "")
+
+
+def _first_line(cmd: list[str]) -> str:
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "(version unknown)"
+    return ((done.stdout or done.stderr).strip().splitlines() or ["(version unknown)"])[0]
+
+
+# ---------------------------------------------------------------------------- tables
+
+# Short headers keep the tables within 80 columns; the caption says what they mean.
+JOB_HEADERS = {"received": "recv", "aggregated": "aggr", "completed": "done", "duplicates": "dup",
+               "retx_answered": "retx", "overflows": "ovfl"}
+JOB_LEGEND = ("recv: agg packets received, aggr: contributions added, done: slot rounds completed, "
+              "dup: duplicates, retx: duplicates answered with the stored result, ovfl: saturated sums")
+PORT_HEADERS = {"rx_packets": "rx pkts", "rx_bytes": "rx bytes", "tx_packets": "tx pkts", "tx_bytes": "tx bytes"}
+
+
+def counters_table(counters: Mapping[str, Any], topology: Any = None) -> Table:
+    """One table with two parts: per-job aggregation counters, per-port packets/bytes.
+
+    With the topology, each port is labelled with the node on its other end. Numbers are
+    exact and never cut short (a narrow terminal folds them).
+    """
+    jobs = _table("aggregation per job (packets)", ("switch", "job"), JOB_HEADERS.values())
+    ports = _table("traffic per port", ("switch", "port", "peer"), PORT_HEADERS.values())
+    for switch in sorted(counters, key=natural_key):
+        for job, c in sorted(counters[switch]["jobs"].items(), key=lambda kv: int(kv[0])):
+            jobs.add_row(switch, str(job), *(str(c[f]) for f in JOB_HEADERS))
+        for port, c in sorted(counters[switch]["ports"].items(), key=lambda kv: int(kv[0])):
+            ports.add_row(switch, str(port), _peer(topology, switch, int(port)), *(str(c[f]) for f in PORT_HEADERS))
+    jobs.caption = JOB_LEGEND if jobs.row_count else "no aggregation job seen"
+    outer = Table.grid(padding=(1, 0))
+    outer.add_row(jobs)
+    outer.add_row(ports)
+    return outer
+
+
+def _table(title: str, labels: Iterable[str], numbers: Iterable[str]) -> Table:
+    table = Table(title=title, title_justify="left", caption_justify="left", box=box.SIMPLE_HEAD)
+    for label in labels:
+        table.add_column(label, justify="right" if label in ("job", "port") else "left", overflow="fold")
+    for label in numbers:
+        table.add_column(label, justify="right", overflow="fold")
+    return table
+
+
+def _peer(topology: Any, switch: str, port: int) -> str:
+    if topology is None:
+        return ""
+    try:
+        return topology.neighbor_on(switch, port)
+    except KeyError:
+        return "?"  # a topology that does not match the running switch
+
+
+def print_counters(counters: Mapping[str, Any], topology: Any = None, console: Console | None = None) -> None:
+    """Print `counters_table` (the end of `aggnet run`, and `aggnet counters`)."""
+    (console or Console()).print(counters_table(counters, topology))
+
+
+# ---------------------------------------------------------------------------- comparison
+
+def compare_summary(results_by_scheme: Mapping[str, Mapping[str, Any]], link: str | None = None) -> dict[str, dict]:
+    """Per scheme: step_time_s, final_accuracy, and the link compared: `link` (e.g. the
+    parameter server's, "s1-h1") or, when None, each run's busiest link."""
+    summary = {}
+    for scheme, results in results_by_scheme.items():
+        links = results.get("link_bytes") or {}
+        name = link if link is not None else max(links, key=links.get, default=None)
+        summary[scheme] = {"step_time_s": results.get("step_time_s"), "final_accuracy": results.get("final_accuracy"),
+                           "link": name, "link_bytes": links.get(name) if name else None}
+    return summary
+
+
+def comparison_table(summary: Mapping[str, Mapping[str, Any]]) -> Table:
+    """Schemes side by side, with ratios to the first scheme (the one the others are compared to)."""
+    table = Table(title="schemes compared", title_justify="left")
+    for column in ("scheme", "step time (ms)", "accuracy", "link", "link bytes", "bytes vs first", "time vs first"):
+        table.add_column(column, justify="left" if column in ("scheme", "link") else "right")
+    first = next(iter(summary.values()), {})
+    for scheme, s in summary.items():
+        table.add_row(scheme, _fmt(s["step_time_s"], 1000, "{:.1f}"), _fmt(s["final_accuracy"], 1, "{:.3f}"),
+                      s["link"] or "-", _fmt(s["link_bytes"], 1, "{:,.0f}"),
+                      _ratio(s["link_bytes"], first.get("link_bytes")),
+                      _ratio(s["step_time_s"], first.get("step_time_s")))
+    return table
+
+
+def _fmt(value: Any, scale: float, spec: str) -> str:
+    return "-" if value is None else spec.format(value * scale)
+
+
+def _ratio(value: Any, base: Any) -> str:
+    return "-" if value is None or not base else f"{value / base:.2f}x"

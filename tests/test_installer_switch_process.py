@@ -1,0 +1,91 @@
+"""The installer against real `aggnet switch` processes (no Mininet, no interfaces: gRPC and the
+side channel only). Register access goes over the side channel here, the path BMv2 needs."""
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from controller.installer import AGG_JOB, Installer, connect_all, load_program
+from controller.monitor import snapshot
+from controller.placement import Job, place_jobs
+from controller.topology import load_topology, parse_topology
+from p4target.sidechannel import send_command
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(port: int, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text() if log.exists() else "no log"
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def switches(tmp_path):
+    """tree2's three switches as processes; yields (topology with their ports, side channel ports)."""
+    base = load_topology(str(REPO / "topologies" / "tree2.yaml"))
+    grpc_ports, thrift_ports, procs = {}, {}, []
+    try:
+        for name, sw in base.switches.items():
+            grpc_ports[name], thrift_ports[name] = free_port(), free_port()
+            log = tmp_path / f"{name}.log"
+            proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "switch", "--device-id", str(sw.device_id),
+                                     "--grpc-server-addr", f"127.0.0.1:{grpc_ports[name]}",
+                                     "--thrift-port", str(thrift_ports[name]), "--log", str(log)], cwd=REPO)
+            procs.append(proc)
+            wait_for(grpc_ports[name], proc, log)
+            wait_for(thrift_ports[name], proc, log)
+        data = {"name": base.name, "hosts": [{"name": h} for h in base.hosts],
+                "switches": [{"name": n, "device_id": s.device_id, "grpc_port": grpc_ports[n]}
+                             for n, s in base.switches.items()],
+                "links": [{"a": link.a, "b": link.b} for link in base.links]}
+        yield parse_topology(data, base.source), thrift_ports
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(timeout=20)
+
+
+def test_install_into_switch_processes_and_zero_registers_over_the_side_channel(switches):
+    topo, thrift_ports = switches
+    program = load_program(str(REPO / "p4src" / "aggnet.p4"))
+    conns = connect_all(topo, sidechannel_ports=thrift_ports)
+    try:
+        jobs = place_jobs(topo, [Job("a", ("h1", "h2", "h5", "h6"), root="s1", k=2, slots=2)])
+        installer = Installer(topo, program, conns)
+        specs, first = installer.install(jobs)
+        assert all(r.pipeline for r in first.values())
+        assert first["s2"].registers_zeroed == 2 * 2 * (5 + 32)
+        assert {s: r.writes for s, r in installer.install(jobs)[1].items()} == {"s1": 0, "s2": 0, "s3": 0}
+        assert send_command(thrift_ports["s1"], "register_read agg_count 0") == "0"
+        counts = snapshot(topo, conns, [specs["a"].job_id])
+        assert counts["s2"]["queues"] == {}  # these switches run without interfaces
+        assert counts["s2"]["jobs"][1]["received"] == 0 and counts["s1"]["ports"][1]["rx_packets"] == 0
+
+        send_command(thrift_ports["s2"], "register_write agg_bitmap 3 5")  # leftover state in the job's region
+        assert conns["s2"].register_read("AggIngress.agg_bitmap", 3) == {3: 5}
+        installer.remove_job("a")
+        assert all(not conns[s].read([conns[s].table_entry(AGG_JOB)]) for s in topo.switches)
+        specs, again = installer.install(jobs)
+        assert again["s2"].registers_zeroed == 2 * 2 * (5 + 32)
+        assert conns["s2"].register_read("AggIngress.agg_bitmap", 3) == {3: 0}
+        assert specs["a"].slot_base == 0
+    finally:
+        for conn in conns.values():
+            conn.close()
