@@ -16,6 +16,7 @@ packet in flight. Readers that need a consistent snapshot take it too.
 """
 from __future__ import annotations
 
+import bisect
 import collections
 import threading
 import time
@@ -324,6 +325,154 @@ def _prefix_mask(prefix_len: int, bitwidth: int) -> int:
 
 
 # ---------------------------------------------------------------------------
+# Lookup indexes: one per table, updated in place by every insert/delete.
+#
+# `lookup(key_tuple) -> TableEntry | None` runs per packet, so each index keeps a
+# structure its lookup closure reads directly; writes touch only the part that changes
+# (O(1) for exact and lpm, O(log n) search + one list insert for priority tables).
+# `add`/`remove` take the table's canonical key ((field parts...), priority) and are only
+# called after validation, so they cannot fail half-way.
+
+
+class _ExactIndex:
+    """All keys exact: one dict keyed by the tuple of key values."""
+
+    def __init__(self) -> None:
+        self._by_values: dict[tuple, TableEntry] = {}
+        self.lookup = self._by_values.get
+
+    def add(self, key: tuple, entry: TableEntry) -> None:
+        self._by_values[tuple(p[1] for p in key[0])] = entry
+
+    def remove(self, key: tuple) -> None:
+        del self._by_values[tuple(p[1] for p in key[0])]
+
+
+class _LpmIndex:
+    """Exact keys plus one lpm key: one dict per prefix length, probed longest first."""
+
+    def __init__(self, keys: tuple[KeyField, ...], lpm_index: int) -> None:
+        self._li = lpm_index
+        self._width = keys[lpm_index].bitwidth
+        self._single = len(keys) == 1
+        self._levels: dict[int, dict] = {}  # prefix length -> {masked key: entry}
+        self._order: list[tuple[int, dict]] = []  # (mask, level), longest first; changed in place
+        self.lookup = self._single_lookup() if self._single else self._multi_lookup()
+
+    def _slot(self, parts: tuple) -> tuple[int, object]:
+        """(prefix length, dict key) of an entry: the value alone for a single-key table."""
+        lp = parts[self._li]
+        plen = 0 if lp is None else lp[2]
+        if self._single:
+            return plen, 0 if lp is None else lp[1]
+        return plen, tuple((0 if p is None else p[1]) for p in parts)
+
+    def add(self, key: tuple, entry: TableEntry) -> None:
+        plen, k = self._slot(key[0])
+        level = self._levels.get(plen)
+        if level is None:
+            level = self._levels[plen] = {}
+            self._reorder()
+        level[k] = entry
+
+    def remove(self, key: tuple) -> None:
+        plen, k = self._slot(key[0])
+        level = self._levels[plen]
+        del level[k]
+        if not level:
+            del self._levels[plen]
+            self._reorder()
+
+    def _reorder(self) -> None:
+        """Only when a prefix length appears or disappears (at most width + 1 levels)."""
+        self._order[:] = [(_prefix_mask(p, self._width), self._levels[p]) for p in sorted(self._levels, reverse=True)]
+
+    def _single_lookup(self):
+        order = self._order
+
+        def lookup(key: tuple) -> TableEntry | None:
+            v = key[0]
+            for mask, d in order:
+                e = d.get(v & mask)
+                if e is not None:
+                    return e
+            return None
+        return lookup
+
+    def _multi_lookup(self):
+        order, li = self._order, self._li
+
+        def lookup(key: tuple) -> TableEntry | None:
+            for mask, d in order:
+                k = list(key)
+                k[li] &= mask
+                e = d.get(tuple(k))
+                if e is not None:
+                    return e
+            return None
+        return lookup
+
+
+class _PriorityIndex:
+    """Ternary/range/optional (or several lpm) keys: entries scanned by priority, largest first.
+
+    Rows are kept sorted by (-priority, insertion number), so equal priorities match in
+    insertion order; a write bisects to its row.
+    """
+
+    def __init__(self, keys: tuple[KeyField, ...]) -> None:
+        self._keys = keys
+        self._ranks: list[tuple[int, int]] = []  # (-priority, insertion number), ascending
+        self._rows: list[tuple] = []  # (masks, ranges, entry), same order as _ranks
+        self._rank_of: dict[tuple, tuple[int, int]] = {}
+        self._inserted = 0
+        rows = self._rows
+
+        def lookup(key: tuple) -> TableEntry | None:
+            for masks, ranges, e in rows:
+                for i, m, v in masks:
+                    if key[i] & m != v:
+                        break
+                else:
+                    for i, lo, hi in ranges:
+                        if not lo <= key[i] <= hi:
+                            break
+                    else:
+                        return e
+            return None
+        self.lookup = lookup
+
+    def add(self, key: tuple, entry: TableEntry) -> None:
+        rank = (-key[1], self._inserted)
+        self._inserted += 1
+        at = bisect.bisect_right(self._ranks, rank)
+        self._ranks.insert(at, rank)
+        self._rows.insert(at, self._row(key[0], entry))
+        self._rank_of[key] = rank
+
+    def remove(self, key: tuple) -> None:
+        at = bisect.bisect_left(self._ranks, self._rank_of.pop(key))
+        del self._ranks[at]
+        del self._rows[at]
+
+    def _row(self, parts: tuple, entry: TableEntry) -> tuple:
+        """(masks, ranges, entry): what the lookup tests, wildcards left out."""
+        masks, ranges = [], []
+        for i, (key, p) in enumerate(zip(self._keys, parts)):
+            if p is None:
+                continue
+            if p[0] == "v":
+                masks.append((i, (1 << key.bitwidth) - 1, p[1]))
+            elif p[0] == "l":
+                masks.append((i, _prefix_mask(p[2], key.bitwidth), p[1]))
+            elif p[0] == "t":
+                masks.append((i, p[2], p[1]))
+            else:
+                ranges.append((i, p[1], p[2]))
+        return tuple(masks), tuple(ranges), entry
+
+
+# ---------------------------------------------------------------------------
 # Tables
 
 
@@ -335,7 +484,7 @@ class Table:
     - exact + one lpm: one dict per prefix length, probed longest first;
     - anything with ternary/range/optional: entries sorted by priority (largest wins).
     `lookup(key_tuple) -> TableEntry | None` (key values in key order; None = miss) is
-    rebuilt as a closure after every insert/delete.
+    the index's closure; inserts and deletes update the index in place.
     """
 
     def __init__(self, schema: TableSchema, actions: dict[str, ActionSchema]):
@@ -346,21 +495,24 @@ class Table:
         self._key_index = {k.name: i for i, k in enumerate(schema.keys)}
         kinds = {k.match_kind for k in schema.keys}
         self.needs_priority = bool(kinds & _PRIORITY_KINDS)
-        lpm = [i for i, k in enumerate(schema.keys) if k.match_kind == "lpm"]
-        if self.needs_priority or len(lpm) > 1:
-            self._mode = "priority"
-        elif lpm:
-            self._mode = "lpm"
-            self._lpm_index = lpm[0]
-        else:
-            self._mode = "exact"
         self._entries: dict[tuple, TableEntry] = {}  # canonical key -> entry
+        self._new_index()
         self._const = False
         self.default = self._make_default(schema.default_action, schema.default_params, initial=True)
         self._initial_default = self.default
         self._install_program_entries()
-        self._rebuild()
         self._const = schema.const_entries
+
+    def _new_index(self) -> None:
+        """An empty lookup index of the kind the key kinds call for; binds `lookup` to it."""
+        lpm = [i for i, k in enumerate(self._keys) if k.match_kind == "lpm"]
+        if self.needs_priority or len(lpm) > 1:
+            self._index: _ExactIndex | _LpmIndex | _PriorityIndex = _PriorityIndex(self._keys)
+        elif lpm:
+            self._index = _LpmIndex(self._keys, lpm[0])
+        else:
+            self._index = _ExactIndex()
+        self.lookup = self._index.lookup
 
     # -- program-time setup
 
@@ -472,7 +624,7 @@ class Table:
         entry.packets = entry.bytes = 0
         entry.meter = MeterCell() if self.schema.direct_meter else None
         self._entries[key] = entry
-        self._rebuild()
+        self._index.add(key, entry)
 
     def modify(self, entry: TableEntry) -> None:
         """Replace the action/params of the existing entry with the same match (counters kept)."""
@@ -490,7 +642,7 @@ class Table:
         key = self._canonical(entry)
         if self._entries.pop(key, None) is None:
             raise NotFound(f"table {self.name}: no such entry to delete")
-        self._rebuild()
+        self._index.remove(key)
 
     def find(self, match: dict[str, Match], priority: int = 0) -> TableEntry:
         """The stored entry with exactly this match; NotFound otherwise."""
@@ -504,8 +656,8 @@ class Table:
         """Drop every non-const entry (P4Runtime pipeline reset does this)."""
         if not self._const:
             self._entries.clear()
+            self._new_index()
             self._install_program_entries()
-            self._rebuild()
 
     def entries(self) -> list[TableEntry]:
         return list(self._entries.values())
@@ -521,81 +673,6 @@ class Table:
     def reset_default(self) -> None:
         """Back to the program's default action."""
         self.default = self._initial_default
-
-    # -- lookup
-
-    def _rebuild(self) -> None:
-        """Recompute the lookup structure; writes are rare, lookups are per packet."""
-        if self._mode == "exact":
-            self._exact = {tuple(p[1] for p in key[0]): e for key, e in self._entries.items()}
-            self.lookup = self._exact.get
-        elif self._mode == "lpm":
-            self._build_lpm()
-        else:
-            self._build_priority()
-
-    def _build_lpm(self) -> None:
-        li = self._lpm_index
-        width = self._keys[li].bitwidth
-        levels: dict[int, dict[tuple, TableEntry]] = {}
-        for (parts, _), e in self._entries.items():
-            lp = parts[li]
-            plen = 0 if lp is None else lp[2]
-            values = tuple((0 if p is None else p[1]) for p in parts)
-            levels.setdefault(plen, {})[values] = e
-        order = [(_prefix_mask(p, width), levels[p]) for p in sorted(levels, reverse=True)]
-        if len(self._keys) == 1:
-            single = [(m, {k[0]: e for k, e in d.items()}) for m, d in order]
-
-            def lookup(key: tuple) -> TableEntry | None:
-                v = key[0]
-                for mask, d in single:
-                    e = d.get(v & mask)
-                    if e is not None:
-                        return e
-                return None
-        else:
-            def lookup(key: tuple) -> TableEntry | None:
-                for mask, d in order:
-                    k = list(key)
-                    k[li] &= mask
-                    e = d.get(tuple(k))
-                    if e is not None:
-                        return e
-                return None
-        self.lookup = lookup
-
-    def _build_priority(self) -> None:
-        ordered = sorted(self._entries.items(), key=lambda kv: -kv[0][1])  # stable: insertion order on ties
-        compiled = []
-        for (parts, _), e in ordered:
-            masks, ranges = [], []
-            for i, (key, p) in enumerate(zip(self._keys, parts)):
-                if p is None:
-                    continue
-                if p[0] == "v":
-                    masks.append((i, (1 << key.bitwidth) - 1, p[1]))
-                elif p[0] == "l":
-                    masks.append((i, _prefix_mask(p[2], key.bitwidth), p[1]))
-                elif p[0] == "t":
-                    masks.append((i, p[2], p[1]))
-                else:
-                    ranges.append((i, p[1], p[2]))
-            compiled.append((tuple(masks), tuple(ranges), e))
-
-        def lookup(key: tuple) -> TableEntry | None:
-            for masks, ranges, e in compiled:
-                for i, m, v in masks:
-                    if key[i] & m != v:
-                        break
-                else:
-                    for i, lo, hi in ranges:
-                        if not lo <= key[i] <= hi:
-                            break
-                    else:
-                        return e
-            return None
-        self.lookup = lookup
 
 
 # ---------------------------------------------------------------------------

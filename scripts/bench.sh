@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks, each writing JSON under bench/ (or $1): the embedded target in-process,
-# placement at scale, and a real switch process between two namespaces (root only).
+# placement at scale, P4Runtime write/read rates against a real switch process, and
+# forwarding through a switch process between two namespaces (root only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -9,6 +10,7 @@ mkdir -p "$out"
 py=.venv/bin/python
 $py scripts/bench_target.py --out "$out/target.json"
 $py scripts/bench_placement.py --out "$out/placement.json"
+$py scripts/bench_runtime.py --out "$out/runtime.json"
 if [ "$(id -u)" -eq 0 ]; then
   $py scripts/bench_switch.py --out "$out/switch.json"
 else

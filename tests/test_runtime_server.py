@@ -150,7 +150,10 @@ def test_pipeline_actions_verify_save_commit_reconcile(server, p4info_path):
     assert server.pipeline is None  # VERIFY changes nothing
     with pytest.raises(grpc.RpcError) as err:
         raw.set_pipeline(A.COMMIT, p4r.ForwardingPipelineConfig())
-    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND  # spec: no saved config
+    with pytest.raises(grpc.RpcError) as err:
+        raw.set_pipeline(A.COMMIT, config_for(p4info_path))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # spec: COMMIT carries no config
     raw.set_pipeline(A.VERIFY_AND_SAVE, config_for(p4info_path, cookie=1))
     assert server.pipeline is None
     raw.set_pipeline(A.COMMIT, p4r.ForwardingPipelineConfig())
@@ -484,3 +487,37 @@ def test_packet_out_from_a_backup_is_refused_on_the_stream(server, p4info_path):
     assert error.packet_out.packet_out.payload == b"x"
     primary.close()
     backup.close()
+
+
+def test_request_log_shows_large_write_batches_by_their_head_and_a_count(tmp_path):
+    from p4target.runtime.server import LOGGED_UPDATES, RequestLog
+
+    path = tmp_path / "requests.txt"
+    log = RequestLog(str(path))
+    updates = [p4r.Update(type=p4r.Update.INSERT, entity=p4r.Entity(table_entry=p4r.TableEntry(table_id=i + 1)))
+               for i in range(LOGGED_UPDATES + 5)]
+    log.write("Write", p4r.WriteRequest(device_id=1, updates=updates[:3]))
+    log.write("Write", p4r.WriteRequest(device_id=1, updates=updates))
+    log.close()
+    small, large = path.read_text().split("---\n")[:2]
+    assert small.count("updates {") == 3 and "more updates" not in small
+    assert large.count("updates {") == LOGGED_UPDATES
+    assert f"table_id: {LOGGED_UPDATES}\n" in large and f"table_id: {LOGGED_UPDATES + 1}\n" not in large
+    assert "# ... and 5 more updates (not shown)" in large
+
+
+def test_reconcile_that_cannot_keep_the_state_is_invalid_argument_and_keeps_the_old_pipeline(p4info_path):
+    from p4target.runtime.device import Device
+
+    device = Device(1)
+    device.load_source(PROGRAM.read_text(), str(PROGRAM))
+    first = device.current
+    update = p4r.Update(type=p4r.Update.INSERT, entity=LPM_ENTRY.encode(_schema(p4info_path)))
+    assert device.write([update], p4r.WriteRequest.CONTINUE_ON_ERROR) == [None]
+    other = PROGRAM.parent / "route_scale.p4"  # no MyIngress.ipv4_lpm: the entry has nowhere to go
+    config = p4r.ForwardingPipelineConfig(p4info=build_p4info(load_program(str(other))),
+                                          p4_device_config=other.read_bytes())
+    with pytest.raises(RuntimeStatus) as err:
+        device.set_pipeline(p4r.SetForwardingPipelineConfigRequest.RECONCILE_AND_COMMIT, config)
+    assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT and "cannot preserve" in err.value.message
+    assert device.current is first and len(first.pipeline.state.table("MyIngress.ipv4_lpm")) == 1

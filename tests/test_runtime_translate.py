@@ -198,3 +198,18 @@ def test_inverse_undoes_delete_with_counters():
     for kind, e in undo:
         t.apply(kind, e)
     assert t.state.table("c.lpm").lookup((0x0A010203,)).params == {"port": 2}
+
+
+def test_read_of_an_absent_entry_is_empty_but_a_malformed_key_is_invalid():
+    """A read request is a filter (spec, Read RPC): no match -> no entities, not NOT_FOUND."""
+    t = make()
+    t.apply(INSERT, lpm_entry(b"\x0a\x00\x01\x00", 24))
+    present = entity("table_entry { table_id: 100 match { field_id: 1 lpm { value: '\\n\\000\\001\\000' prefix_len: 24 } } }")
+    absent = entity("table_entry { table_id: 100 match { field_id: 1 lpm { value: '\\n\\000\\002\\000' prefix_len: 24 } } }")
+    [found] = list(t.read(present))
+    assert found.table_entry.match[0].lpm.prefix_len == 24
+    assert list(t.read(absent)) == []
+    assert list(t.read(entity("direct_counter_entry { table_entry { table_id: 101 match { field_id: 1"
+                              " ternary { value: '\\010' mask: '\\377' } } priority: 3 } }"))) == []
+    malformed = entity("table_entry { table_id: 100 match { field_id: 1 lpm { value: '\\n\\000\\002\\001' prefix_len: 24 } } }")
+    assert code_of(lambda e: list(t.read(e)), malformed) == grpc.StatusCode.INVALID_ARGUMENT

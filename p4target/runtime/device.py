@@ -169,8 +169,10 @@ class Device:
             elif action == Action.VERIFY_AND_COMMIT:
                 self._commit(compile_config(config))
             elif action == Action.COMMIT:
+                if config.ByteSize():
+                    raise invalid("COMMIT takes no config: it commits the one saved by VERIFY_AND_SAVE")
                 if self.saved is None:
-                    raise RuntimeStatus(grpc.StatusCode.FAILED_PRECONDITION,
+                    raise RuntimeStatus(grpc.StatusCode.NOT_FOUND,
                                         "COMMIT without a saved config (send VERIFY_AND_SAVE first)")
                 self._commit(self.saved)
             elif action == Action.RECONCILE_AND_COMMIT:
@@ -194,7 +196,7 @@ class Device:
 
     @staticmethod
     def _carry_state(old: LoadedConfig, new: LoadedConfig) -> None:
-        """Copy every entity of `old` into `new` (RECONCILE_AND_COMMIT); FAILED_PRECONDITION if impossible."""
+        """Copy every entity of `old` into `new` (RECONCILE_AND_COMMIT); INVALID_ARGUMENT if impossible (spec)."""
         wildcards = [p4r.Entity(table_entry=p4r.TableEntry(counter_data=p4r.CounterData())),
                      p4r.Entity(register_entry=p4r.RegisterEntry()), p4r.Entity(counter_entry=p4r.CounterEntry()),
                      p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry(
@@ -213,8 +215,7 @@ class Device:
                 except RuntimeStatus as failure:
                     if _installed_by_program(new, entity, failure):
                         continue
-                    raise RuntimeStatus(grpc.StatusCode.FAILED_PRECONDITION,
-                                        f"cannot preserve forwarding state in the new pipeline: {failure.message}") from None
+                    raise invalid(f"cannot preserve forwarding state in the new pipeline: {failure.message}") from None
 
     def get_pipeline(self, response_type: int) -> p4r.ForwardingPipelineConfig:
         """GetForwardingPipelineConfig: the parts `response_type` asks for."""

@@ -24,7 +24,7 @@ Use from a switch process:
 
 Request log: when `log_path` is given every RPC and stream message is appended there in
 protobuf text format, like BMv2's `s1-p4runtime-requests.txt` (device configs are shown
-by size only).
+by size only, large Write batches by their first LOGGED_UPDATES updates and a count).
 """
 from __future__ import annotations
 
@@ -43,10 +43,15 @@ from p4target.runtime.errors import RuntimeStatus, abort, batch_status, code_num
 
 P4RUNTIME_API_VERSION = "1.5.0"
 READ_CHUNK = 1000  # entities per ReadResponse
+LOGGED_UPDATES = 16  # updates of a Write shown in the request log
 
 
 class RequestLog:
-    """Appends requests to a text file (thread-safe); does nothing without a path."""
+    """Appends requests to a text file (thread-safe); does nothing without a path.
+
+    A Write shows its first LOGGED_UPDATES updates and the count of the rest: protobuf
+    text formatting is pure Python and, done for every update, cost more than applying it.
+    """
 
     def __init__(self, path: str | None):
         self._file = open(path, "a", encoding="utf-8") if path else None
@@ -55,15 +60,22 @@ class RequestLog:
     def write(self, what: str, message) -> None:
         if self._file is None:
             return
+        note = ""
         if isinstance(message, p4r.SetForwardingPipelineConfigRequest) and message.config.p4_device_config:
             shown = p4r.SetForwardingPipelineConfigRequest()
             shown.CopyFrom(message)
             shown.config.p4_device_config = f"<{len(message.config.p4_device_config)} bytes of P4 source>".encode()
             message = shown
+        elif isinstance(message, p4r.WriteRequest) and len(message.updates) > LOGGED_UPDATES:
+            note = f"# ... and {len(message.updates) - LOGGED_UPDATES} more updates (not shown)\n"
+            shown = p4r.WriteRequest()
+            shown.CopyFrom(message)
+            del shown.updates[LOGGED_UPDATES:]
+            message = shown
         now = time.time()
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f".{int(now * 1000) % 1000:03d}"
         with self._lock:
-            self._file.write(f"[{stamp}] {what}\n{text_format.MessageToString(message)}---\n")
+            self._file.write(f"[{stamp}] {what}\n{text_format.MessageToString(message)}{note}---\n")
             self._file.flush()
 
     def close(self) -> None:

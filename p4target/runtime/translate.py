@@ -327,13 +327,25 @@ class Translator:
                 out.action.action.CopyFrom(self._action_out(default.action, default.params))
                 yield p4r.Entity(table_entry=out)
                 continue
-            if te.match:
-                found = state_call(self.state.table(name).find, self._match_in(table, te.match), te.priority)
-                entries = [found]
-            else:
-                entries = self.state.table(name).entries()
-            for entry in entries:
+            for entry in self._entries_read(table, te):
                 yield p4r.Entity(table_entry=self._entry_out(table, entry, with_counters))
+
+    def _entries_read(self, table: p4i.Table, te: p4r.TableEntry) -> list[st.TableEntry]:
+        """The entries a table read selects: all of them, or the one its match names.
+
+        A read request is a filter (P4Runtime spec, "Read RPC"): a fully specified key that
+        names no entry selects nothing, so the answer is empty, not NOT_FOUND.
+        """
+        stored = self.state.table(table.preamble.name)
+        if not te.match:
+            return stored.entries()
+        match = self._match_in(table, te.match)
+        try:
+            return [stored.find(match, te.priority)]
+        except st.NotFound:
+            return []
+        except st.StateError as exc:
+            raise RuntimeStatus(grpc.StatusCode[exc.code], str(exc)) from None
 
     def _entry_out(self, table: p4i.Table, entry: st.TableEntry, with_counters: bool) -> p4r.TableEntry:
         out = p4r.TableEntry(table_id=table.preamble.id, priority=entry.priority)
@@ -384,8 +396,7 @@ class Translator:
         else:
             tables = [self.info.tables[t] for t in self.info.direct_counter_of_table]
         for table in tables:
-            entries = [self._stored_entry(table, te)] if te.match else self.state.table(table.preamble.name).entries()
-            for entry in entries:
+            for entry in self._entries_read(table, te):
                 out = p4r.DirectCounterEntry(table_entry=self._entry_out(table, entry, False),
                                              data=p4r.CounterData(packet_count=entry.packets, byte_count=entry.bytes))
                 out.table_entry.ClearField("action")
