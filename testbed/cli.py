@@ -19,6 +19,8 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("switch", "p4target.switch", "run one embedded P4 switch on Linux interfaces (like simple_switch_grpc)"),
     ("clean", "testbed.clean", "remove leftovers of AggNet networks: switch processes, veths, host namespaces"),
     ("counters", "testbed.counters_cli", "read the per-job and per-port counters of a running network"),
+    ("run", "testbed.run_cli", "run an experiment: network up, pipeline and trees installed, training, counters"),
+    ("compare", "testbed.compare_cli", "run the same experiment once per scheme (innet, ps, ring) and compare them"),
 ]
 
 

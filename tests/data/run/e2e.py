@@ -1,0 +1,56 @@
+"""Helpers for the end-to-end tests: run `aggnet` as a user would, find what it left behind."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def aggnet_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "testbed.cli", *args]
+
+
+def run_dir(out: Path) -> Path:
+    """The single run folder `aggnet run --out OUT` created."""
+    runs = [p for p in out.iterdir() if p.is_dir()]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def aggnet_run(out: Path, *args: str, timeout: float = 600) -> tuple[subprocess.CompletedProcess, dict | None]:
+    """`aggnet run ... --out OUT`; returns the process and results.json (None when not written)."""
+    done = subprocess.run(aggnet_cmd("run", *args, "--out", str(out)), capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO)
+    results = run_dir(out) / "results.json"
+    return done, json.loads(results.read_text()) if results.exists() else None
+
+
+def processes_mentioning(text: str) -> list[str]:
+    """Command lines of live processes that contain `text` (e.g. a run folder)."""
+    found = []
+    for pid in (d for d in os.listdir("/proc") if d.isdigit()):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmd and int(pid) != os.getpid():
+            found.append(cmd)
+    return found
+
+
+def leftovers(folder: Path) -> list[str]:
+    """Mininet-style veths in the root namespace, and any process still working for `folder`.
+
+    Interfaces are looked at while holding the one-network lock: another test's network
+    (the lock serializes them) may be running right now, and its s1-eth1 is not ours.
+    """
+    from testbed.clean import root_veths
+    from testbed.network import acquire_network_lock
+
+    with acquire_network_lock():
+        veths = root_veths()
+    return [f"interface {i}" for i in veths] + [f"process {c}" for c in processes_mentioning(str(folder))]

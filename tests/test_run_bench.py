@@ -1,0 +1,88 @@
+"""The all-reduce benchmark's inputs and verdicts, and a whole benchmark over loopback (scheme ps)."""
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hosts import quantize
+from hosts.allreduce_bench import check, value_limit, vector
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_vectors_are_seeded_per_rank_and_stay_within_the_limit():
+    a, b = vector(7, 0, 1000, "int32", 100), vector(7, 1, 1000, "int32", 100)
+    assert np.array_equal(a, vector(7, 0, 1000, "int32", 100)) and not np.array_equal(a, b)
+    assert a.dtype == np.int32 and np.abs(a).max() <= 100 and np.abs(a).max() > 90
+    assert vector(7, 0, 10, "float32", 0).dtype == np.float32
+
+
+@pytest.mark.parametrize("scheme, workers", [("innet", 4), ("innet", 8), ("ps", 4)])
+def test_value_limit_keeps_the_worst_case_sum_exact(scheme, workers):
+    total = workers * value_limit(scheme, workers)
+    assert total <= (2**31 - 1 if scheme == "innet" else 2**24)
+    assert total > (2**31 - 1 if scheme == "innet" else 2**24) - workers
+
+
+def test_int_check_exact_and_wrong():
+    inputs = [vector(1, r, 500, "int32", value_limit("innet", 3)) for r in range(3)]
+    right = np.sum(np.stack(inputs).astype(np.int64), axis=0).astype(np.int32)
+    assert check("innet", "int32", inputs, right) == {"correct": True, "exact": True, "max_abs_error": 0.0,
+                                                       "bound": 0.0}
+    wrong = right.copy()
+    wrong[17] += 1
+    verdict = check("innet", "int32", inputs, wrong)
+    assert verdict["correct"] is False and verdict["max_abs_error"] == 1.0
+
+
+def test_float_check_uses_the_quantization_bound():
+    inputs = [vector(2, r, 2000, "float32", 0) for r in range(4)]
+    e_max = max(quantize.max_exponent(x) for x in inputs)
+    f = quantize.frac_bits(e_max, 4)
+    quantized = sum(quantize.quantize(x, f).astype(np.int64) for x in inputs)
+    result = quantize.dequantize(quantized, f)
+    verdict = check("innet", "float32", inputs, result)
+    assert verdict["correct"] and 0 < verdict["max_abs_error"] <= verdict["bound"]
+    assert verdict["bound"] >= quantize.error_bound(4, f)
+    off = result.copy()
+    off[3] += 4 * verdict["bound"]
+    assert not check("innet", "float32", inputs, off)["correct"]
+
+
+def test_ps_float_check_is_bit_exact_in_the_servers_order():
+    inputs = [vector(3, r, 100, "float32", 0) for r in range(3)]
+    in_order = (inputs[0] + inputs[1]) + inputs[2]
+    assert check("ps", "float32", inputs, in_order)["exact"]
+    assert not check("ps", "float32", inputs, np.nextafter(in_order, np.inf))["correct"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_benchmark_processes_over_loopback_with_a_parameter_server(tmp_path):
+    ps_port = free_port()
+    config = {"scheme": "ps", "timeout_s": 30,
+              "workers": [{"name": f"w{i}", "ip": "127.0.0.1", "port": free_port()} for i in range(3)],
+              "ps": {"name": "ps", "ip": "127.0.0.1", "port": ps_port}}
+    path = tmp_path / "agent.json"
+    path.write_text(json.dumps(config))
+    py = [sys.executable, "-m"]
+    server = subprocess.Popen(py + ["hosts.ps", "--config", str(path), "--out", str(tmp_path)], cwd=REPO)
+    workers = [subprocess.Popen(py + ["hosts.allreduce_bench", "--config", str(path), "--worker", f"w{i}",
+                                      "--elements", "50000", "--seed", "5", "--out", str(tmp_path)], cwd=REPO)
+               for i in range(3)]
+    assert [w.wait(60) for w in workers] == [0, 0, 0]
+    assert server.wait(30) == 0
+    reports = [json.loads((tmp_path / f"w{i}.bench.json").read_text()) for i in range(3)]
+    assert all(r["exact"] and r["elements"] == 50000 and r["workers"] == 3 for r in reports)
+    assert all(r["seconds"] > 0 and r["goodput_elements_per_s"] == pytest.approx(50000 / r["seconds"])
+               for r in reports)
