@@ -31,7 +31,7 @@ def test_minimal_shape_from_the_issue_derives_addresses_ports_ids():
     assert topo.hosts["h2"].mac == "00:00:00:00:00:02"
     assert topo.hosts["h1"].ip_cidr == "10.0.0.1/16"
     s1 = topo.switches["s1"]
-    assert (s1.device_id, s1.grpc_port, s1.slots) == (1, 50001, 1024)
+    assert (s1.device_id, s1.grpc_port, s1.slots) == (1, 9560, 1024)
     assert topo.port_of("s1", "h1") == 1 and topo.port_of("s1", "h2") == 2
     assert topo.neighbor_on("s1", 2) == "h2"
     assert topo.port_of("h1", "s1") == 0
