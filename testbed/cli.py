@@ -21,6 +21,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("counters", "testbed.counters_cli", "read the per-job and per-port counters of a running network"),
     ("run", "testbed.run_cli", "run an experiment: network up, pipeline and trees installed, training, counters"),
     ("compare", "testbed.compare_cli", "run the same experiment once per scheme (innet, ps, ring) and compare them"),
+    ("experiment", "testbed.scenario", "run a multi-job scenario file (jobs, background traffic, modes) and compare"),
 ]
 
 

@@ -1,0 +1,75 @@
+"""Scenario files: validation with one-line errors naming the file and field; results helpers."""
+import subprocess
+import sys
+
+import pytest
+
+from testbed.scenario import ScenarioError, load_scenario, parse_scenario, summarize, time_to_accuracy
+
+BASE = {"topology": "leafspine", "jobs": [{"name": "a", "workers": ["h1", "h3"], "ps": "h2"},
+                                          {"name": "b", "workers": ["h5", "h7"], "ps": "h6"}]}
+
+
+def with_(**changes):
+    data = {**BASE, **changes}
+    return data
+
+
+def test_experiment_file_and_test_data_load():
+    scn = load_scenario("experiments/mlfabric.yaml")
+    assert scn.modes == ("aware", "unaware", "ps") and len(scn.jobs) == 2 and scn.traffic
+    two = load_scenario("tests/data/scenario/two_jobs.yaml")
+    assert [j.root for j in two.jobs] == ["s3", "s5"] and two.workload == "allreduce"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"jobs": [{"name": "a", "workers": ["h1", "h9"]}]}, "field 'jobs[0].workers[1]': 'h9' is not a host of"),
+    ({"jobs": [{"name": "a", "workers": ["h1"]}]}, "field 'jobs[0].workers': a job needs at least 2 workers, got 1"),
+    ({"jobs": [{"name": "a", "workers": ["h1", "h2"]}, {"name": "b", "workers": ["h2", "h3"]}], "modes": ["aware"]},
+     "field 'jobs[1].workers': host h2 already runs job a"),
+    ({"modes": ["aware", "fast"]}, "field 'modes[1]': 'fast' is not one of aware, unaware, ps, ring"),
+    ({"jobs": [{"name": "a", "workers": ["h1", "h3"]}]}, "field 'jobs[0].ps': missing (mode ps needs"),
+    ({"slots": {"s9": 4}}, "field 'slots.s9': not a switch of"),
+    ({"shaping": [{"link": "s3-s5", "rate_mbps": 1}]}, "field 'shaping[0].link': "),
+    ({"shaping": [{"link": "s3-s1"}]}, "field 'shaping[0]': give at least one of rate_mbps"),
+    ({"traffic": [{"src": "h1", "dst": "h1"}]}, "field 'traffic[0].dst': a flow needs two different hosts"),
+    ({"traffic": [{"src": "h1", "dst": "h2", "rate_mbps": "fast"}]},
+     "field 'traffic[0].rate_mbps': expected float, got 'fast'"),
+    ({"adapt": {"period": 1}}, "field 'adapt.period': unknown"),
+    ({"train": {"steps": 0}}, "field 'train.steps': must be at least 1"),
+    ({"topology": "nowhere"}, "field 'topology': no topology file 'nowhere'"),
+    ({"colour": "red"}, "field 'colour': unknown"),
+])
+def test_bad_fields_name_file_and_field(change, message):
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(with_(**change), "x.yaml")
+    assert str(err.value).startswith("x.yaml: ") and message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_cli_reports_a_bad_file_in_one_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("topology: leafspine\njobs: [{name: a, workers: [h1, h3], k: -1}]\nmodes: [unaware]\n")
+    done = subprocess.run([sys.executable, "-m", "testbed.cli", "experiment", str(bad)], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"{bad}: field 'jobs[0].k': must be >= 0, got -1"
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("jobs: [\n")
+    done = subprocess.run([sys.executable, "-m", "testbed.cli", "experiment", str(broken)], capture_output=True,
+                          text=True)
+    assert done.returncode == 2 and done.stderr.startswith(f"{broken}:") and "YAML error" in done.stderr
+
+
+def test_time_to_accuracy_and_summary():
+    records = [{"step_time_s": 0.5}, {"step_time_s": 0.5, "test_accuracy": 0.6}, {"step_time_s": 1.0},
+               {"step_time_s": 1.0, "test_accuracy": 0.91}]
+    assert time_to_accuracy(records, 0.9) == 3.0 and time_to_accuracy(records, 0.95) is None
+    scn = parse_scenario(with_(target_accuracy=0.9), "x.yaml")
+    by_mode = {"aware": {"jobs": {"a": {"time_to_accuracy_s": 10.0}, "b": {"time_to_accuracy_s": 20.0}},
+                         "moves": [{}, {}]},
+               "unaware": {"jobs": {"a": {"time_to_accuracy_s": 30.0}, "b": {"time_to_accuracy_s": 30.0}}},
+               "ps": {"jobs": {"a": {"time_to_accuracy_s": 45.0}, "b": {"time_to_accuracy_s": None}}}}
+    summary = summarize(scn, by_mode)
+    assert summary["mean"] == {"aware": 15.0, "unaware": 30.0, "ps": None}
+    assert summary["ratio_to_aware"] == {"aware": 1.0, "unaware": 2.0}
+    assert summary["moves"] == {"aware": 2, "unaware": 0, "ps": 0}
