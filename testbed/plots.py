@@ -46,7 +46,8 @@ def load_metrics(folder: str | os.PathLike) -> dict[str, list[dict]]:
     return out
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend: runs have no display, and importing it lazily keeps the CLI fast."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -55,18 +56,19 @@ def _pyplot() -> Any:
     return plt
 
 
-def _save(fig: Any, path: str | os.PathLike) -> Path:
+def save_figure(fig: Any, path: str | os.PathLike) -> Path:
+    """Write `fig` as a PNG at `path` (folders created) and free it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    _pyplot().close(fig)
+    pyplot().close(fig)
     return path
 
 
 def plot_training(metrics: Mapping[str, list[dict]], path: str | os.PathLike, title: str = "training") -> Path:
     """Training loss (left) and test accuracy (right) against training time, one line per worker."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, (loss_ax, acc_ax) = plt.subplots(1, 2, figsize=(11, 4), sharex=True)
     for worker, records in sorted(metrics.items()):
         elapsed, t = [], 0.0
@@ -85,12 +87,12 @@ def plot_training(metrics: Mapping[str, list[dict]], path: str | os.PathLike, ti
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(title)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_link_bytes(link_bytes: Mapping[str, int], path: str | os.PathLike, title: str = "bytes per link") -> Path:
     """One bar per link (both directions), in MB, labelled with its value."""
-    plt = _pyplot()
+    plt = pyplot()
     names = sorted(link_bytes, key=natural_key)
     mbytes = [link_bytes[n] / 1e6 for n in names]
     fig, ax = plt.subplots(figsize=(max(5.0, 0.7 * len(names) + 2), 4))
@@ -100,12 +102,12 @@ def plot_link_bytes(link_bytes: Mapping[str, int], path: str | os.PathLike, titl
     ax.tick_params(axis="x", rotation=45 if len(names) > 8 else 0)
     ax.grid(axis="y", alpha=0.3)
     ax.margins(y=0.12)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_comparison(summary: Mapping[str, Mapping[str, Any]], path: str | os.PathLike) -> Path:
     """Schemes side by side (report.compare_summary): step time, bytes on the compared link, accuracy."""
-    plt = _pyplot()
+    plt = pyplot()
     schemes = list(summary)
     panels = [("median step time", "ms", "step_time_s", 1000.0, "{:.1f}"),
               ("bytes on the compared link", "MB", "link_bytes", 1e-6, "{:.2f}"),
@@ -124,7 +126,7 @@ def plot_comparison(summary: Mapping[str, Mapping[str, Any]], path: str | os.Pat
             ax.set_xlabel("link " + ", ".join(links))
     axes[2].set_ylim(0, 1.05)
     fig.suptitle("schemes compared")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _mb(value: float) -> str:

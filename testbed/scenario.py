@@ -557,9 +557,9 @@ def _mean(values: Any) -> float | None:
 
 def plot(by_mode: dict[str, dict], summary: dict, path: Path) -> Path:
     """Accuracy over training time per job and mode, and the compared times as bars."""
-    from testbed.plots import _pyplot, _save
+    from testbed.plots import pyplot, save_figure
 
-    plt = _pyplot()
+    plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     for mode, res in by_mode.items():
         for name, job in res["jobs"].items():
@@ -577,7 +577,7 @@ def plot(by_mode: dict[str, dict], summary: dict, path: Path) -> Path:
     right.set_xticks([x + width * (len(jobs) - 1) / 2 for x in range(len(modes))], modes)
     right.set(ylabel=summary["metric"].replace("_", " "), title="per mode (0: target not reached)")
     right.legend(fontsize=7)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def run_scenario(scn: Scenario, out: str = "runs", modes: tuple[str, ...] | None = None, say: Any = print) -> dict:
