@@ -11,6 +11,12 @@ Entities are built by P4 names resolved through the P4Info (`P4InfoIndex`), neve
     conn.read([conn.table_entry("AggIngress.ipv4_lpm")])      # wildcard read of one table
     conn.close()
 
+`SwitchConnection(address, device_id, read_only=True)` opens no stream and takes no part in
+arbitration, so it can read (counters, tables, registers) from a switch another controller
+owns without taking the primary role away; P4Runtime allows Read from any client. Without a
+`p4info` argument it resolves names through the P4Info of the pipeline the switch runs.
+Anything that writes or needs the stream raises P4RuntimeError.
+
 Match values: exact `v`; lpm `(v, prefix_len)`; ternary `(v, mask)`; range `(lo, hi)`;
 optional `v`. A value is an int, a dotted IPv4 string, a colon MAC string or big-endian
 bytes. Everything goes on the wire in the P4Runtime canonical form (shortest byte string;
@@ -130,15 +136,17 @@ class SwitchConnection:
     """One P4Runtime session to one device: primary arbitration, pipeline, writes, reads, packets.
 
     The StreamChannel runs in a background thread; PacketIns land in `packet_ins` (a queue of
-    p4r.PacketIn), stream errors in `stream_errors`.
+    p4r.PacketIn), stream errors in `stream_errors`. With `read_only=True` there is no stream
+    and no arbitration: reads only (see the module docstring).
     """
 
     def __init__(self, address: str, device_id: int, election_id: tuple[int, int] = (0, 1),
                  name: str | None = None, p4info: p4i.P4Info | None = None, sidechannel_port: int | None = None,
-                 arbitration_timeout: float = ARBITRATION_TIMEOUT_S):
+                 arbitration_timeout: float = ARBITRATION_TIMEOUT_S, read_only: bool = False):
         self.address = address
         self.device_id = device_id
         self.name = name or f"device {device_id} at {address}"
+        self.read_only = read_only
         self.election_id = p4r.Uint128(high=election_id[0], low=election_id[1])
         self.sidechannel_port = sidechannel_port
         self.index: P4InfoIndex | None = P4InfoIndex(p4info) if p4info is not None else None
@@ -151,7 +159,10 @@ class SwitchConnection:
         self._stream = None
         self._thread = threading.Thread(target=self._receive, name=f"p4rt-{self.name}", daemon=True)
         try:
-            self._become_primary(arbitration_timeout)
+            if not read_only:
+                self._become_primary(arbitration_timeout)
+            elif self.index is None:
+                self.use_running_p4info()
         except BaseException:
             self.close()
             raise
@@ -206,8 +217,14 @@ class SwitchConnection:
 
     # ------------------------------------------------------------------ pipeline
 
+    def _writable(self, what: str) -> None:
+        """Refuse `what` on a read-only connection, before anything reaches the switch."""
+        if self.read_only:
+            raise P4RuntimeError(f"{self.name}: {what} needs a primary connection; this one is read-only")
+
     def set_pipeline(self, p4info: p4i.P4Info, device_config: bytes, cookie: int = 0) -> None:
         """Push P4Info + device config (VERIFY_AND_COMMIT); later entities resolve names through this P4Info."""
+        self._writable("SetForwardingPipelineConfig")
         config = p4r.ForwardingPipelineConfig(p4info=p4info, p4_device_config=device_config)
         if cookie:
             config.cookie.cookie = cookie
@@ -233,10 +250,18 @@ class SwitchConnection:
         """Resolve names through `p4info` (the switch already runs that pipeline)."""
         self.index = P4InfoIndex(p4info)
 
+    def use_running_p4info(self) -> None:
+        """Resolve names through the P4Info of the pipeline the switch runs (asked from the switch)."""
+        request = p4r.GetForwardingPipelineConfigRequest(
+            device_id=self.device_id, response_type=p4r.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
+        reply = self._call("GetForwardingPipelineConfig", self._stub.GetForwardingPipelineConfig, request)
+        self.use_p4info(reply.config.p4info)
+
     # ------------------------------------------------------------------ write / read
 
     def write(self, updates: Sequence[p4r.Update], atomicity: int = p4r.WriteRequest.CONTINUE_ON_ERROR) -> None:
         """Send one batch. Raises P4RuntimeError with one line per failed update."""
+        self._writable("Write")
         if not updates:
             return
         request = p4r.WriteRequest(device_id=self.device_id, election_id=self.election_id,
@@ -406,6 +431,7 @@ class SwitchConnection:
 
     def register_write(self, register: str, values: Mapping[int, int]) -> None:
         """Write register cells {index: value}; over the side channel if one is configured."""
+        self._writable("register_write")
         if self.sidechannel_port is not None:
             for index, value in values.items():
                 self.side_command(f"register_write {register} {index} {value}")
@@ -426,9 +452,11 @@ class SwitchConnection:
             raise P4RuntimeError(f"{self.name}: {exc}") from None
 
     def set_queue_rate(self, pps: float, port: int | None = None) -> None:
+        self._writable("set_queue_rate")
         self.side_command(f"set_queue_rate {pps:g}" + ("" if port is None else f" {port}"))
 
     def set_queue_depth(self, packets: int, port: int | None = None) -> None:
+        self._writable("set_queue_depth")
         self.side_command(f"set_queue_depth {packets}" + ("" if port is None else f" {port}"))
 
     # ------------------------------------------------------------------ packets
@@ -439,6 +467,7 @@ class SwitchConnection:
         Padding fields (names starting with '_') default to 0; every other field must be given.
         A rejected PacketOut shows up in `stream_errors` (the stream has no reply).
         """
+        self._writable("PacketOut")
         packet = p4r.PacketOut(payload=payload)
         if metadata is not None:
             fields = {m.name: m for m in self._lookup("controller_metadata", "packet_out").metadata}

@@ -494,10 +494,12 @@ class UnknownEntity(KeyError):
 
 
 class P4InfoIndex:
-    """Find P4Info entities by fully qualified name, alias or id.
+    """Find P4Info entities by fully qualified name, alias or id (one dict lookup each).
 
     `index.table("ipv4_lpm")`, `index.action(28792405)`,
     `index.match_field("MyIngress.ipv4_lpm", "hdr.ipv4.dstAddr")`, `index.param(action, "port")`.
+    Both the controller (by name) and the P4Runtime server (by id, per update) look up here;
+    iterate a kind through `index.p4info.tables` etc.
     """
 
     def __init__(self, info: "p4i.P4Info"):
@@ -505,18 +507,26 @@ class P4InfoIndex:
         self._entities: dict[tuple[str, str | int], object] = {}
         self._names: dict[int, str] = {}
         for kind in _ENTITY_KINDS:
-            for entity in getattr(info, kind):
+            entities = getattr(info, kind)
+            for entity in entities:
                 pre = entity.preamble
-                for key in (pre.id, pre.name, pre.alias):
-                    self._entities.setdefault((kind, key), entity)
+                self._entities.setdefault((kind, pre.id), entity)
+                self._entities.setdefault((kind, pre.name), entity)
                 self._names[pre.id] = pre.name
+            for entity in entities:  # after all names, so an alias never hides another entity's name
+                self._entities.setdefault((kind, entity.preamble.alias), entity)
+        self._direct_counters = {c.direct_table_id: c for c in info.direct_counters}
+
+    def find(self, kind: str, key: str | int):
+        """The entity of `kind` (a P4Info list name such as "tables") with that name, alias or id; None if absent."""
+        return self._entities.get((kind, key))
 
     def entity(self, kind: str, key: str | int):
-        """The entity of `kind` (a P4Info list name such as "tables") with that name, alias or id."""
-        try:
-            return self._entities[(kind, key)]
-        except KeyError:
-            raise UnknownEntity(f"P4Info has no {kind[:-1].replace('_', ' ')} {key!r}") from None
+        """Like `find`, but an absent entity raises UnknownEntity."""
+        found = self.find(kind, key)
+        if found is None:
+            raise UnknownEntity(f"P4Info has no {kind[:-1].replace('_', ' ')} {key!r}")
+        return found
 
     def table(self, key: str | int) -> "p4i.Table":
         return self.entity("tables", key)
@@ -542,6 +552,10 @@ class P4InfoIndex:
     def controller_metadata(self, key: str | int) -> "p4i.ControllerPacketMetadata":
         """"packet_in" / "packet_out" header description."""
         return self.entity("controller_packet_metadata", key)
+
+    def direct_counter_of(self, table: str | int) -> "p4i.DirectCounter | None":
+        """The direct counter attached to `table`, None when it has none."""
+        return self._direct_counters.get(self.table(table).preamble.id)
 
     def name(self, entity_id: int) -> str:
         """Fully qualified name of any entity id."""

@@ -20,29 +20,31 @@ SWITCH_MARKERS = ("testbed.cli switch", "aggnet switch", "simple_switch_grpc")
 HOST_SHELL_MARKER = "mininet:"
 
 
-def process_start_time(pid: int) -> int | None:
-    """The kernel's start time of `pid` (clock ticks since boot), None if it is gone."""
+def _stat_field(pid: int, index: int) -> int | None:
+    """Field `index` of /proc/PID/stat counted after the command name (0 = state); None if gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[19])
+            return int(f.read().rsplit(")", 1)[1].split()[index])
     except (OSError, IndexError, ValueError):
         return None
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
+def process_start_time(pid: int) -> int | None:
+    """The kernel's start time of `pid` (clock ticks since boot), None if it is gone."""
+    return _stat_field(pid, 19)
 
 
 def _ppid(pid: int) -> int | None:
+    return _stat_field(pid, 1)
+
+
+def process_argv(pid: int) -> list[str]:
+    """The command line of `pid` as a list of arguments; empty if it is gone."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return []
 
 
 def record_path(owner_pid: int) -> str:
@@ -59,28 +61,42 @@ def write_record(record: dict) -> None:
 
 
 def remove_record(owner_pid: int) -> None:
+    _remove_file(record_path(owner_pid))
+
+
+def _remove_file(path: str) -> None:
     try:
-        os.remove(record_path(owner_pid))
+        os.remove(path)
     except FileNotFoundError:
         pass
 
 
-def _records() -> list[dict]:
-    out = []
+def _record_files() -> list[str]:
+    """Paths of the testbed records in STATE_DIR, in name order."""
     if not os.path.isdir(STATE_DIR):
-        return out
-    for name in sorted(os.listdir(STATE_DIR)):
-        if name.endswith(".json"):
-            try:
-                with open(os.path.join(STATE_DIR, name)) as f:
-                    out.append(json.load(f))
-            except (OSError, ValueError):
-                os.remove(os.path.join(STATE_DIR, name))
-    return out
+        return []
+    return [os.path.join(STATE_DIR, name) for name in sorted(os.listdir(STATE_DIR))
+            if name.startswith("testbed-") and name.endswith(".json")]
+
+
+def _load_record(path: str) -> dict | None:
+    """The record in `path`; None if it cannot be read (gone, or garbage that clean() removes)."""
+    try:
+        with open(path) as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("owner"), int) else None
 
 
 def _owner_alive(record: dict) -> bool:
     return process_start_time(record["owner"]) == record.get("owner_start")
+
+
+def live_records() -> list[dict]:
+    """Records of testbeds whose owner process still runs; reads only, never removes anything."""
+    records = (_load_record(path) for path in _record_files())
+    return [r for r in records if r is not None and _owner_alive(r)]
 
 
 def kill_process(pid: int, start_time: int | None, grace_s: float = 3.0) -> bool:
@@ -130,7 +146,11 @@ def clean(all_records: bool = False) -> list[str]:
     removed: list[str] = []
     claimed_pids: set[int] = set()
     claimed_intfs: set[str] = set()
-    for record in _records():
+    for path in _record_files():
+        record = _load_record(path)
+        if record is None:
+            _remove_file(path)
+            continue
         if _owner_alive(record) and not all_records:
             claimed_pids.update(p["pid"] for p in record.get("processes", []))
             claimed_intfs.update(record.get("interfaces", []))
@@ -140,7 +160,7 @@ def clean(all_records: bool = False) -> list[str]:
     for pid in (int(d) for d in os.listdir("/proc") if d.isdigit()):
         if pid in claimed_pids or _ppid(pid) != 1:
             continue
-        cmd = _cmdline(pid)
+        cmd = " ".join(process_argv(pid))
         if any(m in cmd for m in SWITCH_MARKERS) or HOST_SHELL_MARKER in cmd:
             if kill_process(pid, process_start_time(pid)):
                 removed.append(f"orphan process {cmd.strip()[:60]} (pid {pid})")

@@ -4,15 +4,14 @@ The network is found through the records running testbeds keep in /run/aggnet
 (testbed/clean.py): the record names the run folder and the switch processes, and each
 switch's command line (`--device-id`, `-i PORT@IFACE`, `--grpc-server-addr`, the same flags
 for the embedded switch and simple_switch_grpc) says where its P4Runtime server listens and
-which ports it has. Counters are read over P4Runtime by a read-only observer
-(report.P4RuntimeCounters): it never asks to be primary, so the controller of the run keeps
-its session. With the topology (`--topo`, or RUN_DIR/topology.yaml) each port is labelled
+which ports it has. Counters are read over P4Runtime by a read-only
+`controller.p4rt.SwitchConnection` (`read_only=True`): it never asks to be primary, so the
+controller of the run keeps its session. With the topology (`--topo`, or RUN_DIR/topology.yaml) each port is labelled
 with the node on its other end.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,24 +33,6 @@ class SwitchProcess:
     device_id: int
     grpc_address: str
     ports: dict[int, str] = field(default_factory=dict)  # port number -> interface
-
-
-def running_networks() -> list[dict]:
-    """Records of testbeds whose owner process still runs, oldest first."""
-    if not os.path.isdir(clean.STATE_DIR):
-        return []
-    out = []
-    for name in sorted(os.listdir(clean.STATE_DIR)):
-        if not (name.startswith("testbed-") and name.endswith(".json")):
-            continue
-        try:
-            with open(os.path.join(clean.STATE_DIR, name)) as f:
-                record = json.load(f)
-        except (OSError, ValueError):
-            continue  # being rewritten, or garbage that `aggnet clean` removes
-        if clean.process_start_time(record["owner"]) == record.get("owner_start"):
-            out.append(record)
-    return out
 
 
 def parse_switch_command(name: str, argv: list[str]) -> SwitchProcess | None:
@@ -76,12 +57,7 @@ def switch_processes(record: dict) -> list[SwitchProcess]:
     for proc in record.get("processes", []):
         if clean.process_start_time(proc["pid"]) != proc.get("start"):
             continue
-        try:
-            with open(f"/proc/{proc['pid']}/cmdline", "rb") as f:
-                argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
-        except OSError:
-            continue
-        switch = parse_switch_command(proc["name"], argv)
+        switch = parse_switch_command(proc["name"], clean.process_argv(proc["pid"]))
         if switch is not None:
             out.append(switch)
     return sorted(out, key=lambda s: natural_key(s.name))
@@ -89,7 +65,7 @@ def switch_processes(record: dict) -> list[SwitchProcess]:
 
 def pick_network(run_dir: str | None) -> dict:
     """The running network (the one in `run_dir` if given); CountersError when there is none."""
-    records = running_networks()
+    records = clean.live_records()
     if run_dir is not None:
         wanted = os.path.abspath(run_dir)
         records = [r for r in records if r.get("run_dir") == wanted]
@@ -111,6 +87,21 @@ def load_run_topology(topo_arg: str | None, run_dir: str | None) -> Any:
         return load_topology(topo_arg)
     candidate = os.path.join(run_dir or "", "topology.yaml")
     return load_topology(candidate) if run_dir and os.path.isfile(candidate) else None
+
+
+def read_switches(switches: list[SwitchProcess], job_ids: list[int] | None = None) -> dict[str, dict]:
+    """report.read_switch of each switch, over a read-only P4Runtime connection."""
+    from controller.p4rt import EntityError, SwitchConnection
+    from testbed import report
+
+    counters = {}
+    for sw in switches:
+        with SwitchConnection(sw.grpc_address, sw.device_id, name=sw.name, read_only=True) as reader:
+            try:
+                counters[sw.name] = report.read_switch(reader, sw.ports, job_ids)
+            except EntityError as exc:  # the switch runs a program without aggnet.p4's counters
+                raise CountersError(f"{exc} (is aggnet.p4 loaded?)") from None
+    return counters
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -135,10 +126,7 @@ def run(args: argparse.Namespace) -> int:
             raise CountersError(f"aggnet counters: no running switch {args.switch!r} (running: {names})")
         switches = chosen
     topology = load_run_topology(args.topo, record.get("run_dir"))
-    counters = {}
-    for sw in switches:
-        with report.P4RuntimeCounters(sw.grpc_address, sw.device_id, sw.name) as reader:
-            counters[sw.name] = report.read_switch(reader, sw.ports, args.job)
+    counters = read_switches(switches, args.job)
     print(f"run folder {record.get('run_dir', '?')}")
     report.print_counters(counters, topology)
     return 0

@@ -19,9 +19,9 @@ Counters, as `collect_counters` returns them (and as results.json stores them):
 
 Job ids and port numbers are ints here and strings once read back from JSON; every function
 in this module accepts both. A reader is anything with `read_counter(name, index=None) ->
-{index: (packets, bytes)}`: a primary `controller.p4rt.SwitchConnection`, or a
-`P4RuntimeCounters`, a read-only observer that never takes part in arbitration (so it can
-look at a network another controller owns; P4Runtime allows Read without it).
+{index: (packets, bytes)}`: a `controller.p4rt.SwitchConnection`, the controller's primary
+one or a `read_only=True` one that never takes part in arbitration (so it can look at a
+network another controller owns, as `aggnet counters` does).
 `read_switch(reader, ports, job_ids)` reads one switch when there is no topology at hand.
 
 `link_bytes` sums both directions of each link: a direction is counted where it leaves a
@@ -50,7 +50,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Protocol
+from typing import Any, Iterable, Mapping, Protocol
 
 from rich import box
 from rich.console import Console
@@ -68,73 +68,11 @@ class ResultsError(Exception):
     exit_code = 3
 
 
-class CounterReadError(Exception):
-    """A switch's counters could not be read (one line naming the switch)."""
-
-    exit_code = 1
-
+# ---------------------------------------------------------------------------- reading counters
 
 class CounterReader(Protocol):
     def read_counter(self, counter: str, index: int | None = None) -> dict[int, tuple[int, int]]:
         """index -> (packets, bytes); every cell when index is None."""
-
-
-# ---------------------------------------------------------------------------- reading counters
-
-class P4RuntimeCounters:
-    """A read-only P4Runtime client for counters: no stream, no arbitration, so it never
-    competes with (or replaces) the controller that owns the switch."""
-
-    def __init__(self, address: str, device_id: int, name: str | None = None, timeout_s: float = 10.0):
-        import grpc
-        from finsy.proto import p4r, p4r_grpc
-
-        from p4target.p4info import P4InfoIndex
-
-        self.address, self.device_id, self.timeout_s = address, device_id, timeout_s
-        self.name = name or f"device {device_id} at {address}"
-        self._p4r = p4r
-        self._channel = grpc.insecure_channel(address)
-        self._stub = p4r_grpc.P4RuntimeStub(self._channel)
-        request = p4r.GetForwardingPipelineConfigRequest(
-            device_id=device_id, response_type=p4r.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
-        reply = self._call("GetForwardingPipelineConfig",
-                           lambda: self._stub.GetForwardingPipelineConfig(request, timeout=timeout_s))
-        self.index = P4InfoIndex(reply.config.p4info)
-
-    def read_counter(self, counter: str, index: int | None = None) -> dict[int, tuple[int, int]]:
-        from p4target.p4info import UnknownEntity
-
-        p4r = self._p4r
-        try:
-            entry = p4r.CounterEntry(counter_id=self.index.counter(counter).preamble.id)
-        except UnknownEntity as exc:
-            raise CounterReadError(f"{self.name}: {exc} (is aggnet.p4 loaded?)") from None
-        if index is not None:
-            entry.index.index = index
-        request = p4r.ReadRequest(device_id=self.device_id, entities=[p4r.Entity(counter_entry=entry)])
-        replies = self._call("Read", lambda: list(self._stub.Read(request, timeout=self.timeout_s)))
-        return {e.counter_entry.index.index: (e.counter_entry.data.packet_count, e.counter_entry.data.byte_count)
-                for reply in replies for e in reply.entities}
-
-    def _call(self, what: str, rpc: Callable[[], Any]) -> Any:
-        """Run one RPC; a gRPC failure becomes a one-line CounterReadError naming the switch."""
-        import grpc
-
-        try:
-            return rpc()
-        except grpc.RpcError as exc:
-            detail = exc.details() or "no details"
-            raise CounterReadError(f"{self.name}: P4Runtime {what} failed: {exc.code().name}: {detail}") from None
-
-    def close(self) -> None:
-        self._channel.close()
-
-    def __enter__(self) -> "P4RuntimeCounters":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
 
 def collect_counters(topology: Any, readers: Mapping[str, CounterReader],

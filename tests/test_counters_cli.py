@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from controller.installer import load_program
-from controller.p4rt import SwitchConnection
+from controller.p4rt import P4RuntimeError, SwitchConnection
+from p4target.runtime import RuntimeServer
 from testbed import clean, counters_cli
 from testbed.cli import main
 
@@ -122,3 +123,18 @@ def test_unknown_switch_or_run_folder_is_named(network, capsys):
     assert capsys.readouterr().err == "aggnet counters: no running switch 's7' (running: s1)\n"
     assert main(["counters", "--run", "/nowhere"]) == 1
     assert capsys.readouterr().err == "aggnet counters: no running AggNet network uses the run folder /nowhere\n"
+
+
+def test_read_errors_are_one_line_and_hint_at_the_program():
+    """In-process switch: no pipeline yet, then a program without aggnet.p4's counters."""
+    server = RuntimeServer(device_id=1, address="127.0.0.1:0")
+    switch = counters_cli.SwitchProcess("s9", 1, f"127.0.0.1:{server.start()}", {1: "s9-eth1"})
+    try:
+        with pytest.raises(P4RuntimeError, match=r"^s9: GetForwardingPipelineConfig failed: FAILED_PRECONDITION"):
+            counters_cli.read_switches([switch])
+        server.load_source((REPO / "tests/data/testbed/ipv4_counters.p4").read_text(), "ipv4_counters.p4")
+        with pytest.raises(counters_cli.CountersError,
+                           match=r"^s9: P4Info has no counter 'AggIngress.agg_received' \(is aggnet.p4 loaded\?\)$"):
+            counters_cli.read_switches([switch])
+    finally:
+        server.stop()

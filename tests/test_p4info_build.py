@@ -141,6 +141,27 @@ def test_index_unknown_names_are_clear_errors(control_plane):
     assert idx.match_field("CpIngress.dmac", "dst").id == 1
 
 
+def test_index_find_and_direct_counter_of(control_plane):
+    idx = P4InfoIndex(control_plane)
+    dmac = idx.table("CpIngress.dmac")
+    assert idx.find("tables", dmac.preamble.id) is dmac and idx.find("tables", "dmac") is dmac
+    assert idx.find("tables", 12345) is None and idx.find("actions", dmac.preamble.id) is None
+    assert idx.direct_counter_of(dmac.preamble.id) is idx.direct_counter("CpIngress.mac_hits")
+    assert idx.direct_counter_of("dmac") is idx.direct_counter_of(dmac.preamble.id)
+    assert idx.direct_counter_of("smac") is None
+    with pytest.raises(KeyError, match="P4Info has no table 'nosuch'"):
+        idx.direct_counter_of("nosuch")
+
+
+def test_index_full_names_win_over_aliases():
+    """A hand-written P4Info may give one action an alias that is another action's full name."""
+    info = text_format.Parse('actions { preamble { id: 1 name: "I.a" alias: "b" } } '
+                             'actions { preamble { id: 2 name: "b" alias: "bb" } }', p4i.P4Info())
+    idx = P4InfoIndex(info)
+    assert idx.action("b").preamble.id == 2 and idx.action("I.a").preamble.id == 1
+    assert idx.action("bb").preamble.id == 2
+
+
 def test_duplicate_id_is_a_p4_error():
     src = """#include <core.p4>
 #include <v1model.p4>

@@ -141,6 +141,37 @@ def test_only_the_highest_election_id_is_primary(server, conn):
             conn.write([conn.insert(route(conn, "10.0.0.4", 32, "00:00:00:00:00:04", 4))])
 
 
+def test_read_only_connection_reads_by_name_and_never_writes(server, conn):
+    conn.write([conn.insert(route(conn, "10.0.0.5", 32, "00:00:00:00:00:05", 5))])
+    conn.register_write("AggIngress.agg_bitmap", {2: 9})
+    with SwitchConnection(f"127.0.0.1:{server.port}", device_id=1, name="obs", read_only=True) as observer:
+        # the P4Info came from the switch: names resolve as on the primary
+        assert observer.index.p4info == conn.index.p4info
+        assert observer.register_read("AggIngress.agg_bitmap", 2) == {2: 9}
+        (entry,) = observer.read([observer.table_entry(LPM)])
+        assert entry_key(entry.table_entry) == entry_key(route(conn, "10.0.0.5", 32, "00:00:00:00:00:05", 5))
+        assert observer.read_counter("AggIngress.port_rx", 7) == conn.read_counter("AggIngress.port_rx", 7)
+        refused = [lambda: observer.write([observer.insert(route(observer, "10.0.0.6", 32, 6, 6))]),
+                   lambda: observer.register_write("AggIngress.agg_bitmap", {2: 1}),
+                   lambda: observer.set_pipeline(conn.index.p4info, b""),
+                   lambda: observer.packet_out(b"frame"),
+                   lambda: observer.set_queue_rate(100)]
+        for call in refused:
+            with pytest.raises(P4RuntimeError, match=r"^obs: \w+ needs a primary connection; this one is read-only$"):
+                call()
+        assert observer.register_read("AggIngress.agg_bitmap", 2) == {2: 9}
+    conn.write([conn.insert(route(conn, "10.0.0.7", 32, "00:00:00:00:00:07", 7))])  # still primary
+    assert len(conn.read([conn.table_entry(LPM)])) == 2
+
+
+def test_read_only_connection_needs_a_pipeline_unless_given_a_p4info(server, program):
+    with pytest.raises(P4RuntimeError, match=r"^obs: GetForwardingPipelineConfig failed: FAILED_PRECONDITION"):
+        SwitchConnection(f"127.0.0.1:{server.port}", device_id=1, name="obs", read_only=True)
+    with SwitchConnection(f"127.0.0.1:{server.port}", 1, name="obs", p4info=program.p4info, read_only=True) as obs:
+        with pytest.raises(P4RuntimeError, match=r"^obs: Read failed: FAILED_PRECONDITION"):
+            obs.read_counter("AggIngress.port_rx")
+
+
 def test_wrong_device_id_and_no_server_fail_clearly(server):
     with pytest.raises(P4RuntimeError, match="s9: stream: "):
         SwitchConnection(f"127.0.0.1:{server.port}", device_id=9, name="s9")

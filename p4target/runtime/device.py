@@ -204,7 +204,7 @@ class Device:
                      p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry(
                          clone_session_entry=p4r.CloneSessionEntry())),
                      p4r.Entity(digest_entry=p4r.DigestEntry())]
-        for table in old.translator.info.tables.values():
+        for table in old.translator.info.p4info.tables:
             wildcards.append(p4r.Entity(table_entry=p4r.TableEntry(table_id=table.preamble.id, is_default_action=True)))
         for request in wildcards:
             update_type = MODIFY if request.WhichOneof("entity") in ("register_entry", "counter_entry") \
@@ -272,7 +272,7 @@ class Device:
     def packet_out_frame(self, packet: p4r.PacketOut) -> bytes:
         """The frame that enters ingress on the CPU port: packet_out header + payload (as BMv2 does)."""
         info = self.loaded().translator.info
-        header = info.controller_headers.get("packet_out")
+        header = info.find("controller_packet_metadata", "packet_out")
         if header is None:
             if packet.metadata:
                 raise invalid("PacketOut has metadata but the program has no @controller_header(\"packet_out\")")
@@ -292,7 +292,7 @@ class Device:
 
     def packet_in_message(self, frame: bytes) -> p4r.PacketIn:
         """A frame the pipeline sent to the CPU port -> PacketIn, packet_in header parsed and stripped."""
-        header = self.loaded().translator.info.controller_headers.get("packet_in")
+        header = self.loaded().translator.info.find("controller_packet_metadata", "packet_in")
         if header is None:
             return p4r.PacketIn(payload=frame)
         widths = [m.bitwidth for m in header.metadata]
@@ -313,9 +313,10 @@ class Device:
         info, configs = loaded.translator.info, loaded.translator.digest_configs
         lists: dict[int, p4r.DigestList] = {}
         for name, values in queued:
-            digest_id = info.digest_ids.get(name)
-            if digest_id not in configs:
+            digest = info.find("digests", name)
+            if digest is None or digest.preamble.id not in configs:
                 continue
+            digest_id = digest.preamble.id
             if digest_id not in lists:
                 lists[digest_id] = p4r.DigestList(digest_id=digest_id, list_id=self._next_list_id,
                                                   timestamp=time.time_ns())
@@ -330,6 +331,6 @@ def _installed_by_program(loaded: LoadedConfig, entity: p4r.Entity, failure: Run
     """Whether a carried-over entry failed only because the new program installs it itself."""
     if not entity.HasField("table_entry"):
         return False
-    table = loaded.translator.info.tables.get(entity.table_entry.table_id)
+    table = loaded.translator.info.find("tables", entity.table_entry.table_id)
     return table is not None and (table.is_const_table or table.has_initial_entries) and \
         failure.code in (grpc.StatusCode.ALREADY_EXISTS, grpc.StatusCode.PERMISSION_DENIED)

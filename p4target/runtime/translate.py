@@ -19,6 +19,7 @@ import grpc
 from finsy.proto import p4d, p4i, p4r
 
 from p4target import state as st
+from p4target.p4info import P4InfoIndex
 from p4target.runtime import codec
 from p4target.runtime.errors import RuntimeStatus, invalid
 
@@ -49,38 +50,20 @@ def _bitwidth(type_spec) -> int:
     return getattr(bits, kind).bitwidth
 
 
-class P4InfoById:
-    """The P4Info entities this runtime needs, indexed by id (and a few by name)."""
-
-    def __init__(self, p4info: p4i.P4Info):
-        self.p4info = p4info
-        self.tables = {t.preamble.id: t for t in p4info.tables}
-        self.actions = {a.preamble.id: a for a in p4info.actions}
-        self.counters = {c.preamble.id: c for c in p4info.counters}
-        self.direct_counters = {c.preamble.id: c for c in p4info.direct_counters}
-        self.direct_counter_of_table = {c.direct_table_id: c for c in p4info.direct_counters}
-        self.registers = {r.preamble.id: r for r in p4info.registers}
-        self.digests = {d.preamble.id: d for d in p4info.digests}
-        self.table_ids = {t.preamble.name: t.preamble.id for t in p4info.tables}
-        self.action_ids = {a.preamble.name: a.preamble.id for a in p4info.actions}
-        self.digest_ids = {d.preamble.name: d.preamble.id for d in p4info.digests}
-        self.controller_headers = {h.preamble.name: h for h in p4info.controller_packet_metadata}
-
-    def get(self, kind: str, entity_id: int):
-        """Entity `entity_id` from the `kind` map; INVALID_ARGUMENT naming the id if absent."""
-        found = getattr(self, kind).get(entity_id)
-        if found is None:
-            raise invalid(f"unknown {kind[:-1].replace('_', ' ')} id {entity_id}")
-        return found
-
-
 class Translator:
     """Applies P4Runtime writes to a State and answers reads from it, for one P4Info."""
 
     def __init__(self, p4info: p4i.P4Info, state: st.State):
-        self.info = P4InfoById(p4info)
+        self.info = P4InfoIndex(p4info)
         self.state = state
         self.digest_configs: dict[int, p4r.DigestEntry.Config] = {}
+
+    def _by_id(self, kind: str, entity_id: int):
+        """Entity `entity_id` of `kind` ("tables", ...); INVALID_ARGUMENT naming the id if absent."""
+        found = self.info.find(kind, entity_id)
+        if found is None:
+            raise invalid(f"unknown {kind[:-1].replace('_', ' ')} id {entity_id}")
+        return found
 
     # ------------------------------------------------------------------ writes
 
@@ -107,7 +90,7 @@ class Translator:
             raise unimplemented(f"{kind} is not supported by this target")
 
     def _write_table_entry(self, update_type: int, te: p4r.TableEntry) -> None:
-        table = self.info.get("tables", te.table_id)
+        table = self._by_id("tables", te.table_id)
         name = table.preamble.name
         if te.controller_metadata or te.metadata or te.idle_timeout_ns or te.HasField("meter_config"):
             raise unimplemented(f"table {name}: controller_metadata, metadata, idle timeouts and meters are not supported")
@@ -117,7 +100,7 @@ class Translator:
         if update_type == DELETE:
             return state_call(self.state.delete_entry, name, entry)
         entry.action, entry.params = self._action_in(table, te.action)
-        if te.HasField("counter_data") and te.table_id not in self.info.direct_counter_of_table:
+        if te.HasField("counter_data") and self.info.direct_counter_of(te.table_id) is None:
             raise invalid(f"table {name} has no direct counter for counter_data")
         with self.state.lock:
             if update_type == INSERT:
@@ -190,7 +173,7 @@ class Translator:
             if ta.WhichOneof("type") is None:
                 raise invalid(f"{where}: entry has no action")
             raise unimplemented(f"{where}: action profiles are not supported")
-        action = self.info.get("actions", ta.action.action_id)
+        action = self._by_id("actions", ta.action.action_id)
         scopes = {ref.id: ref.scope for ref in table.action_refs}
         if action.preamble.id not in scopes:
             raise invalid(f"{where}: action {action.preamble.name} is not one of the table's actions")
@@ -213,7 +196,7 @@ class Translator:
         return action.preamble.name, values
 
     def _write_counter(self, update_type: int, ce: p4r.CounterEntry) -> None:
-        counter = self.info.get("counters", ce.counter_id)
+        counter = self._by_id("counters", ce.counter_id)
         if update_type != MODIFY:
             raise invalid(f"counter {counter.preamble.name}: counter cells can only be modified")
         indexes = [ce.index.index] if ce.HasField("index") else range(counter.size)
@@ -223,20 +206,20 @@ class Translator:
                            ce.data.packet_count, ce.data.byte_count)
 
     def _write_direct_counter(self, update_type: int, dce: p4r.DirectCounterEntry) -> None:
-        table = self.info.get("tables", dce.table_entry.table_id)
+        table = self._by_id("tables", dce.table_entry.table_id)
         if update_type != MODIFY:
             raise invalid(f"table {table.preamble.name}: direct counter cells can only be modified")
         stored = self._stored_entry(table, dce.table_entry)
         stored.packets, stored.bytes = dce.data.packet_count, dce.data.byte_count
 
     def _stored_entry(self, table: p4i.Table, te: p4r.TableEntry) -> st.TableEntry:
-        if table.preamble.id not in self.info.direct_counter_of_table:
+        if self.info.direct_counter_of(table.preamble.id) is None:
             raise invalid(f"table {table.preamble.name} has no direct counter")
         match = self._match_in(table, te.match)
         return state_call(self.state.table(table.preamble.name).find, match, te.priority)
 
     def _write_register(self, update_type: int, re: p4r.RegisterEntry) -> None:
-        register = self.info.get("registers", re.register_id)
+        register = self._by_id("registers", re.register_id)
         name = register.preamble.name
         if update_type != MODIFY:
             raise invalid(f"register {name}: register cells can only be modified")
@@ -287,7 +270,7 @@ class Translator:
         return out
 
     def _write_digest(self, update_type: int, de: p4r.DigestEntry) -> None:
-        digest = self.info.get("digests", de.digest_id)
+        digest = self._by_id("digests", de.digest_id)
         name = digest.preamble.name
         present = de.digest_id in self.digest_configs
         if update_type == INSERT and present:
@@ -317,7 +300,7 @@ class Translator:
     def _read_tables(self, te: p4r.TableEntry) -> Iterator[p4r.Entity]:
         if not te.table_id and (te.match or te.is_default_action):
             raise invalid("reading by match or default entry needs a table_id")
-        tables = [self.info.get("tables", te.table_id)] if te.table_id else list(self.info.tables.values())
+        tables = [self._by_id("tables", te.table_id)] if te.table_id else list(self.info.p4info.tables)
         with_counters = te.HasField("counter_data")
         for table in tables:
             name = table.preamble.name
@@ -365,19 +348,19 @@ class Translator:
             else:
                 fm.range.low, fm.range.high = codec.encode(spec.low), codec.encode(spec.high)
         out.action.action.CopyFrom(self._action_out(entry.action, entry.params))
-        if with_counters and table.preamble.id in self.info.direct_counter_of_table:
+        if with_counters and self.info.direct_counter_of(table.preamble.id) is not None:
             out.counter_data.packet_count, out.counter_data.byte_count = entry.packets, entry.bytes
         return out
 
     def _action_out(self, name: str, params: dict[str, int]) -> p4r.Action:
-        action = self.info.actions[self.info.action_ids[name]]
+        action = self.info.action(name)
         out = p4r.Action(action_id=action.preamble.id)
         for param in action.params:
             out.params.add(param_id=param.id, value=codec.encode(params[param.name]))
         return out
 
     def _read_counters(self, ce: p4r.CounterEntry) -> Iterator[p4r.Entity]:
-        counters = [self.info.get("counters", ce.counter_id)] if ce.counter_id else list(self.info.counters.values())
+        counters = [self._by_id("counters", ce.counter_id)] if ce.counter_id else list(self.info.p4info.counters)
         for counter in counters:
             indexes = [ce.index.index] if ce.HasField("index") else range(counter.size)
             for index in indexes:
@@ -389,12 +372,12 @@ class Translator:
     def _read_direct_counters(self, dce: p4r.DirectCounterEntry) -> Iterator[p4r.Entity]:
         te = dce.table_entry
         if te.table_id:
-            table = self.info.get("tables", te.table_id)
-            if table.preamble.id not in self.info.direct_counter_of_table:
+            table = self._by_id("tables", te.table_id)
+            if self.info.direct_counter_of(table.preamble.id) is None:
                 raise invalid(f"table {table.preamble.name} has no direct counter")
             tables = [table]
         else:
-            tables = [self.info.tables[t] for t in self.info.direct_counter_of_table]
+            tables = [self.info.table(c.direct_table_id) for c in self.info.p4info.direct_counters]
         for table in tables:
             for entry in self._entries_read(table, te):
                 out = p4r.DirectCounterEntry(table_entry=self._entry_out(table, entry, False),
@@ -403,7 +386,7 @@ class Translator:
                 yield p4r.Entity(direct_counter_entry=out)
 
     def _read_registers(self, re: p4r.RegisterEntry) -> Iterator[p4r.Entity]:
-        registers = [self.info.get("registers", re.register_id)] if re.register_id else list(self.info.registers.values())
+        registers = [self._by_id("registers", re.register_id)] if re.register_id else list(self.info.p4info.registers)
         for register in registers:
             indexes = [re.index.index] if re.HasField("index") else range(register.size)
             for index in indexes:
@@ -434,7 +417,7 @@ class Translator:
 
     def _read_digests(self, de: p4r.DigestEntry) -> Iterator[p4r.Entity]:
         if de.digest_id:
-            self.info.get("digests", de.digest_id)
+            self._by_id("digests", de.digest_id)
         for digest_id, config in sorted(self.digest_configs.items()):
             if de.digest_id in (0, digest_id):
                 yield p4r.Entity(digest_entry=p4r.DigestEntry(digest_id=digest_id, config=config))
