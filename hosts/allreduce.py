@@ -15,7 +15,7 @@ raises AggOverflowError instead of returning a wrapped or clamped sum.
 """
 from __future__ import annotations
 
-import collections
+import heapq
 import math
 import socket
 import struct
@@ -30,7 +30,7 @@ from .job import JobSpec
 _HEADER = struct.Struct("!HHIBBHhH")  # mirrors codec.HEADER_DTYPE, for one packet at a time
 FLOAT_RETRIES = 3  # rescale attempts after an overflow in the float path (see allreduce())
 FLOAT_RETRY_BITS = 8  # fractional bits given up per attempt
-MAX_RTO_S = 1.0  # the adaptive retransmission timeout never grows beyond this
+MAX_RTO_S = 1.0  # the retransmission timeout never grows beyond this, backed off or not
 
 
 class AllReduceError(RuntimeError):
@@ -41,6 +41,38 @@ class AllReduceError(RuntimeError):
 
 class AggOverflowError(AllReduceError):
     """A switch saturated while summing: the exact int32 sum does not exist."""
+
+
+class RetransmitTimer:
+    """The retransmission timeout (RTO) of one worker: TCP's estimator with Karn's algorithm.
+
+    The RTO is `min_rto` at least, else twice the smoothed time a chunk takes to come back
+    (which includes waiting for the slowest worker). Only chunks sent once give samples (a
+    result for a resent chunk may answer either copy). Each timeout doubles the RTO up to
+    `max_rto`, so when every chunk in the window is being resent the resends thin out instead
+    of snowballing at the minimum; a fresh sample recomputes it from the estimate. A burst of
+    chunks that expire together is one loss event: it doubles the RTO once, not per chunk.
+    """
+
+    def __init__(self, min_rto: float, max_rto: float = MAX_RTO_S):
+        self.min_rto = min_rto
+        self.max_rto = max(min_rto, max_rto)
+        self.rto = min_rto
+        self.srtt: float | None = None
+        self._backed_off_at = -math.inf
+
+    def sample(self, seconds: float) -> None:
+        """A chunk sent once came back after `seconds`: update the estimate, drop any backoff."""
+        self.srtt = seconds if self.srtt is None else 0.875 * self.srtt + 0.125 * seconds
+        self.rto = min(self.max_rto, max(self.min_rto, 2 * self.srtt))
+        self._backed_off_at = -math.inf
+
+    def timeout(self, sent_at: float, now: float) -> None:
+        """A chunk sent at `sent_at` expired at `now`: double the RTO unless this expiry belongs
+        to a burst that already doubled it (the chunk was sent before the last doubling)."""
+        if sent_at >= self._backed_off_at:
+            self.rto = min(self.max_rto, 2 * self.rto)
+            self._backed_off_at = now
 
 
 @dataclass
@@ -67,10 +99,7 @@ class AllReduceClient:
         self.dest = (job.agg_ip, job.agg_port)
         self.next_chunk = 0
         self.stats = ClientStats()
-        # Retransmission timeout: job.timeout_s at least, else twice the smoothed time a chunk
-        # takes to come back (which includes waiting for the slowest worker), TCP-style.
-        self.rto = job.timeout_s
-        self._srtt: float | None = None
+        self.timer = RetransmitTimer(job.timeout_s)
         if sock is None:
             me = job.workers[rank]
             sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -151,7 +180,7 @@ class AllReduceClient:
         sent_at = np.zeros(n, dtype=np.float64)
         deadline = np.zeros(n, dtype=np.float64)
         resent = np.zeros(n, dtype=bool)
-        timers: collections.deque[tuple[float, int]] = collections.deque()
+        timers: list[tuple[float, int]] = []  # heap of (deadline, chunk); stale deadlines are skipped
         remaining = n
 
         def send(c: int, retx: bool) -> None:
@@ -163,8 +192,8 @@ class AllReduceClient:
             self.sock.sendto(data, self.dest)
             self.stats.packets_sent += 1
             sent_at[c] = time.monotonic()
-            deadline[c] = sent_at[c] + self.rto
-            timers.append((deadline[c], c))
+            deadline[c] = sent_at[c] + self.timer.rto
+            heapq.heappush(timers, (deadline[c], c))
 
         for c in range(min(window, n)):
             send(c, retx=False)
@@ -172,8 +201,9 @@ class AllReduceClient:
         while remaining:
             now = time.monotonic()
             while timers and timers[0][0] <= now:
-                _, c = timers.popleft()
+                _, c = heapq.heappop(timers)
                 if not done[c] and deadline[c] <= now:
+                    self.timer.timeout(sent_at[c], now)
                     send(c, retx=True)
             if now - last_progress > self.stall_timeout_s:
                 raise AllReduceError(f"job {job.job_id}: no result for {self.stall_timeout_s:.1f} s; "
@@ -192,16 +222,12 @@ class AllReduceClient:
             remaining -= 1
             last_progress = time.monotonic()
             if not resent[c]:  # Karn: only unambiguous round trips update the estimate
-                self._update_rto(last_progress - sent_at[c])
+                self.timer.sample(last_progress - sent_at[c])
             if c + window < n:
                 send(c + window, retx=False)
         self.next_chunk = g0 + n
         self.stats.chunks += n
         return sums.ravel()[:flat.size], overflow
-
-    def _update_rto(self, sample: float) -> None:
-        self._srtt = sample if self._srtt is None else 0.875 * self._srtt + 0.125 * sample
-        self.rto = min(MAX_RTO_S, max(self.job.timeout_s, 2 * self._srtt))
 
     def _accept(self, data: memoryview, g0: int, n: int, scale: int, done: np.ndarray) -> int | None:
         """The chunk index a received result completes, or None for anything to ignore."""

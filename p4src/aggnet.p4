@@ -346,9 +346,15 @@ control AggEgress(inout headers_t hdr, inout metadata_t meta,
                   inout standard_metadata_t standard_metadata) {
     counter(AGG_PORTS, CounterType.packets_and_bytes) port_tx;
 
-    /* Results leave towards a host addressed to it, so its UDP socket accepts them. */
+    /* Results leave towards a host addressed to it, so its UDP socket accepts them. They come
+     * from the aggregation address: every result descends from a contribution a worker sent
+     * to the job's agg_ip and the switch MAC it resolves to, and the tree never rewrites those,
+     * so the destination becomes the source. Kept, the source would be the worker whose
+     * contribution completed the chunk, and that worker would drop its result as martian. */
     action set_host(bit<48> mac, bit<32> ip, bit<16> udp_port) {
+        hdr.ethernet.srcAddr = hdr.ethernet.dstAddr;
         hdr.ethernet.dstAddr = mac;
+        hdr.ipv4.srcAddr = hdr.ipv4.dstAddr;
         hdr.ipv4.dstAddr = ip;
         hdr.udp.dstPort = udp_port;
     }

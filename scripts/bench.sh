@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmarks, each writing JSON under bench/ (or $1): the embedded target in-process,
 # placement at scale, P4Runtime write/read rates against a real switch process, and
-# forwarding through a switch process between two namespaces (root only).
+# forwarding through a switch process between two namespaces and all-reduce goodput,
+# in-network vs parameter server, on Mininet (root only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -13,7 +14,8 @@ $py scripts/bench_placement.py --out "$out/placement.json"
 $py scripts/bench_runtime.py --out "$out/runtime.json"
 if [ "$(id -u)" -eq 0 ]; then
   $py scripts/bench_switch.py --out "$out/switch.json"
+  $py scripts/bench_allreduce.py --out "$out/allreduce.json"
 else
-  echo "bench.sh: not root, skipping the switch-process benchmark" >&2
+  echo "bench.sh: not root, skipping the Mininet benchmarks (switch process, all-reduce)" >&2
 fi
 echo "bench.sh: results in $out/"

@@ -3,8 +3,9 @@
 Every scheme runs with the same options and seeds, one after the other, each in its own
 run folder under DIR/compare-<ts>/<scheme>/. The compare folder then gets comparison.json
 (per scheme: step time, accuracy, bytes on the compared link), comparison.png, and the
-table is printed. The compared link is the parameter server's when ps is among the schemes
-(where a host-based scheme concentrates its traffic), else each run's busiest link.
+table is printed. The compared link is each run's busiest: for ps the server's link (where
+it concentrates its traffic), for innet a worker's link (the server's link carries nothing
+there when the server has a host of its own), for ring a worker's link.
 """
 from __future__ import annotations
 
@@ -35,28 +36,21 @@ def compare_dir(root: str) -> Path:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from controller.topology import load_topology
     from testbed import plots, report, run_cli
-    from testbed.experiment import SCHEMES, RunError, choose_workers, ps_host, resolve_topology
+    from testbed.experiment import SCHEMES, RunError
 
     schemes = [s.strip() for s in args.schemes.split(",") if s.strip()]
     bad = [s for s in schemes if s not in SCHEMES]
     if bad or not schemes or len(set(schemes)) != len(schemes):
         raise RunError(f"--schemes: {args.schemes!r}: give distinct schemes from {', '.join(SCHEMES)}")
     console = Console()
-    base = run_cli.config_from_args(args)
-    topo = load_topology(resolve_topology(base.topo))
-    link = None
-    if "ps" in schemes:
-        server = ps_host(topo, choose_workers(topo, base))
-        link = report.link_name(topo, topo.links_of(server)[0])
     folder = compare_dir(args.out)
     by_scheme = {}
     for scheme in schemes:
         console.rule(f"scheme {scheme}")
         by_scheme[scheme] = run_cli.execute(run_cli.config_from_args(args, scheme=scheme, out=str(folder / scheme)),
                                             console)
-    summary = report.compare_summary(by_scheme, link)
+    summary = report.compare_summary(by_scheme)
     (folder / "comparison.json").write_text(json.dumps(
         {"schemes": summary, "runs": {s: r["run_dir"] for s, r in by_scheme.items()}}, indent=2) + "\n")
     plots.plot_comparison(summary, folder / "comparison.png")

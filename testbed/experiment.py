@@ -72,7 +72,10 @@ class RunConfig:
     dtype: str = "int32"
     lanes: int = 32
     slots: int = 64  # the job's slot window on each aggregating switch
-    min_rto_s: float = 0.2  # the all-reduce client's smallest retransmission timeout (JobSpec.timeout_s)
+    # The all-reduce client's smallest retransmission timeout (JobSpec.timeout_s). Its backoff keeps
+    # resends from snowballing at any value; 0.2 s avoids spurious ones when many switch processes
+    # share the CPUs (fattree4 at 0.05 s: up to 6% of a link's packets were resends, at 0.2 s none).
+    min_rto_s: float = 0.2
     link_mbps: float | None = None
     loss: float | None = None  # percent at every switch egress port
     seed: int = 0
@@ -324,17 +327,13 @@ class Experiment:
         return path
 
     def _prepare_hosts(self, tb: Any) -> None:
-        """Static ARP for the aggregation address on every worker (contributions go to it), and
-        accept_local: aggnet.p4 sends a result out with the source address of the contribution
-        that completed it, so the worker that completed a chunk gets its result "from itself",
-        which Linux drops as martian unless accept_local is on."""
+        """Static ARP for the aggregation address on every worker: contributions go to it, and
+        results come back from it (aggnet.p4 set_host)."""
         from controller.installer import DEFAULT_AGG_IP
 
         for h in self.workers:
             node = tb.host(h)
-            intf = node.defaultIntf().name
-            node.cmd(f"ip neigh replace {DEFAULT_AGG_IP} lladdr {AGG_MAC} dev {intf} nud permanent; "
-                     f"sysctl -qw net.ipv4.conf.all.accept_local=1 net.ipv4.conf.{intf}.accept_local=1")
+            node.cmd(f"ip neigh replace {DEFAULT_AGG_IP} lladdr {AGG_MAC} dev {node.defaultIntf().name} nud permanent")
 
     def _start_processes(self, tb: Any, config: Path) -> None:
         cfg = self.cfg

@@ -33,8 +33,10 @@ def test_children_sum_exactly(children):
         assert o.values == vals.astype(np.int64).sum(axis=0).tolist()
         assert o.flag(codec.FLAG_RESULT) and not o.flag(codec.FLAG_OVERFLOW)
         assert int(o.agg["workers"]) == children and int(o.agg["seq"]) == 42 and int(o.agg["slot"]) == 3
-        # re-addressed to the host on that port, so its UDP socket accepts it
+        # re-addressed to the host on that port, so its UDP socket accepts it, and sent from the
+        # aggregation address, never from the worker whose contribution completed the chunk
         assert (o.frame.dst_ip, o.frame.dst_mac, o.frame.dport) == (fb.host_ip(o.port), fb.host_mac(o.port), 48864)
+        assert (o.frame.src_ip, o.frame.src_mac) == (fb.AGG_IP, fb.SWITCH_MAC)
     assert fb.counter(sw, "received") == fb.counter(sw, "aggregated") == children
     assert fb.counter(sw, "completed") == 1 and fb.counter(sw, "duplicates") == 0
     assert sw.state.counter_read("AggIngress.port_rx", 1) == (1, 186)
@@ -61,6 +63,7 @@ def test_retransmission_after_completion_gets_stored_result():
     o = again[0]
     assert o.values[:2] == [11, 22] and o.flag(codec.FLAG_RESULT) and o.flag(codec.FLAG_RETX)
     assert (o.frame.dst_ip, int(o.agg["workers"])) == (fb.host_ip(2), 2)
+    assert (o.frame.src_ip, o.frame.src_mac) == (fb.AGG_IP, fb.SWITCH_MAC)  # not host 2 itself
     assert fb.counter(sw, "retx_answered") == 1 and fb.counter(sw, "completed") == 1
 
 
@@ -184,6 +187,7 @@ def test_two_level_tree():
     assert down[0].values[:3] == [10, -100, 2**30] and int(down[0].agg["workers"]) == 4
     at_hosts = fb.send(s1, 3, [o for o in down if o.port == 1][0].raw)
     assert sorted((o.port, o.frame.dst_ip) for o in at_hosts) == [(1, "10.0.0.1"), (2, "10.0.0.2")]
+    assert {(o.frame.src_ip, o.frame.src_mac) for o in at_hosts} == {(fb.AGG_IP, fb.SWITCH_MAC)}
     assert all(o.values[:3] == [10, -100, 2**30] for o in at_hosts)
     # the leaf kept the final result: a late retransmission is answered there, not at the root
     ans = fb.send(s1, 1, fb.packet(1, 2, 7, vals[1], src=1, retx=True))
@@ -221,6 +225,7 @@ def test_forwarding_only_switch_children_told_apart_by_source():
     assert sorted((o.port, o.values[0]) for o in down) == [(1, 321), (2, 321)]
     to_s1 = [o for o in down if o.port == 1][0]
     assert to_s1.frame.dport == 48864  # no host entry on the switch link: not re-addressed
+    assert to_s1.frame.src_ip == fb.host_ip(3)
     hosts = fb.send(s1, 3, to_s1.raw)
     assert sorted((o.port, o.values[0], o.frame.dst_ip) for o in hosts) == [(1, 321, "10.0.0.1"),
                                                                           (2, 321, "10.0.0.2")]

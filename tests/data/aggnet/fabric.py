@@ -220,5 +220,8 @@ class Fabric:
                 if (fr.dst_ip, fr.dst_mac, fr.dport) != (host_ip(host), host_mac(host), codec.AGG_PORT):
                     raise AssertionError(f"{sw}:{out_port}: result addressed to {fr.dst_ip}/{fr.dst_mac}:{fr.dport}, "
                                          f"not host {host}")
+                if (fr.src_ip, fr.src_mac) != (AGG_IP, SWITCH_MAC):
+                    raise AssertionError(f"{sw}:{out_port}: result from {fr.src_ip}/{fr.src_mac}, "
+                                         f"not the aggregation address")
                 self.sock.sendto(fr.payload, addr)
                 self.delivered += 1
