@@ -1,12 +1,15 @@
 """The worker agent: one process per worker host, training its shard of the job.
 
-    python -m hosts.agent --config job.json --worker h1 --out DIR
+    python -m hosts.agent --config job.json --worker h1 --out DIR [--checkpoint CKPT [--resume-step N]]
 
 Writes DIR/h1.log (everything it did), DIR/h1.metrics.jsonl (one JSON object per step:
 step, epoch, loss, step_time_s, comm_time_s, bytes_sent, and test_loss/test_accuracy on
 evaluation steps) and, on success, DIR/h1.result.json. Exit 0 on success; on failure one
 line "agent h1: ..." on stderr naming what failed (a crashed peer is named) and a non-zero
 exit code (2 bad config, 1 communication failure, 3 internal error).
+
+With --checkpoint the state after every step is saved under CKPT (hosts.checkpoint), and
+--resume-step N continues a run after step N (appending to the metrics file).
 """
 from __future__ import annotations
 
@@ -25,8 +28,8 @@ from .process import run_main, setup_logging
 log = logging.getLogger("aggnet.agent")
 
 
-def make_allreduce(config: AgentConfig, rank: int) -> AllReduce:
-    """The AllReduce implementation the config's scheme names, connected for `rank`."""
+def make_allreduce(config: AgentConfig, rank: int, start_step: int = 0) -> AllReduce:
+    """The AllReduce implementation the config's scheme names, connected for `rank` (first step: start_step)."""
     me = config.workers[rank]
     if config.scheme == "innet":
         from .comm import InNetworkAllReduce
@@ -34,14 +37,24 @@ def make_allreduce(config: AgentConfig, rank: int) -> AllReduce:
     if config.scheme == "ps":
         from .ps import ParameterServerClient
         return ParameterServerClient(config.ps, me.name, rank, len(config.workers), config.timeout_s)
+    if config.scheme == "hostagg":
+        from .host_agg import HostAggClient
+        servers = [e for e in (config.aggregator, config.replica) if e is not None]
+        return HostAggClient(servers, me.name, rank, len(config.workers), config.timeout_s, start_step)
     from .ring import RingAllReduce
     return RingAllReduce(list(config.workers), rank, config.timeout_s)
 
 
-def run_agent(config: AgentConfig, worker: str, out_dir: Path, source: str = "<agent config>") -> dict:
-    """Train as `worker`; write metrics and the result JSON under out_dir; return the result."""
+def run_agent(config: AgentConfig, worker: str, out_dir: Path, source: str = "<agent config>",
+              checkpoint_dir: Path | None = None, resume_step: int = -1) -> dict:
+    """Train as `worker`; write metrics and the result JSON under out_dir; return the result.
+
+    checkpoint_dir: save the state after every step there; resume_step >= 0: continue after
+    that step from its checkpoint.
+    """
     import torch
 
+    from .checkpoint import Checkpointer, CheckpointError
     from .data import load_dataset
     from .train import train_worker
 
@@ -50,10 +63,23 @@ def run_agent(config: AgentConfig, worker: str, out_dir: Path, source: str = "<a
     tc = config.train
     log.info("worker %s rank %d of %d, scheme %s, train %s", worker, rank, len(config.workers), config.scheme,
              asdict(tc))
+    if resume_step >= 0 and checkpoint_dir is None:
+        raise CheckpointError(f"agent {worker}: --resume-step needs --checkpoint")
+    if resume_step >= tc.steps - 1:
+        raise CheckpointError(f"agent {worker}: --resume-step {resume_step}: nothing left to train "
+                              f"(the job has {tc.steps} steps)")
+    checkpointer = Checkpointer(checkpoint_dir, worker) if checkpoint_dir is not None else None
+    straggler = config.stragglers.get(worker)
+    if straggler:
+        log.info("straggler: %s", straggler)
     data = load_dataset(tc.dataset, tc.seed)
     records: list[dict] = []
-    with open(out_dir / f"{worker}.metrics.jsonl", "w") as metrics, make_allreduce(config, rank) as comm:
+    mode = "a" if resume_step >= 0 else "w"
+    with open(out_dir / f"{worker}.metrics.jsonl", mode) as metrics, \
+            make_allreduce(config, rank, resume_step + 1) as comm:
         def on_step(record: dict) -> None:
+            if hasattr(comm, "last_round"):
+                record["round_contributions"], record["staleness"] = comm.last_round
             records.append(record)
             metrics.write(json.dumps(record) + "\n")
             metrics.flush()
@@ -61,7 +87,9 @@ def run_agent(config: AgentConfig, worker: str, out_dir: Path, source: str = "<a
                 log.info("step %d loss %.4f test accuracy %.4f", record["step"], record["loss"],
                          record["test_accuracy"])
 
-        train_worker(tc, data, comm, on_step)
+        if resume_step >= 0:
+            log.info("resuming after step %d", resume_step)
+        train_worker(tc, data, comm, on_step, checkpointer, resume_step, straggler)
     last = records[-1]
     result = {"worker": worker, "rank": rank, "world_size": len(config.workers), "scheme": config.scheme,
               "config": asdict(tc), "seeds": {"model": tc.seed, "data": tc.seed}, "steps": tc.steps,
@@ -69,6 +97,14 @@ def run_agent(config: AgentConfig, worker: str, out_dir: Path, source: str = "<a
               "step_time_s": statistics.median(r["step_time_s"] for r in records),
               "comm_time_s": statistics.median(r["comm_time_s"] for r in records),
               "bytes_sent": last["bytes_sent"]}
+    if config.scheme == "hostagg":
+        result["staleness_bound"] = config.staleness
+        result["max_staleness"] = max(r["staleness"] for r in records)
+        result["failovers"] = comm.failovers
+    if straggler:
+        result["straggler"] = straggler.to_dict()
+    if resume_step >= 0:
+        result["resumed_after_step"] = resume_step
     (out_dir / f"{worker}.result.json").write_text(json.dumps(result, indent=2) + "\n")
     log.info("done: final accuracy %.4f", result["final_accuracy"])
     return result
@@ -79,12 +115,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", required=True, help="the job's agent config (JSON)")
     parser.add_argument("--worker", required=True, help="this worker's name in the config (h1, h2, ...)")
     parser.add_argument("--out", default=".", help="folder for NAME.log, NAME.metrics.jsonl, NAME.result.json")
+    parser.add_argument("--checkpoint", default=None, help="folder for per-step checkpoints (hosts.checkpoint)")
+    parser.add_argument("--resume-step", type=int, default=-1, help="continue after this checkpointed step")
     args = parser.parse_args(argv)
 
     def body() -> int:
         out_dir = Path(args.out)
         setup_logging(out_dir, args.worker)
-        run_agent(load_config(args.config), args.worker, out_dir, args.config)
+        checkpoint = Path(args.checkpoint) if args.checkpoint else None
+        run_agent(load_config(args.config), args.worker, out_dir, args.config, checkpoint, args.resume_step)
         return 0
 
     return run_main(body, f"agent {args.worker}")

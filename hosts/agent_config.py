@@ -6,6 +6,10 @@
       "workers": [{"name": "h1", "ip": "10.0.0.1", "port": 47000}, ...],   # rank order
       "ps": {"name": "h5", "ip": "10.0.0.5", "port": 47100},              # scheme ps
       "job": { ...hosts.job.JobSpec... },                                  # scheme innet
+      "aggregator": {"name": "h5", "ip": "10.0.0.5", "port": 47200},      # scheme hostagg
+      "replica": {"name": "h6", "ip": "10.0.0.6", "port": 47300},         # optional (hostagg)
+      "staleness": 0, "wait_s": 0.05,                                      # hostagg bound (hosts.host_agg)
+      "stragglers": {"h2": {"delay_s": 0.2}},                              # any scheme (hosts.straggler)
       "timeout_s": 30
     }
 
@@ -24,10 +28,13 @@ from typing import Any
 
 from .comm import Endpoint
 from .job import JobSpec, JobSpecError
+from .straggler import StragglerError, parse_stragglers
 
-SCHEMES = ("innet", "ps", "ring")
+SCHEMES = ("innet", "ps", "ring", "hostagg")
 RING_PORT = 47000
 PS_PORT = 47100
+AGG_PORT_TCP = 47200
+REPLICA_PORT = 47300
 
 
 class ConfigError(ValueError):
@@ -88,6 +95,11 @@ class AgentConfig:
     ps: Endpoint | None = None
     job: JobSpec | None = None
     timeout_s: float = 30.0
+    aggregator: Endpoint | None = None
+    replica: Endpoint | None = None
+    staleness: int = 0
+    wait_s: float = 0.05
+    stragglers: dict[str, Any] = dataclasses.field(default_factory=dict)  # name -> hosts.straggler.Straggler
 
     def rank_of(self, name: str, source: str = "<agent config>") -> int:
         for rank, worker in enumerate(self.workers):
@@ -104,7 +116,19 @@ class AgentConfig:
             data["ps"] = _endpoint_dict(self.ps)
         if self.job:
             data["job"] = self.job.to_dict()
+        for name in ("aggregator", "replica"):
+            if getattr(self, name):
+                data[name] = _endpoint_dict(getattr(self, name))
+        if self.scheme == "hostagg":
+            data.update(staleness=self.staleness, wait_s=self.wait_s)
+        if self.stragglers:
+            data["stragglers"] = {w: s.to_dict() for w, s in self.stragglers.items()}
         return data
+
+    def round_book(self) -> Any:
+        """The host aggregator's round state for this job (hosts.host_agg.RoundBook)."""
+        from .host_agg import RoundBook
+        return RoundBook(len(self.workers), self.train.steps, self.staleness, self.wait_s)
 
 
 def _endpoint_dict(e: Endpoint) -> dict[str, Any]:
@@ -130,7 +154,8 @@ def parse_config(data: Any, source: str = "<agent config>") -> AgentConfig:
     """Validate a decoded config; every error names `source` and the field."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a JSON object")
-    unknown = set(data) - {"scheme", "train", "workers", "ps", "job", "timeout_s"}
+    unknown = set(data) - {"scheme", "train", "workers", "ps", "job", "timeout_s", "aggregator", "replica",
+                           "staleness", "wait_s", "stragglers"}
     if unknown:
         raise ConfigError(f"{source}: field '{sorted(unknown)[0]}': unknown")
     scheme = data.get("scheme")
@@ -158,7 +183,21 @@ def parse_config(data: Any, source: str = "<agent config>") -> AgentConfig:
             raise ConfigError(f"{source}: field 'job.workers': names must equal 'workers' in the same order")
     if scheme == "innet" and job is None:
         raise ConfigError(f"{source}: field 'job': missing (scheme innet needs the job spec)")
-    return AgentConfig(scheme, TrainConfig.from_dict(data.get("train", {}), source), workers, ps, job, float(timeout))
+    aggregator = _endpoint(data["aggregator"], source, "aggregator", AGG_PORT_TCP) if "aggregator" in data else None
+    replica = _endpoint(data["replica"], source, "replica", REPLICA_PORT) if "replica" in data else None
+    if scheme == "hostagg" and aggregator is None:
+        raise ConfigError(f"{source}: field 'aggregator': missing (scheme hostagg needs the aggregator's name and ip)")
+    staleness, wait_s = data.get("staleness", 0), data.get("wait_s", 0.05)
+    if not isinstance(staleness, int) or isinstance(staleness, bool) or staleness < 0:
+        raise ConfigError(f"{source}: field 'staleness': expected an integer >= 0, got {staleness!r}")
+    if not isinstance(wait_s, (int, float)) or isinstance(wait_s, bool) or wait_s < 0:
+        raise ConfigError(f"{source}: field 'wait_s': expected a number >= 0, got {wait_s!r}")
+    try:
+        stragglers = parse_stragglers(data.get("stragglers", {}), [w.name for w in workers], source)
+    except StragglerError as exc:
+        raise ConfigError(str(exc)) from None
+    return AgentConfig(scheme, TrainConfig.from_dict(data.get("train", {}), source), workers, ps, job, float(timeout),
+                       aggregator, replica, staleness, float(wait_s), stragglers)
 
 
 def load_config(path: str | Path) -> AgentConfig:

@@ -17,9 +17,11 @@ import torch
 from torch import nn
 
 from .agent_config import TrainConfig
+from .checkpoint import Checkpointer
 from .comm import AllReduce
 from .data import Dataset, Sharder
 from .model import build_model, flat_grad, set_flat_grad
+from .straggler import Straggler
 
 StepCallback = Callable[[dict], None]
 
@@ -35,20 +37,33 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[float,
 
 def run_training(config: TrainConfig, data: Dataset, batch_of_step: Callable[[int], np.ndarray],
                  average: Callable[[torch.Tensor], torch.Tensor], batches_per_epoch: int,
-                 on_step: StepCallback | None = None) -> nn.Module:
-    """The loop shared by workers and the reference; `average` turns a local gradient into the step's."""
+                 on_step: StepCallback | None = None, checkpointer: Checkpointer | None = None,
+                 resume_step: int = -1, straggler: Straggler | None = None) -> nn.Module:
+    """The loop shared by workers and the reference; `average` turns a local gradient into the step's.
+
+    With a checkpointer the state after every step is saved, and resume_step >= 0 restores
+    the state after that step and continues with the next (batches depend on the step only,
+    so a resumed run computes what an uninterrupted one would). A straggler sleeps after
+    each step's compute.
+    """
     model = build_model(config.model, data.features, data.classes, config.seed, config.hidden)
     optimizer = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
-    for step in range(config.steps):
+    if resume_step >= 0:
+        checkpointer.load(resume_step, model, optimizer)
+    for step in range(resume_step + 1, config.steps):
         t0 = time.perf_counter()
         idx = torch.as_tensor(batch_of_step(step))
         optimizer.zero_grad()
         loss = nn.functional.cross_entropy(model(data.x_train[idx]), data.y_train[idx])
         loss.backward()
+        if straggler:
+            straggler.after_compute(time.perf_counter() - t0)
         t1 = time.perf_counter()
         set_flat_grad(model, average(flat_grad(model)))
         t2 = time.perf_counter()
         optimizer.step()
+        if checkpointer:
+            checkpointer.save(step, model, optimizer)
         record = {"step": step, "epoch": step // batches_per_epoch, "loss": loss.item(),
                   "step_time_s": time.perf_counter() - t0, "comm_time_s": t2 - t1}
         last = step == config.steps - 1
@@ -60,8 +75,12 @@ def run_training(config: TrainConfig, data: Dataset, batch_of_step: Callable[[in
 
 
 def train_worker(config: TrainConfig, data: Dataset, comm: AllReduce,
-                 on_step: StepCallback | None = None) -> nn.Module:
-    """One worker of a data-parallel job: its shard, gradients averaged through `comm`."""
+                 on_step: StepCallback | None = None, checkpointer: Checkpointer | None = None,
+                 resume_step: int = -1, straggler: Straggler | None = None) -> nn.Module:
+    """One worker of a data-parallel job: its shard, gradients averaged through `comm`.
+
+    checkpointer/resume_step/straggler: see run_training.
+    """
     sharder = Sharder(len(data.y_train), comm.world_size, config.batch_size, config.seed)
 
     def average(grad: torch.Tensor) -> torch.Tensor:
@@ -73,7 +92,7 @@ def train_worker(config: TrainConfig, data: Dataset, comm: AllReduce,
             on_step(record)
 
     return run_training(config, data, lambda step: sharder.batch(comm.rank, step), average,
-                        sharder.batches_per_epoch, on_worker_step)
+                        sharder.batches_per_epoch, on_worker_step, checkpointer, resume_step, straggler)
 
 
 def train_reference(config: TrainConfig, data: Dataset, world: int,

@@ -16,6 +16,8 @@ SOL_PACKET = 263
 PACKET_ADD_MEMBERSHIP = 1
 PACKET_MR_PROMISC = 1
 PACKET_OUTGOING = 4
+PACKET_QDISC_BYPASS = 20  # send straight to the driver: the traffic manager is the switch's queue
+PACKET_IGNORE_OUTGOING = 23  # Linux >= 4.20: no copy of our own transmissions comes back to us
 SOCKET_BUFFER_BYTES = 4 * 1024 * 1024
 MAX_FRAME = 65535
 
@@ -87,6 +89,17 @@ def read_pcap(path: str) -> list[tuple[float, bytes]]:
     return frames
 
 
+def _set_fast_path_options(sock: socket.socket) -> None:
+    """Performance only, best effort (older kernels lack them; recv() filters our own
+    transmissions either way): every frame sent would otherwise be cloned back into this
+    socket's receive queue, costing a copy in send() and a wasted recvfrom() per packet."""
+    for option in (PACKET_IGNORE_OUTGOING, PACKET_QDISC_BYPASS):
+        try:
+            sock.setsockopt(SOL_PACKET, option, 1)
+        except OSError:
+            pass
+
+
 class Port:
     """One switch port: a promiscuous raw socket on `ifname`, optional pcap per direction.
 
@@ -98,7 +111,7 @@ class Port:
     def __init__(self, number: int, ifname: str, pcap_dir: str | None = None):
         self.number = number
         self.ifname = ifname
-        self.rx_packets = self.rx_bytes = self.tx_packets = self.tx_bytes = self.tx_errors = 0
+        self.rx_packets = self.rx_bytes = self.tx_packets = self.tx_bytes = self.tx_errors = self.rx_errors = 0
         try:
             ifindex = socket.if_nametoindex(ifname)
         except OSError:
@@ -112,6 +125,7 @@ class Port:
             self._sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
             self._sock.bind((ifname, ETH_P_ALL))
             self._sock.setblocking(False)
+            _set_fast_path_options(self._sock)
         except OSError as exc:
             self._sock.close()
             raise PortError(f"error: port {number}: cannot open {ifname!r}: {exc.strerror}") from None
@@ -130,6 +144,9 @@ class Port:
             try:
                 data, addr = self._sock.recvfrom(MAX_FRAME)
             except (BlockingIOError, InterruptedError):
+                return None
+            except OSError:  # e.g. ENETDOWN: the link went down; the switch keeps running
+                self.rx_errors += 1
                 return None
             if addr[2] == PACKET_OUTGOING:
                 continue
@@ -165,4 +182,5 @@ class Port:
 
     def stats(self) -> dict[str, int]:
         return {"rx_packets": self.rx_packets, "rx_bytes": self.rx_bytes,
-                "tx_packets": self.tx_packets, "tx_bytes": self.tx_bytes, "tx_errors": self.tx_errors}
+                "tx_packets": self.tx_packets, "tx_bytes": self.tx_bytes, "tx_errors": self.tx_errors,
+                "rx_errors": self.rx_errors}

@@ -22,6 +22,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("run", "testbed.run_cli", "run an experiment: network up, pipeline and trees installed, training, counters"),
     ("compare", "testbed.compare_cli", "run the same experiment once per scheme (innet, ps, ring) and compare them"),
     ("experiment", "testbed.scenario", "run a multi-job scenario file (jobs, background traffic, modes) and compare"),
+    ("faults", "testbed.faults", "train while killing switches, links, aggregators or slowing workers; recover and check"),
 ]
 
 

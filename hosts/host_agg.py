@@ -1,0 +1,390 @@
+"""Host aggregator: a host sums the job's gradients, with bounded staleness for stragglers.
+
+Used when the switches cannot aggregate a job (no slot capacity: placement's fallback) and
+when workers straggle: the aggregator runs on an idle host or on the fastest worker
+(hosts.straggler.pick_aggregators), and with a staleness bound S > 0 the fast workers stop
+waiting for the slow ones (stale-synchronous parallel, as MLfabric's bounded-delay rounds).
+
+Rounds. Every worker applies round 0, 1, 2, ... in order, so all workers hold the same
+weights after the same round. A worker at step t sends its gradient g(w, t) (computed on the
+weights after rounds < t) and waits for round t. Round r closes when
+- every worker has sent step r (the synchronous case, always the rule when S = 0), or
+- `wait_s` passed since the first step-r gradient arrived and every worker has sent
+  step r - S or later (the laggards' newest gradients are in or will be, at most S late).
+The last round (steps - 1) waits for everyone, so no gradient is ever left out.
+A round's sum holds every gradient received and not yet summed, added in (rank, step)
+order (S = 0 thus sums exactly like the parameter server). A laggard whose step t is
+already closed gets round t at once; its gradient joins the next round to close. Every
+answer says up to which step the worker's gradients are summed ("committed"); a worker
+keeps the others (at most S + 1) to resend after a failover.
+
+Replication (hosts.replica): each closed round goes to the replica, and is acknowledged by
+it, before any worker sees it. When the aggregator dies, workers reconnect to the replica
+and resend their unacknowledged gradient; the replica answers from its copy of the rounds
+or sums it afresh, so no step is lost and no gradient is summed twice.
+
+Wire (over hosts.comm frames): worker -> aggregator `step(i64) resend(i32) + float32 vector`
+(resend 1: an uncommitted gradient sent again after a failover, not answered); an empty
+frame is "bye"; aggregator -> worker `round(i64) contributions(i32) staleness(i32)
+committed(i64) + sum`.
+"""
+from __future__ import annotations
+
+import logging
+import selectors
+import struct
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .comm import WIRE_DTYPE, AllReduce, CommError, Connection, Endpoint, accept, connect, listen
+
+log = logging.getLogger("aggnet.host_agg")
+GRAD = struct.Struct("!qi")
+RESULT = struct.Struct("!qiiq")
+REPLICA_RANK = 1 << 20  # the rank the aggregator's feed connection to its replica introduces itself with
+
+
+@dataclass
+class Round:
+    """One closed round: its sum and which (worker rank, step) gradients it holds."""
+
+    index: int
+    total: np.ndarray
+    included: tuple[tuple[int, int], ...]
+
+    @property
+    def staleness(self) -> int:
+        return max(self.index - step for _, step in self.included)
+
+
+@dataclass
+class AggStats:
+    rounds: int = 0
+    contributions: int = 0
+    max_staleness: int = 0
+    stale_contributions: int = 0  # gradients summed into a later round than their step
+    resent: int = 0  # gradients a worker sent again after a failover (answered or summed once)
+
+    def to_dict(self) -> dict:
+        return {"rounds": self.rounds, "contributions": self.contributions, "max_staleness": self.max_staleness,
+                "stale_contributions": self.stale_contributions, "resent": self.resent}
+
+
+class RoundBook:
+    """The aggregation state machine, free of sockets (what primary and replica share)."""
+
+    def __init__(self, world: int, steps: int, staleness: int = 0, wait_s: float = 0.05):
+        if staleness < 0:
+            raise ValueError(f"staleness bound must be >= 0, got {staleness}")
+        self.world = world
+        self.steps = steps
+        self.staleness = staleness
+        self.wait_s = wait_s
+        self.latest = [-1] * world  # newest step received from each rank
+        self.pending: dict[tuple[int, int], np.ndarray] = {}  # (rank, step) -> gradient not yet summed
+        self.rounds: dict[int, Round] = {}
+        self.summed: set[tuple[int, int]] = set()
+        self.committed = [-1] * world  # each rank's gradients are summed up to this step
+        self.next_round = 0
+        self.first_arrival: float | None = None  # when the first step-`next_round` gradient came
+        self.stats = AggStats()
+
+    def offer(self, rank: int, step: int, grad: np.ndarray, now: float) -> Round | None:
+        """A gradient arrived; returns the closed round that answers it (step t < next round), else None."""
+        if step > self.next_round:
+            raise CommError(f"host aggregator: rank {rank} sent step {step} before round {self.next_round} closed")
+        if (rank, step) in self.summed or (rank, step) in self.pending:
+            self.stats.resent += 1
+        else:
+            self.pending[(rank, step)] = np.asarray(grad, dtype=np.float32)
+            self.latest[rank] = max(self.latest[rank], step)
+            if step == self.next_round and self.first_arrival is None:
+                self.first_arrival = now
+        return self.rounds.get(step)
+
+    def ready(self, now: float) -> bool:
+        """Whether round `next_round` may close now (see the module docstring)."""
+        r = self.next_round
+        if r >= self.steps or not self.pending:
+            return False
+        if min(self.latest) >= r:
+            return True
+        if self.staleness == 0 or r == self.steps - 1 or self.first_arrival is None:
+            return False
+        return now - self.first_arrival >= self.wait_s and min(self.latest) >= r - self.staleness
+
+    def close(self) -> Round:
+        """Sum the pending gradients, in (rank, step) order, into the next round."""
+        keys = sorted(self.pending)
+        total = self.pending[keys[0]].copy()
+        for key in keys[1:]:
+            total += self.pending[key]
+        rnd = Round(self.next_round, total, tuple(keys))
+        self.apply(rnd)
+        return rnd
+
+    def apply(self, rnd: Round) -> None:
+        """Record a closed round (ours, or the primary's on a replica)."""
+        if rnd.index != self.next_round:
+            raise CommError(f"host aggregator: round {rnd.index} arrived, expected round {self.next_round}")
+        self.rounds[rnd.index] = rnd
+        for rank, step in rnd.included:
+            self.summed.add((rank, step))
+            self.latest[rank] = max(self.latest[rank], step)
+            self.committed[rank] = max(self.committed[rank], step)
+            self.pending.pop((rank, step), None)
+        self.next_round += 1
+        self.first_arrival = None
+        for old in [i for i in self.rounds if i < min(self.latest)]:  # nobody can ask for these any more
+            del self.rounds[old]
+        s = self.stats
+        s.rounds += 1
+        s.contributions += len(rnd.included)
+        s.max_staleness = max(s.max_staleness, rnd.staleness)
+        s.stale_contributions += sum(1 for _, step in rnd.included if step < rnd.index)
+
+    def deadline(self) -> float | None:
+        """When ready() may turn true without new input (the wait for laggards ends)."""
+        if self.staleness == 0 or self.first_arrival is None:
+            return None
+        return self.first_arrival + self.wait_s
+
+
+def encode_round(rnd: Round) -> bytes:
+    """A round for the replica feed: index, included pairs, sum."""
+    head = struct.pack("!qi", rnd.index, len(rnd.included))
+    pairs = b"".join(struct.pack("!iq", rank, step) for rank, step in rnd.included)
+    return head + pairs + np.ascontiguousarray(rnd.total, dtype=WIRE_DTYPE).tobytes()
+
+
+def decode_round(data: bytes | bytearray) -> Round:
+    index, n = struct.unpack_from("!qi", data)
+    pairs = tuple(struct.unpack_from("!iq", data, 12 + 12 * i) for i in range(n))
+    total = np.frombuffer(bytes(data[12 + 12 * n:]), dtype=WIRE_DTYPE).astype(np.float32)
+    return Round(index, total, pairs)
+
+
+class HostAggregator:
+    """The aggregating host process's core: serves the workers until every one said bye.
+
+    replica: where each closed round is copied (and acknowledged) before workers see it.
+    """
+
+    def __init__(self, endpoint: Endpoint, workers: list[str], book: RoundBook, timeout_s: float = 30.0,
+                 replica: Endpoint | None = None, server=None):
+        self.endpoint = endpoint
+        self.workers = list(workers)
+        self.book = book
+        self.timeout_s = timeout_s
+        self.context = f"host aggregator {endpoint.name}"
+        self._server = server or listen(endpoint, backlog=len(workers) + 1)
+        self._replica = connect(replica, endpoint.name, REPLICA_RANK, self.context, timeout_s) if replica else None
+        self._conns: dict[int, Connection] = {}
+        self._waiting: dict[int, int] = {}  # rank -> step it awaits
+        self._done: set[int] = set()
+
+    def serve(self) -> AggStats:
+        """Accept workers (also late ones: a failover brings them all at once) and run rounds."""
+        sel = selectors.DefaultSelector()
+        sel.register(self._server, selectors.EVENT_READ, None)
+        last_input = time.monotonic()
+        try:
+            while len(self._done) < len(self.workers):
+                deadline = self.book.deadline()
+                wait = self.timeout_s if deadline is None else max(0.0, deadline - time.monotonic())
+                events = sel.select(min(wait, self.timeout_s))
+                now = time.monotonic()
+                for key, _ in events:
+                    last_input = now
+                    if key.data is None:
+                        self._accept(sel)
+                    else:
+                        self._receive(sel, key.data, now)
+                while self.book.ready(time.monotonic()):
+                    self._publish(self.book.close())
+                if not events and now - last_input > self.timeout_s:
+                    silent = [w for r, w in enumerate(self.workers) if r not in self._done and r not in self._waiting]
+                    raise CommError(f"{self.context}: nothing received for {self.timeout_s:g} s in round "
+                                    f"{self.book.next_round} (waiting for {', '.join(silent) or 'nobody'})")
+            if self._replica:
+                self._replica.send(b"")
+            return self.book.stats
+        finally:
+            sel.close()
+            for conn in self._conns.values():
+                conn.close()
+
+    def close(self) -> None:
+        self._server.close()
+        if self._replica:
+            self._replica.close()
+
+    def _accept(self, sel: selectors.BaseSelector) -> None:
+        rank, name, conn = accept(self._server, self.context, self.timeout_s)
+        if not 0 <= rank < len(self.workers) or self.workers[rank] != name:
+            conn.close()
+            raise CommError(f"{self.context}: unexpected peer {name!r} claiming rank {rank} "
+                            f"(workers: {', '.join(self.workers)})")
+        if rank in self._conns:
+            sel.unregister(self._conns[rank].sock)
+            self._conns[rank].close()
+        self._conns[rank] = conn
+        sel.register(conn.sock, selectors.EVENT_READ, rank)
+        log.info("worker %s (rank %d) connected", name, rank)
+
+    def _receive(self, sel: selectors.BaseSelector, rank: int, now: float) -> None:
+        payload = self._conns[rank].recv()
+        if not payload:  # bye: this worker is finished
+            self._done.add(rank)
+            sel.unregister(self._conns[rank].sock)
+            self._conns.pop(rank).close()
+            return
+        step, resend = GRAD.unpack_from(payload)
+        grad = np.frombuffer(bytes(payload[GRAD.size:]), dtype=WIRE_DTYPE)
+        answered = self.book.offer(rank, step, grad, now)
+        if resend:
+            return
+        if answered is not None:
+            self._answer(rank, answered)
+        else:
+            self._waiting[rank] = step
+
+    def _publish(self, rnd: Round) -> None:
+        """Replica first (and its ack), then every worker whose gradient this round holds."""
+        if self._replica:
+            self._replica.send(encode_round(rnd))
+            if self._replica.recv() != b"ack":
+                raise CommError(f"{self.context}: replica {self._replica.peer} did not acknowledge round {rnd.index}")
+        log.info("round %d: %d gradients, staleness %d", rnd.index, len(rnd.included), rnd.staleness)
+        for rank in [r for r, step in self._waiting.items() if step == rnd.index and r in self._conns]:
+            del self._waiting[rank]
+            self._answer(rank, rnd)
+
+    def _answer(self, rank: int, rnd: Round) -> None:
+        self._conns[rank].send(RESULT.pack(rnd.index, len(rnd.included), rnd.staleness, self.book.committed[rank])
+                               + np.ascontiguousarray(rnd.total, dtype=WIRE_DTYPE).tobytes())
+
+
+class HostAggClient(AllReduce):
+    """A worker's side: send (step, gradient), receive round `step`'s sum; fail over in order.
+
+    `servers` lists the aggregator first, then its replicas. When one fails (closed
+    connection, silence for timeout_s) the unanswered gradient goes to the next.
+    """
+
+    def __init__(self, servers: list[Endpoint], name: str, rank: int, world_size: int, timeout_s: float = 30.0,
+                 start_step: int = 0):
+        if not servers:
+            raise CommError(f"host aggregator client {name}: no aggregator endpoint given")
+        self.servers = list(servers)
+        self.name = name
+        self.rank = rank
+        self.world_size = world_size
+        self.timeout_s = timeout_s
+        self.step = start_step
+        self.failovers = 0
+        self.last_round: tuple[int, int] = (0, 0)  # (contributions, staleness) of the last sum received
+        self._uncommitted: list[tuple[int, bytes]] = []  # (step, frame) not yet summed: resent on failover
+        self._sent = 0
+        self._conn = self._connect()
+
+    @property
+    def bytes_sent(self) -> int:
+        return self._sent + (self._conn.bytes_sent if self._conn else 0)
+
+    def _connect(self) -> Connection:
+        return connect(self.servers[0], self.name, self.rank, f"host aggregator client {self.name}", self.timeout_s)
+
+    def allreduce(self, vec: np.ndarray) -> np.ndarray:
+        flat = np.ascontiguousarray(vec, dtype=WIRE_DTYPE).reshape(-1)
+        body = flat.tobytes()
+        self._uncommitted.append((self.step, body))
+        resend = False
+        while True:
+            try:
+                if resend:  # a new aggregator: first the older gradients it may not have summed
+                    for step, older in self._uncommitted[:-1]:
+                        self._conn.send(GRAD.pack(step, 1) + older)
+                self._conn.send(GRAD.pack(self.step, 0) + body)
+                reply = self._conn.recv()
+                break
+            except CommError as exc:
+                self._fail_over(exc)
+                resend = True
+        index, count, staleness, committed = RESULT.unpack_from(reply)
+        if index != self.step or len(reply) != RESULT.size + flat.nbytes:
+            raise CommError(f"host aggregator client {self.name}: got round {index} ({len(reply)} bytes) "
+                            f"for step {self.step} ({flat.nbytes} bytes of gradient)")
+        self.step += 1
+        self.last_round = (count, staleness)
+        self._uncommitted = [(step, older) for step, older in self._uncommitted if step > committed]
+        total = np.frombuffer(bytes(reply[RESULT.size:]), dtype=WIRE_DTYPE).astype(np.float32)
+        return total.reshape(np.shape(vec))
+
+    def _fail_over(self, exc: CommError) -> None:
+        """Drop the failed server, connect to the next; re-raise when none is left."""
+        self._sent += self._conn.bytes_sent
+        self._conn.close()
+        self.servers.pop(0)
+        if not self.servers:
+            raise exc
+        log.warning("%s; failing over to %s", exc, self.servers[0])
+        self.failovers += 1
+        self._conn = self._connect()
+
+    def close(self) -> None:
+        try:
+            self._conn.send(b"")
+        except CommError:
+            pass  # the aggregator is gone already
+        self._conn.close()
+
+
+def write_stats(out_dir: str, name: str, stats: AggStats, staleness: int, took_over: bool | None = None) -> None:
+    """OUT/NAME.agg.json: what the aggregating process did, with the staleness bound in force."""
+    import json
+    from pathlib import Path
+
+    data = {"staleness_bound": staleness, **stats.to_dict()}
+    if took_over is not None:
+        data["took_over"] = took_over
+    (Path(out_dir) / f"{name}.agg.json").write_text(json.dumps(data, indent=2) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The aggregator host process: read the agent config, serve the job, log to DIR/NAME.log."""
+    import argparse
+
+    from .agent_config import ConfigError, load_config
+    from .process import run_main, setup_logging
+
+    parser = argparse.ArgumentParser(prog="python -m hosts.host_agg", description="host aggregator for one job")
+    parser.add_argument("--config", required=True, help="the job's agent config (JSON)")
+    parser.add_argument("--out", default=".", help="folder for NAME.log and NAME.agg.json")
+    args = parser.parse_args(argv)
+
+    def body() -> int:
+        config = load_config(args.config)
+        if config.aggregator is None:
+            raise ConfigError(f"{args.config}: field 'aggregator': missing (needed to run a host aggregator)")
+        name = config.aggregator.name + "-agg"
+        setup_logging(args.out, name)
+        server = HostAggregator(config.aggregator, [w.name for w in config.workers], config.round_book(),
+                                config.timeout_s, config.replica)
+        try:
+            stats = server.serve()
+        finally:
+            server.close()
+        write_stats(args.out, name, stats, config.staleness)
+        log.info("done after %d rounds", stats.rounds)
+        return 0
+
+    return run_main(body, "host aggregator")
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""The aggregator's replica: holds a copy of every closed round and takes over when the
+aggregator's host or process dies, so losing it loses no step.
+
+    python -m hosts.replica --config job.json --out DIR
+
+Standby: the aggregator connects first (its feed, introduced with REPLICA_RANK) and sends
+each closed round before any worker sees it; the replica records it and acknowledges.
+A "bye" on the feed means the job finished: exit 0. The feed closing without one means
+the aggregator died: the replica becomes the aggregator on its own endpoint (workers fail
+over to it and resend their unanswered gradient, see hosts.host_agg) and serves until
+every worker said bye.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from .comm import CommError, Endpoint, accept, listen
+from .host_agg import REPLICA_RANK, AggStats, HostAggregator, RoundBook, decode_round
+
+log = logging.getLogger("aggnet.replica")
+
+
+class Replica:
+    """Standby copy of a host aggregator; `serve()` returns (took_over, stats)."""
+
+    def __init__(self, endpoint: Endpoint, workers: list[str], book: RoundBook, timeout_s: float = 30.0):
+        self.endpoint = endpoint
+        self.workers = list(workers)
+        self.book = book
+        self.timeout_s = timeout_s
+        self.context = f"replica {endpoint.name}"
+        self._server = listen(endpoint, backlog=len(workers) + 1)
+
+    def serve(self) -> tuple[bool, AggStats]:
+        rank, name, feed = accept(self._server, self.context, self.timeout_s)
+        if rank != REPLICA_RANK:
+            feed.close()
+            raise CommError(f"{self.context}: {name!r} connected before the aggregator it replicates")
+        feed.sock.settimeout(None)  # rounds may be far apart (stragglers); only a closed feed means death
+        log.info("aggregator %s feeding", feed.peer)
+        try:
+            while True:
+                try:
+                    data = feed.recv()
+                except CommError as exc:
+                    log.warning("%s: taking over at round %d", exc, self.book.next_round)
+                    break
+                if not data:
+                    log.info("aggregator finished after %d rounds", self.book.next_round)
+                    return False, self.book.stats
+                self.book.apply(decode_round(data))
+                feed.send(b"ack")
+        finally:
+            feed.close()
+        aggregator = HostAggregator(self.endpoint, self.workers, self.book, self.timeout_s, server=self._server)
+        return True, aggregator.serve()
+
+    def close(self) -> None:
+        self._server.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The replica host process: read the agent config, stand by, take over if needed."""
+    from .agent_config import ConfigError, load_config
+    from .host_agg import write_stats
+    from .process import run_main, setup_logging
+
+    parser = argparse.ArgumentParser(prog="python -m hosts.replica", description="replica of a host aggregator")
+    parser.add_argument("--config", required=True, help="the job's agent config (JSON)")
+    parser.add_argument("--out", default=".", help="folder for NAME.log and NAME.agg.json")
+    args = parser.parse_args(argv)
+
+    def body() -> int:
+        config = load_config(args.config)
+        if config.replica is None:
+            raise ConfigError(f"{args.config}: field 'replica': missing (needed to run a replica)")
+        setup_logging(args.out, config.replica.name + "-replica")
+        replica = Replica(config.replica, [w.name for w in config.workers], config.round_book(), config.timeout_s)
+        try:
+            took_over, stats = replica.serve()
+        finally:
+            replica.close()
+        write_stats(args.out, config.replica.name + "-replica", stats, config.staleness, took_over)
+        return 0
+
+    return run_main(body, "replica")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Emulated slow workers, and who should aggregate while they lag.
+
+A straggler is a worker whose compute takes longer: a fixed delay per step (a busy or
+remote worker) and/or a slowdown factor (a worker with a fraction of a CPU: every step's
+compute takes `slowdown` times as long). Both are emulated by sleeping after the backward
+pass, which the step time then includes, so a slow worker is slow in every scheme alike.
+
+The agent config names them: `"stragglers": {"h2": {"delay_s": 0.2, "slowdown": 1.0}}`.
+
+Which hosts aggregate on the stragglers' behalf (MLfabric's "aggregation at idle workers"):
+a host that trains nothing is idle all the time; among workers, the fastest ones sit idle
+longest while they wait for the slow ones. `pick_aggregators` orders them so.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+
+class StragglerError(ValueError):
+    """A malformed straggler entry; names the source and the field."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Straggler:
+    delay_s: float = 0.0  # added to every step's compute
+    slowdown: float = 1.0  # compute takes this many times as long (>= 1)
+
+    def pause_s(self, compute_s: float) -> float:
+        """How long to sleep after a step's compute that took `compute_s`."""
+        return self.delay_s + (self.slowdown - 1.0) * compute_s
+
+    def after_compute(self, compute_s: float) -> None:
+        pause = self.pause_s(compute_s)
+        if pause > 0:
+            time.sleep(pause)
+
+    def to_dict(self) -> dict[str, float]:
+        return {"delay_s": self.delay_s, "slowdown": self.slowdown}
+
+
+def parse_stragglers(data: Any, workers: Iterable[str], source: str) -> dict[str, Straggler]:
+    """`{"h2": {"delay_s": 0.2, "slowdown": 2}}` -> {"h2": Straggler(...)}; names must be workers."""
+    if not isinstance(data, dict):
+        raise StragglerError(f"{source}: field 'stragglers': expected an object worker -> {{delay_s, slowdown}}")
+    names = set(workers)
+    out = {}
+    for name, spec in data.items():
+        where = f"stragglers.{name}"
+        if name not in names:
+            raise StragglerError(f"{source}: field '{where}': {name!r} is not a worker")
+        if not isinstance(spec, dict) or set(spec) - {"delay_s", "slowdown"}:
+            raise StragglerError(f"{source}: field '{where}': expected an object with delay_s and/or slowdown")
+        values = {}
+        for key, low in (("delay_s", 0.0), ("slowdown", 1.0)):
+            value = spec.get(key, low)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < low:
+                raise StragglerError(f"{source}: field '{where}.{key}': expected a number >= {low:g}, got {value!r}")
+            values[key] = float(value)
+        out[name] = Straggler(**values)
+    return out
+
+
+def pick_aggregators(hosts: Iterable[str], workers: Iterable[str], stragglers: Mapping[str, Straggler],
+                     count: int = 2) -> list[str]:
+    """`count` distinct hosts to aggregate on, idlest first: non-workers, then workers fastest first.
+
+    Workers are ranked by their extra time per step (delay, then slowdown); ties keep the
+    workers' order. The first host is the aggregator, the second its replica.
+    """
+    workers = list(workers)
+    idle = [h for h in hosts if h not in workers]
+    none = Straggler()
+    by_speed = sorted(workers, key=lambda w: (stragglers.get(w, none).delay_s, stragglers.get(w, none).slowdown))
+    chosen = (idle + by_speed)[:count]
+    if len(chosen) < count:
+        raise StragglerError(f"need {count} hosts to aggregate on, the network has {len(chosen)}")
+    return chosen

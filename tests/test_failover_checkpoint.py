@@ -1,0 +1,107 @@
+"""Per-step checkpoints: a run resumed from step N ends with the weights of an uninterrupted
+run, workers agree on the newest step they all have, and the agent config carries the new
+options (scheme hostagg, staleness, stragglers) with one-line errors."""
+import json
+
+import pytest
+import torch
+
+from hosts.agent_config import ConfigError, TrainConfig, parse_config
+from hosts.checkpoint import CheckpointError, Checkpointer, common_step
+from hosts.data import Sharder, load_dataset
+from hosts.model import flat_params
+from hosts.straggler import Straggler
+from hosts.train import run_training, train_reference
+
+CONFIG = TrainConfig(steps=12, batch_size=16, hidden=16, eval_every=0, seed=4)
+
+
+def test_resumed_training_equals_uninterrupted(tmp_path):
+    data = load_dataset(CONFIG.dataset, CONFIG.seed)
+    whole = train_reference(CONFIG, data, world=2)
+    ck = Checkpointer(tmp_path, "h1")
+    steps_seen = []
+    first = TrainConfig(**{**CONFIG.__dict__, "steps": 7})  # the run "dies" after step 6
+    sharder = Sharder(len(data.y_train), 2, CONFIG.batch_size, CONFIG.seed)
+    run_training(first, data, sharder.global_batch, lambda g: g, sharder.batches_per_epoch, checkpointer=ck)
+    assert ck.steps() == [5, 6]  # only the newest KEEP steps stay
+    resumed = run_training(CONFIG, data, sharder.global_batch, lambda g: g, sharder.batches_per_epoch,
+                           on_step=lambda r: steps_seen.append(r["step"]), checkpointer=ck, resume_step=5)
+    assert steps_seen == list(range(6, 12))  # step 6 is redone, never applied twice
+    assert torch.equal(flat_params(resumed), flat_params(whole))
+
+
+def test_straggler_delay_lengthens_steps_not_results():
+    data = load_dataset(CONFIG.dataset, CONFIG.seed)
+    sharder = Sharder(len(data.y_train), 1, CONFIG.batch_size, CONFIG.seed)
+    config = TrainConfig(**{**CONFIG.__dict__, "steps": 3})
+    times = []
+    slow = run_training(config, data, sharder.global_batch, lambda g: g, sharder.batches_per_epoch,
+                        on_step=lambda r: times.append((r["step_time_s"], r["comm_time_s"])),
+                        straggler=Straggler(delay_s=0.1))
+    fast = run_training(config, data, sharder.global_batch, lambda g: g, sharder.batches_per_epoch)
+    assert all(step >= 0.1 and comm < 0.1 for step, comm in times)
+    assert torch.equal(flat_params(slow), flat_params(fast))
+
+
+def test_common_step_is_the_newest_step_everyone_has(tmp_path):
+    model = torch.nn.Linear(2, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for worker, steps in (("h1", [3, 4, 5]), ("h2", [3, 4])):
+        ck = Checkpointer(tmp_path, worker)
+        for s in steps:
+            ck.save(s, model, opt)
+    assert common_step(tmp_path, ["h1", "h2"]) == 4
+    assert common_step(tmp_path, ["h1", "h3"]) == -1  # h3 never completed a step: start over
+    with pytest.raises(CheckpointError, match=r"worker h2 has no checkpoint of step 5 \(has \[3, 4\]\)"):
+        Checkpointer(tmp_path, "h2").load(5, model, opt)
+    for s in (6, 7):
+        Checkpointer(tmp_path, "h1").save(s, model, opt)
+    with pytest.raises(CheckpointError, match="workers share no checkpointed step"):
+        common_step(tmp_path, ["h1", "h2"])
+
+
+def base_config():
+    return {"scheme": "hostagg", "workers": [{"name": "h1", "ip": "10.0.0.1"}, {"name": "h2", "ip": "10.0.0.2"}],
+            "aggregator": {"name": "h3", "ip": "10.0.0.3"}, "replica": {"name": "h4", "ip": "10.0.0.4"},
+            "staleness": 2, "stragglers": {"h2": {"delay_s": 0.1}}}
+
+
+def test_hostagg_config_round_trips():
+    config = parse_config(base_config(), "job.json")
+    assert (config.aggregator.port, config.replica.port, config.staleness) == (47200, 47300, 2)
+    assert config.stragglers == {"h2": Straggler(0.1)}
+    again = parse_config(json.loads(json.dumps(config.to_dict())), "again.json")
+    assert again == config
+    book = config.round_book()
+    assert (book.world, book.steps, book.staleness) == (2, config.train.steps, 2)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"aggregator": None}, "job.json: field 'aggregator': missing (scheme hostagg needs"),
+    ({"staleness": -1}, "job.json: field 'staleness': expected an integer >= 0, got -1"),
+    ({"staleness": 1.5}, "job.json: field 'staleness': expected an integer >= 0, got 1.5"),
+    ({"wait_s": "soon"}, "job.json: field 'wait_s': expected a number >= 0"),
+    ({"stragglers": {"h7": {"delay_s": 1}}}, "job.json: field 'stragglers.h7': 'h7' is not a worker"),
+    ({"replica": {"name": "h4", "ip": "nowhere"}}, "job.json: field 'replica.ip': 'nowhere' is not an IPv4"),
+])
+def test_hostagg_config_errors(change, message):
+    data = base_config()
+    for key, value in change.items():
+        if value is None:
+            del data[key]
+        else:
+            data[key] = value
+    with pytest.raises(ConfigError) as info:
+        parse_config(data, "job.json")
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+
+
+def test_agent_refuses_to_resume_past_the_end(tmp_path):
+    from hosts.agent import run_agent
+
+    config = parse_config({**base_config(), "train": {"steps": 5}}, "job.json")
+    with pytest.raises(CheckpointError, match=r"^agent h1: --resume-step 4: nothing left to train \(the job has 5"):
+        run_agent(config, "h1", tmp_path, checkpoint_dir=tmp_path, resume_step=4)
+    with pytest.raises(CheckpointError, match="--resume-step needs --checkpoint"):
+        run_agent(config, "h1", tmp_path, resume_step=1)

@@ -1,0 +1,126 @@
+"""Host aggregation with stragglers: synchronous sums equal the parameter server's, bounded
+staleness lets fast workers run ahead by at most S rounds, and no gradient is lost or doubled."""
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "train"))
+import workers as wk  # noqa: E402
+
+from hosts.comm import CommError, Endpoint  # noqa: E402
+from hosts.host_agg import HostAggClient, HostAggregator, RoundBook  # noqa: E402
+from hosts.straggler import Straggler, StragglerError, parse_stragglers, pick_aggregators  # noqa: E402
+
+SIZE = 257
+
+
+def grad(rank, step):
+    """A distinct, exactly representable gradient per (rank, step)."""
+    return np.full(SIZE, 1000.0 * rank + step, dtype=np.float32) + np.arange(SIZE, dtype=np.float32)
+
+
+def start_aggregator(world, steps, staleness, wait_s=0.02, timeout_s=10):
+    ep = Endpoint("agg", "127.0.0.1", wk.free_ports(1)[0])
+    server = HostAggregator(ep, [f"h{i + 1}" for i in range(world)], RoundBook(world, steps, staleness, wait_s),
+                            timeout_s)
+    out = {}
+
+    def serve():
+        try:
+            out["stats"] = server.serve()
+        except BaseException as exc:  # noqa: BLE001 - checked by the test
+            out["error"] = exc
+        finally:
+            server.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return ep, thread, out
+
+
+def run_workers(ep, world, steps, delays):
+    """Each rank sends grad(rank, step) per step after sleeping delays[rank]; returns per-rank (results, times)."""
+    def rank_main(rank):
+        got, stamps = [], []
+        with HostAggClient([ep], f"h{rank + 1}", rank, world, timeout_s=10) as comm:
+            for step in range(steps):
+                time.sleep(delays[rank])
+                got.append((comm.allreduce(grad(rank, step)), comm.last_round))
+                stamps.append(time.monotonic())
+        return got, stamps
+
+    results, errors = wk.run_ranks(rank_main, world)
+    assert errors == [None] * world, errors
+    return results
+
+
+def test_synchronous_rounds_sum_every_step_exactly():
+    world, steps = 3, 6
+    ep, thread, out = start_aggregator(world, steps, staleness=0)
+    results = run_workers(ep, world, steps, [0.0, 0.01, 0.03])
+    thread.join(10)
+    for step in range(steps):
+        want = sum(grad(r, step) for r in range(world))
+        for rank in range(world):
+            total, (count, staleness) = results[rank][0][step]
+            np.testing.assert_array_equal(total, want)
+            assert (count, staleness) == (world, 0)
+    stats = out["stats"]
+    assert (stats.rounds, stats.contributions, stats.max_staleness) == (steps, world * steps, 0)
+
+
+def test_bounded_staleness_lets_fast_workers_run_ahead():
+    world, steps, bound, slow = 3, 8, 2, 0.15
+    ep, thread, out = start_aggregator(world, steps, staleness=bound, wait_s=0.02)
+    t0 = time.monotonic()
+    results = run_workers(ep, world, steps, [0.0, 0.0, slow])
+    thread.join(10)
+    stats = out["stats"]
+    # every gradient summed exactly once: the rounds together hold all of them
+    grand = sum(results[0][0][s][0] for s in range(steps))
+    np.testing.assert_array_equal(grand, sum(grad(r, s) for r in range(world) for s in range(steps)))
+    assert stats.contributions == world * steps and stats.rounds == steps
+    assert 0 < stats.max_staleness <= bound and stats.stale_contributions > 0
+    # all ranks saw identical sums for each round
+    for step in range(steps):
+        for rank in (1, 2):
+            np.testing.assert_array_equal(results[rank][0][step][0], results[0][0][step][0])
+    # the fast workers were not held back to the straggler's pace for the first steps
+    fast_done = results[0][1][steps - bound - 2] - t0
+    assert fast_done < (steps - bound - 1) * slow
+    # ... but never more than `bound` rounds ahead: round r needed the straggler's step r - bound
+    assert results[0][1][steps - 1] >= results[2][1][steps - 1 - bound] - 0.01
+
+
+def test_staleness_zero_waits_for_the_straggler():
+    world, steps, slow = 2, 4, 0.1
+    ep, thread, out = start_aggregator(world, steps, staleness=0)
+    t0 = time.monotonic()
+    results = run_workers(ep, world, steps, [0.0, slow])
+    thread.join(10)
+    assert results[0][1][-1] - t0 >= steps * slow
+    assert out["stats"].max_staleness == 0
+
+
+def test_book_rejects_a_step_from_the_future():
+    book = RoundBook(2, 5)
+    book.offer(0, 0, grad(0, 0), 0.0)
+    with pytest.raises(CommError, match="rank 1 sent step 2 before round 0 closed"):
+        book.offer(1, 2, grad(1, 2), 0.0)
+
+
+def test_straggler_config_and_aggregator_choice():
+    s = parse_stragglers({"h2": {"delay_s": 0.2}, "h3": {"slowdown": 3}}, ["h1", "h2", "h3"], "job.json")
+    assert s == {"h2": Straggler(0.2, 1.0), "h3": Straggler(0.0, 3.0)}
+    assert s["h3"].pause_s(0.01) == pytest.approx(0.02) and s["h2"].pause_s(0.01) == pytest.approx(0.2)
+    with pytest.raises(StragglerError, match=r"^job.json: field 'stragglers.h9': 'h9' is not a worker$"):
+        parse_stragglers({"h9": {"delay_s": 1}}, ["h1"], "job.json")
+    with pytest.raises(StragglerError, match=r"field 'stragglers.h1.slowdown': expected a number >= 1"):
+        parse_stragglers({"h1": {"slowdown": 0.5}}, ["h1"], "job.json")
+    # idle hosts first, then the fastest workers
+    assert pick_aggregators(["h1", "h2", "h3", "h4"], ["h1", "h2", "h3"], s) == ["h4", "h1"]
+    assert pick_aggregators(["h1", "h2", "h3"], ["h1", "h2", "h3"], {"h1": Straggler(0.5)}) == ["h2", "h3"]
