@@ -14,15 +14,15 @@ import sys
 
 # (command, module, help). Modules must stay cheap to import: heavy imports go in run().
 COMMANDS: list[tuple[str, str, str]] = [
-    ("place", "controller.place_cli", "placement only: which switches aggregate, link loads, utilization, as JSON"),
-    ("p4", "p4target.cli", "P4 programs on the embedded target: compile (check + P4Info), stf (packet tests)"),
-    ("switch", "p4target.switch", "run one embedded P4 switch on Linux interfaces (like simple_switch_grpc)"),
-    ("clean", "testbed.clean", "remove leftovers of AggNet networks: switch processes, veths, host namespaces"),
-    ("counters", "testbed.counters_cli", "read the per-job and per-port counters of a running network"),
     ("run", "testbed.run_cli", "run an experiment: network up, pipeline and trees installed, training, counters"),
     ("compare", "testbed.compare_cli", "run the same experiment once per scheme (innet, ps, ring) and compare them"),
     ("experiment", "testbed.scenario", "run a multi-job scenario file (jobs, background traffic, modes) and compare"),
     ("faults", "testbed.faults", "train while killing switches, links, aggregators or slowing workers; recover and check"),
+    ("place", "controller.place_cli", "placement only: which switches aggregate, link loads, utilization, as JSON"),
+    ("counters", "testbed.counters_cli", "read the per-job and per-port counters of a running network"),
+    ("p4", "p4target.cli", "P4 programs on the embedded target: compile (check + P4Info), stf (packet tests)"),
+    ("switch", "p4target.switch", "run one embedded P4 switch on Linux interfaces (like simple_switch_grpc)"),
+    ("clean", "testbed.clean", "remove leftovers of AggNet networks: switch processes, veths, host namespaces"),
 ]
 
 
