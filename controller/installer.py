@@ -10,8 +10,9 @@ Two halves:
   the list (`remove_job`) deletes exactly its entries.
 
 What aggnet.p4 needs per job (docs/protocol.md): an `agg_job` entry on every switch of the
-job's tree, `agg_child` entries on aggregating switches (one bitmap bit per message that
-arrives from below), a multicast group toward the tree children, and `agg_host` entries on
+job's tree, `agg_child` entries (on aggregating switches one bitmap bit per message that
+arrives from below; on forwarding switches one per port below, so that no other port can
+inject into the tree), a multicast group toward the tree children, and `agg_host` entries on
 worker ports. A switch that only forwards passes all messages from its subtree up one port;
 the aggregating switch above tells them apart by source address, which works only for
 worker contributions: a partial sum carries the address of whichever worker completed it.
@@ -249,19 +250,28 @@ def _add_job(topo: Topology, plan: JobPlan, state: dict[str, SwitchState]) -> No
             ("parent_port", 0 if parent is None else topo.port_of(v, parent)), ("mcast_grp", gid))))
         down = [topo.port_of(v, h) for h in tree.workers.get(v, ())] + [topo.port_of(v, c) for c in tree.children[v]]
         state[v].groups[gid] = tuple(sorted((port, 0) for port in down))
-        per_port: dict[int, int] = {}
-        for port, _ in incoming:
-            per_port[port] = per_port.get(port, 0) + 1
-        for index, (port, message) in enumerate(incoming):
-            # Only worker messages can share a port (plan_job promotes the other cases).
-            src = (topo.hosts[message.origin].ip, 0xFFFFFFFF) if per_port[port] > 1 else (0, 0)
-            state[v].add(Entry(AGG_CHILD, (("hdr.agg.job_id", plan.job_id), ("standard_metadata.ingress_port", port),
-                                           ("hdr.ipv4.srcAddr", src)),
-                               "AggIngress.set_child", (("index", index),), CHILD_PRIORITY))
+        if aggregate:
+            per_port: dict[int, int] = {}
+            for port, _ in incoming:
+                per_port[port] = per_port.get(port, 0) + 1
+            for index, (port, message) in enumerate(incoming):
+                # Only worker messages can share a port (plan_job promotes the other cases).
+                src = (topo.hosts[message.origin].ip, 0xFFFFFFFF) if per_port[port] > 1 else (0, 0)
+                state[v].add(_child_entry(plan.job_id, port, src, index))
+        else:
+            # A forwarder keeps no bitmap; it only admits contributions from the ports below it.
+            for port in sorted(set(down)):
+                state[v].add(_child_entry(plan.job_id, port, (0, 0), 0))
         for h in tree.workers.get(v, ()):
             host = topo.hosts[h]
             state[v].add(Entry(AGG_HOST, (("standard_metadata.egress_port", topo.port_of(v, h)),),
                                "AggEgress.set_host", (("mac", host.mac), ("ip", host.ip), ("udp_port", AGG_PORT))))
+
+
+def _child_entry(job_id: int, port: int, src: tuple[int | str, int], index: int) -> Entry:
+    """agg_child: contributions of the job arriving on `port` from `src` (value, mask) are child `index`."""
+    return Entry(AGG_CHILD, (("hdr.agg.job_id", job_id), ("standard_metadata.ingress_port", port),
+                             ("hdr.ipv4.srcAddr", src)), "AggIngress.set_child", (("index", index),), CHILD_PRIORITY)
 
 
 def job_spec(topo: Topology, plan: JobPlan, lanes: int, agg_ip: str = DEFAULT_AGG_IP,

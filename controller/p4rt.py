@@ -200,6 +200,14 @@ class SwitchConnection:
             if exc.code() != grpc.StatusCode.CANCELLED:
                 self._arbitration.put(P4RuntimeError(f"{self.name}: stream: {_rpc_text(exc)}"))
 
+    @property
+    def alive(self) -> bool:
+        """True while the stream runs: it ends when the switch goes away (or on close()).
+
+        A read-only connection has no stream and is never alive.
+        """
+        return self._thread.is_alive()
+
     def close(self) -> None:
         """End the stream and the channel; safe to call twice."""
         self._requests.put(None)

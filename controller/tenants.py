@@ -6,9 +6,9 @@ in force (controller.placement.place_jobs does the sharing), then says for every
 line, whether it got in-network capacity, fell back to host aggregation, or, under the
 "reject" policy, was turned away. Scenario results carry these lines verbatim.
 
-`isolation_risks` names the places where aggnet.p4 cannot keep jobs apart: a switch that
-only forwards for job A (aggregate=0) passes on any packet carrying A's job id, whatever
-port it came in on, so a host of another job attached there could inject into A's tree.
+Isolation needs no admission rule: every switch of a job's tree, forwarding or aggregating,
+admits the job's contributions only from the ports below it and results only from its parent
+port (aggnet.p4, controller.installer), so another tenant's host cannot reach the job's sums.
 """
 from __future__ import annotations
 
@@ -65,12 +65,12 @@ def with_slot_budgets(topo: Topology, budgets: Mapping[str, int]) -> Topology:
 
 
 def admit(topo: Topology, jobs: Iterable[Job], algo: str = "soar", policy: str = "downgrade",
-          weight_mode: str = "unit") -> Tenancy:
+          weight_mode: str = "unit", seed: int = 0) -> Tenancy:
     """Place the jobs in order within the slot budgets; decide and explain each job's fate."""
     if policy not in POLICIES:
         raise PlacementError(f"policy: unknown admission policy '{policy}' (choose from {', '.join(POLICIES)})")
     placements, admissions = [], []
-    for jp in place_jobs(topo, list(jobs), algo, weight_mode):
+    for jp in place_jobs(topo, list(jobs), algo, weight_mode, seed):
         decision = _decide(jp, policy)
         admissions.append(decision)
         if decision.status != REJECTED:
@@ -90,21 +90,3 @@ def _decide(jp: JobPlacement, policy: str) -> Admission:
     return Admission(name, HOST, (), slots,
                      f"job {name}: downgraded to host aggregation: no in-network capacity ({reason})")
 
-
-def isolation_risks(topo: Topology, placements: Iterable[JobPlacement]) -> list[str]:
-    """One line per (job, forwarding switch, foreign host): where another tenant could inject.
-
-    Forwarding-only switches of a job's tree are its non-aggregating switches; the installer
-    may still promote some of them, so this over-approximates (it never misses a risk).
-    """
-    placements = [jp for jp in placements if jp.fallback is None and jp.tree.sink is None]
-    risks = []
-    for jp in placements:
-        aggregators = set(jp.placement.aggregators) | {jp.tree.root}
-        for switch in jp.tree.switches:
-            if switch in aggregators:
-                continue
-            foreign = [h for h in topo.hosts_of(switch) if h not in jp.job.workers]
-            risks += [f"job {jp.job.name}: switch {switch} only forwards for it and host {h} "
-                      f"(not one of its workers) is attached there" for h in foreign]
-    return risks

@@ -237,13 +237,23 @@ control AggIngress(inout headers_t hdr, inout metadata_t meta,
         } else {
             bit<32> job = (bit<32>)hdr.agg.job_id;
             agg_received.count(job);
+            /* Contributions enter the tree only from a child port, results only from the parent
+             * port, on forwarding switches too: a host of another job gets nothing in. */
+            bool from_child = false;
+            if (hdr.agg.result == 0) {
+                if (agg_child.apply().hit) {
+                    from_child = true;
+                }
+            }
             if (!hdr.agg_values.isValid() || hdr.agg.slot >= meta.agg.slot_count) {
                 drop();
             } else if (meta.agg.aggregate == 0) {
-                if (hdr.agg.result == 1) {
+                if (hdr.agg.result == 1 && standard_metadata.ingress_port == meta.agg.parent_port) {
                     standard_metadata.mcast_grp = meta.agg.mcast_grp;
-                } else {
+                } else if (from_child) {
                     standard_metadata.egress_spec = meta.agg.parent_port;
+                } else {
+                    drop();
                 }
             } else {
                 meta.agg.idx = ((meta.agg.slot_base + (bit<32>)hdr.agg.slot) << 1) | (bit<32>)hdr.agg.pool;
@@ -270,7 +280,7 @@ control AggIngress(inout headers_t hdr, inout metadata_t meta,
                         agg_duplicates.count(job);
                         drop();
                     }
-                } else if (agg_child.apply().hit) {
+                } else if (from_child) {
                     /* Contributing to this pool means the child has the other pool's result:
                      * clear its bit there, so its next contribution to that pool is new. */
                     bit<32> other;

@@ -6,10 +6,14 @@ Order: check the input (topology, workers, k, ...) before anything starts -> net
 (testbed.network.Testbed) with link rate/loss applied to the switches' egress queues ->
 pipeline pushed, routes and the job's aggregation tree installed over P4Runtime
 (controller.installer) -> host processes started inside the Mininet hosts (worker agents
-or the all-reduce benchmark, plus a parameter server for scheme ps), each logging under
+or the all-reduce benchmark, plus a parameter server for scheme ps, or a host aggregator and
+its replica for scheme hostagg), each logging under
 runs/<ts>/logs/ -> wait, watching every process and switch -> switch counters read ->
 host processes stopped -> teardown. Teardown always runs (errors, Ctrl-C, SIGTERM); the
 first process that fails is named in a one-line error.
+
+A job that placement gives no in-network capacity (its switches' slot budgets are too small)
+is downgraded to scheme hostagg, announced in one line and recorded in results.json.
 
 The run folder gets `agent.json` (the job's agent config every host process reads),
 `results.json` (written also when a worker failed, with the error) and logs/.
@@ -26,10 +30,10 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 REPO = Path(__file__).resolve().parent.parent
-SCHEMES = ("innet", "ps", "ring")
+SCHEMES = ("innet", "ps", "ring", "hostagg")
 WORKLOADS = ("train", "allreduce")
 LANE_PROGRAMS = {32: "aggnet.p4", 64: "aggnet_l64.p4"}
 AGG_MAC = "02:00:00:00:ff:fe"  # any unicast MAC: the first switch intercepts by UDP port
@@ -80,6 +84,8 @@ class RunConfig:
     loss: float | None = None  # percent at every switch egress port
     seed: int = 0
     out: str = "runs"
+    staleness: int = 0  # hostagg: how many rounds late a gradient may be summed (hosts.host_agg)
+    stragglers: tuple[tuple[str, float], ...] = ()  # (worker, extra compute seconds per step)
     timeout_s: float = 900.0  # the whole run, from the first host process on
     comm_timeout_s: float = 30.0  # a host process gives up when its peers are silent this long
 
@@ -128,8 +134,29 @@ def check_config(cfg: RunConfig) -> None:
         raise RunError(f"--link-mbps: must be positive, got {cfg.link_mbps}")
     if cfg.loss is not None and not 0 <= cfg.loss < 100:
         raise RunError(f"--loss: a percentage in [0, 100), got {cfg.loss}")
-    if cfg.workload == "allreduce" and cfg.scheme == "ring":
-        raise RunError("--scheme ring: the all-reduce benchmark runs innet and ps (ring is for training)")
+    if cfg.workload == "allreduce" and cfg.scheme in ("ring", "hostagg"):
+        raise RunError(f"--scheme {cfg.scheme}: the all-reduce benchmark runs innet and ps "
+                       f"({cfg.scheme} is for training)")
+    if cfg.staleness < 0:
+        raise RunError(f"--staleness: must be >= 0, got {cfg.staleness}")
+    if cfg.staleness and cfg.scheme not in ("hostagg", "innet"):
+        raise RunError(f"--staleness: only host aggregation bounds staleness (--scheme hostagg, or innet "
+                       f"when downgraded), not --scheme {cfg.scheme}")
+    for name, delay in cfg.stragglers:
+        if delay < 0:
+            raise RunError(f"--straggler {name}={delay:g}: the delay must be >= 0 seconds")
+
+
+def parse_stragglers(items: list[str], option: str = "--straggler") -> tuple[tuple[str, float], ...]:
+    """["h2=0.2", ...] -> (("h2", 0.2), ...): workers that compute that many seconds longer per step."""
+    out = []
+    for item in items:
+        name, _, delay = item.partition("=")
+        try:
+            out.append((name.strip(), float(delay)))
+        except ValueError:
+            raise RunError(f"{option} {item!r}: expected HOST=DELAY_S, e.g. h2=0.2") from None
+    return tuple(out)
 
 
 def choose_workers(topo: Any, cfg: RunConfig) -> list[str]:
@@ -152,6 +179,9 @@ def choose_workers(topo: Any, cfg: RunConfig) -> list[str]:
         workers = hosts[:n]
     if len(workers) < 2:
         raise RunError(f"--workers: an all-reduce needs at least 2 workers, got {len(workers)}")
+    for name, _ in cfg.stragglers:
+        if name not in workers:
+            raise RunError(f"--straggler {name}: not a worker (workers: {', '.join(workers)})")
     return workers
 
 
@@ -220,6 +250,35 @@ def start_process(tb: Any, host: str, name: str, argv: list[str], logs: Path) ->
     return HostProcess(name, host, popen, output)
 
 
+def prepare_worker_hosts(tb: Any, hosts: Iterable[str], agg_ip: str) -> None:
+    """Static ARP for the job's aggregation address on every worker host.
+
+    Contributions are sent to agg_ip, which no host owns, so nothing would answer ARP for it;
+    results come back from agg_ip too (aggnet.p4 set_host), so the host takes them as from a
+    neighbour. One function for every runner (experiment, faults, scenario).
+    """
+    for h in hosts:
+        node = tb.host(h)
+        node.cmd(f"ip neigh replace {agg_ip} lladdr {AGG_MAC} dev {node.defaultIntf().name} nud permanent")
+
+
+def start_host_aggregators(tb: Any, hosts: list[str], config: Path, logs: Path) -> list[HostProcess]:
+    """The job's host aggregator on hosts[0] and, given a second host, its replica there.
+
+    The replica starts first: the aggregator connects to it before serving anyone.
+    Process names: agg@HOST, replica@HOST (logs/NAME.out).
+    """
+    roles = list(zip(("hosts.host_agg", "hosts.replica"), hosts))
+    return [start_process(tb, host, f"{'agg' if module == 'hosts.host_agg' else 'replica'}@{host}",
+                          ["-m", module, "--config", str(config), "--out", str(logs)], logs)
+            for module, host in reversed(roles)]
+
+
+def read_aggregation_stats(logs: Path) -> dict[str, dict]:
+    """NAME -> what each host aggregator or replica did (its NAME.agg.json)."""
+    return {p.name.removesuffix(".agg.json"): json.loads(p.read_text()) for p in sorted(logs.glob("*.agg.json"))}
+
+
 # ---------------------------------------------------------------------------- results helpers
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -249,10 +308,39 @@ class Experiment:
         self.topo = shape_links(load_topology(resolve_topology(cfg.topo)), cfg.link_mbps, cfg.loss)
         self.workers = choose_workers(self.topo, cfg)
         self.ps = ps_host(self.topo, self.workers) if cfg.scheme == "ps" else None
+        self.scheme = cfg.scheme  # what runs: innet becomes hostagg when the job gets no switch capacity
+        self.admission: Any = None  # controller.tenants.Admission, for scheme innet
+        self.placements: list = []
+        if cfg.scheme == "innet":
+            self._admit()
+        self.aggregators = self._pick_aggregators() if self.scheme == "hostagg" else []
         self.run_dir = Path(new_run_dir(cfg.out))
         self.logs = self.run_dir / "logs"
         self.processes: list[HostProcess] = []
         self.job_ids: list[int] = []
+
+    def _admit(self) -> None:
+        """Place the job within the switches' slot budgets; none left -> downgrade to hostagg."""
+        from controller.placement import Job
+        from controller.tenants import IN_NETWORK, admit
+
+        job = Job(JOB_NAME, tuple(self.workers), k=self.cfg.k, slots=self.cfg.slots)
+        tenancy = admit(self.topo, [job], self.cfg.algo, seed=self.cfg.seed)
+        self.admission = tenancy.admission(JOB_NAME)
+        if self.admission.status == IN_NETWORK:
+            self.placements = tenancy.in_network()
+        elif self.cfg.workload == "train":
+            self.scheme = "hostagg"
+        else:
+            raise RunError(f"--slots {self.cfg.slots}: no in-network capacity ({tenancy.placements[0].fallback}), "
+                           "and the all-reduce benchmark has no host aggregation to fall back to")
+
+    def _pick_aggregators(self) -> list[str]:
+        """Aggregator and replica hosts, idlest first (hosts.straggler.pick_aggregators)."""
+        from hosts.straggler import Straggler, pick_aggregators
+
+        stragglers = {name: Straggler(delay) for name, delay in self.cfg.stragglers}
+        return pick_aggregators(list(self.topo.hosts), self.workers, stragglers, 2)
 
     def run(self) -> dict:
         from controller.installer import connect_all
@@ -260,6 +348,9 @@ class Experiment:
         from testbed import report
         from testbed.network import Testbed
 
+        if self.admission is not None and self.scheme == "hostagg":
+            self.reporter.status(f"{self.admission.message}; aggregator on {self.aggregators[0]}, "
+                                 f"replica on {self.aggregators[1]}")
         self.reporter.status(f"network {self.topo.name} up in {self.run_dir}")
         started = time.time()
         error: Exception | None = None
@@ -268,7 +359,8 @@ class Experiment:
             try:
                 specs, placement = self._install(conns)
                 config_path = self._write_agent_config(specs)
-                self._prepare_hosts(tb)
+                if JOB_NAME in specs:  # in-network: the workers talk to the aggregation address
+                    prepare_worker_hosts(tb, self.workers, specs[JOB_NAME].agg_ip)
                 try:
                     self._start_processes(tb, config_path)
                     self._wait(tb)
@@ -293,17 +385,13 @@ class Experiment:
     # -- phases
 
     def _install(self, conns: dict) -> tuple[dict, Any]:
-        """Pipeline + routes everywhere, and the job's tree for scheme innet."""
+        """Pipeline + routes everywhere, and the job's tree when it aggregates in-network."""
         from controller.installer import Installer, load_program
-        from controller.placement import Job, place_jobs
 
+        placements = self.placements if self.scheme == "innet" else []
         self.reporter.status(f"pushing {LANE_PROGRAMS[self.cfg.lanes]}, routes"
-                             + (" and the aggregation tree" if self.cfg.scheme == "innet" else ""))
+                             + (" and the aggregation tree" if placements else ""))
         program = load_program(program_path(self.cfg.lanes))
-        placements = []
-        if self.cfg.scheme == "innet":
-            job = Job(JOB_NAME, tuple(self.workers), k=self.cfg.k, slots=self.cfg.slots)
-            placements = place_jobs(self.topo, [job], self.cfg.algo, seed=self.cfg.seed)
         installer = Installer(self.topo, program, conns, timeout_s=self.cfg.min_rto_s)
         specs, _ = installer.install(placements)
         self.job_ids = [plan.job_id for plan in installer.plans.values()]
@@ -313,35 +401,34 @@ class Experiment:
         return specs, placement
 
     def _write_agent_config(self, specs: dict) -> Path:
-        from hosts.agent_config import RING_PORT, PS_PORT, AgentConfig, TrainConfig
+        from hosts.agent_config import AGG_PORT_TCP, PS_PORT, REPLICA_PORT, RING_PORT, AgentConfig, TrainConfig
         from hosts.comm import Endpoint
+        from hosts.straggler import Straggler
 
         cfg = self.cfg
         train = TrainConfig(model=cfg.model, dataset=cfg.dataset, steps=cfg.steps, seed=cfg.seed,
                             batch_size=cfg.batch_size, lr=cfg.lr, eval_every=cfg.eval_every)
         workers = tuple(Endpoint(h, self.topo.hosts[h].ip, RING_PORT) for h in self.workers)
         ps = Endpoint(self.ps, self.topo.hosts[self.ps].ip, PS_PORT) if self.ps else None
-        config = AgentConfig(cfg.scheme, train, workers, ps, specs.get(JOB_NAME), cfg.comm_timeout_s)
+        ends = [Endpoint(h, self.topo.hosts[h].ip, port) for h, port in zip(self.aggregators, (AGG_PORT_TCP, REPLICA_PORT))]
+        aggregator, replica = (ends + [None, None])[:2]
+        config = AgentConfig(self.scheme, train, workers, ps, specs.get(JOB_NAME), cfg.comm_timeout_s,
+                             aggregator=aggregator, replica=replica, staleness=cfg.staleness,
+                             stragglers={name: Straggler(delay) for name, delay in cfg.stragglers})
         path = self.run_dir / "agent.json"
         path.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
         return path
 
-    def _prepare_hosts(self, tb: Any) -> None:
-        """Static ARP for the aggregation address on every worker: contributions go to it, and
-        results come back from it (aggnet.p4 set_host)."""
-        from controller.installer import DEFAULT_AGG_IP
-
-        for h in self.workers:
-            node = tb.host(h)
-            node.cmd(f"ip neigh replace {DEFAULT_AGG_IP} lladdr {AGG_MAC} dev {node.defaultIntf().name} nud permanent")
-
     def _start_processes(self, tb: Any, config: Path) -> None:
         cfg = self.cfg
-        self.reporter.status(f"starting {len(self.workers)} workers ({cfg.scheme}, {cfg.workload})"
-                             + (f" and the parameter server on {self.ps}" if self.ps else ""))
+        self.reporter.status(f"starting {len(self.workers)} workers ({self.scheme}, {cfg.workload})"
+                             + (f" and the parameter server on {self.ps}" if self.ps else "")
+                             + (f" and the host aggregator on {self.aggregators[0]}, its replica on "
+                                f"{self.aggregators[1]}" if self.aggregators else ""))
         if self.ps:
             self.processes.append(start_process(tb, self.ps, "ps", ["-m", "hosts.ps", "--config", str(config),
                                                                      "--out", str(self.logs)], self.logs))
+        self.processes += start_host_aggregators(tb, self.aggregators, config, self.logs)
         for h in self.workers:
             if cfg.workload == "train":
                 argv = ["-m", "hosts.agent", "--config", str(config), "--worker", h, "--out", str(self.logs)]
@@ -396,8 +483,12 @@ class Experiment:
             "config": config, "seeds": {"model": cfg.seed, "data": cfg.seed, "vectors": cfg.seed},
             "run_dir": str(self.run_dir), "workers": len(self.workers), "placement": placement,
             "wall_time_s": seconds, "versions": report.versions(cfg.target), "counters": counters,
-            "queues": queues, "link_bytes": report.link_bytes(self.topo, counters),
+            "queues": queues, "link_bytes": report.link_bytes(self.topo, counters), "scheme": self.scheme,
+            "admission": self.admission.to_json() if self.admission is not None else None,
         }
+        if self.aggregators:
+            results.update(aggregators=self.aggregators, staleness_bound=cfg.staleness,
+                           aggregation=read_aggregation_stats(self.logs))
         if error is not None:
             results["error"] = str(error)
         if cfg.workload == "train":

@@ -192,7 +192,7 @@ def run_with_faults(cfg: FaultRunConfig) -> dict:
     from controller.placement import Job
     from controller.topology import load_topology
     from hosts.checkpoint import common_step
-    from testbed.experiment import JOB_NAME, RunFailed, program_path, resolve_topology
+    from testbed.experiment import JOB_NAME, RunFailed, prepare_worker_hosts, program_path, resolve_topology
     from testbed.network import Testbed, new_run_dir
 
     topo = load_topology(resolve_topology(cfg.topo))
@@ -209,7 +209,7 @@ def run_with_faults(cfg: FaultRunConfig) -> dict:
             spec = None
             if cfg.scheme == "innet":
                 spec = failover.install()
-                _prepare_hosts(tb, cfg.workers)
+                prepare_worker_hosts(tb, cfg.workers, spec.agg_ip)
             else:
                 Installer(topo, program, conns).install([])  # routes only: hosts sum
                 _start_aggregators(tb, run)
@@ -262,17 +262,14 @@ def check_run_config(cfg: FaultRunConfig, topo: Any) -> None:
 def _start_aggregators(tb: Any, run: _Run) -> None:
     """Host aggregator on the idlest host, its replica on the next (hosts.straggler.pick_aggregators)."""
     from hosts.straggler import Straggler, pick_aggregators
-    from testbed.experiment import start_process
+    from testbed.experiment import start_host_aggregators
 
     cfg = run.cfg
     stragglers = {name: Straggler(delay) for name, delay in cfg.stragglers}
     run.aggregators = pick_aggregators(list(run.topo.hosts), cfg.workers, stragglers, 2 if cfg.replica else 1)
     path = _write_agent_config(run, None)
-    modules = ["hosts.host_agg", "hosts.replica"][:len(run.aggregators)]
-    for module, host in reversed(list(zip(modules, run.aggregators))):  # the replica listens first
-        name = f"agg@{host}" if module == "hosts.host_agg" else f"replica@{host}"
-        run.procs[name] = start_process(tb, host, name, ["-m", module, "--config", str(path), "--out",
-                                                         str(run.logs)], run.logs)
+    for proc in start_host_aggregators(tb, run.aggregators, path, run.logs):
+        run.procs[proc.name] = proc
 
 
 def _write_agent_config(run: _Run, spec: Any) -> Path:
@@ -293,18 +290,6 @@ def _write_agent_config(run: _Run, spec: Any) -> Path:
     path = run.run_dir / f"agent-{len(run.segments)}.json"
     path.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
     return path
-
-
-def _prepare_hosts(tb: Any, workers: tuple[str, ...]) -> None:
-    """As the experiment runner does: static ARP for the aggregation address, accept_local on."""
-    from controller.installer import DEFAULT_AGG_IP
-    from testbed.experiment import AGG_MAC
-
-    for h in workers:
-        node = tb.host(h)
-        intf = node.defaultIntf().name
-        node.cmd(f"ip neigh replace {DEFAULT_AGG_IP} lladdr {AGG_MAC} dev {intf} nud permanent; "
-                 f"sysctl -qw net.ipv4.conf.all.accept_local=1 net.ipv4.conf.{intf}.accept_local=1")
 
 
 def _start_agents(tb: Any, run: _Run, spec: Any, resume: int) -> None:
@@ -366,7 +351,7 @@ def _stop_processes(run: _Run) -> None:
 
 def _results(run: _Run, seconds: float) -> dict:
     """Per worker, the steps its final weights went through: each segment's steps up to the next resume."""
-    from testbed.experiment import read_jsonl
+    from testbed.experiment import read_aggregation_stats, read_jsonl
 
     lineage = {}
     for h in run.cfg.workers:
@@ -387,8 +372,7 @@ def _results(run: _Run, seconds: float) -> dict:
     if run.aggregators:
         results["aggregators"] = run.aggregators
         results["staleness_bound"] = run.cfg.staleness
-        results["aggregation"] = {p.name.removesuffix(".agg.json"): json.loads(p.read_text())
-                                  for p in sorted(run.logs.glob("*.agg.json"))}
+        results["aggregation"] = read_aggregation_stats(run.logs)
     return results
 
 
@@ -412,16 +396,12 @@ def add_arguments(parser: Any) -> None:
 
 def run(args: Any) -> int:
     """`aggnet faults`: one run with the faults injected; prints what happened, exit 1 if a step was lost."""
-    stragglers = []
-    for item in args.straggler:
-        name, _, delay = item.partition("=")
-        try:
-            stragglers.append((name, float(delay)))
-        except ValueError:
-            raise FaultError(f"--straggler {item!r}: expected HOST=DELAY_S, e.g. h2=0.2") from None
+    from testbed.experiment import parse_stragglers
+
+    stragglers = parse_stragglers(args.straggler)
     cfg = FaultRunConfig(topo=args.topo, workers=tuple(w for w in args.workers.split(",") if w),
                          faults=tuple(parse_fault(f) for f in args.fault), scheme=args.scheme, steps=args.steps,
-                         staleness=args.staleness, stragglers=tuple(stragglers), replica=not args.no_replica,
+                         staleness=args.staleness, stragglers=stragglers, replica=not args.no_replica,
                          k=args.k, seed=args.seed, out=args.out)
     results = run_with_faults(cfg)
     for event in results["events"]:

@@ -30,7 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", default=d.target, help="P4 target: embedded (default) or bmv2")
     parser.add_argument("--algo", default=d.algo, help=f"placement algorithm (default {d.algo})")
     parser.add_argument("--k", type=int, default=d.k, help=f"aggregating switches besides the root (default {d.k})")
-    parser.add_argument("--scheme", default=d.scheme, help="innet (default), ps or ring")
+    parser.add_argument("--scheme", default=d.scheme,
+                        help="innet (default; host aggregation when the switches have no slots for it), ps, ring "
+                             "or hostagg")
+    parser.add_argument("--staleness", type=int, default=d.staleness, metavar="S",
+                        help="host aggregation: sum a gradient up to S rounds late rather than wait (default 0)")
+    parser.add_argument("--straggler", action="append", default=[], metavar="HOST=DELAY_S",
+                        help="worker HOST computes DELAY_S seconds longer every step (repeatable)")
     parser.add_argument("--workload", default=d.workload, choices=WORKLOADS, help="train (default) or allreduce")
     parser.add_argument("--model", default=d.model, help="mlp (default) or cnn")
     parser.add_argument("--dataset", default=d.dataset, help="digits (default) or synthetic")
@@ -55,14 +61,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace, **override: Any) -> Any:
     """A RunConfig from parsed options (`override` replaces some, e.g. scheme and out for compare)."""
-    from testbed.experiment import RunConfig
+    from testbed.experiment import RunConfig, parse_stragglers
 
     hosts = tuple(h.strip() for h in args.worker_hosts.split(",") if h.strip()) if args.worker_hosts else ()
     values = dict(topo=args.topo, workers=args.workers, worker_hosts=hosts, target=args.target, algo=args.algo,
                   k=args.k, scheme=args.scheme, workload=args.workload, model=args.model, dataset=args.dataset,
                   steps=args.steps, batch_size=args.batch_size, lr=args.lr, elements=args.elements,
                   dtype=args.dtype, lanes=args.lanes, slots=args.slots, min_rto_s=args.min_rto, link_mbps=args.link_mbps, loss=args.loss,
-                  seed=args.seed, timeout_s=args.timeout, out=args.out)
+                  seed=args.seed, timeout_s=args.timeout, out=args.out, staleness=args.staleness,
+                  stragglers=parse_stragglers(args.straggler))
     values.update(override)
     return RunConfig(**values)
 
@@ -77,7 +84,9 @@ class RichReporter:
         self.accuracy = "-"
 
     def status(self, message: str) -> None:
-        self.console.print(f"[bold]aggnet[/bold] {message}")
+        from rich.markup import escape
+
+        self.console.print(f"[bold]aggnet[/bold] {escape(message)}", soft_wrap=True)  # one line, however long
 
     def training_step(self, record: dict, total_steps: int) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -104,6 +113,9 @@ class RichReporter:
 def summarize(results: dict, console: Any) -> None:
     """The lines after the counters: accuracy and step time, or the all-reduce verdict and goodput."""
     run_dir = results["run_dir"]
+    if results.get("staleness_bound") is not None:
+        console.print(f"host aggregation on {', '.join(results['aggregators'])}, staleness bound "
+                      f"{results['staleness_bound']}")
     if "final_accuracy" in results:
         console.print(f"[bold]final test accuracy {results['final_accuracy']:.4f}[/bold] after {results['steps']} "
                       f"steps; median step {results['step_time_s'] * 1000:.1f} ms; results in {run_dir}/results.json")

@@ -321,7 +321,7 @@ class ModeRun:
 
     def __init__(self, scn: Scenario, mode: str, run_dir: Path, say: Any = print):
         from controller.placement import Job
-        from controller.tenants import admit, isolation_risks, with_slot_budgets
+        from controller.tenants import admit, with_slot_budgets
         from controller.topology import load_topology
 
         self.scn, self.mode, self.run_dir, self.say = scn, mode, run_dir, say
@@ -329,7 +329,6 @@ class ModeRun:
         jobs = [Job(j.name, j.workers, j.root, j.k, j.slots) for j in scn.jobs]
         self.tenancy = admit(self.topo, jobs, scn.algo, scn.admission)
         self.schemes = job_schemes(scn, mode, self.tenancy)
-        self.risks = isolation_risks(self.topo, self.tenancy.in_network()) if self._innet else []
         self.logs = run_dir / "logs"
         self.jobs = {j.name: j for j in scn.jobs if j.name in self.schemes}
         self.procs: dict[str, list] = {name: [] for name in self.jobs}
@@ -344,14 +343,12 @@ class ModeRun:
         from controller.adapt import Adapter
         from controller.installer import Installer, connect_all, load_program
         from controller.monitor import snapshot
-        from testbed.experiment import program_path
+        from testbed.experiment import prepare_worker_hosts, program_path
         from testbed.network import Testbed
 
         placements = self.tenancy.in_network() if self._innet else []
         for admission in self.tenancy.admissions if self._innet else ():
             self.say(f"  {admission.message}")
-        for risk in self.risks:
-            self.say(f"  isolation risk: {risk}")
         error, events, counters = None, [], {}
         with Testbed(self.topo, "embedded", str(self.run_dir)) as tb:
             conns = connect_all(self.topo, sidechannel_ports={s: tb.thrift_port(s) for s in self.topo.switches})
@@ -361,7 +358,8 @@ class ModeRun:
                 specs, _ = installer.install(placements)
                 job_ids = {name: plan.job_id for name, plan in installer.plans.items()}
                 self._shape(tb)
-                self._prepare_hosts(tb, specs)
+                for name, spec in specs.items():
+                    prepare_worker_hosts(tb, self.jobs[name].workers, spec.agg_ip)
                 t0 = time.monotonic()
                 self._start(tb, specs)
                 if self.mode == "aware":
@@ -401,18 +399,6 @@ class ModeRun:
                 send_command(tport, f"set_queue_delay {s.delay_ms} {port}")
             if s.depth_pkts is not None:
                 send_command(tport, f"set_queue_depth {s.depth_pkts} {port}")
-
-    def _prepare_hosts(self, tb: Any, specs: dict) -> None:
-        """As testbed.experiment does for one job: ARP for the aggregation address, accept_local."""
-        from controller.installer import DEFAULT_AGG_IP
-        from testbed.experiment import AGG_MAC
-
-        for name in specs:
-            for h in self.jobs[name].workers:
-                node = tb.host(h)
-                intf = node.defaultIntf().name
-                node.cmd(f"ip neigh replace {DEFAULT_AGG_IP} lladdr {AGG_MAC} dev {intf} nud permanent; "
-                         f"sysctl -qw net.ipv4.conf.all.accept_local=1 net.ipv4.conf.{intf}.accept_local=1")
 
     def _config(self, name: str, specs: dict) -> Path:
         from hosts.agent_config import PS_PORT, RING_PORT, AgentConfig
@@ -508,7 +494,7 @@ class ModeRun:
         results = {"scenario": self.scn.name, "source": self.scn.source, "mode": self.mode, "seed": self.scn.seed,
                    "target_accuracy": self.scn.target_accuracy,
                    "admissions": [a.to_json() for a in self.tenancy.admissions] if self._innet else [],
-                   "isolation_risks": self.risks, "jobs": jobs, "moves": events,
+                   "jobs": jobs, "moves": events,
                    "flows": {f.name: {"send": _read_json(self.logs / f"{f.name}.send.json"),
                                       "recv": _read_json(self.logs / f"{f.name}.recv.json")}
                              for f in self.scn.traffic},

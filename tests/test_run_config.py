@@ -95,4 +95,4 @@ def test_cli_compare_rejects_unknown_scheme(tmp_path):
     done = subprocess.run([sys.executable, "-m", "testbed.cli", "compare", "--schemes", "innet,magic",
                            "--out", str(tmp_path)], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == ["--schemes: 'innet,magic': give distinct schemes from innet, ps, ring"]
+    assert done.stderr.strip().splitlines() == ["--schemes: 'innet,magic': give distinct schemes from innet, ps, ring, hostagg"]

@@ -9,7 +9,7 @@ from test_installer_push import Fabric
 from controller.installer import Installer, load_program
 from controller.monitor import job_counters
 from controller.placement import Job
-from controller.tenants import IN_NETWORK, admit, isolation_risks
+from controller.tenants import IN_NETWORK, admit
 from hosts import codec
 
 AGG_IP = "10.0.255.254"
@@ -82,33 +82,42 @@ def test_job_b_cannot_change_job_a_sums_on_a_shared_switch(program):
         fabric.close()
 
 
-def test_forwarding_switch_with_a_foreign_host_is_reported_as_a_risk():
-    from controller.topology import load_topology
-
-    topo = load_topology("topologies/leafspine.yaml")
-    tenancy = admit(topo, [Job("a", ("h1", "h3"), k=0, slots=4), Job("b", ("h2", "h4"), k=0, slots=4)])
-    risks = isolation_risks(topo, tenancy.placements)
-    # k=0: the leaves only forward; each leaf carries one host of the other job
-    assert sorted(risks) == sorted([
-        "job a: switch s3 only forwards for it and host h2 (not one of its workers) is attached there",
-        "job a: switch s4 only forwards for it and host h4 (not one of its workers) is attached there",
-        "job b: switch s3 only forwards for it and host h1 (not one of its workers) is attached there",
-        "job b: switch s4 only forwards for it and host h3 (not one of its workers) is attached there",
-    ])
-    aggregating = admit(topo, [Job("a", ("h1", "h2", "h3", "h4"), k=2, slots=4)])
-    assert isolation_risks(topo, aggregating.placements) == []
-
-
-@pytest.mark.xfail(strict=True, reason="aggnet.p4 forwards a job's packets on aggregate=0 switches whatever "
-                                       "port they came from (see controller.tenants.isolation_risks)")
-def test_forged_result_through_a_forwarding_leaf_does_not_reach_job_a(program):
+def test_forwarding_leaf_admits_a_job_only_from_its_own_ports(program):
+    """k=0 on leaf-spine: the leaves only forward, and each carries one host of the other job."""
     fabric = Fabric("topologies/leafspine.yaml")
     try:
         topo = fabric.topo
         tenancy = admit(topo, [Job("a", ("h1", "h3"), k=0, slots=4), Job("b", ("h2", "h4"), k=0, slots=4)])
-        specs, _ = Installer(topo, program, fabric.conns, agg_ip=AGG_IP).install(tenancy.in_network())
-        a = specs["a"]
-        fake = forged(topo, "h2", a.job_id, 0, 0, [123] * 32, flags=codec.FLAG_RESULT, workers=a.world_size)
-        assert "h1" not in results(fabric.send("h2", fake))
+        installer = Installer(topo, program, fabric.conns, agg_ip=AGG_IP)
+        specs, _ = installer.install(tenancy.in_network())
+        a, b = specs["a"], specs["b"]
+        root = installer.plans["a"].tree.root
+        assert "s3" not in installer.plans["a"].aggregators and "s4" not in installer.plans["a"].aggregators
+        # the forwarding leaf knows job a on h1's port only
+        children = [e for e in fabric.entries("s3", "AggIngress.agg_child") if e.match[0].exact.value[-1] == a.job_id]
+        assert [e.match[1].exact.value[-1] for e in children] == [topo.port_of("s3", "h1")]
+        rng = np.random.default_rng(3)
+        for seq in range(2):
+            slot = seq % a.slot_count
+            va, vb = (rng.integers(-1000, 1000, (2, 32)).astype(np.int32) for _ in range(2))
+            attacks = [
+                forged(topo, "h2", a.job_id, slot, seq, [123] * 32, flags=codec.FLAG_RESULT, workers=a.world_size),
+                forged(topo, "h2", a.job_id, slot, seq, [10**6] * 32),  # a contribution for a from b's host
+                forged(topo, "h2", a.job_id, slot, seq, [10**6] * 32, src_ip=topo.hosts["h1"].ip),  # spoofing h1
+            ]
+            for frame in attacks:
+                assert fabric.send("h2", frame) == []  # dropped at the leaf, not just short of h1
+            got_a = results(fabric.send("h1", forged(topo, "h1", a.job_id, slot, seq, va[0]))
+                            + fabric.send("h3", forged(topo, "h3", a.job_id, slot, seq, va[1])))
+            got_b = results(fabric.send("h2", forged(topo, "h2", b.job_id, slot, seq, vb[0]))
+                            + fabric.send("h4", forged(topo, "h4", b.job_id, slot, seq, vb[1])))
+            for got, spec, want in ((got_a, a, va), (got_b, b, vb)):
+                assert sorted(got) == [w.name for w in spec.workers]
+                for (pkt,) in got.values():
+                    assert pkt["job_id"] == spec.job_id and pkt["workers"] == 2 and pkt["seq"] == seq
+                    assert np.array_equal(pkt["values"], want.astype(np.int64).sum(axis=0))
+        # a's aggregator saw exactly its two workers' packets per round: nothing forged got that far
+        counters = job_counters(fabric.conns[root], a.job_id)
+        assert (counters["received"], counters["aggregated"], counters["duplicates"]) == (2 * 2, 2 * 2, 0)
     finally:
         fabric.close()
