@@ -262,7 +262,7 @@ def _probe_frame(dst: str, src: str, marker: bytes) -> bytes:
     return frame + bytes(max(0, 60 - len(frame)))
 
 
-def _start_capture(host, script: Path, intf: str, marker: bytes, seconds: float = 8.0) -> None:
+def _start_capture(host, script: Path, intf: str, marker: bytes, seconds: float = 30.0) -> None:
     host.sendCmd(f"python3 {script} {intf} {marker.hex()} {seconds}")
     seen = ""
     for _ in range(100):
