@@ -3,7 +3,7 @@
 Random insert/delete/modify sequences on exact, lpm (one and several keys), ternary,
 range and multi-lpm tables; after every step each probe key must hit exactly the entry
 a linear scan by P4 semantics picks (longest prefix; highest priority, earliest
-inserted on ties). Also: a large table fills at an O(1)-per-write pace.
+inserted on ties).
 """
 import random
 
