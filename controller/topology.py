@@ -21,6 +21,8 @@ from typing import Any
 
 import networkx as nx
 
+from controller.yaml_file import read_yaml
+
 HOST_PREFIX_LEN = 16
 GRPC_PORT_BASE = 9559  # P4Runtime's IANA port; below the ephemeral range (32768-60999), so a client socket never takes it
 DEFAULT_SLOTS = 1024
@@ -147,19 +149,7 @@ class Topology:
 
 def load_topology(path: str) -> Topology:
     """Read and validate a topology YAML file."""
-    import yaml
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
-    except OSError as exc:
-        raise TopologyError(f"{path}: cannot read topology: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else path
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise TopologyError(f"{where}: YAML error: {problem}") from None
-    return parse_topology(data, path)
+    return parse_topology(read_yaml(path, "topology", TopologyError), path)
 
 
 def parse_topology(data: Any, source: str) -> Topology:

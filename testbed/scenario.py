@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.yaml_file import read_yaml
+
 MODES = ("aware", "unaware", "ps", "ring")
 WORKLOADS = ("train", "allreduce")
 PROTOCOLS = ("udp", "tcp")
@@ -152,18 +154,7 @@ class _Fields:
 
 def load_scenario(path: str) -> Scenario:
     """Read and validate a scenario file; ScenarioError names the file and the field."""
-    import yaml
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
-    except OSError as exc:
-        raise ScenarioError(f"{path}: cannot read scenario: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else path
-        raise ScenarioError(f"{where}: YAML error: {getattr(exc, 'problem', None) or 'invalid YAML'}") from None
-    return parse_scenario(data, path)
+    return parse_scenario(read_yaml(path, "scenario", ScenarioError), path)
 
 
 def parse_scenario(data: Any, source: str) -> Scenario:
