@@ -54,6 +54,11 @@ class Pipeline:
         self._hid = compiled.hidden
         self._field_lists = compiled.field_lists
         self._meta = compiled.meta_range
+        # The slots every packet touches, as plain ints: no dict lookups on the per-packet path.
+        sm = self._sm
+        self._s_ingress_port, self._s_instance_type = sm["ingress_port"], sm["instance_type"]
+        self._s_packet_length, self._s_ingress_ts = sm["packet_length"], sm["ingress_global_timestamp"]
+        self._s_payload = self._hid["payload"]
         self._parse = compiled.fn("parse")
         self._verify = None if "verify" in compiled.empty else compiled.fn("verify")
         self._ingress_ctl = compiled.fn("ingress")
@@ -79,16 +84,15 @@ class Pipeline:
 
     def _parsed(self, port: int, data: bytes, instance_type: int, carry) -> list:
         """A fresh frame with standard metadata set, preserved fields restored, parsed."""
-        sm = self._sm
         F = self._init[:]
-        F[sm["ingress_port"]] = port
-        F[sm["instance_type"]] = instance_type
-        F[sm["packet_length"]] = len(data)
-        F[sm["ingress_global_timestamp"]] = self._now_us()
+        F[self._s_ingress_port] = port
+        F[self._s_instance_type] = instance_type
+        F[self._s_packet_length] = len(data)
+        F[self._s_ingress_ts] = self._now_us()
         for slot, value in carry:
             F[slot] = value
         offset = self._parse(F, data)
-        F[self._hid["payload"]] = data[offset:]
+        F[self._s_payload] = data[offset:]
         return F
 
     def _run_ingress(self, port: int, data: bytes, instance_type: int, carry, gen: int,

@@ -9,7 +9,9 @@ per-field dicts. The output is one module with these functions:
     deparse(F) -> list[bytes]    emitted headers (the caller appends the payload)
 
 Values: bit<W> are ints in [0, 2**W), int<W> are signed ints in range, bool is a
-Python bool, enums and errors are ints. Registers and table keys hold unsigned bit
+Python bool, enums and errors are ints. A stored bit<W> wider than WIDE_BITS lives in
+32-bit chunks (layout.WideLayout): a slice within one chunk is one slot, whole values
+are joined/split with a struct of N big-endian uint32 (`_W<N>`). Registers and table keys hold unsigned bit
 patterns; int<W> values are converted at those boundaries.
 
 Control flow: `exit` raises _Exit (caught by each control's wrapper); a parser reject
@@ -19,6 +21,7 @@ does and lets the packet continue).
 from __future__ import annotations
 
 import random
+import struct
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -27,7 +30,8 @@ from p4target import state as st
 from p4target.errors import P4Error
 from p4target.frontend import ir
 from p4target.interp import hashes
-from p4target.interp.layout import Frame, HeaderLayout, Layout, StackLayout, StructLayout, span
+from p4target.interp.layout import (CHUNK_BITS, WIDE_BITS, Frame, HeaderLayout, Layout, Local, StackLayout,
+                                    StructLayout, WideLayout, span)
 from p4target.interp.schema import digest_name, table_actions
 
 MAX_PARSER_STATES = 1000  # per packet; more means a parser loop that never ends (ParserTimeout)
@@ -133,6 +137,7 @@ class Compiler:
         self.lines: list[str] = []
         self._bound: dict[tuple[str, int], str] = {}
         self._tmp = 0
+        self._locals = 0
         self._tables: dict[int, str] = {}  # id(ir.Table) -> function name
         self._meter_color: dict[int, int] = {}  # id(direct_meter instance) -> slot of this packet's color
         self._actions: dict[int, str] = {}  # id(ir.Action) -> function name
@@ -250,7 +255,47 @@ class Compiler:
 
     @staticmethod
     def slot(lay: Layout, off: str) -> str:
-        return f"F[{lay}{off}]"
+        return lay if isinstance(lay, Local) else f"F[{lay}{off}]"
+
+    def chunks_struct(self, n: int) -> str:
+        """Global name of a struct.Struct packing n big-endian 32-bit chunks."""
+        name = f"_W{n}"
+        if name not in self.ns:
+            self.ns[name] = struct.Struct(f">{n}I")
+        return name
+
+    def join(self, a: int, b: int, off: str) -> str:
+        """The int held by chunk slots [a, b) (most significant first)."""
+        if b - a == 1:
+            return f"F[{a}{off}]"
+        return f"int.from_bytes({self.chunks_struct(b - a)}.pack(*F[{a}{off}:{b}{off}]), 'big')"
+
+    def split(self, a: int, b: int, off: str, code: str) -> str:
+        """A statement storing the int `code` (< 2**(32 * (b - a))) into chunk slots [a, b)."""
+        n = b - a
+        return f"F[{a}{off}:{b}{off}] = {self.chunks_struct(n)}.unpack(({code}).to_bytes({n * 4}, 'big'))"
+
+    def read(self, lay: Layout, off: str) -> str:
+        """Source for the value held by scalar storage (one slot or a wide field's chunks)."""
+        if isinstance(lay, WideLayout):
+            return self.join(lay.first, lay.end, off)
+        return self.slot(lay, off)
+
+    def write(self, lay: Layout, off: str, code: str) -> str:
+        """A statement storing the value `code` into scalar storage (one slot or chunks)."""
+        if isinstance(lay, WideLayout):
+            return self.split(lay.first, lay.end, off, code)
+        return f"{self.slot(lay, off)} = {code}"
+
+    def wide_lv(self, e: ir.Expr) -> tuple[WideLayout, str] | None:
+        """The chunk storage of `e` if it names a stored wide bit<W> value, else None."""
+        t = e.type
+        if (isinstance(t, ir.BitsType) and t.width > WIDE_BITS and isinstance(e, (ir.VarRef, ir.Member, ir.ArrayIndex))
+                and id(getattr(e, "decl", None)) not in self.pynames):
+            lay, off = self.lv(e)
+            if isinstance(lay, WideLayout):
+                return lay, off
+        return None
 
     # ------------------------------------------------------------------ expressions
 
@@ -312,23 +357,35 @@ class Compiler:
         if name is not None:
             return name
         lay, off = self.lv(e)
-        if not isinstance(lay, int):
+        if not isinstance(lay, (int, Local, WideLayout)):
             raise _fail(f"{e.name} is not a scalar value", e.loc)
-        return self.slot(lay, off)
+        return self.read(lay, off)
 
     def x_Member(self, e: ir.Member) -> str:
         if getattr(e, "member", None) == "lastIndex":
             base, off = self.lv(e.expr)
             return f"((F[{base.next_index}{off}] - 1) & 0xFFFFFFFF)"
         lay, off = self.lv(e)
-        if not isinstance(lay, int):
+        if not isinstance(lay, (int, Local, WideLayout)):
             raise _fail(f"{e.member} is not a scalar value", e.loc)
-        return self.slot(lay, off)
+        return self.read(lay, off)
 
     x_ArrayIndex = x_Member
 
     def x_Slice(self, e: ir.Slice) -> str:
-        return f"(({self.expr(e.expr)} >> {e.lo}) & {_mask(e.hi - e.lo + 1)})"
+        wide = self.wide_lv(e.expr)
+        if wide is None:
+            return f"(({self.expr(e.expr)} >> {e.lo}) & {_mask(e.hi - e.lo + 1)})"
+        lay, off = wide
+        a, b = lay.chunk_slot(e.hi), lay.chunk_slot(e.lo) + 1  # only the chunks the slice touches
+        base = e.lo - e.lo % CHUNK_BITS
+        top = min(base + (b - a) * CHUNK_BITS, lay.width) - 1  # highest bit of those chunks
+        code = self.join(a, b, off)
+        if e.lo > base:
+            code = f"({code} >> {e.lo - base})"
+        if e.hi < top:
+            code = f"({code} & {_mask(e.hi - e.lo + 1)})"
+        return code
 
     def x_Unary(self, e: ir.Unary) -> str:
         a = self.expr(e.expr)
@@ -362,19 +419,23 @@ class Compiler:
             rw = _width(e.right.type, e.right.loc)
             code = f"(({self.unsigned(e.left.type, a)} << {rw}) | {self.unsigned(e.right.type, b)})"
             return self.signed(t, code) if isinstance(t, ir.IntType) else code
+        if op in ("+", "-") and isinstance(e.right, ir.Constant) and e.right.value == 0 and e.left.type == t:
+            return a  # x + 0 is x, already in range (lane loops index `base + 0`)
         if op in ("+", "-", "*"):
             return self.wrap(t, f"{a} {op} {b}")
         if op in ("&", "|", "^"):
             return f"({a} {op} {b})"
         if op in ("/", "%"):
             return f"({a} {'//' if op == '/' else '%'} {b})"
-        if op in ("|+|", "|-|"):
-            raw = f"{a} {op[1]} {b}"
+        if op in ("|+|", "|-|"):  # clamped with compares on a temporary: no min()/max() calls
+            raw, r = f"{a} {op[1]} {b}", self.tmp()
             if isinstance(t, ir.BitsType):
-                return f"min({raw}, {_mask(t.width)})" if op == "|+|" else f"max({raw}, 0)"
+                if op == "|+|":
+                    return f"({_mask(t.width)} if ({r} := {raw}) > {_mask(t.width)} else {r})"
+                return f"(0 if ({r} := {raw}) < 0 else {r})"
             if isinstance(t, ir.IntType):
                 hi = (1 << (t.width - 1)) - 1
-                return f"min(max({raw}, {-hi - 1}), {hi})"
+                return f"({hi} if ({r} := {raw}) > {hi} else {-hi - 1} if {r} < {-hi - 1} else {r})"
             return f"({raw})"
         if op == ">>":
             return f"({a} >> {b})"
@@ -403,12 +464,14 @@ class Compiler:
         if isinstance(dst, ir.BoolType):
             return f"({a} != 0)"
         if isinstance(src, ir.BoolType):
-            a = f"int({a})"
+            a = f"(1 if {a} else 0)"
         if isinstance(dst, ir.BitsType):
             if isinstance(src, ir.BitsType) and src.width <= dst.width or isinstance(src, ir.BoolType):
                 return a
             return f"({a} & {_mask(dst.width)})"
         if isinstance(dst, ir.IntType):
+            if isinstance(src, ir.BitsType) and src.width == dst.width:
+                return self.signed(dst, a)  # same bits, read as two's complement
             return self.wrap(dst, a)
         raise _fail(f"cast from {src} to {dst} is not supported", e.loc)
 
@@ -457,8 +520,10 @@ class Compiler:
         return self.flat_layout(e.type, lay, off, e.loc)
 
     def flat_layout(self, t: ir.Type, lay: Layout, off: str, loc: ir.Loc) -> list[tuple[str, int]]:
-        if isinstance(lay, int):
+        if isinstance(lay, (int, Local)):
             return [(self.unsigned(t, self.slot(lay, off)), _width(t, loc))]
+        if isinstance(lay, WideLayout):
+            return [(self.read(lay, off), lay.width)]
         if isinstance(lay, StackLayout):
             return [x for el in lay.elements for x in self.flat_layout(t.element, el, off, loc)]
         out = []
@@ -519,6 +584,12 @@ class Compiler:
 
     def s_VarDeclStmt(self, s: ir.VarDeclStmt, ind: int) -> None:
         d = s.decl
+        if _scalar(d.type) and not (isinstance(d.type, ir.BitsType) and d.type.width > WIDE_BITS):
+            self._locals += 1
+            lay = self.layouts[id(d)] = Local(f"v{self._locals}_{d.name}")
+            initial = "False" if isinstance(d.type, ir.BoolType) else "0"
+            self.emit(f"{lay} = {self.expr(d.init) if d.init is not None else initial}", ind)
+            return
         lay = self.storage(d, d.loc)
         if d.init is not None:
             self.assign(lay, "", d.type, d.init, ind)
@@ -539,6 +610,10 @@ class Compiler:
     def s_Assign(self, s: ir.Assign, ind: int) -> None:
         lhs = s.lhs
         if isinstance(lhs, ir.Slice):
+            wide = self.wide_lv(lhs.expr)
+            if wide is not None:
+                self.assign_wide_slice(*wide, lhs, s.rhs, ind)
+                return
             lay, off = self.lv(lhs.expr)
             t = lhs.expr.type
             w = _width(t, lhs.loc)
@@ -552,9 +627,32 @@ class Compiler:
         lay, off = self.lv(lhs)
         self.assign(lay, off, lhs.type, s.rhs, ind)
 
+    def assign_wide_slice(self, lay: WideLayout, off: str, lhs: ir.Slice, rhs: ir.Expr, ind: int) -> None:
+        """`wide[hi:lo] = rhs`: rewrite only the chunks the slice touches."""
+        a, b = lay.chunk_slot(lhs.hi), lay.chunk_slot(lhs.lo) + 1
+        base = lhs.lo - lhs.lo % CHUNK_BITS
+        top = min(base + (b - a) * CHUNK_BITS, lay.width) - 1
+        width = lhs.hi - lhs.lo + 1
+        value = self.expr(rhs)
+        exact = isinstance(rhs.type, ir.BitsType) and rhs.type.width == width and not isinstance(rhs, ir.Constant)
+        if lhs.lo == base and lhs.hi == top and exact:  # whole chunks, a value already in range
+            new = value
+        else:
+            m = _mask(width) << (lhs.lo - base)
+            new = f"(({self.join(a, b, off)} & {_mask(top - base + 1) ^ m}) | (({value} << {lhs.lo - base}) & {m}))"
+        self.emit(f"F[{a}{off}] = {new}" if b - a == 1 else self.split(a, b, off, new), ind)
+
     def assign(self, lay: Layout, off: str, t: ir.Type, rhs: ir.Expr, ind: int) -> None:
         """Store the value of `rhs` into storage `lay` (scalars, headers, structs, stacks)."""
-        if isinstance(lay, int):
+        if isinstance(lay, WideLayout):
+            src = self.wide_lv(rhs)
+            if src is not None and src[0].chunks == lay.chunks:  # chunk-wise copy
+                (c, soff), (a, b) = (src[0].first, src[1]), (lay.first, lay.end)
+                self.emit(f"F[{a}{off}:{b}{off}] = F[{c}{soff}:{c + b - a}{soff}]", ind)
+            else:
+                self.emit(self.write(lay, off, self.expr(rhs)), ind)
+            return
+        if isinstance(lay, (int, Local)):
             self.emit(f"{self.slot(lay, off)} = {self.expr(rhs)}", ind)
             return
         if isinstance(rhs, (ir.StructExpr, ir.ListExpr)):
@@ -571,7 +669,7 @@ class Compiler:
             for name, item, tv in zip(names, items, tmps):
                 sub = lay.fields[name]
                 if tv is not None:
-                    self.emit(f"{self.slot(sub, off)} = {tv}", ind)
+                    self.emit(self.write(sub, off, tv), ind)
                 else:
                     self.assign(sub, off, t.field(name).type, item, ind)
             if isinstance(lay, HeaderLayout):
@@ -676,6 +774,9 @@ class Compiler:
         self.emit(f"{fn}({', '.join(['F'] + data_args)})", ind)
         for p, plan, arg in copy_out:
             lay, off = self.lv(arg)
+            if isinstance(lay, Local):
+                self.emit(f"{lay} = {self.read(plan, '')}", ind)
+                continue
             a0, a1 = span(plan)
             (b0, b1) = span(lay)
             if off:
@@ -723,11 +824,11 @@ class Compiler:
             i = self.tmp()
             self.emit(f"{i} = {self.expr(c.args[0])}", ind)
             amount = self.meter_amount(meter.schema.type)
-            self.emit(f"{self.slot(lay, off)} = {cells}[{i}].execute({amount}, _now()) if {i} < {meter.schema.size} else 0",
+            self.emit(self.write(lay, off, f"({cells}[{i}].execute({amount}, _now()) if {i} < {meter.schema.size} else 0)"),
                       ind)
         elif tname == "direct_meter" and m == "read":
             lay, off = self.lv(c.args[0])
-            self.emit(f"{self.slot(lay, off)} = F[{self.meter_color(inst)}]", ind)
+            self.emit(self.write(lay, off, f"F[{self.meter_color(inst)}]"), ind)
         elif tname == "direct_counter" and m == "count":
             self.emit("pass  # direct counters count every hit of their table's entries", ind)
         else:
@@ -752,7 +853,7 @@ class Compiler:
             lay, off = self.lv(c.args[0])
             i = self.tmp()
             self.emit(f"{i} = {self.expr(c.args[1])}", ind)
-            self.emit(f"{self.slot(lay, off)} = {self.signed(t, f'{name}[{i}]')} if {i} < {size} else 0", ind)
+            self.emit(self.write(lay, off, f"({self.signed(t, f'{name}[{i}]')} if {i} < {size} else 0)"), ind)
         elif c.method == "write":
             i = self.tmp()
             self.emit(f"{i} = {self.expr(c.args[0])}", ind)
@@ -761,7 +862,8 @@ class Compiler:
             raise _fail(f"register.{c.method}() is not supported", c.loc)
 
     def extract(self, arg: ir.Expr, ind: int) -> None:
-        """packet.extract(hdr): bounds check, one int.from_bytes, a shift+mask per field."""
+        """packet.extract(hdr): bounds check, one int.from_bytes, a shift+mask per field;
+        a wide field on a byte boundary is unpacked straight into its chunks."""
         too_short = self.errors["PacketTooShort"]
         stack_next = isinstance(arg, ir.Member) and arg.member == "next"
         if stack_next:
@@ -783,19 +885,53 @@ class Compiler:
         n = w // 8
         self.emit(f"_e = o + {n}", ind)
         self.emit(f"if _e > len(data): raise _Reject({too_short}, o)", ind)
-        self.emit("_v = int.from_bytes(data[o:_e], 'big')", ind)
+        fields = [(f, lay.fields[f.name], _width(f.type, f.loc)) for f in t.fields]
+        unpacked = {f.name: self.chunk_aligned(fields, f.name) for f, _, _ in fields}
+        if not all(unpacked.values()):
+            self.emit("_v = int.from_bytes(data[o:_e], 'big')", ind)
         shift = w
-        for f in t.fields:
-            fw = _width(f.type, f.loc)
+        for f, sub, fw in fields:
             shift -= fw
+            if unpacked[f.name]:
+                self.emit(f"F[{sub.first}{off}:{sub.end}{off}] = {self.chunks_struct(sub.chunks)}.unpack_from(data, o + {(w - shift - fw) // 8})", ind)
+                continue
             v = f"_v >> {shift}" if shift else "_v"
             if shift + fw < w:
                 v = f"({v}) & {_mask(fw)}"
-            self.emit(f"F[{lay.fields[f.name]}{off}] = {self.signed(f.type, v)}", ind)
+            self.emit(self.write(sub, off, self.signed(f.type, v)), ind)
         self.emit(f"F[{lay.valid}{off}] = True", ind)
         self.emit("o = _e", ind)
         if stack_next:
             self.emit(f"F[{stack.next_index}] = {i} + 1", ind)
+
+    @staticmethod
+    def chunk_aligned(fields: list[tuple[ir.Field, Layout, int]], name: str) -> bool:
+        """Whether header field `name` is wide, whole chunks, and starts on a byte boundary,
+        so its chunks are the header's bytes at that place read as big-endian uint32s."""
+        pos = 0
+        for f, sub, fw in fields:
+            if f.name == name:
+                return isinstance(sub, WideLayout) and pos % 8 == 0 and fw % CHUNK_BITS == 0
+            pos += fw
+        return False
+
+    def pack_header(self, t: ir.HeaderType, lay: HeaderLayout, off: str) -> str:
+        """Source for a header's bytes: its chunk-aligned wide fields packed chunk-wise,
+        the runs of fields between them as ints (each run is whole bytes)."""
+        fields = [(f, lay.fields[f.name], _width(f.type, f.loc)) for f in t.fields]
+        pieces: list[str] = []
+        run: list[tuple[str, int]] = []
+        for f, sub, _ in fields:
+            if self.chunk_aligned(fields, f.name):
+                if run:
+                    pieces.append(self.pack(run))
+                    run = []
+                pieces.append(f"{self.chunks_struct(sub.chunks)}.pack(*F[{sub.first}{off}:{sub.end}{off}])")
+            else:
+                run.extend(self.flat_layout(f.type, sub, off, f.loc))
+        if run or not pieces:
+            pieces.append(self.pack(run))
+        return " + ".join(pieces)
 
     def emit_header(self, t: ir.Type, lay: Layout, off: str, ind: int) -> None:
         """packet.emit: valid headers only, recursing into structs and stacks."""
@@ -803,8 +939,7 @@ class Compiler:
             w = t.width()
             if w % 8:
                 raise _fail(f"header {t.name} is {w} bits, not a whole number of bytes", t.loc)
-            parts = self.flat_layout(t, lay, off, t.loc)
-            self.emit(f"if F[{lay.valid}{off}]: _out.append({self.pack(parts)})", ind)
+            self.emit(f"if F[{lay.valid}{off}]: _out.append({self.pack_header(t, lay, off)})", ind)
         elif isinstance(lay, StackLayout):
             for el in lay.elements:
                 self.emit_header(t.element, el, off, ind)
@@ -839,18 +974,18 @@ class Compiler:
             w = _width(a[2].type, a[2].loc)
             value = f"(_h_{algo}({data}) & {_mask(w)})"
             if n.startswith("verify"):
-                self.emit(f"if {self.expr(a[0])} and {value} != {self.slot(lay, off)}: F[{sm['checksum_error']}] = 1", ind)
+                self.emit(f"if {self.expr(a[0])} and {value} != {self.read(lay, off)}: F[{sm['checksum_error']}] = 1", ind)
             else:
-                self.emit(f"if {self.expr(a[0])}: {self.slot(lay, off)} = {value}", ind)
+                self.emit(f"if {self.expr(a[0])}: {self.write(lay, off, value)}", ind)
         elif n == "hash":
             lay, off = self.lv(a[0])
             w = _width(a[0].type, a[0].loc)
             call = f"_hash({self._algo(a[1])!r}, {self.expr(a[2])}, {self.pack(self.flat(a[3]))}, {self.expr(a[4])}, _rng)"
-            self.emit(f"{self.slot(lay, off)} = {self.signed(a[0].type, f'{call} & {_mask(w)}')}", ind)
+            self.emit(self.write(lay, off, self.signed(a[0].type, f"({call} & {_mask(w)})")), ind)
         elif n == "random":
             lay, off = self.lv(a[0])
             lo, hi = self.expr(a[1]), self.expr(a[2])
-            self.emit(f"{self.slot(lay, off)} = _rng.randint({lo}, max({lo}, {hi}))", ind)
+            self.emit(self.write(lay, off, f"_rng.randint({lo}, max({lo}, {hi}))"), ind)
         elif n == "digest":
             t = c.type_args[0] if c.type_args else a[1].type
             name = digest_name(t)

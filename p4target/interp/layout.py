@@ -6,11 +6,19 @@ Copying a packet (clone, multicast) is a list copy; generated code reads `F[17]`
 
 Layouts:
 - a scalar (bit/int/bool/enum/error) is an `int` slot;
+- a wide `bit<W>` (W > WIDE_BITS) is `WideLayout`: ceil(W/32) slots of 32-bit chunks, most
+  significant first (as on the wire). Lanes packed into one wide header field are then
+  read and written as small ints, one slot each, instead of shifting and masking a
+  W-bit int per access; a whole-value use joins the chunks;
 - a header is `HeaderLayout`: a validity slot followed by its field slots;
 - a struct/header union is `StructLayout` (fields in order);
 - a stack is `StackLayout`: a next-index slot and `size` elements laid out contiguously
   with a constant stride, so element i's slot is element 0's slot + i * stride.
 A layout covers the half-open slot range [first, end), so struct copy is a list slice.
+
+A scalar variable declared inside a block (an action's or an apply block's temporaries)
+is only ever used by the one generated function that holds that block, so it is a
+`Local`: a Python local variable of that function rather than a slot.
 """
 from __future__ import annotations
 
@@ -25,9 +33,35 @@ from p4target.frontend import ir
 class HeaderLayout:
     type: ir.HeaderType
     valid: int
-    fields: dict[str, int]  # field name -> slot
+    fields: dict[str, int | WideLayout]  # field name -> slot (chunks for a wide field)
     first: int
     end: int
+
+
+class Local(str):
+    """Storage of a block-local scalar variable: the name of a Python local variable."""
+
+
+WIDE_BITS = 128  # bit<W> wider than this is stored in chunks (bit<128> IPv6 addresses stay one int)
+CHUNK_BITS = 32
+
+
+@dataclass
+class WideLayout:
+    """bit<width> in `end - first` chunk slots; the chunk in slot `end - 1 - j` holds bits
+    [32j, 32j + 31] (so only the first, most significant chunk may be narrower)."""
+
+    width: int
+    first: int
+    end: int
+
+    @property
+    def chunks(self) -> int:
+        return self.end - self.first
+
+    def chunk_slot(self, bit: int) -> int:
+        """The slot of the chunk holding bit number `bit` (0 = least significant)."""
+        return self.end - 1 - bit // CHUNK_BITS
 
 
 @dataclass
@@ -48,7 +82,7 @@ class StackLayout:
     end: int
 
 
-Layout = Union[int, HeaderLayout, StructLayout, StackLayout]
+Layout = Union[int, Local, WideLayout, HeaderLayout, StructLayout, StackLayout]
 
 
 def span(layout: Layout) -> tuple[int, int]:
@@ -77,7 +111,10 @@ class Frame:
                 if isinstance(f.type, ir.VarbitType):
                     raise P4Error("varbit fields are not supported by the embedded interpreter",
                                   f.loc.file, f.loc.line, f.loc.col)
-                fields[f.name] = self.slot(False if isinstance(f.type, ir.BoolType) else 0)
+                if isinstance(f.type, ir.BitsType) and f.type.width > WIDE_BITS:
+                    fields[f.name] = self.alloc(f.type, f.loc)
+                else:
+                    fields[f.name] = self.slot(False if isinstance(f.type, ir.BoolType) else 0)
             return HeaderLayout(t, first, fields, first, len(self.initial))
         if isinstance(t, (ir.StructType, ir.HeaderUnionType)):
             first = len(self.initial)
@@ -90,6 +127,11 @@ class Frame:
             return StackLayout(t, first, elements, stride, first, len(self.initial))
         if isinstance(t, ir.BoolType):
             return self.slot(False)
+        if isinstance(t, ir.BitsType) and t.width > WIDE_BITS:
+            first = len(self.initial)
+            for _ in range(-(-t.width // CHUNK_BITS)):
+                self.slot(0)
+            return WideLayout(t.width, first, len(self.initial))
         if isinstance(t, (ir.BitsType, ir.IntType, ir.EnumType, ir.ErrorType, ir.InfIntType)):
             return self.slot(0)
         raise P4Error(f"values of type {t} are not supported by the embedded interpreter", loc.file, loc.line, loc.col)
