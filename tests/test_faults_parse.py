@@ -73,7 +73,7 @@ def test_cpu_throttle_limits_a_busy_process():
         time.sleep(2.0)
         limited = (cpu_seconds(proc.pid) - before) / 2.0
         throttle.stop()
-        assert free > 0.5  # it spins freely (the machine has two cores)
+        assert free > 0.1  # it spins (less than a full core when the machine is busy)
         assert limited < 0.4 * free, (free, limited)
         time.sleep(0.2)
         assert proc.poll() is None  # stopped throttling leaves it running (SIGCONT)
