@@ -23,7 +23,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Debian's mininet package starts Open vSwitch bits we do not need; mnexec is what we use.
+# From Debian's mininet we need mnexec (namespaces for hosts); Open vSwitch is not used (no recommends).
 command -v mnexec >/dev/null || { echo "setup.sh: mnexec not found after installing mininet" >&2; exit 1; }
 
 if [ ! -x .venv/bin/python ]; then
