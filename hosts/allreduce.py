@@ -26,6 +26,7 @@ import numpy as np
 
 from . import codec, quantize
 from .job import JobSpec
+from .pacing import make_window
 
 _HEADER = struct.Struct("!HHIBBHhH")  # mirrors codec.HEADER_DTYPE, for one packet at a time
 FLOAT_RETRIES = 3  # rescale attempts after an overflow in the float path (see allreduce())
@@ -67,12 +68,15 @@ class RetransmitTimer:
         self.rto = min(self.max_rto, max(self.min_rto, 2 * self.srtt))
         self._backed_off_at = -math.inf
 
-    def timeout(self, sent_at: float, now: float) -> None:
+    def timeout(self, sent_at: float, now: float) -> bool:
         """A chunk sent at `sent_at` expired at `now`: double the RTO unless this expiry belongs
-        to a burst that already doubled it (the chunk was sent before the last doubling)."""
-        if sent_at >= self._backed_off_at:
-            self.rto = min(self.max_rto, 2 * self.rto)
-            self._backed_off_at = now
+        to a burst that already doubled it (the chunk was sent before the last doubling).
+        True when this expiry starts a new loss event."""
+        if sent_at < self._backed_off_at:
+            return False
+        self.rto = min(self.max_rto, 2 * self.rto)
+        self._backed_off_at = now
+        return True
 
 
 @dataclass
@@ -100,6 +104,7 @@ class AllReduceClient:
         self.next_chunk = 0
         self.stats = ClientStats()
         self.timer = RetransmitTimer(job.timeout_s)
+        self.window = make_window(job.pacing, job.slot_count, job.weight)  # persists across calls, like TCP's cwnd
         if sock is None:
             me = job.workers[rank]
             sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -195,15 +200,24 @@ class AllReduceClient:
             deadline[c] = sent_at[c] + self.timer.rto
             heapq.heappush(timers, (deadline[c], c))
 
-        for c in range(min(window, n)):
-            send(c, retx=False)
+        next_new = 0  # the first chunk never sent; chunk c may go once chunk c - window is done (slot reuse)
+
+        def send_new() -> None:
+            nonlocal next_new
+            while (next_new < n and self.window.allows(next_new - (n - remaining))
+                   and (next_new < window or done[next_new - window])):
+                send(next_new, retx=False)
+                next_new += 1
+
+        send_new()
         last_progress = time.monotonic()
         while remaining:
             now = time.monotonic()
             while timers and timers[0][0] <= now:
                 _, c = heapq.heappop(timers)
                 if not done[c] and deadline[c] <= now:
-                    self.timer.timeout(sent_at[c], now)
+                    if self.timer.timeout(sent_at[c], now):
+                        self.window.on_loss()
                     send(c, retx=True)
             if now - last_progress > self.stall_timeout_s:
                 raise AllReduceError(f"job {job.job_id}: no result for {self.stall_timeout_s:.1f} s; "
@@ -223,8 +237,8 @@ class AllReduceClient:
             last_progress = time.monotonic()
             if not resent[c]:  # Karn: only unambiguous round trips update the estimate
                 self.timer.sample(last_progress - sent_at[c])
-            if c + window < n:
-                send(c + window, retx=False)
+            self.window.on_result()
+            send_new()
         self.next_chunk = g0 + n
         self.stats.chunks += n
         return sums.ravel()[:flat.size], overflow

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .codec import AGG_PORT, LANE_CHOICES
+from .pacing import PACING_CHOICES
 
 MAX_JOBS = 1024  # aggnet.p4 AGG_MAX_JOBS: per-job counters are indexed by job id
 
@@ -43,6 +44,8 @@ class JobSpec:
     timeout_s:  minimum retransmission timeout of a chunk (the client adapts it upwards)
     agg_ip:     the IPv4 address contributions are sent to (routed towards the tree)
     agg_port:   the UDP destination port switches recognise (AGG_PORT)
+    pacing:     "fixed" (always slot_count chunks in flight) or "aimd" (hosts.pacing)
+    weight:     the AIMD increase per round trip: the job's share of a contended link
     """
 
     job_id: int
@@ -53,6 +56,8 @@ class JobSpec:
     lanes: int = 32
     timeout_s: float = 0.05
     agg_port: int = AGG_PORT
+    pacing: str = "fixed"
+    weight: float = 1.0
 
     @property
     def world_size(self) -> int:
@@ -109,9 +114,13 @@ class JobSpec:
             lanes=v.get(data, "lanes", int, default=32),
             timeout_s=float(v.get(data, "timeout_s", (int, float), default=0.05)),
             agg_port=v.port(v.get(data, "agg_port", int, default=AGG_PORT), "agg_port"),
+            pacing=v.get(data, "pacing", str, default="fixed"),
+            weight=float(v.get(data, "weight", (int, float), default=1.0)),
         )
         v.require(spec.lanes in LANE_CHOICES, "lanes", f"{spec.lanes} is not one of {LANE_CHOICES}")
         v.require(spec.timeout_s > 0, "timeout_s", "must be positive")
+        v.require(spec.pacing in PACING_CHOICES, "pacing", f"{spec.pacing!r} is not one of {PACING_CHOICES}")
+        v.require(spec.weight > 0, "weight", "must be positive")
         return spec
 
 
