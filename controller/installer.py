@@ -25,6 +25,8 @@ import hashlib
 import logging
 import os
 import re
+import tempfile
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
@@ -64,8 +66,8 @@ class Program:
     """The pipeline pushed to every switch and the sizes the installer needs from it."""
 
     path: str
-    p4info: Any  # p4i.P4Info
-    device_config: bytes  # the P4 source with its local #includes inlined
+    p4info: Any  # p4i.P4Info (bmv2: the one p4c wrote)
+    device_config: bytes  # embedded: the P4 source with its local #includes inlined; bmv2: p4c's JSON
     lanes: int  # int32 values per aggregation packet (AGG_LANES)
     slots: int  # aggregation slots per switch (AGG_SLOTS)
 
@@ -76,12 +78,23 @@ class Program:
         return int.from_bytes(digest[:8], "big") or 1
 
 
-def load_program(path: str) -> Program:
-    """Compile `path` (P4Error on a bad program) and derive P4Info, device config, lanes, slots."""
+def load_program(path: str, target: str = "embedded", build_dir: str | None = None) -> Program:
+    """Compile `path` for `target` and derive P4Info, device config, lanes, slots.
+
+    P4Error on a bad program. For "bmv2", p4c compiles it into `build_dir` (a temporary
+    directory when None); CompileError when p4c is missing or fails, InstallError when p4c's
+    P4Info IDs differ from ours (the controller must address the same objects on both targets).
+    """
     from p4target.frontend import load_program as frontend_load
     from p4target.p4info import P4InfoIndex, UnknownEntity, build_p4info
 
     p4info = build_p4info(frontend_load(path))
+    if target == "embedded":
+        device_config = inline_includes(path).encode()
+    elif target == "bmv2":
+        p4info, device_config = _bmv2_pipeline(path, p4info, build_dir)
+    else:
+        raise InstallError(f"{path}: unknown target {target!r} (embedded or bmv2)")
     index = P4InfoIndex(p4info)
     try:
         slot_cells = index.register(SLOT_REGISTERS[0]).size
@@ -90,8 +103,21 @@ def load_program(path: str) -> Program:
             index.table(table)
     except UnknownEntity as exc:
         raise InstallError(f"{path}: not an aggregation program: {exc}") from None
-    return Program(path=path, p4info=p4info, device_config=inline_includes(path).encode(),
+    return Program(path=path, p4info=p4info, device_config=device_config,
                    lanes=value_cells // slot_cells, slots=slot_cells // 2)
+
+
+def _bmv2_pipeline(path: str, ours: Any, build_dir: str | None) -> tuple[Any, bytes]:
+    """(p4c's P4Info, p4c's BMv2 JSON) for `path`, once p4c's IDs are known to equal `ours`."""
+    from controller.p4c import compile_bmv2, id_mismatches
+
+    with tempfile.TemporaryDirectory() if build_dir is None else nullcontext(build_dir) as out:
+        config, p4info = compile_bmv2(path, out)
+    mismatches = id_mismatches(ours, p4info)
+    if mismatches:
+        more = f" (and {len(mismatches) - 1} more)" if len(mismatches) > 1 else ""
+        raise InstallError(f"{path}: P4Info differs from p4c's: {mismatches[0]}{more}")
+    return p4info, config
 
 
 def inline_includes(path: str, depth: int = 0) -> str:
@@ -477,15 +503,22 @@ def _same_tree(a: JobPlan, b: JobPlan) -> bool:
 
 
 def connect_all(topo: Topology, host: str = "127.0.0.1", election_id: tuple[int, int] = (0, 1),
-                sidechannel_ports: Mapping[str, int] | None = None) -> dict[str, Any]:
-    """A primary SwitchConnection to every switch at host:grpc_port (closes them all if one fails)."""
-    from controller.p4rt import SwitchConnection
+                sidechannel_ports: Mapping[str, int] | None = None, target: str = "embedded") -> dict[str, Any]:
+    """A primary SwitchConnection to every switch at host:grpc_port (closes them all if one fails).
 
+    A switch listed in `sidechannel_ports` gets its `target`'s side channel on that port
+    (registers and queues: the embedded switch's TCP port, BMv2's Thrift port).
+    """
+    from controller.p4rt import SwitchConnection
+    from controller.side_channel import side_channel
+
+    ports = sidechannel_ports or {}
     conns: dict[str, Any] = {}
     try:
         for name, sw in topo.switches.items():
+            side = side_channel(target, ports[name]) if name in ports else None
             conns[name] = SwitchConnection(f"{host}:{sw.grpc_port}", sw.device_id, election_id, name=name,
-                                           sidechannel_port=(sidechannel_ports or {}).get(name))
+                                           side_channel=side)
     except BaseException:
         for conn in conns.values():
             conn.close()

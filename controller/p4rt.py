@@ -25,9 +25,10 @@ here compare equal to entries read back (see `entry_key`).
 
 Registers and queue settings: BMv2's P4Runtime cannot access registers and P4Runtime has
 no queue message. `SwitchConnection.register_read/register_write` use P4Runtime unless
-the connection was given a side channel (`sidechannel_port`, the simple_switch_CLI-shaped
-TCP port of the embedded switch, p4target.sidechannel), and `set_queue_rate` /
-`set_queue_depth` always use the side channel: callers see one interface.
+the connection was given a side channel (`side_channel`, controller.side_channel: the
+embedded switch's TCP line protocol or BMv2's simple_switch_CLI, both taking the same
+command lines), and `set_queue_rate` / `set_queue_depth` always use the side channel:
+callers see one interface, whatever the target.
 """
 from __future__ import annotations
 
@@ -39,7 +40,9 @@ from typing import Any, Iterable, Mapping, Sequence
 import grpc
 from finsy.proto import p4d, p4i, p4r, p4r_grpc, rpc_status
 
+from controller.side_channel import SideChannel
 from p4target.p4info import P4InfoIndex, UnknownEntity
+from p4target.sidechannel import SideChannelError
 
 Value = int | str | bytes
 INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
@@ -141,14 +144,14 @@ class SwitchConnection:
     """
 
     def __init__(self, address: str, device_id: int, election_id: tuple[int, int] = (0, 1),
-                 name: str | None = None, p4info: p4i.P4Info | None = None, sidechannel_port: int | None = None,
+                 name: str | None = None, p4info: p4i.P4Info | None = None, side_channel: SideChannel | None = None,
                  arbitration_timeout: float = ARBITRATION_TIMEOUT_S, read_only: bool = False):
         self.address = address
         self.device_id = device_id
         self.name = name or f"device {device_id} at {address}"
         self.read_only = read_only
         self.election_id = p4r.Uint128(high=election_id[0], low=election_id[1])
-        self.sidechannel_port = sidechannel_port
+        self.side_channel = side_channel
         self.index: P4InfoIndex | None = P4InfoIndex(p4info) if p4info is not None else None
         self.packet_ins: queue.Queue[p4r.PacketIn] = queue.Queue()
         self.stream_errors: queue.Queue[p4r.StreamError] = queue.Queue()
@@ -168,6 +171,11 @@ class SwitchConnection:
             raise
 
     # ------------------------------------------------------------------ session
+
+    @property
+    def sidechannel_port(self) -> int | None:
+        """The side channel's port (embedded: its TCP port; BMv2: the Thrift port); None without one."""
+        return None if self.side_channel is None else self.side_channel.port
 
     def _become_primary(self, timeout: float) -> None:
         self._stream = self._stub.StreamChannel(iter(self._requests.get, None))
@@ -430,7 +438,7 @@ class SwitchConnection:
 
     def register_read(self, register: str, index: int | None = None) -> dict[int, int]:
         """index -> value (all cells when index is None); over the side channel if one is configured."""
-        if self.sidechannel_port is not None:
+        if self.side_channel is not None:
             reply = self.side_command(f"register_read {register}" + ("" if index is None else f" {index}"))
             values = [int(v, 0) for v in reply.split()]
             return {index: values[0]} if index is not None else dict(enumerate(values))
@@ -440,9 +448,8 @@ class SwitchConnection:
     def register_write(self, register: str, values: Mapping[int, int]) -> None:
         """Write register cells {index: value}; over the side channel if one is configured."""
         self._writable("register_write")
-        if self.sidechannel_port is not None:
-            for index, value in values.items():
-                self.side_command(f"register_write {register} {index} {value}")
+        if self.side_channel is not None:
+            self._side([f"register_write {register} {index} {value}" for index, value in values.items()])
             return
         self.write([self.modify(self.register_entry(register, i, v)) for i, v in values.items()])
 
@@ -450,12 +457,14 @@ class SwitchConnection:
 
     def side_command(self, line: str) -> str:
         """One simple_switch_CLI-shaped command on the switch's side channel; the reply after 'ok'."""
-        from p4target.sidechannel import SideChannelError, send_command
+        return self._side([line])[0]
 
-        if self.sidechannel_port is None:
-            raise P4RuntimeError(f"{self.name}: no side channel port configured for '{line.split()[0]}'")
+    def _side(self, lines: Sequence[str]) -> list[str]:
+        """Command lines in one batch on the side channel (one CLI process on BMv2)."""
+        if self.side_channel is None:
+            raise P4RuntimeError(f"{self.name}: no side channel configured for '{lines[0].split()[0]}'")
         try:
-            return send_command(self.sidechannel_port, line)
+            return self.side_channel.run(lines)
         except SideChannelError as exc:
             raise P4RuntimeError(f"{self.name}: {exc}") from None
 

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from hosts.pacing import PACING_CHOICES
+
 REPO = Path(__file__).resolve().parent.parent
 SCHEMES = ("innet", "ps", "ring", "hostagg")
 WORKLOADS = ("train", "allreduce")
@@ -80,6 +82,7 @@ class RunConfig:
     # resends from snowballing at any value; 0.2 s avoids spurious ones when many switch processes
     # share the CPUs (fattree4 at 0.05 s: up to 6% of a link's packets were resends, at 0.2 s none).
     min_rto_s: float = 0.2
+    pacing: str = "fixed"  # chunks in flight per worker: the whole slot window, or AIMD (hosts.pacing)
     link_mbps: float | None = None
     loss: float | None = None  # percent at every switch egress port
     seed: int = 0
@@ -119,7 +122,8 @@ def resolve_topology(name_or_path: str) -> str:
 def check_config(cfg: RunConfig) -> None:
     """Reject options that cannot work, before any network exists."""
     choices = {"scheme": (cfg.scheme, SCHEMES), "workload": (cfg.workload, WORKLOADS),
-               "lanes": (cfg.lanes, tuple(LANE_PROGRAMS)), "dtype": (cfg.dtype, ("int32", "float32"))}
+               "lanes": (cfg.lanes, tuple(LANE_PROGRAMS)), "dtype": (cfg.dtype, ("int32", "float32")),
+               "pacing": (cfg.pacing, PACING_CHOICES)}
     for option, (value, allowed) in choices.items():
         if value not in allowed:
             raise RunError(f"--{option}: {value!r} is not one of {', '.join(map(str, allowed))}")
@@ -300,9 +304,6 @@ class Experiment:
 
         check_config(cfg)
         check_target(cfg.target)
-        if cfg.target != "embedded":
-            raise RunError(f"--target {cfg.target}: the runner pushes P4 source as the device config, "
-                           "which only the embedded target accepts so far")
         self.cfg = cfg
         self.reporter = reporter or Reporter()
         self.topo = shape_links(load_topology(resolve_topology(cfg.topo)), cfg.link_mbps, cfg.loss)
@@ -355,9 +356,12 @@ class Experiment:
         started = time.time()
         error: Exception | None = None
         with Testbed(self.topo, self.cfg.target, str(self.run_dir)) as tb:
-            conns = connect_all(self.topo, sidechannel_ports={s: tb.thrift_port(s) for s in self.topo.switches})
+            conns = connect_all(self.topo, sidechannel_ports={s: tb.thrift_port(s) for s in self.topo.switches},
+                                target=self.cfg.target)
             try:
                 specs, placement = self._install(conns)
+                if self.cfg.target == "bmv2":
+                    tb.apply_link_queues()  # BMv2's CLI needs the pushed program (testbed.network)
                 config_path = self._write_agent_config(specs)
                 if JOB_NAME in specs:  # in-network: the workers talk to the aggregation address
                     prepare_worker_hosts(tb, self.workers, specs[JOB_NAME].agg_ip)
@@ -371,7 +375,8 @@ class Experiment:
                         proc.stop()
                     self.reporter.finished()
                 counters = report.collect_counters(self.topo, conns, self.job_ids)
-                queues = {s: queue_stats(conn) for s, conn in conns.items()}
+                # BMv2 has no queue statistics to read (only the embedded traffic manager keeps them).
+                queues = {s: queue_stats(conn) for s, conn in conns.items()} if self.cfg.target == "embedded" else {}
             finally:
                 for conn in conns.values():
                     conn.close()
@@ -391,9 +396,10 @@ class Experiment:
         placements = self.placements if self.scheme == "innet" else []
         self.reporter.status(f"pushing {LANE_PROGRAMS[self.cfg.lanes]}, routes"
                              + (" and the aggregation tree" if placements else ""))
-        program = load_program(program_path(self.cfg.lanes))
+        program = load_program(program_path(self.cfg.lanes), self.cfg.target, str(self.run_dir / "build"))
         installer = Installer(self.topo, program, conns, timeout_s=self.cfg.min_rto_s)
         specs, _ = installer.install(placements)
+        specs = {name: dataclasses.replace(spec, pacing=self.cfg.pacing) for name, spec in specs.items()}
         self.job_ids = [plan.job_id for plan in installer.plans.values()]
         placement = placements[0].placement.to_json() if placements else None
         if placement is not None:

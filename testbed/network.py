@@ -8,9 +8,13 @@ in the switches' pcaps and counters), checksum offloads off (frames on a veth wo
 otherwise carry unfinished checksums that a P4 program sees as wrong), and static ARP
 entries for every other host, so pings do not depend on ARP being forwarded by the P4
 program. Each switch is a P4Switch node; per-link bw/delay/loss/queue from the topology
-are applied to the switch's egress queue on that link (the embedded target's traffic
-manager; there is no netem here). The run folder gets build/, logs/ (s1.log) and
-pcaps/. Teardown always runs: on exceptions, Ctrl-C and SIGTERM, and a record in
+are applied to the switch's egress queue on that link through its side channel (there is
+no netem here). The embedded target's traffic manager has all four; BMv2 has only rate and
+depth, so a topology with delay or loss on BMv2 is refused before anything starts. BMv2
+switches start empty (the controller pushes the pipeline), and simple_switch_CLI cannot
+talk to a switch without a program, so on BMv2 `start()` leaves the queues alone and the
+caller runs `apply_link_queues()` once the pipeline is in. The run folder gets build/,
+logs/ (s1.log) and pcaps/. Teardown always runs: on exceptions, Ctrl-C and SIGTERM, and a record in
 testbed.clean.STATE_DIR lets `aggnet clean` finish the job if this process is killed.
 """
 from __future__ import annotations
@@ -24,7 +28,7 @@ import time
 from typing import Any, IO
 
 from testbed import clean
-from testbed.p4switch import P4Switch, SwitchDied, SwitchStartError, check_target
+from testbed.p4switch import P4Switch, SwitchDied, TargetUnsupported, check_target
 
 THRIFT_PORT_BASE = 9090
 LOCK_FILE = os.path.join(clean.STATE_DIR, "network.lock")
@@ -52,6 +56,31 @@ def acquire_network_lock() -> IO:
     return lock
 
 
+def link_queue_commands(link: Any, port: int) -> list[str]:
+    """Side-channel commands that give `port` (one end of `link`) the link's rate, delay, loss and depth."""
+    out = []
+    if link.bw_mbps:
+        out.append(f"set_queue_rate_bps {link.bw_mbps * 1e6:.0f} {port}")
+    if link.delay_ms:
+        out.append(f"set_queue_delay {link.delay_ms} {port}")
+    if link.loss:
+        out.append(f"set_queue_loss {link.loss / 100.0} {port}")
+    if link.queue_pkts:
+        out.append(f"set_queue_depth {link.queue_pkts} {port}")
+    return out
+
+
+def check_links(topology: Any, target: str) -> None:
+    """TargetUnsupported when a link asks for shaping the target cannot do (BMv2: no delay, no loss)."""
+    if target != "bmv2":
+        return
+    for link in topology.links:
+        asked = [name for name, value in (("delay_ms", link.delay_ms), ("loss", link.loss)) if value]
+        if asked:
+            raise TargetUnsupported(f"{topology.source}: link {link.a}-{link.b}: {' and '.join(asked)} need the "
+                                    "embedded target's traffic manager; BMv2 shapes only bw_mbps and queue_pkts")
+
+
 def new_run_dir(root: str = "runs") -> str:
     """runs/<timestamp>, unique even when two runs start in the same second."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -70,7 +99,11 @@ class Testbed:
 
     def __init__(self, topology: Any, target: str = "embedded", run_dir: str | None = None,
                  program: str | None = None, pcap: bool = False, start_timeout: float = 30.0):
-        check_target(target, program)
+        check_links(topology, target)
+        if target == "bmv2" and program:
+            raise TargetUnsupported(f"{program}: BMv2 switches start without a program (--no-p4); the controller "
+                                    "pushes it (controller.installer.load_program(path, 'bmv2'))")
+        check_target(target)
         self.topology = topology
         self.target = target
         self.run_dir = run_dir or new_run_dir()
@@ -119,29 +152,15 @@ class Testbed:
         self._trap_sigterm()
         try:
             self._lock = acquire_network_lock()
-            if self.target == "bmv2" and self.program:
-                self.program = self._compile_for_bmv2(self.program)
             self._build()
             self.net.start()
             self._record_processes()
             self._configure_hosts()
-            self._apply_link_queues()
+            if self.target == "embedded":
+                self.apply_link_queues()
         except BaseException:
             self.stop()
             raise
-
-    def _compile_for_bmv2(self, program: str) -> str:
-        """p4c -> build/NAME.json (+ NAME.p4info.txtpb); the JSON is what simple_switch_grpc loads."""
-        import subprocess
-
-        name = os.path.splitext(os.path.basename(program))[0]
-        p4info = os.path.join(self.build_dir, f"{name}.p4info.txtpb")
-        done = subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model", "-o", self.build_dir,
-                               "--p4runtime-files", p4info, program], capture_output=True, text=True)
-        if done.returncode != 0:
-            first = (done.stderr.strip().splitlines() or ["no output"])[0]
-            raise SwitchStartError(f"{program}: p4c failed (exit {done.returncode}): {first}")
-        return os.path.join(self.build_dir, f"{name}.json")
 
     def _trap_sigterm(self) -> None:
         """Turn SIGTERM into KeyboardInterrupt so `with` blocks tear down (main thread only)."""
@@ -192,25 +211,21 @@ class Testbed:
             cmds += [f"ip neigh replace {o.ip} lladdr {o.mac} dev {intf} nud permanent" for o in hosts if o is not h]
             node.cmd("; ".join(cmds))
 
-    def _apply_link_queues(self) -> None:
-        """Per-link bw/delay/loss/queue from the topology -> the switches' egress queues."""
-        if self.target != "embedded":
-            return
-        from p4target.sidechannel import send_command
+    def apply_link_queues(self) -> None:
+        """Per-link bw/delay/loss/queue from the topology -> the switches' egress queues (one batch per switch).
 
+        `start()` does this on the embedded target; on BMv2 call it after pushing the pipeline.
+        """
+        from controller.side_channel import side_channel
+
+        commands: dict[str, list[str]] = {}
         for link in self.topology.links:
             for node in (link.a, link.b):
-                if not self.topology.is_switch(node):
-                    continue
-                port, tport = link.port_on(node), self.thrift_port(node)
-                if link.bw_mbps:
-                    send_command(tport, f"set_queue_rate_bps {link.bw_mbps * 1e6:.0f} {port}")
-                if link.delay_ms:
-                    send_command(tport, f"set_queue_delay {link.delay_ms} {port}")
-                if link.loss:
-                    send_command(tport, f"set_queue_loss {link.loss / 100.0} {port}")
-                if link.queue_pkts:
-                    send_command(tport, f"set_queue_depth {link.queue_pkts} {port}")
+                if self.topology.is_switch(node):
+                    commands.setdefault(node, []).extend(link_queue_commands(link, link.port_on(node)))
+        for switch, lines in commands.items():
+            if lines:
+                side_channel(self.target, self.thrift_port(switch)).run(lines)
 
     def check(self) -> None:
         """Raise SwitchDied naming the first switch whose process has exited."""

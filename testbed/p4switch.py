@@ -1,9 +1,10 @@
 """Mininet switch node that runs one P4 target process on its interfaces.
 
 The node lives in the root namespace (like BMv2 nodes in p4-utils). `start()` launches
-`aggnet switch` (target "embedded") or `simple_switch_grpc` (target "bmv2") with one
-`-i PORT@IFACE` per interface, in the port numbering the topology gives, then waits
-until the P4Runtime port accepts connections; a switch that exits or does not come up in
+`aggnet switch` (target "embedded") or `simple_switch_grpc --no-p4` (target "bmv2"; the
+controller pushes p4c's JSON over P4Runtime) with one `-i PORT@IFACE` per interface, in
+the port numbering the topology gives, then waits until the P4Runtime and side-channel
+(Thrift) ports accept connections; a switch that exits or does not come up in
 time raises SwitchStartError with the tail of its log. The process gets SIGTERM if the
 testbed process itself dies (PR_SET_PDEATHSIG), so a crashed testbed leaves no switch.
 """
@@ -21,6 +22,8 @@ import time
 from mininet.node import Switch
 
 TARGETS = ("embedded", "bmv2")
+# bmv2: the switch, the CLI that reaches its registers and queues, the compiler of its JSON.
+BMV2_PROGRAMS = ("simple_switch_grpc", "simple_switch_CLI", "p4c")
 PR_SET_PDEATHSIG = 1
 
 
@@ -42,6 +45,12 @@ class TargetMissing(Exception):
     exit_code = 2
 
 
+class TargetUnsupported(Exception):
+    """The request needs something the target does not have (e.g. link delay on BMv2)."""
+
+    exit_code = 2
+
+
 def log_tail(path: str, lines: int = 8) -> str:
     """The last lines of a log file joined with ' | ', for one-line error messages."""
     try:
@@ -52,15 +61,14 @@ def log_tail(path: str, lines: int = 8) -> str:
     return " | ".join(tail) or "(log is empty)"
 
 
-def check_target(target: str, program: str | None = None) -> None:
-    """Raise TargetMissing unless `target` can run here (bmv2: programs on PATH)."""
+def check_target(target: str) -> None:
+    """Raise TargetMissing unless `target` can run here (bmv2: BMV2_PROGRAMS on PATH)."""
     if target not in TARGETS:
         raise TargetMissing(f"error: unknown target {target!r} (choose from {', '.join(TARGETS)})")
     if target == "bmv2":
-        needed = ["simple_switch_grpc"] + (["p4c"] if program else [])
-        missing = [p for p in needed if shutil.which(p) is None]
+        missing = [p for p in BMV2_PROGRAMS if shutil.which(p) is None]
         if missing:
-            raise TargetMissing(f"error: --target bmv2 needs {' and '.join(missing)} on PATH (not found)")
+            raise TargetMissing(f"error: --target bmv2 needs {', '.join(missing)} on PATH (not found)")
 
 
 def _die_with_parent() -> None:
@@ -98,15 +106,17 @@ class P4Switch(Switch):
                 for arg in ("-i", f"{port}@{intf.name}")]
 
     def command(self) -> list[str]:
-        """The target's command line, flags as simple_switch_grpc spells them."""
+        """The target's command line, flags as simple_switch_grpc spells them.
+
+        A BMv2 switch always starts empty (`--no-p4`): `program` is for the embedded target.
+        """
         addr = f"127.0.0.1:{self.grpc_port}"
         if self.target == "bmv2":
             cmd = ["simple_switch_grpc", "--device-id", str(self.device_id), *self.port_args(),
                    "--thrift-port", str(self.thrift_port), "--log-console"]
             if self.pcap_dir:
                 cmd += ["--pcap", self.pcap_dir]
-            cmd += [self.program] if self.program else ["--no-p4"]
-            return cmd + ["--", "--grpc-server-addr", addr, "--cpu-port", str(self.cpu_port)]
+            return cmd + ["--no-p4", "--", "--grpc-server-addr", addr, "--cpu-port", str(self.cpu_port)]
         cmd = [sys.executable, "-m", "testbed.cli", "switch", "--device-id", str(self.device_id),
                *self.port_args(), "--grpc-server-addr", addr, "--cpu-port", str(self.cpu_port),
                "--thrift-port", str(self.thrift_port), "--log", self.log_file]
