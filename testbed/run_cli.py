@@ -19,6 +19,7 @@ from typing import Any
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `aggnet run` (also used by `aggnet compare`)."""
+    from hosts.pacing import PACING_CHOICES
     from testbed.experiment import LANE_PROGRAMS, WORKLOADS, RunConfig
 
     d = RunConfig()
@@ -52,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--slots", type=int, default=d.slots, help=f"the job's slot window (default {d.slots})")
     parser.add_argument("--min-rto", type=float, default=d.min_rto_s, metavar="S",
                         help=f"in-network all-reduce: smallest retransmission timeout (default {d.min_rto_s} s)")
+    parser.add_argument("--pacing", default=d.pacing, choices=PACING_CHOICES,
+                        help="in-network: keep the whole slot window in flight (fixed) or pace it with AIMD "
+                             "from the results (aimd: backs off behind a full queue instead of losing the window)")
     parser.add_argument("--link-mbps", type=float, metavar="R", help="shape every link to R Mbit/s")
     parser.add_argument("--loss", type=float, metavar="P", help="drop P percent of packets at every switch port")
     parser.add_argument("--seed", type=int, default=d.seed, help="seed of model, data and vectors")
@@ -67,7 +71,7 @@ def config_from_args(args: argparse.Namespace, **override: Any) -> Any:
     values = dict(topo=args.topo, workers=args.workers, worker_hosts=hosts, target=args.target, algo=args.algo,
                   k=args.k, scheme=args.scheme, workload=args.workload, model=args.model, dataset=args.dataset,
                   steps=args.steps, batch_size=args.batch_size, lr=args.lr, elements=args.elements,
-                  dtype=args.dtype, lanes=args.lanes, slots=args.slots, min_rto_s=args.min_rto, link_mbps=args.link_mbps, loss=args.loss,
+                  dtype=args.dtype, lanes=args.lanes, slots=args.slots, min_rto_s=args.min_rto, pacing=args.pacing, link_mbps=args.link_mbps, loss=args.loss,
                   seed=args.seed, timeout_s=args.timeout, out=args.out, staleness=args.staleness,
                   stragglers=parse_stragglers(args.straggler))
     values.update(override)

@@ -8,8 +8,9 @@ a schedule of background flows and the modes to compare. Each mode is one run of
 network with the same jobs and the same traffic schedule:
 
 - `aware`: in-network aggregation, and the controller's adaptation loop (controller.adapt)
-  moves trees off congested links while the jobs train;
-- `unaware`: in-network aggregation with the trees placed once;
+  moves trees off congested links while the jobs train; workers pace their chunks with AIMD
+  and the jobs' ordering weights (hosts.pacing);
+- `unaware`: in-network aggregation with the trees placed once and fixed windows;
 - `ps` / `ring`: every job on the host baselines (parameter server / ring all-reduce).
 
 Jobs are admitted with the slot budgets in force (controller.tenants); a job that does not fit
@@ -21,6 +22,7 @@ time_to_accuracy.png.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import time
@@ -295,6 +297,17 @@ def job_schemes(scn: Scenario, mode: str, tenancy: Any) -> dict[str, str]:
     return out
 
 
+def paced_specs(specs: dict[str, Any], jobs: dict[str, JobConf]) -> dict[str, Any]:
+    """Mode aware: AIMD pacing with MLfabric-style ordering weights (hosts.pacing.transfer_weights).
+
+    Every job of a scenario trains the same model, so one step puts the same bytes on a shared
+    link and the order follows how many workers each job's update unblocks."""
+    from hosts.pacing import transfer_weights
+
+    weights = transfer_weights({name: len(jobs[name].workers) for name in specs}, {name: 1.0 for name in specs})
+    return {name: dataclasses.replace(spec, pacing="aimd", weight=weights[name]) for name, spec in specs.items()}
+
+
 def time_to_accuracy(records: list[dict], target: float | None) -> float | None:
     """Training time (sum of step times) until the first evaluation at or above `target`."""
     if target is None:
@@ -347,6 +360,8 @@ class ModeRun:
             try:
                 installer = Installer(self.topo, load_program(program_path(32)), conns, timeout_s=0.2)
                 specs, _ = installer.install(placements)
+                if self.mode == "aware":
+                    specs = paced_specs(specs, self.jobs)
                 job_ids = {name: plan.job_id for name, plan in installer.plans.items()}
                 self._shape(tb)
                 for name, spec in specs.items():
