@@ -43,11 +43,12 @@ class EgressItem:
 class Pipeline:
     """A program compiled once, its State, and the v1model flow (see module docstring)."""
 
-    def __init__(self, program: ir.Program, seed: int = 0):
+    def __init__(self, program: ir.Program, seed: int = 0, vectorize: bool = True):
+        """`vectorize`: numpy code for unrolled lane runs (off only to compare with plain code)."""
         self.program = program
         self.state = st.State(build_schema(program))
         self.rng = random.Random(seed)
-        compiled = Compiler(program, self.state, self.rng).compile()
+        compiled = Compiler(program, self.state, self.rng, vectorize).compile()
         self.source = compiled.source  # the generated Python, for debugging
         self._init = compiled.frame
         self._sm = compiled.sm

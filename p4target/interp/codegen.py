@@ -14,6 +14,9 @@ Python bool, enums and errors are ints. A stored bit<W> wider than WIDE_BITS liv
 are joined/split with a struct of N big-endian uint32 (`_W<N>`). Registers and table keys hold unsigned bit
 patterns; int<W> values are converted at those boundaries.
 
+Unrolled per-lane statement runs (P4 has no loops) are compiled to numpy code over all lanes
+by vectorize.py, behind a bounds check that falls back to the scalar code.
+
 Control flow: `exit` raises _Exit (caught by each control's wrapper); a parser reject
 raises _Reject(code, offset) (caught by `parse`, which sets parser_error as v1model
 does and lets the packet continue).
@@ -33,6 +36,7 @@ from p4target.interp import hashes
 from p4target.interp.layout import (CHUNK_BITS, WIDE_BITS, Frame, HeaderLayout, Layout, Local, StackLayout,
                                     StructLayout, WideLayout, span)
 from p4target.interp.schema import digest_name, table_actions
+from p4target.interp.vectorize import Vectorizer
 
 MAX_PARSER_STATES = 1000  # per packet; more means a parser loop that never ends (ParserTimeout)
 MAX_DIGESTS_QUEUED = 65536
@@ -115,9 +119,13 @@ class Compiled:
 
 
 class Compiler:
-    """IR -> Python source for one program bound to one State (tables, registers)."""
+    """IR -> Python source for one program bound to one State (tables, registers).
 
-    def __init__(self, program: ir.Program, state: st.State, rng: random.Random):
+    `vectorize`: compile unrolled lane runs into numpy code (interp/vectorize.py); off only to
+    compare against the plain scalar code (tests, benchmarks).
+    """
+
+    def __init__(self, program: ir.Program, state: st.State, rng: random.Random, vectorize: bool = True):
         if program.main is None:
             raise P4Error("program has no `V1Switch(...) main;` instantiation", program.source)
         self.p = program
@@ -146,6 +154,7 @@ class Compiler:
         self._action_maps: list[tuple[str, dict[str, str]]] = []  # (global name, action name -> function)
         self.in_parser = False
         self.digests: set[str] = set()
+        self.vectorizer = Vectorizer(self) if vectorize else None
         self._setup_storage()
 
     # ------------------------------------------------------------------ storage
@@ -552,8 +561,11 @@ class Compiler:
 
     def block(self, stmts: list[ir.Stmt], ind: int) -> None:
         start = len(self.lines)
-        for s in stmts:
-            self.stmt(s, ind)
+        if self.vectorizer is not None:
+            self.vectorizer.block(stmts, ind)
+        else:
+            for s in stmts:
+                self.stmt(s, ind)
         if len(self.lines) == start:
             self.emit("pass", ind)
 
