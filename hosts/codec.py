@@ -15,7 +15,7 @@ import numpy as np
 
 AGG_PORT = 48864  # 0xBEE0: the UDP destination port switches recognise as aggregation traffic
 HEADER_BYTES = 16
-LANE_CHOICES = (32, 64)
+LANE_CHOICES = (32, 64, 128)
 
 FLAG_POOL = 0x80  # worker: which of the slot's two pools (shadow copies) this chunk uses
 FLAG_RESULT = 0x40  # switch: the lanes hold the complete sum (travelling down the tree)

@@ -2,7 +2,7 @@
  *
  * Packet format, tables, counters and the slot/pool protocol: docs/protocol.md.
  * v1model; the same source runs on the embedded target and on BMv2 (p4c --target bmv2).
- * AGG_LANES int32 values per packet: 32 here; aggnet_l64.p4 builds the 64-lane variant.
+ * AGG_LANES int32 values per packet: 32 here; aggnet_l64.p4 and aggnet_l128.p4 build the 64- and 128-lane variants.
  */
 #include <core.p4>
 #include <v1model.p4>
@@ -158,7 +158,9 @@ control AggIngress(inout headers_t hdr, inout metadata_t meta,
     register<bit<1>>(AGG_SLOTS * 2) agg_overflow;    /* some lane saturated this round */
     register<bit<16>>(AGG_SLOTS * 2) agg_workers;    /* sum of the contributions' workers fields */
 
-#if AGG_LANES == 64
+#if AGG_LANES == 128
+#include "aggnet_lanes128.p4"
+#elif AGG_LANES == 64
 #include "aggnet_lanes64.p4"
 #else
 #include "aggnet_lanes32.p4"

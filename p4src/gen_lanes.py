@@ -10,7 +10,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-LANE_COUNTS = (32, 64)
+LANE_COUNTS = (32, 64, 128)
 
 
 def lane_slice(lanes: int, k: int) -> str:

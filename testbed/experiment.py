@@ -37,7 +37,7 @@ from hosts.pacing import PACING_CHOICES
 REPO = Path(__file__).resolve().parent.parent
 SCHEMES = ("innet", "ps", "ring", "hostagg")
 WORKLOADS = ("train", "allreduce")
-LANE_PROGRAMS = {32: "aggnet.p4", 64: "aggnet_l64.p4"}
+LANE_PROGRAMS = {32: "aggnet.p4", 64: "aggnet_l64.p4", 128: "aggnet_l128.p4"}
 AGG_MAC = "02:00:00:00:ff:fe"  # any unicast MAC: the first switch intercepts by UDP port
 JOB_NAME = "job1"
 STOP_GRACE_S = 5.0

@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dtype", default=d.dtype, choices=("int32", "float32"),
                         help="all-reduce workload: vector type (float32 is quantized in-network)")
     parser.add_argument("--lanes", type=int, default=d.lanes, choices=tuple(LANE_PROGRAMS),
-                        help="values per aggregation packet (aggnet.p4: 32, aggnet_l64.p4: 64)")
+                        help="values per aggregation packet (aggnet.p4: 32, aggnet_l64.p4: 64, aggnet_l128.p4: 128)")
     parser.add_argument("--slots", type=int, default=d.slots, help=f"the job's slot window (default {d.slots})")
     parser.add_argument("--min-rto", type=float, default=d.min_rto_s, metavar="S",
                         help=f"in-network all-reduce: smallest retransmission timeout (default {d.min_rto_s} s)")

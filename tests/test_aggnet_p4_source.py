@@ -22,13 +22,13 @@ def gen_lanes():
     return module
 
 
-@pytest.mark.parametrize("lanes", [32, 64])
+@pytest.mark.parametrize("lanes", [32, 64, 128])
 def test_generated_lane_files_are_current(lanes):
     with open(os.path.join(P4SRC, f"aggnet_lanes{lanes}.p4")) as f:
         assert f.read() == gen_lanes().render(lanes), "run: python p4src/gen_lanes.py"
 
 
-@pytest.mark.parametrize("name, lanes", [("aggnet.p4", 32), ("aggnet_l64.p4", 64)])
+@pytest.mark.parametrize("name, lanes", [("aggnet.p4", 32), ("aggnet_l64.p4", 64), ("aggnet_l128.p4", 128)])
 def test_program_declares_the_documented_control_plane(name, lanes):
     schema = build_schema(load_program(os.path.join(P4SRC, name)))
     assert set(schema.tables) == {"AggIngress.ipv4_lpm", "AggIngress.agg_job", "AggIngress.agg_child",
@@ -50,7 +50,7 @@ def test_stf_star_of_two():
 
 @pytest.mark.bmv2
 @pytest.mark.skipif(shutil.which("p4c") is None, reason="p4c is not on PATH")
-@pytest.mark.parametrize("name", ["aggnet.p4", "aggnet_l64.p4"])
+@pytest.mark.parametrize("name", ["aggnet.p4", "aggnet_l64.p4", "aggnet_l128.p4"])
 def test_p4c_bmv2_accepts_it(name, tmp_path):
     out = subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model", "-o", str(tmp_path),
                           os.path.join(P4SRC, name)], capture_output=True, text=True)
