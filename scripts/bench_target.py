@@ -3,7 +3,7 @@
 
 (a) basic IPv4 forwarding: lpm table, TTL decrement, checksum verify + update;
 (b) 32-lane aggregation: per packet, 32 register read-add-write of int32 lanes;
-(c) p4src/aggnet.p4 with 32 and 64 lanes: 4 children per slot, as the switch sees a step
+(c) p4src/aggnet.p4 with 32, 64 and 128 lanes: 4 children per slot, as the switch sees a step
     (first contribution writes the lanes, the others add with saturation, the last one's
     result is multicast to the 4 ports); pps counts contributions in. At 64 lanes the same
     run also times the code generator with its vector pass off (`scalar_pps`), the speed-up
@@ -24,7 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-FLOORS = {"ipv4_forwarding": 30000, "aggregation_32_lanes": 8000, "aggnet_32_lanes": 4000, "aggnet_64_lanes": 2000}
+FLOORS = {"ipv4_forwarding": 30000, "aggregation_32_lanes": 8000, "aggnet_32_lanes": 4000, "aggnet_64_lanes": 2000,
+          "aggnet_128_lanes": 1000}
 AGG_PORT = 48864
 CHILDREN = 4
 SLOTS = 8
@@ -129,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         "aggregation_32_lanes": bench_aggregation(args.packets, args.rounds),
         "aggnet_32_lanes": bench_aggnet(32, args.packets, args.rounds),
         "aggnet_64_lanes": bench_aggnet(64, args.packets, args.rounds),
+        "aggnet_128_lanes": bench_aggnet(128, args.packets, args.rounds),
     }
     scalar = bench_aggnet(64, args.packets, args.rounds, vectorize=False)["pps"]
     results["aggnet_64_lanes"].update(scalar_pps=scalar, vector_speedup=round(results["aggnet_64_lanes"]["pps"] / scalar, 2))
