@@ -36,7 +36,7 @@ MODES = ("aware", "unaware", "ps", "ring")
 WORKLOADS = ("train", "allreduce")
 PROTOCOLS = ("udp", "tcp")
 TRAFFIC_PORT_BASE = 5001
-_TOP_KEYS = {"name", "topology", "algo", "admission", "slots", "workload", "train", "elements", "target_accuracy",
+_TOP_KEYS = {"name", "topology", "algo", "admission", "slots", "workload", "train", "elements", "lanes", "target_accuracy",
              "timeout_s", "modes", "adapt", "jobs", "shaping", "traffic", "seed"}
 _JOB_KEYS = {"name", "workers", "root", "k", "slots", "ps"}
 _SHAPE_KEYS = {"link", "rate_mbps", "delay_ms", "depth_pkts"}
@@ -104,6 +104,7 @@ class Scenario:
     workload: str = "train"
     train: Any = None  # hosts.agent_config.TrainConfig
     elements: int = 10_000
+    lanes: int = 32  # values per aggregation packet: picks p4src/aggnet*.p4 (testbed.experiment.LANE_PROGRAMS)
     target_accuracy: float | None = None
     timeout_s: float = 600.0
     adapt: AdaptConf = AdaptConf()
@@ -162,7 +163,7 @@ def load_scenario(path: str) -> Scenario:
 def parse_scenario(data: Any, source: str) -> Scenario:
     from controller.topology import load_topology
     from hosts.agent_config import ConfigError, TrainConfig
-    from testbed.experiment import RunError, resolve_topology
+    from testbed.experiment import LANE_PROGRAMS, RunError, resolve_topology
 
     top = _Fields(source, data, "", _TOP_KEYS)
     try:
@@ -200,11 +201,19 @@ def parse_scenario(data: Any, source: str) -> Scenario:
         modes=tuple(modes), algo=top.get("algo", str, "soar"),
         admission=top.choice("admission", ("downgrade", "reject"), "downgrade"), slots=dict(slots),
         workload=top.choice("workload", WORKLOADS, "train"), train=train,
-        elements=top.get("elements", int, 10_000, minimum=1), target_accuracy=target,
+        elements=top.get("elements", int, 10_000, minimum=1), lanes=_lanes(top, LANE_PROGRAMS),
+        target_accuracy=target,
         timeout_s=top.get("timeout_s", float, 600.0, minimum=1), adapt=adapt,
         shaping=tuple(_shaping(source, raw, i, topo) for i, raw in enumerate(top.get("shaping", list, []))),
         traffic=tuple(_flow(source, raw, i, topo) for i, raw in enumerate(top.get("traffic", list, []))),
         seed=top.get("seed", int, 0))
+
+
+def _lanes(top: _Fields, programs: dict[int, str]) -> int:
+    lanes = top.get("lanes", int, 32)
+    if lanes not in programs:
+        top.fail("lanes", f"{lanes} is not one of {', '.join(map(str, programs))}")
+    return lanes
 
 
 def _host(f: _Fields, key: str, topo: Any, value: Any) -> str:
@@ -358,7 +367,7 @@ class ModeRun:
             conns = connect_all(self.topo, sidechannel_ports={s: tb.thrift_port(s) for s in self.topo.switches})
             adapter = None
             try:
-                installer = Installer(self.topo, load_program(program_path(32)), conns, timeout_s=0.2)
+                installer = Installer(self.topo, load_program(program_path(self.scn.lanes)), conns, timeout_s=0.2)
                 specs, _ = installer.install(placements)
                 if self.mode == "aware":
                     specs = paced_specs(specs, self.jobs)

@@ -17,7 +17,7 @@ def with_(**changes):
 
 def test_experiment_file_and_test_data_load():
     scn = load_scenario("experiments/mlfabric.yaml")
-    assert scn.modes == ("aware", "unaware", "ps") and len(scn.jobs) == 2 and scn.traffic
+    assert scn.modes == ("aware", "unaware", "ps") and len(scn.jobs) == 2 and scn.traffic and scn.lanes == 128
     two = load_scenario("tests/data/scenario/two_jobs.yaml")
     assert [j.root for j in two.jobs] == ["s3", "s5"] and two.workload == "allreduce"
 
@@ -39,6 +39,7 @@ def test_experiment_file_and_test_data_load():
     ({"train": {"steps": 0}}, "field 'train.steps': must be at least 1"),
     ({"topology": "nowhere"}, "field 'topology': no topology file 'nowhere'"),
     ({"colour": "red"}, "field 'colour': unknown"),
+    ({"lanes": 48}, "field 'lanes': 48 is not one of 32, 64, 128"),
 ])
 def test_bad_fields_name_file_and_field(change, message):
     with pytest.raises(ScenarioError) as err:
