@@ -2,6 +2,9 @@
 
     results = run_with_faults(FaultRunConfig(topo="leafspine", faults=(parse_fault("kill_switch:s1@10"),)))
 
+What the workers train is `FaultRunConfig.train`, the agents' own hosts.agent_config.TrainConfig
+(`train_config()` gives this module's defaults), so every training field reaches them unchanged.
+
 Faults, written KIND:TARGET@STEP (injected once rank 0 has finished STEP):
 - `kill_switch:s1@10`   the switch's process gets SIGKILL;
 - `link_down:s3-s1@10`  both ends of the link go down (Mininet's configLinkStatus);
@@ -32,7 +35,10 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hosts.agent_config import TrainConfig
 
 FAULT_KINDS = ("kill_switch", "link_down", "slow_worker", "kill_aggregator")
 NETWORK_FAULTS = ("kill_switch", "link_down")  # the controller must notice and reinstall
@@ -135,6 +141,16 @@ def inject(tb: Any, fault: Fault, procs: dict[str, Any]) -> CpuThrottle | None:
     return None
 
 
+def train_config(**changes: Any) -> TrainConfig:
+    """What the workers of a fault run train: short, evaluated after the last step only; `changes` override.
+
+    hosts.agent_config is imported here, not at the top: it pulls in numpy, and `aggnet` imports this
+    module just to build its parser."""
+    from hosts.agent_config import TrainConfig
+
+    return TrainConfig(**{"steps": 40, "eval_every": 0, **changes})
+
+
 @dataclass(frozen=True)
 class FaultRunConfig:
     topo: str = "leafspine"
@@ -144,16 +160,10 @@ class FaultRunConfig:
     staleness: int = 0  # hostagg: the bound (hosts.host_agg)
     stragglers: tuple[tuple[str, float], ...] = ()  # (worker, compute delay per step in seconds)
     replica: bool = True  # hostagg: run a replica of the aggregator
-    steps: int = 40
+    train: TrainConfig = field(default_factory=train_config)  # train.seed also seeds the placement
     k: int = 1
     algo: str = "soar"
     slots: int = 64
-    model: str = "mlp"
-    dataset: str = "digits"
-    batch_size: int = 32
-    lr: float = 0.1
-    eval_every: int = 0
-    seed: int = 0
     min_rto_s: float = 0.2
     detect_interval_s: float = 0.1
     detect_timeout_s: float = 10.0
@@ -204,7 +214,7 @@ def run_with_faults(cfg: FaultRunConfig) -> dict:
         conns = connect_all(topo, sidechannel_ports={s: tb.thrift_port(s) for s in topo.switches})
         program = load_program(program_path(32))
         failover = Failover(topo, program, conns, Job(JOB_NAME, cfg.workers, k=cfg.k, slots=cfg.slots),
-                            cfg.algo, cfg.seed, timeout_s=cfg.min_rto_s)
+                            cfg.algo, cfg.train.seed, timeout_s=cfg.min_rto_s)
         try:
             spec = None
             if cfg.scheme == "innet":
@@ -214,7 +224,7 @@ def run_with_faults(cfg: FaultRunConfig) -> dict:
                 Installer(topo, program, conns).install([])  # routes only: hosts sum
                 _start_aggregators(tb, run)
             resume = -1
-            while resume < cfg.steps - 1:  # a fault after the last step leaves nothing to redo
+            while resume < cfg.train.steps - 1:  # a fault after the last step leaves nothing to redo
                 _start_agents(tb, run, spec, resume)
                 fault = _watch(tb, run, pending, started)
                 if fault is None:
@@ -274,16 +284,14 @@ def _start_aggregators(tb: Any, run: _Run) -> None:
 
 def _write_agent_config(run: _Run, spec: Any) -> Path:
     """agent-N.json for the N-th start of the workers (N = segments so far)."""
-    from hosts.agent_config import AGG_PORT_TCP, REPLICA_PORT, RING_PORT, AgentConfig, TrainConfig
+    from hosts.agent_config import AGG_PORT_TCP, REPLICA_PORT, RING_PORT, AgentConfig
     from hosts.comm import Endpoint
     from hosts.straggler import Straggler
 
     cfg = run.cfg
-    train = TrainConfig(model=cfg.model, dataset=cfg.dataset, steps=cfg.steps, seed=cfg.seed,
-                        batch_size=cfg.batch_size, lr=cfg.lr, eval_every=cfg.eval_every)
     workers = tuple(Endpoint(h, run.topo.hosts[h].ip, RING_PORT) for h in cfg.workers)
     ends = [Endpoint(h, run.topo.hosts[h].ip, port) for h, port in zip(run.aggregators, (AGG_PORT_TCP, REPLICA_PORT))]
-    config = AgentConfig(cfg.scheme, train, workers, None, spec, cfg.comm_timeout_s,
+    config = AgentConfig(cfg.scheme, cfg.train, workers, None, spec, cfg.comm_timeout_s,
                          aggregator=ends[0] if ends else None, replica=ends[1] if len(ends) > 1 else None,
                          staleness=cfg.staleness, stragglers={n: Straggler(d) for n, d in cfg.stragglers})
     run.logs.mkdir(parents=True, exist_ok=True)
@@ -365,7 +373,7 @@ def _results(run: _Run, seconds: float) -> dict:
     results = {"config": {**asdict(run.cfg), "faults": [str(f) for f in run.cfg.faults]},
                "run_dir": str(run.run_dir), "events": run.events, "segments": run.segments, "wall_time_s": seconds,
                "steps_applied": {h: len(s) for h, s in lineage.items()},
-               "lineage_ok": all(s == list(range(run.cfg.steps)) for s in lineage.values()),
+               "lineage_ok": all(s == list(range(run.cfg.train.steps)) for s in lineage.values()),
                "checkpoints": str(run.checkpoints),
                "per_worker": {h: json.loads(p.read_text()) for h in run.cfg.workers
                               if (p := run.logs / f"{h}.result.json").exists()}}
@@ -394,16 +402,20 @@ def add_arguments(parser: Any) -> None:
     parser.add_argument("--out", default="runs")
 
 
-def run(args: Any) -> int:
-    """`aggnet faults`: one run with the faults injected; prints what happened, exit 1 if a step was lost."""
+def config_from_args(args: Any) -> FaultRunConfig:
+    """The run `aggnet faults` options ask for."""
     from testbed.experiment import parse_stragglers
 
-    stragglers = parse_stragglers(args.straggler)
-    cfg = FaultRunConfig(topo=args.topo, workers=tuple(w for w in args.workers.split(",") if w),
-                         faults=tuple(parse_fault(f) for f in args.fault), scheme=args.scheme, steps=args.steps,
-                         staleness=args.staleness, stragglers=stragglers, replica=not args.no_replica,
-                         k=args.k, seed=args.seed, out=args.out)
-    results = run_with_faults(cfg)
+    return FaultRunConfig(topo=args.topo, workers=tuple(w for w in args.workers.split(",") if w),
+                          faults=tuple(parse_fault(f) for f in args.fault), scheme=args.scheme,
+                          staleness=args.staleness, stragglers=parse_stragglers(args.straggler),
+                          replica=not args.no_replica, train=train_config(steps=args.steps, seed=args.seed),
+                          k=args.k, out=args.out)
+
+
+def run(args: Any) -> int:
+    """`aggnet faults`: one run with the faults injected; prints what happened, exit 1 if a step was lost."""
+    results = run_with_faults(config_from_args(args))
     for event in results["events"]:
         print(json.dumps(event))
     print(f"steps applied per worker: {results['steps_applied']} (each step once, in order: {results['lineage_ok']})")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from testbed.faults import FaultRunConfig, parse_fault, run_with_faults
+from testbed.faults import FaultRunConfig, parse_fault, run_with_faults, train_config
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]
@@ -26,13 +26,14 @@ def final_weights(results: dict, worker: str) -> dict:
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
-    return run_with_faults(FaultRunConfig(steps=STEPS, out=str(tmp_path_factory.mktemp("clean"))))
+    return run_with_faults(FaultRunConfig(train=train_config(steps=STEPS),
+                                          out=str(tmp_path_factory.mktemp("clean"))))
 
 
 def test_killed_spine_run_matches_uninterrupted_run(tmp_path, uninterrupted):
     assert uninterrupted["lineage_ok"] and uninterrupted["events"] == []
-    results = run_with_faults(FaultRunConfig(steps=STEPS, faults=(parse_fault("kill_switch:s1@10"),),
-                                             out=str(tmp_path)))
+    results = run_with_faults(FaultRunConfig(train=train_config(steps=STEPS),
+                                             faults=(parse_fault("kill_switch:s1@10"),), out=str(tmp_path)))
     [event] = results["events"]
     assert event["detected"] == "switch s1" and event["detected_after_s"] < DETECT_BOUND_S
     assert event["root"] == "s2" and "s1" not in event["aggregators"]
@@ -49,8 +50,8 @@ def test_killed_spine_run_matches_uninterrupted_run(tmp_path, uninterrupted):
 
 
 def test_link_down_is_routed_around(tmp_path, uninterrupted):
-    results = run_with_faults(FaultRunConfig(steps=STEPS, faults=(parse_fault("link_down:s3-s1@10"),),
-                                             out=str(tmp_path)))
+    results = run_with_faults(FaultRunConfig(train=train_config(steps=STEPS),
+                                             faults=(parse_fault("link_down:s3-s1@10"),), out=str(tmp_path)))
     [event] = results["events"]
     assert event["detected"] == "link s3-s1" and event["detected_after_s"] < DETECT_BOUND_S
     assert results["lineage_ok"] is True

@@ -7,8 +7,11 @@ import time
 import pytest
 
 from controller.topology import load_topology
+from hosts.agent_config import TrainConfig, load_config
+from testbed.cli import build_parser
 from testbed.experiment import resolve_topology
-from testbed.faults import CpuThrottle, Fault, FaultError, FaultRunConfig, check_run_config, parse_fault
+from testbed.faults import (CpuThrottle, Fault, FaultError, FaultRunConfig, _Run, _write_agent_config,
+                            check_run_config, config_from_args, parse_fault, train_config)
 
 TOPO = load_topology(resolve_topology("leafspine"))
 WORKERS = ("h1", "h3")
@@ -53,6 +56,26 @@ def test_run_config_checks():
     for cfg, message in cases:
         with pytest.raises(FaultError, match=message):
             check_run_config(cfg, TOPO)
+
+
+def test_cli_defaults_are_the_config_defaults():
+    assert config_from_args(build_parser().parse_args(["faults"])) == FaultRunConfig()
+    assert (FaultRunConfig().train.steps, FaultRunConfig().train.eval_every) == (40, 0)
+
+
+def test_cli_training_options_reach_the_train_config():
+    args = build_parser().parse_args(["faults", "--steps", "12", "--seed", "3", "--k", "2", "--workers", "h1,h3"])
+    cfg = config_from_args(args)
+    assert cfg.train == TrainConfig(steps=12, seed=3, eval_every=0)
+    assert (cfg.k, cfg.workers) == (2, ("h1", "h3"))
+
+
+def test_agent_config_carries_every_training_field(tmp_path):
+    train = train_config(model="cnn", dataset="synthetic", hidden=16, batch_size=8, lr=0.05, momentum=0.5,
+                         steps=7, seed=5, eval_every=3)
+    cfg = FaultRunConfig(workers=WORKERS, scheme="hostagg", train=train)
+    path = _write_agent_config(_Run(cfg, TOPO, tmp_path, aggregators=["h8"]), None)
+    assert load_config(path).train == train
 
 
 def cpu_seconds(pid):

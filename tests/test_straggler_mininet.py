@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from testbed.faults import FaultRunConfig, parse_fault, run_with_faults
+from testbed.faults import FaultRunConfig, parse_fault, run_with_faults, train_config
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]
@@ -19,7 +19,7 @@ WORKERS = ("h1", "h2", "h3")
 def test_straggler_bounded_staleness_and_replica_takeover(tmp_path):
     results = run_with_faults(FaultRunConfig(
         topo="star4", workers=WORKERS, scheme="hostagg", staleness=BOUND, stragglers=(("h2", DELAY),),
-        faults=(parse_fault("kill_aggregator:h4@8"),), steps=STEPS, out=str(tmp_path)))
+        faults=(parse_fault("kill_aggregator:h4@8"),), train=train_config(steps=STEPS), out=str(tmp_path)))
     assert results["aggregators"] == ["h4", "h1"]  # the idle host aggregates, the fastest worker replicates
     assert results["staleness_bound"] == BOUND and results["lineage_ok"] is True
     assert [e["fault"] for e in results["events"]] == ["kill_aggregator:h4@8"]
