@@ -59,7 +59,7 @@ def main() -> int:
     parser.add_argument("--topo", default="star8", help="topology (default star8: the server gets its own host)")
     parser.add_argument("--workers", type=int, default=4, help="the first N hosts are workers (default 4)")
     parser.add_argument("--elements", type=int, default=1_000_000, help="int32 elements per worker (default 1M)")
-    parser.add_argument("--lanes", type=int, default=64, choices=(32, 64),
+    parser.add_argument("--lanes", type=int, default=64, choices=(32, 64, 128),
                         help="values per aggregation packet (default 64, see above)")
     parser.add_argument("--link-mbps", type=float, help="shape every link to this rate")
     parser.add_argument("--seed", type=int, default=1)
