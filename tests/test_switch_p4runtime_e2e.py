@@ -284,11 +284,13 @@ def test_packet_out_to_a_host_port_arrives_at_the_host(pipeline):
     host = net.tb.host("h2")
     _start_capture(host, script, "h2-eth0", marker)
 
-    async def send():
+    async def send() -> str:
         async with Switch("s1", net.address, net.options()) as sw:
             await sw.write([P4PacketOut(frame, egress_port=net.topo.port_of("s1", "h2"), _pad=0)])
-    run(send())
-    output = host.waitOutput()
+            # Keep the stream open until the capture ends: closing it right after the write
+            # cancels the RPC, and the server may drop a PacketOut it has not read yet.
+            return await asyncio.to_thread(host.waitOutput)
+    output = asyncio.run(send())
     lines = [line for line in output.splitlines() if line.startswith(("got", "timeout"))]
     assert lines == [f"got {frame.hex()}"], output  # exactly the payload: packet_out header consumed
 
