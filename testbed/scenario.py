@@ -8,9 +8,9 @@ a schedule of background flows and the modes to compare. Each mode is one run of
 network with the same jobs and the same traffic schedule:
 
 - `aware`: in-network aggregation, and the controller's adaptation loop (controller.adapt)
-  moves trees off congested links while the jobs train; workers pace their chunks with AIMD
-  and the jobs' ordering weights (hosts.pacing);
-- `unaware`: in-network aggregation with the trees placed once and fixed windows;
+  moves trees off congested links while the jobs train; with `pacing: aimd` the jobs also
+  get MLfabric-style ordering weights (hosts.pacing);
+- `unaware`: in-network aggregation with the trees placed once;
 - `ps` / `ring`: every job on the host baselines (parameter server / ring all-reduce).
 
 Jobs are admitted with the slot budgets in force (controller.tenants); a job that does not fit
@@ -36,7 +36,7 @@ MODES = ("aware", "unaware", "ps", "ring")
 WORKLOADS = ("train", "allreduce")
 PROTOCOLS = ("udp", "tcp")
 TRAFFIC_PORT_BASE = 5001
-_TOP_KEYS = {"name", "topology", "algo", "admission", "slots", "workload", "train", "elements", "lanes", "target_accuracy",
+_TOP_KEYS = {"name", "topology", "algo", "admission", "slots", "workload", "train", "elements", "lanes", "link_mbps", "pacing", "target_accuracy",
              "timeout_s", "modes", "adapt", "jobs", "shaping", "traffic", "seed"}
 _JOB_KEYS = {"name", "workers", "root", "k", "slots", "ps"}
 _SHAPE_KEYS = {"link", "rate_mbps", "delay_ms", "depth_pkts"}
@@ -105,6 +105,8 @@ class Scenario:
     train: Any = None  # hosts.agent_config.TrainConfig
     elements: int = 10_000
     lanes: int = 32  # values per aggregation packet: picks p4src/aggnet*.p4 (testbed.experiment.LANE_PROGRAMS)
+    link_mbps: float | None = None  # every link's rate, as `aggnet run --link-mbps`; shaping[] then overrides
+    pacing: str = "fixed"  # in-network workers: hosts.pacing policy; aimd in mode aware adds the job weights
     target_accuracy: float | None = None
     timeout_s: float = 600.0
     adapt: AdaptConf = AdaptConf()
@@ -163,6 +165,7 @@ def load_scenario(path: str) -> Scenario:
 def parse_scenario(data: Any, source: str) -> Scenario:
     from controller.topology import load_topology
     from hosts.agent_config import ConfigError, TrainConfig
+    from hosts.pacing import PACING_CHOICES
     from testbed.experiment import LANE_PROGRAMS, RunError, resolve_topology
 
     top = _Fields(source, data, "", _TOP_KEYS)
@@ -202,6 +205,8 @@ def parse_scenario(data: Any, source: str) -> Scenario:
         admission=top.choice("admission", ("downgrade", "reject"), "downgrade"), slots=dict(slots),
         workload=top.choice("workload", WORKLOADS, "train"), train=train,
         elements=top.get("elements", int, 10_000, minimum=1), lanes=_lanes(top, LANE_PROGRAMS),
+        link_mbps=top.get("link_mbps", float, None, minimum=0.001),
+        pacing=top.choice("pacing", PACING_CHOICES, "fixed"),
         target_accuracy=target,
         timeout_s=top.get("timeout_s", float, 600.0, minimum=1), adapt=adapt,
         shaping=tuple(_shaping(source, raw, i, topo) for i, raw in enumerate(top.get("shaping", list, []))),
@@ -306,24 +311,30 @@ def job_schemes(scn: Scenario, mode: str, tenancy: Any) -> dict[str, str]:
     return out
 
 
-def paced_specs(specs: dict[str, Any], jobs: dict[str, JobConf]) -> dict[str, Any]:
-    """Mode aware: AIMD pacing with MLfabric-style ordering weights (hosts.pacing.transfer_weights).
+def paced_specs(specs: dict[str, Any], jobs: dict[str, JobConf], pacing: str, weighted: bool) -> dict[str, Any]:
+    """The job specs with the scenario's pacing; `weighted` (mode aware, AIMD) adds MLfabric-style
+    ordering weights (hosts.pacing.transfer_weights).
 
     Every job of a scenario trains the same model, so one step puts the same bytes on a shared
     link and the order follows how many workers each job's update unblocks."""
     from hosts.pacing import transfer_weights
 
     weights = transfer_weights({name: len(jobs[name].workers) for name in specs}, {name: 1.0 for name in specs})
-    return {name: dataclasses.replace(spec, pacing="aimd", weight=weights[name]) for name, spec in specs.items()}
+    return {name: dataclasses.replace(spec, pacing=pacing, weight=weights[name] if weighted else 1.0)
+            for name, spec in specs.items()}
 
 
 def time_to_accuracy(records: list[dict], target: float | None) -> float | None:
-    """Training time (sum of step times) until the first evaluation at or above `target`."""
+    """Training time (sum of step times) until the first evaluation at or above `target`.
+
+    Step 0 is left out: it holds the wait for the job's last worker process to start (seconds
+    of process start-up skew, different in every run), not the network's work."""
     if target is None:
         return None
     elapsed = 0.0
     for record in records:
-        elapsed += record.get("step_time_s", 0.0)
+        if record.get("step") != 0:
+            elapsed += record.get("step_time_s", 0.0)
         if record.get("test_accuracy", -1.0) >= target:
             return round(elapsed, 3)
     return None
@@ -336,9 +347,10 @@ class ModeRun:
         from controller.placement import Job
         from controller.tenants import admit, with_slot_budgets
         from controller.topology import load_topology
+        from testbed.experiment import shape_links
 
         self.scn, self.mode, self.run_dir, self.say = scn, mode, run_dir, say
-        self.topo = with_slot_budgets(load_topology(scn.topology), scn.slots)
+        self.topo = with_slot_budgets(shape_links(load_topology(scn.topology), scn.link_mbps, None), scn.slots)
         jobs = [Job(j.name, j.workers, j.root, j.k, j.slots) for j in scn.jobs]
         self.tenancy = admit(self.topo, jobs, scn.algo, scn.admission)
         self.schemes = job_schemes(scn, mode, self.tenancy)
@@ -369,8 +381,7 @@ class ModeRun:
             try:
                 installer = Installer(self.topo, load_program(program_path(self.scn.lanes)), conns, timeout_s=0.2)
                 specs, _ = installer.install(placements)
-                if self.mode == "aware":
-                    specs = paced_specs(specs, self.jobs)
+                specs = paced_specs(specs, self.jobs, self.scn.pacing, self.mode == "aware" and self.scn.pacing == "aimd")
                 job_ids = {name: plan.job_id for name, plan in installer.plans.items()}
                 self._shape(tb)
                 for name, spec in specs.items():

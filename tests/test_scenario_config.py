@@ -40,6 +40,8 @@ def test_experiment_file_and_test_data_load():
     ({"topology": "nowhere"}, "field 'topology': no topology file 'nowhere'"),
     ({"colour": "red"}, "field 'colour': unknown"),
     ({"lanes": 48}, "field 'lanes': 48 is not one of 32, 64, 128"),
+    ({"pacing": "slow"}, "field 'pacing': 'slow' is not one of fixed, aimd"),
+    ({"link_mbps": 0}, "field 'link_mbps': must be >= 0.001, got 0.0"),
 ])
 def test_bad_fields_name_file_and_field(change, message):
     with pytest.raises(ScenarioError) as err:
@@ -62,9 +64,10 @@ def test_cli_reports_a_bad_file_in_one_line(tmp_path):
 
 
 def test_time_to_accuracy_and_summary():
-    records = [{"step_time_s": 0.5}, {"step_time_s": 0.5, "test_accuracy": 0.6}, {"step_time_s": 1.0},
-               {"step_time_s": 1.0, "test_accuracy": 0.91}]
-    assert time_to_accuracy(records, 0.9) == 3.0 and time_to_accuracy(records, 0.95) is None
+    records = [{"step": 0, "step_time_s": 4.0}, {"step": 1, "step_time_s": 0.5},
+               {"step": 2, "step_time_s": 0.5, "test_accuracy": 0.6}, {"step": 3, "step_time_s": 1.0},
+               {"step": 4, "step_time_s": 1.0, "test_accuracy": 0.91}]
+    assert time_to_accuracy(records, 0.9) == 3.0 and time_to_accuracy(records, 0.95) is None  # step 0: start-up
     scn = parse_scenario(with_(target_accuracy=0.9), "x.yaml")
     by_mode = {"aware": {"jobs": {"a": {"time_to_accuracy_s": 10.0}, "b": {"time_to_accuracy_s": 20.0}},
                          "moves": [{}, {}]},
@@ -74,3 +77,16 @@ def test_time_to_accuracy_and_summary():
     assert summary["mean"] == {"aware": 15.0, "unaware": 30.0, "ps": None}
     assert summary["ratio_to_aware"] == {"aware": 1.0, "unaware": 2.0}
     assert summary["moves"] == {"aware": 2, "unaware": 0, "ps": 0}
+
+
+def test_paced_specs_weight_jobs_by_the_workers_their_update_unblocks():
+    from hosts.job import JobSpec, WorkerSpec
+    from testbed.scenario import JobConf, paced_specs
+
+    jobs = {"a": JobConf("a", ("h1", "h3", "h7")), "b": JobConf("b", ("h4", "h6"))}
+    specs = {name: JobSpec(job_id=i + 1, workers=tuple(WorkerSpec(h, f"10.0.0.{k + 1}") for k, h in enumerate(j.workers)),
+                           slot_base=0, slot_count=32, agg_ip="10.0.255.254") for i, (name, j) in enumerate(jobs.items())}
+    weighted = paced_specs(specs, jobs, "aimd", weighted=True)
+    assert {n: (s.pacing, round(s.weight, 2)) for n, s in weighted.items()} == {"a": ("aimd", 4.0), "b": ("aimd", 2.67)}
+    plain = paced_specs(specs, jobs, "fixed", weighted=False)
+    assert {(s.pacing, s.weight) for s in plain.values()} == {("fixed", 1.0)}
