@@ -141,6 +141,13 @@ def test_queue_settings_reach_the_cli_and_delay_does_not(bmv2_conn, fake_cli):
         bmv2_conn.side_command("set_queue_delay 5 2")
 
 
+def test_there_are_no_queue_statistics_on_bmv2_and_asking_costs_no_cli_run(bmv2_conn, fake_cli):
+    from controller.monitor import queue_stats
+
+    assert queue_stats(bmv2_conn) is None  # the adaptation loop then goes by utilization alone
+    assert "invocations" not in fake_cli()
+
+
 def test_a_cli_error_names_switch_port_and_command(bmv2_conn):
     with pytest.raises(P4RuntimeError) as err:
         bmv2_conn.register_write(BITMAP, {599: 1, 600: 1})
