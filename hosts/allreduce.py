@@ -7,7 +7,9 @@ W = job.slot_count is the window. A worker sends chunk g + W only after it holds
 of chunk g, so at most W chunks are in flight and a slot's pool is reused only after every
 worker has the previous result. A chunk without a result after the retransmission timeout
 is sent again with the retransmission flag; the switch ignores the duplicate contribution and answers
-from its stored result if the slot is already complete.
+from its stored result if the slot is already complete. A chunk passed by the results of
+FAST_RETX_RESULTS chunks sent after it is resent at once (fast retransmit), without waiting
+for the timeout.
 
 Float tensors are quantized with a scale the workers agree on through the fabric first
 (hosts.quantize); int32 tensors are summed exactly, and an overflow flagged by the switch
@@ -32,6 +34,10 @@ _HEADER = struct.Struct("!HHIBBHhH")  # mirrors codec.HEADER_DTYPE, for one pack
 FLOAT_RETRIES = 3  # rescale attempts after an overflow in the float path (see allreduce())
 FLOAT_RETRY_BITS = 8  # fractional bits given up per attempt
 MAX_RTO_S = 1.0  # the retransmission timeout never grows beyond this, backed off or not
+# Results of this many later chunks passing an outstanding one mean it was lost (TCP's three
+# duplicate ACKs): a slot completes when its last contribution arrives, and every worker sends
+# in chunk order, so results come back in order unless something of that chunk went missing.
+FAST_RETX_RESULTS = 3
 
 
 class AllReduceError(RuntimeError):
@@ -85,7 +91,8 @@ class ClientStats:
 
     chunks: int = 0
     packets_sent: int = 0
-    retransmissions: int = 0
+    retransmissions: int = 0  # timeouts and fast retransmits
+    fast_retransmits: int = 0
     results: int = 0
     stale_results: int = 0
 
@@ -105,6 +112,7 @@ class AllReduceClient:
         self.stats = ClientStats()
         self.timer = RetransmitTimer(job.timeout_s)
         self.window = make_window(job.pacing, job.slot_count, job.weight)  # persists across calls, like TCP's cwnd
+        self._window_cut_at = -math.inf  # when the window last shrank for a loss event
         if sock is None:
             me = job.workers[rank]
             sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -185,6 +193,7 @@ class AllReduceClient:
         sent_at = np.zeros(n, dtype=np.float64)
         deadline = np.zeros(n, dtype=np.float64)
         resent = np.zeros(n, dtype=bool)
+        passed = np.zeros(n, dtype=np.int16)  # results of later chunks seen while this one was outstanding
         timers: list[tuple[float, int]] = []  # heap of (deadline, chunk); stale deadlines are skipped
         remaining = n
 
@@ -209,6 +218,17 @@ class AllReduceClient:
                 send(next_new, retx=False)
                 next_new += 1
 
+        oldest = 0  # the first chunk without a result
+
+        def fast_retransmit(c: int) -> None:
+            """Results of later chunks passed every outstanding chunk below c: resend those passed often enough."""
+            gaps = oldest + np.flatnonzero(~done[oldest:c] & ~resent[oldest:c])
+            passed[gaps] += 1
+            for lost in gaps[passed[gaps] >= FAST_RETX_RESULTS]:
+                self._loss_event(sent_at[lost], time.monotonic())
+                self.stats.fast_retransmits += 1
+                send(int(lost), retx=True)
+
         send_new()
         last_progress = time.monotonic()
         while remaining:
@@ -217,7 +237,7 @@ class AllReduceClient:
                 _, c = heapq.heappop(timers)
                 if not done[c] and deadline[c] <= now:
                     if self.timer.timeout(sent_at[c], now):
-                        self.window.on_loss()
+                        self._loss_event(sent_at[c], now)
                     send(c, retx=True)
             if now - last_progress > self.stall_timeout_s:
                 raise AllReduceError(f"job {job.job_id}: no result for {self.stall_timeout_s:.1f} s; "
@@ -238,10 +258,20 @@ class AllReduceClient:
             if not resent[c]:  # Karn: only unambiguous round trips update the estimate
                 self.timer.sample(last_progress - sent_at[c])
             self.window.on_result()
+            while oldest < n and done[oldest]:
+                oldest += 1
+            if oldest < c:
+                fast_retransmit(c)
             send_new()
         self.next_chunk = g0 + n
         self.stats.chunks += n
         return sums.ravel()[:flat.size], overflow
+
+    def _loss_event(self, sent_at: float, now: float) -> None:
+        """Shrink the pacing window once per burst of losses: not again for a chunk sent before the last cut."""
+        if sent_at >= self._window_cut_at:
+            self.window.on_loss()
+            self._window_cut_at = now
 
     def _accept(self, data: memoryview, g0: int, n: int, scale: int, done: np.ndarray) -> int | None:
         """The chunk index a received result completes, or None for anything to ignore."""

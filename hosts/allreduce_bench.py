@@ -99,7 +99,8 @@ def run_bench(config: AgentConfig, worker: str, elements: int, seed: int, dtype:
             t0 = time.perf_counter()
             result = client.allreduce(mine)
             seconds = time.perf_counter() - t0
-            stats = {"packets_sent": client.stats.packets_sent, "retransmissions": client.stats.retransmissions}
+            stats = {"packets_sent": client.stats.packets_sent, "retransmissions": client.stats.retransmissions,
+                     "fast_retransmits": client.stats.fast_retransmits}
     elif config.scheme == "ps":
         from .ps import ParameterServerClient
 

@@ -1,6 +1,7 @@
 """The all-reduce client over real UDP sockets, through aggnet.p4 Pipelines (tests/data/aggnet/fabric.py)."""
 import os
 import socket
+import struct
 import sys
 import threading
 import time
@@ -78,6 +79,7 @@ def test_int_allreduce_exact_4_workers_with_staggered_start():
         for s in sums:
             np.testing.assert_array_equal(s, expected)
         assert stats.chunks == 2 * 32  # 1000 elements = 32 chunks of 32 lanes, twice
+        assert stats.fast_retransmits == 0  # results came back in order: nothing looked lost
     assert results[0][-1].retransmissions > 0  # early workers resent while h4 was still asleep
     sw = fabric.switches["s1"]
     assert fb.counter(sw, "completed") == 64 and fb.counter(sw, "aggregated") == 4 * 64
@@ -99,6 +101,31 @@ def test_int_allreduce_survives_loss():
         np.testing.assert_array_equal(res[0], np.sum(inputs, axis=0, dtype=np.int32))
     sw = fabric.switches["s1"]
     assert fb.counter(sw, "duplicates") > 0 or fb.counter(sw, "retx_answered") > 0
+
+
+def test_a_lost_contribution_is_resent_once_later_results_pass_it():
+    fabric, socks = star_fabric(3, slot_count=8)
+    job = make_job(fabric, socks, slot_count=8, timeout_s=5.0)  # RTO 5 s: only a fast retransmit is quicker
+    inject, dropped = fabric._inject, []
+
+    def drop_h2_first_chunk(payload, src):
+        if src == socks[1].getsockname() and struct.unpack_from("!I", payload, 4)[0] == 0 and not dropped:
+            dropped.append(payload)
+            return
+        inject(payload, src)
+
+    fabric._inject = drop_h2_first_chunk
+    inputs = [np.full(16 * 32, rank + 1, dtype=np.int32) for rank in range(3)]
+    fabric.start()
+    try:
+        results, errors = run_workers(job, socks, inputs)
+    finally:
+        fabric.close()
+    assert errors == [] and fabric.errors == [] and len(dropped) == 1
+    for *sums, stats in results:
+        np.testing.assert_array_equal(sums[0], np.full(16 * 32, 6, dtype=np.int32))
+        # chunks 1..7 came back while chunk 0 waited: every worker resent chunk 0 once, no timeout fired
+        assert stats.fast_retransmits == 1 and stats.retransmissions == 1
 
 
 def test_float_allreduce_within_stated_bound():
