@@ -36,8 +36,8 @@ MODES = ("aware", "unaware", "ps", "ring")
 WORKLOADS = ("train", "allreduce")
 PROTOCOLS = ("udp", "tcp")
 TRAFFIC_PORT_BASE = 5001
-_TOP_KEYS = {"name", "topology", "algo", "admission", "slots", "workload", "train", "elements", "lanes", "link_mbps", "pacing", "target_accuracy",
-             "timeout_s", "modes", "adapt", "jobs", "shaping", "traffic", "seed"}
+_TOP_KEYS = {"name", "topology", "algo", "admission", "slots", "workload", "train", "elements", "lanes", "link_mbps",
+             "pacing", "target_accuracy", "timeout_s", "modes", "adapt", "jobs", "shaping", "traffic", "seed"}
 _JOB_KEYS = {"name", "workers", "root", "k", "slots", "ps"}
 _SHAPE_KEYS = {"link", "rate_mbps", "delay_ms", "depth_pkts"}
 _FLOW_KEYS = {"name", "src", "dst", "proto", "port", "rate_mbps", "size", "start_s", "duration_s", "on_s", "off_s"}
@@ -381,7 +381,8 @@ class ModeRun:
             try:
                 installer = Installer(self.topo, load_program(program_path(self.scn.lanes)), conns, timeout_s=0.2)
                 specs, _ = installer.install(placements)
-                specs = paced_specs(specs, self.jobs, self.scn.pacing, self.mode == "aware" and self.scn.pacing == "aimd")
+                weighted = self.mode == "aware" and self.scn.pacing == "aimd"
+                specs = paced_specs(specs, self.jobs, self.scn.pacing, weighted)
                 job_ids = {name: plan.job_id for name, plan in installer.plans.items()}
                 self._shape(tb)
                 for name, spec in specs.items():

@@ -84,8 +84,9 @@ def test_paced_specs_weight_jobs_by_the_workers_their_update_unblocks():
     from testbed.scenario import JobConf, paced_specs
 
     jobs = {"a": JobConf("a", ("h1", "h3", "h7")), "b": JobConf("b", ("h4", "h6"))}
-    specs = {name: JobSpec(job_id=i + 1, workers=tuple(WorkerSpec(h, f"10.0.0.{k + 1}") for k, h in enumerate(j.workers)),
-                           slot_base=0, slot_count=32, agg_ip="10.0.255.254") for i, (name, j) in enumerate(jobs.items())}
+    specs = {name: JobSpec(job_id=i + 1, slot_base=0, slot_count=32, agg_ip="10.0.255.254",
+                           workers=tuple(WorkerSpec(h, f"10.0.0.{k + 1}") for k, h in enumerate(j.workers)))
+             for i, (name, j) in enumerate(jobs.items())}
     weighted = paced_specs(specs, jobs, "aimd", weighted=True)
     assert {n: (s.pacing, round(s.weight, 2)) for n, s in weighted.items()} == {"a": ("aimd", 4.0), "b": ("aimd", 2.67)}
     plain = paced_specs(specs, jobs, "fixed", weighted=False)

@@ -290,7 +290,7 @@ def test_packet_out_to_a_host_port_arrives_at_the_host(pipeline):
             # Keep the stream open until the capture ends: closing it right after the write
             # cancels the RPC, and the server may drop a PacketOut it has not read yet.
             return await asyncio.to_thread(host.waitOutput)
-    output = asyncio.run(send())
+    output = asyncio.run(asyncio.wait_for(send(), 60))  # the capture itself ends after 30 s
     lines = [line for line in output.splitlines() if line.startswith(("got", "timeout"))]
     assert lines == [f"got {frame.hex()}"], output  # exactly the payload: packet_out header consumed
 
