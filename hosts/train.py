@@ -62,15 +62,15 @@ def run_training(config: TrainConfig, data: Dataset, batch_of_step: Callable[[in
         set_flat_grad(model, average(flat_grad(model)))
         t2 = time.perf_counter()
         optimizer.step()
-        if checkpointer:
-            checkpointer.save(step, model, optimizer)
         record = {"step": step, "epoch": step // batches_per_epoch, "loss": loss.item(),
                   "step_time_s": time.perf_counter() - t0, "comm_time_s": t2 - t1}
         last = step == config.steps - 1
         if last or (config.eval_every and (step + 1) % config.eval_every == 0):
             record["test_loss"], record["test_accuracy"] = evaluate(model, data.x_test, data.y_test)
-        if on_step:
-            on_step(record)
+        if on_step:  # before the checkpoint: a kill in between leaves a record the resumed run redoes,
+            on_step(record)  # never a checkpointed step that no record shows
+        if checkpointer:
+            checkpointer.save(step, model, optimizer)
     return model
 
 
