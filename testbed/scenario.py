@@ -319,9 +319,9 @@ def paced_specs(specs: dict[str, Any], jobs: dict[str, JobConf], pacing: str, we
     link and the order follows how many workers each job's update unblocks."""
     from hosts.pacing import transfer_weights
 
-    weights = transfer_weights({name: len(jobs[name].workers) for name in specs}, {name: 1.0 for name in specs})
-    return {name: dataclasses.replace(spec, pacing=pacing, weight=weights[name] if weighted else 1.0)
-            for name, spec in specs.items()}
+    ones = {name: 1.0 for name in specs}
+    weights = transfer_weights({name: len(jobs[name].workers) for name in specs}, ones) if weighted else ones
+    return {name: dataclasses.replace(spec, pacing=pacing, weight=weights[name]) for name, spec in specs.items()}
 
 
 def time_to_accuracy(records: list[dict], target: float | None) -> float | None:
