@@ -8,12 +8,14 @@ Every problem raises P4Error with the original FILE:LINE:COL.
 from __future__ import annotations
 
 import re
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Optional, Union
 
 from lark import Token, Tree
 
 from ..errors import P4Error
 from . import ir
+from .passes.walk import completes, same_expr
 from .preprocess import Source
 from .typing import BIT32, BOOL, COMPARE, ERROR, INFINT, MATCH_KIND, STRING, VOID, fold_binary, is_numeric, same_type, wrap
 
@@ -40,12 +42,33 @@ class Scope:
 
 
 class Context:
-    """Where we are: enclosing control/parser/action (for returns, exits, prefixes)."""
+    """Where we are: enclosing block/action/function (for returns, exits, prefixes).
 
-    def __init__(self, kind: str, name: Optional[str] = None, control: Optional[ir.Control] = None):
-        self.kind = kind  # "top", "parser", "control", "action", "state"
+    `prefix` is the control-plane prefix of objects declared here (`MyIngress`, or
+    `MyIngress.sub` inside an instance `sub`); `block` the Parser/Control being built.
+    """
+
+    def __init__(self, kind: str, name: Optional[str] = None, block=None, prefix: Optional[str] = None,
+                 function: Optional[ir.Function] = None):
+        self.kind = kind  # "top", "parser", "control", "action", "state", "function"
         self.name = name
-        self.control = control
+        self.block = block
+        self.prefix = prefix
+        self.function = function
+
+
+@dataclass(eq=False)
+class BlockDecl:
+    """A parser or control declaration. Its tree is checked anew for every instance, with the
+    constructor arguments bound and the instance's prefix, so each instance is its own IR."""
+
+    kind: str  # "parser" | "control"
+    name: str
+    node: Tree
+    params: list[ir.Param]
+    ctor_params: list[ir.Param]
+    checked: Union[ir.Parser, ir.Control, None] = None  # without constructor parameters: the declaration itself
+    building: bool = field(default=False)
 
 
 class Checker:
@@ -292,7 +315,24 @@ class Checker:
         self.program.externs[name] = decl
 
     def decl_function_decl(self, node: Tree) -> None:
-        raise self.error(node.children[1], "unsupported: function declarations")
+        ann, proto, body = node.children
+        ret_node, name_node, tp_node, params_node = proto.children
+        name = self.name_of(name_node)
+        if tp_node is not None:
+            raise self.error(name_node, f"unsupported: generic function {name}")
+        scope = Scope(self.top)
+        ret = self.resolve_type(ret_node, scope)
+        params = self.params(params_node, scope)
+        for p in params:
+            scope.names[p.name] = p
+        f = ir.Function(name, params, ret, ir.Block(self.loc(body)), self.annotations(ann), self.loc(name_node))
+        saved, self.ctx = self.ctx, Context("function", name, function=f)
+        f.body = self.block(body, scope)
+        self.ctx = saved
+        if not isinstance(ret, ir.VoidType) and completes(f.body):
+            raise self.error(name_node, f"Function '{name}' does not return a value on all paths")
+        self.declare(self.top, name, f, name_node)  # after the body: a function cannot call itself
+        self.program.functions[name] = f
 
     def decl_parser_type_decl(self, node: Tree) -> None:
         self._block_type(node, "parser")
@@ -312,7 +352,7 @@ class Checker:
 
     # ------------------------------------------------------------------ actions
 
-    def decl_action_decl(self, node: Tree, scope: Optional[Scope] = None, control: Optional[ir.Control] = None) -> ir.Action:
+    def decl_action_decl(self, node: Tree, scope: Optional[Scope] = None, prefix: Optional[str] = None) -> ir.Action:
         scope = scope or self.top
         ann, name_node, params_node, body = node.children
         name = self.name_of(name_node)
@@ -323,22 +363,21 @@ class Checker:
                 seen_data = True
             elif seen_data:
                 raise self.error(params_node, f"{name}: directional parameters must come before directionless ones")
-        action = ir.Action(name, params, ir.Block(self.loc(body)), self.annotations(ann), self.loc(name_node),
-                           control.name if control else None)
+        action = ir.Action(name, params, ir.Block(self.loc(body)), self.annotations(ann), self.loc(name_node), prefix)
         self.declare(scope, name, action, name_node)
         inner = Scope(scope)
         for p in params:
             inner.names[p.name] = p
-        saved, self.ctx = self.ctx, Context("action", name, control)
+        saved, self.ctx = self.ctx, Context("action", name, self.ctx.block, prefix)
         action.body = self.block(body, inner)
         self.ctx = saved
-        if control is None:
+        if scope is self.top:
             self.program.actions[name] = action
         return action
 
     # ------------------------------------------------------------------ instances
 
-    def decl_instantiation(self, node: Tree, scope: Optional[Scope] = None, control: Optional[str] = None):
+    def decl_instantiation(self, node: Tree, scope: Optional[Scope] = None, prefix: Optional[str] = None):
         scope = scope or self.top
         ann, type_node, args_node, name_node = node.children
         name = self.name_of(name_node)
@@ -348,6 +387,13 @@ class Checker:
         if type_node.data not in ("type_name", "specialized_type"):
             raise self.error(type_node, f"{self.text(type_node)} cannot be instantiated")
         decl = self.top.lookup(self.name_of(base))
+        if isinstance(decl, BlockDecl):
+            if type_node.data == "specialized_type":
+                raise self.error(type_node, f"{decl.name} takes no type arguments")
+            bindings = self.ctor_bindings(decl, args_node, scope, node)
+            inst = self.instantiate(decl, name, self.annotations(ann), bindings, self.loc(name_node))
+            self.declare(scope, name, inst, name_node)
+            return inst
         if not isinstance(decl, ir.ExternDecl):
             raise self.error(type_node, f"unsupported: instantiating {self.text(type_node)} (only extern objects)")
         type_args = []
@@ -365,7 +411,7 @@ class Checker:
             if not _is_constant(a):
                 raise self.error(n[1], f"{decl.name}: constructor argument must be a compile-time constant")
         etype = ir.ExternType(decl.name, tuple(type_args), decl)
-        inst = ir.ExternInstance(name, decl.name, etype, type_args, values, self.annotations(ann), self.loc(name_node), control)
+        inst = ir.ExternInstance(name, decl.name, etype, type_args, values, self.annotations(ann), self.loc(name_node), prefix)
         self.declare(scope, name, inst, name_node)
         return inst
 
@@ -384,14 +430,16 @@ class Checker:
             if not (isinstance(arg, Tree) and arg.data == "ctor_call"):
                 raise self.error(arg, f"V1Switch {stage}: expected a parser or control instance like X()")
             bname = self.name_of(arg.children[0])
-            block = self.program.parsers.get(bname) or self.program.controls.get(bname)
-            if block is None:
+            decl = self.top.lookup(bname)
+            if not isinstance(decl, BlockDecl):
                 raise self.error(arg, f"{bname}: no such parser or control")
-            want = ir.Parser if stage == "parser" else ir.Control
-            if not isinstance(block, want):
-                raise self.error(arg, f"V1Switch {stage}: {bname} is not a {'parser' if want is ir.Parser else 'control'}")
-            if self.arg_nodes(arg.children[1]):
-                raise self.error(arg, "unsupported: constructor arguments of parsers/controls")
+            want = "parser" if stage == "parser" else "control"
+            if decl.kind != want:
+                raise self.error(arg, f"V1Switch {stage}: {bname} is not a {want}")
+            block = decl.checked
+            if decl.ctor_params or self.arg_nodes(arg.children[1]):
+                block = self.build_block(decl, bname, self.ctor_bindings(decl, arg.children[1], self.top, arg))
+                (self.program.parsers if want == "parser" else self.program.controls)[bname] = block
             blocks.append(block)
         self.check_v1switch_types(blocks, args)
         self.program.main = ir.V1SwitchInstance(self.name_of(name_node), *blocks, loc=self.loc(name_node))
@@ -415,17 +463,95 @@ class Checker:
     # ------------------------------------------------------------------ parsers
 
     def decl_parser_decl(self, node: Tree) -> None:
-        ann, name_node, tp, params_node, ctor, *rest = node.children
-        if tp is not None or ctor is not None:
-            raise self.error(name_node, "unsupported: generic or constructor-parameterized parsers")
+        self.block_decl(node, "parser")
+
+    def decl_control_decl(self, node: Tree) -> None:
+        self.block_decl(node, "control")
+
+    def block_decl(self, node: Tree, kind: str) -> None:
+        """Declare a parser/control; check it now unless it has constructor parameters
+        (then each instance is checked with its arguments bound)."""
+        ann, name_node, tp, params_node, ctor = node.children[:5]
         name = self.name_of(name_node)
+        if tp is not None:
+            raise self.error(name_node, f"unsupported: generic {kind} {name}")
         scope = Scope(self.top)
         params = self.params(params_node, scope)
+        ctor_params = self.params(ctor.children[0], scope) if ctor is not None else []
+        for p in ctor_params:
+            if p.direction:
+                raise self.error(p.loc, f"{p.name}: constructor parameters cannot have a direction")
+        decl = BlockDecl(kind, name, node, params, ctor_params)
+        self.declare(self.top, name, decl, name_node)
+        if not ctor_params:
+            decl.checked = self.build_block(decl, name, {})
+            (self.program.parsers if kind == "parser" else self.program.controls)[name] = decl.checked
+
+    def build_block(self, decl: BlockDecl, prefix: str, bindings: dict) -> Union[ir.Parser, ir.Control]:
+        """Check a parser/control declaration for one instance."""
+        if decl.building:
+            raise self.error(self.loc(decl.node.children[1]), f"{decl.name}: recursive instantiation")
+        decl.building = True
+        try:
+            build = self.build_parser if decl.kind == "parser" else self.build_control
+            return build(decl.node, prefix, bindings)
+        finally:
+            decl.building = False
+
+    def ctor_bindings(self, decl: BlockDecl, args_node: Tree, scope: Scope, node) -> dict:
+        """Constructor arguments of a parser/control instance: name -> ConstDecl (values)
+        or the ExternInstance / BlockInstance passed."""
+        args = self.arg_nodes(args_node)
+        if any(k is not None for k, _ in args):
+            by_name = dict(args)
+            ordered = [(p, by_name.get(p.name)) for p in decl.ctor_params]
+        else:
+            if len(args) > len(decl.ctor_params):
+                raise self.error(node, f"{decl.name}: expected {len(decl.ctor_params)} constructor arguments, got {len(args)}")
+            ordered = [(p, args[i][1] if i < len(args) else None) for i, p in enumerate(decl.ctor_params)]
+        out: dict = {}
+        for p, n in ordered:
+            if n is None:
+                if p.default is None:
+                    raise self.error(node, f"{decl.name}: missing constructor argument {p.name}")
+                out[p.name] = ir.ConstDecl(p.name, p.type, p.default, loc=p.loc)
+            elif isinstance(p.type, (ir.ParserOrControlType, ir.ExternType)):
+                obj = scope.lookup(self.name_of(n.children[0])) if n.data == "name_ref" else None
+                ok = (isinstance(obj, ir.BlockInstance) and isinstance(p.type, ir.ParserOrControlType)) or (
+                    isinstance(obj, ir.ExternInstance) and isinstance(p.type, ir.ExternType) and obj.type == p.type)
+                if not ok:
+                    raise self.error(n, f"{decl.name}: argument {self.text(n)} for {p.name} must name an instance of {p.type}")
+                out[p.name] = obj
+            else:
+                v = self.coerce(self.expr(n, scope, p.type), p.type, n)
+                if not _is_constant(v):
+                    raise self.error(n, f"{decl.name}: constructor argument {p.name} must be a compile-time constant")
+                out[p.name] = ir.ConstDecl(p.name, p.type, v, loc=p.loc)
+        return out
+
+    def instantiate(self, decl: BlockDecl, name: str, anns: ir.Annotations, bindings: dict, loc: ir.Loc) -> ir.BlockInstance:
+        """A parser/control instance declared in the block being built; p4c names its objects
+        `<enclosing prefix>.<instance name or @name>.<object>`."""
+        where = self.ctx.kind if self.ctx.kind != "state" else "parser"
+        if decl.kind != where:
+            raise self.error(loc, f"{name}: instantiation of a {decl.kind} in a {where}")
+        external = anns.get_str("name") or name
+        prefix = external[1:] if external.startswith(".") else f"{self.ctx.prefix}.{external}"
+        saved = self.ctx
+        block = self.build_block(decl, prefix, bindings)
+        self.ctx = saved
+        return ir.BlockInstance(name, block, anns, loc)
+
+    def build_parser(self, node: Tree, prefix: str, bindings: dict) -> ir.Parser:
+        ann, name_node, tp, params_node, ctor, *rest = node.children
+        name = self.name_of(name_node)
+        scope = Scope(self.top)
+        scope.names.update(bindings)
+        params = self.params(params_node, scope)
         parser = ir.Parser(name, params, [], {}, self.annotations(ann), self.loc(name_node))
-        self.declare(self.top, name, parser, name_node)
         for p in params:
             scope.names[p.name] = p
-        saved, self.ctx = self.ctx, Context("parser", name)
+        saved, self.ctx = self.ctx, Context("parser", name, parser, prefix)
         states = [r for r in rest if r.data == "parser_state"]
         for local in rest:
             if local.data == "parser_state":
@@ -435,7 +561,7 @@ class Checker:
             elif local.data == "const_decl":
                 self.decl_const_decl(local, scope)
             elif local.data == "instantiation":
-                parser.locals.append(self.decl_instantiation(local, scope, None))
+                parser.locals.append(self.decl_instantiation(local, scope, prefix))
             else:
                 raise self.error(local, f"unsupported: {local.data.replace('_', ' ')}")
         for s in states:
@@ -443,7 +569,7 @@ class Checker:
             if sname in parser.states or sname in ("accept", "reject"):
                 raise self.error(s.children[1], f"state {sname}: duplicate declaration")
             parser.states[sname] = None  # placeholder, states may refer forward
-        self.ctx = Context("state", name)
+        self.ctx = Context("state", name, parser, prefix)
         for s in states:
             st = self.parser_state(s, scope)
             parser.states[st.name] = st
@@ -456,7 +582,7 @@ class Checker:
             for t in targets:
                 if t not in parser.states and t not in ("accept", "reject"):
                     raise self.error(loc, f"{t}: no such parser state")
-        self.program.parsers[name] = parser
+        return parser
 
     def parser_state(self, node: Tree, scope: Scope) -> ir.ParserState:
         ann, name_node, *stmts, trans = node.children
@@ -502,31 +628,30 @@ class Checker:
 
     # ------------------------------------------------------------------ controls
 
-    def decl_control_decl(self, node: Tree) -> None:
+    def build_control(self, node: Tree, prefix: str, bindings: dict) -> ir.Control:
         ann, name_node, tp, params_node, ctor, *locals_, body = node.children
-        if tp is not None or ctor is not None:
-            raise self.error(name_node, "unsupported: generic or constructor-parameterized controls")
         name = self.name_of(name_node)
         scope = Scope(self.top)
+        scope.names.update(bindings)
         params = self.params(params_node, scope)
         control = ir.Control(name, params, annotations=self.annotations(ann), loc=self.loc(name_node))
-        self.declare(self.top, name, control, name_node)
         for p in params:
             scope.names[p.name] = p
-        saved, self.ctx = self.ctx, Context("control", name, control)
+        saved, self.ctx = self.ctx, Context("control", name, control, prefix)
         for local in locals_:
             kind = local.data
             if kind == "action_decl":
-                a = self.decl_action_decl(local, scope, control)
+                a = self.decl_action_decl(local, scope, prefix)
                 control.actions[a.name] = a
                 control.locals.append(a)
             elif kind == "table_decl":
-                t = self.table(local, scope, control)
+                t = self.table(local, scope, prefix)
                 control.tables[t.name] = t
                 control.locals.append(t)
             elif kind == "instantiation":
-                inst = self.decl_instantiation(local, scope, name)
-                control.instances[inst.name] = inst
+                inst = self.decl_instantiation(local, scope, prefix)
+                if isinstance(inst, ir.ExternInstance):
+                    control.instances[inst.name] = inst
                 control.locals.append(inst)
             elif kind == "var_decl":
                 control.locals.append(self.var_decl(local, scope))
@@ -534,15 +659,14 @@ class Checker:
                 self.decl_const_decl(local, scope)
             else:
                 raise self.error(local, f"unsupported: {kind.replace('_', ' ')}")
-        self.ctx = Context("control", name, control)
         control.body = self.block(body, Scope(scope))
         self.ctx = saved
-        self.program.controls[name] = control
+        return control
 
-    def table(self, node: Tree, scope: Scope, control: ir.Control) -> ir.Table:
+    def table(self, node: Tree, scope: Scope, prefix: str) -> ir.Table:
         ann, name_node, *props = node.children
         name = self.name_of(name_node)
-        table = ir.Table(name, annotations=self.annotations(ann), loc=self.loc(name_node), control=control.name)
+        table = ir.Table(name, annotations=self.annotations(ann), loc=self.loc(name_node), control=prefix)
         self.declare(scope, name, table, name_node)
         seen: set[str] = set()
         deferred = []
@@ -594,13 +718,17 @@ class Checker:
         action = scope.lookup(aname)
         if not isinstance(action, ir.Action):
             raise self.error(name_node, f"{aname}: no such action")
-        if args is not None and self.arg_nodes(args):
-            raise self.error(name_node, f"unsupported: binding action arguments in the actions list ({aname})")
-        if any(p.direction != "" for p in action.params):
-            raise self.error(name_node, f"{aname}: actions with directional parameters need bound arguments (unsupported)")
+        bound = self.arg_nodes(args) if args is not None else []
+        directional = [p for p in action.params if p.direction]
+        if len(bound) > len(directional):
+            raise self.error(name_node, f"unsupported: binding directionless parameters of {aname} in the actions list")
+        if len(bound) < len(directional):
+            raise self.error(name_node, f"{aname}: the actions list must bind its directional parameters "
+                                        f"({', '.join(p.name for p in directional)})")
+        values = self.bind_args(directional, bound, scope, {}, node, f"action {aname}")
         if any(r.action is action for r in table.actions):
             raise self.error(name_node, f"{aname}: duplicate action in table {table.name}")
-        table.actions.append(ir.ActionRef(action, self.annotations(ann), self.loc(name_node)))
+        table.actions.append(ir.ActionRef(action, self.annotations(ann), self.loc(name_node), values))
 
     def action_binding(self, name_node, args_node, scope: Scope, table: ir.Table, what: str) -> ir.ActionBinding:
         aname = self.name_of(name_node)
@@ -612,10 +740,15 @@ class Checker:
         if len(args) != len(action.params):
             raise self.error(name_node, f"{what}: action {aname} expects {len(action.params)} arguments, got {len(args)}")
         values = []
-        for p, (kw, n) in zip(action.params, args):
-            v = self.coerce(self.expr(n, scope), p.type, n)
-            if not _is_constant(v):
-                raise self.error(n, f"{what}: argument {p.name} must be a compile-time constant")
+        for i, (p, (kw, n)) in enumerate(zip(action.params, args)):
+            if p.direction:
+                v = self.expr(n, scope)
+                if not same_expr(v, ref.args[i]):
+                    raise self.error(n, f"{what}: argument {self.text(n)} for {p.name} differs from the one in the actions list")
+            else:
+                v = self.coerce(self.expr(n, scope), p.type, n)
+                if not _is_constant(v):
+                    raise self.error(n, f"{what}: argument {p.name} must be a compile-time constant")
             values.append(v)
         return ir.ActionBinding(action, values, self.loc(name_node))
 
@@ -712,6 +845,12 @@ class Checker:
         if kind == "call_stmt":
             call = self.call(node.children[0], node.children[1], scope, node)
             return ir.MethodCallStmt(loc, call)
+        if kind == "type_call_stmt":
+            type_node, name_node, args = node.children
+            decl = self.top.lookup(self.name_of(type_node))
+            if not isinstance(decl, BlockDecl):
+                raise self.error(type_node, f"{self.text(type_node)}: only parsers and controls can be applied directly")
+            return ir.MethodCallStmt(loc, self.block_apply(decl, name_node, self.arg_nodes(args), scope, node))
         if kind == "generic_call_stmt":
             lv, targs, _, args = node.children
             explicit = [self.resolve_type(t, scope) for t in targs.children]
@@ -726,15 +865,32 @@ class Checker:
             return ir.If(loc, cond, then, else_)
         if in_parser:
             raise self.error(node, f"{kind.replace('_stmt', '')} statements are not allowed in a parser")
+        if kind == "exit_stmt" and self.ctx.kind == "function":
+            raise self.error(node, "exit is not allowed in a function")
         if kind == "exit_stmt":
             return ir.Exit(loc)
         if kind == "return_stmt":
-            if node.children[0] is not None:
-                raise self.error(node, "return with a value outside a function")
-            return ir.Return(loc)
+            return self.return_stmt(node, scope)
         if kind == "switch_stmt":
             return self.switch(node, scope)
         raise self.error(node, f"unsupported: {kind.replace('_', ' ')}")
+
+    def return_stmt(self, node: Tree, scope: Scope) -> ir.Return:
+        value_node = node.children[0]
+        f = self.ctx.function
+        if f is None:
+            if value_node is not None:
+                raise self.error(node, "return with a value outside a function")
+            return ir.Return(self.loc(node))
+        rt = f.return_type
+        if value_node is None:
+            if not isinstance(rt, ir.VoidType):
+                raise self.error(node, f"{f.name}: return without a value in a function returning {rt}")
+            return ir.Return(self.loc(node))
+        if isinstance(rt, ir.VoidType):
+            raise self.error(value_node, f"{f.name}: return with a value in a void function")
+        value = self.coerce(self.expr(value_node, scope, rt), rt, value_node)
+        return ir.Return(self.loc(node), value)
 
     def switch(self, node: Tree, scope: Scope) -> ir.Switch:
         subject_node, *cases = node.children
@@ -819,8 +975,8 @@ class Checker:
                 return ir.ExternType(name, (), t)
             if isinstance(t, tuple) and t[0] == "blocktype":
                 return ir.ParserOrControlType(name, t[1])
-            if isinstance(t, (ir.Parser, ir.Control)):
-                return ir.ParserOrControlType(name, "parser" if isinstance(t, ir.Parser) else "control")
+            if isinstance(t, BlockDecl):
+                return ir.ParserOrControlType(name, t.kind)
             raise self.error(node, f"{name}: no such type")
         if kind == "specialized_type":
             base = self.name_of(node.children[0])
@@ -1282,8 +1438,8 @@ class Checker:
                     if self.ctx.kind not in ("control",):
                         raise self.error(node, f"table {decl.name} can only be applied in a control's apply block")
                     return ir.TableApply(ir.TableResultType(decl.name), loc, decl)
-                if isinstance(decl, (ir.Parser, ir.Control)):
-                    raise self.error(node, "unsupported: applying parser/control instances")
+                if isinstance(decl, (BlockDecl, ir.BlockInstance)):
+                    return self.block_apply(decl, name_node, args, scope, node)
             base = self.expr(base_node, scope)
             t = base.type
             if isinstance(t, ir.ExternType):
@@ -1331,6 +1487,9 @@ class Checker:
                     raise self.error(node, f"action {name} cannot be called here")
                 values = self.bind_args(decl.params, args, scope, {}, node, f"action {name}")
                 return ir.ActionCall(VOID, loc, decl, values)
+            if isinstance(decl, ir.Function):
+                values = self.bind_args(decl.params, args, scope, {}, node, f"function {name}")
+                return ir.FunctionCall(decl.return_type, loc, decl, values)
             if isinstance(decl, list):  # extern function overloads
                 overloads = [f for f in decl if len(f.params) >= len(args) >= len([p for p in f.params if p.default is None])]
                 if not overloads:
@@ -1344,6 +1503,30 @@ class Checker:
                                              [bindings.get(tp) for tp in f.type_params], f)
             raise self.error(tok, f"{name} is not an action or function")
         raise self.error(node, f"unsupported: call of {self.text(callee)}")
+
+
+    def block_apply(self, target, name_node, args: list, scope: Scope, node) -> ir.ApplyCall:
+        """`inst.apply(args)`, or `Type.apply(args)`: a direct invocation, which declares an
+        implicit instance named after the type (as p4c's InstantiateDirectCalls does)."""
+        method = self.name_of(name_node)
+        if method != "apply":
+            raise self.error(name_node, f"{target.name} has no method {method}")
+        if isinstance(target, BlockDecl):
+            if target.ctor_params:
+                raise self.error(node, f"{target.name} has constructor parameters; instantiate it to apply it")
+            target = self.instantiate(target, target.name, ir.Annotations(), {}, self.loc(node))
+            self.ctx.block.locals.append(target)
+        return self.apply_call(target, args, scope, node)
+
+    def apply_call(self, inst: ir.BlockInstance, args: list, scope: Scope, node) -> ir.ApplyCall:
+        """`inst.apply(args)`: a control in a control's apply block, a parser in a parser state."""
+        is_parser = isinstance(inst.block, ir.Parser)
+        if is_parser and self.ctx.kind != "state":
+            raise self.error(node, f"parser {inst.name} can only be applied in a parser state")
+        if not is_parser and self.ctx.kind != "control":
+            raise self.error(node, f"control {inst.name} can only be applied in a control's apply block")
+        values = self.bind_args(inst.block.params, args, scope, {}, node, f"{inst.name}.apply")
+        return ir.ApplyCall(VOID, self.loc(node), inst, values)
 
 
 # ---------------------------------------------------------------------- helpers

@@ -621,6 +621,22 @@ class ActionRun(Expr):
     table: Optional["Table"] = None
 
 
+@dataclass(eq=False)
+class FunctionCall(Expr):
+    """`f(args)` of a P4 function (lowered away: inlined)."""
+
+    function: Optional["Function"] = None
+    args: list[Expr] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class ApplyCall(Expr):
+    """`inst.apply(args)` of a sub-parser or sub-control instance (lowered away: inlined)."""
+
+    instance: Optional["BlockInstance"] = None
+    args: list[Expr] = field(default_factory=list)
+
+
 # --------------------------------------------------------------------------- statements
 
 
@@ -792,11 +808,16 @@ class KeyElement:
 
 @dataclass(eq=False)
 class ActionRef:
-    """An entry of a table's `actions = {...}` list (with @defaultonly/@tableonly)."""
+    """An entry of a table's `actions = {...}` list (with @defaultonly/@tableonly).
+
+    `args` are the arguments bound to the action's directional parameters in the list,
+    `a(hdr.x)` (lowered away: the action is specialized, see passes/action_args.py).
+    """
 
     action: Action
     annotations: Annotations = field(default_factory=Annotations)
     loc: Loc = NOWHERE
+    args: list[Expr] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -970,6 +991,38 @@ class ExternFunction:
 
 
 @dataclass(eq=False)
+class Function:
+    """`R name(params) { body }`: a P4 function (lowered away: inlined at every call)."""
+
+    def __repr__(self) -> str:
+        return f"Function({self.name!r})"
+
+    name: str
+    params: list[Param]
+    return_type: Type
+    body: Block
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class BlockInstance:
+    """`C(args) name;`: an instance of a parser or control inside another (lowered away: inlined).
+
+    `block` is the Parser/Control checked for this instance: constructor arguments bound,
+    its objects named with the instance's control-plane prefix (`MyIngress.sub.t`).
+    """
+
+    def __repr__(self) -> str:
+        return f"BlockInstance({self.name!r})"
+
+    name: str
+    block: Union["Parser", "Control"]
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
 class SelectCase:
     """One select case: a KeySet per select key, and the next state's name."""
 
@@ -1061,6 +1114,7 @@ class Program:
     actions: dict[str, Action] = field(default_factory=dict)
     parsers: dict[str, Parser] = field(default_factory=dict)
     controls: dict[str, Control] = field(default_factory=dict)
+    functions: dict[str, Function] = field(default_factory=dict)
     main: Optional[V1SwitchInstance] = None
     source: str = ""  # path of the top-level file
 

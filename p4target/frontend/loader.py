@@ -96,12 +96,13 @@ def parse(source: Source):
 def load_source(text: str, filename: str = "<string>", include_dirs: list[str] | None = None) -> ir.Program:
     """Check P4 source text; see p4target.frontend.load_source."""
     from .checker import check
+    from .passes import lower
 
     source = preprocess(text, filename, include_dirs)
     tree = parse(source)
     program = check(tree, source)
     program.source = filename
-    return program
+    return lower(program)
 
 
 def load_program(path: str, include_dirs: list[str] | None = None) -> ir.Program:

@@ -1,0 +1,72 @@
+"""The front end's passes after type checking: checked IR -> the lowered IR back ends read.
+
+Like p4c's front end (frontends/p4/frontend.cpp), a list of small passes, each in its own
+module and each doing one thing:
+
+1. side_effects: every P4 function call gets a statement of its own, in evaluation order;
+2. blocks: sub-parser and sub-control instances are inlined into the v1model blocks;
+3. functions: function calls are inlined;
+4. action_args: actions whose directional parameters a table binds are specialized;
+5. prune: only what the V1Switch instance uses stays in the Program;
+6. bmv2_limits: what p4c's BMv2 back end rejects is rejected here too.
+
+ir.py's docstring ("After lowering") lists what the result may contain.
+"""
+from __future__ import annotations
+
+from ...errors import P4Error
+from .. import ir
+from .action_args import bind_table_action_args
+from .blocks import inline_blocks
+from .functions import inline_calls, inline_functions
+from .side_effects import SideEffectOrdering
+from .walk import walk
+
+
+def lower(program: ir.Program) -> ir.Program:
+    """Run the passes over a checked program, in place; returns it."""
+    m = program.main
+    blocks = list({id(b): b for b in (m.parser, m.verify_checksum, m.ingress, m.egress,
+                                       m.compute_checksum, m.deparser)}.values())
+    ordering = SideEffectOrdering()
+    for f in program.functions.values():
+        ordering.run(f)
+    for a in program.actions.values():
+        a.body.stmts = ordering.run_stmts(a.body.stmts)
+    for b in blocks:
+        ordering.run(b)
+    for b in blocks:
+        inline_blocks(b)
+    for a in program.actions.values():
+        a.body.stmts = inline_calls(a.body.stmts)
+    for b in blocks:
+        inline_functions(b)
+    for b in blocks:
+        if isinstance(b, ir.Control):
+            bind_table_action_args(b)
+    prune(program, blocks)
+    check_lowered(program)
+    return program
+
+
+def prune(program: ir.Program, blocks: list) -> None:
+    """Keep the parser and controls the V1Switch instance runs; functions are all inlined."""
+    program.parsers = {b.name: b for b in blocks if isinstance(b, ir.Parser)}
+    program.controls = {b.name: b for b in blocks if isinstance(b, ir.Control)}
+    program.functions = {}
+
+
+def check_lowered(program: ir.Program) -> None:
+    """Nothing the passes should have removed is left (else: a construct they cannot lower)."""
+    roots: list = [a.body for a in program.all_actions()]
+    for b in list(program.parsers.values()) + list(program.controls.values()):
+        roots.append(b.body if isinstance(b, ir.Control) else list(b.states.values()))
+        for d in b.locals:
+            if isinstance(d, ir.BlockInstance):
+                raise P4Error(f"unsupported: instance {d.name} here", d.loc.file, d.loc.line, d.loc.col)
+            if isinstance(d, ir.VarDecl) and d.init is not None:
+                roots.append(d.init)
+    for n in walk(roots):
+        if isinstance(n, (ir.FunctionCall, ir.ApplyCall)):
+            what = "function call" if isinstance(n, ir.FunctionCall) else "apply call"
+            raise P4Error(f"unsupported: {what} in this position", n.loc.file, n.loc.line, n.loc.col)

@@ -1,0 +1,51 @@
+"""Specialize actions whose directional parameters a table binds in its actions list
+(`actions = { a(hdr.x); }`), as p4c's RemoveActionParameters does: the table gets its own
+copy of the action whose directional parameters are local variables, copied in from the
+bound arguments before the body and out to them after. The copy keeps the action's name,
+so the control plane sees one action with only its directionless parameters."""
+from __future__ import annotations
+
+from .. import ir
+from .returns import remove_returns
+from .walk import clone
+
+
+def bind_table_action_args(control: ir.Control) -> None:
+    """Give each table of `control` specialized copies of the actions it binds arguments to."""
+    for table in list(control.tables.values()):
+        for ref in table.actions:
+            if not any(p.direction for p in ref.action.params):
+                continue
+            original = ref.action
+            ref.action = _specialize(original, ref.args)
+            ref.args = []
+            control.actions[f"{original.name}@{table.name}"] = ref.action
+            control.locals.append(ref.action)
+            bindings = [table.default_action] + [e.action for e in table.entries]
+            for b in bindings:
+                if b is not None and b.action is original:
+                    b.action = ref.action
+                    b.args = b.args[len(b.args) - len(ref.action.params):]
+
+
+def _specialize(action: ir.Action, args: list[ir.Expr]) -> ir.Action:
+    loc = action.loc
+    memo: dict = {}
+    data = []
+    for p in action.params:
+        if p.direction == "":
+            q = ir.Param(p.name, p.direction, p.type, p.annotations, p.loc, p.default)
+            memo[id(p)] = q
+            data.append(q)
+    stmts: list[ir.Stmt] = []
+    copy_out: list[ir.Stmt] = []
+    for p, arg in zip([p for p in action.params if p.direction], args):
+        var = ir.VarDecl(p.name, p.type, clone(arg) if p.direction != "out" else None, loc=p.loc)
+        memo[id(p)] = var
+        stmts.append(ir.VarDeclStmt(loc, var))
+        if p.direction in ("out", "inout") and not isinstance(arg, ir.DontCare):
+            copy_out.append(ir.Assign(loc, clone(arg), ir.VarRef(p.type, loc, var.name, var)))
+    body = clone(action.body, memo)
+    stmts.extend(remove_returns(body.stmts, body.loc, None, f"{action.name}_returned"))
+    stmts.extend(copy_out)
+    return ir.Action(action.name, data, ir.Block(body.loc, stmts), action.annotations, loc, action.control)

@@ -1,0 +1,64 @@
+"""Inline every call of a P4 function (p4c's InlineFunctions), after SideEffectOrdering left
+calls only as `f(args);`, `x = f(args);` (and `return f(args);` inside functions).
+
+A call becomes a block: one variable per parameter (initialized with the argument for
+in/inout and directionless ones), the function body with its variables renamed apart and
+`return e` turned into an assignment of the result, then the copy-out of out/inout
+parameters in order, then the assignment of the result.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from .. import ir
+from .returns import remove_returns
+from .walk import clone, flat_map_stmts
+
+
+def inline_calls(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
+    """`stmts` with every function call statement replaced by the function's body."""
+    return flat_map_stmts(stmts, _inline_stmt)
+
+
+def inline_functions(block) -> None:
+    """Inline the function calls of a Parser or Control (and its actions)."""
+    for d in block.locals:
+        if isinstance(d, ir.Action):
+            d.body.stmts = inline_calls(d.body.stmts)
+    if isinstance(block, ir.Control):
+        block.body.stmts = inline_calls(block.body.stmts)
+    else:
+        for state in block.states.values():
+            state.body = inline_calls(state.body)
+
+
+def _inline_stmt(s: ir.Stmt) -> list[ir.Stmt]:
+    if isinstance(s, ir.MethodCallStmt) and isinstance(s.call, ir.FunctionCall):
+        return [_expand(s.call, None)]
+    if isinstance(s, ir.Assign) and isinstance(s.rhs, ir.FunctionCall):
+        return [_expand(s.rhs, s.lhs)]
+    return [s]
+
+
+def _expand(call: ir.FunctionCall, target: Optional[ir.Expr]) -> ir.Block:
+    f, loc = call.function, call.loc
+    memo: dict = {}
+    stmts: list[ir.Stmt] = []
+    copy_out: list[ir.Stmt] = []
+    for p, arg in zip(f.params, call.args):
+        init = clone(arg) if p.direction != "out" else None
+        var = ir.VarDecl(f"{f.name}_{p.name}", p.type, init, loc=loc)
+        memo[id(p)] = var
+        stmts.append(ir.VarDeclStmt(loc, var))
+        if p.direction in ("out", "inout") and not isinstance(arg, ir.DontCare):
+            copy_out.append(ir.Assign(loc, clone(arg), ir.VarRef(p.type, loc, var.name, var)))
+    result = None
+    if not isinstance(f.return_type, ir.VoidType):
+        result = ir.VarDecl(f"{f.name}_result", f.return_type, loc=loc)
+        stmts.append(ir.VarDeclStmt(loc, result))
+    body = clone(f.body, memo)
+    stmts.extend(remove_returns(body.stmts, loc, result, f"{f.name}_returned"))
+    stmts.extend(copy_out)
+    if target is not None and result is not None:
+        stmts.append(ir.Assign(loc, target, ir.VarRef(result.type, loc, result.name, result)))
+    return ir.Block(loc, inline_calls(stmts))

@@ -1,0 +1,203 @@
+"""The lowering passes (p4target/frontend/passes): each construct they remove, checked on the
+lowered IR and by running packets through the result.
+
+Programs share one shape: a 4-byte header h {a, b, c, d} is parsed, ingress runs the code
+under test and sends the packet to port 1, the deparser emits h.
+"""
+from __future__ import annotations
+
+import pytest
+
+from p4target import state as st
+from p4target.errors import P4Error
+from p4target.frontend import ir, load_source
+from p4target.frontend.passes.walk import walk
+from p4target.pipeline import Pipeline
+
+TEMPLATE = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; bit<8> c; bit<8> d; }
+struct H { h_t h; h_t g; }
+struct M { bit<8> m; }
+%(decls)s
+parser P(packet_in pk, out H hdr, inout M meta, inout standard_metadata_t sm) {
+    %(parser_locals)s
+    %(states)s
+}
+control V(inout H hdr, inout M meta) { apply { } }
+control I(inout H hdr, inout M meta, inout standard_metadata_t sm) {
+    %(locals)s
+    apply { sm.egress_spec = 1; %(apply)s }
+}
+control E(inout H hdr, inout M meta, inout standard_metadata_t sm) { apply { } }
+control C(inout H hdr, inout M meta) { apply { } }
+control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); pk.emit(hdr.g); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+START = "state start { pk.extract(hdr.h); transition accept; }"
+
+
+def load(decls: str = "", apply: str = "", locals_: str = "", states: str = START, parser_locals: str = "") -> ir.Program:
+    return load_source(TEMPLATE % dict(decls=decls, apply=apply, locals=locals_, states=states,
+                                       parser_locals=parser_locals), "t.p4")
+
+
+def run(program: ir.Program, data: bytes) -> bytes:
+    out = Pipeline(program).process(0, data)
+    assert len(out) == 1
+    return out[0][1]
+
+
+def lowered_nodes(program: ir.Program) -> list:
+    roots = [a.body for a in program.all_actions()] + [c.body for c in program.controls.values()]
+    roots += [list(p.states.values()) for p in program.parsers.values()]
+    return list(walk(roots))
+
+
+INC = "bit<8> inc(inout bit<8> x) { x = x + 1; return x; }"
+
+
+def test_function_calls_are_inlined_and_gone():
+    p = load(INC, "hdr.h.a = inc(hdr.h.b);")
+    assert not any(isinstance(n, ir.FunctionCall) for n in lowered_nodes(p))
+    assert p.functions == {}
+    assert run(p, bytes([0, 5, 0, 0])) == bytes([6, 6, 0, 0])
+
+
+@pytest.mark.parametrize("expr, expected", [
+    ("inc(hdr.h.b) + hdr.h.b", 6 + 6),  # the call runs first: the read sees its copy-out
+    ("hdr.h.b + inc(hdr.h.b)", 5 + 6),  # the read comes first: saved before the call
+])
+def test_operands_are_evaluated_left_to_right(expr, expected):
+    p = load(INC, f"hdr.h.a = {expr};")
+    assert run(p, bytes([0, 5, 0, 0]))[0] == expected
+
+
+@pytest.mark.parametrize("a, called", [(0, True), (1, False)])
+def test_short_circuit_calls_only_when_needed(a, called):
+    p = load(INC, "if (hdr.h.a == 0 && inc(hdr.h.c) == 1) { hdr.h.d = 7; }")
+    out = run(p, bytes([a, 0, 0, 0]))
+    assert out[2] == (1 if called else 0)
+    assert out[3] == (7 if called else 0)
+
+
+def test_mux_evaluates_one_branch():
+    p = load(INC, "hdr.h.a = hdr.h.b == 0 ? inc(hdr.h.c) : inc(hdr.h.d);")
+    assert run(p, bytes([0, 0, 3, 9])) == bytes([4, 0, 4, 9])
+    assert run(p, bytes([0, 1, 3, 9])) == bytes([10, 1, 3, 10])
+
+
+def test_returns_in_nested_branches():
+    f = """bit<8> pick(in bit<8> x) {
+        if (x > 10) { if (x > 20) { return 3; } return 2; }
+        return 1;
+    }"""
+    p = load(f, "hdr.h.a = pick(hdr.h.b);")
+    assert [run(p, bytes([0, b, 0, 0]))[0] for b in (5, 15, 25)] == [1, 2, 3]
+
+
+def test_function_returning_a_header_and_out_parameter():
+    f = """h_t mk(out bit<8> o) { o = 9; return { 1, 2, 3, 4 }; }"""
+    p = load(f, "hdr.g = mk(hdr.h.d);")
+    assert run(p, bytes([0, 0, 0, 0])) == bytes([0, 0, 0, 9, 1, 2, 3, 4])
+
+
+SUB = """
+control Sub(inout h_t x, inout bit<8> y)(bit<8> k) {
+    action set(bit<8> v) { x.c = v; }
+    table t { key = { x.a : exact; } actions = { set; NoAction; } default_action = NoAction(); }
+    apply { y = y + k; t.apply(); if (y > 100) { return; } x.d = y; }
+}
+"""
+
+
+def test_sub_control_objects_get_p4c_names():
+    p = load(SUB, "sub.apply(hdr.h, hdr.h.b);", "Sub(8w3) sub;")
+    ingress = p.main.ingress
+    assert [t.control_plane_name for t in ingress.tables.values()] == ["I.sub.t"]
+    assert "I.sub.set" in [a.control_plane_name for a in ingress.actions.values()]
+    assert not any(isinstance(d, ir.BlockInstance) for d in ingress.locals)
+    assert not any(isinstance(n, (ir.ApplyCall, ir.Return)) for n in walk(ingress.body))
+
+
+def test_sub_control_runs_with_constructor_argument_and_return():
+    p = load(SUB, "sub.apply(hdr.h, hdr.h.b);", "Sub(8w3) sub;")
+    pipe = Pipeline(p)
+    pipe.state.tables["I.sub.t"].insert(st.TableEntry({"x.a": st.Exact(1)}, "I.sub.set", {"v": 0x55}))
+    assert pipe.process(0, bytes([0, 5, 0, 0]))[0][1] == bytes([0, 8, 0, 8])  # y += 3; d = y
+    assert pipe.process(0, bytes([1, 5, 0, 0]))[0][1] == bytes([1, 8, 0x55, 8])  # the table hit
+    assert pipe.process(0, bytes([0, 99, 0, 0]))[0][1] == bytes([0, 102, 0, 0])  # returned before d = y
+
+
+def test_overlapping_arguments_are_copied_in_and_out():
+    sub = """control S(inout h_t x, inout bit<8> y) { apply { y = 7; x.b = 1; } }"""
+    p = load(sub, "s.apply(hdr.h, hdr.h.b);", "S() s;")
+    # copy-in/copy-out: x is copied out first (b = 1), then y (b = 7)
+    assert run(p, bytes([0, 0, 0, 0])) == bytes([0, 7, 0, 0])
+    assert any(isinstance(d, ir.VarDecl) and d.name.startswith("s_") for d in p.main.ingress.locals)
+
+
+def test_same_arguments_everywhere_are_substituted():
+    sub = """control S(inout bit<8> y) { apply { y = y + 1; } }"""
+    p = load(sub, "s.apply(hdr.h.b); s.apply(hdr.h.b);", "S() s;")
+    assert not any(isinstance(d, ir.VarDecl) for d in p.main.ingress.locals)
+    assert run(p, bytes([0, 0, 0, 0]))[1] == 2
+
+
+def test_direct_invocation_and_instance_passed_as_argument():
+    decls = """
+    control Count(inout bit<8> x) { apply { x = x + 1; } }
+    control Twice(inout bit<8> x)(Count c) { apply { c.apply(x); c.apply(x); } }
+    control Outer(inout bit<8> x) { Count() c1; Twice(c1) tw; apply { tw.apply(x); } }
+    """
+    p = load(decls, "Outer.apply(hdr.h.a);")
+    assert run(p, bytes([5, 0, 0, 0]))[0] == 7
+
+
+SUBPARSER = """
+parser Sub(packet_in pk, out h_t x, inout bit<8> n) {
+    state start { pk.extract(x); n = n + 1; transition select(x.a) { 0xFF: reject; default: accept; } }
+}
+"""
+TWO_STATES = """
+state start { pk.extract(hdr.h); sp.apply(pk, hdr.g, meta.m); hdr.h.d = meta.m; transition accept; }
+"""
+
+
+def test_sub_parser_states_are_inlined():
+    p = load(SUBPARSER, states=TWO_STATES, parser_locals="Sub() sp;")
+    states = p.main.parser.states
+    assert "start" in states and len(states) == 3
+    assert run(p, bytes([1, 2, 3, 0, 9, 9, 9, 9])) == bytes([1, 2, 3, 1, 9, 9, 9, 9])
+
+
+def test_sub_parser_reject_rejects():
+    p = load(SUBPARSER, states=TWO_STATES, parser_locals="Sub() sp;")
+    out = run(p, bytes([1, 2, 3, 0, 0xFF, 9, 9, 9]))
+    assert out[3] == 0  # the statement after the sub-parser did not run
+
+
+def test_table_binds_directional_action_arguments():
+    decls = ""
+    locals_ = """
+    action bump(inout bit<8> v, bit<8> by) { v = v + by; }
+    table t { key = { hdr.h.a : exact; } actions = { bump(hdr.h.c); } default_action = bump(hdr.h.c, 5); }
+    """
+    p = load(decls, "t.apply();", locals_)
+    table = p.main.ingress.tables["t"]
+    assert [q.name for q in table.actions[0].action.params] == ["by"]
+    assert table.default_action.args[0].value == 5
+    assert run(p, bytes([0, 0, 10, 0]))[2] == 15
+
+
+@pytest.mark.parametrize("decls, apply, message", [
+    ("bit<8> f(in bit<8> x) { if (x == 1) { return 1; } }", "", "does not return a value on all paths"),
+    ("control S(inout bit<8> y) { apply { } }", "S.apply(hdr.h.a, hdr.h.b);", "expected 1 arguments"),
+    ("parser Q(packet_in pk) { state start { transition accept; } }", "", "instantiation of a parser in a control"),
+])
+def test_errors(decls, apply, message):
+    locals_ = "Q() q;" if "parser Q" in decls else ""
+    with pytest.raises(P4Error) as info:
+        load(decls, apply, locals_)
+    assert message in str(info.value)
