@@ -181,7 +181,7 @@ TABLES = """
         }
         actions = { fwd; @defaultonly drop; mark; }
         const default_action = drop();
-        const entries = {
+        entries = {  // p4c: `priority =` only in non-const entries
             (0x10 &&& 0xF0, 1 .. 100, 7, true): fwd(3);
             priority = 5: (_, _, _, false): mark(8w1);
         }
@@ -203,7 +203,7 @@ def test_tables_keys_entries_and_names():
         ("alpha", "ternary"), ("hdr.h.b", "range"), ("meta.y", "optional"), ("hdr.h.isValid()", "exact")]
     assert acl.annotations.get_int("id") == 0x02000123
     assert acl.default_action_const and acl.default_action.action.name == "drop"
-    assert acl.entries_const and len(acl.entries) == 2
+    assert not acl.entries_const and len(acl.entries) == 2
     e0, e1 = acl.entries
     assert isinstance(e0.keys[0], ir.KsMask) and isinstance(e0.keys[1], ir.KsRange)
     assert e0.action.action.control_plane_name == "I.fwd_action" and e0.action.args[0].value == 3
@@ -308,12 +308,15 @@ def test_action_calls_and_control_locals():
     locals_ = "bit<8> tmp = 3;\n action inc(inout bit<8> v) { v = v + 1; }\n action setx() { inc(meta.x); }"
     p = program("setx(); inc(tmp); meta.x = tmp;", locals_=locals_)
     ing = p.main.ingress
-    assert isinstance(ing.locals[0], ir.VarDecl) and ing.locals[0].init.value == 3
-    call = ing.body.stmts[0].call
+    # lowered: the control-level initializer is the apply block's first statement
+    assert isinstance(ing.locals[0], ir.VarDecl) and ing.locals[0].init is None
+    init = ing.body.stmts[0]
+    assert isinstance(init, ir.Assign) and init.lhs.decl is ing.locals[0] and init.rhs.value == 3
+    call = ing.body.stmts[1].call
     assert isinstance(call, ir.ActionCall) and call.action is ing.actions["setx"]
     inner = ing.actions["setx"].body.stmts[0].call
     assert inner.action is ing.actions["inc"] and inner.args[0].member == "x"
-    assert ing.body.stmts[1].call.args[0].decl is ing.locals[0]
+    assert ing.body.stmts[2].call.args[0].decl is ing.locals[0]
 
 
 def test_locations_point_to_original_lines():

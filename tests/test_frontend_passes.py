@@ -201,3 +201,62 @@ def test_errors(decls, apply, message):
     with pytest.raises(P4Error) as info:
         load(decls, apply, locals_)
     assert message in str(info.value)
+
+
+UNION = """
+header one_t { bit<8> v; }
+header two_t { bit<16> v; }
+header_union u_t { one_t one; two_t two; }
+"""
+
+
+def test_union_member_made_valid_invalidates_its_sibling():
+    src = TEMPLATE.replace("struct H { h_t h; h_t g; }", UNION + "struct H { h_t h; h_t g; u_t u; }")
+    src = src.replace("pk.emit(hdr.g);", "pk.emit(hdr.u);")
+    states = "state start { pk.extract(hdr.h); pk.extract(hdr.u.one); transition accept; }"
+    apply = "if (hdr.h.a == 1) { hdr.u.two.setValid(); hdr.u.two.v = 0xABCD; }"
+    p = load_source(src % dict(decls="", apply=apply, locals="", states=states, parser_locals=""), "t.p4")
+    assert run(p, bytes([0, 0, 0, 0, 7])) == bytes([0, 0, 0, 0, 7])
+    assert run(p, bytes([1, 0, 0, 0, 7])) == bytes([1, 0, 0, 0, 0xAB, 0xCD])
+
+
+def test_exit_in_an_action_still_copies_out():
+    locals_ = "action set_exit(inout bit<8> v) { v = 3; exit; }"
+    p = load("", "set_exit(hdr.h.a); hdr.h.b = 9;", locals_)
+    assert run(p, bytes([0, 0, 0, 0])) == bytes([3, 0, 0, 0])
+
+
+def test_control_initializers_run_at_apply_and_may_call_functions():
+    p = load(INC, "hdr.h.a = x;", "bit<8> x = inc(hdr.h.b);")
+    assert p.main.ingress.locals[0].init is None
+    assert run(p, bytes([0, 4, 0, 0])) == bytes([5, 5, 0, 0])
+
+
+def test_tuple_variables_are_structs():
+    p = load("", "hdr.h.a = t.f1;", "tuple<bit<8>, bit<8>> t = { 1, 2 };")
+    assert isinstance(p.main.ingress.locals[0].type, ir.StructType)
+    assert run(p, bytes([0, 0, 0, 0]))[0] == 2
+
+
+def test_top_level_extern_instance_keeps_its_global_name():
+    decls = "register<bit<8>>(4) r;"
+    p = load(decls, "r.write(1, 7); r.read(hdr.h.a, 1);")
+    assert [i.control_plane_name for i in p.all_instances()] == ["r"]
+    assert run(p, bytes([0, 0, 0, 0]))[0] == 7
+
+
+def test_extract_into_dont_care_skips_a_header():
+    states = "state start { pk.extract<h_t>(_); pk.extract(hdr.h); transition accept; }"
+    p = load(states=states)
+    assert run(p, bytes([1, 2, 3, 4, 5, 6, 7, 8])) == bytes([5, 6, 7, 8])
+
+
+def test_priority_annotations_smallest_wins_like_bmv2():
+    locals_ = """
+    action a(bit<8> v) { hdr.h.b = v; }
+    table t { key = { hdr.h.a : ternary; } actions = { a; }
+        const entries = { 1 &&& 1 : a(1) @priority(3); 3 &&& 3 : a(2); 3 &&& 3 : a(3) @priority(1); } }
+    """
+    p = load("", "t.apply();", locals_)
+    assert [e.priority for e in p.main.ingress.tables["t"].entries] == [1, 2, 3]  # largest wins
+    assert run(p, bytes([3, 0, 0, 0]))[1] == 3

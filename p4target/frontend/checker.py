@@ -77,6 +77,7 @@ class Checker:
         self.program = ir.Program()
         self.top = Scope()
         self.ctx = Context("top")
+        self.tuple_structs: dict[ir.TupleType, ir.StructType] = {}
 
     # ------------------------------------------------------------------ locations / errors
 
@@ -381,12 +382,12 @@ class Checker:
         scope = scope or self.top
         ann, type_node, args_node, name_node = node.children
         name = self.name_of(name_node)
-        if scope is self.top:
-            return self.main_instance(node)
         base = type_node.children[0] if type_node.data == "specialized_type" else type_node
         if type_node.data not in ("type_name", "specialized_type"):
             raise self.error(type_node, f"{self.text(type_node)} cannot be instantiated")
         decl = self.top.lookup(self.name_of(base))
+        if scope is self.top and not isinstance(decl, ir.ExternDecl):
+            return self.main_instance(node)
         if isinstance(decl, BlockDecl):
             if type_node.data == "specialized_type":
                 raise self.error(type_node, f"{decl.name} takes no type arguments")
@@ -413,6 +414,8 @@ class Checker:
         etype = ir.ExternType(decl.name, tuple(type_args), decl)
         inst = ir.ExternInstance(name, decl.name, etype, type_args, values, self.annotations(ann), self.loc(name_node), prefix)
         self.declare(scope, name, inst, name_node)
+        if scope is self.top:
+            self.program.instances.append(inst)
         return inst
 
     def main_instance(self, node: Tree) -> None:
@@ -616,7 +619,7 @@ class Checker:
         loc = self.loc(node)
         if node.data == "ks_default":
             return ir.KsDefault(loc)
-        vals = [self.coerce(self.expr(n, scope), t, n) for n in node.children]
+        vals = [self.keyset_value(n, t, scope) for n in node.children]
         for v, n in zip(vals, node.children):
             if not _is_constant(v):
                 raise self.error(n, f"{self.text(n)}: keyset values must be compile-time constants")
@@ -625,6 +628,13 @@ class Checker:
         if node.data == "ks_range":
             return ir.KsRange(vals[0], vals[1], loc)
         return ir.KsValue(vals[0], loc)
+
+    def keyset_value(self, node: Tree, t: ir.Type, scope: Scope) -> ir.Expr:
+        """A keyset value or mask of key type `t` (an untyped number also for a serializable enum)."""
+        e = self.expr(node, scope)
+        if _serializable(t) and isinstance(e, ir.Constant) and isinstance(e.type, ir.InfIntType):
+            return self.coerce(e, t.underlying, node)
+        return self.coerce(e, t, node)
 
     # ------------------------------------------------------------------ controls
 
@@ -694,9 +704,22 @@ class Checker:
                 for e in p.children:
                     if isinstance(e, Tree) and e.data == "entry":
                         table.entries.append(self.entry(e, scope, table))
+                self.bmv2_priorities(table)
             else:
                 self.table_property(pname, p.children[-1], is_const, scope, table)
         return table
+
+    @staticmethod
+    def bmv2_priorities(table: ir.Table) -> None:
+        """`@priority(n)` on entries (p4c/BMv2: the smallest n wins, an entry without one counts
+        as its 1-based position) as priorities where the largest wins, like `priority = n`."""
+        ranks = [e.annotations.get_int("priority") for e in table.entries]
+        if all(r is None for r in ranks):
+            return
+        ranks = [r if r is not None else i + 1 for i, r in enumerate(ranks)]
+        top = max(ranks) + 1
+        for e, r in zip(table.entries, ranks):
+            e.priority = top - r
 
     def key_element(self, node: Tree, scope: Scope, table: ir.Table) -> None:
         expr_node, kind_node, ann = node.children
@@ -706,7 +729,8 @@ class Checker:
             raise self.error(kind_node, f"{kind}: no such match_kind")
         if not (is_numeric(e.type) or isinstance(e.type, (ir.BoolType, ir.EnumType, ir.ErrorType))):
             raise self.error(expr_node, f"table {table.name}: key {self.text(expr_node)} has type {e.type}, which cannot be matched")
-        if kind in ("lpm", "ternary", "range") and not is_numeric(e.type) and not isinstance(e.type, ir.BoolType):
+        if kind in ("lpm", "ternary", "range") and not (is_numeric(e.type) or isinstance(e.type, ir.BoolType)
+                                                         or _serializable(e.type)):
             raise self.error(expr_node, f"table {table.name}: {kind} key must be bit<W> or int<W>")
         anns = self.annotations(ann)
         kname = anns.get_str("name") or re.sub(r"\s+", "", self.text(expr_node))
@@ -795,6 +819,8 @@ class Checker:
                 raise self.error(ks_node, f"table {table.name}: a range keyset needs a range key")
         priority = None
         if prio_node is not None:
+            if table.entries_const:
+                raise self.error(prio_node, "Entry: Table with 'const' entries cannot have priorities")
             kw, pexpr = prio_node.children
             if str(kw) != "priority":
                 raise self.error(kw, f"expected 'priority', got '{kw}'")
@@ -819,11 +845,22 @@ class Checker:
         t = self.resolve_type(type_node, scope)
         if isinstance(t, (ir.ExternType, ir.VoidType, ir.InfIntType, ir.StringType)):
             raise self.error(type_node, f"cannot declare a variable of type {t}")
+        if isinstance(t, ir.TupleType):
+            t = self.tuple_struct(t)
         value = self.coerce(self.expr(init, scope), t, init) if init is not None else None
         name = self.name_of(name_node)
         decl = ir.VarDecl(name, t, value, self.annotations(ann), self.loc(name_node))
         self.declare(scope, name, decl, name_node)
         return decl
+
+    def tuple_struct(self, t: ir.TupleType) -> ir.StructType:
+        """The struct (fields f0, f1, ...) standing for a tuple type in variables: stored and
+        initialized like any struct, so back ends need no tuples."""
+        s = self.tuple_structs.get(t)
+        if s is None:
+            s = ir.StructType(str(t), [ir.Field(f"f{i}", e) for i, e in enumerate(t.elements)])
+            self.tuple_structs[t] = s
+        return s
 
     def statement(self, node: Tree, scope: Scope) -> ir.Stmt:
         loc = self.loc(node)
@@ -1053,8 +1090,8 @@ class Checker:
             if isinstance(idx, ir.Constant):
                 if not 0 <= idx.value < base.type.size:
                     raise self.error(node.children[1], f"index {idx.value} out of bounds of {base.type}")
-            elif not isinstance(idx.type, ir.BitsType):
-                raise self.error(node.children[1], f"stack index must be bit<W>, not {idx.type}")
+            elif not is_numeric(idx.type):
+                raise self.error(node.children[1], f"stack index must be bit<W> or int<W>, not {idx.type}")
             return ir.ArrayIndex(base.type.element, loc, base, idx)
         if kind == "slice":
             return self.slice(node, scope)
@@ -1456,6 +1493,9 @@ class Checker:
                 values = self.bind_args(m.params, args, scope, bindings, node, f"{t.name}.{method}")
                 ret = _subst(m.return_type, bindings)
                 targs = [bindings.get(tp) for tp in m.type_params]
+                if method == "extract" and len(values) == 1 and isinstance(values[0], ir.DontCare) and isinstance(targs[0], ir.HeaderType):
+                    skip = ir.Constant(BIT32, loc, ir.width_of(targs[0]))  # extract<H>(_): skip an H
+                    return ir.ExternMethodCall(VOID, loc, base, "advance", [skip], [], t.decl.methods["advance"][0])
                 if method == "extract" and values and not isinstance(values[0].type, ir.HeaderType):
                     raise self.error(node, f"extract needs a header, {self.text(args[0][1])} has type {values[0].type}")
                 if method == "emit" and values and not isinstance(values[0].type, (ir.HeaderType, ir.StackType, ir.StructType, ir.HeaderUnionType)):
@@ -1530,6 +1570,10 @@ class Checker:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _serializable(t: ir.Type) -> bool:
+    return isinstance(t, ir.EnumType) and t.underlying is not None
 
 
 def _unquote(tok) -> str:

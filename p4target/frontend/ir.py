@@ -803,7 +803,8 @@ class KeyElement:
 
     @property
     def width(self) -> int:
-        return width_of(self.expr.type)
+        """The key's P4Info bit width (an `error` key has none, 0, as p4c gives it)."""
+        return 0 if isinstance(self.expr.type, ErrorType) else width_of(self.expr.type)
 
 
 @dataclass(eq=False)
@@ -1115,6 +1116,7 @@ class Program:
     parsers: dict[str, Parser] = field(default_factory=dict)
     controls: dict[str, Control] = field(default_factory=dict)
     functions: dict[str, Function] = field(default_factory=dict)
+    instances: list[ExternInstance] = field(default_factory=list)  # top-level extern instances
     main: Optional[V1SwitchInstance] = None
     source: str = ""  # path of the top-level file
 

@@ -82,6 +82,15 @@ def _shl(value: int, amount: int, width: int) -> int:
     return (value << amount) & ((1 << width) - 1) if amount < width else 0
 
 
+def _next_member(e: ir.Expr) -> ir.Member | None:
+    """The `stack.next` inside an l-value path, if any."""
+    while isinstance(e, (ir.Member, ir.ArrayIndex, ir.Slice)):
+        if isinstance(e, ir.Member) and e.member == "next":
+            return e
+        e = e.expr
+    return None
+
+
 def _fail(msg: str, loc: ir.Loc) -> P4Error:
     return P4Error(msg, loc.file, loc.line, loc.col)
 
@@ -153,6 +162,7 @@ class Compiler:
         self._functions: list[str] = []  # source of action and table functions
         self._action_maps: list[tuple[str, dict[str, str]]] = []  # (global name, action name -> function)
         self.in_parser = False
+        self._next_index: dict[int, str] = {}  # id(`s.next` in an extract) -> variable holding its index
         self.digests: set[str] = set()
         self.vectorizer = Vectorizer(self) if vectorize else None
         self._setup_storage()
@@ -246,7 +256,8 @@ class Compiler:
                 return base.fields[e.member], off
             if isinstance(base, StackLayout):
                 if e.member == "next":
-                    return base.elements[0], f"{off} + F[{base.next_index}{off}] * {base.stride}"
+                    index = self._next_index.get(id(e), f"F[{base.next_index}{off}]")
+                    return base.elements[0], f"{off} + {index} * {base.stride}"
                 if e.member == "last":
                     return base.elements[0], f"{off} + (F[{base.next_index}{off}] - 1) * {base.stride}"
             raise _fail(f"cannot use .{e.member} as storage", e.loc)
@@ -783,7 +794,13 @@ class Compiler:
                 self.assign(plan, "", p.type, arg, ind)
             if p.direction in ("out", "inout") and not isinstance(arg, ir.DontCare):
                 copy_out.append((p, plan, arg))
-        self.emit(f"{fn}({', '.join(['F'] + data_args)})", ind)
+        if not copy_out:
+            self.emit(f"{fn}({', '.join(['F'] + data_args)})", ind)
+            return
+        self.emit("try:", ind)  # `exit` in the action still copies out (P4 spec, p4c)
+        self.emit(f"{fn}({', '.join(['F'] + data_args)})", ind + 1)
+        self.emit("finally:", ind)
+        ind += 1
         for p, plan, arg in copy_out:
             lay, off = self.lv(arg)
             if isinstance(lay, Local):
@@ -877,17 +894,16 @@ class Compiler:
         """packet.extract(hdr): bounds check, one int.from_bytes, a shift+mask per field;
         a wide field on a byte boundary is unpacked straight into its chunks."""
         too_short = self.errors["PacketTooShort"]
-        stack_next = isinstance(arg, ir.Member) and arg.member == "next"
-        if stack_next:
-            stack, soff = self.lv(arg.expr)
+        nxt = _next_member(arg)  # extract(stack.next) or extract(union_stack.next.member)
+        if nxt is not None:
+            stack, soff = self.lv(nxt.expr)
             if soff:
                 raise _fail("extract into a dynamically indexed stack is not supported", arg.loc)
             i = self.tmp()
             self.emit(f"{i} = F[{stack.next_index}]", ind)
             self.emit(f"if {i} >= {len(stack.elements)}: raise _Reject({self.errors['StackOutOfBounds']}, o)", ind)
-            lay, off = stack.elements[0], f" + {i} * {stack.stride}"
-        else:
-            lay, off = self.lv(arg)
+            self._next_index[id(nxt)] = i
+        lay, off = self.lv(arg)
         if not isinstance(lay, HeaderLayout):
             raise _fail("extract needs a header", arg.loc)
         t = lay.type
@@ -913,7 +929,7 @@ class Compiler:
             self.emit(self.write(sub, off, self.signed(f.type, v)), ind)
         self.emit(f"F[{lay.valid}{off}] = True", ind)
         self.emit("o = _e", ind)
-        if stack_next:
+        if nxt is not None:
             self.emit(f"F[{stack.next_index}] = {i} + 1", ind)
 
     @staticmethod

@@ -10,6 +10,9 @@ from p4target.errors import P4Error
 from p4target.frontend import ir
 
 
+ERROR_KEY_BITS = 32  # an `error` table key (P4Info gives it no width) holds the error's number
+
+
 def _fail(msg: str, loc: ir.Loc) -> P4Error:
     return P4Error(msg, loc.file, loc.line, loc.col)
 
@@ -72,7 +75,7 @@ def _table(program: ir.Program, t: ir.Table) -> st.TableSchema:
     for k in t.keys:
         if k.match_kind not in st.MATCH_KINDS:
             raise _fail(f"match kind {k.match_kind} is not supported by the embedded target", k.loc)
-    keys = tuple(st.KeyField(k.name, k.width, k.match_kind) for k in t.keys)
+    keys = tuple(st.KeyField(k.name, k.width or ERROR_KEY_BITS, k.match_kind) for k in t.keys)
     refs = table_actions(program, t)
     default = t.default_action
     entries = []

@@ -3,12 +3,14 @@
 Like p4c's front end (frontends/p4/frontend.cpp), a list of small passes, each in its own
 module and each doing one thing:
 
-1. side_effects: every P4 function call gets a statement of its own, in evaluation order;
-2. blocks: sub-parser and sub-control instances are inlined into the v1model blocks;
-3. functions: function calls are inlined;
-4. action_args: actions whose directional parameters a table binds are specialized;
-5. prune: only what the V1Switch instance uses stays in the Program;
-6. bmv2_limits: what p4c's BMv2 back end rejects is rejected here too.
+1. initializers: control-level variable initializers move to the apply block;
+2. side_effects: every P4 function call gets a statement of its own, in evaluation order;
+3. blocks: sub-parser and sub-control instances are inlined into the v1model blocks;
+4. functions: function calls are inlined;
+5. header_unions: validating a union member explicitly invalidates its siblings;
+6. action_args: actions whose directional parameters a table binds are specialized;
+7. prune: only what the V1Switch instance uses stays in the Program;
+8. bmv2_limits: what p4c's BMv2 back end rejects is rejected here too.
 
 ir.py's docstring ("After lowering") lists what the result may contain.
 """
@@ -19,6 +21,8 @@ from .. import ir
 from .action_args import bind_table_action_args
 from .blocks import inline_blocks
 from .functions import inline_calls, inline_functions
+from .initializers import move_initializers
+from .header_unions import invalidate_union_siblings, lower_header_unions
 from .side_effects import SideEffectOrdering
 from .walk import walk
 
@@ -28,6 +32,9 @@ def lower(program: ir.Program) -> ir.Program:
     m = program.main
     blocks = list({id(b): b for b in (m.parser, m.verify_checksum, m.ingress, m.egress,
                                        m.compute_checksum, m.deparser)}.values())
+    for b in blocks:
+        if isinstance(b, ir.Control):
+            move_initializers(b)
     ordering = SideEffectOrdering()
     for f in program.functions.values():
         ordering.run(f)
@@ -41,7 +48,10 @@ def lower(program: ir.Program) -> ir.Program:
         a.body.stmts = inline_calls(a.body.stmts)
     for b in blocks:
         inline_functions(b)
+    for a in program.actions.values():
+        a.body.stmts = invalidate_union_siblings(a.body.stmts)
     for b in blocks:
+        lower_header_unions(b)
         if isinstance(b, ir.Control):
             bind_table_action_args(b)
     prune(program, blocks)
@@ -50,10 +60,22 @@ def lower(program: ir.Program) -> ir.Program:
 
 
 def prune(program: ir.Program, blocks: list) -> None:
-    """Keep the parser and controls the V1Switch instance runs; functions are all inlined."""
+    """Keep the parser and controls the V1Switch instance runs (functions are all inlined);
+    a top-level extern instance becomes a local of the first block using it (keeping its
+    global name), an unused one goes (as in p4c)."""
     program.parsers = {b.name: b for b in blocks if isinstance(b, ir.Parser)}
     program.controls = {b.name: b for b in blocks if isinstance(b, ir.Control)}
     program.functions = {}
+    for inst in program.instances:
+        for b in blocks:
+            code = [b.body if isinstance(b, ir.Control) else list(b.states.values())]
+            code += [d.body for d in b.locals if isinstance(d, ir.Action)]
+            if any(isinstance(n, ir.InstanceRef) and n.decl is inst for n in walk(code)):
+                b.locals.append(inst)
+                if isinstance(b, ir.Control):
+                    b.instances[inst.name] = inst
+                break
+    program.instances = []
 
 
 def check_lowered(program: ir.Program) -> None:
