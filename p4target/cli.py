@@ -14,6 +14,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                               description="Check a P4_16 v1model program; write its P4Info (text format).")
     compile_.add_argument("program", metavar="PROG.p4")
     compile_.add_argument("--p4info", metavar="OUT.txtpb", help="where to write the P4Info")
+    compile_.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
+                          help="define a preprocessor macro, as p4c -D does")
     compile_.set_defaults(_p4_run=_compile)
     stf = sub.add_parser("stf", help="run a p4c-style STF packet test",
                          description="Run an STF test on the embedded pipeline: "
@@ -21,6 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     stf.add_argument("program", metavar="PROG.p4")
     stf.add_argument("test", metavar="TEST.stf")
     stf.add_argument("-v", "--verbose", action="store_true", help="also print register/counter values read")
+    stf.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
+                     help="define a preprocessor macro, as p4c -D does")
     stf.set_defaults(_p4_run=_stf)
 
 
@@ -28,11 +32,17 @@ def run(args: argparse.Namespace) -> int:
     return args._p4_run(args)
 
 
+def _defines(args: argparse.Namespace) -> dict[str, str]:
+    from p4target.frontend.preprocess import parse_define
+
+    return dict(parse_define(d) for d in args.defines)
+
+
 def _compile(args: argparse.Namespace) -> int:
     from p4target.frontend import load_program
     from p4target.p4info import build_p4info, write_p4info
 
-    info = build_p4info(load_program(args.program))
+    info = build_p4info(load_program(args.program, defines=_defines(args)))
     if args.p4info:
         write_p4info(info, args.p4info)
     print(f"{args.program}: ok ({len(info.tables)} tables, {len(info.actions)} actions)"
@@ -43,7 +53,7 @@ def _compile(args: argparse.Namespace) -> int:
 def _stf(args: argparse.Namespace) -> int:
     from p4target.stf import run_stf_file
 
-    result = run_stf_file(args.program, args.test)
+    result = run_stf_file(args.program, args.test, _defines(args))
     if args.verbose:
         for line in result.log:
             print(line)

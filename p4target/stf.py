@@ -112,8 +112,8 @@ def parse_stf(text: str, filename: str = "<stf>") -> list[Command]:
     return commands
 
 
-def run_stf_file(program_path: str, stf_path: str) -> StfResult:
-    """Load the P4 program and the STF file, run the test, return its result."""
+def run_stf_file(program_path: str, stf_path: str, defines: dict[str, str] | None = None) -> StfResult:
+    """Load the P4 program (with -D `defines`) and the STF file, run the test, return its result."""
     from p4target.frontend import load_program
     from p4target.pipeline import Pipeline
 
@@ -123,7 +123,7 @@ def run_stf_file(program_path: str, stf_path: str) -> StfResult:
     except OSError as exc:
         raise StfError(f"cannot read STF file: {exc.strerror}", stf_path) from None
     commands = parse_stf(text, stf_path)  # a malformed test is reported before loading the program
-    pipeline = Pipeline(load_program(program_path))
+    pipeline = Pipeline(load_program(program_path, defines=defines))
     return StfRunner(pipeline, stf_path).run(commands)
 
 

@@ -7,18 +7,19 @@ from __future__ import annotations
 from . import ir
 
 
-def load_program(path: str, include_dirs: list[str] | None = None) -> ir.Program:
-    """Preprocess, parse and check the P4 file at `path`; raises P4Error on any problem."""
+def load_program(path: str, include_dirs: list[str] | None = None, defines: dict[str, str] | None = None) -> ir.Program:
+    """Preprocess, parse, check and lower the P4 file at `path` (`defines`: -D NAME=VALUE);
+    raises P4Error on any problem."""
     from .loader import load_program as _load
 
-    return _load(path, include_dirs)
+    return _load(path, include_dirs, defines)
 
 
-def load_source(text: str, filename: str = "<string>") -> ir.Program:
+def load_source(text: str, filename: str = "<string>", defines: dict[str, str] | None = None) -> ir.Program:
     """Like load_program, for P4 source held in a string (includes resolve from the cwd)."""
     from .loader import load_source as _load
 
-    return _load(text, filename)
+    return _load(text, filename, None, defines)
 
 
 __all__ = ["ir", "load_program", "load_source"]

@@ -93,23 +93,24 @@ def parse(source: Source):
         raise P4Error("syntax error", file, orig, getattr(e, "column", 1) or 1) from None
 
 
-def load_source(text: str, filename: str = "<string>", include_dirs: list[str] | None = None) -> ir.Program:
+def load_source(text: str, filename: str = "<string>", include_dirs: list[str] | None = None,
+                defines: dict[str, str] | None = None) -> ir.Program:
     """Check P4 source text; see p4target.frontend.load_source."""
     from .checker import check
     from .passes import lower
 
-    source = preprocess(text, filename, include_dirs)
+    source = preprocess(text, filename, include_dirs, defines)
     tree = parse(source)
     program = check(tree, source)
     program.source = filename
     return lower(program)
 
 
-def load_program(path: str, include_dirs: list[str] | None = None) -> ir.Program:
+def load_program(path: str, include_dirs: list[str] | None = None, defines: dict[str, str] | None = None) -> ir.Program:
     """Check the P4 file at `path`; see p4target.frontend.load_program."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as e:
         raise P4Error(f"cannot read P4 program: {e.strerror}", path) from None
-    return load_source(text, path, include_dirs)
+    return load_source(text, path, include_dirs, defines)

@@ -1,10 +1,12 @@
 """A small C-style preprocessor for P4 sources, with a line map back to the original files.
 
-Supports `#include <f>` / `#include "f"`, object-like `#define NAME value`, `#undef`,
-`#ifdef`/`#ifndef`/`#if`/`#elif`/`#else`/`#endif` (conditions: integers, defined(X), macro
-names, ! && || == != < > <= >= and parentheses). Comments are blanked out first so every
-output line maps to exactly one original (file, line); columns stay exact unless a macro
-on that line expands to a different length.
+Supports `#include <f>` / `#include "f"`, `#define NAME value` and function-like
+`#define NAME(a, b) body` (with `#a` and `x ## y`), `#undef`, `-D NAME[=VALUE]`
+(`defines`), `#ifdef`/`#ifndef`/`#if`/`#elif`/`#else`/`#endif` (conditions: integers,
+defined(X), macro names, ! && || == != < > <= >= + - * and parentheses). Comments are blanked
+out first so every output line maps to exactly one original (file, line); columns stay exact
+unless a macro on that line expands to a different length. A macro call's arguments must be
+on one line.
 """
 from __future__ import annotations
 
@@ -20,6 +22,15 @@ _COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\\n])*"|//[^\n]*|/\*.*?\*/', re.S)
 _IDENT = re.compile(r"\b[A-Za-z_]\w*")
 _STRING_OR_IDENT = re.compile(r'"(?:\\.|[^"\\\n])*"|\b[A-Za-z_]\w*')
 _DIRECTIVE = re.compile(r"\s*#\s*(\w+)\s*(.*)$")
+_NAME = re.compile(r"[A-Za-z_]\w*$")
+
+
+@dataclass
+class Macro:
+    """A #define: `params` None for an object-like macro."""
+
+    body: str
+    params: list[str] | None = None
 
 
 def strip_comments(text: str) -> str:
@@ -51,19 +62,86 @@ class Source:
 class _Preprocessor:
     def __init__(self, include_dirs: list[str]):
         self.include_dirs = include_dirs
-        self.macros: dict[str, str] = {}
+        self.macros: dict[str, Macro] = {}
         self.out_lines: list[str] = []
         self.line_map: list[tuple[str, int]] = []
         self.depth = 0
 
     def expand(self, text: str, file: str, line: int, seen: frozenset = frozenset()) -> str:
-        def sub(m: re.Match) -> str:
-            word = m.group(0)
-            if word.startswith('"') or word not in self.macros or word in seen:
-                return word
-            return self.expand(self.macros[word], file, line, seen | {word})
+        """`text` with its macros expanded (a macro is not expanded inside its own expansion)."""
+        out: list[str] = []
+        i = 0
+        while True:
+            m = _STRING_OR_IDENT.search(text, i)
+            if m is None:
+                out.append(text[i:])
+                return "".join(out)
+            out.append(text[i:m.start()])
+            word, i = m.group(0), m.end()
+            macro = self.macros.get(word)
+            if word.startswith('"') or macro is None or word in seen:
+                out.append(word)
+                continue
+            if macro.params is None:
+                out.append(self.expand(macro.body, file, line, seen | {word}))
+                continue
+            j = len(text) - len(text[i:].lstrip())
+            if j >= len(text) or text[j] != "(":
+                out.append(word)  # a function-like macro's name without arguments is just a name
+                continue
+            args, i = self.call_args(text, j, word, file, line)
+            out.append(self.expand(self.substitute(word, macro, args, file, line, seen), file, line, seen | {word}))
 
-        return _STRING_OR_IDENT.sub(sub, text)
+    def call_args(self, text: str, start: int, name: str, file: str, line: int) -> tuple[list[str], int]:
+        """The arguments of the macro call whose '(' is at text[start]; and the index after ')'."""
+        args, depth, cur, i = [], 0, [], start + 1
+        while i < len(text):
+            ch = text[i]
+            if ch == '"':
+                m = _COMMENT_OR_STRING.match(text, i)
+                end = m.end() if m else len(text)
+                cur.append(text[i:end])
+                i = end
+                continue
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                if depth == 0:
+                    args.append("".join(cur).strip())
+                    return args, i + 1
+                depth -= 1
+            elif ch == "," and depth == 0:
+                args.append("".join(cur).strip())
+                cur = []
+                i += 1
+                continue
+            cur.append(ch)
+            i += 1
+        raise P4Error(f"unterminated call of macro {name} (its arguments must be on one line)", file, line, start + 1)
+
+    def substitute(self, name: str, macro: Macro, args: list[str], file: str, line: int, seen: frozenset) -> str:
+        """The body of a function-like macro with its parameters replaced (`#p` quotes the
+        argument, `a ## b` pastes; other arguments are expanded first, as in C)."""
+        params = macro.params or []
+        if args == [""] and not params:
+            args = []
+        if len(args) != len(params):
+            raise P4Error(f"macro {name} takes {len(params)} arguments, got {len(args)}", file, line, 1)
+        raw = dict(zip(params, args))
+        body = re.sub(r"#\s*([A-Za-z_]\w*)(?!\w)",
+                      lambda m: '"' + raw[m.group(1)].replace('"', '\\"') + '"' if m.group(1) in raw else m.group(0),
+                      macro.body.replace("##", "\0"))
+        pieces = body.split("\0")
+        pasted = []
+        for k, piece in enumerate(pieces):
+            if len(pieces) > 1:  # an operand of ## takes its argument unexpanded
+                piece = piece.strip() if 0 < k < len(pieces) - 1 else (piece.rstrip() if k == 0 else piece.lstrip())
+                piece = _IDENT.sub(lambda m: raw.get(m.group(0), m.group(0)), piece)
+            else:
+                piece = _STRING_OR_IDENT.sub(
+                    lambda m: self.expand(raw[m.group(0)], file, line, seen) if m.group(0) in raw else m.group(0), piece)
+            pasted.append(piece)
+        return "".join(pasted)
 
     def run_file(self, path: str, text: str) -> None:
         self.depth += 1
@@ -115,12 +193,7 @@ class _Preprocessor:
             elif name == "include":
                 self.include(rest, path, lineno, col)
             elif name == "define":
-                dm = re.match(r"([A-Za-z_]\w*)(\()?\s*(.*)$", rest)
-                if not dm:
-                    raise P4Error("malformed #define", path, lineno, col)
-                if dm.group(2):
-                    raise P4Error("unsupported: function-like macro", path, lineno, col)
-                self.macros[dm.group(1)] = dm.group(3).strip()
+                self.define(rest, path, lineno, col)
             elif name == "undef":
                 self.macros.pop(rest.split()[0] if rest else "", None)
             elif name in ("error",):
@@ -132,6 +205,17 @@ class _Preprocessor:
         if conds:
             raise P4Error("unterminated #if", path, len(lines), 1)
         self.depth -= 1
+
+    def define(self, rest: str, path: str, line: int, col: int) -> None:
+        dm = re.match(r"([A-Za-z_]\w*)(\(([^)]*)\))?\s*(.*)$", rest)
+        if not dm:
+            raise P4Error("malformed #define", path, line, col)
+        params = None
+        if dm.group(2):  # NAME( directly: function-like
+            params = [p.strip() for p in dm.group(3).split(",")] if dm.group(3).strip() else []
+            if not all(_NAME.match(p) for p in params):
+                raise P4Error(f"malformed parameter list of macro {dm.group(1)}", path, line, col)
+        self.macros[dm.group(1)] = Macro(dm.group(4).strip(), params)
 
     def _emit(self, text: str, file: str, line: int) -> None:
         self.out_lines.append(text)
@@ -158,7 +242,7 @@ class _Preprocessor:
                       lambda m: "1" if (m.group(1) or m.group(2)) in self.macros else "0", expr)
         expr = self.expand(expr, path, line)
         expr = _IDENT.sub("0", expr)  # undefined names are 0, as in C
-        if not re.fullmatch(r"[\s\d()!&|=<>x+\-*a-fA-F]*", expr):
+        if not re.fullmatch(r"[\s\d()!&|=<>x+\-*/%a-fA-F]*", expr):
             raise P4Error(f"unsupported: #if condition '{expr}'", path, line, col)
         py = expr.replace("&&", " and ").replace("||", " or ")
         py = re.sub(r"!(?!=)", " not ", py)
@@ -168,8 +252,20 @@ class _Preprocessor:
             raise P4Error(f"malformed #if condition '{expr}'", path, line, col) from None
 
 
-def preprocess(text: str, filename: str, include_dirs: list[str] | None = None) -> Source:
-    """Run the preprocessor over `text` (the contents of `filename`)."""
+def parse_define(text: str) -> tuple[str, str]:
+    """`NAME` or `NAME=VALUE` (a -D option) -> (NAME, VALUE); VALUE defaults to 1 as in cpp."""
+    name, _, value = text.partition("=")
+    if not _NAME.match(name):
+        raise P4Error(f"-D {text}: not a macro name")
+    return name, value if _ else "1"
+
+
+def preprocess(text: str, filename: str, include_dirs: list[str] | None = None,
+               defines: dict[str, str] | None = None) -> Source:
+    """Run the preprocessor over `text` (the contents of `filename`); `defines` act like
+    `#define NAME VALUE` lines before it."""
     pp = _Preprocessor(list(include_dirs or []))
+    for name, value in (defines or {}).items():
+        pp.macros[name] = Macro(value)
     pp.run_file(filename, text)
     return Source("\n".join(pp.out_lines), pp.line_map)

@@ -1,8 +1,15 @@
-/* v1model.p4 of the AggNet embedded target: the v1model architecture as BMv2 publishes it. */
+/* v1model.p4 of the AggNet embedded target: the v1model architecture as BMv2 publishes it.
+ * As in p4c's copy, V1MODEL_VERSION (define it before including this file; 20180101 when not)
+ * selects the interface: from 20200408 on, PortId_t exists and counter, meter and register
+ * take their index type as a type parameter. */
 #ifndef _V1MODEL_P4_
 #define _V1MODEL_P4_
 
 #include "core.p4"
+
+#ifndef V1MODEL_VERSION
+#define V1MODEL_VERSION 20180101
+#endif
 
 match_kind {
     range,
@@ -10,15 +17,22 @@ match_kind {
     selector
 }
 
-const bit<32> __v1model_version = 20200408;
+const bit<32> __v1model_version = V1MODEL_VERSION;
 
+#if V1MODEL_VERSION >= 20200408
 typedef bit<9> PortId_t;
+#define V1MODEL_PORT_T PortId_t
+#define V1MODEL_INDEX_T I
+#else
+#define V1MODEL_PORT_T bit<9>
+#define V1MODEL_INDEX_T bit<32>
+#endif
 
 @metadata @name("standard_metadata")
 struct standard_metadata_t {
-    PortId_t ingress_port;
-    PortId_t egress_spec;
-    PortId_t egress_port;
+    V1MODEL_PORT_T ingress_port;
+    V1MODEL_PORT_T egress_spec;
+    V1MODEL_PORT_T egress_port;
     bit<32> instance_type;
     bit<32> packet_length;
     @alias("queueing_metadata.enq_timestamp") bit<32> enq_timestamp;
@@ -45,9 +59,13 @@ enum MeterType {
     bytes
 }
 
+#if V1MODEL_VERSION >= 20200408
+extern counter<I> {
+#else
 extern counter {
+#endif
     counter(bit<32> size, CounterType type);
-    void count(in bit<32> index);
+    void count(in V1MODEL_INDEX_T index);
 }
 
 extern direct_counter {
@@ -59,9 +77,13 @@ extern direct_counter {
 #define V1MODEL_METER_COLOR_YELLOW 1
 #define V1MODEL_METER_COLOR_RED    2
 
+#if V1MODEL_VERSION >= 20200408
+extern meter<I> {
+#else
 extern meter {
+#endif
     meter(bit<32> size, MeterType type);
-    void execute_meter<T>(in bit<32> index, out T result);
+    void execute_meter<T>(in V1MODEL_INDEX_T index, out T result);
 }
 
 extern direct_meter<T> {
@@ -69,11 +91,15 @@ extern direct_meter<T> {
     void read(out T result);
 }
 
+#if V1MODEL_VERSION >= 20200408
+extern register<T, I> {
+#else
 extern register<T> {
+#endif
     register(bit<32> size);
     @noSideEffects
-    void read(out T result, in bit<32> index);
-    void write(in bit<32> index, in T value);
+    void read(out T result, in V1MODEL_INDEX_T index);
+    void write(in V1MODEL_INDEX_T index, in T value);
 }
 
 extern action_profile {
@@ -175,5 +201,8 @@ package V1Switch<H, M>(Parser<H, M> p,
                        Egress<H, M> eg,
                        ComputeChecksum<H, M> ck,
                        Deparser<H> dep);
+
+#undef V1MODEL_PORT_T
+#undef V1MODEL_INDEX_T
 
 #endif  /* _V1MODEL_P4_ */
