@@ -194,7 +194,8 @@ def test_table_binds_directional_action_arguments():
 @pytest.mark.parametrize("decls, apply, message", [
     ("bit<8> f(in bit<8> x) { if (x == 1) { return 1; } }", "", "does not return a value on all paths"),
     ("control S(inout bit<8> y) { apply { } }", "S.apply(hdr.h.a, hdr.h.b);", "expected 1 arguments"),
-    ("parser Q(packet_in pk) { state start { transition accept; } }", "", "instantiation of a parser in a control"),
+    ("parser Q(inout bit<8> x) { state start { transition accept; } }", "q.apply(hdr.h.a);",
+     "parser q can only be applied in a parser state"),
 ])
 def test_errors(decls, apply, message):
     locals_ = "Q() q;" if "parser Q" in decls else ""
@@ -260,3 +261,17 @@ def test_priority_annotations_smallest_wins_like_bmv2():
     p = load("", "t.apply();", locals_)
     assert [e.priority for e in p.main.ingress.tables["t"].entries] == [1, 2, 3]  # largest wins
     assert run(p, bytes([3, 0, 0, 0]))[1] == 3
+
+
+def test_division_by_powers_of_two_becomes_shift_and_mask():
+    p = load(INC, "hdr.h.a = hdr.h.b / 4; hdr.h.c = hdr.h.b % 8; hdr.h.d = 8w0 / inc(hdr.h.d);")
+    ops = {n.op for n in lowered_nodes(p) if isinstance(n, ir.Binary)}
+    assert "/" not in ops and "%" not in ops and {">>", "&"} <= ops
+    assert run(p, bytes([0, 0x2D, 0, 5])) == bytes([0x0B, 0x2D, 0x05, 0])  # inc ran: d = 0 after d = 6
+
+
+def test_table_in_both_branches_is_one_apply_per_path():
+    locals_ = "action a() { } table t { key = { hdr.h.a : exact; } actions = { a; } }"
+    load("", "if (hdr.h.b == 0) { t.apply(); } else { t.apply(); }", locals_)
+    with pytest.raises(P4Error, match="path from table I.t back to itself"):
+        load("", "if (hdr.h.b == 0) { t.apply(); } t.apply();", locals_)

@@ -116,12 +116,12 @@ class Checker:
         if node is None:
             return anns
         for a in node.children:
-            args = []
-            if len(a.children) > 1 and a.children[1] is not None:
-                for arg in a.children[1].children:
-                    if arg is not None:
-                        args.append(self.annotation_arg(arg))
-            anns.append(ir.Annotation(self.name_of(a.children[0]), args, self.loc(a)))
+            body = a.children[1] if len(a.children) > 1 else None
+            given = [c for c in body.children if c is not None] if body is not None else []
+            name = self.name_of(a.children[0])
+            if name == "name" and (len(given) != 1 or getattr(given[0], "data", "") != "string_lit"):
+                raise self.error(a, f"{self.text(given[0]) if given else '@name'}: @name annotation's value must be a string")
+            anns.append(ir.Annotation(name, [self.annotation_arg(c) for c in given], self.loc(a)))
         return anns
 
     def annotation_arg(self, node):
@@ -535,9 +535,6 @@ class Checker:
     def instantiate(self, decl: BlockDecl, name: str, anns: ir.Annotations, bindings: dict, loc: ir.Loc) -> ir.BlockInstance:
         """A parser/control instance declared in the block being built; p4c names its objects
         `<enclosing prefix>.<instance name or @name>.<object>`."""
-        where = self.ctx.kind if self.ctx.kind != "state" else "parser"
-        if decl.kind != where:
-            raise self.error(loc, f"{name}: instantiation of a {decl.kind} in a {where}")
         external = anns.get_str("name") or name
         prefix = external[1:] if external.startswith(".") else f"{self.ctx.prefix}.{external}"
         saved = self.ctx
@@ -1206,6 +1203,8 @@ class Checker:
                     raise self.error(name_node, f"{name} can only be used in a parser")
                 return ir.Member(t.element, loc, base, name)
             if name == "lastIndex":
+                if self.ctx.kind != "state":
+                    raise self.error(node, f"{self.text(node)}: 'lastIndex' for stacks can only be used in a parser")
                 return ir.Member(BIT32, loc, base, name)
             if name == "size":
                 return ir.Constant(BIT32, loc, t.size)
@@ -1222,6 +1221,8 @@ class Checker:
         if not (0 <= lo.value <= hi.value < base.type.width):
             raise self.error(node, f"slice [{hi.value}:{lo.value}] out of range for {base.type}")
         t = ir.BitsType(hi.value - lo.value + 1)
+        if isinstance(base, ir.Slice):  # x[a:b][c:d] is x[b+c:b+d]
+            return ir.Slice(t, self.loc(node), base.expr, base.lo + hi.value, base.lo + lo.value)
         if isinstance(base, ir.Constant):
             return ir.Constant(t, self.loc(node), (wrap(base.value, ir.BitsType(base.type.width)) >> lo.value) & ((1 << t.width) - 1))
         return ir.Slice(t, self.loc(node), base, hi.value, lo.value)
@@ -1260,10 +1261,12 @@ class Checker:
         if op in ("<<", ">>"):
             if not (is_numeric(left.type) or isinstance(left.type, ir.InfIntType)):
                 raise self.error(lnode, f"{what}: cannot shift a value of type {left.type}")
-            if isinstance(right.type, ir.IntType) or not (isinstance(right.type, (ir.BitsType, ir.InfIntType))):
-                raise self.error(rnode, f"{what}: shift amount must be unsigned, not {right.type}")
             if isinstance(right, ir.Constant) and right.value < 0:
-                raise self.error(rnode, f"{what}: negative shift amount")
+                raise self.error(node, f"{what}: Shifts with negative amounts are not permitted")
+            if isinstance(right, ir.Constant) and isinstance(right.type, ir.IntType):
+                right = ir.Constant(ir.BitsType(right.type.width), right.loc, right.value)
+            if not isinstance(right.type, (ir.BitsType, ir.InfIntType)):
+                raise self.error(rnode, f"{self.text(rnode)}: Shift amount must be an unsigned number")
             if isinstance(left.type, ir.InfIntType) and not isinstance(right, ir.Constant):
                 raise self.error(node, f"{what}: shift of an untyped constant by a non-constant amount; give it a width")
             if isinstance(right.type, ir.InfIntType):
@@ -1303,13 +1306,14 @@ class Checker:
             if isinstance(left, ir.Constant) and isinstance(right, ir.Constant):
                 return ir.BoolLiteral(BOOL, loc, COMPARE[op](left.value, right.value))
             return ir.Binary(BOOL, loc, op, left, right)
-        if op in ("/", "%"):
-            if not (isinstance(left, ir.Constant) and isinstance(right, ir.Constant)):
-                raise self.error(node, f"{what}: unsupported: {op} on non-constant values")
-            if right.value == 0:
-                raise self.error(rnode, f"{what}: division by zero")
-            if left.value < 0 or right.value < 0:
-                raise self.error(node, f"{what}: {op} on negative values")
+        if op in ("/", "%"):  # run-time operands: see passes/strength.py and passes/bmv2_limits.py
+            constants = isinstance(left, ir.Constant) and isinstance(right, ir.Constant)
+            if isinstance(t, ir.IntType) and not constants:
+                raise self.error(node, f"{what}: Cannot operate on signed values")
+            if isinstance(right, ir.Constant) and right.value == 0:
+                raise self.error(node, f"{what}: Division by zero")
+            if constants and (left.value < 0 or right.value < 0):
+                raise self.error(node, f"{what}: Division is not defined for negative numbers")
         if isinstance(t, ir.InfIntType) and op in ("|+|", "|-|"):
             raise self.error(node, f"{what}: saturating arithmetic needs a width")
         if isinstance(left, ir.Constant) and isinstance(right, ir.Constant):

@@ -633,31 +633,45 @@ class Compiler:
     def s_Assign(self, s: ir.Assign, ind: int) -> None:
         lhs = s.lhs
         if isinstance(lhs, ir.Slice):
-            wide = self.wide_lv(lhs.expr)
-            if wide is not None:
-                self.assign_wide_slice(*wide, lhs, s.rhs, ind)
-                return
-            lay, off = self.lv(lhs.expr)
-            t = lhs.expr.type
-            w = _width(t, lhs.loc)
-            m = _mask(lhs.hi - lhs.lo + 1) << lhs.lo
-            cur = self.unsigned(t, self.slot(lay, off))
-            new = f"(({cur} & {_mask(w) ^ m}) | (({self.expr(s.rhs)} << {lhs.lo}) & {m}))"
-            self.emit(f"{self.slot(lay, off)} = {self.signed(t, new)}", ind)
+            width = lhs.hi - lhs.lo + 1
+            in_range = isinstance(s.rhs.type, ir.BitsType) and s.rhs.type.width == width and not isinstance(s.rhs, ir.Constant)
+            self.store_slice(lhs, self.expr(s.rhs), in_range, ind)
             return
         if isinstance(lhs, ir.DontCare):
             return
         lay, off = self.lv(lhs)
         self.assign(lay, off, lhs.type, s.rhs, ind)
 
-    def assign_wide_slice(self, lay: WideLayout, off: str, lhs: ir.Slice, rhs: ir.Expr, ind: int) -> None:
-        """`wide[hi:lo] = rhs`: rewrite only the chunks the slice touches."""
+    def store(self, target: ir.Expr, code: str, ind: int) -> None:
+        """`target = code` for a scalar an extern or action writes: an l-value, a slice, or _."""
+        if isinstance(target, ir.DontCare):
+            return
+        if isinstance(target, ir.Slice):
+            self.store_slice(target, code, False, ind)
+            return
+        lay, off = self.lv(target)
+        self.emit(self.write(lay, off, code), ind)
+
+    def store_slice(self, lhs: ir.Slice, value: str, in_range: bool, ind: int) -> None:
+        """`x[hi:lo] = value`; `in_range`: value already fits the slice (no masking needed)."""
+        wide = self.wide_lv(lhs.expr)
+        if wide is not None:
+            self.assign_wide_slice(*wide, lhs, value, in_range, ind)
+            return
+        lay, off = self.lv(lhs.expr)
+        t = lhs.expr.type
+        w = _width(t, lhs.loc)
+        m = _mask(lhs.hi - lhs.lo + 1) << lhs.lo
+        cur = self.unsigned(t, self.slot(lay, off))
+        new = f"(({cur} & {_mask(w) ^ m}) | (({value} << {lhs.lo}) & {m}))"
+        self.emit(f"{self.slot(lay, off)} = {self.signed(t, new)}", ind)
+
+    def assign_wide_slice(self, lay: WideLayout, off: str, lhs: ir.Slice, value: str, exact: bool, ind: int) -> None:
+        """`wide[hi:lo] = value`: rewrite only the chunks the slice touches."""
         a, b = lay.chunk_slot(lhs.hi), lay.chunk_slot(lhs.lo) + 1
         base = lhs.lo - lhs.lo % CHUNK_BITS
         top = min(base + (b - a) * CHUNK_BITS, lay.width) - 1
         width = lhs.hi - lhs.lo + 1
-        value = self.expr(rhs)
-        exact = isinstance(rhs.type, ir.BitsType) and rhs.type.width == width and not isinstance(rhs, ir.Constant)
         if lhs.lo == base and lhs.hi == top and exact:  # whole chunks, a value already in range
             new = value
         else:
@@ -802,6 +816,9 @@ class Compiler:
         self.emit("finally:", ind)
         ind += 1
         for p, plan, arg in copy_out:
+            if isinstance(arg, ir.Slice):
+                self.store_slice(arg, self.read(plan, ""), False, ind)
+                continue
             lay, off = self.lv(arg)
             if isinstance(lay, Local):
                 self.emit(f"{lay} = {self.read(plan, '')}", ind)
@@ -849,15 +866,12 @@ class Compiler:
         elif tname == "meter" and m == "execute_meter":
             meter = self.state.meters[inst.control_plane_name]
             cells = self.bind("_M", meter.cells)
-            lay, off = self.lv(c.args[1])
             i = self.tmp()
             self.emit(f"{i} = {self.expr(c.args[0])}", ind)
             amount = self.meter_amount(meter.schema.type)
-            self.emit(self.write(lay, off, f"({cells}[{i}].execute({amount}, _now()) if {i} < {meter.schema.size} else 0)"),
-                      ind)
+            self.store(c.args[1], f"({cells}[{i}].execute({amount}, _now()) if {i} < {meter.schema.size} else 0)", ind)
         elif tname == "direct_meter" and m == "read":
-            lay, off = self.lv(c.args[0])
-            self.emit(self.write(lay, off, f"F[{self.meter_color(inst)}]"), ind)
+            self.store(c.args[0], f"F[{self.meter_color(inst)}]", ind)
         elif tname == "direct_counter" and m == "count":
             self.emit("pass  # direct counters count every hit of their table's entries", ind)
         else:
@@ -879,10 +893,9 @@ class Compiler:
         t = inst.type_args[0]
         size = reg.schema.size
         if c.method == "read":
-            lay, off = self.lv(c.args[0])
             i = self.tmp()
             self.emit(f"{i} = {self.expr(c.args[1])}", ind)
-            self.emit(self.write(lay, off, f"({self.signed(t, f'{name}[{i}]')} if {i} < {size} else 0)"), ind)
+            self.store(c.args[0], f"({self.signed(t, f'{name}[{i}]')} if {i} < {size} else 0)", ind)
         elif c.method == "write":
             i = self.tmp()
             self.emit(f"{i} = {self.expr(c.args[0])}", ind)
@@ -1006,14 +1019,12 @@ class Compiler:
             else:
                 self.emit(f"if {self.expr(a[0])}: {self.write(lay, off, value)}", ind)
         elif n == "hash":
-            lay, off = self.lv(a[0])
             w = _width(a[0].type, a[0].loc)
             call = f"_hash({self._algo(a[1])!r}, {self.expr(a[2])}, {self.pack(self.flat(a[3]))}, {self.expr(a[4])}, _rng)"
-            self.emit(self.write(lay, off, self.signed(a[0].type, f"({call} & {_mask(w)})")), ind)
+            self.store(a[0], self.signed(a[0].type, f"({call} & {_mask(w)})"), ind)
         elif n == "random":
-            lay, off = self.lv(a[0])
             lo, hi = self.expr(a[1]), self.expr(a[2])
-            self.emit(self.write(lay, off, f"_rng.randint({lo}, max({lo}, {hi}))"), ind)
+            self.store(a[0], f"_rng.randint({lo}, max({lo}, {hi}))", ind)
         elif n == "digest":
             t = c.type_args[0] if c.type_args else a[1].type
             name = digest_name(t)

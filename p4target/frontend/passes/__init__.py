@@ -8,9 +8,10 @@ module and each doing one thing:
 3. blocks: sub-parser and sub-control instances are inlined into the v1model blocks;
 4. functions: function calls are inlined;
 5. header_unions: validating a union member explicitly invalidates its siblings;
-6. action_args: actions whose directional parameters a table binds are specialized;
-7. prune: only what the V1Switch instance uses stays in the Program;
-8. bmv2_limits: what p4c's BMv2 back end rejects is rejected here too.
+6. strength: division and modulo by powers of two become shifts and masks;
+7. action_args: actions whose directional parameters a table binds are specialized;
+8. prune: only what the V1Switch instance uses stays in the Program;
+9. bmv2_limits: what p4c's BMv2 back end rejects is rejected here too.
 
 ir.py's docstring ("After lowering") lists what the result may contain.
 """
@@ -20,10 +21,12 @@ from ...errors import P4Error
 from .. import ir
 from .action_args import bind_table_action_args
 from .blocks import inline_blocks
+from .bmv2_limits import check_bmv2_limits
 from .functions import inline_calls, inline_functions
 from .initializers import move_initializers
 from .header_unions import invalidate_union_siblings, lower_header_unions
 from .side_effects import SideEffectOrdering
+from .strength import reduce_strength, reduce_strength_in_action
 from .walk import walk
 
 
@@ -50,12 +53,16 @@ def lower(program: ir.Program) -> ir.Program:
         inline_functions(b)
     for a in program.actions.values():
         a.body.stmts = invalidate_union_siblings(a.body.stmts)
+        reduce_strength_in_action(a)
     for b in blocks:
         lower_header_unions(b)
+        reduce_strength(b)
         if isinstance(b, ir.Control):
             bind_table_action_args(b)
     prune(program, blocks)
     check_lowered(program)
+    check_unique_names(program)
+    check_bmv2_limits(program)
     return program
 
 
@@ -76,6 +83,18 @@ def prune(program: ir.Program, blocks: list) -> None:
                     b.instances[inst.name] = inst
                 break
     program.instances = []
+
+
+def check_unique_names(program: ir.Program) -> None:
+    """Control-plane names of one kind of object are unique, as P4Info needs (p4c refuses a
+    program whose @name annotations give two tables, or two registers, the same name)."""
+    seen: dict[tuple[str, str], object] = {}
+    objects = [("table", t) for t in program.all_tables()] + [(i.extern, i) for i in program.all_instances()]
+    for kind, obj in objects:
+        key = (kind, obj.control_plane_name)
+        if seen.setdefault(key, obj) is not obj:
+            raise P4Error(f"Name '{obj.control_plane_name}' is used for multiple {kind} objects in the P4Info message",
+                          obj.loc.file, obj.loc.line, obj.loc.col)
 
 
 def check_lowered(program: ir.Program) -> None:

@@ -1,0 +1,164 @@
+"""BMv2's back-end limits, checked on the lowered program: what `p4c --target bmv2` refuses
+(`[--Werror=overlimit]`, `[--Werror=unsupported]`, target errors) is refused here too, with
+p4c's wording, so a program written against the embedded target moves to BMv2 unchanged.
+
+- widths of bit<W>/int<W>/varbit<W> up to 2048 (types declared or computed, e.g. by ++);
+- constant shift amounts up to 256, including the shift p4c generates for a write to a slice
+  `x[hi:lo] = v` (`(bit<W>)v << lo`);
+- no run-time division or modulo (p4c only strength-reduces powers of two, see strength.py);
+- a table applied at most once on any path through a control;
+- registers of bit<W>/int<W> cells only;
+- mark_to_drop takes standard_metadata (the deprecated zero-argument form is refused).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ...errors import P4Error
+from .. import ir
+from .walk import walk
+
+MAX_WIDTH = 2048
+MAX_SHIFT = 256
+
+
+def _fail(message: str, loc: ir.Loc) -> P4Error:
+    return P4Error(message, loc.file, loc.line, loc.col)
+
+
+def check_bmv2_limits(program: ir.Program) -> None:
+    """Raise P4Error at the first construct BMv2 cannot run."""
+    for t in program.types.values():
+        if isinstance(t, ir.StructLikeType):
+            for f in t.fields:
+                _width(f.type, f.loc)
+    blocks = list(program.parsers.values()) + list(program.controls.values())
+    code: list = [a.body for a in program.all_actions()]
+    for a in program.all_actions():
+        for p in a.params:
+            _width(p.type, p.loc)
+    for b in blocks:
+        for d in b.locals:
+            if isinstance(d, ir.VarDecl):
+                _width(d.type, d.loc)
+            elif isinstance(d, ir.ExternInstance) and d.extern == "register":
+                if not isinstance(d.type_args[0], (ir.BitsType, ir.IntType)):
+                    raise _fail("register: Only registers with bit or int types are currently supported", d.loc)
+        if isinstance(b, ir.Control):
+            code.append(b.body)
+            for t in b.tables.values():
+                code.append(t.keys)
+            _table_paths(b.body.stmts, frozenset())
+        else:
+            code.append(list(b.states.values()))
+    for n in walk(code):
+        _check_node(n)
+
+
+def _width(t: ir.Type, loc: ir.Loc) -> None:
+    if isinstance(t, (ir.BitsType, ir.IntType)) and t.width > MAX_WIDTH:
+        raise _fail(f"{t}: Compiler only supports widths up to {MAX_WIDTH}", loc)
+    if isinstance(t, ir.VarbitType) and t.max_width > MAX_WIDTH:
+        raise _fail(f"{t}: Compiler only supports widths up to {MAX_WIDTH}", loc)
+
+
+def _check_node(n) -> None:
+    if isinstance(n, ir.Expr):
+        _width(n.type, n.loc)
+    if isinstance(n, ir.VarDeclStmt):
+        _width(n.decl.type, n.decl.loc)
+    elif isinstance(n, ir.Binary):
+        if n.op in ("<<", ">>") and isinstance(n.right, ir.Constant) and n.right.value > MAX_SHIFT:
+            raise _fail(f"{describe(n)}: shift amount limited to {MAX_SHIFT} on this target", n.loc)
+        if n.op in ("/", "%"):
+            raise _fail(f"{describe(n)}: could not evaluate expression at compilation time", n.loc)
+    elif isinstance(n, ir.Assign) and isinstance(n.lhs, ir.Slice):
+        _slice_write(n.lhs, n.rhs)
+    elif isinstance(n, (ir.ActionCall, ir.ExternFunctionCall, ir.ExternMethodCall)):
+        params = n.action.params if isinstance(n, ir.ActionCall) else (n.decl.params if n.decl else [])
+        for p, a in zip(params, n.args):
+            if p.direction in ("out", "inout") and isinstance(a, ir.Slice):
+                _slice_write(a, None)
+        if isinstance(n, ir.ExternFunctionCall) and n.name == "mark_to_drop" and not n.args:
+            raise _fail("Expected 1 argument for mark_to_drop(). Are you using an up-to-date v1model.p4?", n.loc)
+
+
+def _slice_write(lhs: ir.Slice, rhs: Optional[ir.Expr]) -> None:
+    """p4c writes `x[hi:lo] = v` as a mask-and-or with `(bit<W>)v << lo`."""
+    if lhs.lo > MAX_SHIFT:
+        value = describe(rhs) if rhs is not None else "value"
+        raise _fail(f"({lhs.expr.type}){value} << {lhs.lo}: shift amount limited to {MAX_SHIFT} on this target",
+                    lhs.loc)
+
+
+def _table_paths(stmts: list[ir.Stmt], applied: Optional[frozenset]) -> Optional[frozenset]:
+    """Tables applied so far on some path (None: no path goes on); raises on a table applied
+    twice along one path, which BMv2's pipeline graph cannot express."""
+    for s in stmts:
+        if applied is None:
+            return None
+        applied = _table_paths_stmt(s, applied)
+    return applied
+
+
+def _table_paths_stmt(s: ir.Stmt, applied: frozenset) -> Optional[frozenset]:
+    def apply_in(e) -> frozenset:
+        out = applied
+        for n in walk(e):
+            if isinstance(n, (ir.TableApply, ir.TableHitMiss, ir.ActionRun)):
+                if n.table in out:
+                    raise _fail(f"Program can not be implemented on this target since it contains a path from "
+                                f"table {n.table.control_plane_name} back to itself", n.loc)
+                out = out | {n.table}
+        return out
+
+    if isinstance(s, ir.Block):
+        return _table_paths(s.stmts, applied)
+    if isinstance(s, ir.If):
+        applied = apply_in(s.cond)
+        return _union(_table_paths([s.then], applied), _table_paths([s.else_], applied) if s.else_ else applied)
+    if isinstance(s, ir.Switch):
+        applied = apply_in(s.subject)
+        out = None if any(lab is None for c in s.cases for lab in c.labels) else applied
+        for c in s.cases:
+            if c.body is not None:
+                out = _union(out, _table_paths(c.body.stmts, applied))
+        return out
+    if isinstance(s, (ir.Exit, ir.Return)):
+        return None
+    if isinstance(s, ir.Assign):
+        return apply_in([s.lhs, s.rhs])
+    if isinstance(s, ir.MethodCallStmt):
+        return apply_in(s.call)
+    if isinstance(s, ir.VarDeclStmt):
+        return apply_in(s.decl.init) if s.decl.init is not None else applied
+    return applied
+
+
+def _union(a: Optional[frozenset], b: Optional[frozenset]) -> Optional[frozenset]:
+    if a is None:
+        return b
+    return a if b is None else a | b
+
+
+def describe(e: ir.Expr) -> str:
+    """P4 text for an expression, for messages (p4c's spelling where it is simple)."""
+    if isinstance(e, ir.VarRef):
+        return e.name
+    if isinstance(e, ir.Member):
+        return f"{describe(e.expr)}.{e.member}"
+    if isinstance(e, ir.ArrayIndex):
+        return f"{describe(e.expr)}[{describe(e.index)}]"
+    if isinstance(e, ir.Slice):
+        return f"{describe(e.expr)}[{e.hi}:{e.lo}]"
+    if isinstance(e, ir.Constant):
+        return str(e.value)
+    if isinstance(e, ir.BoolLiteral):
+        return "true" if e.value else "false"
+    if isinstance(e, ir.Binary):
+        return f"{describe(e.left)} {e.op} {describe(e.right)}"
+    if isinstance(e, ir.Unary):
+        return f"{e.op}{describe(e.expr)}"
+    if isinstance(e, ir.Cast):
+        return f"({e.type}){describe(e.expr)}"
+    return "expression"

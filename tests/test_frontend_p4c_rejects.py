@@ -1,0 +1,154 @@
+"""Reject what p4c rejects: invalid programs (type errors, undeclared names, width
+mismatches, wrong directions, bad const entries, bad @name, duplicates, BMv2's back-end
+limits) fail `aggnet p4 compile` with exactly one `FILE:LINE:COL: error:` line and exit 2,
+never a traceback; with p4c on PATH, `p4c --target bmv2 --arch v1model` rejects each too.
+
+Each case is (name, top-level declarations, ingress locals, ingress apply body, parser
+states or None) spliced into one small v1model program.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from testbed.cli import main as aggnet
+
+TEMPLATE = """#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; int<8> c; bit<1024> w; bit<16> s; }
+struct H { h_t h; h_t[4] st; }
+struct M { bit<8> m; }
+%s
+parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
+    %s
+}
+control V(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    %s
+    apply { %s }
+}
+control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
+control C(inout H h, inout M m) { apply { } }
+control D(packet_out pk, in H h) { apply { pk.emit(h.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+START = "state start { pk.extract(h.h); transition accept; }"
+
+INVALID = [
+ ("bool_to_bit", "", "", "h.h.a = true;", None),
+ ("int_to_bool", "", "", "bool b = 1;", None),
+ ("width_mismatch", "", "", "h.h.a = h.h.s;", None),
+ ("if_not_bool", "", "", "if (h.h.a) { h.h.b = 1; }", None),
+ ("binop_widths", "", "", "h.h.a = h.h.a + h.h.s;", None),
+ ("literal_too_wide", "", "", "h.h.a = 9w300;", None),
+ ("typed_literal_width", "", "", "bit<8> x = 16w1;", None),
+ ("undeclared_field", "", "", "h.h.zz = 1;", None),
+ ("undeclared_var", "", "", "x = 1;", None),
+ ("undeclared_table", "", "", "nope.apply();", None),
+ ("undeclared_function", "", "", "foo();", None),
+ ("assign_to_in_param", "", "action a(in bit<8> v) { v = 1; }", "a(h.h.a);", None),
+ ("out_arg_not_lvalue", "", "action a(out bit<8> v) { v = 1; }", "a(8w1);", None),
+ ("entry_key_count", "", "action a() {} table t { key = { h.h.a: exact; h.h.b: exact; } actions = { a; } const entries = { 1 : a(); } }", "t.apply();", None),
+ ("entry_action_not_listed", "", "action a() {} action b() {} table t { key = { h.h.a: exact; } actions = { a; } const entries = { 1 : b(); } }", "t.apply();", None),
+ ("entry_arg_not_constant", "", "action a(bit<8> v) { h.h.b = v; } table t { key = { h.h.a: exact; } actions = { a; } const entries = { 1 : a(h.h.b); } }", "t.apply();", None),
+ ("entry_mask_on_exact", "", "action a() {} table t { key = { h.h.a: exact; } actions = { a; } const entries = { 1 &&& 3 : a(); } }", "t.apply();", None),
+ ("entry_priority_in_const", "", "action a() {} table t { key = { h.h.a: ternary; } actions = { a; } const entries = { priority=1: 1 &&& 3 : a(); } }", "t.apply();", None),
+ ("entry_value_too_wide", "", "action a() {} table t { key = { h.h.a: exact; } actions = { a; } const entries = { 8w1 ++ 8w1 : a(); } }", "t.apply();", None),
+ ("entry_range_on_ternary", "", "action a() {} table t { key = { h.h.a: ternary; } actions = { a; } const entries = { 1 .. 3 : a(); } }", "t.apply();", None),
+ ("name_not_string", "", "@name(5) action a() {} table t { key = { h.h.a: exact; } actions = { a; } }", "t.apply();", None),
+ ("duplicate_table_name", "", 'action a() {} @name("t") table t1 { key = { h.h.a: exact; } actions = { a; } } @name("t") table t2 { key = { h.h.b: exact; } actions = { a; } }', "t1.apply(); t2.apply();", None),
+ ("duplicate_header", "header h_t { bit<8> z; }", "", "", None),
+ ("duplicate_action", "", "action a() {} action a() {}", "", None),
+ ("duplicate_local", "", "", "bit<8> x = 1; bit<8> x = 2;", None),
+ ("duplicate_table_property", "", "action a() {} table t { key = { h.h.a: exact; } actions = { a; } size = 4; size = 8; }", "t.apply();", None),
+ ("duplicate_state", "", "", "", "state start { pk.extract(h.h); transition accept; } state start { transition accept; }"),
+ ("exit_in_parser", "", "", "", "state start { exit; }"),
+ ("return_value_in_action", "", "action a() { return 1; }", "a();", None),
+ ("transition_to_nowhere", "", "", "", "state start { transition nowhere; }"),
+ ("select_width", "", "", "", "state start { pk.extract(h.h); transition select(h.h.a) { 16w1: accept; default: reject; } }"),
+ ("verify_in_control", "", "", "verify(true, error.NoError);", None),
+ ("extract_non_header", "", "", "", "state start { pk.extract(h.h.a); transition accept; }"),
+ ("apply_in_action", "", "action b() {} table t { key = { h.h.a: exact; } actions = { b; } } action a() { t.apply(); }", "a();", None),
+ ("action_from_parser", "action a() {}", "", "", "state start { a(); transition accept; }"),
+ ("switch_duplicate_label", "", "", "switch (h.h.a) { 1: { } 1: { } }", None),
+ ("default_action_not_listed", "", "action a() {} action b() {} table t { key = { h.h.a: exact; } actions = { a; } default_action = b(); }", "t.apply();", None),
+ ("next_in_control", "", "", "h.st.next.a = 1;", None),
+ ("set_valid_on_struct", "", "", "h.setValid();", None),
+ ("cast_sign_and_width", "", "", "int<16> x = (int<16>)h.h.a;", None),
+ ("shift_by_signed", "", "", "h.h.a = h.h.a << h.h.c;", None),
+ ("shift_negative", "", "", "h.h.a = h.h.a >> -1;", None),
+ ("function_missing_return", "bit<8> f(in bit<8> x) { if (x == 1) { return 1; } }", "", "h.h.a = f(h.h.a);", None),
+ ("recursive_function", "bit<8> f(in bit<8> x) { return f(x); }", "", "", None),
+ ("sub_control_wrong_args", "control S(inout bit<8> y) { apply { } }", "S() s;", "s.apply(h.h.a, h.h.b);", None),
+ ("shift_over_256", "", "", "h.h.w = h.h.w << 300;", None),
+ ("width_over_2048", "header big_t { bit<4096> x; }", "", "", None),
+ ("slice_write_shift", "", "", "h.h.w[1023:992] = 32w1;", None),
+ ("runtime_division", "", "", "h.h.a = h.h.a / h.h.b;", None),
+ ("runtime_modulo", "", "", "h.h.a = h.h.a % 3;", None),
+ ("signed_division", "", "", "h.h.c = h.h.c / 2;", None),
+ ("table_applied_twice", "", "action a() {} table t { key = { h.h.a: exact; } actions = { a; } }", "t.apply(); t.apply();", None),
+ ("register_of_struct", "struct rs { bit<8> a; }", "register<rs>(4) r;", "", None),
+ ("mark_to_drop_no_args", "", "", "mark_to_drop();", None),
+ ("last_index_in_control", "", "", "h.h.a = (bit<8>)h.st.lastIndex;", None),
+ ("concat_over_2048", "", "", "bit<2048> v = 0; bit<2049> z = v ++ v[0:0];", None),
+ ("entries_without_key", "", "action a() {} table t { actions = { a; } const entries = { _ : a(); } }", "t.apply();", None),
+ ("action_list_missing_dir_arg", "", "action a(inout bit<8> v) { v = 1; } table t { key = { h.h.a: exact; } actions = { a; } }", "t.apply();", None),
+ ("header_field_struct_of_header", "header x_t { h_t inner; }", "", "", None),
+ ("bool_arith", "", "", "bool b = true; b = b + b;", None),
+ ("compare_header_bit", "", "", "if (h.h == h.h.a) { }", None),
+ ("assign_to_const", "const bit<8> K = 1;", "", "K = 2;", None),
+ ("call_table_as_function", "", "action a() {} table t { key = { h.h.a: exact; } actions = { a; } }", "t();", None),
+]
+
+ERROR_LINE = re.compile(r"^\S+:\d+:\d+: error: \S")
+
+
+def write(tmp_path, case) -> str:
+    name, decls, locals_, apply, states = case
+    path = tmp_path / f"{name}.p4"
+    path.write_text(TEMPLATE % (decls, states or START, locals_, apply))
+    return str(path)
+
+
+@pytest.mark.parametrize("case", INVALID, ids=[c[0] for c in INVALID])
+def test_aggnet_rejects_with_one_error_line(case, tmp_path, capsys):
+    path = write(tmp_path, case)
+    assert aggnet(["p4", "compile", path]) == 2
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and ERROR_LINE.match(lines[0]), err
+    assert lines[0].startswith(path + ":") and "Traceback" not in err and "internal error" not in err
+
+
+def test_the_valid_base_program_compiles(tmp_path, capsys):
+    assert aggnet(["p4", "compile", write(tmp_path, ("base", "", "", "", None))]) == 0
+
+
+@pytest.mark.parametrize("name", ["shift_over_256", "width_over_2048", "slice_write_shift", "table_applied_twice"])
+def test_switch_refuses_programs_over_bmv2_limits(name, tmp_path):
+    path = write(tmp_path, next(c for c in INVALID if c[0] == name))
+    exe = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".venv", "bin", "aggnet")
+    proc = subprocess.run([exe, "switch", "--grpc-server-addr", "127.0.0.1:0", path],
+                          capture_output=True, text=True, timeout=60)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and ERROR_LINE.match(lines[0]), proc.stderr
+
+
+@pytest.mark.bmv2
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("p4c") is None, reason="p4c not on PATH (source /opt/p4ref/env.sh)")
+def test_p4c_rejects_them_too(tmp_path):
+    def p4c(case) -> tuple[str, int]:
+        path = write(tmp_path, case)
+        out = tmp_path / case[0]
+        proc = subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model", "-o", str(out),
+                               "--p4runtime-files", str(out / "p4info.txtpb"), path], capture_output=True, text=True)
+        return case[0], proc.returncode
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
+        accepted = [name for name, rc in pool.map(p4c, INVALID + [("base", "", "", "", None)]) if rc == 0]
+    assert accepted == ["base"]
