@@ -190,8 +190,7 @@ class Checker:
             if fname in seen:
                 raise self.error(fname_node, f"{fname}: duplicate field in {name}")
             seen.add(fname)
-            if cls is ir.HeaderType and not (is_numeric(ftype) or isinstance(ftype, (ir.VarbitType, ir.BoolType))
-                                             or (isinstance(ftype, ir.EnumType) and ftype.underlying)):
+            if cls is ir.HeaderType and not (isinstance(ftype, ir.VarbitType) or _fixed_bits(ftype)):
                 raise self.error(ftype_node, f"{fname}: header field type {ftype} is not allowed in a header")
             if cls is ir.HeaderUnionType and not isinstance(ftype, ir.HeaderType):
                 raise self.error(ftype_node, f"{fname}: header_union fields must be headers")
@@ -1574,6 +1573,14 @@ class Checker:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _fixed_bits(t: ir.Type) -> bool:
+    """A type a header field may have besides varbit: bit/int/bool, a serializable enum, or a
+    struct of those."""
+    if isinstance(t, ir.StructType):
+        return all(_fixed_bits(f.type) for f in t.fields)
+    return is_numeric(t) or isinstance(t, ir.BoolType) or _serializable(t)
 
 
 def _serializable(t: ir.Type) -> bool:

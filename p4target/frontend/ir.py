@@ -271,7 +271,7 @@ class HeaderType(StructLikeType):
 
     def width(self) -> int:
         """Total width in bits (varbit fields count their maximum)."""
-        return sum(_fixed_width(f.type) for f in self.fields)
+        return sum(width_of(f.type) for f in self.fields)
 
     __hash__ = object.__hash__
 

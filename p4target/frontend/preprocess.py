@@ -69,6 +69,8 @@ class _Preprocessor:
 
     def expand(self, text: str, file: str, line: int, seen: frozenset = frozenset()) -> str:
         """`text` with its macros expanded (a macro is not expanded inside its own expansion)."""
+        if not self.macros.keys() & set(_IDENT.findall(text)):
+            return text
         out: list[str] = []
         i = 0
         while True:

@@ -34,7 +34,7 @@ from p4target.errors import P4Error
 from p4target.frontend import ir
 from p4target.interp import hashes
 from p4target.interp.layout import (CHUNK_BITS, WIDE_BITS, Frame, HeaderLayout, Layout, Local, StackLayout,
-                                    StructLayout, WideLayout, span)
+                                    StructLayout, VarbitLayout, WideLayout, span)
 from p4target.interp.schema import digest_name, table_actions
 from p4target.interp.vectorize import Vectorizer
 
@@ -77,9 +77,45 @@ def _log_format(msg: str, values: tuple) -> str:
     return "".join(out)
 
 
+def _packbits(parts: tuple) -> bytes:
+    """(value, width) pairs concatenated MSB first, zero-padded to a whole byte."""
+    v = n = 0
+    for value, width in parts:
+        v = (v << width) | value
+        n += width
+    pad = -n % 8
+    return (v << pad).to_bytes((n + pad) // 8, "big")
+
+
 def _shl(value: int, amount: int, width: int) -> int:
     """value << amount in `width` bits, without building huge ints for huge shifts."""
     return (value << amount) & ((1 << width) - 1) if amount < width else 0
+
+
+def _compared(lay: Layout) -> tuple[int, int]:
+    """The slots `==` compares: all of a value's, except a stack's next index (BMv2 compares
+    the headers only)."""
+    if isinstance(lay, StackLayout):
+        return (lay.elements[0].first, lay.end) if lay.elements else (lay.end, lay.end)
+    return span(lay)
+
+
+def _field_slots(t: ir.Type, lay: Layout, loc: ir.Loc) -> list[tuple[ir.Type, Layout, int]]:
+    """(type, storage, width) of each field of a header/struct in wire order, the fields of
+    a struct inside a header in place (a varbit counts its maximum width)."""
+    if isinstance(lay, (HeaderLayout, StructLayout)):
+        return [x for f in t.fields for x in _field_slots(f.type, lay.fields[f.name], f.loc)]
+    if isinstance(lay, StackLayout):
+        raise _fail(f"a header stack cannot be read as bits here ({t})", loc)
+    return [(t, lay, _width(t, loc))]
+
+
+def _headers_in(lay: Layout) -> list[HeaderLayout]:
+    if isinstance(lay, HeaderLayout):
+        return [lay]
+    if isinstance(lay, StructLayout):
+        return [h for sub in lay.fields.values() for h in _headers_in(sub)]
+    return []
 
 
 def _next_member(e: ir.Expr) -> ir.Member | None:
@@ -145,7 +181,7 @@ class Compiler:
         self.errors = {name: i for i, name in enumerate(program.errors)}
         self.ns: dict = {
             "_Exit": _Exit, "_Reject": _Reject, "_PacketError": PacketError, "_look": _lookahead,
-            "_shl": _shl, "_logf": _log_format, "_rng": rng, "_S": state, "_DG": state.digests, "_LOG": state.log,
+            "_shl": _shl, "_packbits": _packbits, "_logf": _log_format, "_rng": rng, "_S": state, "_DG": state.digests, "_LOG": state.log,
             "_hash": hashes.v1model_hash, "_INIT": self.frame.initial,
             "_now": time.monotonic,
         }
@@ -424,9 +460,11 @@ class Compiler:
         op, t = e.op, e.type
         if op in ("==", "!=") and not _scalar(e.left.type):
             (la, lo), (ra, ro) = self.lv(e.left), self.lv(e.right)
-            if lo or ro:
-                raise _fail("comparing dynamically indexed headers is not supported", e.loc)
-            (a0, a1), (b0, b1) = span(la), span(ra)
+            (a0, a1), (b0, b1) = _compared(la), _compared(ra)
+            if lo or ro:  # run-time stack indexes: compare slot by slot
+                left = ", ".join(f"F[{i}{lo}]" for i in range(a0, a1))
+                right = ", ".join(f"F[{i}{ro}]" for i in range(b0, b1))
+                return f"(({left},) {op} ({right},))"
             return f"(F[{a0}:{a1}] {op} F[{b0}:{b1}])"
         a, b = self.expr(e.left), self.expr(e.right)
         if op == "&&":
@@ -539,11 +577,15 @@ class Compiler:
         lay, off = self.lv(e)
         return self.flat_layout(e.type, lay, off, e.loc)
 
-    def flat_layout(self, t: ir.Type, lay: Layout, off: str, loc: ir.Loc) -> list[tuple[str, int]]:
+    def flat_layout(self, t: ir.Type, lay: Layout, off: str, loc: ir.Loc) -> list[tuple[str, int | str]]:
+        """(value code, width) of every scalar in storage `lay`; a varbit's width is the
+        code of its current length."""
         if isinstance(lay, (int, Local)):
             return [(self.unsigned(t, self.slot(lay, off)), _width(t, loc))]
         if isinstance(lay, WideLayout):
             return [(self.read(lay, off), lay.width)]
+        if isinstance(lay, VarbitLayout):
+            return [(f"F[{lay.first}{off}]", f"F[{lay.length}{off}]")]
         if isinstance(lay, StackLayout):
             return [x for el in lay.elements for x in self.flat_layout(t.element, el, off, loc)]
         out = []
@@ -552,8 +594,11 @@ class Compiler:
         return out
 
     @staticmethod
-    def pack(parts: list[tuple[str, int]]) -> str:
-        """Source for the bytes of `parts` concatenated MSB first, zero-padded to a byte."""
+    def pack(parts: list[tuple[str, int | str]]) -> str:
+        """Source for the bytes of `parts` concatenated MSB first, zero-padded to a byte
+        (at run time when a width is only known then: a varbit's)."""
+        if any(isinstance(w, str) for _, w in parts):
+            return f"_packbits(({''.join(f'({c}, {w}), ' for c, w in parts)}))"
         total = sum(w for _, w in parts)
         if total == 0:
             return "b''"
@@ -681,6 +726,9 @@ class Compiler:
 
     def assign(self, lay: Layout, off: str, t: ir.Type, rhs: ir.Expr, ind: int) -> None:
         """Store the value of `rhs` into storage `lay` (scalars, headers, structs, stacks)."""
+        if isinstance(rhs, ir.ExternMethodCall) and rhs.method == "lookahead" and isinstance(lay, (HeaderLayout, StructLayout)):
+            self.lookahead_into(lay, off, t, rhs, ind)
+            return
         if isinstance(lay, WideLayout):
             src = self.wide_lv(rhs)
             if src is not None and src[0].chunks == lay.chunks:  # chunk-wise copy
@@ -839,11 +887,14 @@ class Compiler:
                 raise _fail(f"packet.{m} outside a parser", c.loc)
             if m == "extract" and len(c.args) == 1:
                 self.extract(c.args[0], ind)
+            elif m == "extract" and len(c.args) == 2:
+                self.extract_varbit(c.args[0], c.args[1], ind)
             elif m == "advance":
                 self.emit(f"o += ({self.expr(c.args[0])}) >> 3", ind)
                 self.emit(f"if o > len(data): raise _Reject({self.errors['PacketTooShort']}, len(data))", ind)
-            elif m == "lookahead":
-                self.emit(self.x_ExternMethodCall(c), ind)
+            elif m == "lookahead":  # a statement: only the length check matters
+                nbytes = (_width(c.type, c.loc) + 7) // 8
+                self.emit(f"_look(data, o, {nbytes}, 0, {self.errors['PacketTooShort']})", ind)
             else:
                 raise _fail(f"packet.{m} with these arguments is not supported", c.loc)
             return
@@ -907,7 +958,38 @@ class Compiler:
         """packet.extract(hdr): bounds check, one int.from_bytes, a shift+mask per field;
         a wide field on a byte boundary is unpacked straight into its chunks."""
         too_short = self.errors["PacketTooShort"]
+        lay, off, advance = self.extract_target(arg, ind)
+        t = lay.type
+        w = t.width()
+        if w % 8:
+            raise _fail(f"header {t.name} is {w} bits, not a whole number of bytes", t.loc)
+        n = w // 8
+        self.emit(f"_e = o + {n}", ind)
+        self.emit(f"if _e > len(data): raise _Reject({too_short}, o)", ind)
+        fields = _field_slots(t, lay, t.loc)
+        unpacked = [self.chunk_aligned(fields, i) for i in range(len(fields))]
+        if not all(unpacked):
+            self.emit("_v = int.from_bytes(data[o:_e], 'big')", ind)
+        shift = w
+        for (ft, sub, fw), whole_chunks in zip(fields, unpacked):
+            shift -= fw
+            if whole_chunks:
+                self.emit(f"F[{sub.first}{off}:{sub.end}{off}] = {self.chunks_struct(sub.chunks)}.unpack_from(data, o + {(w - shift - fw) // 8})", ind)
+                continue
+            v = f"_v >> {shift}" if shift else "_v"
+            if shift + fw < w:
+                v = f"({v}) & {_mask(fw)}"
+            self.emit(self.write(sub, off, self.signed(ft, v)), ind)
+        self.emit(f"F[{lay.valid}{off}] = True", ind)
+        self.emit("o = _e", ind)
+        if advance:
+            self.emit(advance, ind)
+
+    def extract_target(self, arg: ir.Expr, ind: int) -> tuple[HeaderLayout, str, str]:
+        """Where extract(arg) writes: (header layout, offset code, statement advancing a stack's
+        next index after it or ''); a stack's next element is bounds-checked first."""
         nxt = _next_member(arg)  # extract(stack.next) or extract(union_stack.next.member)
+        advance = ""
         if nxt is not None:
             stack, soff = self.lv(nxt.expr)
             if soff:
@@ -916,60 +998,90 @@ class Compiler:
             self.emit(f"{i} = F[{stack.next_index}]", ind)
             self.emit(f"if {i} >= {len(stack.elements)}: raise _Reject({self.errors['StackOutOfBounds']}, o)", ind)
             self._next_index[id(nxt)] = i
+            advance = f"F[{stack.next_index}] = {i} + 1"
         lay, off = self.lv(arg)
         if not isinstance(lay, HeaderLayout):
             raise _fail("extract needs a header", arg.loc)
-        t = lay.type
-        w = t.width()
-        if w % 8:
-            raise _fail(f"header {t.name} is {w} bits, not a whole number of bytes", t.loc)
-        n = w // 8
-        self.emit(f"_e = o + {n}", ind)
-        self.emit(f"if _e > len(data): raise _Reject({too_short}, o)", ind)
-        fields = [(f, lay.fields[f.name], _width(f.type, f.loc)) for f in t.fields]
-        unpacked = {f.name: self.chunk_aligned(fields, f.name) for f, _, _ in fields}
-        if not all(unpacked.values()):
-            self.emit("_v = int.from_bytes(data[o:_e], 'big')", ind)
+        return lay, off, advance
+
+    def lookahead_into(self, lay: Layout, off: str, t: ir.Type, look: ir.ExternMethodCall, ind: int) -> None:
+        """`x = packet.lookahead<H>()` for a header or struct H: its fields from the next bits
+        (a header comes out valid)."""
+        if not self.in_parser:
+            raise _fail("lookahead outside a parser", look.loc)
+        slots = _field_slots(t, lay, look.loc)
+        if any(isinstance(sub, VarbitLayout) for _, sub, _ in slots):
+            raise _fail(f"unsupported: lookahead of {t}, which has a varbit field", look.loc)
+        w = sum(fw for _, _, fw in slots)
+        nbytes = (w + 7) // 8
+        self.emit(f"_v = _look(data, o, {nbytes}, {nbytes * 8 - w}, {self.errors['PacketTooShort']})", ind)
         shift = w
-        for f, sub, fw in fields:
+        for st, sub, fw in slots:
             shift -= fw
-            if unpacked[f.name]:
-                self.emit(f"F[{sub.first}{off}:{sub.end}{off}] = {self.chunks_struct(sub.chunks)}.unpack_from(data, o + {(w - shift - fw) // 8})", ind)
+            self.emit(self.write(sub, off, self.signed(st, f"(_v >> {shift}) & {_mask(fw)}")), ind)
+        for sub in _headers_in(lay):
+            self.emit(f"F[{sub.valid}{off}] = True", ind)
+
+    def extract_varbit(self, arg: ir.Expr, bits: ir.Expr, ind: int) -> None:
+        """packet.extract(hdr, bits): `bits` is the length of hdr's varbit field, checked as
+        BMv2 does (whole bytes: else ParserInvalidArgument; at most the maximum: else
+        HeaderTooShort; then PacketTooShort), field positions computed at run time."""
+        lay, off, advance = self.extract_target(arg, ind)
+        t = lay.type
+        varbits = [f for f in t.fields if isinstance(f.type, ir.VarbitType)]
+        if len(varbits) != 1:
+            raise _fail(f"extract with a length needs a header with one varbit field, not {t.name}", arg.loc)
+        vb = lay.fields[varbits[0].name]
+        fixed = sum(_width(f.type, f.loc) for f in t.fields if f is not varbits[0])
+        err = self.errors
+        self.emit(f"_l = {self.expr(bits)}", ind)
+        self.emit(f"if ({fixed} + _l) % 8: raise _Reject({err['ParserInvalidArgument']}, o)", ind)
+        self.emit(f"if _l > {vb.max_width}: raise _Reject({err['HeaderTooShort']}, o)", ind)
+        self.emit(f"_e = o + ({fixed} + _l) // 8", ind)
+        self.emit(f"if _e > len(data): raise _Reject({err['PacketTooShort']}, o)", ind)
+        self.emit("_v = int.from_bytes(data[o:_e], 'big')", ind)
+        after, dynamic = 0, False  # bits after the field being read (plus _l once past the varbit)
+        for f in reversed(t.fields):
+            sub = lay.fields[f.name]
+            shift = f"{after} + _l" if dynamic else str(after)
+            if sub is vb:
+                self.emit(f"F[{vb.first}{off}] = (_v >> {shift}) & ((1 << _l) - 1); F[{vb.length}{off}] = _l", ind)
+                dynamic = True
                 continue
-            v = f"_v >> {shift}" if shift else "_v"
-            if shift + fw < w:
-                v = f"({v}) & {_mask(fw)}"
-            self.emit(self.write(sub, off, self.signed(f.type, v)), ind)
+            fw = _width(f.type, f.loc)
+            self.emit(self.write(sub, off, self.signed(f.type, f"(_v >> ({shift})) & {_mask(fw)}")), ind)
+            after += fw
         self.emit(f"F[{lay.valid}{off}] = True", ind)
         self.emit("o = _e", ind)
-        if nxt is not None:
-            self.emit(f"F[{stack.next_index}] = {i} + 1", ind)
+        if advance:
+            self.emit(advance, ind)
 
     @staticmethod
-    def chunk_aligned(fields: list[tuple[ir.Field, Layout, int]], name: str) -> bool:
-        """Whether header field `name` is wide, whole chunks, and starts on a byte boundary,
-        so its chunks are the header's bytes at that place read as big-endian uint32s."""
+    def chunk_aligned(fields: list[tuple[ir.Type, Layout, int]], index: int) -> bool:
+        """Whether header field number `index` is wide, whole chunks, and starts on a byte
+        boundary, so its chunks are the header's bytes at that place read as big-endian uint32s."""
         pos = 0
-        for f, sub, fw in fields:
-            if f.name == name:
-                return isinstance(sub, WideLayout) and pos % 8 == 0 and fw % CHUNK_BITS == 0
+        for _, sub, fw in fields[:index]:
+            if isinstance(sub, VarbitLayout):
+                return False  # positions after a varbit are only known at run time
             pos += fw
-        return False
+        _, sub, fw = fields[index]
+        return isinstance(sub, WideLayout) and pos % 8 == 0 and fw % CHUNK_BITS == 0
 
     def pack_header(self, t: ir.HeaderType, lay: HeaderLayout, off: str) -> str:
         """Source for a header's bytes: its chunk-aligned wide fields packed chunk-wise,
         the runs of fields between them as ints (each run is whole bytes)."""
-        fields = [(f, lay.fields[f.name], _width(f.type, f.loc)) for f in t.fields]
+        fields = _field_slots(t, lay, t.loc)
         pieces: list[str] = []
-        run: list[tuple[str, int]] = []
-        for f, sub, _ in fields:
-            if self.chunk_aligned(fields, f.name):
+        run: list[tuple[str, int | str]] = []
+        for i, (ft, sub, _) in enumerate(fields):
+            if self.chunk_aligned(fields, i):
                 if run:
                     pieces.append(self.pack(run))
                     run = []
                 pieces.append(f"{self.chunks_struct(sub.chunks)}.pack(*F[{sub.first}{off}:{sub.end}{off}])")
             else:
-                run.extend(self.flat_layout(f.type, sub, off, f.loc))
+                run.extend(self.flat_layout(ft, sub, off, t.loc))
         if run or not pieces:
             pieces.append(self.pack(run))
         return " + ".join(pieces)
@@ -992,7 +1104,7 @@ class Compiler:
 
     def _algo(self, e: ir.Expr) -> str:
         if not isinstance(e, ir.EnumMember) or e.member not in hashes.ALGORITHMS and e.member != "random":
-            raise _fail("the hash algorithm must be a HashAlgorithm constant", e.loc)
+            raise _fail("unsupported: a run-time hash algorithm (the embedded target needs a HashAlgorithm constant)", e.loc)
         return e.member
 
     def extern_function(self, c: ir.ExternFunctionCall, ind: int) -> None:

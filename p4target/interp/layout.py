@@ -10,6 +10,7 @@ Layouts:
   significant first (as on the wire). Lanes packed into one wide header field are then
   read and written as small ints, one slot each, instead of shifting and masking a
   W-bit int per access; a whole-value use joins the chunks;
+- a varbit<W> is `VarbitLayout`: a slot for its value and one for its current length in bits;
 - a header is `HeaderLayout`: a validity slot followed by its field slots;
 - a struct/header union is `StructLayout` (fields in order);
 - a stack is `StackLayout`: a next-index slot and `size` elements laid out contiguously
@@ -65,6 +66,19 @@ class WideLayout:
 
 
 @dataclass
+class VarbitLayout:
+    """varbit<max_width>: the value in slot `first`, its length in bits in slot `first + 1`."""
+
+    max_width: int
+    first: int
+    end: int
+
+    @property
+    def length(self) -> int:
+        return self.first + 1
+
+
+@dataclass
 class StructLayout:
     type: ir.StructLikeType
     fields: dict[str, "Layout"]
@@ -82,7 +96,7 @@ class StackLayout:
     end: int
 
 
-Layout = Union[int, Local, WideLayout, HeaderLayout, StructLayout, StackLayout]
+Layout = Union[int, Local, WideLayout, VarbitLayout, HeaderLayout, StructLayout, StackLayout]
 
 
 def span(layout: Layout) -> tuple[int, int]:
@@ -108,10 +122,7 @@ class Frame:
             first = self.slot(False)
             fields = {}
             for f in t.fields:
-                if isinstance(f.type, ir.VarbitType):
-                    raise P4Error("varbit fields are not supported by the embedded interpreter",
-                                  f.loc.file, f.loc.line, f.loc.col)
-                if isinstance(f.type, ir.BitsType) and f.type.width > WIDE_BITS:
+                if isinstance(f.type, (ir.VarbitType, ir.StructType)) or isinstance(f.type, ir.BitsType) and f.type.width > WIDE_BITS:
                     fields[f.name] = self.alloc(f.type, f.loc)
                 else:
                     fields[f.name] = self.slot(False if isinstance(f.type, ir.BoolType) else 0)
@@ -125,6 +136,10 @@ class Frame:
             elements = [self.alloc(t.element, loc) for _ in range(t.size)]
             stride = (elements[0].end - elements[0].first) if elements else 0
             return StackLayout(t, first, elements, stride, first, len(self.initial))
+        if isinstance(t, ir.VarbitType):
+            first = self.slot(0)
+            self.slot(0)
+            return VarbitLayout(t.max_width, first, first + 2)
         if isinstance(t, ir.BoolType):
             return self.slot(False)
         if isinstance(t, ir.BitsType) and t.width > WIDE_BITS:

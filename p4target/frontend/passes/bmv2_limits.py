@@ -7,7 +7,8 @@ p4c's wording, so a program written against the embedded target moves to BMv2 un
   `x[hi:lo] = v` (`(bit<W>)v << lo`);
 - no run-time division or modulo (p4c only strength-reduces powers of two, see strength.py);
 - a table applied at most once on any path through a control;
-- registers of bit<W>/int<W> cells only;
+- headers of a whole number of bytes;
+- registers of bit<W>/int<W> cells only; no Checksum16 (p4c cannot translate it for BMv2);
 - mark_to_drop takes standard_metadata (the deprecated zero-argument form is refused).
 """
 from __future__ import annotations
@@ -32,6 +33,9 @@ def check_bmv2_limits(program: ir.Program) -> None:
         if isinstance(t, ir.StructLikeType):
             for f in t.fields:
                 _width(f.type, f.loc)
+        if isinstance(t, ir.HeaderType) and t.width() % 8:
+            raise _fail(f"header {t.name}: Found header with fields totaling {t.width()} bits.  BMv2 target only "
+                        f"supports headers with fields totaling a multiple of 8 bits.", t.loc)
     blocks = list(program.parsers.values()) + list(program.controls.values())
     code: list = [a.body for a in program.all_actions()]
     for a in program.all_actions():
@@ -79,6 +83,8 @@ def _check_node(n) -> None:
         for p, a in zip(params, n.args):
             if p.direction in ("out", "inout") and isinstance(a, ir.Slice):
                 _slice_write(a, None)
+        if isinstance(n, ir.ExternMethodCall) and getattr(n.target.type, "name", "") == "Checksum16":
+            raise _fail(f"{describe(n.target)}.{n.method}(...): not supported", n.loc)
         if isinstance(n, ir.ExternFunctionCall) and n.name == "mark_to_drop" and not n.args:
             raise _fail("Expected 1 argument for mark_to_drop(). Are you using an up-to-date v1model.p4?", n.loc)
 
@@ -143,7 +149,7 @@ def _union(a: Optional[frozenset], b: Optional[frozenset]) -> Optional[frozenset
 
 def describe(e: ir.Expr) -> str:
     """P4 text for an expression, for messages (p4c's spelling where it is simple)."""
-    if isinstance(e, ir.VarRef):
+    if isinstance(e, (ir.VarRef, ir.InstanceRef)):
         return e.name
     if isinstance(e, ir.Member):
         return f"{describe(e.expr)}.{e.member}"

@@ -2,7 +2,8 @@
 SideEffectOrdering), so that inlining a call is a matter of statements.
 
 After this pass a FunctionCall appears only as `f(args);`, `x = f(args);` or `return f(args);`,
-with argument expressions free of calls. Within an expression that contains a call, every
+with argument expressions free of calls; a lookahead of a header or struct type only as
+`x = packet.lookahead<H>();` or a statement of its own. Within an expression that contains a call, every
 operand evaluated before the call is first saved in a temporary (the call may change what
 it reads); `a && f()`, `a || f()` and `c ? f() : g()` become `if` statements so the call
 runs only when P4's short-circuit rules say so.
@@ -20,8 +21,14 @@ _CALLS = (ir.FunctionCall, ir.ExternFunctionCall, ir.ExternMethodCall, ir.Action
 
 
 def has_call(e) -> bool:
-    """Whether code `e` contains a P4 function call."""
-    return any(isinstance(n, ir.FunctionCall) for n in walk(e))
+    """Whether code `e` contains a P4 function call, or a lookahead of a header or struct
+    (whose value back ends only store: `x = packet.lookahead<H>()`)."""
+    return any(isinstance(n, ir.FunctionCall) or _compound_lookahead(n) for n in walk(e))
+
+
+def _compound_lookahead(n) -> bool:
+    return (isinstance(n, ir.ExternMethodCall) and n.method == "lookahead"
+            and isinstance(n.type, (ir.HeaderType, ir.StructType)))
 
 
 class SideEffectOrdering:
@@ -36,6 +43,8 @@ class SideEffectOrdering:
 
     def run(self, block) -> None:
         """Order the calls in a Parser, Control (its actions and instances too) or Function."""
+        if not _block_has_call(block):
+            return
         if isinstance(block, ir.Function):
             block.body.stmts = self.run_stmts(block.body.stmts)
             return
@@ -184,6 +193,18 @@ class SideEffectOrdering:
     @staticmethod
     def ref(decl: ir.VarDecl, loc: ir.Loc) -> ir.VarRef:
         return ir.VarRef(decl.type, loc, decl.name, decl)
+
+
+def _block_has_call(block) -> bool:
+    if isinstance(block, ir.Function):
+        return has_call(block.body)
+    code: list = [block.body] if isinstance(block, ir.Control) else list(block.states.values())
+    for d in block.locals:
+        if isinstance(d, ir.BlockInstance):
+            return True
+        if isinstance(d, ir.Action):
+            code.append(d.body)
+    return has_call(code)
 
 
 def _params(call: ir.Expr) -> list[ir.Param]:

@@ -19,27 +19,39 @@ CODE = (ir.Expr, ir.Stmt, ir.KeySet, ir.SwitchCase, ir.SelectCase, ir.Transition
 _NOT_OWNED = frozenset({"type", "loc", "annotations", "decl", "table", "action", "function", "instance"})
 
 
+_OWNED: dict[type, tuple[str, ...]] = {}
+
+
+def _owned(cls: type) -> tuple[str, ...]:
+    names = _OWNED.get(cls)
+    if names is None:
+        names = _OWNED[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.name not in _NOT_OWNED)
+    return names
+
+
 def _fields(node) -> Iterator[tuple[str, object]]:
     """(name, value) of the fields a code node owns."""
-    for f in dataclasses.fields(node):
-        if f.name not in _NOT_OWNED:
-            yield f.name, getattr(node, f.name)
+    for name in _owned(type(node)):
+        yield name, getattr(node, name)
 
 
 def walk(node) -> Iterator[object]:
     """Every code node in `node` (a code node, or a list/dict of them), pre-order."""
-    if isinstance(node, (list, tuple)):
-        for x in node:
-            yield from walk(x)
-    elif isinstance(node, dict):
-        for x in node.values():
-            yield from walk(x)
-    elif isinstance(node, CODE):
-        yield node
-        for _, value in _fields(node):
-            yield from walk(value)
-        if isinstance(node, ir.VarDeclStmt) and node.decl.init is not None:
-            yield from walk(node.decl.init)
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (list, tuple)):
+            stack.extend(reversed(n))
+        elif isinstance(n, dict):
+            stack.extend(reversed(list(n.values())))
+        elif isinstance(n, CODE):
+            yield n
+            if isinstance(n, ir.VarDeclStmt) and n.decl.init is not None:
+                stack.append(n.decl.init)
+            for name in reversed(_owned(type(n))):
+                value = getattr(n, name)
+                if isinstance(value, (list, dict, CODE)):
+                    stack.append(value)
 
 
 def map_exprs(node, fn: Callable[[ir.Expr], ir.Expr]) -> None:
