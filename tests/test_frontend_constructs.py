@@ -9,7 +9,7 @@ from p4target.frontend import ir, load_source
 HEADERS = """
 #include <core.p4>
 #include <v1model.p4>
-header h_t { bit<8> a; bit<16> b; int<32> s; bit<1> flag; }
+header h_t { bit<8> a; bit<16> b; int<32> s; bit<1> flag; bit<7> pad; }  // BMv2: whole bytes
 header v_t { bit<16> tci; bit<16> et; }
 struct headers { h_t h; v_t[3] vl; }
 struct meta_t { bit<8> x; bit<16> y; bool ok; bit<32> w; int<8> i; }

@@ -275,3 +275,23 @@ def test_table_in_both_branches_is_one_apply_per_path():
     load("", "if (hdr.h.b == 0) { t.apply(); } else { t.apply(); }", locals_)
     with pytest.raises(P4Error, match="path from table I.t back to itself"):
         load("", "if (hdr.h.b == 0) { t.apply(); } t.apply();", locals_)
+
+
+NEW_TYPE = "type bit<8> T;\nheader t_h { T f; }"
+
+
+def test_new_types_check_apart_then_become_their_underlying_type():
+    p = load(NEW_TYPE, "T x = (T)hdr.h.a; T y = 5; if (x == y) { hdr.h.b = (bit<8>)x; }")
+    assert not any(isinstance(getattr(n, "type", None), ir.NewType) for n in lowered_nodes(p))
+    assert run(p, bytes([5, 0, 0, 0])) == bytes([5, 5, 0, 0])
+    assert run(p, bytes([6, 0, 0, 0])) == bytes([6, 0, 0, 0])
+
+
+@pytest.mark.parametrize("apply, message", [
+    ("T x = hdr.h.a;", "Cannot unify bit<8> to T"),
+    ("T x = (T)hdr.h.a; T y = x + x;", "needs bit<W> or int<W> operands"),
+    ("T x = (T)hdr.h.a; bit<16> y = (bit<16>)x;", "cannot cast T to bit<16>"),
+])
+def test_new_types_need_casts(apply, message):
+    with pytest.raises(P4Error, match=message):
+        load(NEW_TYPE, apply)

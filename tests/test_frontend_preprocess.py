@@ -88,3 +88,17 @@ def test_cli_takes_defines(tmp_path):
     assert ok.returncode == 0, ok.stderr
     bad = subprocess.run([exe, "p4", "compile", str(path)], capture_output=True, text=True)
     assert bad.returncode == 2 and "WHAT: declaration not found" in bad.stderr
+
+
+@pytest.mark.parametrize("check, error", [
+    ('V1MODEL_VERSION >= 20180101, "old v1model"', None),
+    ('V1MODEL_VERSION > 20300000, "need a newer v1model"', "need a newer v1model"),
+    ("1 == 2", "static_assert failed"),
+])
+def test_static_assert_is_checked_at_compile_time(check, error):
+    src = PROGRAM % ("", f"const bool ok = static_assert({check});", "", "")
+    if error is None:
+        assert load_source(src, "t.p4").constants["ok"].value.value is True
+    else:
+        with pytest.raises(P4Error, match=error):
+            load_source(src, "t.p4")

@@ -83,3 +83,38 @@ def test_digest_is_queued_and_packet_dropped(pipeline):
 def test_truncate(pipeline):
     out = pipeline.process(1, pkt(7))
     assert out[0][1] == bytes([7, 0, NORMAL])
+
+
+FIELD_LIST_PROGRAM = """
+#include <core.p4>
+#include <v1model.p4>
+const bit<8> KEEP = 3;
+header h_t { bit<8> op; bit<8> kept; bit<8> lost; }
+struct m_t { @field_list(KEEP) bit<8> kept; bit<8> lost; }
+struct H { h_t h; }
+parser P(packet_in pk, out H h, inout m_t m, inout standard_metadata_t sm) { state start { pk.extract(h.h); transition accept; } }
+control V(inout H h, inout m_t m) { apply { } }
+control I(inout H h, inout m_t m, inout standard_metadata_t sm) {
+    apply {
+        sm.egress_spec = 1;
+        m.kept = 0x11;
+        m.lost = 0x22;
+        clone_preserving_field_list(CloneType.I2E, 5, KEEP);
+    }
+}
+control E(inout H h, inout m_t m, inout standard_metadata_t sm) {
+    apply { if (sm.instance_type == 1) { h.h.kept = m.kept; h.h.lost = m.lost; } }
+}
+control C(inout H h, inout m_t m) { apply { } }
+control D(packet_out pk, in H h) { apply { pk.emit(h.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_field_list_named_by_a_constant_is_preserved_in_clones():
+    from p4target.frontend import load_source
+    pipe = Pipeline(load_source(FIELD_LIST_PROGRAM, "fl.p4"))
+    pipe.state.clone_session_insert(5, [(7, 0)])
+    out = dict(pipe.process(1, bytes([0, 0, 0])))
+    assert out[7] == bytes([0, 0x11, 0])  # the clone kept m.kept (list KEEP = 3), not m.lost
+    assert out[1] == bytes([0, 0, 0])

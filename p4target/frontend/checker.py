@@ -17,7 +17,8 @@ from ..errors import P4Error
 from . import ir
 from .passes.walk import completes, same_expr
 from .preprocess import Source
-from .typing import BIT32, BOOL, COMPARE, ERROR, INFINT, MATCH_KIND, STRING, VOID, fold_binary, is_numeric, same_type, wrap
+from .typing import (BIT32, BOOL, COMPARE, ERROR, INFINT, MATCH_KIND, STRING, VOID, fold_binary, is_key, is_numeric,
+                     same_type, wrap)
 
 _INT = re.compile(r"(?:(\d+)([ws]))?(0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|0[dD][0-9_]+|\d[0-9_]*)$")
 _HEADER_METHODS = {"isValid": BOOL, "setValid": VOID, "setInvalid": VOID}
@@ -121,8 +122,18 @@ class Checker:
             name = self.name_of(a.children[0])
             if name == "name" and (len(given) != 1 or getattr(given[0], "data", "") != "string_lit"):
                 raise self.error(a, f"{self.text(given[0]) if given else '@name'}: @name annotation's value must be a string")
-            anns.append(ir.Annotation(name, [self.annotation_arg(c) for c in given], self.loc(a)))
+            if name == "field_list":  # p4c evaluates these: named constants are allowed
+                args = [self.field_list_index(c) for c in given]
+            else:
+                args = [self.annotation_arg(c) for c in given]
+            anns.append(ir.Annotation(name, args, self.loc(a)))
         return anns
+
+    def field_list_index(self, node) -> int:
+        v = self.expr(node, self.top)
+        if not isinstance(v, ir.Constant) or v.value < 0:
+            raise self.error(node, f"{self.text(node)}: a @field_list index must be a non-negative integer constant")
+        return v.value
 
     def annotation_arg(self, node):
         if isinstance(node, Tree):
@@ -176,6 +187,16 @@ class Checker:
         name = self.name_of(name_node)
         self.declare(self.top, name, t, name_node)
         self.program.typedefs[name] = t
+
+    def decl_newtype_decl(self, node: Tree) -> None:
+        ann, type_node, name_node = node.children
+        base = self.resolve_type(type_node, self.top)
+        if not (is_numeric(base) or isinstance(base, (ir.BoolType, ir.NewType))):
+            raise self.error(type_node, f"unsupported: type declaration over {base}")
+        name = self.name_of(name_node)
+        t = ir.NewType(name, base, self.annotations(ann), self.loc(name_node))
+        self.declare(self.top, name, t, name_node)
+        self.program.types[name] = t
 
     def _struct_like(self, node: Tree, cls) -> None:
         ann, name_node, *fields = node.children
@@ -593,7 +614,7 @@ class Checker:
             args_node, *cases = trans.children
             keys = [self.expr(n, inner) for _, n in self.arg_nodes(args_node)]
             for k, (_, n) in zip(keys, self.arg_nodes(args_node)):
-                if not (is_numeric(k.type) or isinstance(k.type, (ir.BoolType, ir.EnumType, ir.ErrorType))):
+                if not is_key(k.type):
                     raise self.error(n, f"select key {self.text(n)} has type {k.type}, which cannot be matched")
             out_cases = []
             for c in cases:
@@ -630,6 +651,8 @@ class Checker:
         e = self.expr(node, scope)
         if _serializable(t) and isinstance(e, ir.Constant) and isinstance(e.type, ir.InfIntType):
             return self.coerce(e, t.underlying, node)
+        if isinstance(t, ir.NewType) and isinstance(e, ir.Constant) and isinstance(e.type, ir.InfIntType):
+            return ir.Constant(t, e.loc, self.coerce(e, t.underlying, node).value, e.base)
         return self.coerce(e, t, node)
 
     # ------------------------------------------------------------------ controls
@@ -723,9 +746,9 @@ class Checker:
         kind = self.name_of(kind_node)
         if kind not in self.program.match_kinds:
             raise self.error(kind_node, f"{kind}: no such match_kind")
-        if not (is_numeric(e.type) or isinstance(e.type, (ir.BoolType, ir.EnumType, ir.ErrorType))):
+        if not is_key(e.type):
             raise self.error(expr_node, f"table {table.name}: key {self.text(expr_node)} has type {e.type}, which cannot be matched")
-        if kind in ("lpm", "ternary", "range") and not (is_numeric(e.type) or isinstance(e.type, ir.BoolType)
+        if kind in ("lpm", "ternary", "range") and not (is_numeric(e.type) or isinstance(e.type, (ir.BoolType, ir.NewType))
                                                          or _serializable(e.type)):
             raise self.error(expr_node, f"table {table.name}: {kind} key must be bit<W> or int<W>")
         anns = self.annotations(ann)
@@ -877,6 +900,8 @@ class Checker:
             return ir.Assign(loc, lhs, rhs)
         if kind == "call_stmt":
             call = self.call(node.children[0], node.children[1], scope, node)
+            if isinstance(call, ir.BoolLiteral):  # a static_assert that held: nothing to run
+                return ir.Block(loc, [])
             return ir.MethodCallStmt(loc, call)
         if kind == "type_call_stmt":
             type_node, name_node, args = node.children
@@ -1231,6 +1256,8 @@ class Checker:
         if isinstance(e.type, ir.InfIntType) and isinstance(e, ir.Constant):
             if is_numeric(t):
                 return ir.Constant(t, e.loc, wrap(e.value, t), e.base)
+            if isinstance(t, ir.NewType) and is_numeric(t.underlying):  # `T x = 5;` is allowed
+                return ir.Constant(t, e.loc, wrap(e.value, t.underlying), e.base)
             if isinstance(t, ir.InfIntType):
                 return e
             if isinstance(t, ir.EnumType) and t.underlying is not None:
@@ -1367,7 +1394,9 @@ class Checker:
         loc = self.loc(node)
         src = e.type
         ok = False
-        if isinstance(t, (ir.BitsType, ir.IntType)):
+        if isinstance(src, ir.NewType) and not isinstance(t, ir.NewType):
+            ok = same_type(src.underlying, t)  # only back to what it is made of
+        elif isinstance(t, (ir.BitsType, ir.IntType)):
             ok = (is_numeric(src) or isinstance(src, ir.InfIntType)
                   or (isinstance(src, ir.BoolType) and isinstance(t, ir.BitsType) and t.width == 1)
                   or (isinstance(src, ir.EnumType) and src.underlying is not None))
@@ -1377,12 +1406,17 @@ class Checker:
             ok = isinstance(src, ir.BoolType) or (isinstance(src, ir.BitsType) and src.width == 1) or isinstance(src, ir.InfIntType)
         elif isinstance(t, ir.EnumType) and t.underlying is not None:
             ok = same_type(src, t.underlying) or isinstance(src, ir.InfIntType) or same_type(src, t)
+        elif isinstance(t, ir.NewType):
+            ok = same_type(src, t.underlying) or same_type(src, t) or (
+                isinstance(src, ir.InfIntType) and is_numeric(t.underlying))
         else:
             ok = same_type(src, t)
         if not ok:
             raise self.error(node, f"{self.text(node)}: cannot cast {src} to {t}")
         if isinstance(e, ir.Constant) and isinstance(t, (ir.BitsType, ir.IntType)):
             return ir.Constant(t, loc, wrap(e.value, t), e.base)
+        if isinstance(e, ir.Constant) and isinstance(t, ir.NewType) and is_numeric(t.underlying):
+            return ir.Constant(t, loc, wrap(e.value, t.underlying), e.base)
         if isinstance(e, ir.Constant) and isinstance(t, ir.BoolType):
             if e.value not in (0, 1):
                 raise self.error(node, f"{self.text(node)}: only 0 and 1 can be cast to bool")
@@ -1542,11 +1576,23 @@ class Checker:
                     raise self.error(node, "verify can only be called in a parser")
                 bindings = self.explicit_bindings(f.type_params, explicit, node, name)
                 values = self.bind_args(f.params, args, scope, bindings, node, name)
+                if name == "static_assert":
+                    return self.static_assert(values, node)
                 return ir.ExternFunctionCall(_subst(f.return_type, bindings), loc, name, values,
                                              [bindings.get(tp) for tp in f.type_params], f)
             raise self.error(tok, f"{name} is not an action or function")
         raise self.error(node, f"unsupported: call of {self.text(callee)}")
 
+
+    def static_assert(self, values: list[ir.Expr], node) -> ir.BoolLiteral:
+        """static_assert(check[, message]): checked now; its value is true."""
+        check = values[0]
+        if not isinstance(check, ir.BoolLiteral):
+            raise self.error(node, f"{self.text(node)}: static_assert needs a compile-time constant condition")
+        if not check.value:
+            message = values[1].value if len(values) > 1 else "static_assert failed"
+            raise self.error(node, f"{self.text(node)}: {message}")
+        return check
 
     def block_apply(self, target, name_node, args: list, scope: Scope, node) -> ir.ApplyCall:
         """`inst.apply(args)`, or `Type.apply(args)`: a direct invocation, which declares an
@@ -1580,6 +1626,8 @@ def _fixed_bits(t: ir.Type) -> bool:
     struct of those."""
     if isinstance(t, ir.StructType):
         return all(_fixed_bits(f.type) for f in t.fields)
+    if isinstance(t, ir.NewType):
+        return _fixed_bits(t.underlying)
     return is_numeric(t) or isinstance(t, ir.BoolType) or _serializable(t)
 
 

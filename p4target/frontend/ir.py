@@ -317,6 +317,22 @@ class EnumType(Type):
     __hash__ = object.__hash__
 
 
+@dataclass(eq=False)
+class NewType(Type):
+    """`type bit<32> T;`: a type of its own with `underlying`'s values (only casts convert
+    between them). Lowered away: back ends see `underlying`."""
+
+    name: str
+    underlying: Type
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+
+    def __str__(self) -> str:
+        return self.name
+
+    __hash__ = object.__hash__
+
+
 @dataclass(frozen=True)
 class TupleType(Type):
     """Type of a list expression `{a, b}` (and tuple<...>)."""
@@ -398,7 +414,7 @@ def _fixed_width(t: Type) -> int:
         return t.max_width
     if isinstance(t, BoolType):
         return 1
-    if isinstance(t, EnumType) and t.underlying is not None:
+    if isinstance(t, (EnumType, NewType)) and t.underlying is not None:
         return _fixed_width(t.underlying)
     raise TypeError(f"{t} has no fixed width")
 

@@ -17,6 +17,13 @@ def is_numeric(t: ir.Type) -> bool:
     return isinstance(t, (ir.BitsType, ir.IntType))
 
 
+def is_key(t: ir.Type) -> bool:
+    """A type a table key or select key may have."""
+    if isinstance(t, ir.NewType):
+        return is_key(t.underlying)
+    return is_numeric(t) or isinstance(t, (ir.BoolType, ir.EnumType, ir.ErrorType))
+
+
 def wrap(value: int, t: ir.Type) -> int:
     """Reduce `value` into the range of `t` (modulo for bit<w>, two's complement for int<w>)."""
     if isinstance(t, ir.BitsType):
@@ -35,7 +42,7 @@ def same_type(a: ir.Type, b: ir.Type) -> bool:
         return len(a.elements) == len(b.elements) and all(same_type(x, y) for x, y in zip(a.elements, b.elements))
     if isinstance(a, ir.StackType) and isinstance(b, ir.StackType):
         return a.size == b.size and same_type(a.element, b.element)
-    if isinstance(a, (ir.StructLikeType, ir.EnumType)) or isinstance(b, (ir.StructLikeType, ir.EnumType)):
+    if isinstance(a, (ir.StructLikeType, ir.EnumType, ir.NewType)) or isinstance(b, (ir.StructLikeType, ir.EnumType, ir.NewType)):
         return False
     return a == b
 

@@ -35,4 +35,9 @@ match_kind {
     lpm
 }
 
+/* Checked at compile time: false stops compilation with the message. Returns true, so it can
+ * initialize a constant: const bool ok = static_assert(V1MODEL_VERSION >= 20200408, "..."); */
+extern bool static_assert(bool check, string message);
+extern bool static_assert(bool check);
+
 #endif  /* _CORE_P4_ */

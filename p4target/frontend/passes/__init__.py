@@ -11,7 +11,8 @@ module and each doing one thing:
 6. strength: division and modulo by powers of two become shifts and masks;
 7. action_args: actions whose directional parameters a table binds are specialized;
 8. prune: only what the V1Switch instance uses stays in the Program;
-9. bmv2_limits: what p4c's BMv2 back end rejects is rejected here too.
+9. new_types: `type` declarations, checked, give way to their underlying types;
+10. bmv2_limits: what p4c's BMv2 back end rejects is rejected here too.
 
 ir.py's docstring ("After lowering") lists what the result may contain.
 """
@@ -24,6 +25,7 @@ from .blocks import inline_blocks
 from .bmv2_limits import check_bmv2_limits
 from .functions import inline_calls, inline_functions
 from .initializers import move_initializers
+from .new_types import erase_new_types
 from .header_unions import invalidate_union_siblings, lower_header_unions
 from .side_effects import SideEffectOrdering
 from .strength import reduce_strength, reduce_strength_in_action
@@ -62,6 +64,7 @@ def lower(program: ir.Program) -> ir.Program:
     prune(program, blocks)
     check_lowered(program)
     check_unique_names(program)
+    erase_new_types(program)
     check_bmv2_limits(program)
     return program
 
