@@ -66,7 +66,6 @@ class BlockDecl:
     kind: str  # "parser" | "control"
     name: str
     node: Tree
-    params: list[ir.Param]
     ctor_params: list[ir.Param]
     checked: Union[ir.Parser, ir.Control, None] = None  # without constructor parameters: the declaration itself
     building: bool = field(default=False)
@@ -494,17 +493,16 @@ class Checker:
     def block_decl(self, node: Tree, kind: str) -> None:
         """Declare a parser/control; check it now unless it has constructor parameters
         (then each instance is checked with its arguments bound)."""
-        ann, name_node, tp, params_node, ctor = node.children[:5]
+        ann, name_node, tp, _, ctor = node.children[:5]
         name = self.name_of(name_node)
         if tp is not None:
             raise self.error(name_node, f"unsupported: generic {kind} {name}")
         scope = Scope(self.top)
-        params = self.params(params_node, scope)
         ctor_params = self.params(ctor.children[0], scope) if ctor is not None else []
         for p in ctor_params:
             if p.direction:
                 raise self.error(p.loc, f"{p.name}: constructor parameters cannot have a direction")
-        decl = BlockDecl(kind, name, node, params, ctor_params)
+        decl = BlockDecl(kind, name, node, ctor_params)
         self.declare(self.top, name, decl, name_node)
         if not ctor_params:
             decl.checked = self.build_block(decl, name, {})

@@ -4,6 +4,11 @@ Everything here is a plain dataclass. The front end has already resolved every n
 checked every type, so consumers (the interpreter, the P4Info generator, the STF runner)
 never look anything up by string except where noted.
 
+The checker (checker.py) builds this IR; the passes (passes/) then LOWER it, and
+load_program returns the lowered program. Back ends (the Python engine in interp/codegen.py,
+the C engine in native/) only ever see the lowered form; section "After lowering" below
+says exactly what it may contain.
+
 How to walk a Program
 ---------------------
 `Program` holds:
@@ -16,7 +21,8 @@ How to walk a Program
   - `actions`: top-level actions (NoAction from core.p4 and any the program declares).
   - `externs` (extern object declarations by name) and `extern_functions` (name -> list of
     overloads, e.g. mark_to_drop() and mark_to_drop(inout standard_metadata_t)).
-  - `parsers` / `controls`: every parser/control declaration by name.
+  - `parsers` / `controls`: the parser/control blocks by name (after lowering: only those
+    `main` runs).
   - `main`: the `V1SwitchInstance` saying which Parser/Control is bound to each v1model stage:
     parser, verify_checksum, ingress, egress, compute_checksum, deparser.
 
@@ -69,6 +75,61 @@ StringType, VoidType, ErrorType, MatchKindType, HeaderType / StructType / Header
 (fields in order; compare by identity), StackType(element, size), EnumType (members; a
 serializable enum has `underlying` and `values`), TupleType (ListExpr), ExternType (the type
 of an extern instance or packet_in/packet_out param), ActionRunType/TableResultType internal.
+
+After lowering
+--------------
+What the checker accepts but no back end sees (each removed by the pass named):
+  - FunctionCall and Function (passes/functions.py: inlined; `Program.functions` is empty);
+  - BlockInstance and ApplyCall (passes/blocks.py: sub-parsers and sub-controls inlined;
+    their tables/actions/externs/variables are locals of the v1model block, keyed
+    `inst.name` + "." + local name in `Control.tables` etc., named for P4Info by the
+    checker: `MyIngress.sub.t`);
+  - ActionRef.args (passes/action_args.py: a table that binds directional arguments gets
+    its own copy of the action, same name, only directionless parameters);
+  - NewType (passes/new_types.py: every type is the underlying one);
+  - Binary `/` and `%` (passes/strength.py: powers of two became `>>` and `&`;
+    bmv2_limits.py refuses the rest, as p4c's BMv2 back end does);
+  - control-level VarDecl initializers (passes/initializers.py: the first statements of
+    the apply block); `Program.instances` (top-level externs: a local of the first block
+    using them, global name kept).
+What remains, and how to read it:
+  - `Program.parsers` / `controls`: exactly the blocks `main` runs (nothing else).
+  - Control.locals: Action, Table, ExternInstance, VarDecl (no initializer; reset to zero
+    / invalid each time the control runs). Parser.locals: VarDecl (an initializer, if any,
+    is a constant expression evaluated when parsing starts) and ExternInstance.
+  - Statements: Block, Assign, MethodCallStmt, If, Switch, Exit, VarDeclStmt, and Return
+    only directly in a v1model control's body or an action (it leaves that control or
+    action; inlined code has none left).
+  - A MethodCallStmt calls ExternMethodCall, ExternFunctionCall, ActionCall,
+    HeaderMethodCall, TableApply or TableHitMiss.
+  - ActionCall (a control calling an action directly): in/inout arguments are copied in,
+    out/inout ones copied out after the body, also when the body executes `exit`.
+  - Expressions are free of side effects except TableHitMiss (applies its table; evaluate
+    operands left to right, `&&`/`||`/`?:` short-circuit) and ActionRun (only a Switch
+    subject). `packet.lookahead<T>()` of a header or struct T appears only as the whole
+    right side of an Assign (fields from the next bits; a header comes out valid) or as a
+    statement (then only the PacketTooShort check matters); of bit/int/bool anywhere in a
+    parser.
+  - Slices are never nested (x[a:b][c:d] is x[b+c:b+d]); a Slice may be an l-value: the
+    left side of an Assign or an out/inout argument.
+  - Header unions: setValid/extract/assignment of a member are already followed by
+    statements invalidating its siblings (passes/header_unions.py): a back end can store a
+    union like a struct of headers; `isValid()` of the union is "any member valid".
+  - Header stacks: Member `next`/`last` only in a parser (`extract(s.next)`,
+    `extract(union_stack.next.member)`), `lastIndex` only in a parser; ArrayIndex with a
+    run-time bit<W>/int<W> index anywhere; push_front/pop_front with a constant count.
+    `==` on stacks compares their headers (not the next index).
+  - varbit<W> fields (headers only): `packet.extract(h, bits)` (ExternMethodCall with two
+    args) checks as BMv2 does: (fixed + bits) % 8 != 0 -> ParserInvalidArgument,
+    bits > W -> HeaderTooShort, then PacketTooShort; emit writes the current length; copies
+    and `==` include the length; in hash/checksum data a varbit contributes its current bits.
+  - A header field may be a struct of fixed-width fields (laid out in place on the wire).
+  - TupleType only types ListExpr arguments of hash/digest/checksum/log_msg (tuple
+    variables are StructTypes with fields f0, f1, ...).
+  - `TableEntry.priority` follows P4Runtime (largest wins); @priority annotations (BMv2:
+    smallest wins) were converted by the checker.
+  - BMv2's limits hold (passes/bmv2_limits.py): widths <= 2048, constant shift amounts
+    <= 256, headers of whole bytes, each table applied at most once per path.
 
 Control-plane naming (P4Info): `Table.control_plane_name`, `Action.control_plane_name`,
 `ExternInstance.control_plane_name` apply the p4c rule: an `@name("x")` annotation wins
