@@ -59,6 +59,18 @@ class Context:
 
 
 @dataclass(eq=False)
+class GenericFunction:
+    """A function with type parameters, checked once per distinct binding of them."""
+
+    name: str
+    node: Tree
+    type_params: list[str]
+    params: list[ir.Param]  # typed with TypeVars: for inferring a call's bindings
+    instances: dict[tuple, ir.Function] = field(default_factory=dict)
+    building: set = field(default_factory=set)
+
+
+@dataclass(eq=False)
 class BlockDecl:
     """A parser or control declaration. Its tree is checked anew for every instance, with the
     constructor arguments bound and the instance's prefix, so each instance is its own IR."""
@@ -67,6 +79,7 @@ class BlockDecl:
     name: str
     node: Tree
     ctor_params: list[ir.Param]
+    type_params: list[str]
     checked: Union[ir.Parser, ir.Control, None] = None  # without constructor parameters: the declaration itself
     building: bool = field(default=False)
 
@@ -338,9 +351,21 @@ class Checker:
         ann, proto, body = node.children
         ret_node, name_node, tp_node, params_node = proto.children
         name = self.name_of(name_node)
-        if tp_node is not None:
-            raise self.error(name_node, f"unsupported: generic function {name}")
+        if tp_node is not None:  # checked for each binding of its type parameters, at the calls
+            tps, inner = self.type_params(tp_node, self.top)
+            self.declare(self.top, name, GenericFunction(name, node, tps, self.params(params_node, inner)), name_node)
+            return
+        f = self.function(node, {})
+        self.declare(self.top, name, f, name_node)  # after the body: a function cannot call itself
+        self.program.functions[name] = f
+
+    def function(self, node: Tree, bindings: dict[str, ir.Type]) -> ir.Function:
+        """Check a function declaration, its type parameters (if any) bound to `bindings`."""
+        ann, proto, body = node.children
+        ret_node, name_node, tp_node, params_node = proto.children
+        name = self.name_of(name_node)
         scope = Scope(self.top)
+        scope.names.update(bindings)
         ret = self.resolve_type(ret_node, scope)
         params = self.params(params_node, scope)
         for p in params:
@@ -351,8 +376,29 @@ class Checker:
         self.ctx = saved
         if not isinstance(ret, ir.VoidType) and completes(f.body):
             raise self.error(name_node, f"Function '{name}' does not return a value on all paths")
-        self.declare(self.top, name, f, name_node)  # after the body: a function cannot call itself
-        self.program.functions[name] = f
+        return f
+
+    def generic_call(self, g: "GenericFunction", args: list, scope: Scope, node, explicit: Optional[list]) -> ir.FunctionCall:
+        """A call of a generic function: its type arguments (explicit or inferred from the
+        arguments) pick the instance of the function checked for them."""
+        bindings = self.explicit_bindings(g.type_params, explicit, node, g.name)
+        self.bind_args(g.params, args, scope, bindings, node, f"function {g.name}")
+        missing = [t for t in g.type_params if t not in bindings]
+        if missing:
+            raise self.error(node, f"{g.name}: cannot infer type argument {missing[0]}")
+        key = tuple(bindings[t] for t in g.type_params)
+        f = g.instances.get(key)
+        if f is None:
+            if key in g.building:
+                raise self.error(node, f"{g.name}: recursive call")
+            g.building.add(key)
+            saved = self.ctx
+            f = g.instances[key] = self.function(g.node, bindings)
+            self.ctx = saved
+            g.building.discard(key)
+            self.program.functions[f"{g.name}<{', '.join(str(t) for t in key)}>"] = f
+        values = self.bind_args(f.params, args, scope, {}, node, f"function {g.name}")
+        return ir.FunctionCall(f.return_type, self.loc(node), f, values)
 
     def decl_parser_type_decl(self, node: Tree) -> None:
         self._block_type(node, "parser")
@@ -408,9 +454,12 @@ class Checker:
         if scope is self.top and not isinstance(decl, ir.ExternDecl):
             return self.main_instance(node)
         if isinstance(decl, BlockDecl):
-            if type_node.data == "specialized_type":
-                raise self.error(type_node, f"{decl.name} takes no type arguments")
-            bindings = self.ctor_bindings(decl, args_node, scope, node)
+            type_args = [self.resolve_type(t, scope) for t in type_node.children[1].children] \
+                if type_node.data == "specialized_type" else []
+            if len(type_args) != len(decl.type_params):
+                raise self.error(type_node, f"{decl.name}: expected {len(decl.type_params)} type arguments, got {len(type_args)}")
+            bindings = dict(zip(decl.type_params, type_args))
+            bindings.update(self.ctor_bindings(decl, args_node, scope, node))
             inst = self.instantiate(decl, name, self.annotations(ann), bindings, self.loc(name_node))
             self.declare(scope, name, inst, name_node)
             return inst
@@ -459,6 +508,8 @@ class Checker:
             if decl.kind != want:
                 raise self.error(arg, f"V1Switch {stage}: {bname} is not a {want}")
             block = decl.checked
+            if decl.type_params:
+                raise self.error(arg, f"unsupported: generic {want} {bname} as a V1Switch argument")
             if decl.ctor_params or self.arg_nodes(arg.children[1]):
                 block = self.build_block(decl, bname, self.ctor_bindings(decl, arg.children[1], self.top, arg))
                 (self.program.parsers if want == "parser" else self.program.controls)[bname] = block
@@ -495,16 +546,14 @@ class Checker:
         (then each instance is checked with its arguments bound)."""
         ann, name_node, tp, _, ctor = node.children[:5]
         name = self.name_of(name_node)
-        if tp is not None:
-            raise self.error(name_node, f"unsupported: generic {kind} {name}")
-        scope = Scope(self.top)
+        tps, scope = self.type_params(tp, self.top)
         ctor_params = self.params(ctor.children[0], scope) if ctor is not None else []
         for p in ctor_params:
             if p.direction:
                 raise self.error(p.loc, f"{p.name}: constructor parameters cannot have a direction")
-        decl = BlockDecl(kind, name, node, ctor_params)
+        decl = BlockDecl(kind, name, node, ctor_params, tps)
         self.declare(self.top, name, decl, name_node)
-        if not ctor_params:
+        if not ctor_params and not tps:
             decl.checked = self.build_block(decl, name, {})
             (self.program.parsers if kind == "parser" else self.program.controls)[name] = decl.checked
 
@@ -1555,6 +1604,8 @@ class Checker:
             decl = scope.lookup(name)
             if decl is None:
                 raise self.error(tok, f"{name}: declaration not found")
+            if isinstance(decl, GenericFunction):
+                return self.generic_call(decl, args, scope, node, explicit)
             if explicit is not None and not isinstance(decl, list):
                 raise self.error(node, f"{name} takes no type arguments")
             if isinstance(decl, ir.Action):
@@ -1599,8 +1650,8 @@ class Checker:
         if method != "apply":
             raise self.error(name_node, f"{target.name} has no method {method}")
         if isinstance(target, BlockDecl):
-            if target.ctor_params:
-                raise self.error(node, f"{target.name} has constructor parameters; instantiate it to apply it")
+            if target.ctor_params or target.type_params:
+                raise self.error(node, f"{target.name} has constructor or type parameters; instantiate it to apply it")
             target = self.instantiate(target, target.name, ir.Annotations(), {}, self.loc(node))
             self.ctx.block.locals.append(target)
         return self.apply_call(target, args, scope, node)

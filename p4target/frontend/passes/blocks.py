@@ -53,7 +53,7 @@ class _Params:
                                    for a in first))
         self.value: dict[int, ir.Expr] = {}  # id(param) -> what replaces it
         for p, arg in zip(self.params, first):
-            if self.substitute or p.direction == "":
+            if self.substitute or p.direction == "" or isinstance(p.type, ir.ExternType):  # packet_in: never copied
                 self.value[id(p)] = arg
             else:
                 var = ir.VarDecl(f"{inst.name}_{p.name}", p.type, loc=p.loc)
@@ -69,6 +69,8 @@ class _Params:
         out: list[ir.Stmt] = []
         for p, arg in zip(self.params, call.args):
             target = self.value[id(p)]
+            if isinstance(p.type, ir.ExternType):
+                continue
             if p.direction == "out":
                 out.extend(invalidate(clone(target), call.loc))
             elif p.direction == "inout" or p.direction == "in":
@@ -80,7 +82,8 @@ class _Params:
         if self.substitute:
             return []
         return [ir.Assign(call.loc, arg, clone(self.value[id(p)])) for p, arg in zip(self.params, call.args)
-                if p.direction in ("out", "inout") and not isinstance(arg, ir.DontCare)]
+                if p.direction in ("out", "inout") and not isinstance(arg, ir.DontCare)
+                and not isinstance(p.type, ir.ExternType)]
 
 
 def invalidate(e: ir.Expr, loc: ir.Loc) -> list[ir.Stmt]:
