@@ -33,10 +33,11 @@ def check_bmv2_limits(program: ir.Program) -> None:
         if isinstance(t, ir.StructLikeType):
             for f in t.fields:
                 _width(f.type, f.loc)
-        if isinstance(t, ir.HeaderType) and t.width() % 8:
+    blocks = list(program.parsers.values()) + list(program.controls.values())
+    for t in _used_headers(blocks):
+        if t.width() % 8:
             raise _fail(f"header {t.name}: Found header with fields totaling {t.width()} bits.  BMv2 target only "
                         f"supports headers with fields totaling a multiple of 8 bits.", t.loc)
-    blocks = list(program.parsers.values()) + list(program.controls.values())
     code: list = [a.body for a in program.all_actions()]
     for a in program.all_actions():
         for p in a.params:
@@ -57,6 +58,24 @@ def check_bmv2_limits(program: ir.Program) -> None:
             code.append(list(b.states.values()))
     for n in walk(code):
         _check_node(n)
+
+
+def _used_headers(blocks: list) -> list[ir.HeaderType]:
+    """Header types the blocks' parameters and variables hold (p4c ignores unused ones)."""
+    found: dict[int, ir.HeaderType] = {}
+    todo: list[ir.Type] = [p.type for b in blocks for p in b.params]
+    todo += [d.type for b in blocks for d in b.locals if isinstance(d, ir.VarDecl)]
+    todo += [n.decl.type for b in blocks for n in walk(b.body if isinstance(b, ir.Control) else list(b.states.values()))
+             if isinstance(n, ir.VarDeclStmt)]
+    while todo:
+        t = todo.pop()
+        if isinstance(t, ir.StackType):
+            todo.append(t.element)
+        elif isinstance(t, ir.StructLikeType) and id(t) not in found:
+            if isinstance(t, ir.HeaderType):
+                found[id(t)] = t
+            todo.extend(f.type for f in t.fields)
+    return list(found.values())
 
 
 def _width(t: ir.Type, loc: ir.Loc) -> None:
