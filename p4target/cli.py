@@ -1,7 +1,8 @@
 """`aggnet p4 compile` and `aggnet p4 stf`: the embedded target's front end and packet tests.
 
     aggnet p4 compile PROG.p4 --p4info OUT.txtpb   check a program, write its P4Info (exit 0 / 2)
-    aggnet p4 stf PROG.p4 TEST.stf                 run an STF test (exit 0 pass, 1 mismatch, 2 error)
+    aggnet p4 stf [--engine native|python] PROG.p4 TEST.stf
+                                                   run an STF test (exit 0 pass, 1 mismatch, 2 error)
 """
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     stf.add_argument("program", metavar="PROG.p4")
     stf.add_argument("test", metavar="TEST.stf")
     stf.add_argument("-v", "--verbose", action="store_true", help="also print register/counter values read")
+    stf.add_argument("--engine", choices=("native", "python"), default="native",
+                     help="native: the program compiled to C (default; falls back to python with a warning "
+                          "for constructs it lacks); python: the reference engine")
     stf.set_defaults(_p4_run=_stf)
 
 
@@ -43,7 +47,7 @@ def _compile(args: argparse.Namespace) -> int:
 def _stf(args: argparse.Namespace) -> int:
     from p4target.stf import run_stf_file
 
-    result = run_stf_file(args.program, args.test)
+    result = run_stf_file(args.program, args.test, args.engine)
     if args.verbose:
         for line in result.log:
             print(line)

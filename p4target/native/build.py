@@ -1,0 +1,73 @@
+"""Build a generated program into a shared library with the system C compiler, cached.
+
+The cache key is a hash of everything that goes into the library (the generated C, the
+engine's sources, the compiler's version and flags), so a program is compiled once per
+machine. Libraries live in $XDG_CACHE_HOME/aggnet/native (default ~/.cache/aggnet/native).
+Concurrent builds of the same program do not race: each compiles into its own temporary
+file and renames it into place (atomic), so a reader only ever sees a complete library.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SOURCES = ("runtime.h", "engine.h", "engine.c")
+CFLAGS = ("-O2", "-march=native", "-fPIC", "-shared", "-pthread", "-fno-strict-aliasing", "-w")
+
+
+class BuildError(Exception):
+    """The C compiler is missing or failed (one line; the program then runs on the Python engine)."""
+
+
+def compiler() -> str | None:
+    """The C compiler to use: $CC, else gcc or cc on PATH."""
+    for name in (os.environ.get("CC"), "gcc", "cc"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "aggnet" / "native"
+
+
+def _version(cc: str) -> str:
+    try:
+        return subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def build(source: str) -> Path:
+    """The path of the shared library for generated C `source` (built now unless cached)."""
+    cc = compiler()
+    if cc is None:
+        raise BuildError("no C compiler (gcc) found; scripts/setup.sh installs it")
+    h = hashlib.sha256()
+    for part in [source, _version(cc), " ".join(CFLAGS)] + [(HERE / f).read_text() for f in SOURCES]:
+        h.update(part.encode())
+        h.update(b"\0")
+    key = h.hexdigest()[:32]
+    out_dir = cache_dir()
+    lib = out_dir / f"p4-{key}.so"
+    if lib.exists():
+        return lib
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="aggnet-cc-", dir=out_dir) as tmp:
+        src = Path(tmp) / "program.c"
+        src.write_text(source)
+        tmp_lib = Path(tmp) / "program.so"
+        cmd = [cc, *CFLAGS, "-I", str(HERE), "-o", str(tmp_lib), str(src), "-lm"]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            (out_dir / f"p4-{key}.c").write_text(source)  # kept for debugging the generator
+            first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr.strip()[:300])
+            raise BuildError(f"C compiler failed on the generated program ({out_dir / f'p4-{key}.c'}): {first}")
+        os.replace(tmp_lib, lib)
+    return lib
