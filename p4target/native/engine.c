@@ -664,7 +664,7 @@ static void pcap_write(FILE *f, const u8 *data, u32 len) {
 static FILE *pcap_open(const char *path) {
     if (!path || !*path) return NULL;
     FILE *f = fopen(path, "ab");
-    if (f && ftell(f) == 0) {
+    if (f && fseek(f, 0, SEEK_END) == 0 && ftell(f) == 0) {
         u32 hdr[6] = {0xA1B2C3D4u, 2 | (4u << 16), 0, 0, 65535, 1};
         fwrite(hdr, sizeof(hdr), 1, f);
     }
@@ -672,7 +672,8 @@ static FILE *pcap_open(const char *path) {
 }
 
 int eng_port_add(engine_t *E, int number, int fd, const char *pcap_in, const char *pcap_out) {
-    if (number < 0 || number >= MAX_PORTS || E->ports[number]) return -1;
+    if (number < 0 || number >= MAX_PORTS) return -1;
+    if (E->ports[number]) return 0;  /* already given (a loop restarted) */
     port_t *pt = calloc(1, sizeof(port_t));
     pt->fd = fd;
     pt->pin = pcap_open(pcap_in);

@@ -46,20 +46,20 @@ class LoadedConfig:
     translator: Translator
 
 
-def compile_source(source: str, filename: str) -> tuple[p4i.P4Info, object]:
-    """(P4Info, Pipeline) of a P4 program; INVALID_ARGUMENT carrying the "FILE:LINE:COL: error:" line."""
+def compile_source(source: str, filename: str, engine: str = "python") -> tuple[p4i.P4Info, object]:
+    """(P4Info, pipeline on `engine`) of a P4 program; INVALID_ARGUMENT carrying the "FILE:LINE:COL: error:" line."""
     from p4target.frontend import load_source
+    from p4target.native.pipeline import make_pipeline
     from p4target.p4info import build_p4info
-    from p4target.pipeline import Pipeline
 
     try:
         program = load_source(source, filename)
-        return build_p4info(program), Pipeline(program)
+        return build_p4info(program), make_pipeline(program, engine)
     except P4Error as exc:
         raise invalid(str(exc)) from None
 
 
-def compile_config(config: p4r.ForwardingPipelineConfig) -> LoadedConfig:
+def compile_config(config: p4r.ForwardingPipelineConfig, engine: str = "python") -> LoadedConfig:
     """Compile the P4 source of a config and check its P4Info; INVALID_ARGUMENT if either fails."""
     if not config.HasField("p4info"):
         raise invalid("ForwardingPipelineConfig has no p4info")
@@ -69,7 +69,7 @@ def compile_config(config: p4r.ForwardingPipelineConfig) -> LoadedConfig:
         raise invalid(f"p4_device_config must be the P4 source as UTF-8 text: {exc}") from None
     if not source.strip():
         raise invalid("p4_device_config is empty: it must carry the P4 program's source text")
-    ours, pipeline = compile_source(source, DEVICE_CONFIG_FILENAME)
+    ours, pipeline = compile_source(source, DEVICE_CONFIG_FILENAME, engine)
     differences = p4info_differences(config.p4info, ours)
     if differences:
         shown = "; ".join(differences[:3]) + (f"; and {len(differences) - 3} more" if len(differences) > 3 else "")
@@ -138,8 +138,10 @@ class Device:
     `on_pipeline_set(pipeline)` runs after every commit so the packet path switches over.
     """
 
-    def __init__(self, device_id: int, on_pipeline_set: Callable[[object], None] | None = None):
+    def __init__(self, device_id: int, on_pipeline_set: Callable[[object], None] | None = None,
+                 engine: str = "python"):
         self.device_id = device_id
+        self.engine = engine  # which engine runs the programs committed here: python or native
         self.on_pipeline_set = on_pipeline_set
         self.lock = threading.RLock()
         self.current: LoadedConfig | None = None
@@ -163,11 +165,11 @@ class Device:
         """SetForwardingPipelineConfig semantics for every action the spec defines."""
         with self.lock:
             if action == Action.VERIFY:
-                compile_config(config)
+                compile_config(config, self.engine)
             elif action == Action.VERIFY_AND_SAVE:
-                self.saved = compile_config(config)
+                self.saved = compile_config(config, self.engine)
             elif action == Action.VERIFY_AND_COMMIT:
-                self._commit(compile_config(config))
+                self._commit(compile_config(config, self.engine))
             elif action == Action.COMMIT:
                 if config.ByteSize():
                     raise invalid("COMMIT takes no config: it commits the one saved by VERIFY_AND_SAVE")
@@ -176,7 +178,7 @@ class Device:
                                         "COMMIT without a saved config (send VERIFY_AND_SAVE first)")
                 self._commit(self.saved)
             elif action == Action.RECONCILE_AND_COMMIT:
-                loaded = compile_config(config)
+                loaded = compile_config(config, self.engine)
                 if self.current is not None:
                     self._carry_state(self.current, loaded)
                 self._commit(loaded)
@@ -185,7 +187,7 @@ class Device:
 
     def load_source(self, source: str, filename: str) -> None:
         """Commit a program given as source (a switch started with PROG.p4); no cookie."""
-        p4info, pipeline = compile_source(source, filename)
+        p4info, pipeline = compile_source(source, filename, self.engine)
         with self.lock:
             self._commit(LoadedConfig(p4info, source.encode(), None, pipeline, Translator(p4info, pipeline.state)))
 

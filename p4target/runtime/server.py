@@ -90,8 +90,9 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
     def __init__(self, device_id: int, address: str, cpu_port: int = 255,
                  on_pipeline_set: Callable[[object], None] | None = None,
                  packet_out: Callable[[int, bytes], None] | None = None,
-                 log_path: str | None = None, digest_interval: float = 0.02, max_workers: int = 32):
-        self.device = Device(device_id, on_pipeline_set)
+                 log_path: str | None = None, digest_interval: float = 0.02, max_workers: int = 32,
+                 engine: str = "python"):
+        self.device = Device(device_id, on_pipeline_set, engine)
         self.address = address
         self.cpu_port = cpu_port
         self.arbitration = Arbitration()
