@@ -71,3 +71,23 @@ def build(source: str) -> Path:
             raise BuildError(f"C compiler failed on the generated program ({out_dir / f'p4-{key}.c'}): {first}")
         os.replace(tmp_lib, lib)
     return lib
+
+
+def build_tool(source: Path) -> Path:
+    """A standalone C program (e.g. the switch benchmark's sender), compiled once and cached
+    beside the program libraries."""
+    cc = compiler()
+    if cc is None:
+        raise BuildError("no C compiler (gcc) found; scripts/setup.sh installs it")
+    text = source.read_text()
+    key = hashlib.sha256((text + _version(cc)).encode()).hexdigest()[:32]
+    exe = cache_dir() / f"{source.stem}-{key}"
+    if exe.exists():
+        return exe
+    exe.parent.mkdir(parents=True, exist_ok=True)
+    tmp = exe.with_name(f"{exe.name}.{os.getpid()}.tmp")
+    proc = subprocess.run([cc, "-O2", "-o", str(tmp), str(source)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"C compiler failed on {source}: {proc.stderr.strip()[:300]}")
+    os.replace(tmp, exe)
+    return exe
