@@ -17,7 +17,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SOURCES = ("runtime.h", "engine.h", "engine.c")
-CFLAGS = ("-O2", "-march=native", "-fPIC", "-shared", "-pthread", "-fno-strict-aliasing", "-w")
+CFLAGS = ("-O2", "-fPIC", "-shared", "-pthread", "-fno-strict-aliasing", "-w")
 
 
 class BuildError(Exception):
