@@ -347,12 +347,14 @@ class Experiment:
         from controller.installer import connect_all
         from controller.monitor import queue_stats
         from testbed import report
-        from testbed.network import Testbed
+        from testbed.network import BMV2_LIMITS, Testbed
 
         if self.admission is not None and self.scheme == "hostagg":
             self.reporter.status(f"{self.admission.message}; aggregator on {self.aggregators[0]}, "
                                  f"replica on {self.aggregators[1]}")
         self.reporter.status(f"network {self.topo.name} up in {self.run_dir}")
+        if self.cfg.target == "bmv2":
+            self.reporter.status(BMV2_LIMITS)
         started = time.time()
         error: Exception | None = None
         with Testbed(self.topo, self.cfg.target, str(self.run_dir)) as tb:
