@@ -4,9 +4,11 @@ and Python engines, BMv2 simple_switch (default and speed builds), and a Linux b
 
 Two network namespaces hold the far ends of two veth pairs; the switch (pinned to CPU 0) owns
 the near ends as ports 1 and 2. A C sender (scripts/bench_sender.c, AF_PACKET sendmmsg, pinned
-to CPU 1) blasts frames into port 1 for a warm-up plus a window; the rate is what arrives on
-the far end of port 2 in the window (its kernel rx counter, no process reading it). Each target
-runs 3 windows; the JSON has every run, the medians and the ratios of issue 13:
+to CPU 1) blasts frames into port 1 for a warm-up plus a window. Two rates per window: what
+arrives on the far end of port 2 (its kernel rx counter, no process reading it), and what the
+switch took in (the program's per-port ingress counter, read over the side channel or a
+simple_switch_CLI session). Forwarding is rated by the first, aggregation by the second.
+Each target runs 3 windows; the JSON has every run, the medians and the ratios of issue 13:
 
     .venv/bin/python scripts/bench_switch.py --out bench/switch.json [--window 3]
 
@@ -14,13 +16,14 @@ Programs: IPv4 LPM forwarding (tests/data/testbed/ipv4_counters.p4), aggnet.p4 a
 lanes. The aggregation stream: one job whose switch aggregates 2 children (on port 1, told
 apart by source address) and sends each completed slot to its parent on port 2: the first
 contribution of a pair writes the lanes, the second adds them (saturating) and leaves. The
-aggregation rate is contributions/s = 2 x results received.
+aggregation rate is contributions processed per second.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -31,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -44,6 +48,7 @@ SWITCH_CPU, SENDER_CPU = 0, 1
 BMV2 = {"bmv2": Path("/opt/p4ref/bin/simple_switch"), "bmv2_perf": Path("/opt/p4ref-perf/bin/simple_switch")}
 P4C = Path("/opt/p4ref/bin/p4c")
 CLI = Path("/opt/p4ref/bin/simple_switch_CLI")
+CLI_PYTHONPATH = "/opt/p4ref/lib/python-extra"  # the CLI's thrift module (what /opt/p4ref/env.sh sets)
 AGG_IP, SWITCH_MAC = "10.0.255.254", "02:00:00:00:ff:fe"
 CHILDREN = ("10.0.0.1", "10.0.0.3")
 
@@ -83,18 +88,22 @@ def rx_count() -> int:
     return int(sh("ip", "netns", "exec", NS_RX, "cat", f"/sys/class/net/{PEER[1]}/statistics/rx_packets").stdout)
 
 
-def send_window(sender: Path, frames: Path, warmup: float, window: float) -> dict:
-    """Blast for warm-up + window (+ a tail); the rate at the far end during the window."""
+def send_window(sender: Path, frames: Path, warmup: float, window: float,
+                processed: Callable[[], int] | None) -> dict:
+    """Blast for warm-up + window (+ a tail); the rates at the far end and into the switch in the window."""
     proc = subprocess.Popen(["ip", "netns", "exec", NS_TX, str(sender), PEER[0], str(frames),
                              str(warmup + window + 0.5), str(SENDER_CPU)], stdout=subprocess.PIPE, text=True)
     time.sleep(warmup)
-    c0, t0 = rx_count(), time.monotonic()
+    c0, p0, t0 = rx_count(), processed() if processed else 0, time.monotonic()
     time.sleep(window)
-    c1, t1 = rx_count(), time.monotonic()
+    c1, p1, t1 = rx_count(), processed() if processed else 0, time.monotonic()
     out, _ = proc.communicate(timeout=30)
     words = out.split()
-    sent_pps = int(words[1]) / float(words[3]) if len(words) == 4 else None
-    return {"received_pps": round((c1 - c0) / (t1 - t0), 1), "sender_pps": round(sent_pps or 0, 1)}
+    run = {"received_pps": round((c1 - c0) / (t1 - t0), 1),
+           "sender_pps": round(int(words[1]) / float(words[3]), 1) if len(words) == 4 else None}
+    if processed:
+        run["processed_pps"] = round((p1 - p0) / (t1 - t0), 1)
+    return run
 
 
 # ---------------------------------------------------------------------------- frames
@@ -140,12 +149,13 @@ def programs(names: list[str]) -> dict[str, dict]:
     agg = ["table_add AggIngress.agg_job AggIngress.set_job 1 => 0 1024 2 1 0 2 0"]
     for index, src in enumerate(CHILDREN):
         agg.append(f"table_add AggIngress.agg_child AggIngress.set_child 1 1 {src}&&&0xffffffff => {index} 1")
-    specs = {"ipv4_lpm": (REPO / "tests" / "data" / "testbed" / "ipv4_counters.p4", forward, forwarding_frames, 1)}
+    specs = {"ipv4_lpm": (REPO / "tests" / "data" / "testbed" / "ipv4_counters.p4", forward, forwarding_frames,
+                          "MyIngress.port_in", "received_pps")}
     for lanes in (32, 256):
         specs[f"aggnet_l{lanes}"] = (REPO / "p4src" / program_name(lanes), agg,
-                                     lambda lanes=lanes: aggregation_frames(lanes), 2)
-    return {name: {"p4": p4, "entries": entries, "frames": frames(), "per_output": per}
-            for name, (p4, entries, frames, per) in specs.items() if name in names}
+                                     lambda lanes=lanes: aggregation_frames(lanes), "AggIngress.port_rx", "processed_pps")
+    return {name: {"p4": p4, "entries": entries, "frames": frames(), "counter": counter, "rate": rate}
+            for name, (p4, entries, frames, counter, rate) in specs.items() if name in names}
 
 
 # ---------------------------------------------------------------------------- targets
@@ -175,16 +185,20 @@ def start_embedded(engine: str, prog: dict, tmp: Path):
         except Exception:  # noqa: BLE001 - not up yet
             return False
 
-    wait_until(ready, proc, f"aggnet switch --engine {engine}")
-    for line in prog["entries"]:
-        try:
+    try:
+        wait_until(ready, proc, f"aggnet switch --engine {engine}")
+        for line in prog["entries"]:
             send_command(thrift, line)
-        except SideChannelError as exc:
-            raise RuntimeError(f"{line}: {exc}") from None
-    text = log.read_text()
-    if engine == "native" and "native engine" not in text:
-        raise RuntimeError(f"the native engine did not take the program: {text[-500:]}")
-    return proc
+        text = log.read_text()
+        if engine == "native" and "native engine" not in text:
+            raise RuntimeError(f"the native engine did not take the program: {text[-500:]}")
+    except (RuntimeError, SideChannelError) as exc:
+        stop(proc)
+        raise RuntimeError(str(exc)) from None
+
+    def processed() -> int:
+        return int(send_command(thrift, f"counter_read {prog['counter']} 1").split()[0].split("=")[1])
+    return proc, processed
 
 
 def start_bmv2(binary: Path, prog: dict, tmp: Path):
@@ -196,6 +210,7 @@ def start_bmv2(binary: Path, prog: dict, tmp: Path):
            str(prog["p4"]))
     thrift = free_port()
     proc = subprocess.Popen(["taskset", "-c", str(SWITCH_CPU), str(binary), "--thrift-port", str(thrift),
+                             "--notifications-addr", f"ipc:///tmp/{PREFIX}-bmv2.ipc",
                              "-i", f"1@{SW[0]}", "-i", f"2@{SW[1]}", str(json_path)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -203,14 +218,45 @@ def start_bmv2(binary: Path, prog: dict, tmp: Path):
         with socket.socket() as s:
             return s.connect_ex(("127.0.0.1", thrift)) == 0
 
-    wait_until(ready, proc, str(binary))
-    cli = sh(str(CLI), "--thrift-port", str(thrift), input="\n".join(prog["entries"]) + "\n")
-    if "Error" in cli.stdout or "Invalid" in cli.stdout:
-        raise RuntimeError(f"simple_switch_CLI: {cli.stdout[-500:]}")
-    return proc
+    env = dict(os.environ, PYTHONPATH=CLI_PYTHONPATH, PYTHONUNBUFFERED="1")
+    try:
+        wait_until(ready, proc, str(binary))
+        proc.cli = subprocess.Popen([str(CLI), "--thrift-port", str(thrift)], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        for line in prog["entries"]:
+            reply = cli_command(proc.cli, line, r"Entry has been added|Error|Invalid|error")
+            if "Entry has been added" not in reply:
+                raise RuntimeError(f"simple_switch_CLI: {line}: {reply}")
+    except RuntimeError:
+        stop(proc)
+        raise
+    cli = proc.cli
+
+    def processed() -> int:
+        reply = cli_command(cli, f"counter_read {prog['counter']} 1", r"bytes, (\d+) packets")
+        return int(re.search(r"bytes, (\d+) packets", reply).group(1))
+    return proc, processed
+
+
+def cli_command(cli: subprocess.Popen, line: str, until: str) -> str:
+    """One command to a running simple_switch_CLI; its output up to a line matching `until`."""
+    cli.stdin.write(line + "\n")
+    cli.stdin.flush()
+    seen = []
+    while True:
+        out = cli.stdout.readline()
+        if not out:
+            raise RuntimeError(f"simple_switch_CLI exited: {''.join(seen)[-300:]}")
+        seen.append(out)
+        if re.search(until, out):
+            return "".join(seen)
 
 
 def stop(proc: subprocess.Popen) -> None:
+    cli = getattr(proc, "cli", None)
+    if cli is not None:
+        cli.stdin.close()
+        cli.wait(10)
     proc.send_signal(signal.SIGTERM)
     try:
         proc.wait(15)
@@ -231,24 +277,22 @@ def bridge_down() -> None:
 
 
 def measure(target: str, prog: dict, sender: Path, frames: Path, tmp: Path, runs: int, window: float) -> dict:
-    proc = None
+    proc = processed = None
     if target == "bridge":
         bridge_up()
     elif target in BMV2:
-        proc = start_bmv2(BMV2[target], prog, tmp)
+        proc, processed = start_bmv2(BMV2[target], prog, tmp)
     else:
-        proc = start_embedded(target, prog, tmp)
+        proc, processed = start_embedded(target, prog, tmp)
     try:
-        results = [send_window(sender, frames, 1.0, window) for _ in range(runs)]
+        results = [send_window(sender, frames, 1.0, window, processed) for _ in range(runs)]
     finally:
         if proc is not None:
             stop(proc)
         else:
             bridge_down()
-    per = 1 if target == "bridge" else prog["per_output"]
-    for r in results:
-        r["pps"] = r["received_pps"] * per
-    return {"runs": results, "median_pps": statistics.median(r["pps"] for r in results)}
+    rate = "received_pps" if target == "bridge" else prog["rate"]
+    return {"rate": rate, "runs": results, "median_pps": statistics.median(r[rate] for r in results)}
 
 
 def ratio(a: float | None, b: float | None) -> float | None:

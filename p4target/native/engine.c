@@ -784,7 +784,9 @@ int eng_run(engine_t *E) {
         int r = poll(pfd, n + 1, timeout);
         if (r < 0 && errno != EINTR) break;
         for (int i = 0; r > 0 && i < n; i++) {
-            if (!(pfd[i].revents & POLLIN)) continue;
+            if (pfd[i].revents & POLLNVAL) { pfd[i].fd = -1; continue; }  /* closed under us: stop polling it */
+            /* POLLERR (link down, interface gone): the recvmmsg below reads and clears the error */
+            if (!(pfd[i].revents & (POLLIN | POLLERR | POLLHUP))) continue;
             port_t *pt = E->ports[pnum[i]];
             for (int k = 0; k < RX_BATCH; k++) {
                 rxv[k].iov_base = rxbuf + (size_t)k * RX_BUF; rxv[k].iov_len = RX_BUF;
