@@ -17,6 +17,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from p4target.frontend import load_program
+from p4target.native.pipeline import ENGINES
 from p4target.p4info import build_p4info
 from p4target.runtime import RuntimeServer
 from p4target.runtime.errors import RuntimeStatus
@@ -32,10 +33,10 @@ def p4info_path(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.fixture
-def server(tmp_path):
+@pytest.fixture(params=ENGINES)
+def server(tmp_path, request):
     srv = RuntimeServer(device_id=1, address="127.0.0.1:0", cpu_port=CPU_PORT,
-                        log_path=str(tmp_path / "s1-p4runtime-requests.txt"))
+                        log_path=str(tmp_path / "s1-p4runtime-requests.txt"), engine=request.param)
     srv.port = srv.start()
     yield srv
     srv.stop()
