@@ -8,7 +8,9 @@ to CPU 1) blasts frames into port 1 for a warm-up plus a window. Two rates per w
 arrives on the far end of port 2 (its kernel rx counter, no process reading it), and what the
 switch took in (the program's per-port ingress counter, read over the side channel or a
 simple_switch_CLI session). Forwarding is rated by the first, aggregation by the second.
-Each target runs 3 windows; the JSON has every run, the medians and the ratios of issue 13:
+The switch's CPU time in the window gives its busy fraction and packets per CPU-second (its
+capacity when the sender, on a loaded machine, cannot saturate it). Each target runs 3 windows;
+the JSON has every run, the medians and the ratios of issue 13 (rates, and per CPU-second):
 
     .venv/bin/python scripts/bench_switch.py --out bench/switch.json [--window 3]
 
@@ -88,21 +90,35 @@ def rx_count() -> int:
     return int(sh("ip", "netns", "exec", NS_RX, "cat", f"/sys/class/net/{PEER[1]}/statistics/rx_packets").stdout)
 
 
+def cpu_seconds(pid: int | None) -> float:
+    """CPU time (user + system, all threads) a process has used so far."""
+    if pid is None:
+        return 0.0
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def send_window(sender: Path, frames: Path, warmup: float, window: float,
-                processed: Callable[[], int] | None) -> dict:
-    """Blast for warm-up + window (+ a tail); the rates at the far end and into the switch in the window."""
+                processed: Callable[[], int] | None, pid: int | None) -> dict:
+    """Blast for warm-up + window (+ a tail); the rates at the far end and into the switch in the
+    window, and the CPU the switch used for it (its busy fraction: on a loaded machine the sender
+    may not saturate it, and packets per CPU-second is then its capacity)."""
     proc = subprocess.Popen(["ip", "netns", "exec", NS_TX, str(sender), PEER[0], str(frames),
                              str(warmup + window + 0.5), str(SENDER_CPU)], stdout=subprocess.PIPE, text=True)
     time.sleep(warmup)
-    c0, p0, t0 = rx_count(), processed() if processed else 0, time.monotonic()
+    c0, p0, u0, t0 = rx_count(), processed() if processed else 0, cpu_seconds(pid), time.monotonic()
     time.sleep(window)
-    c1, p1, t1 = rx_count(), processed() if processed else 0, time.monotonic()
+    c1, p1, u1, t1 = rx_count(), processed() if processed else 0, cpu_seconds(pid), time.monotonic()
     out, _ = proc.communicate(timeout=30)
     words = out.split()
     run = {"received_pps": round((c1 - c0) / (t1 - t0), 1),
            "sender_pps": round(int(words[1]) / float(words[3]), 1) if len(words) == 4 else None}
     if processed:
         run["processed_pps"] = round((p1 - p0) / (t1 - t0), 1)
+        busy = (u1 - u0) / (t1 - t0)
+        run["switch_busy"] = round(busy, 3)
+        run["processed_per_cpu_s"] = round(run["processed_pps"] / busy, 1) if busy > 0 else None
     return run
 
 
@@ -285,14 +301,19 @@ def measure(target: str, prog: dict, sender: Path, frames: Path, tmp: Path, runs
     else:
         proc, processed = start_embedded(target, prog, tmp)
     try:
-        results = [send_window(sender, frames, 1.0, window, processed) for _ in range(runs)]
+        pid = proc.pid if proc is not None else None
+        results = [send_window(sender, frames, 1.0, window, processed, pid) for _ in range(runs)]
     finally:
         if proc is not None:
             stop(proc)
         else:
             bridge_down()
     rate = "received_pps" if target == "bridge" else prog["rate"]
-    return {"rate": rate, "runs": results, "median_pps": statistics.median(r[rate] for r in results)}
+    out = {"rate": rate, "runs": results, "median_pps": statistics.median(r[rate] for r in results)}
+    capacity = [r["processed_per_cpu_s"] for r in results if r.get("processed_per_cpu_s")]
+    if capacity:
+        out["median_per_cpu_s"] = statistics.median(capacity)
+    return out
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
@@ -346,6 +367,13 @@ def main() -> int:
     for prog in result["programs"]:
         for other in ("python", "bmv2", "bmv2_perf"):
             ratios[f"native_vs_{other}_{prog}"] = ratio(med(prog, "native"), med(prog, other))
+    def cap(prog: str, target: str) -> float | None:
+        return result["programs"].get(prog, {}).get(target, {}).get("median_per_cpu_s")
+
+    for prog in result["programs"]:  # the same ratios per CPU-second of the switch process
+        for other in ("python", "bmv2", "bmv2_perf"):
+            ratios[f"per_cpu_native_vs_{other}_{prog}"] = ratio(cap(prog, "native"), cap(prog, other))
+    ratios["per_cpu_aggnet_l256_vs_forwarding_native"] = ratio(cap("aggnet_l256", "native"), cap(fwd, "native"))
     result["ratios"] = ratios
     result["targets_met"] = {
         "forwarding_ge_half_bridge": (ratios["native_vs_bridge_forwarding"] or 0) >= 0.5,
