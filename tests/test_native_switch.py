@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -68,7 +69,7 @@ def test_native_switch_forwards_counts_captures_and_stops(veths, tmp_path):
                             cwd=REPO)
     rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
     rx.bind((PEER[1], 0x0800))
-    rx.settimeout(3)
+    rx.settimeout(1)
     tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
     tx.bind((PEER[0], 0))
     try:
@@ -104,6 +105,23 @@ def test_native_switch_forwards_counts_captures_and_stops(veths, tmp_path):
         time.sleep(0.5)
         q = json.loads(send_command(thrift, "queue_stats 2"))["2"]
         assert q["depth"] == 1 and q["rate_pps"] == 5.0 and q["tail_drops"] >= 5
+        # seeded loss: the engine draws Python's random.Random(seed) sequence, one draw per packet
+        send_command(thrift, "set_queue_rate 0 2")
+        send_command(thrift, "set_queue_depth 64 2")
+        send_command(thrift, "set_queue_loss 0.5 7 2")
+        while True:  # what the shaper still held
+            try:
+                rx.recv(2048)
+            except socket.timeout:
+                break
+        draws = random.Random(7)
+        kept = [n for n in range(40) if draws.random() >= 0.5]
+        for n in range(40):
+            tx.send(ipv4_frame("10.0.0.2", 200 + n))
+        got = []
+        for _ in kept:
+            got.append(Ether(rx.recv(2048))[IP].id - 200)
+        assert got == kept
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
     finally:
@@ -114,5 +132,5 @@ def test_native_switch_forwards_counts_captures_and_stops(veths, tmp_path):
         tx.close()
     ins = [f for _, f in read_pcap(str(tmp_path / f"{SW[0]}_in.pcap")) if f.endswith(b"hello-native")]
     outs = [f for _, f in read_pcap(str(tmp_path / f"{SW[1]}_out.pcap"))]
-    assert len(ins) == 31 and len(outs) >= 21 and Ether(outs[0])[IP].ttl == 63
+    assert len(ins) == 71 and len(outs) >= 21 + len(kept) and Ether(outs[0])[IP].ttl == 63
     assert "stopping" in log.read_text()
