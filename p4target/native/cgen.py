@@ -30,7 +30,7 @@ from p4target.errors import P4Error
 from p4target.frontend import ir
 from p4target.interp.layout import (CHUNK_BITS, Frame, HeaderLayout, Layout, Local, StackLayout, StructLayout,
                                     WideLayout, span)
-from p4target.interp.schema import digest_name
+from p4target.interp.schema import digest_name, table_actions
 
 MAX_BITS = 64  # widest scalar the engine computes with
 MAX_PARSER_STATES = 1000
@@ -111,6 +111,7 @@ class CGen:
         self._pending: list = []
         self.in_parser = False
         self.may_fail = False  # the statement being generated can set p->rc
+        self.max_out = 0  # bytes the deparser can emit at most
         self.cp = CProgram("")
         for i, a in enumerate(program.all_actions()):
             self.cp.actions.setdefault(a.control_plane_name, i)
@@ -310,7 +311,7 @@ class CGen:
 
     def x_Binary(self, e: ir.Binary) -> str:
         op, t = e.op, e.type
-        if op in ("==", "!=") and not _scalar(e.left.type) or op in ("==", "!=") and self.wide(e.left) is not None:
+        if op in ("==", "!=") and (not _scalar(e.left.type) or self.wide(e.left) is not None):
             (a0, a1), (b0, b1) = span(self.lv(e.left)), span(self.lv(e.right))
             if a1 - a0 != b1 - b0:
                 raise Unsupported("comparing values of different layouts", e.loc)
@@ -916,8 +917,6 @@ class CGen:
         self.emit("}", 0)
 
     def gen_table(self, t: ir.Table) -> None:
-        from p4target.interp.schema import table_actions
-
         tid = self.cp.tables[t.control_plane_name]
         if t.direct_meter is not None:
             raise Unsupported(f"direct meter on table {t.control_plane_name}", t.loc)
