@@ -72,6 +72,7 @@ class Switch:
         os.set_blocking(self._wake_w, False)
         self._stopping = False
         self._native: NativePipeline | None = None  # the pipeline whose engine loop runs now
+        self._handover = threading.Lock()  # PacketOuts go to exactly one loop while engines change
 
     # -- what the control plane uses -----------------------------------------------------
     @property
@@ -107,11 +108,12 @@ class Switch:
     def inject(self, port: int, data: bytes) -> None:
         """Feed a frame into ingress as if it arrived on `port` (PacketOut uses the CPU port).
         Thread-safe: the frame is handed to the packet loop, which is woken up."""
-        native = self._native
-        if native is not None:
-            native.engine.inject(port, data)
-            return
-        self._injected.append((port, data))
+        with self._handover:
+            native = self._native
+            if native is not None:
+                native.engine.inject(port, data)
+                return
+            self._injected.append((port, data))
         self._wake()
 
     def stop(self) -> None:
@@ -149,7 +151,10 @@ class Switch:
             self.tm.attach(engine)
         done = threading.Event()
         pump = threading.Thread(target=self._pump, args=(pipeline, done), name="native-events", daemon=True)
-        self._native = pipeline
+        with self._handover:
+            self._native = pipeline
+            while self._injected:
+                engine.inject(*self._injected.popleft())
         pump.start()
         try:
             if self.pipeline is pipeline and not self._stopping:
@@ -159,7 +164,8 @@ class Switch:
                 while loop.is_alive():
                     loop.join(0.25)
         finally:
-            self._native = None
+            with self._handover:
+                self._native = None
             with self.lock:
                 self.tm.detach()
             for number, port in self.ports.items():
