@@ -110,10 +110,10 @@ class Switch:
         Thread-safe: the frame is handed to the packet loop, which is woken up."""
         with self._handover:
             native = self._native
-            if native is not None:
+            if native is not None and native is self.pipeline:
                 native.engine.inject(port, data)
                 return
-            self._injected.append((port, data))
+            self._injected.append((port, data))  # the Python loop's, or the next engine's when it starts
         self._wake()
 
     def stop(self) -> None:
@@ -206,7 +206,7 @@ class Switch:
                         break
                     self._ingress(port.number, data)
                 self._serve_queues()
-            while self._injected:
+            for _ in range(len(self._injected)):  # each once: _ingress hands them on if a native engine is next
                 self._ingress(*self._injected.popleft())
             self._serve_queues()
             if time.monotonic() - last_flush >= IDLE_WAKE_S:
@@ -231,6 +231,10 @@ class Switch:
         pipeline = self.pipeline
         if pipeline is None:
             self.dropped_no_pipeline += 1
+            return
+        if isinstance(pipeline, NativePipeline):  # engines changing hands: the engine's loop takes it
+            with self._handover:
+                self._injected.append((port, data))
             return
         try:
             items = pipeline.ingress(port, data)
