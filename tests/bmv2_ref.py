@@ -95,6 +95,8 @@ def compile_json(program: str, cache_dir: str) -> str:
     out = Path(cache_dir) / f"{path.stem}-{_source_key(path)}"
     json_path = out / f"{path.stem}.json"
     if not json_path.exists():
+        for stale in Path(cache_dir).glob(f"{path.stem}-*"):  # earlier versions of the same program
+            shutil.rmtree(stale, ignore_errors=True)
         compile_bmv2(str(path), str(out))
     return str(json_path)
 
@@ -135,10 +137,11 @@ class PacketSocket:
         n = self._nn.nn_recv(self._fd, self._buf, len(self._buf), 0)
         if n < _HEADER.size:
             return None
-        kind, port, length = _HEADER.unpack_from(self._buf.raw, 0)
+        msg = ctypes.string_at(self._buf, n)
+        kind, port, length = _HEADER.unpack_from(msg)
         if kind != _MSG_PACKET_OUT:
             return None
-        return port, self._buf.raw[_HEADER.size:_HEADER.size + length]
+        return port, msg[_HEADER.size:_HEADER.size + length]
 
     def close(self) -> None:
         self._nn.nn_close(self._fd)
@@ -179,7 +182,8 @@ class Cli:
         return buf[:-len(CLI_PROMPT)].decode(errors="replace").strip()
 
     def run(self, command: str) -> str:
-        """What the CLI printed for `command`; Bmv2Error (one line) when it reports an error."""
+        """What the CLI printed for `command`. An error it reports raises InvalidArgument (a
+        StateError, as State raises for a bad write), naming the command."""
         self._proc.stdin.write(command.encode() + b"\n")
         self._proc.stdin.flush()
         output = self._read_to_prompt(command)
@@ -223,10 +227,10 @@ class Bmv2State:
     def __init__(self, cli: Cli, schema: st.ProgramSchema, bmv2_json: dict):
         self.cli = cli
         self.schema = schema
-        self.multicast_groups: dict[int, list[tuple[int, int]]] = {}
-        self.clone_sessions: dict[int, st.CloneSession] = {}
-        self._json_keys = {t["name"]: [k["match_type"] for k in t["key"]]
-                           for p in bmv2_json["pipelines"] for t in p["tables"]}
+        self.multicast_groups: dict[int, list[tuple[int, int]]] = {}  # as State's (the STF runner reads it)
+        tables = [t for p in bmv2_json["pipelines"] for t in p["tables"]]
+        self._json_keys = {t["name"]: [k["match_type"] for k in t["key"]] for t in tables}
+        self._json_kind = {t["name"]: t["match_type"] for t in tables}
         self._mc_nodes: dict[int, list[int]] = {}  # group -> node handles
         self._direct: list[tuple[str, st.TableEntry, int]] = []  # (direct counter, entry, handle)
 
@@ -237,7 +241,7 @@ class Bmv2State:
         keys = " ".join(self._key(k, entry.match.get(k.name), kind)
                         for k, kind in zip(schema.keys, self._json_keys[table]))
         command = f"table_add {table} {entry.action} {keys} => {self._args(entry.action, entry.params)}"
-        if any(k.match_kind in ("ternary", "range", "optional") for k in schema.keys):
+        if self._json_kind[table] in ("ternary", "range"):  # the tables BMv2 wants a priority for
             command += f" {_BMV2_TOP_PRIORITY - entry.priority}"
         output = self.cli.run(" ".join(command.split()))
         handle = int(re.search(r"added with handle (\d+)", output).group(1))
@@ -317,7 +321,6 @@ class Bmv2State:
                 group = max(self.multicast_groups, default=0) + 1
                 self.mc_group_insert(group, replicas)
             self.cli.run(f"mirroring_add_mc {session_id} {group}")
-        self.clone_sessions[session_id] = st.CloneSession(list(replicas), packet_length)
 
     # -- registers and counters
 
@@ -375,34 +378,30 @@ class Accounting:
         self.alive = 0
         self.transmitted = 0
         self.outputs: list[tuple[int, bytes]] = []
-        self.tail: collections.deque[str] = collections.deque(maxlen=20)
+        self.tail: collections.deque[str] = collections.deque(maxlen=20)  # BMv2's last log lines
         self._pending: dict[str, int] = {}  # thread -> copies that die once its replication is known
 
     def log_line(self, line: str) -> None:
+        self.tail.append(line.rstrip())
         m = _LOG_LINE.search(line)
         if not m:
             return
         thread, message = m.groups()
-        delta = 0
-        if message.startswith(BIRTHS):
-            delta = 1
-        elif message.startswith(DEATHS):
-            delta = -1
-            if message.startswith("Transmitting"):
-                self.transmitted += 1
-        elif message.startswith("Multicast requested"):
-            self._pending[thread] = 1  # the original dies when its replicas are born
-        elif message.startswith("Cloning packet to MGID"):
-            self._pending[thread] = 0
-        else:
-            r = _REPLICATED.search(message)
-            if r or UNKNOWN_GROUP in message:
-                delta = (int(r.group(1)) if r else 0) - self._pending.pop(thread, 0)
-            else:
-                return
-        self.tail.append(message)
         with self.cond:
-            self.alive += delta
+            if message.startswith(BIRTHS):
+                self.alive += 1
+            elif message.startswith(DEATHS):
+                self.alive -= 1
+                self.transmitted += message.startswith("Transmitting")
+            elif message.startswith("Multicast requested"):
+                self._pending[thread] = 1  # the original dies when its replicas are born
+            elif message.startswith("Cloning packet to MGID"):
+                self._pending[thread] = 0
+            else:
+                replicated = _REPLICATED.search(message)
+                if not replicated and UNKNOWN_GROUP not in message:
+                    return
+                self.alive += (int(replicated.group(1)) if replicated else 0) - self._pending.pop(thread, 0)
             self.cond.notify_all()
 
     def output(self, port: int, data: bytes) -> None:
@@ -471,7 +470,7 @@ class Bmv2Switch:
         raise Bmv2Error("simple_switch: Thrift server not up after 30 s")
 
     def _last_log(self) -> str:
-        time.sleep(0.1)
+        self._threads[0].join(1)  # the process is gone: its output ends soon
         return self._acct.tail[-1] if self._acct.tail else "no log output"
 
     def _read_log(self) -> None:
@@ -510,7 +509,7 @@ class Bmv2Switch:
                         time.monotonic() >= deadline:
                     raise Bmv2Error(f"BMv2 not done after {self.timeout_s:g} s: {acct.alive} packet copies alive, "
                                     f"{acct.transmitted - len(acct.outputs)} transmitted but not received; "
-                                    f"last log: {list(acct.tail)[-3:]}")
+                                    f"BMv2's last log line: {acct.tail[-1] if acct.tail else '-'}")
             out = acct.outputs[start:]
         self.state.sync_direct_counters()
         return out
@@ -562,16 +561,28 @@ def observe(target, packets: Sequence[tuple[int, bytes]], registers: dict[str, S
 
     `registers`/`counters` map names to the indexes to read; counters read as (packets, bytes).
     """
-    registers, counters = registers or {}, counters or {}
     if isinstance(target, Bmv2Switch):
         outputs = target.process_all(packets)
+    else:
+        outputs = [out for port, data in packets for out in target.process(port, data)]
+    return Observation(per_port(outputs), *read_cells(target, registers or {}, counters or {}))
+
+
+def read_cells(target, registers: dict[str, Sequence[int]], counters: dict[str, Sequence[int]]
+               ) -> tuple[dict[str, list[int]], dict[str, list[tuple[int, int]]]]:
+    """The register values and counter (packets, bytes) at the given indexes of either target."""
+    if isinstance(target, Bmv2Switch):  # one CLI command per register, not one per cell
         reg = {name: [values[i] for i in idx] for name, idx in registers.items()
                for values in [target.state.register_values(name)]}
     else:
-        outputs = [out for port, data in packets for out in target.process(port, data)]
         reg = {name: [target.state.register_read(name, i) for i in idx] for name, idx in registers.items()}
-    cnt = {name: [target.state.counter_read(name, i) for i in idx] for name, idx in counters.items()}
-    return Observation(per_port(outputs), reg, cnt)
+    return reg, {name: [target.state.counter_read(name, i) for i in idx] for name, idx in counters.items()}
+
+
+def all_cells(schema: st.ProgramSchema) -> tuple[dict[str, range], dict[str, range]]:
+    """Every register and indirect counter cell of a program, for `read_cells`."""
+    return ({name: range(r.size) for name, r in schema.registers.items()},
+            {name: range(c.size) for name, c in schema.counters.items()})
 
 
 def first_difference(ours: Observation, bmv2: Observation) -> str:
