@@ -2,17 +2,22 @@
 packets go through both (BMv2's simple_switch via tests/bmv2_ref.py), and the packets out must be
 identical byte for byte, per port and in order; register and counter contents afterwards too.
 
-- p4src/aggnet.p4 at every lane count: one switch plays every role of the protocol at once (root
-  of a star, an aggregating switch below a parent, a forwarder for workers that share a port),
-  fed seeded random and adversarial traffic (`aggnet_traffic`).
 - every STF test under tests/: its commands and packets on both, all outputs compared (not just
-  the test's expectations), with the register and counter values the test reads.
+  the test's expectations), the register and counter values it reads, and every register and
+  counter cell afterwards.
+- p4src/aggnet.p4 at every lane count: one switch plays every role of the protocol at once (root
+  of a star, an aggregating switch below a parent, a forwarder for workers that share a port, and
+  two misconfigured jobs), fed seeded random and adversarial traffic (`Traffic`).
+
+p4c runs in the background ahead of the tests (fixture `p4c`); the STF tests come first so the
+big aggnet programs compile while they run.
 """
 from __future__ import annotations
 
 import ipaddress
 import random
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -36,17 +41,78 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 AGG_IP, SWITCH_MAC = fabric.AGG_IP, fabric.SWITCH_MAC
 
 
-@pytest.fixture(scope="session")
-def p4c_cache(request, tmp_path_factory) -> str:
-    """Where p4c's output is kept, keyed by the sources and p4c's version: pytest's cache folder,
-    so later sessions skip the compiles (aggnet at 364 lanes takes p4c half a minute here)."""
-    cache = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
-    return str(cache.mkdir("bmv2-json") if cache else tmp_path_factory.mktemp("bmv2-json"))
+@pytest.fixture(scope="module")
+def p4c(request, tmp_path_factory):
+    """p4c for this module's tests, compiling the programs of the selected tests ahead, in test order.
+
+    Its output is kept in pytest's cache folder when there is one (keyed by the sources and p4c's
+    version, so later sessions skip the compiles), else in a temporary folder for this session."""
+    cache = getattr(request.config, "cache", None)  # None under -p no:cacheprovider (scripts/test.sh)
+    folder = cache.mkdir("bmv2-json") if cache else tmp_path_factory.mktemp("bmv2-json")
+    with bmv2_ref.Compiler(str(folder)) as compiler:
+        compiler.prefetch(program_of(item) for item in request.session.items if item.module is request.module)
+        yield compiler
 
 
-def bmv2_twin(embedded: Pipeline, program: str, cache: str) -> bmv2_ref.Bmv2Switch:
+def program_of(item) -> str:
+    """The P4 program a test of this module runs."""
+    params = item.callspec.params
+    return params["program"] if "program" in params else str(REPO / "p4src" / wire.program_name(params["lanes"]))
+
+
+def bmv2_twin(embedded: Pipeline, program: str, p4c: bmv2_ref.Compiler) -> bmv2_ref.Bmv2Switch:
     """simple_switch running `program`, the source of the embedded pipeline."""
-    return bmv2_ref.Bmv2Switch(bmv2_ref.compile_json(program, cache), embedded.state.schema)
+    return bmv2_ref.Bmv2Switch(p4c.json(program), embedded.state.schema)
+
+
+# --------------------------------------------------------------------------- STF tests
+
+def stf_cases() -> list:
+    """(program, stf) for every STF test under tests/ with a program: NAME.stf and NAME_*.stf test NAME.p4.
+
+    The malformed_*.stf files test the runner's error messages, not a program
+    (tests/test_stf_programs.py runs them)."""
+    cases = [(REPO / "p4src" / "aggnet.p4", stf) for stf in sorted((REPO / "tests" / "data" / "aggnet").glob("*.stf"))]
+    for stf in sorted((REPO / "tests" / "data" / "stf").glob("*.stf")):
+        programs = [p for p in stf.parent.glob("*.p4") if stf.stem.startswith(p.stem)]
+        if programs:
+            cases.append((max(programs, key=lambda p: len(p.stem)), stf))
+    return [pytest.param(str(p), str(s), id=s.name, marks=_known(s.name)) for p, s in cases]
+
+
+# Differences found, with why they are not (yet) fixed in the embedded target.
+KNOWN_DIFFERENCES = {
+    "parser_reject.stf": "a select with no matching case and no default: the P4 spec and the embedded target "
+                         "reject with error.NoMatch; p4c 1.2.5's BMv2 back end lacks the HandleNoMatch pass "
+                         "(p4lang/p4c#5746), so BMv2 accepts with NoError",
+}
+
+
+def _known(name: str) -> list:
+    reason = KNOWN_DIFFERENCES.get(name)
+    return [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+
+
+def run_stf(target, stf: str) -> tuple[bmv2_ref.Observation, list[str]]:
+    """Every packet out per port and every register and counter cell afterwards, and the register
+    and counter values the test read on the way. A command either target refuses ends the run."""
+    runner = StfRunner(target, stf)
+    try:
+        log = runner.run(parse_stf(Path(stf).read_text(), stf)).log
+    except StfError as exc:
+        log = runner.result.log + [f"refused at line {exc.line}"]
+    outputs = bmv2_ref.per_port((port, o.data) for port, outs in runner.got.items() for o in outs)
+    return bmv2_ref.Observation(outputs, *bmv2_ref.read_cells(target, *bmv2_ref.all_cells(target.state.schema))), log
+
+
+@pytest.mark.parametrize("program, stf", stf_cases())
+def test_stf_matches_bmv2(program, stf, p4c):
+    embedded = Pipeline(load_program(program))
+    with bmv2_twin(embedded, program, p4c) as bmv2:
+        theirs, their_log = run_stf(bmv2, stf)
+    ours, our_log = run_stf(embedded, stf)
+    assert bmv2_ref.first_difference(ours, theirs) == ""
+    assert our_log == their_log
 
 
 # --------------------------------------------------------------------------- aggnet.p4
@@ -56,26 +122,29 @@ FOREIGN = 9  # a host that belongs to no job
 MISSING_GROUP = 50  # a multicast group deleted after job 5 was installed
 
 
+@dataclass(frozen=True)
 class Job:
-    """One job on the switch: its table entries and the hosts that send its packets."""
+    """One job on the switch: `fabric.install_job`'s arguments."""
 
-    def __init__(self, job_id, slot_base, slot_count, children, **role):
-        self.job_id, self.slot_base, self.slot_count, self.children, self.role = \
-            job_id, slot_base, slot_count, children, role
+    job_id: int
+    slot_base: int
+    slot_count: int
+    children: list
+    role: dict = field(default_factory=dict)  # is_root, parent_port, aggregate, mcast_grp
 
 
 ROLES = (
     # root of a star of three workers on ports 1-3
     Job(1, 0, 4, [fabric.Child(1, 0), fabric.Child(2, 1), fabric.Child(3, 2)]),
     # aggregating, not the root: partials go up to UPLINK, results come down from it
-    Job(2, 8, 4, [fabric.Child(5, 0), fabric.Child(6, 1)], is_root=False, parent_port=UPLINK),
+    Job(2, 8, 4, [fabric.Child(5, 0), fabric.Child(6, 1)], {"is_root": False, "parent_port": UPLINK}),
     # forwarder for two workers behind port 7 (told apart by source address) and one on port 8
     Job(3, 16, 4, [fabric.Child(7, 0, "10.0.0.71"), fabric.Child(7, 1, "10.0.0.72"), fabric.Child(8, 2)],
-        is_root=False, parent_port=UPLINK, aggregate=False),
+        {"is_root": False, "parent_port": UPLINK, "aggregate": False}),
     # a region the controller got wrong: slots 2 and 3 index past the end of the registers
     Job(4, 1022, 4, [fabric.Child(1, 0), fabric.Child(2, 1)]),
     # a root whose multicast group is gone: completed results go nowhere
-    Job(5, 1000, 2, [fabric.Child(1, 0), fabric.Child(3, 1)], mcast_grp=MISSING_GROUP),
+    Job(5, 1000, 2, [fabric.Child(1, 0), fabric.Child(3, 1)], {"mcast_grp": MISSING_GROUP}),
 )
 HOST_PORTS = {1: 1, 2: 2, 3: 3, 5: 5, 6: 6, 71: 7, 72: 7, 8: 8, 9: FOREIGN}  # host number -> port
 
@@ -98,7 +167,7 @@ def _route(ip: str, plen: int, port: int) -> st.TableEntry:
 
 
 class Traffic:
-    """Seeded random and adversarial packets for a switch with `install_roles` (see `next`)."""
+    """Seeded random and adversarial packets for a switch with `install_roles` (see `packets`)."""
 
     def __init__(self, lanes: int, seed: int):
         self.lanes = lanes
@@ -184,12 +253,12 @@ class Traffic:
             return port, frame[:self.rng.randrange(1, len(frame))]
         if choice == 9:  # random bytes
             return self.rng.choice(list(HOST_PORTS.values())), self.np.bytes(self.rng.randrange(1, 120))
-        if choice == 10:  # other UDP, TCP, ICMP, IPv4 options, TTL 0/1
+        if choice == 10:
             return self.other_ipv4(host)
         if choice == 11:  # ARP, IPv6, VLAN: not IPv4
             ethertype = self.rng.choice([0x0806, 0x86DD, 0x8100])
-            return HOST_PORTS[host], (bytes.fromhex("ffffffffffff") + bytes.fromhex(fabric.host_mac(host).replace(":", ""))
-                                      + ethertype.to_bytes(2, "big") + self.np.bytes(46))
+            src_mac = bytes.fromhex(fabric.host_mac(host).replace(":", ""))
+            return HOST_PORTS[host], b"\xff" * 6 + src_mac + ethertype.to_bytes(2, "big") + self.np.bytes(46)
         if choice == 12:  # reserved header byte, odd scale, big worker count
             return self.agg(host, job.job_id, 0, g, reserved=self.rng.randrange(256),
                             scale=self.rng.randrange(-32768, 32768), workers=self.rng.randrange(65536))
@@ -197,12 +266,11 @@ class Traffic:
                         self.rng.randrange(256))  # any flags, any seq
 
     def other_ipv4(self, host: int) -> tuple[int, bytes]:
-        port, frame = HOST_PORTS[host], bytearray(codec.frame(self.np.bytes(self.rng.randrange(0, 60)),
-                                                             fabric.host_mac(host), SWITCH_MAC, fabric.host_ip(host),
-                                                             self.rng.choice([fabric.host_ip(2), AGG_IP, "10.9.9.9",
-                                                                              "192.168.1.1"]),
-                                                             self.rng.randrange(65536), self.rng.randrange(65536),
-                                                             ttl=self.rng.choice([0, 1, 64, 255])))
+        """IPv4 that is not aggregation: UDP to any port, TCP, ICMP, a header with options; any TTL."""
+        dst = self.rng.choice([fabric.host_ip(2), AGG_IP, "10.9.9.9", "192.168.1.1"])
+        frame = bytearray(codec.frame(self.np.bytes(self.rng.randrange(0, 60)), fabric.host_mac(host), SWITCH_MAC,
+                                      fabric.host_ip(host), dst, self.rng.randrange(65536), self.rng.randrange(65536),
+                                      ttl=self.rng.choice([0, 1, 64, 255])))
         kind = self.rng.randrange(4)
         if kind == 1:
             frame[23] = 6  # TCP
@@ -210,7 +278,7 @@ class Traffic:
             frame[23] = 1  # ICMP
         elif kind == 3:
             frame[14] = 0x46  # IPv4 with options (ihl 6): not parsed as UDP
-        return port, bytes(frame)
+        return HOST_PORTS[host], bytes(frame)
 
     def packets(self, count: int) -> list[tuple[int, bytes]]:
         """About `count` packets: rounds of every job interleaved with oddities."""
@@ -245,64 +313,17 @@ PACKETS = {32: 3000, 64: 2000, 128: 1200, 256: 800, 364: 600}
 
 @pytest.mark.slow
 @pytest.mark.parametrize("lanes", wire.LANE_COUNTS)
-def test_aggnet_matches_bmv2(lanes, p4c_cache):
+def test_aggnet_matches_bmv2(lanes, p4c):
     packets = Traffic(lanes, seed=lanes).packets(PACKETS[lanes])
     embedded = fabric.switch(lanes)
     registers, counters = aggnet_cells(lanes, embedded.state.schema)
-    with bmv2_twin(embedded, str(REPO / "p4src" / wire.program_name(lanes)), p4c_cache) as bmv2:
+    with bmv2_twin(embedded, str(REPO / "p4src" / wire.program_name(lanes)), p4c) as bmv2:
         for sw in (embedded, bmv2):
             install_roles(sw)
         ours = bmv2_ref.observe(embedded, packets, registers, counters)
         theirs = bmv2_ref.observe(bmv2, packets, registers, counters)
-    assert sum(map(len, ours.outputs.values())) > len(packets) // 4  # the traffic does get through
     assert bmv2_ref.first_difference(ours, theirs) == ""
-
-
-# --------------------------------------------------------------------------- STF tests
-
-def stf_cases() -> list:
-    """(program, stf) for every STF test under tests/ with a program: NAME.stf and NAME_*.stf test NAME.p4.
-
-    The malformed_*.stf files test the runner's error messages, not a program
-    (tests/test_stf_programs.py runs them)."""
-    cases = [(REPO / "p4src" / "aggnet.p4", stf) for stf in sorted((REPO / "tests" / "data" / "aggnet").glob("*.stf"))]
-    for stf in sorted((REPO / "tests" / "data" / "stf").glob("*.stf")):
-        programs = [p for p in stf.parent.glob("*.p4") if stf.stem.startswith(p.stem)]
-        if programs:
-            cases.append((max(programs, key=lambda p: len(p.stem)), stf))
-    return [pytest.param(str(p), str(s), id=s.name, marks=_known(s.name)) for p, s in cases]
-
-
-# Differences found, with why they are not (yet) fixed in the embedded target.
-KNOWN_DIFFERENCES = {
-    "parser_reject.stf": "a select with no matching case and no default: the P4 spec and the embedded target "
-                         "reject with error.NoMatch; p4c 1.2.5's BMv2 back end lacks the HandleNoMatch pass "
-                         "(p4lang/p4c#5746), so BMv2 accepts with NoError",
-}
-
-
-def _known(name: str) -> list:
-    reason = KNOWN_DIFFERENCES.get(name)
-    return [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-
-
-def run_stf(target, stf: str) -> tuple[bmv2_ref.Observation, list[str]]:
-    """Every packet out per port and every register and counter cell afterwards, and the register
-    and counter values the test read on the way. A command either target refuses ends the run."""
-    runner = StfRunner(target, stf)
-    try:
-        log = runner.run(parse_stf(Path(stf).read_text(), stf)).log
-    except StfError as exc:
-        log = runner.result.log + [f"refused at line {exc.line}"]
-    outputs = bmv2_ref.per_port((port, o.data) for port, outs in runner.got.items() for o in outs)
-    return bmv2_ref.Observation(outputs, *bmv2_ref.read_cells(target, *bmv2_ref.all_cells(target.state.schema))), log
-
-
-@pytest.mark.parametrize("program, stf", stf_cases())
-def test_stf_matches_bmv2(program, stf, p4c_cache):
-    embedded = Pipeline(load_program(program))
-    with bmv2_twin(embedded, program, p4c_cache) as bmv2:
-        theirs, their_log = run_stf(bmv2, stf)
-    ours, our_log = run_stf(embedded, stf)
-    assert bmv2_ref.first_difference(ours, theirs) == ""
-    assert our_log == their_log
+    # and the traffic reached every outcome: rounds completed, retransmissions answered, sums saturated
+    for name in ("completed", "retx_answered", "duplicates", "overflows"):
+        assert sum(packets for packets, _ in ours.counters[f"AggIngress.agg_{name}"]) > 0, name
+    assert sum(map(len, ours.outputs.values())) > len(packets) // 4
