@@ -89,6 +89,7 @@ class CProgram:
     actions: dict[str, int] = field(default_factory=dict)
     registers: dict[str, int] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
+    meters: dict[str, int] = field(default_factory=dict)
     digests: list[tuple[str, int]] = field(default_factory=list)  # (name, field count) by id
 
 
@@ -124,8 +125,9 @@ class CGen:
                 self.instances[id(inst)] = self.cp.registers.setdefault(inst.control_plane_name, len(self.cp.registers))
             elif inst.extern == "counter":
                 self.instances[id(inst)] = self.cp.counters.setdefault(inst.control_plane_name, len(self.cp.counters))
-            elif inst.extern in ("meter", "direct_meter"):
-                raise Unsupported(f"{inst.extern} {inst.control_plane_name}", inst.loc)
+            elif inst.extern == "meter":
+                self.instances[id(inst)] = self.cp.meters.setdefault(inst.control_plane_name, len(self.cp.meters))
+        self._meter_color: dict[int, int] = {}  # id(direct_meter instance) -> slot of this packet's color
         self._storage()
 
     # ------------------------------------------------------------------ storage
@@ -717,8 +719,28 @@ class CGen:
                       f"p->E->cby[{cid}][{i}] += F[{self.sm['packet_length']}]; }} }}", ind + 1)
         elif tname == "direct_counter" and m == "count":
             self.emit(";", ind)  # direct counters count every hit of their table's entries
+        elif tname == "meter" and m == "execute_meter":
+            mid = self.instances[id(inst)]
+            i = self.tmp("i")
+            self.emit(f"{{ u64 {i} = {self.x(c.args[0])};", ind)
+            self.store(c.args[1], f"({i} < {inst.size or 0}ULL ? meter_exec(&p->E->meters[{mid}][{i}], "
+                                  f"{self.meter_amount(inst)}) : 0)", ind + 1)
+            self.emit("}", ind)
+        elif tname == "direct_meter" and m == "read":
+            self.store(c.args[0], f"F[{self.meter_color(inst)}]", ind)
         else:
             raise Unsupported(f"{tname}.{m}()", c.loc)
+
+    def meter_amount(self, inst: ir.ExternInstance) -> str:
+        """What one packet costs a meter: 1 (MeterType.packets) or its length (bytes)."""
+        return "1.0" if inst.kind == "packets" else f"(double)F[{self.sm['packet_length']}]"
+
+    def meter_color(self, inst: ir.ExternInstance) -> int:
+        """Frame slot holding the color a direct meter gave this packet when its table hit."""
+        slot = self._meter_color.get(id(inst))
+        if slot is None:
+            slot = self._meter_color[id(inst)] = self.frame.slot(0)
+        return slot
 
     def store(self, target: ir.Expr, code: str, ind: int) -> None:
         """`target = code` for an out argument of an extern (scalar storage)."""
@@ -918,8 +940,6 @@ class CGen:
 
     def gen_table(self, t: ir.Table) -> None:
         tid = self.cp.tables[t.control_plane_name]
-        if t.direct_meter is not None:
-            raise Unsupported(f"direct meter on table {t.control_plane_name}", t.loc)
         acts = []
         for a, _ in table_actions(self.p, t):
             if any(p.direction for p in a.params):
@@ -941,6 +961,9 @@ class CGen:
         self.emit("if (e) {", 1)
         if t.direct_counter is not None:
             self.emit(f"e->packets++; e->bytes += F[{self.sm['packet_length']}];", 2)
+        if t.direct_meter is not None:
+            dm = t.direct_meter
+            self.emit(f"F[{self.meter_color(dm)}] = meter_exec(&e->meter, {self.meter_amount(dm)});", 2)
         self.emit("act = e->action; A = e->args;", 2)
         self.emit("} else { act = T->def_action; A = T->def_args; }", 1)
         self.emit("p->act = act;", 1)
@@ -1076,6 +1099,7 @@ class CGen:
         lines = ['#include "runtime.h"', f"#define NSLOTS {len(self.frame.initial)}",
                  f"#define HDR_MAX {self.max_out}", f"#define NTABLES {len(self.cp.tables)}",
                  f"#define NREGS {len(self.cp.registers)}", f"#define NCOUNTERS {len(self.cp.counters)}",
+                 f"#define NMETERS {len(self.cp.meters)}",
                  f"#define NDIGESTS {len(self.cp.digests)}",
                  f"#define META_FIRST {self.meta_range[0]}", f"#define META_END {self.meta_range[1]}"]
         for name in ("ingress_port", "egress_spec", "egress_port", "instance_type", "packet_length",
@@ -1097,15 +1121,14 @@ class CGen:
         lines.append("    default: *n = 0; return FL_EMPTY;")
         lines.append("    }")
         lines.append("}")
-        sizes = [0] * len(self.cp.registers)
-        csizes = [0] * len(self.cp.counters)
+        sizes = {"register": [0] * len(self.cp.registers), "counter": [0] * len(self.cp.counters),
+                 "meter": [0] * len(self.cp.meters)}
+        ids = {"register": self.cp.registers, "counter": self.cp.counters, "meter": self.cp.meters}
         for inst in self.p.all_instances():
-            if inst.extern == "register":
-                sizes[self.cp.registers[inst.control_plane_name]] = inst.size or 0
-            elif inst.extern == "counter":
-                csizes[self.cp.counters[inst.control_plane_name]] = inst.size or 0
-        lines.append("static const u64 REG_SIZE[] = {" + ", ".join(map(str, sizes or [0])) + "};")
-        lines.append("static const u64 COUNTER_SIZE[] = {" + ", ".join(map(str, csizes or [0])) + "};")
+            if inst.extern in sizes:
+                sizes[inst.extern][ids[inst.extern][inst.control_plane_name]] = inst.size or 0
+        for kind, name in (("register", "REG_SIZE"), ("counter", "COUNTER_SIZE"), ("meter", "METER_SIZE")):
+            lines.append(f"static const u64 {name}[] = {{" + ", ".join(map(str, sizes[kind] or [0])) + "};")
         nkeys = [0] * len(self.cp.tables)
         for t in self.p.all_tables():
             nkeys[self.cp.tables[t.control_plane_name]] = len(t.keys)

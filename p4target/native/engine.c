@@ -284,6 +284,35 @@ void eng_table_default(engine_t *E, int tid, int action, const u64 *args, int na
 }
 
 u64 *eng_entry_counters(engine_t *E, int handle) { return &E->handles[handle]->packets; }
+
+/* ------------------------------------------------------------------ meters (state.MeterCell) */
+
+static u64 meter_exec(meter_t *m, double amount) {
+    if (!m->on) return 0;  /* GREEN */
+    double now = mono(), elapsed = now - m->last > 0 ? now - m->last : 0;
+    m->last = now;
+    double peak = m->peak + elapsed * m->pir, committed = m->committed + elapsed * m->cir;
+    m->peak = m->pburst < peak ? m->pburst : peak;
+    m->committed = m->cburst < committed ? m->cburst : committed;
+    if (m->peak < amount) return 2;  /* RED */
+    m->peak -= amount;
+    if (m->committed < amount) return 1;  /* YELLOW */
+    m->committed -= amount;
+    return 0;
+}
+
+static void meter_set(meter_t *m, int on, double cir, double cburst, double pir, double pburst) {
+    m->on = on; m->cir = cir; m->cburst = cburst; m->pir = pir; m->pburst = pburst;
+    m->committed = cburst; m->peak = pburst; m->last = mono();  /* buckets start full */
+}
+
+void eng_meter_set(engine_t *E, int mid, u64 index, int on, double cir, double cburst, double pir, double pburst) {
+    meter_set(&E->meters[mid][index], on, cir, cburst, pir, pburst);
+}
+
+void eng_direct_meter_set(engine_t *E, int handle, int on, double cir, double cburst, double pir, double pburst) {
+    meter_set(&E->handles[handle]->meter, on, cir, cburst, pir, pburst);
+}
 u64 *eng_register(engine_t *E, int rid) { return E->reg[rid]; }
 u64 *eng_counter(engine_t *E, int cid, int bytes) { return bytes ? E->cby[cid] : E->cpk[cid]; }
 
@@ -888,6 +917,7 @@ engine_t *eng_new(u64 seed) {
         E->cpk[i] = calloc(COUNTER_SIZE[i] ? COUNTER_SIZE[i] : 1, sizeof(u64));
         E->cby[i] = calloc(COUNTER_SIZE[i] ? COUNTER_SIZE[i] : 1, sizeof(u64));
     }
+    for (int i = 0; i < NMETERS; i++) E->meters[i] = calloc(METER_SIZE[i] ? METER_SIZE[i] : 1, sizeof(meter_t));
     E->mc = calloc(65536, sizeof(rep_t *));
     E->mcn = calloc(65536, sizeof(u32));
     E->rng = seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
@@ -912,6 +942,7 @@ void eng_free(engine_t *E) {
     free(E->handles); free(E->freeh);
     for (int i = 0; i < NREGS; i++) free(E->reg[i]);
     for (int i = 0; i < NCOUNTERS; i++) { free(E->cpk[i]); free(E->cby[i]); }
+    for (int i = 0; i < NMETERS; i++) free(E->meters[i]);
     for (int g = 0; g < 65536; g++) free(E->mc[g]);
     free(E->mc); free(E->mcn);
     for (u32 s = 0; s < E->nsessions; s++) free(E->sessions[s].reps);

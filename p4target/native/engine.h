@@ -78,6 +78,7 @@ typedef struct engine {
     table_t tables[NTABLES ? NTABLES : 1];
     u64 *reg[NREGS ? NREGS : 1];
     u64 *cpk[NCOUNTERS ? NCOUNTERS : 1], *cby[NCOUNTERS ? NCOUNTERS : 1];
+    meter_t *meters[NMETERS ? NMETERS : 1];
     entry_t **handles;
     u32 nhandles, caphandles;
     int32_t *freeh;

@@ -31,6 +31,8 @@ _SIGNATURES = {
     "eng_entry_counters": (_U64, [c_void_p, c_int]),
     "eng_register": (_U64, [c_void_p, c_int]),
     "eng_counter": (_U64, [c_void_p, c_int, c_int]),
+    "eng_meter_set": (None, [c_void_p, c_int, c_uint64, c_int, c_double, c_double, c_double, c_double]),
+    "eng_direct_meter_set": (None, [c_void_p, c_int, c_int, c_double, c_double, c_double, c_double]),
     "eng_mc_set": (None, [c_void_p, c_int, c_int, _U32, _U32]),
     "eng_clone_set": (None, [c_void_p, c_uint64, c_int, _U32, _U32, c_uint32]),
     "eng_process": (c_int, [c_void_p, c_uint32, c_char_p, c_uint32]),
@@ -63,6 +65,13 @@ def _u64s(values) -> ctypes.Array:
 def _u32s(values) -> ctypes.Array:
     values = list(values)
     return (c_uint32 * max(1, len(values)))(*values)
+
+
+def _meter_args(config) -> tuple:
+    """(on, cir, cburst, pir, pburst) of a state.MeterConfig or None."""
+    if config is None:
+        return 0, 0.0, 0.0, 0.0, 0.0
+    return 1, float(config.cir), float(config.cburst), float(config.pir), float(config.pburst)
 
 
 def seed_key(seed: int) -> list[int]:
@@ -135,6 +144,13 @@ class Engine:
     def counter(self, cid: int, size: int) -> tuple[np.ndarray, np.ndarray]:
         return tuple(np.ctypeslib.as_array(self.lib.eng_counter(self.ptr, cid, which), shape=(max(size, 1),))[:size]
                      for which in (0, 1))
+
+    # -- meters: config None = unconfigured (always green); buckets start full
+    def meter_set(self, mid: int, index: int, config) -> None:
+        self.lib.eng_meter_set(self.ptr, mid, index, *_meter_args(config))
+
+    def direct_meter_set(self, handle: int, config) -> None:
+        self.lib.eng_direct_meter_set(self.ptr, handle, *_meter_args(config))
 
     # -- packet replication engine
     def mc_set(self, group: int, replicas: list[tuple[int, int]] | None) -> None:

@@ -43,6 +43,9 @@ typedef struct pk {
     const char *msg;    /* why an RC_ERR */
 } pk_t;
 
+/* A two-rate three-color marker (RFC 2698, color-blind), as state.MeterCell runs it. */
+typedef struct meter { int on; double cir, cburst, pir, pburst, committed, peak, last; } meter_t;
+
 struct entry {
     entry_t *hnext;     /* next in its hash bucket */
     struct level *lvl;
@@ -51,6 +54,7 @@ struct entry {
     int64_t prio;
     u64 seq;
     u64 packets, bytes; /* direct counter cells */
+    meter_t meter;      /* direct meter cell */
     u64 *args;
     u64 *v, *m, *hi;    /* per key: value (or range low), mask, range high */
     u8 *kind;           /* per key: 0 wildcard, 1 value & mask, 2 range */
@@ -82,6 +86,7 @@ static void push_digest(struct engine *E, int id, const u64 *vals, int n);
 static void push_log(struct engine *E, const char *fmt, const u64 *vals, int n);
 static u32 rng_u32(struct engine *E);
 static u64 rng_range(struct engine *E, u64 lo, u64 hi);
+static u64 meter_exec(meter_t *m, double amount);
 
 static inline int64_t sx(u64 v, int w) {
     return w >= 64 ? (int64_t)v : ((int64_t)(v << (64 - w))) >> (64 - w);

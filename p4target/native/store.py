@@ -1,10 +1,11 @@
 """`State` with its data-plane half in native memory.
 
 `State` (p4target/state.py) stays the front door: it validates every write before anything
-changes and keeps the control-plane model (entries, groups, sessions) that reads answer
-from. These subclasses then mirror each accepted change into the engine, where packets
-see it. Registers and counters live only in native memory (numpy views of it); a table
-entry's direct-counter cells too (`NativeTableEntry`). The lock is the engine's mutex
+changes and keeps the control-plane model (entries, groups, sessions, meter configurations)
+that reads answer from. These subclasses then mirror each accepted change into the engine,
+where packets see it. Registers and counters live only in native memory (numpy views of
+it); a table entry's direct-counter cells too (`NativeTableEntry`); meter buckets run in
+the engine (`NativeMeterCell` forwards each configuration). The lock is the engine's mutex
 (plus a Python RLock for re-entry), so a write batch is atomic to packets as before.
 """
 from __future__ import annotations
@@ -47,6 +48,26 @@ class EngineLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+class NativeMeterCell(st.MeterCell):
+    """A meter cell whose accepted configurations also configure the engine's cell."""
+
+    def __init__(self, configure: Callable[[st.MeterConfig | None], None]):
+        super().__init__()
+        self._configure_native = configure
+
+    def configure(self, config: st.MeterConfig | None, now: float) -> None:
+        super().configure(config, now)
+        self._configure_native(config)
+
+
+class NativeMeterArray(st.MeterArray):
+    """Indirect meter `mid` of the engine: the configurations, mirrored into it."""
+
+    def __init__(self, schema: st.MeterSchema, engine: Engine, mid: int):
+        self.schema = schema
+        self.cells = [NativeMeterCell(lambda config, i=i: engine.meter_set(mid, i, config)) for i in range(schema.size)]
 
 
 class NativeTableEntry(st.TableEntry):
@@ -114,6 +135,8 @@ class NativeTable(st.Table):
         entry.__class__ = NativeTableEntry  # its counter cells now read the engine's
         entry._handle = handle
         entry._cells = self._engine.entry_counters(handle)
+        if entry.meter is not None:
+            entry.meter = NativeMeterCell(lambda config: self._engine.direct_meter_set(handle, config))
 
     def modify(self, entry: st.TableEntry) -> None:
         super().modify(entry)
@@ -183,6 +206,7 @@ class NativeState(st.State):
                               for n, r in schema.registers.items()}
             self.counters = {n: NativeCounterArray(c, engine.counter(cprog.counters[n], c.size))
                              for n, c in schema.counters.items()}
+            self.meters = {n: NativeMeterArray(m, engine, cprog.meters[n]) for n, m in schema.meters.items()}
 
     def mc_group_insert(self, group_id: int, replicas: list[tuple[int, int]]) -> None:
         with self.lock:
