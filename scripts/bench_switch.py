@@ -151,7 +151,8 @@ def aggregation_frames(lanes: int, pairs: int = 2048) -> list[bytes]:
         for src in CHILDREN:
             vals = rng.integers(-2**20, 2**20, size=(1, lanes)).astype(np.int32)
             payload = codec.encode(1, slot, k, wire.FLAG_POOL if pool else 0, vals).tobytes()
-            out.append(codec.frame(payload, "02:00:00:00:00:01", SWITCH_MAC, src, AGG_IP, codec.AGG_PORT, codec.AGG_PORT))
+            out.append(codec.frame(payload, "02:00:00:00:00:01", SWITCH_MAC, src, AGG_IP, codec.AGG_PORT,
+                                   codec.AGG_PORT))
     return out
 
 
@@ -169,7 +170,8 @@ def programs(names: list[str]) -> dict[str, dict]:
                           "MyIngress.port_in", "received_pps")}
     for lanes in (32, 256):
         specs[f"aggnet_l{lanes}"] = (REPO / "p4src" / program_name(lanes), agg,
-                                     lambda lanes=lanes: aggregation_frames(lanes), "AggIngress.port_rx", "processed_pps")
+                                     lambda lanes=lanes: aggregation_frames(lanes), "AggIngress.port_rx",
+                                     "processed_pps")
     return {name: {"p4": p4, "entries": entries, "frames": frames(), "counter": counter, "rate": rate}
             for name, (p4, entries, frames, counter, rate) in specs.items() if name in names}
 

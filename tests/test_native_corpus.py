@@ -17,7 +17,8 @@ SAMPLE = ["arith-bmv2", "checksum2-bmv2", "gauntlet_exit_combination_1-bmv2", "g
           "table-entries-range-bmv2", "table-entries-ternary-bmv2", "table-entries-optional-bmv2", "union-valid-bmv2",
           "v1model-const-entries-bmv2"]
 
-pytestmark = [pytest.mark.skipif(not os.path.isdir(CORPUS), reason="p4c's corpus is not at ../shared/p4c-corpus (or $AGGNET_P4C_CORPUS)"),
+pytestmark = [pytest.mark.skipif(not os.path.isdir(CORPUS),
+                                 reason="p4c's corpus is not at ../shared/p4c-corpus (or $AGGNET_P4C_CORPUS)"),
               pytest.mark.skipif(compiler() is None, reason="no C compiler for the native engine")]
 
 

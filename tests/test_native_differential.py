@@ -125,7 +125,8 @@ def test_stf_programs_engines_agree(name):
     assert {p: [o.data for o in outs] for p, outs in rn.got.items()} == \
         {p: [o.data for o in outs] for p, outs in rp.got.items()}
     rng = random.Random(name)
-    sent = [(int(c.rest.split()[0]), bytes.fromhex("".join(c.rest.split()[1:]))) for c in commands if c.verb == "packet"]
+    sent = [(int(c.rest.split()[0]), bytes.fromhex("".join(c.rest.split()[1:])))
+            for c in commands if c.verb == "packet"]
     packets = [(port, mutate(rng, data)) for _ in range(300) for port, data in [rng.choice(sent)]]
     packets += [(rng.randrange(0, 8), bytes(rng.randrange(256) for _ in range(rng.randrange(64)))) for _ in range(100)]
     assert_same(rp.pipeline, rn.pipeline, packets)

@@ -639,8 +639,8 @@ class CGen:
             if c.method == "push_front":
                 self.emit(f"memmove(&F[{e0 + cut}], &F[{e0}], {(end - cut - e0) * 8});", ind)
                 self.emit(f"memcpy(&F[{e0}], &INIT[{e0}], {cut * 8});", ind)
-                self.emit(f"F[{lay.next_index}] = F[{lay.next_index}] + {n} < {size} ? F[{lay.next_index}] + {n} : {size};",
-                          ind)
+                nxt = f"F[{lay.next_index}]"
+                self.emit(f"{nxt} = {nxt} + {n} < {size} ? {nxt} + {n} : {size};", ind)
             else:
                 self.emit(f"memmove(&F[{e0}], &F[{e0 + cut}], {(end - cut - e0) * 8});", ind)
                 self.emit(f"memcpy(&F[{end - cut}], &INIT[{end - cut}], {cut * 8});", ind)
@@ -762,8 +762,8 @@ class CGen:
             i = self.tmp("n")
             self.emit("{", ind)
             self.emit(f"u64 {i} = F[{stack.next_index}];", ind + 1)
-            self.emit(f"if ({i} >= {len(stack.elements)}) {{ rcode = {self.errors['StackOutOfBounds']}; goto reject; }}",
-                      ind + 1)
+            oob = self.errors["StackOutOfBounds"]
+            self.emit(f"if ({i} >= {len(stack.elements)}) {{ rcode = {oob}; goto reject; }}", ind + 1)
             self.emit(f"u64 *G = F + {i} * {stack.stride};", ind + 1)
             self.extract_header(stack.elements[0], "G", too_short, ind + 1)
             self.emit(f"F[{stack.next_index}] = {i} + 1;", ind + 1)
@@ -791,7 +791,8 @@ class CGen:
         w = lay.type.width()
         if w % 8:
             t = lay.type
-            raise P4Error(f"header {t.name} is {w} bits, not a whole number of bytes", t.loc.file, t.loc.line, t.loc.col)
+            raise P4Error(f"header {t.name} is {w} bits, not a whole number of bytes",
+                          t.loc.file, t.loc.line, t.loc.col)
         return w // 8
 
     def extract_header(self, lay: HeaderLayout, frame: str, too_short: int, ind: int) -> None:
@@ -1040,7 +1041,8 @@ class CGen:
                     conds.append(f"({kname} & {m}) == ({self.x(ks.value)} & {m})")
                 elif isinstance(ks, ir.KsRange):
                     k = self.sx(kt, kname, kloc)
-                    conds.append(f"{self.sx(kt, self.x(ks.lo), kloc)} <= {k} && {k} <= {self.sx(kt, self.x(ks.hi), kloc)}")
+                    lo, hi = self.sx(kt, self.x(ks.lo), kloc), self.sx(kt, self.x(ks.hi), kloc)
+                    conds.append(f"{lo} <= {k} && {k} <= {hi}")
                 else:
                     raise Unsupported("this select keyset", case.loc)
             if not conds:
