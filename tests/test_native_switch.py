@@ -21,8 +21,8 @@ from p4target.sidechannel import send_command
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAM = REPO / "tests" / "data" / "testbed" / "ipv4_counters.p4"
-SW = ["h3ns-eth1", "h3ns-eth2"]
-PEER = ["h3np-eth1", "h3np-eth2"]
+SW = ["h3ns1", "h3ns2"]  # no "-ethN": Mininet's cleanup deletes such links
+PEER = ["h3np1", "h3np2"]
 
 pytestmark = [pytest.mark.root, pytest.mark.skipif(compiler() is None, reason="no C compiler")]
 
