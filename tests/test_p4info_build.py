@@ -15,9 +15,21 @@ from google.protobuf import text_format
 
 from p4target.errors import P4Error
 from p4target.frontend import load_program, load_source
-from p4target.p4info import (ACTION, CONTROLLER_HEADER, COUNTER, DIGEST, DIRECT_COUNTER, DIRECT_METER, METER,
-                             REGISTER, TABLE,
-                             P4InfoIndex, build_p4info, jenkins_hash, p4info_text)
+from p4target.p4info import (
+    ACTION,
+    CONTROLLER_HEADER,
+    COUNTER,
+    DIGEST,
+    DIRECT_COUNTER,
+    DIRECT_METER,
+    METER,
+    REGISTER,
+    TABLE,
+    P4InfoIndex,
+    build_p4info,
+    jenkins_hash,
+    p4info_text,
+)
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "p4info")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

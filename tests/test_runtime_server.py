@@ -8,8 +8,20 @@ from pathlib import Path
 
 import grpc
 import pytest
-from finsy import (P4CloneSessionEntry, P4CounterEntry, P4DigestEntry, P4DirectCounterEntry, P4MulticastGroupEntry, P4PacketOut,
-                   P4RegisterEntry, P4TableAction, P4TableEntry, P4TableMatch, Switch, SwitchOptions)
+from finsy import (
+    P4CloneSessionEntry,
+    P4CounterEntry,
+    P4DigestEntry,
+    P4DirectCounterEntry,
+    P4MulticastGroupEntry,
+    P4PacketOut,
+    P4RegisterEntry,
+    P4TableAction,
+    P4TableEntry,
+    P4TableMatch,
+    Switch,
+    SwitchOptions,
+)
 from finsy.p4client import P4ClientError
 from finsy.proto import p4i, p4r, p4r_grpc, rpc_status
 from google.protobuf import text_format
