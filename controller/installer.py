@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import tempfile
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
