@@ -20,17 +20,17 @@ from __future__ import annotations
 import heapq
 import math
 import socket
-import struct
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from protocol import wire
+
 from . import codec, quantize
 from .job import JobSpec
 from .pacing import make_window
 
-_HEADER = struct.Struct("!HHIBBHhH")  # mirrors codec.HEADER_DTYPE, for one packet at a time
 FLOAT_RETRIES = 3  # rescale attempts after an overflow in the float path (see allreduce())
 FLOAT_RETRY_BITS = 8  # fractional bits given up per attempt
 MAX_RTO_S = 1.0  # the retransmission timeout never grows beyond this, backed off or not
@@ -119,7 +119,7 @@ class AllReduceClient:
             sock.bind((me.ip, me.port))
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
         self.sock = sock
-        self._packet_bytes = codec.packet_bytes(job.lanes)
+        self._packet_bytes = wire.packet_bytes(job.lanes)
         self._buf = bytearray(self._packet_bytes + 64)
 
     def close(self) -> None:
@@ -183,7 +183,7 @@ class AllReduceClient:
         chunks[:flat.size] = flat
         g0 = self.next_chunk
         g = g0 + np.arange(n, dtype=np.int64)
-        packets = codec.encode(job.job_id, g % window, g, ((g // window) % 2) * codec.FLAG_POOL,
+        packets = codec.encode(job.job_id, g % window, g, ((g // window) % 2) * wire.FLAG_POOL,
                                chunks.reshape(n, lanes), scale=scale).tobytes()
         pb = self._packet_bytes
 
@@ -200,7 +200,8 @@ class AllReduceClient:
         def send(c: int, retx: bool) -> None:
             data = packets[c * pb:(c + 1) * pb]
             if retx:
-                data = data[:8] + bytes([data[8] | codec.FLAG_RETX]) + data[9:]
+                flags = wire.OFFSETS["flags"]
+                data = data[:flags] + bytes([data[flags] | wire.FLAG_RETX]) + data[flags + 1:]
                 self.stats.retransmissions += 1
                 resent[c] = True
             self.sock.sendto(data, self.dest)
@@ -250,8 +251,8 @@ class AllReduceClient:
             c = self._accept(memoryview(self._buf)[:size], g0, n, scale, done)
             if c is None:
                 continue
-            sums[c] = np.frombuffer(self._buf, dtype=">i4", count=lanes, offset=codec.HEADER_BYTES)
-            overflow[c] = bool(self._buf[8] & codec.FLAG_OVERFLOW)
+            sums[c] = np.frombuffer(self._buf, dtype=">i4", count=lanes, offset=wire.HEADER_BYTES)
+            overflow[c] = bool(self._buf[wire.OFFSETS["flags"]] & wire.FLAG_OVERFLOW)
             done[c] = True
             remaining -= 1
             last_progress = time.monotonic()
@@ -278,9 +279,9 @@ class AllReduceClient:
         if len(data) != self._packet_bytes:
             self.stats.stale_results += 1
             return None
-        job_id, _slot, seq, flags, lanes, workers, pkt_scale, _ = _HEADER.unpack_from(data)
+        job_id, _slot, seq, flags, _reserved, lanes, workers, pkt_scale = wire.HEADER_STRUCT.unpack_from(data)
         c = (seq - g0) % (1 << 32)
-        if (job_id != self.job.job_id or not flags & codec.FLAG_RESULT or lanes != self.job.lanes
+        if (job_id != self.job.job_id or not flags & wire.FLAG_RESULT or lanes != self.job.lanes
                 or c >= n or done[c]):
             self.stats.stale_results += 1
             return None

@@ -1,7 +1,7 @@
 """Fast numpy codec for AggNet aggregation packets (the data path; docs/protocol.md).
 
-A packet's UDP payload is a 16-byte `agg` header followed by `lanes` big-endian int32
-values. Many packets are encoded or decoded at once as one structured numpy array, so
+A packet's UDP payload is the `agg` header (protocol.wire) followed by `lanes` big-endian
+int32 values. Many packets are encoded or decoded at once as one structured numpy array, so
 streaming a tensor costs a few vectorized calls instead of a Python loop per packet.
 `frame`/`parse_frame` add and strip Ethernet/IPv4/UDP for tests and host-side relays.
 """
@@ -13,48 +13,22 @@ from typing import NamedTuple
 
 import numpy as np
 
-AGG_PORT = 48864  # 0xBEE0: the UDP destination port switches recognise as aggregation traffic
-HEADER_BYTES = 16
-LANE_CHOICES = (32, 64, 128)
+from protocol.wire import AGG_PORT, HEADER_DTYPE, HEADER_FIELDS, WireError, check_lanes
 
-FLAG_POOL = 0x80  # worker: which of the slot's two pools (shadow copies) this chunk uses
-FLAG_RESULT = 0x40  # switch: the lanes hold the complete sum (travelling down the tree)
-FLAG_RETX = 0x20  # worker (or switch resending a partial): this is a retransmission
-FLAG_OVERFLOW = 0x10  # switch: some lane saturated while summing; the values are clamped
-
-HEADER_DTYPE = np.dtype([
-    ("job_id", ">u2"),
-    ("slot", ">u2"),
-    ("seq", ">u4"),
-    ("flags", "u1"),
-    ("lanes", "u1"),
-    ("workers", ">u2"),
-    ("scale", ">i2"),
-    ("reserved", ">u2"),
-])
-assert HEADER_DTYPE.itemsize == HEADER_BYTES
+_DEFAULTS = {f.name: f.default for f in HEADER_FIELDS}
 
 
-class CodecError(ValueError):
+class CodecError(WireError):
     """A buffer that is not a whole number of well-formed aggregation packets."""
-
-    exit_code = 2
 
 
 def packet_dtype(lanes: int) -> np.dtype:
     """The structured dtype of one whole packet payload with `lanes` int32 values."""
-    if lanes not in LANE_CHOICES:
-        raise CodecError(f"lanes: {lanes} is not supported (choose one of {LANE_CHOICES})")
-    return np.dtype(HEADER_DTYPE.descr + [("values", ">i4", (lanes,))])
-
-
-def packet_bytes(lanes: int) -> int:
-    """UDP payload size of one packet."""
-    return packet_dtype(lanes).itemsize
+    return np.dtype(HEADER_DTYPE.descr + [("values", ">i4", (check_lanes(lanes),))])
 
 
 def encode(job_id: int, slot: np.ndarray | int, seq: np.ndarray | int, flags: np.ndarray | int,
-           values: np.ndarray, workers: int = 1, scale: int = 0) -> np.ndarray:
+           values: np.ndarray, workers: int = _DEFAULTS["workers"], scale: int = 0) -> np.ndarray:
     """Packets for the rows of `values` (shape (n, lanes)); header arguments broadcast.
 
     Returns a structured array; `arr.tobytes()` is the n payloads back to back and
@@ -89,13 +63,6 @@ def decode(data: bytes | bytearray | memoryview, lanes: int) -> np.ndarray:
         raise CodecError(f"payload: packet {int(np.argmax(bad))} says lanes={int(arr['lanes'][bad][0])}, "
                          f"expected {lanes}")
     return arr
-
-
-def peek_lanes(payload: bytes | bytearray | memoryview) -> int:
-    """The lane count a single payload announces (byte 9), for receivers that accept both."""
-    if len(payload) < HEADER_BYTES:
-        raise CodecError(f"payload: {len(payload)} bytes is shorter than the {HEADER_BYTES}-byte agg header")
-    return payload[9]
 
 
 # ---------------------------------------------------------------------------

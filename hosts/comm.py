@@ -205,7 +205,7 @@ class InNetworkAllReduce(AllReduce):
         self.world_size = job.world_size
 
     def allreduce(self, vec: np.ndarray) -> np.ndarray:
-        from .codec import packet_bytes
+        from protocol.wire import packet_bytes
         before = self.client.stats.packets_sent
         out = self.client.allreduce(np.asarray(vec, dtype=np.float32))
         self.bytes_sent += (self.client.stats.packets_sent - before) * packet_bytes(self.client.job.lanes)

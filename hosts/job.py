@@ -10,7 +10,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .codec import AGG_PORT, LANE_CHOICES
+from protocol.wire import AGG_PORT, DEFAULT_LANES, LANE_COUNTS
+
 from .pacing import PACING_CHOICES
 
 MAX_JOBS = 1024  # aggnet.p4 AGG_MAX_JOBS: per-job counters are indexed by job id
@@ -53,7 +54,7 @@ class JobSpec:
     slot_base: int
     slot_count: int
     agg_ip: str
-    lanes: int = 32
+    lanes: int = DEFAULT_LANES
     timeout_s: float = 0.05
     agg_port: int = AGG_PORT
     pacing: str = "fixed"
@@ -111,13 +112,13 @@ class JobSpec:
             slot_base=v.ranged(v.get(data, "slot_base", int), "slot_base", 0, 0xFFFFFFFF),
             slot_count=v.ranged(v.get(data, "slot_count", int), "slot_count", 1, 0xFFFF),
             agg_ip=v.ipv4(v.get(data, "agg_ip", str), "agg_ip"),
-            lanes=v.get(data, "lanes", int, default=32),
+            lanes=v.get(data, "lanes", int, default=DEFAULT_LANES),
             timeout_s=float(v.get(data, "timeout_s", (int, float), default=0.05)),
             agg_port=v.port(v.get(data, "agg_port", int, default=AGG_PORT), "agg_port"),
             pacing=v.get(data, "pacing", str, default="fixed"),
             weight=float(v.get(data, "weight", (int, float), default=1.0)),
         )
-        v.require(spec.lanes in LANE_CHOICES, "lanes", f"{spec.lanes} is not one of {LANE_CHOICES}")
+        v.require(spec.lanes in LANE_COUNTS, "lanes", f"{spec.lanes} is not one of {LANE_COUNTS}")
         v.require(spec.timeout_s > 0, "timeout_s", "must be positive")
         v.require(spec.pacing in PACING_CHOICES, "pacing", f"{spec.pacing!r} is not one of {PACING_CHOICES}")
         v.require(spec.weight > 0, "weight", "must be positive")

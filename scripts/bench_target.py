@@ -26,7 +26,6 @@ sys.path.insert(0, str(ROOT))
 
 FLOORS = {"ipv4_forwarding": 30000, "aggregation_32_lanes": 8000, "aggnet_32_lanes": 4000, "aggnet_64_lanes": 2000,
           "aggnet_128_lanes": 1000}
-AGG_PORT = 48864
 CHILDREN = 4
 SLOTS = 8
 
@@ -82,8 +81,9 @@ def _aggnet_pipeline(lanes: int, vectorize: bool = True):
     from p4target.frontend import load_program
     from p4target.pipeline import Pipeline
 
-    name = "aggnet.p4" if lanes == 32 else f"aggnet_l{lanes}.p4"
-    pipeline = Pipeline(load_program(str(ROOT / "p4src" / name)), vectorize=vectorize)
+    from protocol import wire
+
+    pipeline = Pipeline(load_program(str(ROOT / "p4src" / wire.program_name(lanes))), vectorize=vectorize)
     s = pipeline.state
     s.insert_entry("AggIngress.agg_job", st.TableEntry(
         {"hdr.agg.job_id": st.Exact(1)}, "AggIngress.set_job",
@@ -95,7 +95,7 @@ def _aggnet_pipeline(lanes: int, vectorize: bool = True):
              "hdr.ipv4.srcAddr": st.Ternary(0, 0)}, "AggIngress.set_child", {"index": port - 1}, priority=1))
         s.insert_entry("AggEgress.agg_host", st.TableEntry(
             {"standard_metadata.egress_port": st.Exact(port)}, "AggEgress.set_host",
-            {"mac": 0x020000000000 | port, "ip": 0x0A000000 | port, "udp_port": AGG_PORT}))
+            {"mac": 0x020000000000 | port, "ip": 0x0A000000 | port, "udp_port": wire.AGG_PORT}))
     s.mc_group_insert(2, [(port, 0) for port in range(1, CHILDREN + 1)])
     return pipeline
 
@@ -104,15 +104,17 @@ def bench_aggnet(lanes: int, count: int, rounds: int, vectorize: bool = True) ->
     """Contributions/s through aggnet.p4: a window of SLOTS slots, both pools, CHILDREN children."""
     from scapy.all import IP, UDP, Ether
 
+    from protocol import wire
+
     pipeline = _aggnet_pipeline(lanes, vectorize)
     packets = []
     for chunk in range(2 * SLOTS):  # slots 0..SLOTS-1 in pool 0, then in pool 1
         slot, pool = chunk % SLOTS, chunk // SLOTS
         for child in range(1, CHILDREN + 1):
-            agg = struct.pack("!HHIBBHhH", 1, slot, chunk, pool << 7, lanes, 1, 0, 0)
+            agg = wire.HEADER_STRUCT.pack(1, slot, chunk, pool * wire.FLAG_POOL, 0, lanes, 1, 0)
             values = struct.pack(f"!{lanes}i", *(child * (k - lanes // 2) for k in range(lanes)))
             ip = IP(src=f"10.0.0.{child}", dst="10.0.255.254")
-            packets.append((child, bytes(Ether() / ip / UDP(sport=AGG_PORT, dport=AGG_PORT) / (agg + values))))
+            packets.append((child, bytes(Ether() / ip / UDP(sport=wire.AGG_PORT, dport=wire.AGG_PORT) / (agg + values))))
     results = [pipeline.process(*p) for p in packets[:CHILDREN]]
     assert [len(r) for r in results] == [0] * (CHILDREN - 1) + [CHILDREN], "aggnet did not complete a slot"
     return {"pps": round(_rate(pipeline, packets, count, rounds)), "packet_bytes": len(packets[0][1]),

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PKGS=(mininet bridge-utils iputils-ping iproute2 tcpdump iperf3 ethtool procps psmisc)
+APT_PKGS=(mininet bridge-utils iputils-ping iproute2 nftables tcpdump iperf3 ethtool procps psmisc)
 PY=${PYTHON:-python3}
 STAMP=.venv/.aggnet-setup-stamp
 

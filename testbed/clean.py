@@ -17,6 +17,7 @@ import time
 
 STATE_DIR = "/run/aggnet"
 SWITCH_MARKERS = ("testbed.cli switch", "aggnet switch", "simple_switch_grpc")
+NFT_TABLE = "aggnet"  # nftables netdev table of BMv2 link loss (testbed.network.kernel_loss_script)
 HOST_SHELL_MARKER = "mininet:"
 
 
@@ -138,7 +139,18 @@ def clean_record(record: dict) -> list[str]:
         if intf in existing:
             delete_interface(intf)
             removed.append(f"interface {intf}")
+    if delete_nft_table():
+        removed.append(f"nftables table netdev {NFT_TABLE}")
     return removed
+
+
+def delete_nft_table() -> bool:
+    """Remove the link-loss table if it exists (one network runs at a time, so it is ours)."""
+    try:
+        done = subprocess.run(["nft", "delete", "table", "netdev", NFT_TABLE], capture_output=True)
+    except FileNotFoundError:  # no nftables: nothing of ours can exist
+        return False
+    return done.returncode == 0
 
 
 def clean(all_records: bool = False) -> list[str]:
@@ -168,6 +180,8 @@ def clean(all_records: bool = False) -> list[str]:
         if intf not in claimed_intfs:
             delete_interface(intf)
             removed.append(f"interface {intf}")
+    if not claimed_intfs and delete_nft_table():
+        removed.append(f"nftables table netdev {NFT_TABLE}")
     return removed
 
 

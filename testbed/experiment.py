@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from hosts.pacing import PACING_CHOICES
+from protocol.wire import DEFAULT_LANES, LANE_COUNTS, program_name
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMES = ("innet", "ps", "ring", "hostagg")
 WORKLOADS = ("train", "allreduce")
-LANE_PROGRAMS = {32: "aggnet.p4", 64: "aggnet_l64.p4", 128: "aggnet_l128.p4"}
 AGG_MAC = "02:00:00:00:ff:fe"  # any unicast MAC: the first switch intercepts by UDP port
 JOB_NAME = "job1"
 STOP_GRACE_S = 5.0
@@ -76,7 +76,7 @@ class RunConfig:
     eval_every: int = 50
     elements: int = 100_000
     dtype: str = "int32"
-    lanes: int = 32
+    lanes: int = DEFAULT_LANES
     slots: int = 64  # the job's slot window on each aggregating switch
     # The all-reduce client's smallest retransmission timeout (JobSpec.timeout_s). Its backoff keeps
     # resends from snowballing at any value; 0.2 s avoids spurious ones when many switch processes
@@ -122,7 +122,7 @@ def resolve_topology(name_or_path: str) -> str:
 def check_config(cfg: RunConfig) -> None:
     """Reject options that cannot work, before any network exists."""
     choices = {"scheme": (cfg.scheme, SCHEMES), "workload": (cfg.workload, WORKLOADS),
-               "lanes": (cfg.lanes, tuple(LANE_PROGRAMS)), "dtype": (cfg.dtype, ("int32", "float32")),
+               "lanes": (cfg.lanes, LANE_COUNTS), "dtype": (cfg.dtype, ("int32", "float32")),
                "pacing": (cfg.pacing, PACING_CHOICES)}
     for option, (value, allowed) in choices.items():
         if value not in allowed:
@@ -203,7 +203,7 @@ def shape_links(topo: Any, link_mbps: float | None, loss: float | None) -> Any:
 
 
 def program_path(lanes: int) -> str:
-    return str(REPO / "p4src" / LANE_PROGRAMS[lanes])
+    return str(REPO / "p4src" / program_name(lanes))
 
 
 # ---------------------------------------------------------------------------- host processes
@@ -347,12 +347,14 @@ class Experiment:
         from controller.installer import connect_all
         from controller.monitor import queue_stats
         from testbed import report
-        from testbed.network import Testbed
+        from testbed.network import BMV2_LIMITS, Testbed
 
         if self.admission is not None and self.scheme == "hostagg":
             self.reporter.status(f"{self.admission.message}; aggregator on {self.aggregators[0]}, "
                                  f"replica on {self.aggregators[1]}")
         self.reporter.status(f"network {self.topo.name} up in {self.run_dir}")
+        if self.cfg.target == "bmv2":
+            self.reporter.status(BMV2_LIMITS)
         started = time.time()
         error: Exception | None = None
         with Testbed(self.topo, self.cfg.target, str(self.run_dir)) as tb:
@@ -394,7 +396,7 @@ class Experiment:
         from controller.installer import Installer, load_program
 
         placements = self.placements if self.scheme == "innet" else []
-        self.reporter.status(f"pushing {LANE_PROGRAMS[self.cfg.lanes]}, routes"
+        self.reporter.status(f"pushing {program_name(self.cfg.lanes)}, routes"
                              + (" and the aggregation tree" if placements else ""))
         program = load_program(program_path(self.cfg.lanes), self.cfg.target, str(self.run_dir / "build"))
         installer = Installer(self.topo, program, conns, timeout_s=self.cfg.min_rto_s)

@@ -9,9 +9,10 @@ otherwise carry unfinished checksums that a P4 program sees as wrong), and stati
 entries for every other host, so pings do not depend on ARP being forwarded by the P4
 program. Each switch is a P4Switch node; per-link bw/delay/loss/queue from the topology
 are applied to the switch's egress queue on that link through its side channel (there is
-no netem here). The embedded target's traffic manager has all four; BMv2 has only rate and
-depth, so a topology with delay or loss on BMv2 is refused before anything starts. BMv2
-switches start empty (the controller pushes the pipeline), and simple_switch_CLI cannot
+no netem here). The embedded target's traffic manager has all four; BMv2's queues have only
+rate and depth, so on BMv2 a link's loss is applied by the kernel instead (an nftables
+netdev egress hook on the switch's interface drops packets at random: not seeded), and a
+topology with delay on BMv2 is refused before anything starts. BMv2 switches start empty (the controller pushes the pipeline), and simple_switch_CLI cannot
 talk to a switch without a program, so on BMv2 `start()` leaves the queues alone and the
 caller runs `apply_link_queues()` once the pipeline is in. The run folder gets build/,
 logs/ (s1.log) and pcaps/. Teardown always runs: on exceptions, Ctrl-C and SIGTERM, and a record in
@@ -22,6 +23,7 @@ from __future__ import annotations
 import fcntl
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -32,6 +34,7 @@ from testbed.p4switch import P4Switch, SwitchDied, TargetUnsupported, check_targ
 
 THRIFT_PORT_BASE = 9090
 LOCK_FILE = os.path.join(clean.STATE_DIR, "network.lock")
+LOSS_PPM = 1_000_000  # nftables draws loss as `numgen random mod LOSS_PPM < p * LOSS_PPM`
 
 
 def acquire_network_lock() -> IO:
@@ -56,14 +59,15 @@ def acquire_network_lock() -> IO:
     return lock
 
 
-def link_queue_commands(link: Any, port: int) -> list[str]:
-    """Side-channel commands that give `port` (one end of `link`) the link's rate, delay, loss and depth."""
+def link_queue_commands(link: Any, port: int, target: str = "embedded") -> list[str]:
+    """Side-channel commands that give `port` (one end of `link`) the link's rate, delay, loss and depth
+    (on BMv2 loss is not a queue setting: see kernel_loss_script)."""
     out = []
     if link.bw_mbps:
         out.append(f"set_queue_rate_bps {link.bw_mbps * 1e6:.0f} {port}")
     if link.delay_ms:
         out.append(f"set_queue_delay {link.delay_ms} {port}")
-    if link.loss:
+    if link.loss and target == "embedded":
         out.append(f"set_queue_loss {link.loss / 100.0} {port}")
     if link.queue_pkts:
         out.append(f"set_queue_depth {link.queue_pkts} {port}")
@@ -71,14 +75,29 @@ def link_queue_commands(link: Any, port: int) -> list[str]:
 
 
 def check_links(topology: Any, target: str) -> None:
-    """TargetUnsupported when a link asks for shaping the target cannot do (BMv2: no delay, no loss)."""
+    """TargetUnsupported when a link asks for shaping the target cannot do (BMv2: no delay)."""
     if target != "bmv2":
         return
     for link in topology.links:
-        asked = [name for name, value in (("delay_ms", link.delay_ms), ("loss", link.loss)) if value]
-        if asked:
-            raise TargetUnsupported(f"{topology.source}: link {link.a}-{link.b}: {' and '.join(asked)} need the "
-                                    "embedded target's traffic manager; BMv2 shapes only bw_mbps and queue_pkts")
+        if link.delay_ms:
+            raise TargetUnsupported(f"{topology.source}: link {link.a}-{link.b}: delay_ms needs the embedded "
+                                    "target's traffic manager; on BMv2 links have bw_mbps, queue_pkts and loss")
+
+
+BMV2_LIMITS = ("bmv2: links have no added delay, loss is drawn by the kernel (nftables, not seeded) "
+               "rather than the traffic manager, and queue statistics are not kept")
+
+
+def kernel_loss_script(drops: dict[str, float]) -> str:
+    """An `nft -f` script dropping each interface's outgoing packets with its probability.
+
+    The netdev egress hook runs in dev_queue_xmit, before the veth hands the frame to its peer,
+    so the far end (a host's stack or a switch's packet socket) never sees a dropped frame.
+    """
+    chains = [f"  chain loss{i} {{ type filter hook egress device \"{intf}\" priority 0; "
+              f"numgen random mod {LOSS_PPM} < {round(p * LOSS_PPM)} drop; }}"
+              for i, (intf, p) in enumerate(sorted(drops.items()))]
+    return "\n".join([f"table netdev {clean.NFT_TABLE} {{", *chains, "}"]) + "\n"
 
 
 def new_run_dir(root: str = "runs") -> str:
@@ -219,13 +238,20 @@ class Testbed:
         from controller.side_channel import side_channel
 
         commands: dict[str, list[str]] = {}
+        drops: dict[str, float] = {}
         for link in self.topology.links:
             for node in (link.a, link.b):
                 if self.topology.is_switch(node):
-                    commands.setdefault(node, []).extend(link_queue_commands(link, link.port_on(node)))
+                    port = link.port_on(node)
+                    commands.setdefault(node, []).extend(link_queue_commands(link, port, self.target))
+                    if link.loss and self.target == "bmv2":
+                        drops[self.topology.intf_name(node, port)] = link.loss / 100.0
         for switch, lines in commands.items():
             if lines:
                 side_channel(self.target, self.thrift_port(switch)).run(lines)
+        if drops:
+            subprocess.run(["nft", "-f", "-"], input=kernel_loss_script(drops), text=True, check=True,
+                           capture_output=True)
 
     def check(self) -> None:
         """Raise SwitchDied naming the first switch whose process has exited."""

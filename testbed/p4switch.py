@@ -113,7 +113,7 @@ class P4Switch(Switch):
         addr = f"127.0.0.1:{self.grpc_port}"
         if self.target == "bmv2":
             cmd = ["simple_switch_grpc", "--device-id", str(self.device_id), *self.port_args(),
-                   "--thrift-port", str(self.thrift_port), "--log-console"]
+                   "--thrift-port", str(self.thrift_port), "--log-console", "--log-level", "warn"]
             if self.pcap_dir:
                 cmd += ["--pcap", self.pcap_dir]
             return cmd + ["--no-p4", "--", "--grpc-server-addr", addr, "--cpu-port", str(self.cpu_port)]

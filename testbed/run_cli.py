@@ -20,7 +20,8 @@ from typing import Any
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `aggnet run` (also used by `aggnet compare`)."""
     from hosts.pacing import PACING_CHOICES
-    from testbed.experiment import LANE_PROGRAMS, WORKLOADS, RunConfig
+    from protocol.wire import LANE_COUNTS, program_name
+    from testbed.experiment import WORKLOADS, RunConfig
 
     d = RunConfig()
     parser.add_argument("--topo", default=d.topo, metavar="F",
@@ -48,8 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"all-reduce workload: int32 elements per worker (default {d.elements})")
     parser.add_argument("--dtype", default=d.dtype, choices=("int32", "float32"),
                         help="all-reduce workload: vector type (float32 is quantized in-network)")
-    parser.add_argument("--lanes", type=int, default=d.lanes, choices=tuple(LANE_PROGRAMS),
-                        help="values per aggregation packet (aggnet.p4: 32, aggnet_l64.p4: 64, aggnet_l128.p4: 128)")
+    parser.add_argument("--lanes", type=int, default=d.lanes, choices=LANE_COUNTS,
+                        help="values per aggregation packet (" + ", ".join(f"{program_name(n)}: {n}" for n in LANE_COUNTS) + ")")
     parser.add_argument("--slots", type=int, default=d.slots, help=f"the job's slot window (default {d.slots})")
     parser.add_argument("--min-rto", type=float, default=d.min_rto_s, metavar="S",
                         help=f"in-network all-reduce: smallest retransmission timeout (default {d.min_rto_s} s)")

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.yaml_file import read_yaml
+from protocol.wire import DEFAULT_LANES, LANE_COUNTS
 
 MODES = ("aware", "unaware", "ps", "ring")
 WORKLOADS = ("train", "allreduce")
@@ -104,7 +105,7 @@ class Scenario:
     workload: str = "train"
     train: Any = None  # hosts.agent_config.TrainConfig
     elements: int = 10_000
-    lanes: int = 32  # values per aggregation packet: picks p4src/aggnet*.p4 (testbed.experiment.LANE_PROGRAMS)
+    lanes: int = DEFAULT_LANES  # values per aggregation packet: picks p4src/aggnet*.p4 (protocol.wire.program_name)
     link_mbps: float | None = None  # every link's rate, as `aggnet run --link-mbps`; shaping[] then overrides
     pacing: str = "fixed"  # in-network workers: hosts.pacing policy; aimd in mode aware adds the job weights
     target_accuracy: float | None = None
@@ -166,7 +167,7 @@ def parse_scenario(data: Any, source: str) -> Scenario:
     from controller.topology import load_topology
     from hosts.agent_config import ConfigError, TrainConfig
     from hosts.pacing import PACING_CHOICES
-    from testbed.experiment import LANE_PROGRAMS, RunError, resolve_topology
+    from testbed.experiment import RunError, resolve_topology
 
     top = _Fields(source, data, "", _TOP_KEYS)
     try:
@@ -204,7 +205,7 @@ def parse_scenario(data: Any, source: str) -> Scenario:
         modes=tuple(modes), algo=top.get("algo", str, "soar"),
         admission=top.choice("admission", ("downgrade", "reject"), "downgrade"), slots=dict(slots),
         workload=top.choice("workload", WORKLOADS, "train"), train=train,
-        elements=top.get("elements", int, 10_000, minimum=1), lanes=_lanes(top, LANE_PROGRAMS),
+        elements=top.get("elements", int, 10_000, minimum=1), lanes=_lanes(top),
         link_mbps=top.get("link_mbps", float, None, minimum=0.001),
         pacing=top.choice("pacing", PACING_CHOICES, "fixed"),
         target_accuracy=target,
@@ -214,10 +215,10 @@ def parse_scenario(data: Any, source: str) -> Scenario:
         seed=top.get("seed", int, 0))
 
 
-def _lanes(top: _Fields, programs: dict[int, str]) -> int:
-    lanes = top.get("lanes", int, 32)
-    if lanes not in programs:
-        top.fail("lanes", f"{lanes} is not one of {', '.join(map(str, programs))}")
+def _lanes(top: _Fields) -> int:
+    lanes = top.get("lanes", int, DEFAULT_LANES)
+    if lanes not in LANE_COUNTS:
+        top.fail("lanes", f"{lanes} is not one of {', '.join(map(str, LANE_COUNTS))}")
     return lanes
 
 

@@ -11,6 +11,7 @@ from controller.installer import AGG_JOB, Installer, load_program
 from controller.placement import Job, place_jobs
 from controller.topology import load_topology
 from hosts import codec
+from protocol import wire
 
 AGG_IP = "10.0.255.254"
 
@@ -89,7 +90,7 @@ def test_adapter_round_moves_the_installed_tree_and_sums_stay_exact():
         h3 = topo.hosts["h3"]
         for _ in range(200):  # h3's contributions cross s4 -> s1 (duplicates after the first)
             payload = codec.encode(spec.job_id, 0, 0, 0, np.zeros((1, 32), dtype=np.int32)).tobytes()
-            fabric.send("h3", codec.frame(payload, h3.mac, "ff:ff:ff:ff:ff:ff", h3.ip, AGG_IP, codec.AGG_PORT))
+            fabric.send("h3", codec.frame(payload, h3.mac, "ff:ff:ff:ff:ff:ff", h3.ip, AGG_IP, wire.AGG_PORT))
         moves = adapter.step()
         assert [m.job for m in moves] == ["a"] and tree_links(installer.plans["a"].tree) == ["s2-s3", "s4-s2"]
         assert adapter.events[0]["avoided"] == ["s1-s3", "s4-s1"] and adapter.events[0]["job"] == "a"
@@ -103,7 +104,7 @@ def test_adapter_round_moves_the_installed_tree_and_sums_stay_exact():
                 host = topo.hosts[h]
                 payload = codec.encode(spec.job_id, seq % spec.slot_count, seq, 0, vals[h][None, :]).tobytes()
                 got += fabric.send(h, codec.frame(payload, host.mac, "ff:ff:ff:ff:ff:ff", host.ip, AGG_IP,
-                                               codec.AGG_PORT))
+                                               wire.AGG_PORT))
             assert sorted(h for h, _ in got) == ["h1", "h3"]
             for _, frame in got:
                 pkt = codec.decode(codec.parse_frame(frame).payload, 32)[0]

@@ -9,6 +9,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "aggnet"))
 import fabric as fb  # noqa: E402
 
 from hosts import codec  # noqa: E402
+from protocol import wire
 from p4target import state as st  # noqa: E402
 
 INT_MAX, INT_MIN = 2**31 - 1, -2**31
@@ -31,7 +32,7 @@ def test_children_sum_exactly(children):
     assert sorted(o.port for o in outs) == list(range(1, children + 1))
     for o in outs:
         assert o.values == vals.astype(np.int64).sum(axis=0).tolist()
-        assert o.flag(codec.FLAG_RESULT) and not o.flag(codec.FLAG_OVERFLOW)
+        assert o.flag(wire.FLAG_RESULT) and not o.flag(wire.FLAG_OVERFLOW)
         assert int(o.agg["workers"]) == children and int(o.agg["seq"]) == 42 and int(o.agg["slot"]) == 3
         # re-addressed to the host on that port, so its UDP socket accepts it, and sent from the
         # aggregation address, never from the worker whose contribution completed the chunk
@@ -61,7 +62,7 @@ def test_retransmission_after_completion_gets_stored_result():
     again = fb.send(sw, 2, fb.packet(1, 1, 9, [10, 20], src=2, retx=True))
     assert [o.port for o in again] == [2]  # only to the asker
     o = again[0]
-    assert o.values[:2] == [11, 22] and o.flag(codec.FLAG_RESULT) and o.flag(codec.FLAG_RETX)
+    assert o.values[:2] == [11, 22] and o.flag(wire.FLAG_RESULT) and o.flag(wire.FLAG_RETX)
     assert (o.frame.dst_ip, int(o.agg["workers"])) == (fb.host_ip(2), 2)
     assert (o.frame.src_ip, o.frame.src_mac) == (fb.AGG_IP, fb.SWITCH_MAC)  # not host 2 itself
     assert fb.counter(sw, "retx_answered") == 1 and fb.counter(sw, "completed") == 1
@@ -106,12 +107,12 @@ def test_overflow_is_flagged_and_saturates():
     fb.send(sw, 1, fb.packet(1, 0, 0, [INT_MAX, INT_MIN, INT_MAX - 5, -7], src=1))
     outs = fb.send(sw, 2, fb.packet(1, 0, 0, [1, -1, 5, 7], src=2))
     assert outs[0].values[:4] == [INT_MAX, INT_MIN, INT_MAX, 0]
-    assert all(o.flag(codec.FLAG_OVERFLOW) for o in outs)
+    assert all(o.flag(wire.FLAG_OVERFLOW) for o in outs)
     assert fb.counter(sw, "overflows") == 1
     # the next round of the same slot starts clean
     fb.send(sw, 1, fb.packet(1, 0, 1, [INT_MAX - 1], pool=1, src=1))
     outs = fb.send(sw, 2, fb.packet(1, 0, 1, [1], pool=1, src=2))
-    assert outs[0].values[0] == INT_MAX and not outs[0].flag(codec.FLAG_OVERFLOW)
+    assert outs[0].values[0] == INT_MAX and not outs[0].flag(wire.FLAG_OVERFLOW)
 
 
 def test_two_jobs_with_disjoint_regions_do_not_interfere():
@@ -178,7 +179,7 @@ def test_two_level_tree():
     assert fb.send(s1, 1, fb.packet(1, 2, 7, vals[1], src=1)) == []
     up1 = fb.send(s1, 2, fb.packet(1, 2, 7, vals[2], src=2))
     assert [o.port for o in up1] == [3] and up1[0].values[:3] == [3, -30, 2**29]
-    assert not up1[0].flag(codec.FLAG_RESULT) and int(up1[0].agg["workers"]) == 2
+    assert not up1[0].flag(wire.FLAG_RESULT) and int(up1[0].agg["workers"]) == 2
     fb.send(s2, 1, fb.packet(1, 2, 7, vals[3], src=3))
     up2 = fb.send(s2, 2, fb.packet(1, 2, 7, vals[4], src=4))
     assert fb.send(s3, 1, up1[0].raw) == []
@@ -191,7 +192,7 @@ def test_two_level_tree():
     assert all(o.values[:3] == [10, -100, 2**30] for o in at_hosts)
     # the leaf kept the final result: a late retransmission is answered there, not at the root
     ans = fb.send(s1, 1, fb.packet(1, 2, 7, vals[1], src=1, retx=True))
-    assert [(o.port, o.values[0], o.flag(codec.FLAG_RESULT)) for o in ans] == [(1, 10, True)]
+    assert [(o.port, o.values[0], o.flag(wire.FLAG_RESULT)) for o in ans] == [(1, 10, True)]
     assert fb.counter(s1, "retx_answered") == 1 and fb.counter(s3, "received") == 2
 
 
@@ -203,7 +204,7 @@ def test_lost_partial_is_resent_by_the_leaf():
     up2 = fb.send(s2, 2, fb.packet(1, 0, 0, [4], src=4))
     assert fb.send(s3, 2, up2[0].raw) == []
     resend = fb.send(s1, 1, fb.packet(1, 0, 0, [1], src=1, retx=True))  # host 1 times out
-    assert [(o.port, o.values[0], o.flag(codec.FLAG_RETX), o.flag(codec.FLAG_RESULT)) for o in resend] == \
+    assert [(o.port, o.values[0], o.flag(wire.FLAG_RETX), o.flag(wire.FLAG_RESULT)) for o in resend] == \
         [(3, 3, True, False)]
     down = fb.send(s3, 1, resend[0].raw)
     assert sorted((o.port, o.values[0]) for o in down) == [(1, 10), (2, 10)]

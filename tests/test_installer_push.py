@@ -8,6 +8,7 @@ from controller.installer import AGG_CHILD, AGG_HOST, AGG_JOB, IPV4_LPM, Install
 from controller.placement import Job, place_jobs
 from controller.topology import load_topology, parse_topology
 from hosts import codec
+from protocol import wire
 from p4target.runtime import RuntimeServer
 
 AGG_IP = "10.0.255.254"
@@ -153,7 +154,7 @@ def test_installed_tree_sums_a_chunk_for_every_worker(tree2, program, k, workers
         (result,) = received[w.name]
         arr = codec.decode(result.payload, 32)[0]
         assert (result.dst_ip, result.dst_mac, result.dport) == (w.ip, w.mac, 48864)
-        assert arr["flags"] & codec.FLAG_RESULT and arr["seq"] == 5 and arr["workers"] == len(workers)
+        assert arr["flags"] & wire.FLAG_RESULT and arr["seq"] == 5 and arr["workers"] == len(workers)
         assert np.array_equal(arr["values"], expected)
 
 

@@ -1,8 +1,8 @@
 """The code generator's vector pass (p4target/interp/vectorize.py) changes speed, never results:
 pipelines compiled with and without it give the same packets, registers and counters, packet
 by packet, for unrolled lane programs (saturation, out-of-bounds and wrapping indices,
-reversed and strided lanes, locals declared per group) and for aggnet.p4; runs it cannot prove
-lane-independent stay scalar; and it fires for aggnet's lane actions."""
+reversed and strided lanes, locals declared per group, lanes as header fields) and for aggnet.p4;
+runs it cannot prove lane-independent stay scalar; and it fires for aggnet's lane actions."""
 import os
 import random
 import re
@@ -60,12 +60,20 @@ ACTIONS = {
     "wide": ("", lambda k: f"{lane(k, bits=64)} = {lane(k, bits=64)} + 1;"),
     # must stay scalar: a lane value stored into a non-local field
     "field": ("", lambda k: f"meta.prev = {lane(k)} + 1; {lane(k)} = meta.prev;"),
+    # lanes as header fields f0..f7 (aggnet.p4's layout): read, saturating add, write back
+    "fields": ("bit<32> x;", lambda k:
+               f"r.read(x, hdr.h.base + {k}); hdr.h.f{k} = hdr.h.f{k} |+| x; r.write(hdr.h.base + {k}, hdr.h.f{k});"),
+    # every other field, written from the wide lanes
+    "odd": ("", lambda k: f"hdr.h.f{2 * k + 1} = {lane(k)} ^ hdr.h.f{2 * k};"),
+    # must stay scalar: lane k + 1 reads the field lane k wrote
+    "fcarry": ("", lambda k: f"hdr.h.f{k + 1} = hdr.h.f{k} + 1;"),
 }
-SCALAR_ONLY = {"acc", "same", "shift", "carry", "wide", "field"}
+SCALAR_ONLY = {"acc", "same", "shift", "carry", "wide", "field", "fcarry"}
+FIELDS = 8
 
 PROGRAM = """#include <core.p4>
 #include <v1model.p4>
-header h_t {{ bit<8> op; bit<32> base; bit<8> ovf; bit<32> prev; bit<256> v; }}
+header h_t {{ bit<8> op; bit<32> base; bit<8> ovf; bit<32> prev; bit<256> v; {fields} }}
 struct metadata {{ bit<1> ovf; bit<32> prev; }}
 struct headers {{ h_t h; }}
 parser P(packet_in pkt, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {{
@@ -91,14 +99,15 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
 
 
 def lanes_of(name: str) -> int:
-    return {"wide": LANES // 2, "carry": LANES - 1}.get(name, LANES)
+    return {"wide": LANES // 2, "carry": LANES - 1, "odd": FIELDS // 2, "fcarry": FIELDS - 1}.get(name, LANES)
 
 
 def program_text() -> str:
     actions = "\n".join(f"    action {name}() {{\n        {decls}\n{unrolled(lanes_of(name), body)}\n    }}"
                         for name, (decls, body) in ACTIONS.items())
     calls = "\n".join(f"        if (hdr.h.op == {i}) {{ {name}(); }}" for i, name in enumerate(ACTIONS))
-    return PROGRAM.format(size=REG_SIZE, actions=actions, calls=calls)
+    fields = " ".join(f"bit<32> f{k};" for k in range(FIELDS))
+    return PROGRAM.format(size=REG_SIZE, actions=actions, calls=calls, fields=fields)
 
 
 def build(program, vectorize: bool) -> Pipeline:
@@ -157,7 +166,7 @@ def test_vector_and_scalar_pipelines_agree_packet_by_packet(unrolled_pair, seed)
         op = i % len(ACTIONS) if i < 2 * len(ACTIONS) else rng.randrange(len(ACTIONS))
         base = rng.choice([0, 1, REG_SIZE - LANES, REG_SIZE - LANES + 1, REG_SIZE - 1, REG_SIZE + 3,
                            0xFFFFFFFF - 2, rng.randrange(REG_SIZE)])  # in bounds, partly out, wrapping
-        values = [lane_value(rng) for _ in range(LANES)]
+        values = [lane_value(rng) for _ in range(LANES + FIELDS)]
         packet = bytes([op]) + base.to_bytes(4, "big") + bytes(5) + b"".join(v.to_bytes(4, "big") for v in values)
         assert vec.process(1, packet) == scalar.process(1, packet), (seed, i, list(ACTIONS)[op], base)
         assert registers(vec) == registers(scalar), (seed, i, list(ACTIONS)[op], base)
@@ -169,7 +178,7 @@ def test_vector_code_is_taken_and_saturates(unrolled_pair):
     r = vec.state.registers["I.r"].values
     r[:LANES] = [0x7FFFFFFF, 0x80000000, 5, 0xFFFFFFFF, 0, 0, 0, 0]
     values = [1, 0xFFFFFFFF, 7, 1, 0, 0, 0, 0]
-    packet = bytes([0]) + (0).to_bytes(4, "big") + bytes(5) + b"".join(v.to_bytes(4, "big") for v in values)
+    packet = bytes([0]) + (0).to_bytes(4, "big") + bytes(5) + b"".join(v.to_bytes(4, "big") for v in values) + bytes(4 * FIELDS)
     out = vec.process(1, packet)[0][1]
     sums = [int.from_bytes(out[10 + 4 * k:14 + 4 * k], "big") for k in range(LANES)]
     assert sums == [0x7FFFFFFF, 0x80000000, 12, 0, 0, 0, 0, 0]
@@ -179,7 +188,7 @@ def test_vector_code_is_taken_and_saturates(unrolled_pair):
 # ---------------------------------------------------------------------------- aggnet.p4
 
 
-@pytest.mark.parametrize("lanes", [32, 64])
+@pytest.mark.parametrize("lanes", [32, 364])
 def test_aggnet_lane_actions_are_vectorised(lanes):
     p = fb.switch(lanes)
     for action in ("lanes_add", "lanes_read", "lanes_write"):

@@ -23,7 +23,7 @@ def test_roundtrip():
 @pytest.mark.parametrize("mutate, message", [
     (lambda d: d.pop("agg_ip"), "job.json: field 'agg_ip': missing"),
     (lambda d: d["workers"][1].update(ip="10.0.0.300"), "job.json: field 'workers[1].ip': '10.0.0.300' is not"),
-    (lambda d: d.update(lanes=48), "job.json: field 'lanes': 48 is not one of (32, 64, 128)"),
+    (lambda d: d.update(lanes=48), "job.json: field 'lanes': 48 is not one of (32, 64, 128, 256, 364)"),
     (lambda d: d.update(slot_count=0), "job.json: field 'slot_count': 0 is outside"),
     (lambda d: d.update(job_id=True), "job.json: field 'job_id': expected int, got bool"),
     (lambda d: d.update(job_id=5000), "job.json: field 'job_id': 5000 is outside [0, 1023]"),

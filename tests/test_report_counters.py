@@ -15,6 +15,7 @@ from controller.p4rt import SwitchConnection
 from controller.placement import Job, place_jobs
 from controller.topology import load_topology, parse_topology
 from hosts import codec
+from protocol import wire
 from p4target.runtime import RuntimeServer
 from testbed import report
 
@@ -99,7 +100,7 @@ def traffic():
     for w in spec.workers:
         for host, out in fabric.send(w.name, contribution(topo, spec, w.name, vectors[w.name])):
             results.setdefault(host, []).append(out)
-    retx = fabric.send("h2", contribution(topo, spec, "h2", vectors["h2"], flags=codec.FLAG_RETX))
+    retx = fabric.send("h2", contribution(topo, spec, "h2", vectors["h2"], flags=wire.FLAG_RETX))
     plain = [fabric.send("h1", udp(topo, "h1", "h7", n)) for n in (20, 300, 1000)]
     yield fabric, spec, vectors, results, retx, plain
     fabric.close()

@@ -11,6 +11,7 @@ from controller.monitor import job_counters
 from controller.placement import Job
 from controller.tenants import IN_NETWORK, admit
 from hosts import codec
+from protocol import wire
 
 AGG_IP = "10.0.255.254"
 
@@ -24,7 +25,7 @@ def forged(topo, host, job_id, slot, seq, values, flags=0, src_ip=None, workers=
     """An aggregation frame as `host` would put it on its wire, with any header it likes."""
     payload = codec.encode(job_id, slot, seq, flags, np.asarray([values], dtype=np.int32), workers=workers).tobytes()
     h = topo.hosts[host]
-    return codec.frame(payload, h.mac, "ff:ff:ff:ff:ff:ff", src_ip or h.ip, AGG_IP, sport=codec.AGG_PORT)
+    return codec.frame(payload, h.mac, "ff:ff:ff:ff:ff:ff", src_ip or h.ip, AGG_IP, sport=wire.AGG_PORT)
 
 
 def results(delivered):
@@ -53,7 +54,7 @@ def test_job_b_cannot_change_job_a_sums_on_a_shared_switch(program):
             attacks = [
                 forged(topo, "h3", a.job_id, slot, seq, [10**6] * 32),  # a's id from b's port
                 forged(topo, "h3", a.job_id, slot, seq, [10**6] * 32, src_ip=topo.hosts["h2"].ip),  # spoofed h2
-                forged(topo, "h4", a.job_id, slot, seq, [10**6] * 32, flags=codec.FLAG_RESULT),  # forged result
+                forged(topo, "h4", a.job_id, slot, seq, [10**6] * 32, flags=wire.FLAG_RESULT),  # forged result
                 forged(topo, "h3", b.job_id, b.slot_count + slot, seq, [10**6] * 32),  # past b's region: a's slot
                 forged(topo, "h3", b.job_id, 0xFFFF, seq, [10**6] * 32),
                 forged(topo, "h4", 0, slot, seq, [10**6] * 32),  # unknown job ids: plain IPv4, no route
@@ -101,7 +102,7 @@ def test_forwarding_leaf_admits_a_job_only_from_its_own_ports(program):
             slot = seq % a.slot_count
             va, vb = (rng.integers(-1000, 1000, (2, 32)).astype(np.int32) for _ in range(2))
             attacks = [
-                forged(topo, "h2", a.job_id, slot, seq, [123] * 32, flags=codec.FLAG_RESULT, workers=a.world_size),
+                forged(topo, "h2", a.job_id, slot, seq, [123] * 32, flags=wire.FLAG_RESULT, workers=a.world_size),
                 forged(topo, "h2", a.job_id, slot, seq, [10**6] * 32),  # a contribution for a from b's host
                 forged(topo, "h2", a.job_id, slot, seq, [10**6] * 32, src_ip=topo.hosts["h1"].ip),  # spoofing h1
             ]

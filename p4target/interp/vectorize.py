@@ -4,8 +4,8 @@ P4 has no loops, so per-lane work (sum N int32 lanes into N registers) is writte
 copies of the same statements. Compiled one by one that costs ~8 Python statements per
 lane. This pass, called by the code generator for every statement list, finds a run of
 G >= MIN_GROUPS consecutive groups of L statements where group k equals group 0 except
-for integer constants (literals, slice bounds) that vary affinely, c_k = c_0 + d * k, and
-emits
+for integer constants (literals, slice bounds, the position of a field in its header or
+struct) that vary affinely, c_k = c_0 + d * k, and emits
 
     <index temporaries>
     if <every lane's register index is in bounds>:
@@ -17,7 +17,8 @@ What a run may contain (anything else leaves it scalar):
 - statements: assignments, local declarations, register.read / register.write;
 - per-lane values of type bit<W> / int<W> (W <= 32) or bool, held in np.int64 (np.bool_)
   arrays: lane-varying literals, 32-bit chunks of a wide field (`v[hi:lo]` exactly one
-  chunk), register reads, and block locals that each group writes before it reads them;
+  chunk), fields that step through a header or struct (`h.v0`, `h.v1`, ...: aggnet.p4's
+  lanes), register reads, and block locals that each group writes before it reads them;
 - operators + - & | ^ ~ ! && || == != < <= > >= |+| |-| ?: and casts among those types,
   with the scalar code's wrap-around masks (int64 cannot overflow on 32-bit operands);
 - lane-invariant subexpressions (no varying literal, reading nothing the run writes),
@@ -31,7 +32,8 @@ scalar code lane by lane. The two orders agree when no lane touches storage anot
 writes. Per-lane storage is lane-disjoint by construction: each lane's register cells and
 wide-field chunks are distinct (d != 0, and a written register or field is accessed with
 one index mapping only), per-lane locals are written before being read in the group, and
-everything else a run reads is not written in it. Out-of-bounds or wrapping register
+everything else a run reads is not written in it. Chunks and stepping fields are frame slots
+in arithmetic progression, so all lanes are one list slice `F[first:stop:stride]`. Out-of-bounds or wrapping register
 indices (scalar code reads 0 and skips the write) take the scalar branch. The vector code
 never raises (no division, no shifts of lane values), so a packet error cannot leave the
 two paths with different partial state. After the vector code, each local holds its last
@@ -46,12 +48,13 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from p4target.frontend import ir
-from p4target.interp.layout import CHUNK_BITS, WIDE_BITS, Local, WideLayout, span
+from p4target.interp.layout import CHUNK_BITS, WIDE_BITS, HeaderLayout, Local, StructLayout, WideLayout, span
 
 if TYPE_CHECKING:
     from p4target.interp.codegen import Compiler
 
 MIN_GROUPS = 4
+FIELD = "field"  # the pseudo-attribute of a Member whose varying constant is its field's position
 _TEMP = re.compile(r"(_t\d+) = ")
 LANE_BITS = 32
 _INVARIANT_OPS = {"==", "!=", "<", "<=", ">", ">=", "&&", "||", "+", "-", "*", "&", "|", "^", "|+|", "|-|",
@@ -76,6 +79,21 @@ def _flatten(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
     for s in stmts:
         out.extend(_flatten(s.stmts) if isinstance(s, ir.Block) else [s])
     return out
+
+
+def _field_index(node: ir.Member) -> int | None:
+    """Position of a lane-typed field among its header's or struct's fields, else None."""
+    t = node.expr.type
+    if isinstance(t, (ir.HeaderType, ir.StructType)) and _lane_type(node.type):
+        for i, f in enumerate(t.fields):
+            if f.name == node.member:
+                return i
+    return None
+
+
+def _value(node: object, attr: str) -> int:
+    """The integer constant `attr` of `node` (FIELD: a Member's field position)."""
+    return _field_index(node) if attr == FIELD else getattr(node, attr)
 
 
 def _tkey(t: ir.Type) -> object:
@@ -105,6 +123,9 @@ def _sig(node: object, token: Callable[[object], object], consts: list) -> tuple
     if isinstance(node, (ir.BoolLiteral, ir.EnumMember, ir.ErrorMember)):
         return (type(node).__name__, _tkey(node.type), getattr(node, "value", None), getattr(node, "member", None))
     if isinstance(node, ir.Member):
+        if _field_index(node) is not None:
+            consts.append((node, FIELD))
+            return ("F", _tkey(node.type), sub(node.expr))
         return ("M", node.member, sub(node.expr))
     if isinstance(node, ir.ArrayIndex):
         return ("A", sub(node.expr), sub(node.index))
@@ -211,7 +232,7 @@ class Vectorizer:
             mine = {id(s.decl): ("g", j) for j, s in enumerate(group) if isinstance(s, ir.VarDeclStmt)}
             consts: list = []
             shape = tuple(_sig(s, lambda d: mine.get(id(d), id(d)), consts) for s in group)
-            values = [getattr(node, attr) for node, attr in consts]
+            values = [_value(node, attr) for node, attr in consts]
             if k == 0:
                 base, nodes, values0 = shape, consts, values
             elif shape != base:
@@ -259,10 +280,23 @@ class _Run:
         for s in self.template:
             self._stmt(s)
         for target, mappings in self.maps.items():
-            if len(mappings) > 1 and any(k in self.writes for k in target):
+            if len(mappings) > 1 and any(k in self.writes for k in target) and self._overlap(target, mappings):
                 raise _Reject("a written register or field accessed with two index mappings")
 
     # ------------------------------------------------------------------ analysis helpers
+
+    def _overlap(self, target: tuple, mappings: set) -> bool:
+        """Whether two of the index mappings used on `target` may share a written cell: always for
+        a register (its indices are run-time values), exactly for frame slots (static)."""
+        if not isinstance(target[0], int):
+            return True
+        seen: set[int] = set()
+        for first, stride in mappings:
+            cells = set(range(first, first + stride * self.G, stride))
+            if any(c in seen and c in self.writes for c in cells):
+                return True
+            seen |= cells
+        return False
 
     def step(self, node: object, attr: str) -> int:
         return self.steps.get((id(node), attr), 0)
@@ -271,6 +305,8 @@ class _Run:
         if isinstance(e, ir.Constant):
             return self.step(e, "value") != 0
         if isinstance(e, ir.Slice) and (self.step(e, "hi") or self.step(e, "lo")):
+            return True
+        if isinstance(e, ir.Member) and self.step(e, FIELD):
             return True
         return any(self._varies(x) for x in _children(e))
 
@@ -314,8 +350,30 @@ class _Run:
                 return lay
         return None
 
+    def _field_lanes(self, e: ir.Expr) -> tuple[int, int, tuple] | None:
+        """(lane 0's slot, slot stride, the record's slots) of a field that steps through its
+        header or struct from lane to lane; None for anything else."""
+        if not (isinstance(e, ir.Member) and self.step(e, FIELD)):
+            return None
+        self._storage(e)  # checks it is static frame storage
+        record, _ = self.c.lv(e.expr)
+        if not isinstance(record, (HeaderLayout, StructLayout)):
+            raise _Reject("a stepping field outside a header or struct")
+        fields, i0, d = e.expr.type.fields, _field_index(e), self.step(e, FIELD)
+        if not 0 <= i0 + d * (self.G - 1) < len(fields):
+            raise _Reject("a stepping field past the end of its record")
+        slots = [record.fields[fields[i0 + d * k].name] for k in range(self.G)]
+        stride = slots[1] - slots[0]
+        if not all(isinstance(x, int) for x in slots) or stride == 0 or slots != list(range(slots[0], slots[0] + stride * self.G, stride)):
+            raise _Reject("stepping fields that are not evenly spaced slots")
+        return slots[0], stride, tuple(range(record.first, record.end))
+
     def _touch(self, e: ir.Expr) -> set:
         """Storage keys `e` reads, for all lanes (frame slots as ints)."""
+        lanes = self._field_lanes(e)
+        if lanes is not None:
+            first, stride, _ = lanes
+            return set(range(first, first + stride * self.G, stride))
         if isinstance(e, (ir.VarRef, ir.Member, ir.ArrayIndex)):
             key = self._storage(e)
             return set() if key is None else set(key) if isinstance(key, frozenset) else {key}
@@ -445,6 +503,9 @@ class _Run:
             if isinstance(t, ir.BoolType) or not all(lo <= v <= hi for v in values):
                 raise _Reject("a varying constant out of its type's range")
             return self._const(values), True
+        lanes = self._field_lanes(e)
+        if lanes is not None:
+            return self._frame_lanes(*lanes, None), True
         if isinstance(e, (ir.VarRef, ir.Member, ir.ArrayIndex)):
             key = self._storage(e)
             if key in self.lanes:
@@ -530,10 +591,15 @@ class _Run:
         bounds = self._lane_bounds(e)
         if any(lo % CHUNK_BITS or hi != lo + CHUNK_BITS - 1 for hi, lo in bounds):
             raise _Reject("a lane slice that is not exactly one chunk")
-        first, stride = lay.chunk_slot(e.lo), -self.step(e, "lo") // CHUNK_BITS
+        stride = -self.step(e, "lo") // CHUNK_BITS
         if stride == 0:
             raise _Reject("the same chunk in every lane")
-        self.maps.setdefault(tuple(range(lay.first, lay.end)), set()).add((first, stride))
+        return self._frame_lanes(lay.chunk_slot(e.lo), stride, tuple(range(lay.first, lay.end)), value)
+
+    def _frame_lanes(self, first: int, stride: int, target: tuple, value: str | None) -> str:
+        """Read (value None) or write the frame slots first, first + stride, ... (one a lane),
+        which lie in the storage `target`; the lanes' array."""
+        self.maps.setdefault(target, set()).add((first, stride))
         stop = first + stride * (self.G - 1) + (1 if stride > 0 else -1)
         where = f"F[{first}:{'' if stop < 0 else stop}{'' if stride == 1 else f':{stride}'}]"
         cell = ("F", first, stride)
@@ -599,6 +665,10 @@ class _Run:
     # ------------------------------------------------------------------ statements
 
     def _set_lane(self, lhs: ir.Expr, code: str, vec: bool) -> None:
+        lanes = self._field_lanes(lhs)
+        if lanes is not None:
+            self._frame_lanes(*lanes, self._vector(code, lhs.type, vec))
+            return
         key = self._storage(lhs)
         if not (isinstance(key, tuple) and key[0] == "v") or not _lane_type(lhs.type):
             raise _Reject("a lane value stored outside a local")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hosts import codec
+from protocol import wire
 from p4target import state as st
 from p4target.frontend import load_program
 from p4target.pipeline import Pipeline
@@ -71,7 +72,7 @@ def install_job(sw: Pipeline, job_id: int, slot_base: int, slot_count: int, chil
     s.mc_group_insert(grp, [(p, 0) for p in ports])
 
 
-def install_host(sw: Pipeline, port: int, mac: str, ip: str, udp_port: int = codec.AGG_PORT) -> None:
+def install_host(sw: Pipeline, port: int, mac: str, ip: str, udp_port: int = wire.AGG_PORT) -> None:
     sw.state.insert_entry("AggEgress.agg_host", st.TableEntry(
         {"standard_metadata.egress_port": st.Exact(port)}, "AggEgress.set_host",
         {"mac": int(mac.replace(":", ""), 16), "ip": int(ipaddress.IPv4Address(ip)), "udp_port": udp_port}))
@@ -92,9 +93,9 @@ def packet(job_id: int, slot: int, seq: int, values, pool: int = 0, retx: bool =
     vals = np.zeros((1, lanes), dtype=np.int32)
     v = np.asarray(values, dtype=np.int64)
     vals[0, :v.size] = v.astype(np.int32)
-    f = flags | (codec.FLAG_POOL if pool else 0) | (codec.FLAG_RETX if retx else 0)
+    f = flags | (wire.FLAG_POOL if pool else 0) | (wire.FLAG_RETX if retx else 0)
     payload = codec.encode(job_id, slot, seq, f, vals, workers=workers, scale=scale).tobytes()
-    return codec.frame(payload, host_mac(src), SWITCH_MAC, host_ip(src), AGG_IP, codec.AGG_PORT)
+    return codec.frame(payload, host_mac(src), SWITCH_MAC, host_ip(src), AGG_IP, wire.AGG_PORT)
 
 
 @dataclass
@@ -119,7 +120,7 @@ def send(sw: Pipeline, port: int, data: bytes, lanes: int = 32) -> list[Out]:
     out = []
     for p, frame in sw.process(port, data):
         fr = codec.parse_frame(frame)
-        agg = codec.decode(fr.payload, lanes)[0] if len(fr.payload) == codec.packet_bytes(lanes) else None
+        agg = codec.decode(fr.payload, lanes)[0] if len(fr.payload) == wire.packet_bytes(lanes) else None
         out.append(Out(p, frame, fr, agg))
     return out
 
@@ -204,8 +205,8 @@ class Fabric:
         sw, port, host = self.by_addr[src]
         if self._lost():
             return
-        frame = codec.frame(payload, host_mac(host), SWITCH_MAC, host_ip(host), AGG_IP, codec.AGG_PORT,
-                            codec.AGG_PORT)
+        frame = codec.frame(payload, host_mac(host), SWITCH_MAC, host_ip(host), AGG_IP, wire.AGG_PORT,
+                            wire.AGG_PORT)
         work = [(sw, port, frame)]
         while work:
             sw, port, frame = work.pop(0)
@@ -217,7 +218,7 @@ class Fabric:
                     continue
                 host, addr = self.hosts[(sw, out_port)]
                 fr = codec.parse_frame(out)
-                if (fr.dst_ip, fr.dst_mac, fr.dport) != (host_ip(host), host_mac(host), codec.AGG_PORT):
+                if (fr.dst_ip, fr.dst_mac, fr.dport) != (host_ip(host), host_mac(host), wire.AGG_PORT):
                     raise AssertionError(f"{sw}:{out_port}: result addressed to {fr.dst_ip}/{fr.dst_mac}:{fr.dport}, "
                                          f"not host {host}")
                 if (fr.src_ip, fr.src_mac) != (AGG_IP, SWITCH_MAC):
