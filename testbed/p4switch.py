@@ -21,6 +21,8 @@ import time
 
 from mininet.node import Switch
 
+from testbed.clean import testbed_environment
+
 TARGETS = ("embedded", "bmv2")
 # bmv2: the switch, the CLI that reaches its registers and queues, the compiler of its JSON.
 BMV2_PROGRAMS = ("simple_switch_grpc", "simple_switch_CLI", "p4c")
@@ -131,7 +133,8 @@ class P4Switch(Switch):
                          f"ethtool -K {intf.name} tx off rx off >/dev/null 2>&1")
         with open(self.log_file, "ab") as log:
             self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+                                            stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+                                            env=testbed_environment())  # marked: `aggnet clean` may stop it
         self.wait_ready()
 
     def wait_ready(self) -> None:
