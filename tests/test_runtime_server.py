@@ -311,6 +311,10 @@ def test_batch_errors_report_per_update_status_and_keep_state(server, p4info_pat
         raw.write(rollback, election_id=20, atomicity=p4r.WriteRequest.ROLLBACK_ON_ERROR)
     assert per_update_codes(err.value) == [G.ABORTED.value[0], G.ABORTED.value[0], G.INVALID_ARGUMENT.value[0]]
     assert raw.read(p4r.Entity(table_entry=p4r.TableEntry())) == before
+    with pytest.raises(grpc.RpcError) as err:  # DATAPLANE_ATOMIC: the same, and packets never see half of it
+        raw.write(rollback, election_id=20, atomicity=p4r.WriteRequest.DATAPLANE_ATOMIC)
+    assert per_update_codes(err.value) == [G.ABORTED.value[0], G.ABORTED.value[0], G.INVALID_ARGUMENT.value[0]]
+    assert raw.read(p4r.Entity(table_entry=p4r.TableEntry())) == before
     # CONTINUE_ON_ERROR (default): the good updates stay applied; OK ones are reported as OK.
     with pytest.raises(grpc.RpcError) as err:
         raw.write(rollback, election_id=20)
