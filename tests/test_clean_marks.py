@@ -8,6 +8,7 @@ mark. Only the first is a leftover.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -22,12 +23,18 @@ DEAD_PID = 2 ** 22 + 7  # above the largest pid_max Linux allows: no testbed run
 
 def start_in_background(env: dict[str, str], log: Path) -> tuple[int, int]:
     """(pid, start time) of an `aggnet switch` a shell starts in the background and leaves."""
-    argv = [str(ROOT / ".venv" / "bin" / "aggnet"), "switch", "--device-id", "1",
-            "--grpc-server-addr", "127.0.0.1:0", "--log", str(log)]
+    argv = [str(ROOT / ".venv" / "bin" / "aggnet"), "switch", "--device-id", "1", "--grpc-server-addr",
+            f"127.0.0.1:{free_port()}", "--thrift-port", str(free_port()), "--log", str(log)]
     shell = subprocess.run(["sh", "-c", '"$@" </dev/null >/dev/null 2>&1 & echo $!', "sh", *argv],
                            env=env, capture_output=True, text=True, check=True)
     pid = int(shell.stdout)
     return pid, clean.process_start_time(pid)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def running(pid: int, start: int) -> bool:
