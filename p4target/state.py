@@ -1,8 +1,9 @@
-"""Runtime state of one embedded switch: tables, registers, counters, PRE, digests.
+"""Runtime state of one embedded switch: tables, action profiles, registers, counters, meters, PRE, digests.
 
 The P4Runtime server, the STF runner and the packet pipeline all drive ONE `State`.
 Everything is addressed by control-plane names (P4Info names such as
-"MyIngress.ipv4_lpm", "hdr.ipv4.dstAddr") and plain Python ints; no numeric IDs.
+"MyIngress.ipv4_lpm", "hdr.ipv4.dstAddr") and plain Python ints; no P4Info IDs (action
+profile member and group ids are numbers the control plane chooses, not P4Info's).
 
 The state knows the program only through a `ProgramSchema` (tables, actions,
 registers, counters): `p4target.pipeline` builds it from the IR, tests can build it
@@ -1090,7 +1091,8 @@ class State:
         with self.lock:
             self.table(table).delete(entry)
 
-    def get_default(self, table: str) -> DefaultAction:
+    def get_default(self, table: str) -> DefaultAction | None:
+        """The default action; None for a table with an action profile (BMv2 has none there)."""
         return self.table(table).default
 
     def set_default(self, table: str, action: str, params: dict[str, int] | None = None) -> None:
