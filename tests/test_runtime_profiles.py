@@ -120,6 +120,13 @@ def apply_selection_writes(client: RawClient, ids: Ids) -> None:
         assert write_codes(client, *updates(kind, entity)) == ["OK"], (kind, what, args)
 
 
+def apply_one_shot_writes(client: RawClient, ids: Ids) -> None:
+    """The same routes programmed one-shot: weighted action sets straight in the entries."""
+    for net, marks_and_weights in ((10, [(1, 1), (2, 2), (3, 1)]), (11, [(4, 3), (5, 1)]), (12, [(6, 1)])):
+        entry = ids.route(net, action_profile_action_set=one_shot(ids, *marks_and_weights))
+        assert write_codes(client, *updates(I, entry)) == ["OK"], net
+
+
 FRAMES = [packet(net, i) for net in (10, 11, 12) for i in range(12)]
 
 
@@ -167,10 +174,10 @@ def test_bad_writes_get_bmv2s_codes(switch):
         ids.route(10, action=p4r.Action(action_id=ids.of["MyIngress.drop"])),  # indirect tables name members
         ids.route(10, member_id=9), ids.route(10, group_id=9),  # absent
         ids.route(10, group_id=5),  # an empty group
-        ids.route(10, action_profile_action_set=p4r.ActionProfileActionSet()),  # one-shot
+        ids.route(10, action_profile_action_set=p4r.ActionProfileActionSet()),  # one-shot: programmed directly
     )) == ["ALREADY_EXISTS", "INVALID_ARGUMENT", "INVALID_ARGUMENT", "NOT_FOUND", "RESOURCE_EXHAUSTED",
            "INVALID_ARGUMENT", "INVALID_ARGUMENT", "INVALID_ARGUMENT", "INVALID_ARGUMENT", "FAILED_PRECONDITION",
-           "UNIMPLEMENTED"]
+           "INVALID_ARGUMENT"]
     duplicate = ids.group(6, {1: 1})
     duplicate.action_profile_group.members.add(member_id=1, weight=1)
     assert write_codes(client, *updates(I, duplicate)) == ["INVALID_ARGUMENT"]  # use weights instead
@@ -197,6 +204,31 @@ def test_rollback_restores_members_and_groups(switch):
                        Entity(action_profile_group=p4r.ActionProfileGroup())) == before
 
 
+def one_shot(ids: Ids, *marks_and_weights: tuple[int, int]) -> p4r.ActionProfileActionSet:
+    """A one-shot action set of set_nhop actions to the CPU port, marked and weighted."""
+    nhops = [(ids.nhop(0, mark).action_profile_member.action, weight) for mark, weight in marks_and_weights]
+    return p4r.ActionProfileActionSet(action_profile_actions=[
+        p4r.ActionProfileAction(action=action, weight=weight) for action, weight in nhops])
+
+
+def test_one_shot_entries_hide_their_members_and_exclude_direct_programming(switch):
+    _, client, ids = switch
+    first = ids.route(10, action_profile_action_set=one_shot(ids, (1, 1), (2, 2)))
+    second = ids.route(11, action_profile_action_set=one_shot(ids, (3, 1)))
+    assert write_codes(client, *updates(I, first, second)) == ["OK", "OK"]
+    assert client.read(Entity(table_entry=p4r.TableEntry(table_id=ids.of["MyIngress.ecmp"]))) == [first, second]
+    assert client.read(Entity(action_profile_member=p4r.ActionProfileMember()),
+                       Entity(action_profile_group=p4r.ActionProfileGroup())) == []  # hidden, as on BMv2
+    assert write_codes(client, *updates(I, ids.nhop(7, 7), ids.group(7, {}))) == ["INVALID_ARGUMENT"] * 2  # no mixing
+    assert {*chosen_marks(client, [packet(10, i) for i in range(12)])} == {1, 2}
+    changed = ids.route(10, action_profile_action_set=one_shot(ids, (4, 1)))
+    assert write_codes(client, *updates(M, changed)) == ["OK"]
+    assert chosen_marks(client, [packet(10, 0), packet(11, 0)]) == [4, 3]
+    assert write_codes(client, *updates(D, changed, second)) == ["OK", "OK"]
+    assert write_codes(client, *updates(I, ids.nhop(7, 7), ids.route(12, member_id=7))) == ["OK", "OK"]  # freed
+    assert write_codes(client, *updates(I, first)) == ["INVALID_ARGUMENT"]  # now programmed directly
+
+
 # ---------------------------------------------------------------------------- packets
 
 
@@ -218,9 +250,10 @@ def test_packets_run_the_named_member_or_the_one_the_hash_picks(switch):
 @pytest.mark.bmv2
 @pytest.mark.skipif(shutil.which("simple_switch_grpc") is None or shutil.which("p4c") is None,
                     reason="p4c and simple_switch_grpc are not on PATH (source /opt/p4ref/env.sh)")
-def test_bmv2_picks_the_same_member_for_every_packet(switch, tmp_path):
+@pytest.mark.parametrize("apply_writes", [apply_selection_writes, apply_one_shot_writes], ids=["members", "one-shot"])
+def test_bmv2_picks_the_same_member_for_every_packet(switch, tmp_path, apply_writes):
     _, client, ids = switch
-    apply_selection_writes(client, ids)
+    apply_writes(client, ids)
     ours = chosen_marks(client, FRAMES)
     p4info_path = tmp_path / "profiles.p4info.txtpb"
     subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model", "-o", str(tmp_path),
@@ -232,7 +265,7 @@ def test_bmv2_picks_the_same_member_for_every_packet(switch, tmp_path):
             bmv2.set_pipeline(p4r.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT, p4r.ForwardingPipelineConfig(
                 p4info=text_format.Parse(p4info_path.read_text(), p4i.P4Info()),
                 p4_device_config=(tmp_path / "profiles.json").read_bytes()))
-            apply_selection_writes(bmv2, ids)
+            apply_writes(bmv2, ids)
             assert chosen_marks(bmv2, FRAMES) == ours
         finally:
             bmv2.close()

@@ -104,25 +104,41 @@ class Translator:
         if te.is_default_action:
             return self._write_default(update_type, table, te)
         entry = st.TableEntry(self._match_in(table, te.match), "", {}, te.priority, idle_timeout_ns=te.idle_timeout_ns)
-        if update_type == DELETE:
-            return state_call(self.state.delete_entry, name, entry)
-        if table.implementation_id:
-            entry.member_id, entry.group_id = self.profiles.table_action_in(table, te.action)
-        else:
-            entry.action, entry.params = self._action_in(table, te.action)
-        if te.HasField("counter_data") and self.info.direct_counter_of(te.table_id) is None:
-            raise invalid(f"table {name} has no direct counter for counter_data")
-        meter = self._direct_meter_config_in(table, te) if te.HasField("meter_config") else None
         with self.state.lock:
-            if update_type == INSERT:
-                state_call(self.state.insert_entry, name, entry)
+            if update_type == DELETE:
+                if not table.implementation_id:
+                    return state_call(self.state.delete_entry, name, entry)
+                old = state_call(self.state.table(name).find, entry.match, entry.priority)
+                state_call(self.state.delete_entry, name, entry)
+                return self.profiles.discard(table, old.member_id, old.group_id)
+            if te.HasField("counter_data") and self.info.direct_counter_of(te.table_id) is None:
+                raise invalid(f"table {name} has no direct counter for counter_data")
+            meter = self._direct_meter_config_in(table, te) if te.HasField("meter_config") else None
+            if table.implementation_id:
+                self._write_indirect_entry(update_type, table, te, entry)
             else:
-                state_call(self.state.modify_entry, name, entry)
+                entry.action, entry.params = self._action_in(table, te.action)
+                call = self.state.insert_entry if update_type == INSERT else self.state.modify_entry
+                state_call(call, name, entry)
             if te.HasField("counter_data"):
                 stored = state_call(self.state.table(name).find, entry.match, entry.priority)
                 stored.packets, stored.bytes = te.counter_data.packet_count, te.counter_data.byte_count
             if meter is not None:
                 state_call(self.state.direct_meter_set, meter[0], entry.match, entry.priority, meter[1])
+
+    def _write_indirect_entry(self, update_type: int, table: p4i.Table, te: p4r.TableEntry, entry: st.TableEntry) -> None:
+        """Insert/modify an entry naming a member, a group or a one-shot action set (freed if the write fails)."""
+        name = table.preamble.name
+        old = state_call(self.state.table(name).find, entry.match, entry.priority) if update_type == MODIFY else None
+        replaced = (old.member_id, old.group_id) if old is not None else None
+        entry.member_id, entry.group_id = self.profiles.table_action_in(table, te.action)
+        try:
+            state_call(self.state.insert_entry if update_type == INSERT else self.state.modify_entry, name, entry)
+        except RuntimeStatus:
+            self.profiles.discard(table, entry.member_id, entry.group_id)
+            raise
+        if replaced is not None:
+            self.profiles.discard(table, *replaced)
 
     def _direct_meter_config_in(self, table: p4i.Table, te: p4r.TableEntry) -> tuple[str, st.MeterConfig]:
         """(direct meter name, config) for a table entry's meter_config, validated."""
@@ -418,10 +434,8 @@ class Translator:
                 fm.ternary.value, fm.ternary.mask = codec.encode(spec.value), codec.encode(spec.mask)
             else:
                 fm.range.low, fm.range.high = codec.encode(spec.low), codec.encode(spec.high)
-        if entry.member_id is not None:
-            out.action.action_profile_member_id = entry.member_id
-        elif entry.group_id is not None:
-            out.action.action_profile_group_id = entry.group_id
+        if table.implementation_id:
+            out.action.CopyFrom(self.profiles.table_action_out(table, entry))
         else:
             out.action.action.CopyFrom(self.action_out(entry.action, entry.params))
         out.idle_timeout_ns = entry.idle_timeout_ns
