@@ -435,7 +435,7 @@ class _P4InfoBuilder:
         args = binding.args[len(binding.args) - len(data):]  # directional arguments come first
         for param, pid, arg in zip(data, _positional_ids(data, lambda p: p.annotations), args):
             width = self.ir.width_of(param.type)
-            value = _constant_value(arg) & ((1 << width) - 1)
+            value = constant_value(arg) & ((1 << width) - 1)
             msg.arguments.add(param_id=pid, value=value.to_bytes((width + 7) // 8, "big"))
 
     def _add_action_profile(self, msg, profile: "ir.ExternInstance") -> None:
@@ -589,7 +589,7 @@ _EXTERN_PREFIXES = {
 _PROFILE_ANNOTATIONS = frozenset({"max_group_size", "selector_size_semantics", "max_member_weight"})
 
 
-def _constant_value(e) -> int:
+def constant_value(e: "ir.Expr") -> int:
     """The integer value of a folded constant argument (int, bool or serializable enum member)."""
     from p4target.frontend import ir
 

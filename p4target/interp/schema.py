@@ -8,7 +8,7 @@ from __future__ import annotations
 from p4target import state as st
 from p4target.errors import P4Error
 from p4target.frontend import ir
-from p4target.p4info import supports_timeout
+from p4target.p4info import constant_value, supports_timeout
 
 
 def _fail(msg: str, loc: ir.Loc) -> P4Error:
@@ -17,13 +17,7 @@ def _fail(msg: str, loc: ir.Loc) -> P4Error:
 
 def _const(e: ir.Expr, width: int) -> int:
     """A folded constant as the unsigned value the control plane sees."""
-    if isinstance(e, ir.Constant):
-        return e.value & ((1 << width) - 1)
-    if isinstance(e, ir.BoolLiteral):
-        return int(e.value)
-    if isinstance(e, ir.EnumMember) and e.value is not None:
-        return e.value & ((1 << width) - 1)
-    raise _fail("expected a compile-time constant", e.loc)
+    return constant_value(e) & ((1 << width) - 1)
 
 
 def _binding_params(b: ir.ActionBinding) -> dict[str, int]:
