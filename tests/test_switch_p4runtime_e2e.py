@@ -69,9 +69,7 @@ class Net:
         return SwitchOptions(p4info=self.p4info, p4blob=PROGRAM, device_id=self.s1.device_id, **kw)
 
     def raw(self):
-        from test_runtime_server import (
-            RawClient,  # the shared bare-stub client (device 1)
-        )
+        from p4rt_raw import RawClient  # the shared bare-stub client (device 1)
         return RawClient(self.s1.grpc_port)
 
 
@@ -174,6 +172,7 @@ def test_bad_writes_get_their_status_codes_and_leave_state_unchanged(pipeline):
     from finsy import P4Schema, P4TableAction, P4TableEntry, P4TableMatch, Switch
     from finsy.p4client import P4ClientError
     from finsy.proto import p4r
+
     from test_runtime_server import per_update_codes
 
     net = pipeline
