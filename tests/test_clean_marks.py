@@ -8,12 +8,12 @@ mark. Only the first is a leftover.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from procs import free_port
 
 from testbed import clean
 
@@ -29,12 +29,6 @@ def start_in_background(env: dict[str, str], log: Path) -> tuple[int, int]:
                            env=env, capture_output=True, text=True, check=True)
     pid = int(shell.stdout)
     return pid, clean.process_start_time(pid)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def running(pid: int, start: int) -> bool:

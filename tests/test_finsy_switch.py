@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from procs import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "tests" / "data" / "runtime" / "l2_learn.p4"
@@ -30,12 +31,6 @@ IDLE_TIMEOUT_NS = 300_000_000
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
                                 reason="needs root and iproute2 for veth pairs")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def ip(*args: str) -> None:

@@ -17,10 +17,11 @@ import grpc
 import pytest
 from finsy.proto import p4i, p4r
 from google.protobuf import text_format
+from p4rt_raw import RawClient, write_codes
+from procs import free_port
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from p4rt_raw import RawClient, write_codes
 from p4target.interp.hashes import crc16, pack_fields
 from p4target.runtime import RuntimeServer
 
@@ -299,8 +300,3 @@ class bmv2_switch:
             self.proc.wait()
         self.log.close()
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
