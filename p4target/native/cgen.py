@@ -30,7 +30,8 @@ from p4target.errors import P4Error
 from p4target.frontend import ir
 from p4target.interp.layout import (CHUNK_BITS, Frame, HeaderLayout, Layout, Local, StackLayout, StructLayout,
                                     WideLayout, span)
-from p4target.interp.schema import digest_name, table_actions
+from p4target.interp.schema import digest_name, match_keys, table_actions
+from p4target.p4info import supports_timeout
 
 MAX_BITS = 64  # widest scalar the engine computes with
 MAX_PARSER_STATES = 1000
@@ -85,7 +86,6 @@ class CProgram:
 
     source: str
     tables: dict[str, int] = field(default_factory=dict)  # control-plane name -> id
-    table_keys: dict[str, list[str]] = field(default_factory=dict)  # name -> match kinds
     actions: dict[str, int] = field(default_factory=dict)
     registers: dict[str, int] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
@@ -117,8 +117,9 @@ class CGen:
         for i, a in enumerate(program.all_actions()):
             self.cp.actions.setdefault(a.control_plane_name, i)
         for i, t in enumerate(program.all_tables()):
+            if t.implementation is not None:
+                raise Unsupported(f"action profiles and selectors (table {t.control_plane_name})", t.loc)
             self.cp.tables[t.control_plane_name] = i
-            self.cp.table_keys[t.control_plane_name] = [k.match_kind for k in t.keys]
         self.instances: dict[int, int] = {}
         for inst in program.all_instances():
             if inst.extern == "register":
@@ -950,16 +951,19 @@ class CGen:
         self.emit(f"static int {self._tables[id(t)]}(pk_t *p) {{", 0)
         self.emit("u64 *F = p->F; (void)F;", 1)
         self.emit(f"table_t *T = &p->E->tables[{tid}];", 1)
-        if t.keys:
-            for k in t.keys:
+        keys = match_keys(t)
+        if keys:
+            for k in keys:
                 width(k.expr.type, k.loc)
-            keys = ", ".join(self.x(k.expr) for k in t.keys)
+            keys = ", ".join(self.x(k.expr) for k in keys)
             self.emit(f"const u64 K[] = {{{keys}}};", 1)
             self.emit("entry_t *e = table_lookup(T, K);", 1)
         else:
             self.emit("entry_t *e = NULL;", 1)
         self.emit("int act; const u64 *A;", 1)
         self.emit("if (e) {", 1)
+        if supports_timeout(t):
+            self.emit("e->last_hit = mono();", 2)
         if t.direct_counter is not None:
             self.emit(f"e->packets++; e->bytes += F[{self.sm['packet_length']}];", 2)
         if t.direct_meter is not None:
@@ -1133,7 +1137,7 @@ class CGen:
             lines.append(f"static const u64 {name}[] = {{" + ", ".join(map(str, sizes[kind] or [0])) + "};")
         nkeys = [0] * len(self.cp.tables)
         for t in self.p.all_tables():
-            nkeys[self.cp.tables[t.control_plane_name]] = len(t.keys)
+            nkeys[self.cp.tables[t.control_plane_name]] = len(match_keys(t))
         lines.append("static const int TABLE_KEYS[] = {" + ", ".join(map(str, nkeys or [0])) + "};")
         lines.append('#include "engine.h"')
         lines.append("static u32 g_parse(pk_t *p);")

@@ -284,6 +284,7 @@ void eng_table_default(engine_t *E, int tid, int action, const u64 *args, int na
 }
 
 u64 *eng_entry_counters(engine_t *E, int handle) { return &E->handles[handle]->packets; }
+double *eng_entry_last_hit(engine_t *E, int handle) { return &E->handles[handle]->last_hit; }
 
 /* ------------------------------------------------------------------ meters (state.MeterCell) */
 

@@ -29,6 +29,7 @@ _SIGNATURES = {
     "eng_table_delete": (None, [c_void_p, c_int, c_int]),
     "eng_table_default": (None, [c_void_p, c_int, c_int, _U64, c_int]),
     "eng_entry_counters": (_U64, [c_void_p, c_int]),
+    "eng_entry_last_hit": (POINTER(c_double), [c_void_p, c_int]),
     "eng_register": (_U64, [c_void_p, c_int]),
     "eng_counter": (_U64, [c_void_p, c_int, c_int]),
     "eng_meter_set": (None, [c_void_p, c_int, c_uint64, c_int, c_double, c_double, c_double, c_double]),
@@ -136,6 +137,10 @@ class Engine:
     def entry_counters(self, handle: int) -> ctypes.Array:
         """The (packets, bytes) direct-counter cells of an entry, as a live 2-element view."""
         return ctypes.cast(self.lib.eng_entry_counters(self.ptr, handle), POINTER(c_uint64 * 2)).contents
+
+    def entry_last_hit(self, handle: int) -> ctypes.Array:
+        """The time.monotonic() of an entry's last hit, as a live 1-element view."""
+        return ctypes.cast(self.lib.eng_entry_last_hit(self.ptr, handle), POINTER(c_double * 1)).contents
 
     # -- registers and counters, as numpy views of native memory
     def register(self, rid: int, size: int) -> np.ndarray:

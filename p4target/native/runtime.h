@@ -55,6 +55,7 @@ struct entry {
     u64 seq;
     u64 packets, bytes; /* direct counter cells */
     meter_t meter;      /* direct meter cell */
+    double last_hit;    /* CLOCK_MONOTONIC of the last hit (tables with support_timeout) */
     u64 *args;
     u64 *v, *m, *hi;    /* per key: value (or range low), mask, range high */
     u8 *kind;           /* per key: 0 wildcard, 1 value & mask, 2 range */
@@ -87,6 +88,7 @@ static void push_log(struct engine *E, const char *fmt, const u64 *vals, int n);
 static u32 rng_u32(struct engine *E);
 static u64 rng_range(struct engine *E, u64 lo, u64 hi);
 static u64 meter_exec(meter_t *m, double amount);
+static double mono(void);
 
 static inline int64_t sx(u64 v, int w) {
     return w >= 64 ? (int64_t)v : ((int64_t)(v << (64 - w))) >> (64 - w);

@@ -71,7 +71,7 @@ class NativeMeterArray(st.MeterArray):
 
 
 class NativeTableEntry(st.TableEntry):
-    """A stored entry whose direct-counter cells are the engine's (set by NativeTable.insert)."""
+    """A stored entry whose direct-counter cells and last-hit time are the engine's (set by NativeTable.insert)."""
 
     @property
     def packets(self) -> int:
@@ -90,6 +90,15 @@ class NativeTableEntry(st.TableEntry):
     def bytes(self, value: int) -> None:
         if hasattr(self, "_cells"):
             self._cells[1] = value
+
+    @property
+    def last_hit(self) -> float:
+        return self._last_hit[0]
+
+    @last_hit.setter
+    def last_hit(self, value: float) -> None:
+        if hasattr(self, "_last_hit"):
+            self._last_hit[0] = value
 
 
 def _key_spec(key: st.KeyField, part: tuple | None) -> tuple[int, int, int, int]:
@@ -132,9 +141,12 @@ class NativeTable(st.Table):
         parts, priority = self._canonical(entry)
         keys = [_key_spec(k, p) for k, p in zip(self._keys, parts)]
         handle = self._engine.table_add(self._tid, keys, priority, self._action_ids[entry.action], entry.args)
-        entry.__class__ = NativeTableEntry  # its counter cells now read the engine's
+        last_hit = entry.last_hit
+        entry.__class__ = NativeTableEntry  # its counter cells and last hit now read the engine's
         entry._handle = handle
         entry._cells = self._engine.entry_counters(handle)
+        entry._last_hit = self._engine.entry_last_hit(handle)
+        entry.last_hit = last_hit
         if entry.meter is not None:
             entry.meter = NativeMeterCell(lambda config: self._engine.direct_meter_set(handle, config))
 
