@@ -46,6 +46,7 @@ NS_TX, NS_RX = f"{PREFIX}tx", f"{PREFIX}rx"
 SW = [f"{PREFIX}s1", f"{PREFIX}s2"]
 PEER = [f"{PREFIX}h1", f"{PREFIX}h2"]
 BRIDGE = f"{PREFIX}br"
+BMV2_NOTIFICATIONS = f"/tmp/{PREFIX}-bmv2.ipc"  # not BMv2's default: other simple_switch processes may run
 SWITCH_CPU, SENDER_CPU = 0, 1
 BMV2 = {"bmv2": Path("/opt/p4ref/bin/simple_switch"), "bmv2_perf": Path("/opt/p4ref-perf/bin/simple_switch")}
 P4C = Path("/opt/p4ref/bin/p4c")
@@ -228,7 +229,7 @@ def start_bmv2(binary: Path, prog: dict, tmp: Path):
            str(prog["p4"]))
     thrift = free_port()
     proc = subprocess.Popen(["taskset", "-c", str(SWITCH_CPU), str(binary), "--thrift-port", str(thrift),
-                             "--notifications-addr", f"ipc:///tmp/{PREFIX}-bmv2.ipc",
+                             "--notifications-addr", f"ipc://{BMV2_NOTIFICATIONS}",
                              "-i", f"1@{SW[0]}", "-i", f"2@{SW[1]}", str(json_path)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -358,6 +359,7 @@ def main() -> int:
     finally:
         veths_down()
         shutil.rmtree(tmp, ignore_errors=True)
+        Path(BMV2_NOTIFICATIONS).unlink(missing_ok=True)
 
     def med(prog: str, target: str) -> float | None:
         return result["programs"].get(prog, {}).get(target, {}).get("median_pps")
