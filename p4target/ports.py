@@ -43,13 +43,16 @@ def parse_port_spec(spec: str) -> tuple[int, str]:
 
 
 class PcapWriter:
-    """Append Ethernet frames to a classic pcap file (microsecond timestamps)."""
+    """Append Ethernet frames to a classic pcap file (microsecond timestamps).
 
-    def __init__(self, path: str, snaplen: int = MAX_FRAME):
+    `append`: continue a capture file someone else wrote (the native engine, between engines)."""
+
+    def __init__(self, path: str, snaplen: int = MAX_FRAME, append: bool = False):
         self.path = path
         self.snaplen = snaplen
-        self._file = open(path, "wb")
-        self._file.write(struct.pack("<IHHiIII", PCAP_MAGIC, 2, 4, 0, 0, snaplen, LINKTYPE_ETHERNET))
+        self._file = open(path, "ab" if append else "wb")
+        if self._file.tell() == 0:
+            self._file.write(struct.pack("<IHHiIII", PCAP_MAGIC, 2, 4, 0, 0, snaplen, LINKTYPE_ETHERNET))
 
     def write(self, data: bytes, timestamp: float | None = None) -> None:
         """Record one frame, stamped now unless a timestamp is given."""
@@ -130,10 +133,11 @@ class Port:
             self._sock.close()
             raise PortError(f"error: port {number}: cannot open {ifname!r}: {exc.strerror}") from None
         self.pcap_in = self.pcap_out = None
+        self.pcap_paths: tuple[str, str] | None = None
         if pcap_dir:
             os.makedirs(pcap_dir, exist_ok=True)
-            self.pcap_in = PcapWriter(os.path.join(pcap_dir, f"{ifname}_in.pcap"))
-            self.pcap_out = PcapWriter(os.path.join(pcap_dir, f"{ifname}_out.pcap"))
+            self.pcap_paths = (os.path.join(pcap_dir, f"{ifname}_in.pcap"), os.path.join(pcap_dir, f"{ifname}_out.pcap"))
+            self.pcap_in, self.pcap_out = (PcapWriter(p) for p in self.pcap_paths)
 
     def fileno(self) -> int:
         return self._sock.fileno()
@@ -173,6 +177,19 @@ class Port:
         for pcap in (self.pcap_in, self.pcap_out):
             if pcap:
                 pcap.flush()
+
+    def hand_over(self, engine_counts: dict[str, int] | None = None) -> None:
+        """Another packet loop (the native engine) takes this port over, or gives it back with
+        its counts: the pcap files are closed meanwhile and continued afterwards."""
+        if engine_counts is None:
+            for pcap in (self.pcap_in, self.pcap_out):
+                if pcap:
+                    pcap.close()
+            return
+        for name in ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "tx_errors", "rx_errors"):
+            setattr(self, name, getattr(self, name) + engine_counts[name])
+        if self.pcap_paths:
+            self.pcap_in, self.pcap_out = (PcapWriter(p, append=True) for p in self.pcap_paths)
 
     def close(self) -> None:
         for pcap in (self.pcap_in, self.pcap_out):

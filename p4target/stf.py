@@ -112,10 +112,12 @@ def parse_stf(text: str, filename: str = "<stf>") -> list[Command]:
     return commands
 
 
-def run_stf_file(program_path: str, stf_path: str, defines: dict[str, str] | None = None) -> StfResult:
-    """Load the P4 program (with -D `defines`) and the STF file, run the test, return its result."""
+def run_stf_file(program_path: str, stf_path: str, engine: str = "python",
+                 defines: dict[str, str] | None = None) -> StfResult:
+    """Load the P4 program (with -D `defines`) and the STF file, run the test on `engine`
+    ('python' or 'native'), return its result."""
     from p4target.frontend import load_program
-    from p4target.pipeline import Pipeline
+    from p4target.native.pipeline import make_pipeline
 
     try:
         with open(stf_path) as f:
@@ -123,7 +125,7 @@ def run_stf_file(program_path: str, stf_path: str, defines: dict[str, str] | Non
     except OSError as exc:
         raise StfError(f"cannot read STF file: {exc.strerror}", stf_path) from None
     commands = parse_stf(text, stf_path)  # a malformed test is reported before loading the program
-    pipeline = Pipeline(load_program(program_path, defines=defines))
+    pipeline = make_pipeline(load_program(program_path, defines=defines), engine)
     return StfRunner(pipeline, stf_path).run(commands)
 
 

@@ -4,7 +4,11 @@
         --grpc-server-addr 127.0.0.1:50001 [--cpu-port 255] [--thrift-port 9091] \\
         [--log s1.log] [--pcap DIR] [PROG.p4]
 
-One thread moves packets: poll() over the port sockets -> pipeline.ingress -> traffic
+One thread moves packets. On the native engine (`--engine native`, the default) that is
+the engine's own loop in C (p4target/native/engine.c: recvmmsg -> pipeline -> traffic
+manager -> egress -> sendmmsg, pcap), with no Python per packet; a pump thread hands
+PacketIns, digests and log lines to Python. On the Python engine (or for a program the
+native engine cannot run): poll() over the port sockets -> pipeline.ingress -> traffic
 manager (per egress port: loss, delay, queue, shaper) -> pipeline.egress (with the queue
 depths) -> send. Without PROG.p4 the switch drops everything until a controller sets
 the pipeline over P4Runtime. The P4Runtime server and the side channel
@@ -24,8 +28,9 @@ import time
 from collections import deque
 from typing import Any, Callable
 
+from p4target.native.pipeline import ENGINES, NativePipeline
+from p4target.native.queues import NativeTrafficManager
 from p4target.ports import Port, PortError, parse_port_spec
-from p4target.tm import TrafficManager
 
 DEFAULT_CPU_PORT = 255
 RX_BATCH = 32            # frames read from one port before the queues are served
@@ -49,7 +54,7 @@ class Switch:
                  pcap_dir: str | None = None, clock: Callable[[], float] = time.monotonic):
         self.device_id = device_id
         self.cpu_port = cpu_port
-        self.tm = TrafficManager(clock)
+        self.tm = NativeTrafficManager(clock)
         self.lock = threading.Lock()
         self.pipeline: Any = None
         self.packet_in: Callable[[bytes], None] | None = None
@@ -66,6 +71,8 @@ class Switch:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self._stopping = False
+        self._native: NativePipeline | None = None  # the pipeline whose engine loop runs now
+        self._handover = threading.Lock()  # PacketOuts go to exactly one loop while engines change
 
     # -- what the control plane uses -----------------------------------------------------
     @property
@@ -76,28 +83,45 @@ class Switch:
     def set_pipeline(self, pipeline: Any) -> None:
         """Install a new pipeline (at start or from SetForwardingPipelineConfig)."""
         self.pipeline = pipeline
-        log.info("pipeline set")
+        log.info("pipeline set (%s engine)", getattr(pipeline, "engine_name", "python"))
+        running = self._native
+        if running is not None:
+            running.engine.stop()  # its loop returns and run() switches over
+        self._wake()
 
     def port_numbers(self) -> list[int]:
         return sorted(self.ports)
 
     def port_stats(self) -> dict[int, dict]:
         stats = {number: port.stats() for number, port in self.ports.items()}
+        native = self._native
+        if native is not None:
+            for number, entry in stats.items():
+                for name, value in native.engine.port_stats(number).items():
+                    entry[name] += value
         with self.lock:
             for number, q in self.tm.queues.items():
-                entry = stats.setdefault(number, {})
-                entry.update({"tail_drops": q.tail_drops, "loss_drops": q.loss_drops, "qdepth": len(q)})
+                qs = q.stats()
+                stats.setdefault(number, {}).update({k: qs[k] for k in ("tail_drops", "loss_drops", "qdepth")})
         return stats
 
     def inject(self, port: int, data: bytes) -> None:
         """Feed a frame into ingress as if it arrived on `port` (PacketOut uses the CPU port).
         Thread-safe: the frame is handed to the packet loop, which is woken up."""
-        self._injected.append((port, data))
+        with self._handover:
+            native = self._native
+            if native is not None and native is self.pipeline:
+                native.engine.inject(port, data)
+                return
+            self._injected.append((port, data))  # the Python loop's, or the next engine's when it starts
         self._wake()
 
     def stop(self) -> None:
         """Ask the loop to finish (safe from signal handlers and other threads)."""
         self._stopping = True
+        native = self._native
+        if native is not None:
+            native.engine.stop()
         self._wake()
 
     def _wake(self) -> None:
@@ -108,14 +132,69 @@ class Switch:
 
     # -- the packet path -----------------------------------------------------------------
     def run(self) -> None:
-        """Move packets until stop() is called."""
+        """Move packets until stop() is called, on whichever engine the pipeline has."""
+        while not self._stopping:
+            if isinstance(self.pipeline, NativePipeline):
+                self._run_native(self.pipeline)
+            else:
+                self._run_python()
+
+    def _run_native(self, pipeline: NativePipeline) -> None:
+        """The engine's loop owns the ports until stop() or a new pipeline."""
+        engine = pipeline.engine
+        for number, port in self.ports.items():
+            port.hand_over()  # its pcap files closed first: the engine continues them
+            engine.port_add(number, port.fileno(), *(port.pcap_paths or (None, None)))
+        engine.set_cpu_port(self.cpu_port)
+        pipeline.state.on_packet_in = lambda _port, frame: self._transmit(self.cpu_port, frame)
+        with self.lock:
+            self.tm.attach(engine)
+        done = threading.Event()
+        pump = threading.Thread(target=self._pump, args=(pipeline, done), name="native-events", daemon=True)
+        with self._handover:
+            self._native = pipeline
+            while self._injected:
+                engine.inject(*self._injected.popleft())
+        pump.start()
+        try:
+            if self.pipeline is pipeline and not self._stopping:
+                # Its own thread: Python runs signal handlers (SIGTERM -> stop()) in the main thread only.
+                loop = threading.Thread(target=engine.run, name="native-loop", daemon=True)
+                loop.start()
+                while loop.is_alive():
+                    loop.join(0.25)
+        finally:
+            with self._handover:
+                self._native = None
+            with self.lock:
+                self.tm.detach()
+            for number, port in self.ports.items():
+                port.hand_over(engine.port_stats(number))
+            no_port, errors = engine.counts()
+            self.dropped_no_port += no_port
+            self.pipeline_errors += errors
+            done.set()
+            engine.event_wake()
+            pump.join()
+
+    @staticmethod
+    def _pump(pipeline: NativePipeline, done: threading.Event) -> None:
+        """Move what the engine queued for Python (PacketIns, digests, log lines) until `done`."""
+        fd = pipeline.engine.event_fd()
+        while not done.is_set():
+            os.read(fd, 4096)
+            pipeline.state.pump_events()
+        pipeline.state.pump_events()
+
+    def _run_python(self) -> None:
+        """The Python loop, until stop() or a pipeline the native engine runs."""
         poller = select.poll()
         by_fd = {port.fileno(): port for port in self.ports.values()}
         for fd in by_fd:
             poller.register(fd, select.POLLIN)
         poller.register(self._wake_r, select.POLLIN)
         last_flush = time.monotonic()
-        while not self._stopping:
+        while not self._stopping and not isinstance(self.pipeline, NativePipeline):
             for fd, _ in poller.poll(self._timeout_ms()):
                 port = by_fd.get(fd)
                 if port is None:
@@ -127,7 +206,7 @@ class Switch:
                         break
                     self._ingress(port.number, data)
                 self._serve_queues()
-            while self._injected:
+            for _ in range(len(self._injected)):  # each once: _ingress hands them on if a native engine is next
                 self._ingress(*self._injected.popleft())
             self._serve_queues()
             if time.monotonic() - last_flush >= IDLE_WAKE_S:
@@ -152,6 +231,10 @@ class Switch:
         pipeline = self.pipeline
         if pipeline is None:
             self.dropped_no_pipeline += 1
+            return
+        if isinstance(pipeline, NativePipeline):  # engines changing hands: the engine's loop takes it
+            with self._handover:
+                self._injected.append((port, data))
             return
         try:
             items = pipeline.ingress(port, data)
@@ -211,6 +294,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="side channel TCP port on 127.0.0.1 (default 9090 + device id)")
     parser.add_argument("--log", metavar="FILE", help="log to FILE (default: stderr)")
     parser.add_argument("--pcap", metavar="DIR", help="write DIR/IFACE_in.pcap and DIR/IFACE_out.pcap per port")
+    parser.add_argument("--engine", choices=ENGINES, default="native",
+                        help="native: the program compiled to C, no Python per packet (default; a program with a "
+                             "construct it lacks runs on python, with one log line naming it); python: the "
+                             "readable reference engine")
 
 
 def _setup_logging(path: str | None) -> None:
@@ -265,7 +352,8 @@ def _start_runtime(switch: Switch, args: argparse.Namespace) -> Any:
         stem = os.path.splitext(args.log)[0]
         log_path = f"{stem}-p4runtime-requests.txt"
     server = RuntimeServer(args.device_id, args.grpc_server_addr, args.cpu_port,
-                           on_pipeline_set=switch.set_pipeline, packet_out=switch.inject, log_path=log_path)
+                           on_pipeline_set=switch.set_pipeline, packet_out=switch.inject, log_path=log_path,
+                           engine=args.engine)
     switch.packet_in = lambda frame: server.packet_in(args.cpu_port, frame)
     if args.program:
         try:

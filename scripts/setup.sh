@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PKGS=(mininet bridge-utils iputils-ping iproute2 nftables tcpdump iperf3 ethtool procps psmisc)
+APT_PKGS=(mininet bridge-utils iputils-ping iproute2 nftables tcpdump iperf3 ethtool procps psmisc gcc libc6-dev)
 PY=${PYTHON:-python3}
 STAMP=.venv/.aggnet-setup-stamp
 
@@ -38,4 +38,15 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
   .venv/bin/python -m pip install -q -r requirements.txt
   .venv/bin/python -m pip install -q --no-deps -e .
   echo "$want" > "$STAMP"
+fi
+
+# The native engine's libraries for AggNet's own programs, built once per change, so switches
+# start without compiling (a 364-lane program takes the C compiler a while).
+native_want=$(cat p4src/*.p4 p4target/native/*.[ch] p4target/native/*.py p4target/frontend/*.py | sha256sum | cut -d' ' -f1)
+NATIVE_STAMP=.venv/.aggnet-native-stamp
+if command -v gcc >/dev/null && { [ ! -f "$NATIVE_STAMP" ] || [ "$(cat "$NATIVE_STAMP")" != "$native_want" ]; }; then
+  echo "setup.sh: building the native engine for p4src/ programs"
+  programs=$(ls p4src/aggnet*.p4 | grep -v lanes)
+  # shellcheck disable=SC2086
+  .venv/bin/python -m p4target.native.build $programs >/dev/null && echo "$native_want" > "$NATIVE_STAMP"
 fi

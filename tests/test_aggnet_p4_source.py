@@ -66,8 +66,9 @@ def test_an_unsupported_lane_count_is_a_one_line_error(tmp_path):
     assert len(out.stderr.strip().splitlines()) == 1
 
 
-def test_stf_star_of_two():
-    result = run_stf_file(os.path.join(P4SRC, "aggnet.p4"), os.path.join(DATA, "star2.stf"))
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_stf_star_of_two(engine):
+    result = run_stf_file(os.path.join(P4SRC, "aggnet.p4"), os.path.join(DATA, "star2.stf"), engine)
     assert result.failures == [] and (result.packets_in, result.packets_out) == (4, 3)
 
 

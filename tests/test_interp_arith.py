@@ -5,6 +5,7 @@ import pytest
 
 from p4target.frontend import load_program
 from p4target.pipeline import Pipeline
+from p4target.native.pipeline import ENGINES, make_pipeline
 
 DATA = Path(__file__).parent / "data" / "interp"
 
@@ -18,9 +19,9 @@ OUT_FIELDS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def pipeline():
-    return Pipeline(load_program(str(DATA / "arith.p4")))
+@pytest.fixture(scope="module", params=ENGINES)
+def pipeline(request):
+    return make_pipeline(load_program(str(DATA / "arith.p4")), request.param)
 
 
 def decode(data: bytes) -> dict[str, int]:

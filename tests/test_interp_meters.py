@@ -5,7 +5,7 @@ import pytest
 
 from p4target import state as st
 from p4target.frontend import load_program
-from p4target.pipeline import Pipeline
+from p4target.native.pipeline import ENGINES, make_pipeline
 
 DATA = Path(__file__).parent / "data" / "interp"
 GREEN, YELLOW, RED = st.GREEN, st.YELLOW, st.RED
@@ -13,9 +13,9 @@ GREEN, YELLOW, RED = st.GREEN, st.YELLOW, st.RED
 SLOW = st.MeterConfig(cir=1, cburst=1, pir=1, pburst=2)
 
 
-@pytest.fixture()
-def pipeline():
-    p = Pipeline(load_program(str(DATA / "meters.p4")))
+@pytest.fixture(params=ENGINES)
+def pipeline(request):
+    p = make_pipeline(load_program(str(DATA / "meters.p4")), request.param)
     p.state.insert_entry("Ing.t", st.TableEntry({"hdr.h.idx": st.Exact(1)}, "Ing.police"))
     return p
 
@@ -34,7 +34,7 @@ def test_indirect_meter_colors(pipeline):
     assert [colors(pipeline, 2)[0] for _ in range(4)] == [GREEN, YELLOW, RED, RED]
     assert colors(pipeline, 3)[0] == GREEN  # other cells unaffected
     assert pipeline.state.meter_get("Ing.m", 2) == SLOW
-    with pytest.raises(st.InvalidArgument, match="out of range"):
+    with pytest.raises(st.OutOfRange, match="out of range"):
         pipeline.state.meter_set("Ing.m", 4, SLOW)
 
 

@@ -4,14 +4,23 @@ from pathlib import Path
 import pytest
 
 from p4target.frontend import load_program
-from p4target.pipeline import E2E_CLONE, I2E_CLONE, NORMAL, RECIRCULATED, REPLICATED, RESUBMITTED, Pipeline
+from p4target.native.pipeline import ENGINES, make_pipeline
+from p4target.pipeline import (
+    E2E_CLONE,
+    I2E_CLONE,
+    NORMAL,
+    RECIRCULATED,
+    REPLICATED,
+    RESUBMITTED,
+    Pipeline,
+)
 
 DATA = Path(__file__).parent / "data" / "interp"
 
 
-@pytest.fixture()
-def pipeline():
-    return Pipeline(load_program(str(DATA / "pre.p4")))
+@pytest.fixture(params=ENGINES)
+def pipeline(request):
+    return make_pipeline(load_program(str(DATA / "pre.p4")), request.param)
 
 
 def hdr(data: bytes) -> dict[str, int]:

@@ -7,13 +7,14 @@ from p4target.errors import P4Error
 from p4target.frontend import load_program, load_source
 from p4target.interp import hashes
 from p4target.pipeline import Pipeline
+from p4target.native.pipeline import ENGINES, make_pipeline
 
 DATA = Path(__file__).parent / "data" / "interp"
 
 
-@pytest.fixture(scope="module")
-def pipeline():
-    return Pipeline(load_program(str(DATA / "misc.p4")))
+@pytest.fixture(scope="module", params=ENGINES)
+def pipeline(request):
+    return make_pipeline(load_program(str(DATA / "misc.p4")), request.param)
 
 
 def a_hdr(x: int, y: int, sw: int) -> bytes:

@@ -27,9 +27,10 @@ def aggnet_stf(program: str, test: str, *extra: str) -> subprocess.CompletedProc
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.parametrize("engine", ["python", "native"])
 @pytest.mark.parametrize("name", PASSING)
-def test_stf_suite_passes(name):
-    result = run_stf_file(path(name + ".p4"), path(name + ".stf"))
+def test_stf_suite_passes(name, engine):
+    result = run_stf_file(path(name + ".p4"), path(name + ".stf"), engine)
     assert result.failures == []
     assert result.packets_in > 0 and result.packets_out > 0
 
@@ -58,8 +59,9 @@ def test_cli_unexpected_packet_and_missing_packet_both_reported():
     assert "port 4, packet #1:" in proc.stdout and "got:      nothing" in proc.stdout
 
 
-def test_wrong_register_and_counter_checks_fail():
-    result = run_stf_file(path("registers_counters.p4"), path("registers_counters_wrong.stf"))
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_wrong_register_and_counter_checks_fail(engine):
+    result = run_stf_file(path("registers_counters.p4"), path("registers_counters_wrong.stf"), engine)
     assert [f.split(": ", 1)[1] for f in result.failures] == [
         "register RIngress.acc[3]: expected == 113, got 112",
         "counter RIngress.per_index(3) packets: expected == 3, got 2"]

@@ -1,18 +1,14 @@
 """The worker agent and PS host as real processes: results, metrics, config errors, crashes."""
 import json
-import os
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import fabric as fb
 import pytest
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "train"))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "aggnet"))
-import fabric as fb  # noqa: E402
-import workers as wk  # noqa: E402
+import workers as wk
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -46,7 +42,7 @@ def test_bad_config_is_one_line_naming_file_and_field(tmp_path):
     path.write_text(json.dumps(data))
     code, err = finish(start("hosts.agent", "--config", path, "--worker", "h1", "--out", tmp_path))
     assert code == 2
-    assert err == f"agent h1: {path}: field 'train.lr': expected float, got str"
+    assert err == f"agent h1: {path}: field 'train.lr': expected float, got 'fast'"
 
 
 def test_unknown_worker_and_broken_json(tmp_path):

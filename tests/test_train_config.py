@@ -1,7 +1,13 @@
 """Agent config validation: every error names the source and the field."""
 import pytest
 
-from hosts.agent_config import AgentConfig, ConfigError, TrainConfig, load_config, parse_config
+from hosts.agent_config import (
+    AgentConfig,
+    ConfigError,
+    TrainConfig,
+    load_config,
+    parse_config,
+)
 
 WORKERS = [{"name": "h1", "ip": "10.0.0.1"}, {"name": "h2", "ip": "10.0.0.2", "port": 47001}]
 JOB = {"job_id": 1, "slot_base": 0, "slot_count": 8, "agg_ip": "10.0.255.254",
@@ -23,10 +29,10 @@ def test_round_trip_and_defaults(tmp_path):
     ({"workers": [{"name": "h1", "ip": "10.0.0.300"}]}, "field 'workers[0].ip': '10.0.0.300' is not an IPv4 address"),
     ({"workers": [{"name": "h1", "ip": "10.0.0.1", "port": 0}]}, "field 'workers[0].port': 0 is not a port number"),
     ({"workers": WORKERS[:1] * 2}, "field 'workers': worker names must be unique"),
-    ({"train": {"steps": 1.5}}, "field 'train.steps': expected int, got float"),
-    ({"train": {"batch_size": 0}}, "field 'train.batch_size': must be at least 1"),
+    ({"train": {"steps": 1.5}}, "field 'train.steps': expected int, got 1.5"),
+    ({"train": {"batch_size": 0}}, "field 'train.batch_size': must be >= 1, got 0"),
     ({"train": {"epochs": 3}}, "field 'train.epochs': unknown (known: model, dataset"),
-    ({"train": {"seed": True}}, "field 'train.seed': expected int, got bool"),
+    ({"train": {"seed": True}}, "field 'train.seed': expected int, got True"),
     ({"timeout_s": -1}, "field 'timeout_s': expected a positive number"),
     ({"scheme": "ps"}, "field 'ps': missing (scheme ps needs the server's name and ip)"),
     ({"scheme": "innet"}, "field 'job': missing (scheme innet needs the job spec)"),

@@ -447,10 +447,9 @@ class Checker:
         scope = scope or self.top
         ann, type_node, args_node, name_node = node.children
         name = self.name_of(name_node)
-        base = type_node.children[0] if type_node.data == "specialized_type" else type_node
-        if type_node.data not in ("type_name", "specialized_type"):
-            raise self.error(type_node, f"{self.text(type_node)} cannot be instantiated")
-        decl = self.top.lookup(self.name_of(base))
+        decl = None
+        if type_node.data in ("type_name", "specialized_type"):
+            decl = self.top.lookup(self.name_of(type_node.children[0] if type_node.data == "specialized_type" else type_node))
         if scope is self.top and not isinstance(decl, ir.ExternDecl):
             return self.main_instance(node)
         if isinstance(decl, BlockDecl):
@@ -461,8 +460,21 @@ class Checker:
             bindings = dict(zip(decl.type_params, type_args))
             bindings.update(self.ctor_bindings(decl, args_node, scope, node))
             inst = self.instantiate(decl, name, self.annotations(ann), bindings, self.loc(name_node))
-            self.declare(scope, name, inst, name_node)
-            return inst
+        else:
+            inst = self.extern_instance(node, type_node, args_node, name, self.annotations(ann), self.loc(name_node),
+                                        scope, prefix)
+            if scope is self.top:
+                self.program.instances.append(inst)
+        self.declare(scope, name, inst, name_node)
+        return inst
+
+    def extern_instance(self, node: Tree, type_node: Tree, args_node, name: str, anns: ir.Annotations, loc: ir.Loc,
+                        scope: Scope, control: Optional[str]) -> ir.ExternInstance:
+        """An extern object built by `type_node(args)`, checked against the extern's constructors."""
+        base = type_node.children[0] if type_node.data == "specialized_type" else type_node
+        if type_node.data not in ("type_name", "specialized_type"):
+            raise self.error(type_node, f"{self.text(type_node)} cannot be instantiated")
+        decl = self.top.lookup(self.name_of(base))
         if not isinstance(decl, ir.ExternDecl):
             raise self.error(type_node, f"unsupported: instantiating {self.text(type_node)} (only extern objects)")
         type_args = []
@@ -480,11 +492,7 @@ class Checker:
             if not _is_constant(a):
                 raise self.error(n[1], f"{decl.name}: constructor argument must be a compile-time constant")
         etype = ir.ExternType(decl.name, tuple(type_args), decl)
-        inst = ir.ExternInstance(name, decl.name, etype, type_args, values, self.annotations(ann), self.loc(name_node), prefix)
-        self.declare(scope, name, inst, name_node)
-        if scope is self.top:
-            self.program.instances.append(inst)
-        return inst
+        return ir.ExternInstance(name, decl.name, etype, type_args, values, anns, loc, control)
 
     def main_instance(self, node: Tree) -> None:
         ann, type_node, args_node, name_node = node.children
@@ -771,6 +779,8 @@ class Checker:
                     if isinstance(e, Tree) and e.data == "entry":
                         table.entries.append(self.entry(e, scope, table))
                 self.bmv2_priorities(table)
+            elif pname == "implementation":
+                table.implementation = self.table_implementation(p, scope, table)
             else:
                 self.table_property(pname, p.children[-1], is_const, scope, table)
         return table
@@ -787,6 +797,27 @@ class Checker:
         for e, r in zip(table.entries, ranks):
             e.priority = top - r
 
+    def table_implementation(self, prop: Tree, scope: Scope, table: ir.Table) -> ir.ExternInstance:
+        """`implementation = p;` naming an action_profile/action_selector, or one built inline (needs @name)."""
+        value = prop.children[-1]
+        if value.data == "ctor_call":
+            anns = self.annotations(prop.children[0])
+            name = anns.get_str("name")
+            if name is None:
+                raise self.error(value, f"table {table.name}: an implementation built inline needs a @name "
+                                        "annotation on the property (P4Runtime names it)")
+            inst = self.extern_instance(value, value.children[0], value.children[1], name, anns, self.loc(value),
+                                        scope, None)
+        else:
+            ref = self.expr(value, scope)
+            if not isinstance(ref, ir.InstanceRef):
+                raise self.error(value, f"table {table.name}: implementation must be an action_profile or action_selector")
+            inst = ref.decl
+        if inst.extern not in ("action_profile", "action_selector"):
+            raise self.error(value, f"table {table.name}: implementation must be an action_profile or action_selector, "
+                                    f"not {inst.extern}")
+        return inst
+
     def key_element(self, node: Tree, scope: Scope, table: ir.Table) -> None:
         expr_node, kind_node, ann = node.children
         e = self.expr(expr_node, scope)
@@ -799,8 +830,14 @@ class Checker:
                                                          or _serializable(e.type)):
             raise self.error(expr_node, f"table {table.name}: {kind} key must be bit<W> or int<W>")
         anns = self.annotations(ann)
-        kname = anns.get_str("name") or re.sub(r"\s+", "", self.text(expr_node))
+        kname = anns.get_str("name") or self.key_name(e, expr_node)
         table.keys.append(ir.KeyElement(e, kind, kname, anns, self.loc(expr_node)))
+
+    def key_name(self, e: ir.Expr, expr_node: Tree) -> str:
+        """A key's control-plane name as p4c writes it: the source text, `X.$valid$` for `X.isValid()`."""
+        if isinstance(e, ir.HeaderMethodCall) and e.method == "isValid":
+            return re.sub(r"\s+", "", self.text(expr_node.children[0].children[0])) + ".$valid$"
+        return re.sub(r"\s+", "", self.text(expr_node))
 
     def action_ref(self, node: Tree, scope: Scope, table: ir.Table) -> None:
         ann, name_node, args = node.children
@@ -869,8 +906,6 @@ class Checker:
                 table.direct_counter = v.decl
             else:
                 table.direct_meter = v.decl
-        elif pname == "implementation":
-            raise self.error(value, "unsupported: table implementation (action profiles/selectors)")
         else:
             table.other_properties[pname] = self.expr(value, scope)
 

@@ -111,6 +111,7 @@ class Frame:
     """Allocator of slots; `initial` is the template list every packet starts from."""
 
     initial: list = field(default_factory=list)
+    wide_bits: int = WIDE_BITS  # bit<W> wider than this gets 32-bit chunks (the native engine uses 64)
 
     def slot(self, value: object = 0) -> int:
         self.initial.append(value)
@@ -122,7 +123,7 @@ class Frame:
             first = self.slot(False)
             fields = {}
             for f in t.fields:
-                if isinstance(f.type, (ir.VarbitType, ir.StructType)) or isinstance(f.type, ir.BitsType) and f.type.width > WIDE_BITS:
+                if isinstance(f.type, (ir.VarbitType, ir.StructType)) or isinstance(f.type, ir.BitsType) and f.type.width > self.wide_bits:
                     fields[f.name] = self.alloc(f.type, f.loc)
                 else:
                     fields[f.name] = self.slot(False if isinstance(f.type, ir.BoolType) else 0)
@@ -142,7 +143,7 @@ class Frame:
             return VarbitLayout(t.max_width, first, first + 2)
         if isinstance(t, ir.BoolType):
             return self.slot(False)
-        if isinstance(t, ir.BitsType) and t.width > WIDE_BITS:
+        if isinstance(t, ir.BitsType) and t.width > self.wide_bits:
             first = len(self.initial)
             for _ in range(-(-t.width // CHUNK_BITS)):
                 self.slot(0)

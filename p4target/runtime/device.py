@@ -46,20 +46,20 @@ class LoadedConfig:
     translator: Translator
 
 
-def compile_source(source: str, filename: str) -> tuple[p4i.P4Info, object]:
-    """(P4Info, Pipeline) of a P4 program; INVALID_ARGUMENT carrying the "FILE:LINE:COL: error:" line."""
+def compile_source(source: str, filename: str, engine: str = "python") -> tuple[p4i.P4Info, object]:
+    """(P4Info, pipeline on `engine`) of a P4 program; INVALID_ARGUMENT carrying the "FILE:LINE:COL: error:" line."""
     from p4target.frontend import load_source
+    from p4target.native.pipeline import make_pipeline
     from p4target.p4info import build_p4info
-    from p4target.pipeline import Pipeline
 
     try:
         program = load_source(source, filename)
-        return build_p4info(program), Pipeline(program)
+        return build_p4info(program), make_pipeline(program, engine)
     except P4Error as exc:
         raise invalid(str(exc)) from None
 
 
-def compile_config(config: p4r.ForwardingPipelineConfig) -> LoadedConfig:
+def compile_config(config: p4r.ForwardingPipelineConfig, engine: str = "python") -> LoadedConfig:
     """Compile the P4 source of a config and check its P4Info; INVALID_ARGUMENT if either fails."""
     if not config.HasField("p4info"):
         raise invalid("ForwardingPipelineConfig has no p4info")
@@ -69,7 +69,7 @@ def compile_config(config: p4r.ForwardingPipelineConfig) -> LoadedConfig:
         raise invalid(f"p4_device_config must be the P4 source as UTF-8 text: {exc}") from None
     if not source.strip():
         raise invalid("p4_device_config is empty: it must carry the P4 program's source text")
-    ours, pipeline = compile_source(source, DEVICE_CONFIG_FILENAME)
+    ours, pipeline = compile_source(source, DEVICE_CONFIG_FILENAME, engine)
     differences = p4info_differences(config.p4info, ours)
     if differences:
         shown = "; ".join(differences[:3]) + (f"; and {len(differences) - 3} more" if len(differences) > 3 else "")
@@ -138,8 +138,10 @@ class Device:
     `on_pipeline_set(pipeline)` runs after every commit so the packet path switches over.
     """
 
-    def __init__(self, device_id: int, on_pipeline_set: Callable[[object], None] | None = None):
+    def __init__(self, device_id: int, on_pipeline_set: Callable[[object], None] | None = None,
+                 engine: str = "python"):
         self.device_id = device_id
+        self.engine = engine  # which engine runs the programs committed here: python or native
         self.on_pipeline_set = on_pipeline_set
         self.lock = threading.RLock()
         self.current: LoadedConfig | None = None
@@ -163,11 +165,11 @@ class Device:
         """SetForwardingPipelineConfig semantics for every action the spec defines."""
         with self.lock:
             if action == Action.VERIFY:
-                compile_config(config)
+                compile_config(config, self.engine)
             elif action == Action.VERIFY_AND_SAVE:
-                self.saved = compile_config(config)
+                self.saved = compile_config(config, self.engine)
             elif action == Action.VERIFY_AND_COMMIT:
-                self._commit(compile_config(config))
+                self._commit(compile_config(config, self.engine))
             elif action == Action.COMMIT:
                 if config.ByteSize():
                     raise invalid("COMMIT takes no config: it commits the one saved by VERIFY_AND_SAVE")
@@ -176,7 +178,7 @@ class Device:
                                         "COMMIT without a saved config (send VERIFY_AND_SAVE first)")
                 self._commit(self.saved)
             elif action == Action.RECONCILE_AND_COMMIT:
-                loaded = compile_config(config)
+                loaded = compile_config(config, self.engine)
                 if self.current is not None:
                     self._carry_state(self.current, loaded)
                 self._commit(loaded)
@@ -185,7 +187,7 @@ class Device:
 
     def load_source(self, source: str, filename: str) -> None:
         """Commit a program given as source (a switch started with PROG.p4); no cookie."""
-        p4info, pipeline = compile_source(source, filename)
+        p4info, pipeline = compile_source(source, filename, self.engine)
         with self.lock:
             self._commit(LoadedConfig(p4info, source.encode(), None, pipeline, Translator(p4info, pipeline.state)))
 
@@ -197,17 +199,22 @@ class Device:
     @staticmethod
     def _carry_state(old: LoadedConfig, new: LoadedConfig) -> None:
         """Copy every entity of `old` into `new` (RECONCILE_AND_COMMIT); INVALID_ARGUMENT if impossible (spec)."""
-        wildcards = [p4r.Entity(table_entry=p4r.TableEntry(counter_data=p4r.CounterData())),
+        wildcards = [p4r.Entity(action_profile_member=p4r.ActionProfileMember()),
+                     p4r.Entity(action_profile_group=p4r.ActionProfileGroup()),
+                     p4r.Entity(table_entry=p4r.TableEntry(counter_data=p4r.CounterData(), meter_config=p4r.MeterConfig())),
                      p4r.Entity(register_entry=p4r.RegisterEntry()), p4r.Entity(counter_entry=p4r.CounterEntry()),
                      p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry(
                          multicast_group_entry=p4r.MulticastGroupEntry())),
                      p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry(
                          clone_session_entry=p4r.CloneSessionEntry())),
                      p4r.Entity(digest_entry=p4r.DigestEntry())]
+        wildcards.append(p4r.Entity(meter_entry=p4r.MeterEntry()))
         for table in old.translator.info.p4info.tables:
-            wildcards.append(p4r.Entity(table_entry=p4r.TableEntry(table_id=table.preamble.id, is_default_action=True)))
+            if not table.implementation_id:  # BMv2: no default action with an action profile
+                wildcards.append(p4r.Entity(table_entry=p4r.TableEntry(table_id=table.preamble.id,
+                                                                       is_default_action=True)))
         for request in wildcards:
-            update_type = MODIFY if request.WhichOneof("entity") in ("register_entry", "counter_entry") \
+            update_type = MODIFY if request.WhichOneof("entity") in ("register_entry", "counter_entry", "meter_entry") \
                 or request.table_entry.is_default_action else p4r.Update.INSERT
             for entity in old.translator.read(request):
                 try:
@@ -299,6 +306,12 @@ class Device:
         values = codec.unpack_fields(frame, widths)
         metadata = [p4r.PacketMetadata(metadata_id=m.id, value=codec.encode(v)) for m, v in zip(header.metadata, values)]
         return p4r.PacketIn(payload=frame[(sum(widths) + 7) // 8:], metadata=metadata)
+
+    def idle_timeout_notifications(self) -> list[p4r.IdleTimeoutNotification]:
+        """One ageing sweep over the committed pipeline's tables (see Translator.idle_timeout_notifications)."""
+        with self.lock:
+            loaded = self.current
+            return [] if loaded is None else loaded.translator.idle_timeout_notifications(time.monotonic())
 
     def digest_lists(self) -> list[p4r.DigestList]:
         """Drain the digest queue into DigestLists for the digests a client configured (others dropped)."""

@@ -19,13 +19,23 @@ def bind_table_action_args(control: ir.Control) -> None:
             original = ref.action
             ref.action = _specialize(original, ref.args)
             ref.args = []
-            control.actions[f"{original.name}@{table.name}"] = ref.action
-            control.locals.append(ref.action)
+            _declare_after(control, original, ref.action, f"{original.name}@{table.name}")
             bindings = [table.default_action] + [e.action for e in table.entries]
             for b in bindings:
                 if b is not None and b.action is original:
                     b.action = ref.action
                     b.args = b.args[len(b.args) - len(ref.action.params):]
+
+
+def _declare_after(control: ir.Control, original: ir.Action, copy: ir.Action, key: str) -> None:
+    """Declare `copy` where `original` is (P4Info lists a control's actions in declaration
+    order); a top-level original puts it first."""
+    at = next((i + 1 for i, d in enumerate(control.locals) if d is original), 0)
+    control.locals.insert(at, copy)
+    order = [d for d in control.locals if isinstance(d, ir.Action)]
+    keys = {id(a): k for k, a in control.actions.items()}
+    keys[id(copy)] = key
+    control.actions = {keys[id(a)]: a for a in order}
 
 
 def _specialize(action: ir.Action, args: list[ir.Expr]) -> ir.Action:

@@ -1,7 +1,7 @@
 """Test fixtures for aggnet.p4 on the embedded target: program a switch, build and read packets,
 and relay real UDP datagrams through a fabric of Pipelines (loopback all-reduce tests).
 
-Tests add this directory to sys.path and `import fabric`.
+Tests `import fabric` (pytest puts tests/ on sys.path).
 """
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hosts import codec
-from protocol import wire
 from p4target import state as st
 from p4target.frontend import load_program
+from p4target.native.pipeline import make_pipeline
 from p4target.pipeline import Pipeline
+from protocol import wire
 
-P4SRC = os.path.join(os.path.dirname(__file__), "..", "..", "..", "p4src")
+P4SRC = os.path.join(os.path.dirname(__file__), "..", "p4src")
 AGG_IP = "10.0.255.254"
 SWITCH_MAC = "02:00:00:00:ff:fe"
 
@@ -40,9 +41,9 @@ def _program(lanes: int):
     return load_program(os.path.join(P4SRC, name))
 
 
-def switch(lanes: int = 32) -> Pipeline:
-    """A fresh aggnet switch (the front-end result is cached; compiling a Pipeline is cheap)."""
-    return Pipeline(_program(lanes))
+def switch(lanes: int = 32, engine: str = "python") -> Pipeline:
+    """A fresh aggnet switch on `engine` (the front-end result is cached; compiling a Pipeline is cheap)."""
+    return make_pipeline(_program(lanes), engine)
 
 
 @dataclass
@@ -78,9 +79,10 @@ def install_host(sw: Pipeline, port: int, mac: str, ip: str, udp_port: int = wir
         {"mac": int(mac.replace(":", ""), 16), "ip": int(ipaddress.IPv4Address(ip)), "udp_port": udp_port}))
 
 
-def star(n: int, job_id: int = 1, slot_base: int = 0, slot_count: int = 8, lanes: int = 32) -> Pipeline:
+def star(n: int, job_id: int = 1, slot_base: int = 0, slot_count: int = 8, lanes: int = 32,
+         engine: str = "python") -> Pipeline:
     """One switch, hosts 1..n on ports 1..n, aggregating at the root."""
-    sw = switch(lanes)
+    sw = switch(lanes, engine)
     install_job(sw, job_id, slot_base, slot_count, [Child(p, p - 1) for p in range(1, n + 1)])
     for p in range(1, n + 1):
         install_host(sw, p, host_mac(p), host_ip(p))

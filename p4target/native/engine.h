@@ -1,0 +1,114 @@
+/* engine.h: the engine's types (they depend on the program's constants, see cgen.py's prelude). */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <linux/if_packet.h>
+
+#define NORMAL 0
+#define I2E_CLONE 1
+#define E2E_CLONE 2
+#define RECIRCULATED 4
+#define REPLICATED 5
+#define RESUBMITTED 6
+#define MAX_LOOPS 16
+#define MAX_PORTS 512
+#define MAX_EVENTS 65536
+#define RX_BATCH 32
+#define TX_BATCH 64
+#define RX_BUF 65536
+#define TX_FRAME 9216
+#define DEFAULT_DEPTH 64
+#define DEFAULT_BURST_S 0.005
+#define IDLE_WAKE_S 1.0
+#define EV_PACKET_IN 1
+#define EV_LOG 2
+#define EV_DIGEST 3
+
+typedef struct rep { u32 port, rid; } rep_t;
+typedef struct session { u64 id; u32 n, pktlen; rep_t *reps; } session_t;
+
+/* One packet copy between replication and egress (queued in the traffic manager). */
+typedef struct item {
+    struct item *next;
+    u64 gen;
+    u32 eport, qlen;     /* egress port; bytes for queue accounting */
+    u32 dlen, poff;      /* the parsed packet and where its payload starts */
+    u64 enq_qdepth;
+    double t;            /* delay line: when it may join the queue */
+    u64 F[NSLOTS];
+    u8 data[];
+} item_t;
+
+typedef struct { item_t *head, *tail; u32 n; } fifo_t;
+
+typedef struct mt { u32 s[624]; int i; } mt_t;
+
+typedef struct bucket { int on; double rate, tokens, stamp; } bucket_t;
+
+typedef struct tmq {
+    u32 depth;
+    double burst_s, delay_s, loss;
+    mt_t rng;
+    bucket_t pps, bps;
+    fifo_t delayed, q;
+    u64 enqueued, dequeued, tail_drops, loss_drops;
+} tmq_t;
+
+typedef struct port {
+    int fd;
+    FILE *pin, *pout;
+    u64 rx_packets, rx_bytes, tx_packets, tx_bytes, tx_errors, rx_errors;
+    int ntx;
+    struct mmsghdr tx[TX_BATCH];
+    struct iovec txv[TX_BATCH];
+    u8 *txbuf;
+} port_t;
+
+typedef struct ev { struct ev *next; int kind, arg; u32 len; u8 data[]; } ev_t;
+
+typedef struct out { u32 port, len; u8 *data; } out_t;
+
+typedef struct engine {
+    pthread_mutex_t mu;
+    table_t tables[NTABLES ? NTABLES : 1];
+    u64 *reg[NREGS ? NREGS : 1];
+    u64 *cpk[NCOUNTERS ? NCOUNTERS : 1], *cby[NCOUNTERS ? NCOUNTERS : 1];
+    meter_t *meters[NMETERS ? NMETERS : 1];
+    entry_t **handles;
+    u32 nhandles, caphandles;
+    int32_t *freeh;
+    u32 nfree;
+    rep_t **mc;
+    u32 *mcn;
+    session_t *sessions;
+    u32 nsessions;
+    u64 rng;
+    struct timespec t0;
+    /* events for Python */
+    pthread_mutex_t evmu;
+    ev_t *evh, *evt;
+    u32 nev;
+    int evpipe[2];
+    /* process(): outputs collected in order */
+    out_t *outs;
+    u32 nouts, capouts;
+    int collect;
+    /* the switch */
+    tmq_t *tm[MAX_PORTS];
+    int tmorder[MAX_PORTS];
+    int ntm;
+    port_t *ports[MAX_PORTS];
+    int cpu_port;
+    volatile int stopping;
+    int wake[2];
+    pthread_mutex_t injmu;
+    item_t *injh, *injt;   /* PacketOuts: only data/dlen/eport (the port) used */
+    u64 dropped_no_port, pipeline_errors;
+    u8 *scratch;           /* deparser output */
+} engine_t;
+

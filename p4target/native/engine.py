@@ -1,0 +1,244 @@
+"""The one interface between Python and a native engine: ctypes calls into engine.c.
+
+`Engine` owns one engine instance of a built program library. Everything the control
+plane and the switch do to native state goes through its methods; registers and
+counters are also exposed as numpy views of the native arrays (no call per access).
+Writers must hold the engine lock (`lock()`/`unlock()`, taken by NativeState.lock).
+"""
+from __future__ import annotations
+
+import ctypes
+from ctypes import POINTER, c_char_p, c_double, c_int, c_int64, c_uint8, c_uint32, c_uint64, c_void_p
+from pathlib import Path
+
+import numpy as np
+
+EV_PACKET_IN, EV_LOG, EV_DIGEST = 1, 2, 3
+EVENT_BUFFER = 1 << 17
+_U64 = POINTER(c_uint64)
+_U32 = POINTER(c_uint32)
+
+_SIGNATURES = {
+    "eng_new": (c_void_p, [c_uint64]),
+    "eng_free": (None, [c_void_p]),
+    "eng_lock": (None, [c_void_p]),
+    "eng_unlock": (None, [c_void_p]),
+    "eng_table_setup": (None, [c_void_p, c_int, c_int, c_int, c_int]),
+    "eng_table_add": (c_int, [c_void_p, c_int, _U64, _U64, _U64, POINTER(c_uint8), c_int64, c_int, _U64, c_int]),
+    "eng_table_modify": (None, [c_void_p, c_int, c_int, _U64, c_int]),
+    "eng_table_delete": (None, [c_void_p, c_int, c_int]),
+    "eng_table_default": (None, [c_void_p, c_int, c_int, _U64, c_int]),
+    "eng_entry_counters": (_U64, [c_void_p, c_int]),
+    "eng_entry_last_hit": (POINTER(c_double), [c_void_p, c_int]),
+    "eng_register": (_U64, [c_void_p, c_int]),
+    "eng_counter": (_U64, [c_void_p, c_int, c_int]),
+    "eng_meter_set": (None, [c_void_p, c_int, c_uint64, c_int, c_double, c_double, c_double, c_double]),
+    "eng_direct_meter_set": (None, [c_void_p, c_int, c_int, c_double, c_double, c_double, c_double]),
+    "eng_mc_set": (None, [c_void_p, c_int, c_int, _U32, _U32]),
+    "eng_clone_set": (None, [c_void_p, c_uint64, c_int, _U32, _U32, c_uint32]),
+    "eng_process": (c_int, [c_void_p, c_uint32, c_char_p, c_uint32]),
+    "eng_output": (POINTER(c_uint8), [c_void_p, c_int, _U32, _U32]),
+    "eng_clear_outputs": (None, [c_void_p]),
+    "eng_event": (c_int, [c_void_p, POINTER(c_int), POINTER(c_uint8), c_uint32, _U32]),
+    "eng_event_fd": (c_int, [c_void_p]),
+    "eng_event_wake": (None, [c_void_p]),
+    "eng_port_add": (c_int, [c_void_p, c_int, c_int, c_char_p, c_char_p]),
+    "eng_port_stats": (None, [c_void_p, c_int, _U64]),
+    "eng_set_cpu_port": (None, [c_void_p, c_int]),
+    "eng_run": (c_int, [c_void_p]),
+    "eng_stop": (None, [c_void_p]),
+    "eng_inject": (None, [c_void_p, c_uint32, c_char_p, c_uint32]),
+    "eng_q_rate": (None, [c_void_p, c_int, c_int, c_double]),
+    "eng_q_depth": (None, [c_void_p, c_int, c_uint32]),
+    "eng_q_delay": (None, [c_void_p, c_int, c_double]),
+    "eng_q_loss": (None, [c_void_p, c_int, c_double, _U32, c_int]),
+    "eng_q_stats": (None, [c_void_p, c_int, _U64]),
+    "eng_dropped_no_port": (c_uint64, [c_void_p]),
+    "eng_pipeline_errors": (c_uint64, [c_void_p]),
+}
+
+
+def _u64s(values) -> ctypes.Array:
+    values = list(values)
+    return (c_uint64 * max(1, len(values)))(*values)
+
+
+def _u32s(values) -> ctypes.Array:
+    values = list(values)
+    return (c_uint32 * max(1, len(values)))(*values)
+
+
+def _meter_args(config) -> tuple:
+    """(on, cir, cburst, pir, pburst) of a state.MeterConfig or None."""
+    if config is None:
+        return 0, 0.0, 0.0, 0.0, 0.0
+    return 1, float(config.cir), float(config.cburst), float(config.pir), float(config.pburst)
+
+
+def seed_key(seed: int) -> list[int]:
+    """Python's random.seed(int) key: abs(seed) as 32-bit words, least significant first."""
+    n = abs(seed)
+    key = []
+    while True:
+        key.append(n & 0xFFFFFFFF)
+        n >>= 32
+        if not n:
+            return key
+
+
+class Engine:
+    """One native engine instance (see module docstring)."""
+
+    def __init__(self, library: Path, seed: int = 0):
+        self.lib = ctypes.CDLL(str(library))
+        for name, (restype, argtypes) in _SIGNATURES.items():
+            fn = getattr(self.lib, name)
+            fn.restype, fn.argtypes = restype, argtypes
+        self.ptr = self.lib.eng_new(seed & (2 ** 64 - 1))
+        if not self.ptr:
+            raise MemoryError("cannot create the native engine")
+        self._event = (c_uint8 * EVENT_BUFFER)()
+
+    def close(self) -> None:
+        if self.ptr:
+            self.lib.eng_free(self.ptr)
+            self.ptr = None
+
+    # -- lock
+    def lock(self) -> None:
+        self.lib.eng_lock(self.ptr)
+
+    def unlock(self) -> None:
+        self.lib.eng_unlock(self.ptr)
+
+    # -- tables
+    def table_setup(self, tid: int, lpm: int, lpm_width: int, prio_mode: bool) -> None:
+        self.lib.eng_table_setup(self.ptr, tid, lpm, lpm_width, int(prio_mode))
+
+    def table_add(self, tid: int, keys: list[tuple[int, int, int, int]], priority: int, action: int,
+                  args: tuple[int, ...]) -> int:
+        """keys: (kind 0 wildcard / 1 value&mask / 2 range, value or low, mask, high) per key."""
+        kinds = (c_uint8 * max(1, len(keys)))(*[k[0] for k in keys])
+        handle = self.lib.eng_table_add(self.ptr, tid, _u64s(k[1] for k in keys), _u64s(k[2] for k in keys),
+                                        _u64s(k[3] for k in keys), kinds, priority, action, _u64s(args), len(args))
+        if handle < 0:
+            raise MemoryError("native engine: out of memory adding a table entry")
+        return handle
+
+    def table_modify(self, handle: int, action: int, args: tuple[int, ...]) -> None:
+        self.lib.eng_table_modify(self.ptr, handle, action, _u64s(args), len(args))
+
+    def table_delete(self, tid: int, handle: int) -> None:
+        self.lib.eng_table_delete(self.ptr, tid, handle)
+
+    def table_default(self, tid: int, action: int, args: tuple[int, ...]) -> None:
+        self.lib.eng_table_default(self.ptr, tid, action, _u64s(args), len(args))
+
+    def entry_counters(self, handle: int) -> ctypes.Array:
+        """The (packets, bytes) direct-counter cells of an entry, as a live 2-element view."""
+        return ctypes.cast(self.lib.eng_entry_counters(self.ptr, handle), POINTER(c_uint64 * 2)).contents
+
+    def entry_last_hit(self, handle: int) -> ctypes.Array:
+        """The time.monotonic() of an entry's last hit, as a live 1-element view."""
+        return ctypes.cast(self.lib.eng_entry_last_hit(self.ptr, handle), POINTER(c_double * 1)).contents
+
+    # -- registers and counters, as numpy views of native memory
+    def register(self, rid: int, size: int) -> np.ndarray:
+        return np.ctypeslib.as_array(self.lib.eng_register(self.ptr, rid), shape=(max(size, 1),))[:size]
+
+    def counter(self, cid: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+        return tuple(np.ctypeslib.as_array(self.lib.eng_counter(self.ptr, cid, which), shape=(max(size, 1),))[:size]
+                     for which in (0, 1))
+
+    # -- meters: config None = unconfigured (always green); buckets start full
+    def meter_set(self, mid: int, index: int, config) -> None:
+        self.lib.eng_meter_set(self.ptr, mid, index, *_meter_args(config))
+
+    def direct_meter_set(self, handle: int, config) -> None:
+        self.lib.eng_direct_meter_set(self.ptr, handle, *_meter_args(config))
+
+    # -- packet replication engine
+    def mc_set(self, group: int, replicas: list[tuple[int, int]] | None) -> None:
+        """Set multicast group `group` to (port, rid) replicas; None deletes it."""
+        reps = replicas or []
+        self.lib.eng_mc_set(self.ptr, group, -1 if replicas is None else len(reps),
+                            _u32s(p for p, _ in reps), _u32s(r for _, r in reps))
+
+    def clone_set(self, session: int, replicas: list[tuple[int, int]] | None, packet_length: int = 0) -> None:
+        reps = replicas or []
+        self.lib.eng_clone_set(self.ptr, session, -1 if replicas is None else len(reps),
+                               _u32s(p for p, _ in reps), _u32s(r for _, r in reps), packet_length)
+
+    # -- packets
+    def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        """The whole pipeline for one packet with empty queues (caller holds the lock)."""
+        n = self.lib.eng_process(self.ptr, port, data, len(data))
+        out = []
+        p, ln = c_uint32(), c_uint32()
+        for i in range(n):
+            ptr = self.lib.eng_output(self.ptr, i, ctypes.byref(p), ctypes.byref(ln))
+            out.append((p.value, ctypes.string_at(ptr, ln.value)))
+        self.lib.eng_clear_outputs(self.ptr)
+        return out
+
+    def events(self) -> list[tuple[int, int, bytes]]:
+        """Drain (kind, argument, bytes) events: PacketIns, log lines, digests."""
+        out = []
+        arg, ln = c_int(), c_uint32()
+        while True:
+            kind = self.lib.eng_event(self.ptr, ctypes.byref(arg), self._event, EVENT_BUFFER, ctypes.byref(ln))
+            if not kind:
+                return out
+            out.append((kind, arg.value, bytes(self._event[:ln.value])))
+
+    def event_fd(self) -> int:
+        return self.lib.eng_event_fd(self.ptr)
+
+    def event_wake(self) -> None:
+        self.lib.eng_event_wake(self.ptr)
+
+    # -- the switch
+    def port_add(self, number: int, fd: int, pcap_in: str | None, pcap_out: str | None) -> None:
+        if self.lib.eng_port_add(self.ptr, number, fd, (pcap_in or "").encode(), (pcap_out or "").encode()):
+            raise ValueError(f"native engine: cannot add port {number}")
+
+    def port_stats(self, number: int) -> dict[str, int]:
+        out = _u64s([0] * 6)
+        self.lib.eng_port_stats(self.ptr, number, out)
+        names = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "tx_errors", "rx_errors")
+        return dict(zip(names, out))
+
+    def set_cpu_port(self, port: int) -> None:
+        self.lib.eng_set_cpu_port(self.ptr, port)
+
+    def run(self) -> None:
+        """Move packets until stop() (blocks; ctypes releases the GIL meanwhile)."""
+        self.lib.eng_run(self.ptr)
+
+    def stop(self) -> None:
+        self.lib.eng_stop(self.ptr)
+
+    def inject(self, port: int, data: bytes) -> None:
+        self.lib.eng_inject(self.ptr, port, data, len(data))
+
+    def queue_rate(self, port: int, rate: float | None, bits: bool) -> None:
+        self.lib.eng_q_rate(self.ptr, port, int(bits), float(rate or 0))
+
+    def queue_depth(self, port: int, depth: int) -> None:
+        self.lib.eng_q_depth(self.ptr, port, depth)
+
+    def queue_delay(self, port: int, seconds: float) -> None:
+        self.lib.eng_q_delay(self.ptr, port, seconds)
+
+    def queue_loss(self, port: int, probability: float, seed: int | None) -> None:
+        key = seed_key(seed) if seed is not None else []
+        self.lib.eng_q_loss(self.ptr, port, probability, _u32s(key), len(key))
+
+    def queue_stats(self, port: int) -> dict[str, int]:
+        out = _u64s([0] * 5)
+        self.lib.eng_q_stats(self.ptr, port, out)
+        return dict(zip(("enqueued", "dequeued", "tail_drops", "loss_drops", "qdepth"), out))
+
+    def counts(self) -> tuple[int, int]:
+        """(packets dropped for want of a port, packets dropped by pipeline errors)."""
+        return self.lib.eng_dropped_no_port(self.ptr), self.lib.eng_pipeline_errors(self.ptr)

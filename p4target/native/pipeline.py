@@ -1,0 +1,71 @@
+"""The native engine's pipeline object, and the one place that chooses an engine.
+
+`make_pipeline(program, engine)` returns a `NativePipeline` (the program compiled to C,
+p4target/native/cgen.py, built and loaded) or the Python engine's `Pipeline`; a program
+the native engine cannot run goes to the Python engine with ONE warning line naming the
+construct. Both offer `.state` (a State) and `.process(port, data)`; the switch process
+drives a NativePipeline's packet loop in C (p4target/switch.py).
+"""
+from __future__ import annotations
+
+import logging
+
+from p4target.frontend import ir
+from p4target.interp.schema import build_schema
+from p4target.native.build import BuildError, build
+from p4target.native.cgen import CProgram, Unsupported, generate_c
+from p4target.native.engine import Engine
+from p4target.native.store import NativeState
+
+ENGINES = ("native", "python")
+log = logging.getLogger("aggnet.native")
+
+
+class NativePipeline:
+    """A program running on the native engine; `engine` is its ctypes interface."""
+
+    engine_name = "native"
+
+    def __init__(self, program: ir.Program, seed: int = 0, cprog: CProgram | None = None):
+        self.program = program
+        cprog = cprog or generate_c(program)
+        self.source = cprog.source  # the generated C, for debugging
+        self.engine = Engine(build(cprog.source), seed)
+        schema = build_schema(program)
+        schema.digests = tuple(sorted(name for name, _ in cprog.digests))
+        self.state = NativeState(schema, self.engine, cprog)
+
+    def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        """The whole pipeline with empty queues: the packets that leave, in order."""
+        with self.state.lock:
+            out = self.engine.process(port, data)
+        self.state.pump_events()
+        return out
+
+    def close(self) -> None:
+        """Free the engine (only once nothing uses this pipeline any more)."""
+        self.engine.close()
+
+
+def native_or_reason(program: ir.Program, seed: int = 0) -> tuple[NativePipeline | None, str]:
+    """A NativePipeline for `program`, or None and why the native engine cannot run it."""
+    try:
+        return NativePipeline(program, seed, generate_c(program)), ""
+    except Unsupported as exc:
+        return None, f"the native engine lacks {exc}"
+    except BuildError as exc:
+        return None, str(exc)
+
+
+def make_pipeline(program: ir.Program, engine: str = "native", seed: int = 0):
+    """A pipeline on `engine` ('native' or 'python'); native falls back to python with one warning."""
+    from p4target.pipeline import Pipeline
+
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r} (expected one of {', '.join(ENGINES)})")
+    if engine == "native":
+        pipeline, reason = native_or_reason(program, seed)
+        if pipeline is not None:
+            return pipeline
+        log.warning("%s: running on the Python engine: %s", program.source, reason)
+    return Pipeline(program, seed)

@@ -1,0 +1,276 @@
+"""`State` with its data-plane half in native memory.
+
+`State` (p4target/state.py) stays the front door: it validates every write before anything
+changes and keeps the control-plane model (entries, groups, sessions, meter configurations)
+that reads answer from. These subclasses then mirror each accepted change into the engine,
+where packets see it. Registers and counters live only in native memory (numpy views of
+it); a table entry's direct-counter cells too (`NativeTableEntry`); meter buckets run in
+the engine (`NativeMeterCell` forwards each configuration). The lock is the engine's mutex
+(plus a Python RLock for re-entry), so a write batch is atomic to packets as before.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+import numpy as np
+
+from p4target import state as st
+from p4target.native.cgen import CProgram
+from p4target.native.engine import EV_DIGEST, EV_LOG, EV_PACKET_IN, Engine
+
+MAX_DIGESTS_QUEUED = 65536
+
+
+class EngineLock:
+    """Re-entrant lock that also holds the engine's mutex while held (the packet loop waits)."""
+
+    def __init__(self, engine: Engine):
+        self._rlock = threading.RLock()
+        self._engine = engine
+        self._depth = 0
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if not self._rlock.acquire(blocking, timeout):
+            return False
+        self._depth += 1
+        if self._depth == 1:
+            self._engine.lock()
+        return True
+
+    def release(self) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self._engine.unlock()
+        self._rlock.release()
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+class NativeMeterCell(st.MeterCell):
+    """A meter cell whose accepted configurations also configure the engine's cell."""
+
+    def __init__(self, configure: Callable[[st.MeterConfig | None], None]):
+        super().__init__()
+        self._configure_native = configure
+
+    def configure(self, config: st.MeterConfig | None, now: float) -> None:
+        super().configure(config, now)
+        self._configure_native(config)
+
+
+class NativeMeterArray(st.MeterArray):
+    """Indirect meter `mid` of the engine: the configurations, mirrored into it."""
+
+    def __init__(self, schema: st.MeterSchema, engine: Engine, mid: int):
+        self.schema = schema
+        self.cells = [NativeMeterCell(lambda config, i=i: engine.meter_set(mid, i, config)) for i in range(schema.size)]
+
+
+class NativeTableEntry(st.TableEntry):
+    """A stored entry whose direct-counter cells and last-hit time are the engine's (set by NativeTable.insert)."""
+
+    @property
+    def packets(self) -> int:
+        return int(self._cells[0])
+
+    @packets.setter
+    def packets(self, value: int) -> None:
+        if hasattr(self, "_cells"):
+            self._cells[0] = value
+
+    @property
+    def bytes(self) -> int:
+        return int(self._cells[1])
+
+    @bytes.setter
+    def bytes(self, value: int) -> None:
+        if hasattr(self, "_cells"):
+            self._cells[1] = value
+
+    @property
+    def last_hit(self) -> float:
+        return self._last_hit[0]
+
+    @last_hit.setter
+    def last_hit(self, value: float) -> None:
+        if hasattr(self, "_last_hit"):
+            self._last_hit[0] = value
+
+
+def _key_spec(key: st.KeyField, part: tuple | None) -> tuple[int, int, int, int]:
+    """A canonical match part (state.Table._canonical_field) as the engine's (kind, value, mask, high)."""
+    full = (1 << key.bitwidth) - 1
+    if part is None:
+        return 0, 0, 0, 0
+    if part[0] == "v":
+        return 1, part[1], full, 0
+    if part[0] == "l":
+        return 1, part[1], full ^ ((1 << (key.bitwidth - part[2])) - 1), 0
+    if part[0] == "t":
+        return 1, part[1], part[2], 0
+    return 2, part[1], 0, part[2]
+
+
+class NativeTable(st.Table):
+    """A Table whose accepted writes are mirrored into the engine's table `tid`."""
+
+    def __init__(self, schema: st.TableSchema, actions: dict[str, st.ActionSchema], engine: Engine, tid: int,
+                 action_ids: dict[str, int]):
+        self._engine, self._tid, self._action_ids = engine, tid, action_ids
+        kinds = [k.match_kind for k in schema.keys]
+        lpm = [i for i, k in enumerate(kinds) if k == "lpm"]
+        prio = bool(set(kinds) & {"ternary", "range", "optional"}) or len(lpm) > 1
+        engine.table_setup(tid, lpm[0] if lpm and not prio else -1, schema.keys[lpm[0]].bitwidth if lpm else 0, prio)
+        super().__init__(schema, actions)
+
+    @property
+    def default(self) -> st.DefaultAction:
+        return self._default
+
+    @default.setter
+    def default(self, value: st.DefaultAction) -> None:
+        self._default = value
+        self._engine.table_default(self._tid, self._action_ids[value.action], value.args)
+
+    def insert(self, entry: st.TableEntry) -> None:
+        super().insert(entry)
+        parts, priority = self._canonical(entry)
+        keys = [_key_spec(k, p) for k, p in zip(self._keys, parts)]
+        handle = self._engine.table_add(self._tid, keys, priority, self._action_ids[entry.action], entry.args)
+        last_hit = entry.last_hit
+        entry.__class__ = NativeTableEntry  # its counter cells and last hit now read the engine's
+        entry._handle = handle
+        entry._cells = self._engine.entry_counters(handle)
+        entry._last_hit = self._engine.entry_last_hit(handle)
+        entry.last_hit = last_hit
+        if entry.meter is not None:
+            entry.meter = NativeMeterCell(lambda config: self._engine.direct_meter_set(handle, config))
+
+    def modify(self, entry: st.TableEntry) -> None:
+        super().modify(entry)
+        stored = self._entries[self._canonical(entry)]
+        self._engine.table_modify(stored._handle, self._action_ids[stored.action], stored.args)
+
+    def delete(self, entry: st.TableEntry) -> None:
+        self._check_mutable()
+        stored = self._entries.get(self._canonical(entry))
+        super().delete(entry)
+        self._engine.table_delete(self._tid, stored._handle)
+
+    def clear(self) -> None:
+        if not self._const:
+            for entry in self._entries.values():
+                self._engine.table_delete(self._tid, entry._handle)
+        super().clear()
+
+
+class NativeRegisterArray(st.RegisterArray):
+    """`values` is a numpy view of the engine's register cells."""
+
+    def __init__(self, schema: st.RegisterSchema, values: np.ndarray):
+        self.schema = schema
+        self.values = values
+
+    def read(self, index: int) -> int:
+        return int(self.values[self._index(index)])
+
+    def reset(self) -> None:
+        self.values[:] = 0
+
+
+class NativeCounterArray(st.CounterArray):
+    """`packets`/`bytes` are numpy views of the engine's counter cells."""
+
+    def __init__(self, schema: st.CounterSchema, cells: tuple[np.ndarray, np.ndarray]):
+        self.schema = schema
+        self.packets, self.bytes = cells
+
+    def read(self, index: int) -> tuple[int, int]:
+        i = self._index(index)
+        return int(self.packets[i]), int(self.bytes[i])
+
+    def reset(self) -> None:
+        self.packets[:] = 0
+        self.bytes[:] = 0
+
+
+class NativeState(st.State):
+    """State whose data-plane half is the engine's (see module docstring).
+
+    `pump_events()` moves what the engine queued for Python (digests, log lines, PacketIns)
+    to where the Python engine puts them: `digests`, `log`, and `on_packet_in(port, frame)`.
+    """
+
+    def __init__(self, schema: st.ProgramSchema, engine: Engine, cprog: CProgram):
+        super().__init__(schema)
+        self.engine = engine
+        self.lock = EngineLock(engine)
+        self._digest_names = [name for name, _ in cprog.digests]
+        self.on_packet_in: Callable[[int, bytes], None] | None = None
+        with self.lock:
+            self.tables = {n: NativeTable(t, schema.actions, engine, cprog.tables[n], cprog.actions)
+                           for n, t in schema.tables.items()}
+            self.registers = {n: NativeRegisterArray(r, engine.register(cprog.registers[n], r.size))
+                              for n, r in schema.registers.items()}
+            self.counters = {n: NativeCounterArray(c, engine.counter(cprog.counters[n], c.size))
+                             for n, c in schema.counters.items()}
+            self.meters = {n: NativeMeterArray(m, engine, cprog.meters[n]) for n, m in schema.meters.items()}
+
+    def mc_group_insert(self, group_id: int, replicas: list[tuple[int, int]]) -> None:
+        with self.lock:
+            super().mc_group_insert(group_id, replicas)
+            self.engine.mc_set(group_id, self.multicast_groups[group_id])
+
+    def mc_group_modify(self, group_id: int, replicas: list[tuple[int, int]]) -> None:
+        with self.lock:
+            super().mc_group_modify(group_id, replicas)
+            self.engine.mc_set(group_id, self.multicast_groups[group_id])
+
+    def mc_group_delete(self, group_id: int) -> None:
+        with self.lock:
+            super().mc_group_delete(group_id)
+            self.engine.mc_set(group_id, None)
+
+    def clone_session_insert(self, session_id: int, replicas: list[tuple[int, int]], packet_length: int = 0) -> None:
+        with self.lock:
+            super().clone_session_insert(session_id, replicas, packet_length)
+            self.engine.clone_set(session_id, self.clone_sessions[session_id].replicas, packet_length)
+
+    def clone_session_modify(self, session_id: int, replicas: list[tuple[int, int]], packet_length: int = 0) -> None:
+        with self.lock:
+            super().clone_session_modify(session_id, replicas, packet_length)
+            self.engine.clone_set(session_id, self.clone_sessions[session_id].replicas, packet_length)
+
+    def clone_session_delete(self, session_id: int) -> None:
+        with self.lock:
+            super().clone_session_delete(session_id)
+            self.engine.clone_set(session_id, None)
+
+    def reset(self) -> None:
+        with self.lock:
+            groups, sessions = list(self.multicast_groups), list(self.clone_sessions)
+            super().reset()
+            for g in groups:
+                self.engine.mc_set(g, None)
+            for s in sessions:
+                self.engine.clone_set(s, None)
+            self.engine.events()  # queued digests are forgotten too
+
+    def drain_digests(self) -> list[tuple[str, tuple[int, ...]]]:
+        self.pump_events()
+        return super().drain_digests()
+
+    def pump_events(self) -> None:
+        for kind, arg, data in self.engine.events():
+            if kind == EV_DIGEST:
+                if len(self.digests) < MAX_DIGESTS_QUEUED:
+                    values = tuple(int(v) for v in np.frombuffer(data, dtype=np.uint64))
+                    self.digests.append((self._digest_names[arg], values))
+            elif kind == EV_LOG:
+                self.log.append(data.decode("utf-8", "replace"))
+            elif kind == EV_PACKET_IN and self.on_packet_in is not None:
+                self.on_packet_in(arg, data)

@@ -1,0 +1,75 @@
+"""Building and choosing the native engine: the build cache, concurrent builds, the fallback line."""
+import logging
+import multiprocessing
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from p4target.frontend import load_source
+from p4target.native.build import build, compiler
+from p4target.native.cgen import generate_c
+from p4target.native.pipeline import NativePipeline, make_pipeline
+from p4target.pipeline import Pipeline
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler for the native engine")
+
+PROGRAM = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; }
+struct m_t { }
+struct hs_t { h_t h; }
+parser P(packet_in p, out hs_t hs, inout m_t m, inout standard_metadata_t s) {
+    state start { p.extract(hs.h); transition accept; } }
+control V(inout hs_t hs, inout m_t m) { apply { } }
+control I(inout hs_t hs, inout m_t m, inout standard_metadata_t s) {
+    %s
+    apply { hs.h.b = hs.h.a + 1; s.egress_spec = 2; %s } }
+control E(inout hs_t hs, inout m_t m, inout standard_metadata_t s) { apply { } }
+control C(inout hs_t hs, inout m_t m) { apply { } }
+control D(packet_out p, in hs_t hs) { apply { p.emit(hs.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+WIDE = ("", "bit<128> w = (bit<128>)hs.h.a; w = w + 1; hs.h.b = (bit<8>)w;")  # no 128-bit arithmetic natively
+
+
+def _build(source: str) -> str:
+    return str(build(source))
+
+
+def test_concurrent_builds_of_one_program_agree(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    source = generate_c(load_source(PROGRAM % ("", ""), "p.p4")).source
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        paths = pool.map(_build, [source, source])
+    assert paths[0] == paths[1] and paths[0].startswith(str(tmp_path))
+    left = sorted(p.name for p in (tmp_path / "aggnet" / "native").iterdir())
+    assert left == sorted([Path(paths[0]).name, Path(paths[0]).stem + ".lock"])  # no temporaries left
+    pipeline = NativePipeline(load_source(PROGRAM % ("", ""), "p.p4"))
+    assert pipeline.process(1, bytes([7, 0, 9])) == [(2, bytes([7, 8, 9]))]
+
+
+def test_a_construct_the_engine_lacks_runs_on_python_with_one_line(caplog):
+    program = load_source(PROGRAM % WIDE, "wide.p4")
+    with caplog.at_level(logging.WARNING, logger="aggnet.native"):
+        pipeline = make_pipeline(program, "native")
+    assert isinstance(pipeline, Pipeline)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.startswith("wide.p4: running on the Python engine: the native engine lacks operations on bit<128> "
+                           "values (wider than 64 bits) (wide.p4:")
+    assert pipeline.process(1, bytes([7, 0])) == [(2, bytes([7, 8]))]
+
+
+def test_cli_fallback_is_one_stderr_line(tmp_path):
+    prog = tmp_path / "wide.p4"
+    prog.write_text(PROGRAM % WIDE)
+    stf = tmp_path / "t.stf"
+    stf.write_text("packet 1 07 00\nexpect 2 07 08\n")
+    out = subprocess.run([sys.executable, "-m", "testbed.cli", "p4", "stf", str(prog), str(stf)], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "running on the Python engine" in lines[0] and "bit<128>" in lines[0]
