@@ -5,7 +5,7 @@
       "train": {"model": "mlp", "dataset": "digits", "steps": 200, "seed": 0, ...},
       "workers": [{"name": "h1", "ip": "10.0.0.1", "port": 47000}, ...],   # rank order
       "ps": {"name": "h5", "ip": "10.0.0.5", "port": 47100},              # scheme ps
-      "job": { ...hosts.job.JobSpec... },                                  # scheme innet
+      "job": { ...protocol.job.JobSpec... },                                  # scheme innet
       "aggregator": {"name": "h5", "ip": "10.0.0.5", "port": 47200},      # scheme hostagg
       "replica": {"name": "h6", "ip": "10.0.0.6", "port": 47300},         # optional (hostagg)
       "staleness": 0, "wait_s": 0.05,                                      # hostagg bound (hosts.host_agg)
@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from protocol.job import JobSpec, JobSpecError
+
 from .comm import Endpoint
-from .job import JobSpec, JobSpecError
 from .straggler import StragglerError, parse_stragglers
 
 SCHEMES = ("innet", "ps", "ring", "hostagg")

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from protocol import wire
+from protocol.job import JobSpec
 
 from . import codec, quantize
-from .job import JobSpec
 from .pacing import make_window
 
 FLOAT_RETRIES = 3  # rescale attempts after an overflow in the float path (see allreduce())

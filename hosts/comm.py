@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .job import JobSpec
+from protocol.job import JobSpec
 
 MAGIC = b"AGN1"
 _FRAME = struct.Struct("!4sIQ")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Hashable, Mapping
 
-PACING_CHOICES = ("fixed", "aimd")
+from protocol.job import PACING_CHOICES
 
 
 class Window:

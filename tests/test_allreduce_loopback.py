@@ -14,7 +14,7 @@ import fabric as fb  # noqa: E402
 
 from hosts import quantize  # noqa: E402
 from hosts.allreduce import AggOverflowError, AllReduceClient, AllReduceError  # noqa: E402
-from hosts.job import JobSpec, WorkerSpec  # noqa: E402
+from protocol.job import JobSpec, WorkerSpec  # noqa: E402
 
 
 def make_job(fabric, socks, slot_count=8, timeout_s=0.05, lanes=32):

@@ -1,7 +1,7 @@
 """hosts.pacing: the window policies the all-reduce client uses, and the MLfabric-style job weights."""
 import pytest
 
-from hosts.job import JobSpec, JobSpecError
+from protocol.job import JobSpec, JobSpecError
 from hosts.pacing import Aimd, Window, make_window, transfer_weights
 
 

@@ -80,7 +80,7 @@ def test_time_to_accuracy_and_summary():
 
 
 def test_paced_specs_weight_jobs_by_the_workers_their_update_unblocks():
-    from hosts.job import JobSpec, WorkerSpec
+    from protocol.job import JobSpec, WorkerSpec
     from testbed.scenario import JobConf, paced_specs
 
     jobs = {"a": JobConf("a", ("h1", "h3", "h7")), "b": JobConf("b", ("h4", "h6"))}
