@@ -126,11 +126,6 @@ class AgentConfig:
             data["stragglers"] = {w: s.to_dict() for w, s in self.stragglers.items()}
         return data
 
-    def round_book(self) -> Any:
-        """The host aggregator's round state for this job (hosts.host_agg.RoundBook)."""
-        from .host_agg import RoundBook
-        return RoundBook(len(self.workers), self.train.steps, self.staleness, self.wait_s)
-
 
 def _endpoint_dict(e: Endpoint) -> dict[str, Any]:
     return {"name": e.name, "ip": e.host, "port": e.port}

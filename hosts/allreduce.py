@@ -29,6 +29,7 @@ from protocol import wire
 from protocol.job import JobSpec
 
 from . import codec, quantize
+from .comm import AllReduce
 from .pacing import make_window
 
 FLOAT_RETRIES = 3  # rescale attempts after an overflow in the float path (see allreduce())
@@ -292,3 +293,25 @@ class AllReduceClient:
         self.stats.results += 1
         return c
 
+
+
+class InNetworkAllReduce(AllReduce):
+    """The switches sum: gradients are quantized (hosts.quantize) and streamed over UDP.
+
+    Sums are exact for the quantized values; against the float sum each element errs by at
+    most quantize.error_bound(W, f) with the f the call used (see hosts.quantize).
+    """
+
+    def __init__(self, job: JobSpec, rank: int, stall_timeout_s: float = 30.0, sock: socket.socket | None = None):
+        self.client = AllReduceClient(job, rank, sock, stall_timeout_s=stall_timeout_s)
+        self.rank = rank
+        self.world_size = job.world_size
+
+    def allreduce(self, vec: np.ndarray) -> np.ndarray:
+        before = self.client.stats.packets_sent
+        out = self.client.allreduce(np.asarray(vec, dtype=np.float32))
+        self.bytes_sent += (self.client.stats.packets_sent - before) * wire.packet_bytes(self.client.job.lanes)
+        return out
+
+    def close(self) -> None:
+        self.client.close()

@@ -25,7 +25,7 @@ import workers as wk  # noqa: E402
 
 from hosts import quantize  # noqa: E402
 from hosts.agent_config import TrainConfig  # noqa: E402
-from hosts.comm import InNetworkAllReduce  # noqa: E402
+from hosts.allreduce import InNetworkAllReduce  # noqa: E402
 from hosts.data import load_dataset  # noqa: E402
 from protocol.job import JobSpec, WorkerSpec  # noqa: E402
 from hosts.model import flat_params  # noqa: E402
