@@ -7,7 +7,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "aggnet"))
 import fabric as fb  # noqa: E402
 
-from hosts.allreduce import MAX_RTO_S, AllReduceClient, RetransmitTimer  # noqa: E402
+from hosts.allreduce import AllReduceClient  # noqa: E402
+from hosts.transfer import MAX_RTO_S, RetransmitTimer  # noqa: E402
 from test_allreduce_loopback import make_job, run_workers, star_fabric  # noqa: E402
 
 

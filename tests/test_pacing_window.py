@@ -26,10 +26,10 @@ def test_aimd_grows_by_weight_chunks_per_window_of_results_up_to_the_slot_window
     for w in (light, heavy):
         w.cwnd = 8.0
         for _ in range(8):  # one round trip's worth of results
-            w.on_result()
+            w.on_results()
     assert 8.9 < light.cwnd < 9.1 and 11.0 < heavy.cwnd < 12.5
     for _ in range(10_000):
-        heavy.on_result()
+        heavy.on_results()
     assert heavy.cwnd == 64
 
 
