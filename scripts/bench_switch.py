@@ -42,7 +42,7 @@ def main() -> int:
     topo = parse_topology({"name": "bench", "hosts": [{"name": "h1"}, {"name": "h2"}], "switches": [{"name": "s1"}],
                            "links": [{"a": "h1", "b": "s1"}, {"a": "h2", "b": "s1"}]}, "bench")
     with tempfile.TemporaryDirectory() as run_dir, Testbed(topo, "embedded", run_dir, program=args.program) as tb:
-        thrift = tb.thrift_port("s1")
+        thrift = tb.side_channel_port("s1")
         for h in topo.hosts.values():
             send_command(thrift, f"table_add ipv4_lpm ipv4_forward {h.ip}/32 => {h.mac} {topo.port_of('s1', h.name)}")
         out_port = str(topo.port_of("s1", "h2"))

@@ -154,7 +154,7 @@ def test_rate_limited_port_limits_udp_throughput(network, verb, value, payload, 
 
     tb, topo, *_ = network
     port = topo.port_of("s1", "h2")
-    thrift = tb.thrift_port("s1")
+    thrift = tb.side_channel_port("s1")
     send_command(thrift, f"{verb} {value} {port}")
     receiver, sender = Path(tb.run_dir) / "receiver.py", Path(tb.run_dir) / "sender.py"
     receiver.write_text(RECEIVER)
