@@ -119,16 +119,17 @@ class AllReduceClient:
         x = np.asarray(tensor)
         e = quantize.max_exponent(x)
         f = self._next_scale.get(x.size)
-        if f is None:
-            e_max = self._tally(self.allreduce_int(quantize.exponent_vote(e)))
-            sums, f = self._float_at(x, quantize.frac_bits(e_max, self.job.world_size))
+        if f is None:  # the first call of this size: agree on the bits, then send the data
+            e_max, done = self._tally(self.allreduce_int(quantize.exponent_vote(e))), False
         else:
             q = quantize.quantize(x, f, saturate=True)
             (sums, votes), overflow = self._stream([q.ravel(), quantize.exponent_vote(e)], scale=f)
             e_max = self._tally(votes)
-            if overflow.any() or not quantize.fits(e_max, f):
-                sums, f = self._float_at(x, quantize.frac_bits(e_max, self.job.world_size))
-        self._next_scale[x.size] = quantize.frac_bits(e_max, self.job.world_size)
+            done = quantize.fits(e_max, f) and not overflow.any()
+        agreed = quantize.frac_bits(e_max, self.job.world_size)
+        if not done:
+            sums, f = self._float_at(x, agreed)
+        self._next_scale[x.size] = agreed
         self.scale = f
         return quantize.dequantize(sums, f, x.dtype).reshape(x.shape)
 

@@ -175,8 +175,8 @@ class Transfer:
         once = got[~self.resent[got]]  # Karn: only unambiguous round trips update the estimate
         self.timer.sample(now - self.sent_at[once])
         self.pacing.on_results(int(got.size))
-        while self.oldest < self.chunks and self.done[self.oldest]:
-            self.oldest += 1
+        sent = self.done[self.oldest:self.next_new]  # the first chunk without a result is among these, or next_new
+        self.oldest = self.next_new if sent.all() else self.oldest + int(np.argmin(sent))
         self._count_passes(got, now)
         return fresh
 
