@@ -114,16 +114,20 @@ class BatchSocket:
             self._send_all(part.size)
 
     def recv(self, timeout_s: float) -> int:
-        """Wait up to timeout_s for datagrams, then take up to `batch` of them: how many."""
-        if not select.select([self._fd], [], [], max(0.0, timeout_s))[0]:
-            return 0
+        """Take up to `batch` datagrams, waiting up to timeout_s for the first: how many."""
+        got = self._take()  # a busy socket has some queued already: no select() needed
+        if got or timeout_s <= 0 or not select.select([self._fd], [], [], timeout_s)[0]:
+            return got
+        return self._take()
+
+    def _take(self) -> int:
         got = _libc().recvmmsg(self._fd, self._recv_msgs_at, self.batch, _MSG_DONTWAIT, None)
-        if got < 0:
-            err = ctypes.get_errno()
-            if err in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR):
-                return 0
-            raise OSError(err, f"recvmmsg: {os.strerror(err)}")
-        return got
+        if got >= 0:
+            return got
+        err = ctypes.get_errno()
+        if err in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR):
+            return 0
+        raise OSError(err, f"recvmmsg: {os.strerror(err)}")
 
     def _send_all(self, count: int) -> None:
         sent = 0
