@@ -26,7 +26,8 @@ SIZE = 1000
 
 def write_config(tmp_path, n, steps, staleness=0, replica=True, **train):
     ports = wk.free_ports(n + 2)
-    config = {"scheme": "hostagg", "timeout_s": 30, "staleness": staleness, "wait_s": 0.02,
+    # timeout_s: the aggregator waits that long for workers, which import torch first (slow on a busy machine)
+    config = {"scheme": "hostagg", "timeout_s": 90, "staleness": staleness, "wait_s": 0.02,
               "train": {"steps": steps, "batch_size": 16, "hidden": 16, "eval_every": 0, "seed": 3, **train},
               "workers": [{"name": f"h{i + 1}", "ip": "127.0.0.1", "port": ports[i]} for i in range(n)],
               "aggregator": {"name": "h8", "ip": "127.0.0.1", "port": ports[n]}}

@@ -20,7 +20,8 @@ PY = sys.executable
 
 def write_config(tmp_path, scheme, steps, n=2, **extra):
     ports = wk.free_ports(n + 1)
-    config = {"scheme": scheme, "timeout_s": 20,
+    # timeout_s: servers and peers wait that long for agents, which import torch first (slow on a busy machine)
+    config = {"scheme": scheme, "timeout_s": 60,
               "train": {"steps": steps, "batch_size": 16, "hidden": 16, "eval_every": 10, "seed": 5},
               "workers": [{"name": f"h{i + 1}", "ip": "127.0.0.1", "port": ports[i]} for i in range(n)],
               "ps": {"name": "h9", "ip": "127.0.0.1", "port": ports[n]}, **extra}
