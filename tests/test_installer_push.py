@@ -4,12 +4,20 @@ and aggregation packets pushed through the installed switches come back summed."
 import numpy as np
 import pytest
 
-from controller.installer import AGG_CHILD, AGG_HOST, AGG_JOB, IPV4_LPM, Installer, connect_all, load_program
+from controller.installer import (
+    AGG_CHILD,
+    AGG_HOST,
+    AGG_JOB,
+    IPV4_LPM,
+    Installer,
+    connect_all,
+    load_program,
+)
 from controller.placement import Job, place_jobs
 from controller.topology import load_topology, parse_topology
 from hosts import codec
-from protocol import wire
 from p4target.runtime import RuntimeServer
+from protocol import wire
 
 AGG_IP = "10.0.255.254"
 

@@ -6,7 +6,14 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from controller.installer import load_program
-from controller.p4rt import EntityError, P4RuntimeError, SwitchConnection, encode_value, entry_action, entry_key
+from controller.p4rt import (
+    EntityError,
+    P4RuntimeError,
+    SwitchConnection,
+    encode_value,
+    entry_action,
+    entry_key,
+)
 from p4target.runtime import RuntimeServer
 
 LPM = "AggIngress.ipv4_lpm"
