@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 import statistics
-import sys
 from dataclasses import asdict
 from pathlib import Path
 
@@ -105,9 +104,3 @@ def run_agent(config: AgentConfig, worker: str, out_dir: Path, source: str = "<a
     (out_dir / f"{worker}.result.json").write_text(json.dumps(result, indent=2) + "\n")
     log.info("done: final accuracy %.4f", result["final_accuracy"])
     return result
-
-
-if __name__ == "__main__":  # the entry point the testbed still uses; `python -m hosts worker` is the same
-    from hosts.roles import alias
-
-    sys.exit(alias("worker", sys.argv[1:]))

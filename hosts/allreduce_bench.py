@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 import time
 from pathlib import Path
 
@@ -121,9 +120,3 @@ def run_bench(config: AgentConfig, worker: str, elements: int, seed: int, dtype:
                        f"(allowed {verdict['bound']:g})")
     log.info("result correct: max abs error %g (bound %g)", verdict["max_abs_error"], verdict["bound"])
     return report
-
-
-if __name__ == "__main__":  # the entry point the testbed still uses; `python -m hosts bench` is the same
-    from hosts.roles import alias
-
-    sys.exit(alias("bench", sys.argv[1:]))

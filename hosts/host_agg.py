@@ -34,7 +34,6 @@ import json
 import logging
 import selectors
 import struct
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -382,9 +381,3 @@ def run_host_aggregator(config: AgentConfig, out_dir: Path, source: str = "<agen
         server.close()
     write_stats(out_dir, name, stats, config.staleness)
     log.info("done after %d rounds", stats.rounds)
-
-
-if __name__ == "__main__":  # the entry point the testbed still uses; `python -m hosts hostagg` is the same
-    from hosts.roles import alias
-
-    sys.exit(alias("hostagg", sys.argv[1:]))

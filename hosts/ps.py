@@ -12,7 +12,6 @@ without it is a crash, reported by name.
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -116,9 +115,3 @@ def run_ps(config: AgentConfig, out_dir: Path, source: str = "<agent config>") -
     finally:
         server.close()
     log.info("done after %d rounds", rounds)
-
-
-if __name__ == "__main__":  # the entry point the testbed still uses; `python -m hosts ps` is the same
-    from hosts.roles import alias
-
-    sys.exit(alias("ps", sys.argv[1:]))

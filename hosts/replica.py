@@ -13,7 +13,6 @@ every worker said bye.
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 
 from .agent_config import AgentConfig, ConfigError
@@ -77,9 +76,3 @@ def run_replica(config: AgentConfig, out_dir: Path, source: str = "<agent config
     finally:
         replica.close()
     write_stats(out_dir, name, stats, config.staleness, took_over)
-
-
-if __name__ == "__main__":  # the entry point the testbed still uses; `python -m hosts replica` is the same
-    from hosts.roles import alias
-
-    sys.exit(alias("replica", sys.argv[1:]))

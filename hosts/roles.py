@@ -139,8 +139,3 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     return run_main(body, role.who(args))
-
-
-def alias(role: str, argv: list[str]) -> int:
-    """`python -m hosts.MODULE ARGS` as `python -m hosts ROLE ARGS`: the entry points the testbed still uses."""
-    return main([role, *argv])

@@ -18,7 +18,6 @@ import argparse
 import json
 import signal
 import socket
-import sys
 import threading
 import time
 from typing import Callable
@@ -173,9 +172,3 @@ def run_flow(args: argparse.Namespace) -> None:
             fh.write(text + "\n")
     else:
         print(text)
-
-
-if __name__ == "__main__":  # the entry point the testbed still uses; `python -m hosts traffic` is the same
-    from hosts.roles import alias
-
-    sys.exit(alias("traffic", sys.argv[1:]))

@@ -1,17 +1,14 @@
-"""`python -m hosts ROLE`: one entry point for every host process, one-line errors, old names as aliases."""
+"""`python -m hosts ROLE`: one entry point for every host process, with one-line errors."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import workers as wk
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "train"))
-import workers as wk  # noqa: E402
-
-from hosts.comm import Endpoint  # noqa: E402
-from hosts.ps import ParameterServerClient  # noqa: E402
+from hosts.comm import Endpoint
+from hosts.ps import ParameterServerClient
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,12 +47,6 @@ def test_config_errors_are_one_line_naming_the_role_and_field(tmp_path):
         2, f"replica: {path}: field 'replica': missing (needed to run a replica)")
     assert run("hosts", "bench", "--config", path, "--worker", "h7", "--elements", "5", "--out", tmp_path) == (
         2, f"bench h7: {path}: field 'workers': no worker named 'h7' (have h1, h2)")
-
-
-def test_old_module_names_run_the_same_role(tmp_path):
-    path = write_config(tmp_path)
-    for module, role in (("hosts.host_agg", "hostagg"), ("hosts.replica", "replica")):
-        assert run(module, "--config", path, "--out", tmp_path) == run("hosts", role, "--config", path, "--out", tmp_path)
 
 
 def test_ps_role_serves_a_job(tmp_path):

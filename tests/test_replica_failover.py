@@ -49,8 +49,8 @@ def test_killed_aggregator_loses_no_step(tmp_path, staleness, delays):
     world, steps, kill_at = 3, 30, 10
     path = write_config(tmp_path, world, steps, staleness)
     config = load_config(path)
-    replica = start("hosts.replica", "--config", path, "--out", tmp_path)
-    primary = start("hosts.host_agg", "--config", path, "--out", tmp_path)
+    replica = start("hosts", "replica", "--config", path, "--out", tmp_path)
+    primary = start("hosts", "hostagg", "--config", path, "--out", tmp_path)
     servers = [config.aggregator, config.replica]
 
     def rank_main(rank):
@@ -89,9 +89,9 @@ def run_agents(tmp_path, path, world, kill_after_step=None):
     out = tmp_path / "logs"
     out.mkdir(exist_ok=True)
     ckpt = tmp_path / "ckpt"
-    procs = [start("hosts.replica", "--config", path, "--out", out),
-             start("hosts.host_agg", "--config", path, "--out", out)]
-    agents = [start("hosts.agent", "--config", path, "--worker", f"h{i + 1}", "--out", out, "--checkpoint", ckpt)
+    procs = [start("hosts", "replica", "--config", path, "--out", out),
+             start("hosts", "hostagg", "--config", path, "--out", out)]
+    agents = [start("hosts", "worker", "--config", path, "--worker", f"h{i + 1}", "--out", out, "--checkpoint", ckpt)
               for i in range(world)]
     if kill_after_step is not None:
         metrics = out / "h1.metrics.jsonl"
