@@ -30,7 +30,7 @@ import networkx as nx
 from controller.installer import Installer, Program
 from controller.placement import Job, JobPlacement, place_jobs
 from controller.topology import Topology
-from hosts.job import JobSpec
+from protocol.job import JobSpec
 
 log = logging.getLogger("aggnet.failover")
 SYSFS_NET = "/sys/class/net"

@@ -32,7 +32,7 @@ from controller.p4rt import entry_action, entry_key, replicas_of
 from controller.placement import AggTree, JobPlacement
 from controller.routing import Route, compute_routes
 from controller.topology import Topology
-from hosts.job import MAX_JOBS, JobSpec, WorkerSpec
+from protocol.job import MAX_JOBS, JobSpec, WorkerSpec
 from protocol.wire import AGG_PORT
 
 IPV4_LPM = "AggIngress.ipv4_lpm"

@@ -1,6 +1,6 @@
 """The worker agent: one process per worker host, training its shard of the job.
 
-    python -m hosts.agent --config job.json --worker h1 --out DIR [--checkpoint CKPT [--resume-step N]]
+    python -m hosts worker --config job.json --worker h1 --out DIR [--checkpoint CKPT [--resume-step N]]
 
 Writes DIR/h1.log (everything it did), DIR/h1.metrics.jsonl (one JSON object per step:
 step, epoch, loss, step_time_s, comm_time_s, bytes_sent, and test_loss/test_accuracy on
@@ -13,17 +13,14 @@ With --checkpoint the state after every step is saved under CKPT (hosts.checkpoi
 """
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import statistics
-import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from .agent_config import AgentConfig, load_config
+from .agent_config import AgentConfig
 from .comm import AllReduce
-from .process import run_main, setup_logging
 
 log = logging.getLogger("aggnet.agent")
 
@@ -32,7 +29,7 @@ def make_allreduce(config: AgentConfig, rank: int, start_step: int = 0) -> AllRe
     """The AllReduce implementation the config's scheme names, connected for `rank` (first step: start_step)."""
     me = config.workers[rank]
     if config.scheme == "innet":
-        from .comm import InNetworkAllReduce
+        from .allreduce import InNetworkAllReduce
         return InNetworkAllReduce(config.job, rank, stall_timeout_s=config.timeout_s)
     if config.scheme == "ps":
         from .ps import ParameterServerClient
@@ -78,8 +75,7 @@ def run_agent(config: AgentConfig, worker: str, out_dir: Path, source: str = "<a
     with open(out_dir / f"{worker}.metrics.jsonl", mode) as metrics, \
             make_allreduce(config, rank, resume_step + 1) as comm:
         def on_step(record: dict) -> None:
-            if hasattr(comm, "last_round"):
-                record["round_contributions"], record["staleness"] = comm.last_round
+            record.update(comm.step_metrics())
             records.append(record)
             metrics.write(json.dumps(record) + "\n")
             metrics.flush()
@@ -90,17 +86,17 @@ def run_agent(config: AgentConfig, worker: str, out_dir: Path, source: str = "<a
         if resume_step >= 0:
             log.info("resuming after step %d", resume_step)
         train_worker(tc, data, comm, on_step, checkpointer, resume_step, straggler)
+        run_metrics = comm.run_metrics()
     last = records[-1]
     result = {"worker": worker, "rank": rank, "world_size": len(config.workers), "scheme": config.scheme,
               "config": asdict(tc), "seeds": {"model": tc.seed, "data": tc.seed}, "steps": tc.steps,
               "final_loss": last["test_loss"], "final_accuracy": last["test_accuracy"],
               "step_time_s": statistics.median(r["step_time_s"] for r in records),
               "comm_time_s": statistics.median(r["comm_time_s"] for r in records),
-              "bytes_sent": last["bytes_sent"]}
+              "bytes_sent": last["bytes_sent"], **run_metrics}
     if config.scheme == "hostagg":
         result["staleness_bound"] = config.staleness
         result["max_staleness"] = max(r["staleness"] for r in records)
-        result["failovers"] = comm.failovers
     if straggler:
         result["straggler"] = straggler.to_dict()
     if resume_step >= 0:
@@ -108,26 +104,3 @@ def run_agent(config: AgentConfig, worker: str, out_dir: Path, source: str = "<a
     (out_dir / f"{worker}.result.json").write_text(json.dumps(result, indent=2) + "\n")
     log.info("done: final accuracy %.4f", result["final_accuracy"])
     return result
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hosts.agent", description="AggNet worker agent")
-    parser.add_argument("--config", required=True, help="the job's agent config (JSON)")
-    parser.add_argument("--worker", required=True, help="this worker's name in the config (h1, h2, ...)")
-    parser.add_argument("--out", default=".", help="folder for NAME.log, NAME.metrics.jsonl, NAME.result.json")
-    parser.add_argument("--checkpoint", default=None, help="folder for per-step checkpoints (hosts.checkpoint)")
-    parser.add_argument("--resume-step", type=int, default=-1, help="continue after this checkpointed step")
-    args = parser.parse_args(argv)
-
-    def body() -> int:
-        out_dir = Path(args.out)
-        setup_logging(out_dir, args.worker)
-        checkpoint = Path(args.checkpoint) if args.checkpoint else None
-        run_agent(load_config(args.config), args.worker, out_dir, args.config, checkpoint, args.resume_step)
-        return 0
-
-    return run_main(body, f"agent {args.worker}")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -5,7 +5,7 @@
       "train": {"model": "mlp", "dataset": "digits", "steps": 200, "seed": 0, ...},
       "workers": [{"name": "h1", "ip": "10.0.0.1", "port": 47000}, ...],   # rank order
       "ps": {"name": "h5", "ip": "10.0.0.5", "port": 47100},              # scheme ps
-      "job": { ...hosts.job.JobSpec... },                                  # scheme innet
+      "job": { ...protocol.job.JobSpec... },                                  # scheme innet
       "aggregator": {"name": "h5", "ip": "10.0.0.5", "port": 47200},      # scheme hostagg
       "replica": {"name": "h6", "ip": "10.0.0.6", "port": 47300},         # optional (hostagg)
       "staleness": 0, "wait_s": 0.05,                                      # hostagg bound (hosts.host_agg)
@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from config import ConfigError, load, option
+from protocol.job import JobSpec, JobSpecError
 
 from .comm import Endpoint
-from .job import JobSpec, JobSpecError
 from .straggler import StragglerError, parse_stragglers
 
 SCHEMES = ("innet", "ps", "ring", "hostagg")
@@ -98,11 +98,6 @@ class AgentConfig:
         if self.stragglers:
             data["stragglers"] = {w: s.to_dict() for w, s in self.stragglers.items()}
         return data
-
-    def round_book(self) -> Any:
-        """The host aggregator's round state for this job (hosts.host_agg.RoundBook)."""
-        from .host_agg import RoundBook
-        return RoundBook(len(self.workers), self.train.steps, self.staleness, self.wait_s)
 
 
 def _endpoint_dict(e: Endpoint) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The all-reduce benchmark a worker host runs: one seeded vector per worker, summed, checked.
 
-    python -m hosts.allreduce_bench --config job.json --worker h1 --elements 1000000 --seed 0 --out DIR
+    python -m hosts bench --config job.json --worker h1 --elements 1000000 --seed 0 --out DIR
 
 Every worker can rebuild every other worker's vector from the seed (`vector(seed, rank, ...)`),
 so each one checks the sum it received against numpy on its own. Writes DIR/h1.log and
@@ -21,18 +21,15 @@ them have started, so `seconds` measures the streaming, not process start-up ske
 """
 from __future__ import annotations
 
-import argparse
 import json
 import logging
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 from . import quantize
-from .agent_config import AgentConfig, load_config
-from .process import run_main, setup_logging
+from .agent_config import AgentConfig
 
 DTYPES = ("int32", "float32")
 FLOAT32_EXACT = 1 << 24  # float32 holds every integer up to this exactly
@@ -123,26 +120,3 @@ def run_bench(config: AgentConfig, worker: str, elements: int, seed: int, dtype:
                        f"(allowed {verdict['bound']:g})")
     log.info("result correct: max abs error %g (bound %g)", verdict["max_abs_error"], verdict["bound"])
     return report
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hosts.allreduce_bench", description="all-reduce benchmark")
-    parser.add_argument("--config", required=True, help="the job's agent config (JSON)")
-    parser.add_argument("--worker", required=True, help="this worker's name in the config")
-    parser.add_argument("--elements", type=int, required=True, help="vector length")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--dtype", choices=DTYPES, default="int32")
-    parser.add_argument("--out", default=".", help="folder for NAME.log and NAME.bench.json")
-    args = parser.parse_args(argv)
-
-    def body() -> int:
-        out_dir = Path(args.out)
-        setup_logging(out_dir, args.worker)
-        run_bench(load_config(args.config), args.worker, args.elements, args.seed, args.dtype, out_dir, args.config)
-        return 0
-
-    return run_main(body, f"bench {args.worker}")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """The AllReduce interface the trainer talks to, and the TCP framing the host baselines share.
 
 Implementations:
-- InNetworkAllReduce (here): the switches sum, via hosts.allreduce.AllReduceClient (UDP).
+- hosts.allreduce.InNetworkAllReduce: the switches sum (UDP).
 - hosts.ps.ParameterServerClient: one host sums (TCP).
 - hosts.ring.RingAllReduce: reduce-scatter + all-gather between the workers (TCP).
 
@@ -21,8 +21,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-
-from .job import JobSpec
 
 MAGIC = b"AGN1"
 _FRAME = struct.Struct("!4sIQ")
@@ -59,6 +57,14 @@ class AllReduce(abc.ABC):
     @abc.abstractmethod
     def allreduce(self, vec: np.ndarray) -> np.ndarray:
         """The element-wise sum of `vec` over all ranks (float32, same shape)."""
+
+    def step_metrics(self) -> dict[str, int]:
+        """What this scheme adds to the metrics record of the step that just finished (default: nothing)."""
+        return {}
+
+    def run_metrics(self) -> dict[str, int]:
+        """What this scheme adds to the worker's result at the end of the run (default: nothing)."""
+        return {}
 
     def close(self) -> None:
         """Release sockets; the default has none."""
@@ -190,26 +196,3 @@ def accept(server: socket.socket, context: str, timeout_s: float) -> tuple[int, 
     conn.peer = f"{name} ({addr[0]}:{addr[1]})"
     return rank, name, conn
 
-
-class InNetworkAllReduce(AllReduce):
-    """The switches sum: gradients are quantized (hosts.quantize) and streamed over UDP.
-
-    Sums are exact for the quantized values; against the float sum each element errs by at
-    most quantize.error_bound(W, f) with f agreed per call (see hosts.quantize).
-    """
-
-    def __init__(self, job: JobSpec, rank: int, stall_timeout_s: float = 30.0, sock: socket.socket | None = None):
-        from .allreduce import AllReduceClient
-        self.client = AllReduceClient(job, rank, sock, stall_timeout_s=stall_timeout_s)
-        self.rank = rank
-        self.world_size = job.world_size
-
-    def allreduce(self, vec: np.ndarray) -> np.ndarray:
-        from protocol.wire import packet_bytes
-        before = self.client.stats.packets_sent
-        out = self.client.allreduce(np.asarray(vec, dtype=np.float32))
-        self.bytes_sent += (self.client.stats.packets_sent - before) * packet_bytes(self.client.job.lanes)
-        return out
-
-    def close(self) -> None:
-        self.client.close()

@@ -30,15 +30,19 @@ committed(i64) + sum`.
 """
 from __future__ import annotations
 
+import json
 import logging
 import selectors
 import struct
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from .agent_config import AgentConfig, ConfigError
 from .comm import WIRE_DTYPE, AllReduce, CommError, Connection, Endpoint, accept, connect, listen
+from .process import setup_logging
 
 log = logging.getLogger("aggnet.host_agg")
 GRAD = struct.Struct("!qi")
@@ -90,6 +94,11 @@ class RoundBook:
         self.next_round = 0
         self.first_arrival: float | None = None  # when the first step-`next_round` gradient came
         self.stats = AggStats()
+
+    @classmethod
+    def from_config(cls, config: AgentConfig) -> "RoundBook":
+        """The round state of the job an agent config describes (aggregator and replica alike)."""
+        return cls(len(config.workers), config.train.steps, config.staleness, config.wait_s)
 
     def offer(self, rank: int, step: int, grad: np.ndarray, now: float) -> Round | None:
         """A gradient arrived; returns the closed round that answers it (step t < next round), else None."""
@@ -294,6 +303,13 @@ class HostAggClient(AllReduce):
     def bytes_sent(self) -> int:
         return self._sent + (self._conn.bytes_sent if self._conn else 0)
 
+    def step_metrics(self) -> dict[str, int]:
+        count, staleness = self.last_round
+        return {"round_contributions": count, "staleness": staleness}
+
+    def run_metrics(self) -> dict[str, int]:
+        return {"failovers": self.failovers}
+
     def _connect(self) -> Connection:
         return connect(self.servers[0], self.name, self.rank, f"host aggregator client {self.name}", self.timeout_s)
 
@@ -342,49 +358,26 @@ class HostAggClient(AllReduce):
         self._conn.close()
 
 
-def write_stats(out_dir: str, name: str, stats: AggStats, staleness: int, took_over: bool | None = None) -> None:
+def write_stats(out_dir: str | Path, name: str, stats: AggStats, staleness: int, took_over: bool | None = None) -> None:
     """OUT/NAME.agg.json: what the aggregating process did, with the staleness bound in force."""
-    import json
-    from pathlib import Path
-
     data = {"staleness_bound": staleness, **stats.to_dict()}
     if took_over is not None:
         data["took_over"] = took_over
     (Path(out_dir) / f"{name}.agg.json").write_text(json.dumps(data, indent=2) + "\n")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The aggregator host process: read the agent config, serve the job, log to DIR/NAME.log."""
-    import argparse
 
-    from .agent_config import ConfigError, load_config
-    from .process import run_main, setup_logging
-
-    parser = argparse.ArgumentParser(prog="python -m hosts.host_agg", description="host aggregator for one job")
-    parser.add_argument("--config", required=True, help="the job's agent config (JSON)")
-    parser.add_argument("--out", default=".", help="folder for NAME.log and NAME.agg.json")
-    args = parser.parse_args(argv)
-
-    def body() -> int:
-        config = load_config(args.config)
-        if config.aggregator is None:
-            raise ConfigError(f"{args.config}: field 'aggregator': missing (needed to run a host aggregator)")
-        name = config.aggregator.name + "-agg"
-        setup_logging(args.out, name)
-        server = HostAggregator(config.aggregator, [w.name for w in config.workers], config.round_book(),
-                                config.timeout_s, config.replica)
-        try:
-            stats = server.serve()
-        finally:
-            server.close()
-        write_stats(args.out, name, stats, config.staleness)
-        log.info("done after %d rounds", stats.rounds)
-        return 0
-
-    return run_main(body, "host aggregator")
-
-
-if __name__ == "__main__":
-    import sys
-
-    sys.exit(main())
+def run_host_aggregator(config: AgentConfig, out_dir: Path, source: str = "<agent config>") -> None:
+    """The aggregator host process: serve the job in `config`; OUT/NAME-agg.log and NAME-agg.agg.json."""
+    if config.aggregator is None:
+        raise ConfigError(f"{source}: field 'aggregator': missing (needed to run a host aggregator)")
+    name = config.aggregator.name + "-agg"
+    setup_logging(out_dir, name)
+    server = HostAggregator(config.aggregator, [w.name for w in config.workers], RoundBook.from_config(config),
+                            config.timeout_s, config.replica)
+    try:
+        stats = server.serve()
+    finally:
+        server.close()
+    write_stats(out_dir, name, stats, config.staleness)
+    log.info("done after %d rounds", stats.rounds)

@@ -16,9 +16,10 @@ finishes first instead of every job finishing late under a fair split.
 """
 from __future__ import annotations
 
+import math
 from typing import Hashable, Mapping
 
-PACING_CHOICES = ("fixed", "aimd")
+from protocol.job import PACING_CHOICES
 
 
 class Window:
@@ -26,15 +27,27 @@ class Window:
 
     def __init__(self, limit: int):
         self.limit = limit
+        self._cut_at = -math.inf  # when the last loss burst shrank the window
+
+    def capacity(self) -> int:
+        """How many chunks may be in flight now."""
+        return self.limit
 
     def allows(self, in_flight: int) -> bool:
-        return in_flight < self.limit
+        return in_flight < self.capacity()
 
-    def on_result(self) -> None:
-        """A chunk's result arrived."""
+    def on_results(self, count: int = 1) -> None:
+        """`count` chunks' results arrived."""
 
     def on_loss(self) -> None:
-        """A loss event (one or more chunks timed out together)."""
+        """A loss event (one or more chunks lost together)."""
+
+    def on_loss_burst(self, sent_at: float, now: float) -> None:
+        """A chunk sent at `sent_at` was found lost at `now`: one loss event per burst, i.e. not
+        again for a chunk sent before the last one shrank the window."""
+        if sent_at >= self._cut_at:
+            self.on_loss()
+            self._cut_at = now
 
 
 class Aimd(Window):
@@ -45,11 +58,14 @@ class Aimd(Window):
         self.weight = weight
         self.cwnd = float(limit)
 
-    def allows(self, in_flight: int) -> bool:
-        return in_flight < min(self.limit, max(1, int(self.cwnd)))
+    def capacity(self) -> int:
+        return min(self.limit, max(1, int(self.cwnd)))
 
-    def on_result(self) -> None:
-        self.cwnd = min(float(self.limit), self.cwnd + self.weight / self.cwnd)
+    def on_results(self, count: int = 1) -> None:
+        for _ in range(count):  # each result adds weight / cwnd: `weight` chunks per window of results
+            if self.cwnd >= self.limit:
+                break
+            self.cwnd = min(float(self.limit), self.cwnd + self.weight / self.cwnd)
 
     def on_loss(self) -> None:
         self.cwnd = max(1.0, self.cwnd / 2)

@@ -3,7 +3,7 @@ them (in rank order, so the result is deterministic) and sends the sum back to a
 
 Run the server as its own process on the PS host:
 
-    python -m hosts.ps --config job.json --out DIR
+    python -m hosts ps --config job.json --out DIR
 
 A round is one frame from every worker; a worker that is done sends an empty frame
 ("bye"). The server returns when every worker has said bye; a worker that disconnects
@@ -11,13 +11,14 @@ without it is a crash, reported by name.
 """
 from __future__ import annotations
 
-import argparse
 import logging
-import sys
+from pathlib import Path
 
 import numpy as np
 
+from .agent_config import AgentConfig, ConfigError
 from .comm import WIRE_DTYPE, AllReduce, CommError, Connection, Endpoint, accept, connect, listen
+from .process import setup_logging
 
 log = logging.getLogger("aggnet.ps")
 
@@ -103,31 +104,14 @@ class ParameterServerClient(AllReduce):
         self.conn.close()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The PS host process: read the agent config, serve the job, log to DIR/NAME.log."""
-    from .agent_config import ConfigError, load_config
-    from .process import run_main, setup_logging
-
-    parser = argparse.ArgumentParser(prog="python -m hosts.ps", description="parameter server for one job")
-    parser.add_argument("--config", required=True, help="the job's agent config (JSON)")
-    parser.add_argument("--out", default=".", help="folder for NAME.log")
-    args = parser.parse_args(argv)
-
-    def body() -> int:
-        config = load_config(args.config)
-        if config.ps is None:
-            raise ConfigError(f"{args.config}: field 'ps': missing (needed to run a parameter server)")
-        setup_logging(args.out, config.ps.name)
-        server = ParameterServer(config.ps, [w.name for w in config.workers], config.timeout_s)
-        try:
-            rounds = server.serve()
-        finally:
-            server.close()
-        log.info("done after %d rounds", rounds)
-        return 0
-
-    return run_main(body, "ps")
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def run_ps(config: AgentConfig, out_dir: Path, source: str = "<agent config>") -> None:
+    """The PS host process: serve the job in `config`, log to OUT/NAME.log."""
+    if config.ps is None:
+        raise ConfigError(f"{source}: field 'ps': missing (needed to run a parameter server)")
+    setup_logging(out_dir, config.ps.name)
+    server = ParameterServer(config.ps, [w.name for w in config.workers], config.timeout_s)
+    try:
+        rounds = server.serve()
+    finally:
+        server.close()
+    log.info("done after %d rounds", rounds)

@@ -11,6 +11,11 @@ all W workers fits in int32. The workers agree on f per all-reduce call:
 3. f = 30 - e_max - ceil(log2 W). Then every |q| <= 2**(30 - ceil(log2 W)) and any sum
    of W of them is at most 2**30 < 2**31 - 1: the switch can never overflow.
 
+The all-reduce client (hosts.allreduce) saves the separate vote after a tensor size's first
+call: it quantizes at the f the previous call agreed on and sends this call's votes in the
+same stream, then repeats the call at the newly agreed f only when the votes show that a
+value may not have fit (`fits` is false: it was clamped) or a switch flagged an overflow.
+
 Error bound (per element, against the exact real sum of the inputs):
     |sum_i x_i - dequantize(sum_i q_i, f)| <= W * 2**-(f + 1)
 because each rounding errs by at most half a unit of 2**-f and the switch adds exactly.
@@ -72,14 +77,22 @@ def frac_bits(e_max: int, workers: int) -> int:
     return HEADROOM_BITS - e_max - math.ceil(math.log2(workers))
 
 
-def quantize(x: np.ndarray, f: int) -> np.ndarray:
-    """round(x * 2**f) as int32 (round half to even); raises if a value does not fit."""
+def fits(e_max: int, f: int) -> bool:
+    """Whether every value below 2**e_max quantizes at f fractional bits without clamping."""
+    return e_max + f <= HEADROOM_BITS
+
+
+def quantize(x: np.ndarray, f: int, saturate: bool = False) -> np.ndarray:
+    """round(x * 2**f) as int32 (round half to even). A value beyond 2**HEADROOM_BITS raises,
+    or with `saturate` is clamped to it (for callers that check `fits` afterwards)."""
     scaled = np.rint(np.asarray(x, dtype=np.float64) * math.ldexp(1.0, f))
     if not np.isfinite(scaled).all():
         raise QuantizeError("tensor holds NaN or infinity; it cannot be quantized")
     limit = float(1 << HEADROOM_BITS)
     if scaled.size and np.abs(scaled).max() > limit:
-        raise QuantizeError(f"a value needs more than {HEADROOM_BITS} bits at {f} fractional bits")
+        if not saturate:
+            raise QuantizeError(f"a value needs more than {HEADROOM_BITS} bits at {f} fractional bits")
+        np.clip(scaled, -limit, limit, out=scaled)
     return scaled.astype(np.int32)
 
 

@@ -1,7 +1,7 @@
 """The aggregator's replica: holds a copy of every closed round and takes over when the
 aggregator's host or process dies, so losing it loses no step.
 
-    python -m hosts.replica --config job.json --out DIR
+    python -m hosts replica --config job.json --out DIR
 
 Standby: the aggregator connects first (its feed, introduced with REPLICA_RANK) and sends
 each closed round before any worker sees it; the replica records it and acknowledges.
@@ -12,12 +12,13 @@ every worker said bye.
 """
 from __future__ import annotations
 
-import argparse
 import logging
-import sys
+from pathlib import Path
 
+from .agent_config import AgentConfig, ConfigError
 from .comm import CommError, Endpoint, accept, listen
-from .host_agg import REPLICA_RANK, AggStats, HostAggregator, RoundBook, decode_round
+from .host_agg import REPLICA_RANK, AggStats, HostAggregator, RoundBook, decode_round, write_stats
+from .process import setup_logging
 
 log = logging.getLogger("aggnet.replica")
 
@@ -61,32 +62,17 @@ class Replica:
         self._server.close()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The replica host process: read the agent config, stand by, take over if needed."""
-    from .agent_config import ConfigError, load_config
-    from .host_agg import write_stats
-    from .process import run_main, setup_logging
-
-    parser = argparse.ArgumentParser(prog="python -m hosts.replica", description="replica of a host aggregator")
-    parser.add_argument("--config", required=True, help="the job's agent config (JSON)")
-    parser.add_argument("--out", default=".", help="folder for NAME.log and NAME.agg.json")
-    args = parser.parse_args(argv)
-
-    def body() -> int:
-        config = load_config(args.config)
-        if config.replica is None:
-            raise ConfigError(f"{args.config}: field 'replica': missing (needed to run a replica)")
-        setup_logging(args.out, config.replica.name + "-replica")
-        replica = Replica(config.replica, [w.name for w in config.workers], config.round_book(), config.timeout_s)
-        try:
-            took_over, stats = replica.serve()
-        finally:
-            replica.close()
-        write_stats(args.out, config.replica.name + "-replica", stats, config.staleness, took_over)
-        return 0
-
-    return run_main(body, "replica")
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def run_replica(config: AgentConfig, out_dir: Path, source: str = "<agent config>") -> None:
+    """The replica host process: stand by for the job in `config`, take over if needed;
+    OUT/NAME-replica.log and NAME-replica.agg.json."""
+    if config.replica is None:
+        raise ConfigError(f"{source}: field 'replica': missing (needed to run a replica)")
+    name = config.replica.name + "-replica"
+    setup_logging(out_dir, name)
+    replica = Replica(config.replica, [w.name for w in config.workers], RoundBook.from_config(config),
+                      config.timeout_s)
+    try:
+        took_over, stats = replica.serve()
+    finally:
+        replica.close()
+    write_stats(out_dir, name, stats, config.staleness, took_over)

@@ -1,7 +1,7 @@
 """Background traffic: paced UDP or TCP flows with on/off patterns, run inside Mininet hosts.
 
-    python -m hosts.traffic recv --proto udp --port 5001 --duration 30 --out logs/bg1.recv.json
-    python -m hosts.traffic send --proto udp --dst 10.0.0.4 --port 5001 --rate-mbps 4 \
+    python -m hosts traffic recv --proto udp --port 5001 --duration 30 --out logs/bg1.recv.json
+    python -m hosts traffic send --proto udp --dst 10.0.0.4 --port 5001 --rate-mbps 4 \
         --delay 5 --duration 20 --on 2 --off 1 --out logs/bg1.send.json
 
 A sender waits `delay` seconds, then for `duration` seconds sends `size`-byte payloads at
@@ -18,7 +18,6 @@ import argparse
 import json
 import signal
 import socket
-import sys
 import threading
 import time
 from typing import Callable
@@ -31,6 +30,12 @@ class TrafficError(Exception):
     """Bad flow arguments; one line, exit 2."""
 
     exit_code = 2
+
+
+class FlowError(RuntimeError):
+    """The flow's socket failed (no route, refused, ...); one line, exit 1."""
+
+    exit_code = 1
 
 
 def is_on(t: float, on_s: float, off_s: float) -> bool:
@@ -148,30 +153,22 @@ def check(args: argparse.Namespace) -> None:
             raise TrafficError(f"--size: must be 1..65000 bytes, got {args.size}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hosts.traffic", description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    args = parser.parse_args(argv)
+def run_flow(args: argparse.Namespace) -> None:
+    """The traffic role (hosts.roles): one flow as `args` says, its JSON summary to --out or stdout."""
     signal.signal(signal.SIGTERM, lambda *_: _stop.set())
+    check(args)
     try:
-        check(args)
         if args.role == "send":
             _stop.wait(args.delay)
             summary = send(args.proto, args.dst, args.port, args.rate_mbps, args.size, args.duration, args.on,
                            args.off)
         else:
             summary = receive(args.proto, args.port, args.duration)
-    except (TrafficError, OSError) as exc:
-        print(f"traffic: {exc}", file=sys.stderr)
-        return getattr(exc, "exit_code", 1)
+    except OSError as exc:
+        raise FlowError(str(exc)) from None
     text = json.dumps(summary)
     if args.out:
         with open(args.out, "w") as fh:
             fh.write(text + "\n")
     else:
         print(text)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

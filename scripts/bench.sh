@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks, each writing JSON under bench/ (or $1): the embedded target in-process,
-# placement at scale, P4Runtime write/read rates against a real switch process, and
+# placement at scale, P4Runtime write/read rates against a real switch process, one worker's
+# all-reduce packets/s against a loopback peer (old client vs new), and
 # forwarding through a switch process between two namespaces, all-reduce goodput,
 # in-network vs parameter server, and training step time, in-network vs parameter server vs
 # ring at 20 Mb/s (compare/compare-*/comparison.json), on Mininet (root only).
@@ -13,6 +14,7 @@ py=.venv/bin/python
 $py scripts/bench_target.py --out "$out/target.json"
 $py scripts/bench_placement.py --out "$out/placement.json"
 $py scripts/bench_runtime.py --out "$out/runtime.json"
+$py scripts/bench_hosts.py --out "$out/hosts.json"
 if [ "$(id -u)" -eq 0 ]; then
   $py scripts/bench_switch.py --out "$out/switch.json"
   $py scripts/bench_allreduce.py --out "$out/allreduce.json"

@@ -166,9 +166,9 @@ class FaultRun(Run):
         """The host aggregators (hostagg), then the workers from the start."""
         job = self.jobs[0]
         config = self.write_agent_config(job, "agent-0.json")
-        for module, host in reversed(list(zip(("hosts.host_agg", "hosts.replica"), job.aggregators))):
-            name = f"{'agg' if module == 'hosts.host_agg' else 'replica'}@{host}"
-            job.processes.append(self.start(host, name, [module, "--config", str(config), "--out", str(job.out)]))
+        for role, host in reversed(list(zip(("hostagg", "replica"), job.aggregators))):
+            name = f"{'agg' if role == 'hostagg' else 'replica'}@{host}"
+            job.processes.append(self.start(host, name, [role, "--config", str(config), "--out", str(job.out)]))
         self.start_workers(-1)
 
     def start_workers(self, resume: int) -> None:

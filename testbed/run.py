@@ -354,25 +354,26 @@ class Run:
                              + (f", its replica on {job.aggregators[1]}" if len(job.aggregators) > 1 else ""))
         job.out.mkdir(parents=True, exist_ok=True)
         if job.ps:
-            job.processes.append(self.start(job.ps, f"{job.prefix}ps", ["hosts.ps", "--config", str(config),
+            job.processes.append(self.start(job.ps, f"{job.prefix}ps", ["ps", "--config", str(config),
                                                                         "--out", str(job.out)]))
         # The replica starts first: the aggregator connects to it before serving anyone.
-        for module, host in reversed(list(zip(("hosts.host_agg", "hosts.replica"), job.aggregators))):
-            name = f"{'agg' if module == 'hosts.host_agg' else 'replica'}@{host}"
-            job.processes.append(self.start(host, name, [module, "--config", str(config), "--out", str(job.out)]))
+        for role, host in reversed(list(zip(("hostagg", "replica"), job.aggregators))):
+            name = f"{'agg' if role == 'hostagg' else 'replica'}@{host}"
+            job.processes.append(self.start(host, name, [role, "--config", str(config), "--out", str(job.out)]))
         for h in job.workers:
             job.processes.append(self.start(h, f"{job.prefix}{h}", self.worker_argv(job, h, config)))
 
     def worker_argv(self, job: JobRun, host: str, config: Path) -> list[str]:
         w = self.cfg.workload
         if w.workload == "train":
-            return ["hosts.agent", "--config", str(config), "--worker", host, "--out", str(job.out)]
-        return ["hosts.allreduce_bench", "--config", str(config), "--worker", host, "--elements", str(w.elements),
+            return ["worker", "--config", str(config), "--worker", host, "--out", str(job.out)]
+        return ["bench", "--config", str(config), "--worker", host, "--elements", str(w.elements),
                 "--seed", str(self.cfg.train.seed), "--dtype", w.dtype, "--out", str(job.out)]
 
-    def start(self, host: str, name: str, module_argv: list[str]) -> HostProcess:
+    def start(self, host: str, name: str, role_argv: list[str]) -> HostProcess:
+        """`python -m hosts ROLE ...` (hosts.roles) on `host`."""
         self.logs.mkdir(parents=True, exist_ok=True)
-        return start_process(self.tb, host, name, ["-m", *module_argv], self.logs)
+        return start_process(self.tb, host, name, ["-m", "hosts", *role_argv], self.logs)
 
     def write_agent_config(self, job: JobRun, name: str) -> Path:
         """The job's agent config (hosts.agent_config) in the run folder."""

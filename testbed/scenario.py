@@ -289,14 +289,14 @@ class ModeRun(Run):
         for flow in flows(self.cfg):
             until = flow.start_s + flow.duration_s + 3.0
             self.flow_procs.append(self.start(flow.dst, f"{flow.name}.recv", [
-                "hosts.traffic", "recv", "--proto", flow.proto, "--port", str(flow.port), "--duration", str(until),
+                "traffic", "recv", "--proto", flow.proto, "--port", str(flow.port), "--duration", str(until),
                 "--out", str(self.logs / f"{flow.name}.recv.json")]))
         time.sleep(0.5)  # receivers listening before TCP senders connect
         self.t0 = time.monotonic()
         super().start_hosts()
         for flow in flows(self.cfg):
             self.flow_procs.append(self.start(flow.src, f"{flow.name}.send", [
-                "hosts.traffic", "send", "--proto", flow.proto, "--dst", self.topo.hosts[flow.dst].ip,
+                "traffic", "send", "--proto", flow.proto, "--dst", self.topo.hosts[flow.dst].ip,
                 "--port", str(flow.port), "--rate-mbps", str(flow.rate_mbps), "--size", str(flow.size),
                 "--delay", str(flow.start_s), "--duration", str(flow.duration_s), "--on", str(flow.on_s),
                 "--off", str(flow.off_s), "--out", str(self.logs / f"{flow.name}.send.json")]))

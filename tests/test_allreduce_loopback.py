@@ -10,7 +10,8 @@ import pytest
 
 from hosts import quantize
 from hosts.allreduce import AggOverflowError, AllReduceClient, AllReduceError
-from hosts.job import JobSpec, WorkerSpec
+from protocol import wire
+from protocol.job import JobSpec, WorkerSpec
 
 
 def make_job(fabric, socks, slot_count=8, timeout_s=0.05, lanes=32):
@@ -209,3 +210,62 @@ def test_result_from_a_misconfigured_tree_is_rejected():
     assert "sums 2 contributions at scale 0, expected 3 at scale 0" in str(errors[0])
     with pytest.raises(AllReduceError, match="dtype int64 is not supported"):
         AllReduceClient(job, 0, sockets(1)[0]).allreduce(np.ones(3, dtype=np.int64))
+
+
+@pytest.mark.parametrize("lanes", wire.LANE_COUNTS)
+def test_every_lane_count_sums_exactly(lanes):
+    """Up to 364 lanes: a 1514-byte frame, the largest a 1500-byte MTU carries."""
+    fabric, socks = star_fabric(2, slot_count=8, lanes=lanes)
+    job = make_job(fabric, socks, lanes=lanes)
+    rng = np.random.default_rng(lanes)
+    inputs = [rng.integers(-2**28, 2**28, size=20 * lanes + 5, dtype=np.int32) for _ in range(2)]
+    fabric.start()
+    try:
+        results, errors = run_workers(job, socks, inputs)
+    finally:
+        fabric.close()
+    assert errors == [] and fabric.errors == []
+    for res in results:
+        np.testing.assert_array_equal(res[0], inputs[0] + inputs[1])
+        assert res[-1].chunks == 21
+
+
+def test_later_float_calls_carry_their_exponent_vote_in_the_same_stream():
+    """Call 1 agrees on the scale first (vote, then data); call 2 sends data and vote together at
+    call 1's scale; call 3's values are 2^10 larger, so its vote shows they did not fit and
+    every worker repeats it at the scale that vote agrees on."""
+    fabric, socks = star_fabric(2, slot_count=8)
+    job = make_job(fabric, socks)
+    rng = np.random.default_rng(5)
+    base = [rng.standard_normal(700).astype(np.float32) for _ in range(2)]
+    calls = [base, base, [x * 1024 for x in base]]
+    out, errors = [[] for _ in socks], []
+
+    def work(rank):
+        try:
+            client = AllReduceClient(job, rank, socks[rank], stall_timeout_s=20)
+            for inputs in calls:
+                out[rank].append((client.allreduce(inputs[rank]), client.scale, client.stats.chunks))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(r,)) for r in range(2)]
+    fabric.start()
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        fabric.close()
+    assert errors == [] and fabric.errors == []
+    data, votes = 22, quantize.E_BUCKETS // 32  # chunks of 700 values, of one vote vector
+    assert [chunks for _, _, chunks in out[0]] == [votes + data, 2 * (votes + data), 3 * (votes + data) + data]
+    for k, inputs in enumerate(calls):
+        e_max = max(quantize.max_exponent(x) for x in inputs)
+        got, f, _ = out[0][k]
+        assert f == quantize.frac_bits(e_max, 2)  # the same magnitude twice, then the repeat
+        exact = inputs[0].astype(np.float64) + inputs[1]
+        ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+        assert (np.abs(got - exact) <= quantize.error_bound(2, f) + ulp).all()
+        np.testing.assert_array_equal(got, out[1][k][0])

@@ -4,7 +4,8 @@ import fabric as fb
 import numpy as np
 from test_allreduce_loopback import make_job, run_workers, star_fabric
 
-from hosts.allreduce import MAX_RTO_S, AllReduceClient, RetransmitTimer
+from hosts.allreduce import AllReduceClient
+from hosts.transfer import MAX_RTO_S, RetransmitTimer
 
 
 def test_samples_set_twice_the_smoothed_round_trip_above_the_minimum():

@@ -86,7 +86,7 @@ def _is_agent(pid: int, run: Path, worker: str) -> bool:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return b"hosts.agent" in cmd and worker.encode() in cmd and str(run / "logs").encode() in cmd
+    return b"hosts" in cmd and b"worker" in cmd and worker.encode() in cmd and str(run / "logs").encode() in cmd
 
 
 def test_interrupt_tears_everything_down(tmp_path):

@@ -9,6 +9,7 @@ import torch
 from hosts.agent_config import ConfigError, TrainConfig, parse_config
 from hosts.checkpoint import Checkpointer, CheckpointError, common_step
 from hosts.data import Sharder, load_dataset
+from hosts.host_agg import RoundBook
 from hosts.model import flat_params
 from hosts.straggler import Straggler
 from hosts.train import run_training, train_reference
@@ -97,7 +98,7 @@ def test_hostagg_config_round_trips():
     assert config.stragglers == {"h2": Straggler(0.1)}
     again = parse_config(json.loads(json.dumps(config.to_dict())), "again.json")
     assert again == config
-    book = config.round_book()
+    book = RoundBook.from_config(config)
     assert (book.world, book.steps, book.staleness) == (2, config.train.steps, 2)
 
 

@@ -1,5 +1,6 @@
 """The packages import downward only (DESIGN.md, "Layout"), and no module imports itself back through
-others: every `import` in every module, also the ones inside functions, is read with ast."""
+others: every `import` in every module, also the ones inside functions (not those only for type
+checkers, under `if TYPE_CHECKING:`), is read with ast."""
 from __future__ import annotations
 
 import ast
@@ -24,12 +25,25 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _typing_only(tree: ast.Module) -> set[int]:
+    """ids of the nodes inside `if TYPE_CHECKING:` blocks: annotations, not imports that run."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", "")) == "TYPE_CHECKING":
+            out |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return out
+
+
 def imports(path: Path) -> set[str]:
-    """The modules of ours `path` imports (absolute names; relative imports resolved)."""
+    """The modules of ours `path` imports when it runs (absolute names; relative imports resolved)."""
     here = module_name(path)
     package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    tree = ast.parse(path.read_text(), str(path))
+    skip = _typing_only(tree)
     out = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):

@@ -1,7 +1,7 @@
 """hosts.pacing: the window policies the all-reduce client uses, and the MLfabric-style job weights."""
 import pytest
 
-from hosts.job import JobSpec, JobSpecError
+from protocol.job import JobSpec, JobSpecError
 from hosts.pacing import Aimd, Window, make_window, transfer_weights
 
 
@@ -26,10 +26,10 @@ def test_aimd_grows_by_weight_chunks_per_window_of_results_up_to_the_slot_window
     for w in (light, heavy):
         w.cwnd = 8.0
         for _ in range(8):  # one round trip's worth of results
-            w.on_result()
+            w.on_results()
     assert 8.9 < light.cwnd < 9.1 and 11.0 < heavy.cwnd < 12.5
     for _ in range(10_000):
-        heavy.on_result()
+        heavy.on_results()
     assert heavy.cwnd == 64
 
 

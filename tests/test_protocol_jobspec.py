@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from hosts.job import JobSpec, JobSpecError, WorkerSpec
+from protocol.job import JobSpec, JobSpecError, WorkerSpec
 
 SPEC = {
     "job_id": 3, "slot_base": 128, "slot_count": 64, "agg_ip": "10.0.255.1", "lanes": 64, "timeout_s": 0.02,

@@ -23,7 +23,8 @@ SIZE = 1000
 
 def write_config(tmp_path, n, steps, staleness=0, replica=True, **train):
     ports = wk.free_ports(n + 2)
-    config = {"scheme": "hostagg", "timeout_s": 30, "staleness": staleness, "wait_s": 0.02,
+    # timeout_s: the aggregator waits that long for workers, which import torch first (slow on a busy machine)
+    config = {"scheme": "hostagg", "timeout_s": 90, "staleness": staleness, "wait_s": 0.02,
               "train": {"steps": steps, "batch_size": 16, "hidden": 16, "eval_every": 0, "seed": 3, **train},
               "workers": [{"name": f"h{i + 1}", "ip": "127.0.0.1", "port": ports[i]} for i in range(n)],
               "aggregator": {"name": "h8", "ip": "127.0.0.1", "port": ports[n]}}
@@ -48,8 +49,8 @@ def test_killed_aggregator_loses_no_step(tmp_path, staleness, delays):
     world, steps, kill_at = 3, 30, 10
     path = write_config(tmp_path, world, steps, staleness)
     config = load_config(path)
-    replica = start("hosts.replica", "--config", path, "--out", tmp_path)
-    primary = start("hosts.host_agg", "--config", path, "--out", tmp_path)
+    replica = start("hosts", "replica", "--config", path, "--out", tmp_path)
+    primary = start("hosts", "hostagg", "--config", path, "--out", tmp_path)
     servers = [config.aggregator, config.replica]
 
     def rank_main(rank):
@@ -88,9 +89,9 @@ def run_agents(tmp_path, path, world, kill_after_step=None):
     out = tmp_path / "logs"
     out.mkdir(exist_ok=True)
     ckpt = tmp_path / "ckpt"
-    procs = [start("hosts.replica", "--config", path, "--out", out),
-             start("hosts.host_agg", "--config", path, "--out", out)]
-    agents = [start("hosts.agent", "--config", path, "--worker", f"h{i + 1}", "--out", out, "--checkpoint", ckpt)
+    procs = [start("hosts", "replica", "--config", path, "--out", out),
+             start("hosts", "hostagg", "--config", path, "--out", out)]
+    agents = [start("hosts", "worker", "--config", path, "--worker", f"h{i + 1}", "--out", out, "--checkpoint", ckpt)
               for i in range(world)]
     if kill_after_step is not None:
         metrics = out / "h1.metrics.jsonl"

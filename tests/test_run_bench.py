@@ -70,8 +70,8 @@ def test_benchmark_processes_over_loopback_with_a_parameter_server(tmp_path):
     path = tmp_path / "agent.json"
     path.write_text(json.dumps(config))
     py = [sys.executable, "-m"]
-    server = subprocess.Popen(py + ["hosts.ps", "--config", str(path), "--out", str(tmp_path)], cwd=REPO)
-    workers = [subprocess.Popen(py + ["hosts.allreduce_bench", "--config", str(path), "--worker", f"w{i}",
+    server = subprocess.Popen(py + ["hosts", "ps", "--config", str(path), "--out", str(tmp_path)], cwd=REPO)
+    workers = [subprocess.Popen(py + ["hosts", "bench", "--config", str(path), "--worker", f"w{i}",
                                       "--elements", "50000", "--seed", "5", "--out", str(tmp_path)], cwd=REPO)
                for i in range(3)]
     assert [w.wait(60) for w in workers] == [0, 0, 0]

@@ -95,7 +95,7 @@ def test_time_to_accuracy_and_summary():
     ("aware", "fixed", {"a": ("fixed", 1.0), "b": ("fixed", 1.0)}),
 ])
 def test_aware_aimd_jobs_are_weighted_by_the_workers_their_update_unblocks(tmp_path, mode, pacing, weights):
-    from hosts.job import JobSpec, WorkerSpec
+    from protocol.job import JobSpec, WorkerSpec
     from testbed.scenario import ModeRun
 
     data = {"network": {"topo": "leafspine"}, "job": {"pacing": pacing}, "modes": [mode],

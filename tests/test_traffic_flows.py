@@ -44,12 +44,12 @@ def test_tcp_flow_is_paced_too():
 
 
 def test_bad_arguments_are_one_line_errors(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "hosts.traffic", "send", "--dst", "127.0.0.1", "--port", "5001",
+    done = subprocess.run([sys.executable, "-m", "hosts", "traffic", "send", "--dst", "127.0.0.1", "--port", "5001",
                            "--duration", "1", "--on", "0"], capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr.strip().count("\n") == 0
     assert "--on > 0" in done.stderr
     out = tmp_path / "s.json"
-    done = subprocess.run([sys.executable, "-m", "hosts.traffic", "send", "--dst", "127.0.0.1", "--port", "47813",
+    done = subprocess.run([sys.executable, "-m", "hosts", "traffic", "send", "--dst", "127.0.0.1", "--port", "47813",
                            "--duration", "0.3", "--rate-mbps", "1", "--out", str(out)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     summary = json.loads(out.read_text())

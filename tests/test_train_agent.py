@@ -16,7 +16,8 @@ PY = sys.executable
 
 def write_config(tmp_path, scheme, steps, n=2, **extra):
     ports = wk.free_ports(n + 1)
-    config = {"scheme": scheme, "timeout_s": 20,
+    # timeout_s: servers and peers wait that long for agents, which import torch first (slow on a busy machine)
+    config = {"scheme": scheme, "timeout_s": 60,
               "train": {"steps": steps, "batch_size": 16, "hidden": 16, "eval_every": 10, "seed": 5},
               "workers": [{"name": f"h{i + 1}", "ip": "127.0.0.1", "port": ports[i]} for i in range(n)],
               "ps": {"name": "h9", "ip": "127.0.0.1", "port": ports[n]}, **extra}
@@ -40,25 +41,25 @@ def test_bad_config_is_one_line_naming_file_and_field(tmp_path):
     data = json.loads(path.read_text())
     data["train"]["lr"] = "fast"
     path.write_text(json.dumps(data))
-    code, err = finish(start("hosts.agent", "--config", path, "--worker", "h1", "--out", tmp_path))
+    code, err = finish(start("hosts", "worker", "--config", path, "--worker", "h1", "--out", tmp_path))
     assert code == 2
     assert err == f"agent h1: {path}: field 'train.lr': expected float, got 'fast'"
 
 
 def test_unknown_worker_and_broken_json(tmp_path):
     path = write_config(tmp_path, "ring", 5)
-    code, err = finish(start("hosts.agent", "--config", path, "--worker", "h7", "--out", tmp_path))
+    code, err = finish(start("hosts", "worker", "--config", path, "--worker", "h7", "--out", tmp_path))
     assert (code, err) == (2, f"agent h7: {path}: field 'workers': no worker named 'h7' (have h1, h2)")
     path.write_text('{"scheme": "ring",\n  "workers": [}')
-    code, err = finish(start("hosts.ps", "--config", path, "--out", tmp_path))
+    code, err = finish(start("hosts", "ps", "--config", path, "--out", tmp_path))
     assert code == 2 and err.startswith(f"ps: {path}:2:15: invalid JSON: Expecting value")
 
 
 @pytest.mark.slow
 def test_ps_job_of_two_agents_trains_and_writes_results(tmp_path):
     path = write_config(tmp_path, "ps", 30)
-    server = start("hosts.ps", "--config", path, "--out", tmp_path)
-    agents = [start("hosts.agent", "--config", path, "--worker", f"h{i}", "--out", tmp_path) for i in (1, 2)]
+    server = start("hosts", "ps", "--config", path, "--out", tmp_path)
+    agents = [start("hosts", "worker", "--config", path, "--worker", f"h{i}", "--out", tmp_path) for i in (1, 2)]
     assert [finish(a) for a in agents] == [(0, ""), (0, "")]
     assert finish(server) == (0, "")
     results = [json.loads((tmp_path / f"h{i}.result.json").read_text()) for i in (1, 2)]
@@ -75,7 +76,7 @@ def test_ps_job_of_two_agents_trains_and_writes_results(tmp_path):
 @pytest.mark.slow
 def test_crashed_worker_is_named_by_its_peer(tmp_path):
     path = write_config(tmp_path, "ring", 100000)
-    agents = {name: start("hosts.agent", "--config", path, "--worker", name, "--out", tmp_path) for name in ("h1", "h2")}
+    agents = {name: start("hosts", "worker", "--config", path, "--worker", name, "--out", tmp_path) for name in ("h1", "h2")}
     metrics = tmp_path / "h2.metrics.jsonl"
     deadline = time.monotonic() + 120
     while not (metrics.exists() and metrics.stat().st_size > 0):
@@ -100,7 +101,7 @@ def test_innet_job_of_two_agents_through_the_p4_switch(tmp_path):
     path = write_config(tmp_path, "innet", 20, job=job)
     fabric.start()
     try:
-        agents = [start("hosts.agent", "--config", path, "--worker", f"h{i}", "--out", tmp_path) for i in (1, 2)]
+        agents = [start("hosts", "worker", "--config", path, "--worker", f"h{i}", "--out", tmp_path) for i in (1, 2)]
         assert [finish(a) for a in agents] == [(0, ""), (0, "")]
     finally:
         fabric.close()

@@ -20,11 +20,11 @@ import workers as wk
 
 from hosts import quantize
 from hosts.agent_config import TrainConfig
-from hosts.comm import InNetworkAllReduce
+from hosts.allreduce import InNetworkAllReduce
 from hosts.data import load_dataset
-from hosts.job import JobSpec, WorkerSpec
 from hosts.model import flat_params
 from hosts.train import train_reference, train_worker
+from protocol.job import JobSpec, WorkerSpec
 
 W = 4
 CONFIG = TrainConfig(steps=50, batch_size=16, hidden=16, eval_every=50, seed=1)

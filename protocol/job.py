@@ -10,11 +10,10 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from protocol.wire import AGG_PORT, DEFAULT_LANES, LANE_COUNTS
-
-from .pacing import PACING_CHOICES
+from .wire import AGG_PORT, DEFAULT_LANES, LANE_COUNTS
 
 MAX_JOBS = 1024  # aggnet.p4 AGG_MAX_JOBS: per-job counters are indexed by job id
+PACING_CHOICES = ("fixed", "aimd")  # how a worker paces its window (hosts.pacing)
 
 
 class JobSpecError(ValueError):
@@ -45,7 +44,7 @@ class JobSpec:
     timeout_s:  minimum retransmission timeout of a chunk (the client adapts it upwards)
     agg_ip:     the IPv4 address contributions are sent to (routed towards the tree)
     agg_port:   the UDP destination port switches recognise (AGG_PORT)
-    pacing:     "fixed" (always slot_count chunks in flight) or "aimd" (hosts.pacing)
+    pacing:     one of PACING_CHOICES: "fixed" (always slot_count chunks in flight) or "aimd" (hosts.pacing)
     weight:     the AIMD increase per round trip: the job's share of a contended link
     """
 
