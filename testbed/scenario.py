@@ -377,7 +377,7 @@ class ModeRun:
             self.say(f"  {admission.message}")
         error, events, counters = None, [], {}
         with Testbed(self.topo, "embedded", str(self.run_dir)) as tb:
-            conns = connect_all(self.topo, sidechannel_ports={s: tb.thrift_port(s) for s in self.topo.switches})
+            conns = connect_all(self.topo, side_channel_ports={s: tb.thrift_port(s) for s in self.topo.switches})
             adapter = None
             try:
                 installer = Installer(self.topo, load_program(program_path(self.scn.lanes)), conns, timeout_s=0.2)

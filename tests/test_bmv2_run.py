@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.side_channel import cli_line
+from controller.switch_cli import cli_line
 from controller.topology import load_topology
 from testbed.network import Testbed, check_links, kernel_loss_script, link_queue_commands
 from testbed.p4switch import BMV2_PROGRAMS, P4Switch, TargetUnsupported

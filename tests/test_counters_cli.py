@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from finsy import P4CounterData, P4CounterEntry
 
 from controller.installer import load_program
 from controller.p4rt import P4RuntimeError, SwitchConnection
@@ -89,9 +90,7 @@ def network(tmp_path, monkeypatch):
 
 
 def set_counter(conn: SwitchConnection, name: str, index: int, packets: int) -> None:
-    entry = conn.counter_entry(name, index)
-    entry.data.packet_count = packets
-    conn.write([conn.modify(entry)])
+    conn.write([conn.modify(P4CounterEntry(name, index=index, data=P4CounterData(packet_count=packets)))])
 
 
 def table_rows(text: str) -> list[list[str]]:

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from finsy import P4TableEntry
 
 from controller.installer import AGG_JOB, Installer, connect_all, load_program
 from controller.monitor import snapshot
@@ -65,7 +66,7 @@ def switches(tmp_path):
 def test_install_into_switch_processes_and_zero_registers_over_the_side_channel(switches):
     topo, thrift_ports = switches
     program = load_program(str(REPO / "p4src" / "aggnet.p4"))
-    conns = connect_all(topo, sidechannel_ports=thrift_ports)
+    conns = connect_all(topo, side_channel_ports=thrift_ports)
     try:
         jobs = place_jobs(topo, [Job("a", ("h1", "h2", "h5", "h6"), root="s1", k=2, slots=2)])
         installer = Installer(topo, program, conns)
@@ -81,7 +82,7 @@ def test_install_into_switch_processes_and_zero_registers_over_the_side_channel(
         send_command(thrift_ports["s2"], "register_write agg_bitmap 3 5")  # leftover state in the job's region
         assert conns["s2"].register_read("AggIngress.agg_bitmap", 3) == {3: 5}
         installer.remove_job("a")
-        assert all(not conns[s].read([conns[s].table_entry(AGG_JOB)]) for s in topo.switches)
+        assert all(not conns[s].read([P4TableEntry(AGG_JOB)]) for s in topo.switches)
         specs, again = installer.install(jobs)
         assert again["s2"].registers_zeroed == 2 * 2 * (5 + 32)
         assert conns["s2"].register_read("AggIngress.agg_bitmap", 3) == {3: 0}
