@@ -358,7 +358,7 @@ class Experiment:
         started = time.time()
         error: Exception | None = None
         with Testbed(self.topo, self.cfg.target, str(self.run_dir)) as tb:
-            conns = connect_all(self.topo, side_channel_ports={s: tb.thrift_port(s) for s in self.topo.switches},
+            conns = connect_all(self.topo, side_channel_ports={s: tb.side_channel_port(s) for s in self.topo.switches},
                                 target=self.cfg.target)
             try:
                 specs, placement = self._install(conns)

@@ -211,7 +211,7 @@ def run_with_faults(cfg: FaultRunConfig) -> dict:
     pending = sorted(cfg.faults, key=lambda f: f.at_step)
     started = time.monotonic()
     with Testbed(topo, "embedded", str(run.run_dir)) as tb:
-        conns = connect_all(topo, side_channel_ports={s: tb.thrift_port(s) for s in topo.switches})
+        conns = connect_all(topo, side_channel_ports={s: tb.side_channel_port(s) for s in topo.switches})
         program = load_program(program_path(32))
         failover = Failover(topo, program, conns, Job(JOB_NAME, cfg.workers, k=cfg.k, slots=cfg.slots),
                             cfg.algo, cfg.train.seed, timeout_s=cfg.min_rto_s)

@@ -32,7 +32,7 @@ from typing import Any, IO
 from testbed import clean
 from testbed.p4switch import P4Switch, SwitchDied, TargetUnsupported, check_target
 
-THRIFT_PORT_BASE = 9090
+SIDE_CHANNEL_PORT_BASE = 9090
 LOCK_FILE = os.path.join(clean.STATE_DIR, "network.lock")
 LOSS_PPM = 1_000_000  # nftables draws loss as `numgen random mod LOSS_PPM < p * LOSS_PPM`
 
@@ -150,8 +150,8 @@ class Testbed:
     def log_file(self, switch: str) -> str:
         return os.path.join(self.logs_dir, f"{switch}.log")
 
-    def thrift_port(self, switch: str) -> int:
-        return THRIFT_PORT_BASE + self.topology.switches[switch].device_id
+    def side_channel_port(self, switch: str) -> int:
+        return SIDE_CHANNEL_PORT_BASE + self.topology.switches[switch].device_id
 
     # -- lifecycle
     def __enter__(self) -> "Testbed":
@@ -197,7 +197,7 @@ class Testbed:
             self.net.addHost(h.name, ip=h.ip_cidr, mac=h.mac)
         for s in topo.switches.values():
             self.net.addSwitch(s.name, cls=P4Switch, device_id=s.device_id, grpc_port=s.grpc_port,
-                               thrift_port=self.thrift_port(s.name), log_file=self.log_file(s.name),
+                               side_channel_port=self.side_channel_port(s.name), log_file=self.log_file(s.name),
                                target=self.target, program=self.program,
                                pcap_dir=self.pcaps_dir if self.pcap else None, start_timeout=self.start_timeout)
         interfaces = []
@@ -248,7 +248,7 @@ class Testbed:
                         drops[self.topology.intf_name(node, port)] = link.loss / 100.0
         for switch, lines in commands.items():
             if lines:
-                side_channel(self.target, self.thrift_port(switch)).run(lines)
+                side_channel(self.target, self.side_channel_port(switch)).run(lines)
         if drops:
             subprocess.run(["nft", "-f", "-"], input=kernel_loss_script(drops), text=True, check=True,
                            capture_output=True)

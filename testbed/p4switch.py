@@ -4,7 +4,7 @@ The node lives in the root namespace (like BMv2 nodes in p4-utils). `start()` la
 `aggnet switch` (target "embedded") or `simple_switch_grpc --no-p4` (target "bmv2"; the
 controller pushes p4c's JSON over P4Runtime) with one `-i PORT@IFACE` per interface, in
 the port numbering the topology gives, then waits until the P4Runtime and side-channel
-(Thrift) ports accept connections; a switch that exits or does not come up in
+(BMv2: Thrift) ports accept connections; a switch that exits or does not come up in
 time raises SwitchStartError with the tail of its log. The process gets SIGTERM if the
 testbed process itself dies (PR_SET_PDEATHSIG), so a crashed testbed leaves no switch.
 """
@@ -86,13 +86,13 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
 class P4Switch(Switch):
     """A P4 switch node: one target process bound to this node's interfaces."""
 
-    def __init__(self, name: str, device_id: int, grpc_port: int, thrift_port: int, log_file: str,
+    def __init__(self, name: str, device_id: int, grpc_port: int, side_channel_port: int, log_file: str,
                  target: str = "embedded", program: str | None = None, pcap_dir: str | None = None,
                  cpu_port: int = 255, start_timeout: float = 30.0, **params):
         super().__init__(name, **params)
         self.device_id = device_id
         self.grpc_port = grpc_port
-        self.thrift_port = thrift_port
+        self.side_channel_port = side_channel_port
         self.log_file = log_file
         self.target = target
         self.program = program
@@ -113,13 +113,13 @@ class P4Switch(Switch):
         addr = f"127.0.0.1:{self.grpc_port}"
         if self.target == "bmv2":
             cmd = ["simple_switch_grpc", "--device-id", str(self.device_id), *self.port_args(),
-                   "--thrift-port", str(self.thrift_port), "--log-console", "--log-level", "warn"]
+                   "--thrift-port", str(self.side_channel_port), "--log-console", "--log-level", "warn"]
             if self.pcap_dir:
                 cmd += ["--pcap", self.pcap_dir]
             return cmd + ["--no-p4", "--", "--grpc-server-addr", addr, "--cpu-port", str(self.cpu_port)]
         cmd = [sys.executable, "-m", "testbed.cli", "switch", "--device-id", str(self.device_id),
                *self.port_args(), "--grpc-server-addr", addr, "--cpu-port", str(self.cpu_port),
-               "--thrift-port", str(self.thrift_port), "--log", self.log_file]
+               "--thrift-port", str(self.side_channel_port), "--log", self.log_file]
         if self.pcap_dir:
             cmd += ["--pcap", self.pcap_dir]
         return cmd + ([self.program] if self.program else [])
@@ -137,7 +137,7 @@ class P4Switch(Switch):
     def wait_ready(self) -> None:
         """Block until the P4Runtime and side-channel ports answer, or fail with the log tail."""
         deadline = time.monotonic() + self.start_timeout
-        while not (port_open(self.grpc_port) and port_open(self.thrift_port)):
+        while not (port_open(self.grpc_port) and port_open(self.side_channel_port)):
             code = self.process.poll()
             if code is not None:
                 raise SwitchStartError(f"{self.name}: switch exited with code {code} while starting; "

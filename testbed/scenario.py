@@ -377,7 +377,7 @@ class ModeRun:
             self.say(f"  {admission.message}")
         error, events, counters = None, [], {}
         with Testbed(self.topo, "embedded", str(self.run_dir)) as tb:
-            conns = connect_all(self.topo, side_channel_ports={s: tb.thrift_port(s) for s in self.topo.switches})
+            conns = connect_all(self.topo, side_channel_ports={s: tb.side_channel_port(s) for s in self.topo.switches})
             adapter = None
             try:
                 installer = Installer(self.topo, load_program(program_path(self.scn.lanes)), conns, timeout_s=0.2)
@@ -420,7 +420,7 @@ class ModeRun:
         from p4target.sidechannel import send_command
 
         for s in self.scn.shaping:
-            port, tport = self.topo.port_of(s.switch, s.peer), tb.thrift_port(s.switch)
+            port, tport = self.topo.port_of(s.switch, s.peer), tb.side_channel_port(s.switch)
             if s.rate_mbps is not None:
                 send_command(tport, f"set_queue_rate_bps {s.rate_mbps * 1e6:.0f} {port}")
             if s.delay_ms is not None:

@@ -64,7 +64,7 @@ def test_bmv2_switches_start_empty_for_the_controller_to_push():
     with pytest.raises(TargetUnsupported, match="BMv2 switches start without a program"):
         Testbed(load_topology(STAR4), "bmv2", program="p4src/aggnet.p4")
     switch = P4Switch.__new__(P4Switch)  # the command line only; a real node would start a shell
-    vars(switch).update(target="bmv2", device_id=3, grpc_port=50003, thrift_port=9093, pcap_dir=None,
+    vars(switch).update(target="bmv2", device_id=3, grpc_port=50003, side_channel_port=9093, pcap_dir=None,
                         cpu_port=255, program="p4src/aggnet.p4", intfs={})
     assert switch.command() == ["simple_switch_grpc", "--device-id", "3", "--thrift-port", "9093", "--log-console",
                                 "--log-level", "warn", "--no-p4", "--", "--grpc-server-addr", "127.0.0.1:50003",

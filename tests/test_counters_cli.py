@@ -61,10 +61,10 @@ def network(tmp_path, monkeypatch):
     """One `aggnet switch` process with aggnet.p4, a primary controller session, and the record a
     Testbed would write for it (owner: this test process)."""
     monkeypatch.setattr(clean, "STATE_DIR", str(tmp_path / "state"))
-    grpc_port, thrift_port = free_port(), free_port()
+    grpc_port, side_port = free_port(), free_port()
     log = tmp_path / "s1.log"
     proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "switch", "--device-id", "1",
-                             "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--thrift-port", str(thrift_port),
+                             "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--thrift-port", str(side_port),
                              "--log", str(log)], cwd=REPO)
     conn = None
     try:

@@ -79,8 +79,8 @@ def leafspine_switches(tmp_path):
 
 
 def test_killed_spine_is_detected_and_the_job_moves(leafspine_switches):
-    topo, procs, thrift = leafspine_switches
-    conns = connect_all(topo, side_channel_ports=thrift)
+    topo, procs, side_ports = leafspine_switches
+    conns = connect_all(topo, side_channel_ports=side_ports)
     failover = Failover(topo, load_program(str(REPO / "p4src" / "aggnet.p4")), conns, Job("job1", WORKERS))
     try:
         spec = failover.install()
