@@ -469,9 +469,9 @@ class Installer:
         for entry in job_entries:
             base, count = entry.action.args["slot_base"], entry.action.args["slot_count"]
             cells = range(2 * base, 2 * (base + count))
-            for register in SLOT_REGISTERS:
-                conn.register_write(register, {i: 0 for i in cells})
-            conn.register_write(VALUES_REGISTER, {i: 0 for i in range(2 * base * lanes, 2 * (base + count) * lanes)})
+            zeros = {register: dict.fromkeys(cells, 0) for register in SLOT_REGISTERS}
+            zeros[VALUES_REGISTER] = dict.fromkeys(range(2 * base * lanes, 2 * (base + count) * lanes), 0)
+            conn.write_registers(zeros)
             written += len(cells) * (len(SLOT_REGISTERS) + lanes)
         return written
 

@@ -504,11 +504,17 @@ class SwitchConnection:
 
     def register_write(self, register: str, values: Mapping[int, int]) -> None:
         """Write register cells {index: value}; over the side channel if one is configured."""
+        self.write_registers({register: values})
+
+    def write_registers(self, cells: Mapping[str, Mapping[int, int]]) -> None:
+        """Write cells {register: {index: value}} in one batch: one Write, or one side-channel batch
+        (on BMv2 one simple_switch_CLI process, which takes about a second to start)."""
         self._writable("register_write")
+        writes = [(register, index, value) for register, values in cells.items() for index, value in values.items()]
         if self.side_channel is not None:
-            self._side([f"register_write {register} {index} {value}" for index, value in values.items()])
+            self._side([f"register_write {register} {index} {value}" for register, index, value in writes])
             return
-        self.write([self.modify(P4RegisterEntry(register, index=i, data=v)) for i, v in values.items()])
+        self.write([self.modify(P4RegisterEntry(register, index=index, data=value)) for register, index, value in writes])
 
     # ------------------------------------------------------------------ traffic manager (side channel)
 
