@@ -26,65 +26,39 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from config import ConfigError, load, option
+
 from .comm import Endpoint
 from .job import JobSpec, JobSpecError
 from .straggler import StragglerError, parse_stragglers
 
 SCHEMES = ("innet", "ps", "ring", "hostagg")
+MODEL_NAMES = ("mlp", "cnn")  # hosts.model builds them
+DATASET_NAMES = ("digits", "synthetic")  # hosts.data loads them
 RING_PORT = 47000
 PS_PORT = 47100
 AGG_PORT_TCP = 47200
 REPLICA_PORT = 47300
 
 
-class ConfigError(ValueError):
-    """A malformed agent config; the message names the file and the field."""
-
-    exit_code = 2
-
-
 @dataclass(frozen=True)
 class TrainConfig:
-    """What every worker trains, identically. batch_size is per worker."""
+    """What every worker trains, identically. batch_size is per worker; seed seeds model, data and the run."""
 
-    model: str = "mlp"
-    dataset: str = "digits"
-    hidden: int = 64
-    batch_size: int = 32
-    lr: float = 0.1
-    momentum: float = 0.9
-    steps: int = 200
-    seed: int = 0
-    eval_every: int = 50  # evaluate on the test split every N steps (and after the last)
+    model: str = option("mlp", choices=MODEL_NAMES, help="model every worker trains")
+    dataset: str = option("digits", choices=DATASET_NAMES, help="dataset (shipped offline)")
+    hidden: int = option(64, minimum=1, help="hidden units of the MLP")
+    batch_size: int = option(32, minimum=1, help="per-worker batch size")
+    lr: float = option(0.1, minimum=1e-12, help="learning rate")
+    momentum: float = option(0.9, minimum=0, help="SGD momentum")
+    steps: int = option(200, minimum=1, help="training steps")
+    seed: int = option(0, help="seed of model, data and vectors")
+    eval_every: int = option(50, minimum=0, help="evaluate on the test split every N steps (and after the last)")
 
     @classmethod
     def from_dict(cls, data: Any, source: str, where: str = "train") -> "TrainConfig":
-        """Check every field's type against the defaults; unknown fields are errors."""
-        if not isinstance(data, dict):
-            raise ConfigError(f"{source}: field '{where}': expected an object")
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        for key in data:
-            if key not in fields:
-                raise ConfigError(f"{source}: field '{where}.{key}': unknown (known: {', '.join(fields)})")
-        values = {}
-        for name, f in fields.items():
-            if name not in data:
-                continue
-            value, want = data[name], type(f.default)
-            ok = isinstance(value, want) and not isinstance(value, bool)
-            if want is float and isinstance(value, int) and not isinstance(value, bool):
-                value, ok = float(value), True
-            if not ok:
-                raise ConfigError(f"{source}: field '{where}.{name}': expected {want.__name__}, "
-                                  f"got {type(value).__name__}")
-            values[name] = value
-        config = cls(**values)
-        for name in ("hidden", "batch_size", "steps"):
-            if getattr(config, name) < 1:
-                raise ConfigError(f"{source}: field '{where}.{name}': must be at least 1")
-        if config.lr <= 0 or config.eval_every < 0:
-            raise ConfigError(f"{source}: field '{where}': lr must be positive and eval_every >= 0")
-        return config
+        """Read a `train` mapping; unknown fields and bad values are one-line ConfigErrors."""
+        return load(cls, data, source, where)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-DATASET_NAMES = ("digits", "synthetic")
+from .agent_config import DATASET_NAMES
+
 TEST_FRACTION = 0.2
 SYNTHETIC_SAMPLES = 10000
 SYNTHETIC_FEATURES = 256

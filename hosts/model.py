@@ -12,7 +12,8 @@ import threading
 import torch
 from torch import nn
 
-MODEL_NAMES = ("mlp", "cnn")
+from .agent_config import MODEL_NAMES
+
 _INIT_LOCK = threading.Lock()  # weights come from torch's global RNG; threads must not interleave
 
 

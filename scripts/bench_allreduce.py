@@ -23,7 +23,6 @@ with 32 lanes the ratio sits right at 1/3 (0.32-0.33 measured), with 64 at about
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -32,6 +31,8 @@ from typing import Any, Mapping
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
+
+from protocol.wire import LANE_COUNTS  # noqa: E402
 
 SCHEMES = ("innet", "ps")
 
@@ -59,7 +60,7 @@ def main() -> int:
     parser.add_argument("--topo", default="star8", help="topology (default star8: the server gets its own host)")
     parser.add_argument("--workers", type=int, default=4, help="the first N hosts are workers (default 4)")
     parser.add_argument("--elements", type=int, default=1_000_000, help="int32 elements per worker (default 1M)")
-    parser.add_argument("--lanes", type=int, default=64, choices=(32, 64, 128),
+    parser.add_argument("--lanes", type=int, default=64, choices=LANE_COUNTS,
                         help="values per aggregation packet (default 64, see above)")
     parser.add_argument("--link-mbps", type=float, help="shape every link to this rate")
     parser.add_argument("--seed", type=int, default=1)
@@ -67,19 +68,24 @@ def main() -> int:
     parser.add_argument("--out", help="write the result as JSON here")
     args = parser.parse_args()
 
-    from controller.topology import load_topology
+    from hosts.agent_config import TrainConfig
     from testbed import report
-    from testbed.experiment import RunConfig, choose_workers, ps_host, resolve_topology, run_experiment
+    from testbed.config import JobConfig, NetworkConfig, RunConfig, WorkloadConfig
+    from testbed.run import Run
 
-    base = RunConfig(topo=args.topo, workers=args.workers, workload="allreduce", elements=args.elements,
-                     lanes=args.lanes, link_mbps=args.link_mbps, seed=args.seed)
-    topo = load_topology(resolve_topology(args.topo))
-    server = ps_host(topo, choose_workers(topo, base))
-    server_link = report.link_name(topo, topo.links_of(server)[0])
     with tempfile.TemporaryDirectory() as tmp:
         runs = args.runs or tmp
-        by_scheme = {s: run_experiment(dataclasses.replace(base, scheme=s, out=os.path.join(runs, s)))
-                     for s in SCHEMES}
+        by_scheme = {}
+        for scheme in SCHEMES:
+            cfg = RunConfig(network=NetworkConfig(topo=args.topo, lanes=args.lanes, link_mbps=args.link_mbps),
+                            job=JobConfig(workers=args.workers, scheme=scheme),
+                            workload=WorkloadConfig(workload="allreduce", elements=args.elements),
+                            train=TrainConfig(seed=args.seed), out=os.path.join(runs, scheme))
+            run = Run(cfg)
+            by_scheme[scheme] = run.execute()
+    topo = run.topo
+    server = by_scheme["ps"]["config"]["ps_host"]
+    server_link = report.link_name(topo, topo.links_of(server)[0])
     result = {"topo": topo.name, "workers": args.workers, "ps_host": server, "elements": args.elements,
               "lanes": args.lanes, "link_mbps": args.link_mbps, "seed": args.seed,
               **compare(by_scheme, server_link)}

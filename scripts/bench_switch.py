@@ -42,9 +42,9 @@ def main() -> int:
     topo = parse_topology({"name": "bench", "hosts": [{"name": "h1"}, {"name": "h2"}], "switches": [{"name": "s1"}],
                            "links": [{"a": "h1", "b": "s1"}, {"a": "h2", "b": "s1"}]}, "bench")
     with tempfile.TemporaryDirectory() as run_dir, Testbed(topo, "embedded", run_dir, program=args.program) as tb:
-        side_port = tb.side_channel_port("s1")
+        thrift = tb.side_channel_port("s1")
         for h in topo.hosts.values():
-            send_command(side_port, f"table_add ipv4_lpm ipv4_forward {h.ip}/32 => {h.mac} {topo.port_of('s1', h.name)}")
+            send_command(thrift, f"table_add ipv4_lpm ipv4_forward {h.ip}/32 => {h.mac} {topo.port_of('s1', h.name)}")
         out_port = str(topo.port_of("s1", "h2"))
         in_port = str(topo.port_of("s1", "h1"))
         warmup = 1.0
@@ -54,9 +54,9 @@ def main() -> int:
             f.write(flood)
         tb.host("h1").sendCmd(f"python3 {script}")
         time.sleep(warmup)
-        first, t0 = json.loads(send_command(side_port, "port_stats")), time.monotonic()
+        first, t0 = json.loads(send_command(thrift, "port_stats")), time.monotonic()
         time.sleep(args.seconds)
-        last, t1 = json.loads(send_command(side_port, "port_stats")), time.monotonic()
+        last, t1 = json.loads(send_command(thrift, "port_stats")), time.monotonic()
         flood_output = tb.host("h1").waitOutput()
         if flood_output.strip():
             print(f"bench_switch: sender: {flood_output.strip()}", file=sys.stderr)

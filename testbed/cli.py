@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 
-# (command, module, help). Modules must stay cheap to import: heavy imports go in run().
+# (command, module, help). Only the module of the command given is imported.
 COMMANDS: list[tuple[str, str, str]] = [
     ("run", "testbed.run_cli", "run an experiment: network up, pipeline and trees installed, training, counters"),
     ("compare", "testbed.compare_cli", "run the same experiment once per scheme (innet, ps, ring) and compare them"),
@@ -26,21 +27,28 @@ COMMANDS: list[tuple[str, str, str]] = [
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Build the parser with every registered subcommand."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every registered subcommand; with `command`, only that one gets its options
+    (its module is imported; the others are not, so `aggnet p4 ...` starts without torch or numpy)."""
     parser = argparse.ArgumentParser(prog="aggnet", description="AggNet: in-network aggregation testbed")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, module_name, help_text in COMMANDS:
-        module = importlib.import_module(module_name)
         cmd = sub.add_parser(name, help=help_text, description=help_text)
-        module.add_arguments(cmd)
-        cmd.set_defaults(_run=module.run)
+        if command is None or name == command:
+            module = importlib.import_module(module_name)
+            module.add_arguments(cmd)
+            cmd.set_defaults(_run=module.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, run the subcommand, turn user errors into one-line messages."""
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    command = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(command).parse_args(argv)
+    # Ctrl-C must stop a run and tear its network down even when the shell that started us ignores
+    # SIGINT (a background job): Python keeps an inherited SIG_IGN unless told otherwise.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:

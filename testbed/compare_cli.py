@@ -34,22 +34,26 @@ def compare_dir(root: str) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from rich.console import Console
 
+    from hosts.agent_config import SCHEMES
     from testbed import plots, report, run_cli
-    from testbed.experiment import SCHEMES, RunError
+    from testbed.run import RunError
 
     schemes = [s.strip() for s in args.schemes.split(",") if s.strip()]
     bad = [s for s in schemes if s not in SCHEMES]
     if bad or not schemes or len(set(schemes)) != len(schemes):
         raise RunError(f"--schemes: {args.schemes!r}: give distinct schemes from {', '.join(SCHEMES)}")
     console = Console()
-    folder = compare_dir(args.out)
+    folder = compare_dir(run_cli.config_from_args(args).out)
     by_scheme = {}
     for scheme in schemes:
         console.rule(f"scheme {scheme}")
-        by_scheme[scheme] = run_cli.execute(run_cli.config_from_args(args, scheme=scheme, out=str(folder / scheme)),
-                                            console)
+        cfg = run_cli.config_from_args(args)
+        cfg = dataclasses.replace(cfg, job=dataclasses.replace(cfg.job, scheme=scheme), out=str(folder / scheme))
+        by_scheme[scheme] = run_cli.execute(cfg, console)
     summary = report.compare_summary(by_scheme)
     (folder / "comparison.json").write_text(json.dumps(
         {"schemes": summary, "runs": {s: r["run_dir"] for s, r in by_scheme.items()}}, indent=2) + "\n")

@@ -3,20 +3,20 @@
     with Testbed(load_topology("topologies/star4.yaml"), "embedded", "runs/x") as tb:
         tb.host("h1").cmd("ping -c1 10.0.0.2")
 
-Hosts get IP/MAC from the topology, IPv6 off (no router solicitations or MLD reports
-in the switches' pcaps and counters), checksum offloads off (frames on a veth would
-otherwise carry unfinished checksums that a P4 program sees as wrong), and static ARP
+Hosts (testbed.nodes.AggNetHost) get IP/MAC from the topology and Mininet's static ARP
 entries for every other host, so pings do not depend on ARP being forwarded by the P4
-program. Each switch is a P4Switch node; per-link bw/delay/loss/queue from the topology
-are applied to the switch's egress queue on that link through its side channel (there is
-no netem here). The embedded target's traffic manager has all four; BMv2's queues have only
-rate and depth, so on BMv2 a link's loss is applied by the kernel instead (an nftables
-netdev egress hook on the switch's interface drops packets at random: not seeded), and a
-topology with delay on BMv2 is refused before anything starts. BMv2 switches start empty (the controller pushes the pipeline), and simple_switch_CLI cannot
-talk to a switch without a program, so on BMv2 `start()` leaves the queues alone and the
-caller runs `apply_link_queues()` once the pipeline is in. The run folder gets build/,
-logs/ (s1.log) and pcaps/. Teardown always runs: on exceptions, Ctrl-C and SIGTERM, and a record in
-testbed.clean.STATE_DIR lets `aggnet clean` finish the job if this process is killed.
+program. Each switch is the target's node class (testbed.nodes.EmbeddedSwitch or
+Bmv2Switch). Per-link bw/delay/loss/queue from the topology are applied to the switch's
+egress queue on that link through its side channel (there is no netem here). The embedded
+target's traffic manager has all four; BMv2's queues have only rate and depth, so on BMv2 a
+link's loss is applied by the kernel instead (an nftables netdev egress hook on the switch's
+interface drops packets at random: not seeded), and a topology with delay on BMv2 is refused
+before anything starts. BMv2 switches start empty (the controller pushes the pipeline), and
+simple_switch_CLI cannot talk to a switch without a program, so on BMv2 `start()` leaves the
+queues alone and the caller runs `apply_link_queues()` once the pipeline is in. The run folder
+gets build/, logs/ (s1.log) and pcaps/. Teardown always runs: on exceptions, Ctrl-C and
+SIGTERM, and a record in testbed.clean.STATE_DIR lets `aggnet clean` finish the job if this
+process is killed.
 """
 from __future__ import annotations
 
@@ -27,12 +27,12 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, IO
+from typing import IO, Any
 
 from testbed import clean
-from testbed.p4switch import P4Switch, SwitchDied, TargetUnsupported, check_target
+from testbed.nodes import AggNetHost, P4Switch, SwitchDied, TargetUnsupported, check_target, switch_class
 
-SIDE_CHANNEL_PORT_BASE = 9090
+SIDE_CHANNEL_PORT_BASE = 9090  # + device id: the switch's --thrift-port (our side channel; Thrift on BMv2)
 LOCK_FILE = os.path.join(clean.STATE_DIR, "network.lock")
 LOSS_PPM = 1_000_000  # nftables draws loss as `numgen random mod LOSS_PPM < p * LOSS_PPM`
 
@@ -59,19 +59,25 @@ def acquire_network_lock() -> IO:
     return lock
 
 
-def link_queue_commands(link: Any, port: int, target: str = "embedded") -> list[str]:
-    """Side-channel commands that give `port` (one end of `link`) the link's rate, delay, loss and depth
+def queue_commands(port: int, target: str, bw_mbps: float | None = None, delay_ms: float | None = None,
+                   loss: float | None = None, queue_pkts: int | None = None) -> list[str]:
+    """Side-channel commands giving switch port `port` a rate, delay, loss (percent) and depth
     (on BMv2 loss is not a queue setting: see kernel_loss_script)."""
     out = []
-    if link.bw_mbps:
-        out.append(f"set_queue_rate_bps {link.bw_mbps * 1e6:.0f} {port}")
-    if link.delay_ms:
-        out.append(f"set_queue_delay {link.delay_ms} {port}")
-    if link.loss and target == "embedded":
-        out.append(f"set_queue_loss {link.loss / 100.0} {port}")
-    if link.queue_pkts:
-        out.append(f"set_queue_depth {link.queue_pkts} {port}")
+    if bw_mbps:
+        out.append(f"set_queue_rate_bps {bw_mbps * 1e6:.0f} {port}")
+    if delay_ms:
+        out.append(f"set_queue_delay {delay_ms} {port}")
+    if loss and target == "embedded":
+        out.append(f"set_queue_loss {loss / 100.0} {port}")
+    if queue_pkts:
+        out.append(f"set_queue_depth {queue_pkts} {port}")
     return out
+
+
+def link_queue_commands(link: Any, port: int, target: str = "embedded") -> list[str]:
+    """queue_commands giving `port` (one end of `link`) the link's rate, delay, loss and depth."""
+    return queue_commands(port, target, link.bw_mbps, link.delay_ms, link.loss, link.queue_pkts)
 
 
 def check_links(topology: Any, target: str) -> None:
@@ -119,10 +125,10 @@ class Testbed:
     def __init__(self, topology: Any, target: str = "embedded", run_dir: str | None = None,
                  program: str | None = None, pcap: bool = False, start_timeout: float = 30.0):
         check_links(topology, target)
-        if target == "bmv2" and program:
-            raise TargetUnsupported(f"{program}: BMv2 switches start without a program (--no-p4); the controller "
-                                    "pushes it (controller.installer.load_program(path, 'bmv2'))")
-        check_target(target)
+        if program and not switch_class(target).takes_program:
+            raise TargetUnsupported(f"{program}: {target} switches start without a program; the controller "
+                                    f"pushes it (controller.installer.load_program(path, {target!r}))")
+        self.switch_class = check_target(target)
         self.topology = topology
         self.target = target
         self.run_dir = run_dir or new_run_dir()
@@ -174,7 +180,6 @@ class Testbed:
             self._build()
             self.net.start()
             self._record_processes()
-            self._configure_hosts()
             if self.target == "embedded":
                 self.apply_link_queues()
         except BaseException:
@@ -192,14 +197,15 @@ class Testbed:
         from mininet.net import Mininet
 
         topo = self.topology
-        self.net = Mininet(topo=None, build=False, controller=None, autoSetMacs=False, autoStaticArp=False)
+        self.net = Mininet(topo=None, build=False, controller=None, host=AggNetHost, autoSetMacs=False,
+                           autoStaticArp=True)
         for h in topo.hosts.values():
             self.net.addHost(h.name, ip=h.ip_cidr, mac=h.mac)
         for s in topo.switches.values():
-            self.net.addSwitch(s.name, cls=P4Switch, device_id=s.device_id, grpc_port=s.grpc_port,
+            self.net.addSwitch(s.name, cls=self.switch_class, device_id=s.device_id, grpc_port=s.grpc_port,
                                side_channel_port=self.side_channel_port(s.name), log_file=self.log_file(s.name),
-                               target=self.target, program=self.program,
-                               pcap_dir=self.pcaps_dir if self.pcap else None, start_timeout=self.start_timeout)
+                               program=self.program, pcap_dir=self.pcaps_dir if self.pcap else None,
+                               start_timeout=self.start_timeout)
         interfaces = []
         for link in topo.links:
             names = (topo.intf_name(link.a, link.a_port), topo.intf_name(link.b, link.b_port))
@@ -219,16 +225,6 @@ class Testbed:
                 procs.append({"name": s.name, "pid": s.process.pid, "start": clean.process_start_time(s.process.pid)})
         self._record["processes"] = procs
         clean.write_record(self._record)
-
-    def _configure_hosts(self) -> None:
-        hosts = list(self.topology.hosts.values())
-        for h in hosts:
-            node = self.net.get(h.name)
-            intf = node.defaultIntf().name
-            cmds = ["sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1",
-                    f"ethtool -K {intf} tx off rx off >/dev/null 2>&1"]
-            cmds += [f"ip neigh replace {o.ip} lladdr {o.mac} dev {intf} nud permanent" for o in hosts if o is not h]
-            node.cmd("; ".join(cmds))
 
     def apply_link_queues(self) -> None:
         """Per-link bw/delay/loss/queue from the topology -> the switches' egress queues (one batch per switch).

@@ -16,13 +16,13 @@ import pytest
 from controller.switch_cli import cli_line
 from controller.topology import load_topology
 from testbed.network import Testbed, check_links, kernel_loss_script, link_queue_commands
-from testbed.p4switch import BMV2_PROGRAMS, P4Switch, TargetUnsupported
+from testbed.nodes import Bmv2Switch, TargetUnsupported
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "data" / "run"))
 import e2e  # noqa: E402
 
 STAR4 = str(e2e.REPO / "topologies" / "star4.yaml")
-MISSING = [p for p in BMV2_PROGRAMS if shutil.which(p) is None]
+MISSING = [p for p in Bmv2Switch.programs if shutil.which(p) is None]
 
 
 @pytest.mark.skipif(not MISSING, reason="BMv2 and p4c are installed here")
@@ -61,11 +61,10 @@ def test_loss_on_bmv2_is_a_kernel_drop_at_the_switch_port_not_a_queue_setting():
 
 
 def test_bmv2_switches_start_empty_for_the_controller_to_push():
-    with pytest.raises(TargetUnsupported, match="BMv2 switches start without a program"):
+    with pytest.raises(TargetUnsupported, match="bmv2 switches start without a program"):
         Testbed(load_topology(STAR4), "bmv2", program="p4src/aggnet.p4")
-    switch = P4Switch.__new__(P4Switch)  # the command line only; a real node would start a shell
-    vars(switch).update(target="bmv2", device_id=3, grpc_port=50003, side_channel_port=9093, pcap_dir=None,
-                        cpu_port=255, program="p4src/aggnet.p4", intfs={})
+    switch = Bmv2Switch.__new__(Bmv2Switch)  # the command line only; a real node would start a shell
+    vars(switch).update(device_id=3, grpc_port=50003, side_channel_port=9093, pcap_dir=None, cpu_port=255, intfs={})
     assert switch.command() == ["simple_switch_grpc", "--device-id", "3", "--thrift-port", "9093", "--log-console",
                                 "--log-level", "warn", "--no-p4", "--", "--grpc-server-addr", "127.0.0.1:50003",
                                 "--cpu-port", "255"]

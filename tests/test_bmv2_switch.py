@@ -16,7 +16,7 @@ from controller.p4rt import P4RuntimeError, SwitchConnection
 from controller.switch_cli import Bmv2Cli, side_channel
 from hosts import codec
 from p4target.sidechannel import SideChannelError
-from testbed.p4switch import port_open
+from testbed.nodes import port_open
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.root,
               pytest.mark.skipif(any(shutil.which(p) is None for p in ("simple_switch_grpc", "simple_switch_CLI", "p4c")),

@@ -29,7 +29,8 @@ from controller.installer import plan_job  # noqa: E402
 from controller.placement import Job, place_jobs  # noqa: E402
 from controller.placement.algorithms import evaluate  # noqa: E402
 from controller.topology import load_topology  # noqa: E402
-from testbed.experiment import JOB_NAME, resolve_topology  # noqa: E402
+from testbed.config import resolve_topology  # noqa: E402
+from testbed.run import JOB_NAME, REPO  # noqa: E402
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]
@@ -58,7 +59,7 @@ def measured_upward(topo, counters: dict, link: str) -> int:
 
 
 def test_predicted_utilization_matches_port_counters(tmp_path):
-    topo = load_topology(resolve_topology("fattree4"))
+    topo = load_topology(resolve_topology("fattree4", str(REPO)))
     k, algo, seed = 3, "soar", 5
     per_chunk, placed, promoted = predicted_messages(topo, k, algo, seed)
     assert promoted  # this placement exercises the installer's promotion (see the docstring)

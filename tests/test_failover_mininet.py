@@ -5,18 +5,27 @@ step they all completed, and the run ends with the step count and the very weigh
 uninterrupted run (in-network sums are exact integers, so the bound is met with equality)."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
 import pytest
 import torch
 
-from testbed.faults import FaultRunConfig, parse_fault, run_with_faults, train_config
+from testbed.config import FaultConfig, parse_fault
+from testbed.faults import DEFAULTS, FaultRun
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]
 STEPS = 30
 DETECT_BOUND_S = 1.0  # detect_interval_s (0.1) + one refused P4Runtime call, with margin
+
+
+def run_with_faults(out, *faults: str) -> dict:
+    """`aggnet faults` with its defaults (leaf-spine, four workers, in-network), STEPS steps."""
+    cfg = dataclasses.replace(DEFAULTS, train=dataclasses.replace(DEFAULTS.train, steps=STEPS),
+                              faults=FaultConfig(faults=tuple(parse_fault(f) for f in faults)), out=str(out))
+    return FaultRun(cfg).execute()
 
 
 def final_weights(results: dict, worker: str) -> dict:
@@ -26,14 +35,12 @@ def final_weights(results: dict, worker: str) -> dict:
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
-    return run_with_faults(FaultRunConfig(train=train_config(steps=STEPS),
-                                          out=str(tmp_path_factory.mktemp("clean"))))
+    return run_with_faults(tmp_path_factory.mktemp("clean"))
 
 
 def test_killed_spine_run_matches_uninterrupted_run(tmp_path, uninterrupted):
     assert uninterrupted["lineage_ok"] and uninterrupted["events"] == []
-    results = run_with_faults(FaultRunConfig(train=train_config(steps=STEPS),
-                                             faults=(parse_fault("kill_switch:s1@10"),), out=str(tmp_path)))
+    results = run_with_faults(tmp_path, "kill_switch:s1@10")
     [event] = results["events"]
     assert event["detected"] == "switch s1" and event["detected_after_s"] < DETECT_BOUND_S
     assert event["root"] == "s2" and "s1" not in event["aggregators"]
@@ -50,8 +57,7 @@ def test_killed_spine_run_matches_uninterrupted_run(tmp_path, uninterrupted):
 
 
 def test_link_down_is_routed_around(tmp_path, uninterrupted):
-    results = run_with_faults(FaultRunConfig(train=train_config(steps=STEPS),
-                                             faults=(parse_fault("link_down:s3-s1@10"),), out=str(tmp_path)))
+    results = run_with_faults(tmp_path, "link_down:s3-s1@10")
     [event] = results["events"]
     assert event["detected"] == "link s3-s1" and event["detected_after_s"] < DETECT_BOUND_S
     assert results["lineage_ok"] is True

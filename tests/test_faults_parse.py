@@ -1,20 +1,23 @@
 """Fault specs: parsing, checks against the topology (one-line errors), and the CPU throttle
 that makes a running worker straggle."""
+import dataclasses
 import subprocess
 import sys
 import time
 
 import pytest
 
+from config import ConfigError, load
 from controller.topology import load_topology
 from hosts.agent_config import TrainConfig, load_config
 from testbed.cli import build_parser
-from testbed.experiment import resolve_topology
-from testbed.faults import (CpuThrottle, Fault, FaultError, FaultRunConfig, _Run, _write_agent_config,
-                            check_run_config, config_from_args, parse_fault, train_config)
+from testbed.config import Fault, RunConfig, parse_fault, resolve_topology
+from testbed.faults import DEFAULTS, CpuThrottle, FaultError, FaultRun, check_fault
+from testbed.run import REPO
+from testbed.run_cli import config_from_args
 
-TOPO = load_topology(resolve_topology("leafspine"))
-WORKERS = ("h1", "h3")
+TOPO = load_topology(resolve_topology("leafspine", str(REPO)))
+WORKERS = ["h1", "h3"]
 
 
 @pytest.mark.parametrize("text, fault", [
@@ -24,58 +27,65 @@ WORKERS = ("h1", "h3")
     ("kill_aggregator:h8@7", Fault("kill_aggregator", "h8", 7)),
 ])
 def test_faults_parse_and_print_back(text, fault):
-    assert parse_fault(text, TOPO, WORKERS) == fault
+    assert parse_fault(text) == fault
     assert str(fault) == text
 
 
 @pytest.mark.parametrize("text, message", [
     ("explode:s1@3", "expected KIND:TARGET@STEP"),
     ("kill_switch:s1", "expected KIND:TARGET@STEP"),
-    ("kill_switch:s9@3", "no switch 's9' in"),
-    ("link_down:s3-s4@3", "no link 's3-s4' in"),
-    ("slow_worker:h2@3=0.5", "'h2' is not a worker (h1, h3)"),
     ("slow_worker:h1@3", "slow_worker needs =SHARE"),
     ("slow_worker:h1@3=1.5", "slow_worker needs =SHARE"),
 ])
-def test_bad_faults_are_one_line_errors(text, message):
-    with pytest.raises(FaultError) as info:
-        parse_fault(text, TOPO, WORKERS)
+def test_malformed_faults_are_one_line_errors(text, message):
+    with pytest.raises(ConfigError) as info:
+        load(RunConfig, {"faults": {"faults": [text]}}, "run.yaml")
+    assert str(info.value).startswith(f"run.yaml: field 'faults.faults[0]': {text!r}: ")
     assert message in str(info.value) and "\n" not in str(info.value) and info.value.exit_code == 2
-    assert str(info.value).startswith(f"--fault {text!r}: ")
 
 
-def test_run_config_checks():
-    check_run_config(FaultRunConfig(faults=(parse_fault("kill_switch:s1@3"),)), TOPO)
-    cases = [
-        (FaultRunConfig(workers=("h1", "h99")), "workers: 'h99' is not a host of"),
-        (FaultRunConfig(scheme="ring"), "scheme: 'ring' is not one of innet, hostagg"),
-        (FaultRunConfig(faults=(parse_fault("kill_aggregator:h8@3"),)), "there is no host aggregator in scheme innet"),
-        (FaultRunConfig(scheme="hostagg", faults=(parse_fault("kill_switch:s1@3"),)), "for scheme innet only"),
-        (FaultRunConfig(stragglers=(("h2", 0.1),)), "stragglers: 'h2' must be a worker"),
-    ]
-    for cfg, message in cases:
-        with pytest.raises(FaultError, match=message):
-            check_run_config(cfg, TOPO)
+@pytest.mark.parametrize("text, scheme, message", [
+    ("kill_switch:s9@3", "innet", "no switch 's9' in"),
+    ("link_down:s3-s4@3", "innet", "no link 's3-s4' in"),
+    ("slow_worker:h2@3=0.5", "innet", "'h2' is not a worker (h1, h3)"),
+    ("kill_aggregator:h8@3", "innet", "there is no host aggregator in scheme innet"),
+    ("kill_switch:s1@3", "hostagg", "for scheme innet only"),
+])
+def test_faults_the_topology_or_scheme_cannot_have_are_one_line_errors(text, scheme, message):
+    with pytest.raises(FaultError) as info:
+        check_fault(parse_fault(text), TOPO, WORKERS, scheme)
+    assert str(info.value).startswith(f"--fault {text}: ") and message in str(info.value)
+    check_fault(parse_fault("kill_switch:s1@3"), TOPO, WORKERS, "innet")  # a good one passes
 
 
-def test_cli_defaults_are_the_config_defaults():
-    assert config_from_args(build_parser().parse_args(["faults"])) == FaultRunConfig()
-    assert (FaultRunConfig().train.steps, FaultRunConfig().train.eval_every) == (40, 0)
+def test_a_fault_run_checks_its_scheme_and_faults_before_anything_starts(tmp_path):
+    ring = dataclasses.replace(DEFAULTS, job=dataclasses.replace(DEFAULTS.job, scheme="ring"), out=str(tmp_path))
+    with pytest.raises(FaultError, match="--scheme: 'ring' is not one of innet, hostagg"):
+        FaultRun(ring)
+    assert list(tmp_path.iterdir()) == []
 
 
-def test_cli_training_options_reach_the_train_config():
-    args = build_parser().parse_args(["faults", "--steps", "12", "--seed", "3", "--k", "2", "--workers", "h1,h3"])
-    cfg = config_from_args(args)
+def test_cli_defaults_are_the_fault_run_defaults():
+    assert config_from_args(build_parser().parse_args(["faults"]), DEFAULTS) == DEFAULTS
+    assert (DEFAULTS.train.steps, DEFAULTS.train.eval_every, DEFAULTS.network.topo) == (40, 0, "leafspine")
+
+
+def test_every_run_option_works_for_faults_and_reaches_the_train_config():
+    args = build_parser().parse_args(["faults", "--steps", "12", "--seed", "3", "--k", "2", "--worker-hosts", "h1,h3",
+                                      "--lanes", "64", "--target", "embedded", "--pacing", "aimd"])
+    cfg = config_from_args(args, DEFAULTS)
     assert cfg.train == TrainConfig(steps=12, seed=3, eval_every=0)
-    assert (cfg.k, cfg.workers) == (2, ("h1", "h3"))
+    assert (cfg.job.k, cfg.job.worker_hosts, cfg.network.lanes, cfg.job.pacing) == (2, ("h1", "h3"), 64, "aimd")
 
 
 def test_agent_config_carries_every_training_field(tmp_path):
-    train = train_config(model="cnn", dataset="synthetic", hidden=16, batch_size=8, lr=0.05, momentum=0.5,
-                         steps=7, seed=5, eval_every=3)
-    cfg = FaultRunConfig(workers=WORKERS, scheme="hostagg", train=train)
-    path = _write_agent_config(_Run(cfg, TOPO, tmp_path, aggregators=["h8"]), None)
-    assert load_config(path).train == train
+    train = TrainConfig(model="cnn", dataset="synthetic", hidden=16, batch_size=8, lr=0.05, momentum=0.5,
+                        steps=7, seed=5, eval_every=3)
+    cfg = dataclasses.replace(DEFAULTS, job=dataclasses.replace(DEFAULTS.job, worker_hosts=tuple(WORKERS),
+                                                                scheme="hostagg"), train=train, out=str(tmp_path))
+    run = FaultRun(cfg)
+    run.run_dir.mkdir(parents=True)
+    assert load_config(run.write_agent_config(run.jobs[0], "agent-0.json")).train == train
 
 
 def cpu_seconds(pid):

@@ -1,58 +1,95 @@
-"""`aggnet run` input checks and the pure helpers of the runner (no network, no root)."""
+"""`aggnet run` input checks and the pure helpers of the runner (no network, no root): the run
+configuration is read by the field-driven loader (config.fields) from the command line and from
+mappings alike, and every problem is one line naming the option or the file and field."""
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from config import ConfigError, add_options, flat_dict, from_options, load
 from controller.topology import load_topology
-from testbed.experiment import (REPO, RunConfig, RunError, check_config, choose_workers, program_path, ps_host,
-                                resolve_topology, shape_links)
+from hosts.agent_config import TrainConfig
+from testbed.config import JobConfig, NetworkConfig, RunConfig, WorkloadConfig, resolve_topology
+from testbed.run import REPO, Run, RunError, choose_workers, program_path, ps_host, shape_links
 
 STAR4 = str(REPO / "topologies" / "star4.yaml")
 
 
-def test_topology_by_name_or_path():
-    assert resolve_topology("star4") == str(REPO / "topologies" / "star4.yaml")
-    assert resolve_topology("tree2.yaml") == str(REPO / "topologies" / "tree2.yaml")
-    assert resolve_topology(STAR4) == STAR4
+def test_topology_by_name_or_path(tmp_path):
+    assert resolve_topology("star4", str(REPO)) == str(REPO / "topologies" / "star4.yaml")
+    assert resolve_topology("tree2.yaml", str(REPO)) == str(REPO / "topologies" / "tree2.yaml")
+    assert resolve_topology(STAR4, str(REPO)) == STAR4
+    assert resolve_topology("nope", str(REPO)) is None
     with pytest.raises(RunError, match=r"--topo: no topology file 'nope'.*star4"):
-        resolve_topology("nope")
+        Run(RunConfig(network=NetworkConfig(topo="nope"), out=str(tmp_path)))
 
 
 def test_workers_first_n_or_named_in_rank_order():
     topo = load_topology(str(REPO / "topologies" / "tree2.yaml"))
     assert choose_workers(topo, RunConfig()) == [f"h{i}" for i in range(1, 9)]
-    assert choose_workers(topo, RunConfig(workers=3)) == ["h1", "h2", "h3"]
-    assert choose_workers(topo, RunConfig(worker_hosts=("h5", "h1"))) == ["h5", "h1"]
+    assert choose_workers(topo, RunConfig(job=JobConfig(workers=3))) == ["h1", "h2", "h3"]
+    assert choose_workers(topo, RunConfig(job=JobConfig(worker_hosts=("h5", "h1")))) == ["h5", "h1"]
 
 
-@pytest.mark.parametrize("cfg, message", [
-    (RunConfig(worker_hosts=("h1", "h9")), r"--worker-hosts: 'h9' is not a host of .*star4.yaml"),
-    (RunConfig(worker_hosts=("h1", "h1")), r"listed twice"),
-    (RunConfig(workers=5), r"has 4 hosts, asked for 5"),
-    (RunConfig(workers=1), r"at least 2 workers"),
-    (RunConfig(workers=3, worker_hosts=("h1", "h2")), r"disagrees"),
+@pytest.mark.parametrize("job, message", [
+    ({"worker_hosts": ["h1", "h9"]}, r"--worker-hosts: 'h9' is not a host of .*star4.yaml"),
+    ({"workers": 5}, r"has 4 hosts, asked for 5"),
 ])
-def test_bad_workers(cfg, message):
+def test_bad_workers_for_the_topology(job, message):
     with pytest.raises(RunError, match=message):
-        choose_workers(load_topology(STAR4), cfg)
+        choose_workers(load_topology(STAR4), load(RunConfig, {"job": job}, "run"))
 
 
-@pytest.mark.parametrize("cfg, message", [
-    (RunConfig(k=-1), r"--k: must be >= 0, got -1"),
-    (RunConfig(scheme="tree"), r"--scheme: 'tree' is not one of innet, ps, ring"),
-    (RunConfig(lanes=48), r"--lanes: 48"),
-    (RunConfig(steps=0), r"--steps: must be positive"),
-    (RunConfig(loss=100), r"--loss: a percentage"),
-    (RunConfig(link_mbps=0), r"--link-mbps: must be positive"),
-    (RunConfig(workload="allreduce", scheme="ring"), r"runs innet and ps"),
+@pytest.mark.parametrize("data, message", [
+    ({"job": {"worker_hosts": ["h1", "h1"]}}, "run.yaml: field 'job.worker_hosts': a host is listed twice"),
+    ({"job": {"workers": 1}}, "run.yaml: field 'job.workers': must be >= 2, got 1"),
+    ({"job": {"workers": 3, "worker_hosts": ["h1", "h2"]}}, "field 'job.workers': 3 disagrees with the 2 worker"),
+    ({"job": {"k": -1}}, "run.yaml: field 'job.k': must be >= 0, got -1"),
+    ({"job": {"scheme": "tree"}}, "run.yaml: field 'job.scheme': 'tree' is not one of innet, ps, ring, hostagg"),
+    ({"network": {"lanes": 48}}, "run.yaml: field 'network.lanes': 48 is not one of 32, 64, 128, 256, 364"),
+    ({"train": {"steps": 0}}, "run.yaml: field 'train.steps': must be >= 1, got 0"),
+    ({"network": {"loss": 100}}, "run.yaml: field 'network.loss': a percentage in [0, 100), got 100.0"),
+    ({"network": {"link_mbps": 0}}, "run.yaml: field 'network.link_mbps': must be >= 0.001, got 0.0"),
+    ({"workload": {"workload": "allreduce"}, "job": {"scheme": "ring"}}, "field 'job.scheme': the all-reduce "
+                                                                         "benchmark runs innet and ps"),
+    ({"job": {"scheme": "ring", "staleness": 2}}, "field 'job.staleness': only host aggregation bounds staleness"),
+    ({"job": {"stragglers": {"h2": -0.1}}}, "run.yaml: field 'job.stragglers.h2': must be >= 0, got -0.1"),
+    ({"train": {"lr": "fast"}}, "run.yaml: field 'train.lr': expected float, got 'fast'"),
+    ({"train": {"colour": 1}}, "run.yaml: field 'train.colour': unknown (known: model, dataset"),
+    ({"faults": {"faults": ["kill_switch:s1"]}}, "run.yaml: field 'faults.faults[0]': 'kill_switch:s1': expected KIND"),
 ])
-def test_bad_options(cfg, message):
-    with pytest.raises(RunError, match=message):
-        check_config(cfg)
+def test_bad_options_are_one_line_naming_file_and_field(data, message):
+    with pytest.raises(ConfigError) as err:
+        load(RunConfig, data, "run.yaml")
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_command_line_and_a_mapping_give_the_same_config():
+    parser = argparse.ArgumentParser()
+    add_options(parser, RunConfig)
+    args = parser.parse_args(["--topo", "tree2", "--worker-hosts", "h5,h1", "--k", "2", "--steps", "7", "--lr", "0.5",
+                              "--straggler", "h5=0.25", "--elements", "99", "--no-replica",
+                              "--fault", "kill_switch:s1@3", "--timeout", "30"])
+    from_cli = from_options(RunConfig, args)
+    from_map = load(RunConfig, {"network": {"topo": "tree2"}, "job": {"worker_hosts": ["h5", "h1"], "k": 2,
+                                                                     "stragglers": {"h5": 0.25}, "replica": False},
+                                "train": {"steps": 7, "lr": 0.5}, "workload": {"elements": 99},
+                                "faults": {"faults": ["kill_switch:s1@3"]}, "timeout_s": 30}, "run.yaml")
+    assert from_cli == from_map
+    assert from_cli.job == JobConfig(worker_hosts=("h5", "h1"), k=2, stragglers={"h5": 0.25}, replica=False)
+    assert from_cli.train == TrainConfig(steps=7, lr=0.5) and from_cli.workload == WorkloadConfig(elements=99)
+    assert str(from_cli.faults.faults[0]) == "kill_switch:s1@3"
+    assert from_options(RunConfig, parser.parse_args([])) == RunConfig()  # no option: every default
+
+
+def test_results_config_is_flat_like_the_command_line():
+    flat = flat_dict(RunConfig())
+    assert flat["topo"] == "star4" and flat["scheme"] == "innet" and flat["steps"] == 200
+    assert flat["stragglers"] == {} and flat["faults"] == [] and "network" not in flat
 
 
 def test_shape_links_sets_rate_and_loss_on_every_link_only_when_given():
@@ -81,6 +118,7 @@ def test_program_per_lane_count():
     (["--topo", "nope.yaml"], "--topo: no topology file 'nope.yaml'"),
     (["--worker-hosts", "h1,hx"], "--worker-hosts: 'hx' is not a host"),
     (["--k", "-2"], "--k: must be >= 0, got -2"),
+    (["--steps", "many"], "--steps: expected int, got 'many'"),
 ])
 def test_cli_bad_input_is_one_line_and_exit_2_before_any_network(argv, message, tmp_path):
     done = subprocess.run([sys.executable, "-m", "testbed.cli", "run", *argv, "--out", str(tmp_path)],

@@ -6,7 +6,7 @@ import pytest
 
 from testbed.scenario import ScenarioError, load_scenario, parse_scenario, summarize, time_to_accuracy
 
-BASE = {"topology": "leafspine", "jobs": [{"name": "a", "workers": ["h1", "h3"], "ps": "h2"},
+BASE = {"network": {"topo": "leafspine"}, "jobs": [{"name": "a", "workers": ["h1", "h3"], "ps": "h2"},
                                           {"name": "b", "workers": ["h5", "h7"], "ps": "h6"}]}
 
 
@@ -17,31 +17,35 @@ def with_(**changes):
 
 def test_experiment_file_and_test_data_load():
     scn = load_scenario("experiments/mlfabric.yaml")
-    assert scn.modes == ("aware", "unaware", "ps") and len(scn.jobs) == 2 and scn.traffic and scn.lanes == 128
+    assert scn.modes == ("aware", "unaware", "ps") and len(scn.jobs) == 2 and scn.traffic
+    assert (scn.network.lanes, scn.network.link_mbps, scn.train.steps, scn.name) == (128, 10, 300, "mlfabric")
     two = load_scenario("tests/data/scenario/two_jobs.yaml")
-    assert [j.root for j in two.jobs] == ["s3", "s5"] and two.workload == "allreduce"
+    assert [j.root for j in two.jobs] == ["s3", "s5"] and two.workload.workload == "allreduce"
+    assert two.network.topo.endswith("topologies/leafspine.yaml")  # resolved
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"jobs": [{"name": "a", "workers": ["h1", "h9"]}]}, "field 'jobs[0].workers[1]': 'h9' is not a host of"),
+    ({"jobs": [{"name": "a", "workers": ["h1", "h9"], "ps": "h2"}]}, "field 'jobs[0].workers[1]': 'h9' is not a host of"),
     ({"jobs": [{"name": "a", "workers": ["h1"]}]}, "field 'jobs[0].workers': a job needs at least 2 workers, got 1"),
     ({"jobs": [{"name": "a", "workers": ["h1", "h2"]}, {"name": "b", "workers": ["h2", "h3"]}], "modes": ["aware"]},
      "field 'jobs[1].workers': host h2 already runs job a"),
     ({"modes": ["aware", "fast"]}, "field 'modes[1]': 'fast' is not one of aware, unaware, ps, ring"),
+    ({"jobs": [{"workers": ["h1", "h3"]}]}, "field 'jobs[0].name': missing"),
     ({"jobs": [{"name": "a", "workers": ["h1", "h3"]}]}, "field 'jobs[0].ps': missing (mode ps needs"),
     ({"slots": {"s9": 4}}, "field 'slots.s9': not a switch of"),
     ({"shaping": [{"link": "s3-s5", "rate_mbps": 1}]}, "field 'shaping[0].link': "),
     ({"shaping": [{"link": "s3-s1"}]}, "field 'shaping[0]': give at least one of rate_mbps"),
     ({"traffic": [{"src": "h1", "dst": "h1"}]}, "field 'traffic[0].dst': a flow needs two different hosts"),
+    ({"traffic": [{"src": "h1", "dst": "h9"}]}, "field 'traffic[0].dst': 'h9' is not a host of"),
     ({"traffic": [{"src": "h1", "dst": "h2", "rate_mbps": "fast"}]},
      "field 'traffic[0].rate_mbps': expected float, got 'fast'"),
     ({"adapt": {"period": 1}}, "field 'adapt.period': unknown"),
-    ({"train": {"steps": 0}}, "field 'train.steps': must be at least 1"),
-    ({"topology": "nowhere"}, "field 'topology': no topology file 'nowhere'"),
+    ({"train": {"steps": 0}}, "field 'train.steps': must be >= 1, got 0"),
+    ({"network": {"topo": "nowhere"}}, "field 'network.topo': no topology file 'nowhere'"),
     ({"colour": "red"}, "field 'colour': unknown"),
-    ({"lanes": 48}, "field 'lanes': 48 is not one of 32, 64, 128"),
-    ({"pacing": "slow"}, "field 'pacing': 'slow' is not one of fixed, aimd"),
-    ({"link_mbps": 0}, "field 'link_mbps': must be >= 0.001, got 0.0"),
+    ({"network": {"lanes": 48}}, "field 'network.lanes': 48 is not one of 32, 64, 128, 256, 364"),
+    ({"job": {"pacing": "slow"}}, "field 'job.pacing': 'slow' is not one of fixed, aimd"),
+    ({"network": {"link_mbps": 0}}, "field 'network.link_mbps': must be >= 0.001, got 0.0"),
 ])
 def test_bad_fields_name_file_and_field(change, message):
     with pytest.raises(ScenarioError) as err:
@@ -52,7 +56,7 @@ def test_bad_fields_name_file_and_field(change, message):
 
 def test_cli_reports_a_bad_file_in_one_line(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("topology: leafspine\njobs: [{name: a, workers: [h1, h3], k: -1}]\nmodes: [unaware]\n")
+    bad.write_text("network: {topo: leafspine}\njobs: [{name: a, workers: [h1, h3], k: -1}]\nmodes: [unaware]\n")
     done = subprocess.run([sys.executable, "-m", "testbed.cli", "experiment", str(bad)], capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr.strip() == f"{bad}: field 'jobs[0].k': must be >= 0, got -1"
@@ -79,15 +83,21 @@ def test_time_to_accuracy_and_summary():
     assert summary["moves"] == {"aware": 2, "unaware": 0, "ps": 0}
 
 
-def test_paced_specs_weight_jobs_by_the_workers_their_update_unblocks():
+@pytest.mark.parametrize("mode, pacing, weights", [
+    ("aware", "aimd", {"a": ("aimd", 4.0), "b": ("aimd", 2.67)}),
+    ("unaware", "aimd", {"a": ("aimd", 1.0), "b": ("aimd", 1.0)}),
+    ("aware", "fixed", {"a": ("fixed", 1.0), "b": ("fixed", 1.0)}),
+])
+def test_aware_aimd_jobs_are_weighted_by_the_workers_their_update_unblocks(tmp_path, mode, pacing, weights):
     from hosts.job import JobSpec, WorkerSpec
-    from testbed.scenario import JobConf, paced_specs
+    from testbed.scenario import ModeRun
 
-    jobs = {"a": JobConf("a", ("h1", "h3", "h7")), "b": JobConf("b", ("h4", "h6"))}
-    specs = {name: JobSpec(job_id=i + 1, slot_base=0, slot_count=32, agg_ip="10.0.255.254",
-                           workers=tuple(WorkerSpec(h, f"10.0.0.{k + 1}") for k, h in enumerate(j.workers)))
-             for i, (name, j) in enumerate(jobs.items())}
-    weighted = paced_specs(specs, jobs, "aimd", weighted=True)
-    assert {n: (s.pacing, round(s.weight, 2)) for n, s in weighted.items()} == {"a": ("aimd", 4.0), "b": ("aimd", 2.67)}
-    plain = paced_specs(specs, jobs, "fixed", weighted=False)
-    assert {(s.pacing, s.weight) for s in plain.values()} == {("fixed", 1.0)}
+    data = {"network": {"topo": "leafspine"}, "job": {"pacing": pacing}, "modes": [mode],
+            "jobs": [{"name": "a", "workers": ["h1", "h3", "h7"], "root": "s3", "k": 0},
+                     {"name": "b", "workers": ["h4", "h6"], "root": "s5", "k": 0}]}
+    run = ModeRun(parse_scenario(data, "x.yaml"), mode, tmp_path / mode)
+    specs = {job.name: run.job_spec(job, JobSpec(job_id=1, slot_base=0, slot_count=32, agg_ip="10.0.255.254",
+                                                 workers=tuple(WorkerSpec(h, f"10.0.0.{k + 1}")
+                                                               for k, h in enumerate(job.workers))))
+             for job in run.jobs}
+    assert {n: (s.pacing, round(s.weight, 2)) for n, s in specs.items()} == weights

@@ -8,18 +8,23 @@ import os
 
 import pytest
 
-from testbed.faults import FaultRunConfig, parse_fault, run_with_faults, train_config
+from config import load
+from testbed.config import RunConfig
+from testbed.faults import FaultRun
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]
 STEPS, BOUND, DELAY = 20, 2, 0.15
-WORKERS = ("h1", "h2", "h3")
+WORKERS = ["h1", "h2", "h3"]
 
 
 def test_straggler_bounded_staleness_and_replica_takeover(tmp_path):
-    results = run_with_faults(FaultRunConfig(
-        topo="star4", workers=WORKERS, scheme="hostagg", staleness=BOUND, stragglers=(("h2", DELAY),),
-        faults=(parse_fault("kill_aggregator:h4@8"),), train=train_config(steps=STEPS), out=str(tmp_path)))
+    cfg = load(RunConfig, {"network": {"topo": "star4"},
+                           "job": {"worker_hosts": WORKERS, "scheme": "hostagg", "staleness": BOUND,
+                                   "stragglers": {"h2": DELAY}},
+                           "faults": {"faults": ["kill_aggregator:h4@8"]}, "train": {"steps": STEPS, "eval_every": 0},
+                           "timeout_s": 600, "out": str(tmp_path)}, "test")
+    results = FaultRun(cfg).execute()
     assert results["aggregators"] == ["h4", "h1"]  # the idle host aggregates, the fastest worker replicates
     assert results["staleness_bound"] == BOUND and results["lineage_ok"] is True
     assert [e["fault"] for e in results["events"]] == ["kill_aggregator:h4@8"]

@@ -154,8 +154,8 @@ def test_rate_limited_port_limits_udp_throughput(network, verb, value, payload, 
 
     tb, topo, *_ = network
     port = topo.port_of("s1", "h2")
-    side_port = tb.side_channel_port("s1")
-    send_command(side_port, f"{verb} {value} {port}")
+    thrift = tb.side_channel_port("s1")
+    send_command(thrift, f"{verb} {value} {port}")
     receiver, sender = Path(tb.run_dir) / "receiver.py", Path(tb.run_dir) / "sender.py"
     receiver.write_text(RECEIVER)
     sender.write_text(SENDER.format(size=payload, seconds=3, dst=topo.hosts["h2"].ip, pps=800))
@@ -167,8 +167,8 @@ def test_rate_limited_port_limits_udp_throughput(network, verb, value, payload, 
         output = h2.waitOutput()
         result = json.loads(output.strip().splitlines()[-1])
     finally:
-        send_command(side_port, f"{verb} 0 {port}")
+        send_command(thrift, f"{verb} 0 {port}")
     measured = result["n"] / result["span"]
     assert abs(measured - expect_pps) <= 0.2 * expect_pps, (measured, result)
-    drops = json.loads(send_command(side_port, f"queue_stats {port}"))[str(port)]["tail_drops"]
+    drops = json.loads(send_command(thrift, f"queue_stats {port}"))[str(port)]["tail_drops"]
     assert drops > 0  # 800 pps offered into the limit: the queue overflowed

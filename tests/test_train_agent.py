@@ -46,7 +46,7 @@ def test_bad_config_is_one_line_naming_file_and_field(tmp_path):
     path.write_text(json.dumps(data))
     code, err = finish(start("hosts.agent", "--config", path, "--worker", "h1", "--out", tmp_path))
     assert code == 2
-    assert err == f"agent h1: {path}: field 'train.lr': expected float, got str"
+    assert err == f"agent h1: {path}: field 'train.lr': expected float, got 'fast'"
 
 
 def test_unknown_worker_and_broken_json(tmp_path):

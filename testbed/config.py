@@ -1,0 +1,149 @@
+"""What one run is: small composed config dataclasses, read by config.fields from the command line
+(`aggnet run`, `aggnet faults`, `aggnet compare`) and from scenario files alike.
+
+    RunConfig(network=NetworkConfig(topo="tree2"), job=JobConfig(k=2), train=TrainConfig(steps=50))
+
+- NetworkConfig: the topology and what the testbed does to it (target, link rate, loss, lanes);
+- JobConfig: the aggregation job (workers, scheme, placement, slots, pacing, timeouts of the client);
+- WorkloadConfig: training, or the all-reduce benchmark (elements, dtype);
+- TrainConfig (hosts.agent_config): what every worker trains, and the run's seed;
+- FaultConfig: faults to inject and how the controller watches for them.
+Each checks itself (`__post_init__`), so a bad value is refused however the config was made; the
+checks that need the topology (which hosts exist) are in testbed.run.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from config import FieldProblem, option
+from hosts.agent_config import SCHEMES, TrainConfig
+from hosts.pacing import PACING_CHOICES
+from protocol.wire import DEFAULT_LANES, LANE_COUNTS, program_name
+
+TARGETS = ("embedded", "bmv2")
+WORKLOADS = ("train", "allreduce")
+DTYPES = ("int32", "float32")
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    topo: str = option("star4", help="topology file, or a name under topologies/")
+    target: str = option("embedded", choices=TARGETS, help="P4 target")
+    link_mbps: float | None = option(None, minimum=1e-3, help="shape every link to this many Mbit/s")
+    loss: float | None = option(None, minimum=0, help="drop this percentage of packets at every switch port")
+    lanes: int = option(DEFAULT_LANES, choices=LANE_COUNTS, help="values per aggregation packet (" + ", ".join(
+        f"{program_name(n)}: {n}" for n in LANE_COUNTS) + ")")
+
+    def __post_init__(self) -> None:
+        if self.loss is not None and self.loss >= 100:
+            raise FieldProblem("loss", f"a percentage in [0, 100), got {self.loss}")
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    workers: int | None = option(None, minimum=2, help="use the first N hosts as workers (default: all)")
+    worker_hosts: tuple[str, ...] = option((), help="these hosts as workers, in rank order (H1,H2,...)")
+    scheme: str = option("innet", choices=SCHEMES, help="innet (host aggregation when the switches have no slots "
+                                                        "for it), ps, ring or hostagg")
+    algo: str = option("soar", help="placement algorithm")
+    k: int = option(1, minimum=0, help="aggregating switches besides the root")
+    slots: int = option(64, minimum=1, help="the job's slot window on each aggregating switch")
+    # The all-reduce client's smallest retransmission timeout (JobSpec.timeout_s). Its backoff keeps
+    # resends from snowballing at any value; 0.2 s avoids spurious ones when many switch processes
+    # share the CPUs (fattree4 at 0.05 s: up to 6% of a link's packets were resends, at 0.2 s none).
+    min_rto_s: float = option(0.2, minimum=1e-3, flag="--min-rto", help="smallest retransmission timeout (s)")
+    pacing: str = option("fixed", choices=PACING_CHOICES,
+                         help="keep the whole slot window in flight (fixed) or pace it with AIMD from the results")
+    staleness: int = option(0, minimum=0, help="host aggregation: sum a gradient up to S rounds late")
+    stragglers: dict[str, float] = option(default_factory=dict, flag="--straggler", repeat=True, minimum=0,
+                                          help="HOST=DELAY_S: the worker computes DELAY_S longer every step")
+    replica: bool = option(True, help="host aggregation: run a replica of the aggregator")
+
+    def __post_init__(self) -> None:
+        if self.workers is not None and self.worker_hosts and self.workers != len(self.worker_hosts):
+            raise FieldProblem("workers", f"{self.workers} disagrees with the {len(self.worker_hosts)} worker hosts")
+        if len(set(self.worker_hosts)) != len(self.worker_hosts):
+            raise FieldProblem("worker_hosts", "a host is listed twice")
+        if self.staleness and self.scheme not in ("hostagg", "innet"):
+            raise FieldProblem("staleness", f"only host aggregation bounds staleness (scheme hostagg, or innet "
+                                            f"when downgraded), not scheme {self.scheme}")
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    workload: str = option("train", choices=WORKLOADS, help="train a model, or all-reduce random vectors")
+    elements: int = option(100_000, minimum=1, help="all-reduce: elements per worker")
+    dtype: str = option("int32", choices=DTYPES, help="all-reduce: vector type (float32 is quantized in-network)")
+
+
+FAULT_KINDS = ("kill_switch", "link_down", "slow_worker", "kill_aggregator")
+_FAULT_RE = re.compile(r"^(?P<kind>[a-z_]+):(?P<target>[A-Za-z0-9-]+)@(?P<step>\d+)(=(?P<value>[0-9.]+))?$")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """KIND:TARGET@STEP[=VALUE], injected once rank 0 has finished STEP (testbed.faults)."""
+
+    kind: str
+    target: str  # a switch, "a-b" for a link, or a host
+    at_step: int
+    value: float | None = None  # slow_worker: the CPU share left (0 < share < 1)
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.target}@{self.at_step}" + (f"={self.value:g}" if self.value is not None else "")
+
+
+def parse_fault(text: str) -> Fault:
+    """`kill_switch:s1@10` -> Fault (testbed.faults.check_fault checks it against the topology)."""
+    m = _FAULT_RE.match(text.strip())
+    if not m or m["kind"] not in FAULT_KINDS:
+        raise ValueError(f"{text!r}: expected KIND:TARGET@STEP with KIND one of {', '.join(FAULT_KINDS)} "
+                         "(e.g. kill_switch:s1@10, link_down:s3-s1@10, slow_worker:h2@5=0.3, kill_aggregator:h4@10)")
+    value = float(m["value"]) if m["value"] else None
+    if m["kind"] == "slow_worker" and not (value is not None and 0 < value < 1):
+        raise ValueError(f"{text!r}: slow_worker needs =SHARE, the CPU share left, between 0 and 1")
+    return Fault(m["kind"], m["target"], int(m["step"]), value)
+
+
+@dataclass(frozen=True)
+class FaultConfig:
+    faults: tuple[Fault, ...] = option((), flag="--fault", repeat=True, parse=parse_fault,
+                           help="KIND:TARGET@STEP[=SHARE]: kill_switch:s1@10, link_down:s3-s1@10, "
+                                "slow_worker:h2@5=0.3, kill_aggregator:h4@8")
+    detect_interval_s: float = option(0.1, minimum=1e-3, cli=False)
+    detect_timeout_s: float = option(10.0, minimum=0.1, cli=False)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything one run needs; the defaults are `aggnet run`'s."""
+
+    network: NetworkConfig = NetworkConfig()
+    job: JobConfig = JobConfig()
+    workload: WorkloadConfig = WorkloadConfig()
+    train: TrainConfig = TrainConfig()
+    faults: FaultConfig = FaultConfig()
+    timeout_s: float = option(900.0, minimum=1e-3, flag="--timeout", help="give up after this many seconds")
+    comm_timeout_s: float = option(30.0, minimum=1e-3, flag="--comm-timeout",
+                                   help="a host process gives up when its peers are silent this long")
+    out: str = option("runs", help="runs go to OUT/<timestamp>/")
+
+    def __post_init__(self) -> None:
+        if self.workload.workload == "allreduce" and self.job.scheme in ("ring", "hostagg"):
+            raise FieldProblem("job.scheme", f"the all-reduce benchmark runs innet and ps ({self.job.scheme} is "
+                                             "for training)")
+        if self.faults.faults and self.workload.workload != "train":
+            raise FieldProblem("faults.faults", "faults are injected into training runs")
+
+
+def resolve_topology(name_or_path: str, repo: str) -> str | None:
+    """A topology file path: the path itself, or a name/file under the repository's topologies/; None if none."""
+    if os.path.isfile(name_or_path):
+        return name_or_path
+    for candidate in (os.path.join(repo, "topologies", name_or_path),
+                      os.path.join(repo, "topologies", f"{name_or_path}.yaml")):
+        if os.path.isfile(candidate):
+            return candidate
+    return None

@@ -1,0 +1,206 @@
+"""Mininet nodes as AggNet needs them, shaped like Mininet's own (mininet/node.py): a class per
+kind of node, the differences in small overridable methods.
+
+- `P4Switch`: a switch node in the root namespace (like BMv2 nodes in p4-utils) that runs one P4
+  target process on its interfaces, port numbers as the topology gives them. `start()` launches
+  `command()` and waits until its P4Runtime and side-channel ports accept connections; a process
+  that exits or does not come up in time raises SwitchStartError with the tail of its log. The
+  process gets SIGTERM if the testbed process itself dies (PR_SET_PDEATHSIG).
+- `EmbeddedSwitch`: `aggnet switch` (p4target), which may start with the program.
+- `Bmv2Switch`: `simple_switch_grpc --no-p4`, which starts empty: the controller pushes p4c's JSON.
+- `AggNetHost`: a host with IPv6 off (no router solicitations or MLD reports in the switches'
+  counters and pcaps) and checksum offloads off (a veth would otherwise hand the P4 program
+  frames with unfinished checksums).
+"""
+from __future__ import annotations
+
+import ctypes
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from mininet.node import Host, Switch
+
+PR_SET_PDEATHSIG = 1
+
+
+class SwitchStartError(Exception):
+    """A switch process failed to start (one line with the log tail)."""
+
+    exit_code = 1
+
+
+class SwitchDied(Exception):
+    """A switch process exited while the network was running."""
+
+    exit_code = 1
+
+
+class TargetMissing(Exception):
+    """The requested target's programs are not installed."""
+
+    exit_code = 2
+
+
+class TargetUnsupported(Exception):
+    """The request needs something the target does not have (e.g. link delay on BMv2)."""
+
+    exit_code = 2
+
+
+def log_tail(path: str, lines: int = 8) -> str:
+    """The last lines of a log file joined with ' | ', for one-line error messages."""
+    try:
+        with open(path, errors="replace") as f:
+            tail = [line.rstrip() for line in f.readlines()[-lines:] if line.strip()]
+    except OSError:
+        return "(no log)"
+    return " | ".join(tail) or "(log is empty)"
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class P4Switch(Switch):
+    """A P4 switch node: one target process bound to this node's interfaces (see the module docstring)."""
+
+    programs: tuple[str, ...] = ()  # what must be on PATH to run this kind of switch
+    takes_program = True  # whether it can start with the P4 program (else the controller pushes it)
+
+    def __init__(self, name: str, device_id: int, grpc_port: int, side_channel_port: int, log_file: str,
+                 program: str | None = None, pcap_dir: str | None = None, cpu_port: int = 255,
+                 start_timeout: float = 30.0, **params):
+        super().__init__(name, **params)
+        self.device_id = device_id
+        self.grpc_port = grpc_port
+        self.side_channel_port = side_channel_port
+        self.log_file = log_file
+        self.program = program
+        self.pcap_dir = pcap_dir
+        self.cpu_port = cpu_port
+        self.start_timeout = start_timeout
+        self.process: subprocess.Popen | None = None
+
+    def port_args(self) -> list[str]:
+        return [arg for port, intf in sorted(self.intfs.items()) if intf.name != "lo"
+                for arg in ("-i", f"{port}@{intf.name}")]
+
+    def command(self) -> list[str]:
+        """The target process's command line, flags as simple_switch_grpc spells them."""
+        raise NotImplementedError
+
+    def start(self, controllers) -> None:  # noqa: ARG002 - P4 switches have no OpenFlow controller
+        for intf in self.intfList():
+            if intf.name != "lo":
+                self.cmd(f"sysctl -qw net.ipv6.conf.{intf.name}.disable_ipv6=1; "
+                         f"ethtool -K {intf.name} tx off rx off >/dev/null 2>&1")
+        with open(self.log_file, "ab") as log:
+            self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Block until the P4Runtime and side-channel ports answer, or fail with the log tail."""
+        deadline = time.monotonic() + self.start_timeout
+        while not (port_open(self.grpc_port) and port_open(self.side_channel_port)):
+            code = self.process.poll()
+            if code is not None:
+                raise SwitchStartError(f"{self.name}: switch exited with code {code} while starting; "
+                                       f"log tail: {log_tail(self.log_file)}")
+            if time.monotonic() > deadline:
+                raise SwitchStartError(f"{self.name}: P4Runtime port {self.grpc_port} not up after "
+                                       f"{self.start_timeout:.0f}s; log tail: {log_tail(self.log_file)}")
+            time.sleep(0.05)
+
+    def check_alive(self) -> None:
+        """Raise SwitchDied naming this switch if its process has exited."""
+        code = self.process.poll() if self.process else None
+        if code is not None:
+            raise SwitchDied(f"{self.name}: exited with code {code}; log tail: {log_tail(self.log_file)}")
+
+    def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's signature
+        """SIGTERM the process (SIGKILL after 5 s), then let Mininet delete the interfaces."""
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        super().stop(deleteIntfs)
+
+
+class EmbeddedSwitch(P4Switch):
+    """`aggnet switch`: the embedded target, in the interpreter running AggNet."""
+
+    def command(self) -> list[str]:
+        cmd = [sys.executable, "-m", "testbed.cli", "switch", "--device-id", str(self.device_id),
+               *self.port_args(), "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}", "--cpu-port",
+               str(self.cpu_port), "--thrift-port", str(self.side_channel_port), "--log", self.log_file]
+        if self.pcap_dir:
+            cmd += ["--pcap", self.pcap_dir]
+        return cmd + ([self.program] if self.program else [])
+
+
+class Bmv2Switch(P4Switch):
+    """`simple_switch_grpc --no-p4`: BMv2 starts empty, the controller pushes p4c's JSON over P4Runtime.
+
+    It logs at `warn`: at BMv2's default (`trace`) formatting every packet's log made a training
+    step 4.6x slower. Its side channel is its Thrift port (simple_switch_CLI)."""
+
+    programs = ("simple_switch_grpc", "simple_switch_CLI", "p4c")
+    takes_program = False
+
+    def command(self) -> list[str]:
+        cmd = ["simple_switch_grpc", "--device-id", str(self.device_id), *self.port_args(),
+               "--thrift-port", str(self.side_channel_port), "--log-console", "--log-level", "warn"]
+        if self.pcap_dir:
+            cmd += ["--pcap", self.pcap_dir]
+        return cmd + ["--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}", "--cpu-port",
+                      str(self.cpu_port)]
+
+
+SWITCHES: dict[str, type[P4Switch]] = {"embedded": EmbeddedSwitch, "bmv2": Bmv2Switch}
+
+
+def switch_class(target: str) -> type[P4Switch]:
+    """The node class of `target`; TargetMissing for a target AggNet does not know."""
+    cls = SWITCHES.get(target)
+    if cls is None:
+        raise TargetMissing(f"error: unknown target {target!r} (choose from {', '.join(SWITCHES)})")
+    return cls
+
+
+def check_target(target: str) -> type[P4Switch]:
+    """The node class of `target`; TargetMissing unless it can run here (its programs on PATH)."""
+    cls = switch_class(target)
+    missing = [p for p in cls.programs if shutil.which(p) is None]
+    if missing:
+        raise TargetMissing(f"error: --target {target} needs {', '.join(missing)} on PATH (not found)")
+    return cls
+
+
+class AggNetHost(Host):
+    """A Mininet host with IPv6 and checksum offloads off (see the module docstring)."""
+
+    def config(self, **params):
+        result = super().config(**params)
+        self.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
+        self.cmd(f"ethtool -K {self.defaultIntf().name} tx off rx off >/dev/null 2>&1")
+        return result
+
+    def setARP(self, ip: str, mac: str) -> str:  # noqa: N802 - Mininet's name
+        """A permanent neighbour entry (Mininet's static ARP and the job's aggregation address)."""
+        return self.cmd(f"ip neigh replace {ip} lladdr {mac} dev {self.defaultIntf().name} nud permanent")

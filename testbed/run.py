@@ -1,0 +1,515 @@
+"""One run on a fresh network, as a lifecycle of small phases (`Run.execute`):
+
+    plan (topology, jobs, placement: every input check, before anything starts)
+      -> network up (testbed.network.Testbed) -> push the pipeline -> install the trees
+      -> start the host processes -> watch -> stop them -> collect counters -> teardown -> results
+
+`Run` is `aggnet run`: one job, training or the all-reduce benchmark. The other ways to run are
+variants that override a phase or two, the way Mininet's switches share start/stop:
+testbed.faults.FaultRun (inject faults while watching, recover, restart the workers) and
+testbed.scenario.ModeRun (several jobs, background traffic, the adaptation loop). Teardown
+always runs (errors, Ctrl-C, SIGTERM); the first process or switch that fails is named in a
+one-line RunFailed. The run folder gets the agent configs, results.json (written also when a
+worker failed, with the error) and logs/.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from config import ConfigError, flat_dict
+from testbed.config import RunConfig, resolve_topology
+
+REPO = Path(__file__).resolve().parent.parent
+AGG_MAC = "02:00:00:00:ff:fe"  # any unicast MAC: the first switch intercepts by UDP port
+JOB_NAME = "job1"
+STOP_GRACE_S = 5.0
+POLL_S = 0.2
+
+
+class RunError(ConfigError):
+    """Bad input to a run (topology, workers, options): one line, exit 2."""
+
+
+class RunFailed(Exception):
+    """The run started but did not finish: a host process or a switch failed, or time ran out."""
+
+    exit_code = 1
+
+
+class Reporter:
+    """What a run tells the user; this one says nothing (tests). The CLI shows it with rich."""
+
+    def status(self, message: str) -> None:
+        """A phase started (network up, pipeline pushed, ...)."""
+
+    def training_step(self, record: dict, total_steps: int) -> None:
+        """Rank 0 finished a step (a line of its metrics.jsonl)."""
+
+    def finished(self) -> None:
+        """The host processes are done (stop any live display)."""
+
+
+# ---------------------------------------------------------------------------- host processes
+
+@dataclass
+class HostProcess:
+    """One process started inside a Mininet host; its stdout+stderr go to logs/NAME.out."""
+
+    name: str  # "h1", "ps", "agg@h5", "job1.h1", ...
+    host: str
+    popen: subprocess.Popen
+    output: Path
+
+    def failure(self) -> str | None:
+        """One line when the process ended badly, else None (running or exit 0)."""
+        code = self.popen.poll()
+        if code is None or code == 0:
+            return None
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        last = _last_line(self.output)
+        return f"{self.name} (on {self.host}) {how}" + (f": {last}" if last else "")
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """SIGTERM, then SIGKILL after a grace period (at once with grace 0); safe when it already ended."""
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM if grace_s else signal.SIGKILL)
+            try:
+                self.popen.wait(grace_s or None)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
+def start_process(tb: Any, host: str, name: str, argv: list[str], logs: Path) -> HostProcess:
+    """`python -m ...` inside host's network namespace, with the interpreter running us (the .venv one)."""
+    output = logs / f"{name}.out"
+    with open(output, "wb") as out:
+        popen = tb.host(host).popen([sys.executable, *argv], stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, cwd=str(REPO))
+    return HostProcess(name, host, popen, output)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    try:
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    except (OSError, json.JSONDecodeError):
+        return []
+
+
+def read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+# ---------------------------------------------------------------------------- jobs
+
+@dataclass
+class JobRun:
+    """One aggregation job of a run: its hosts, how it aggregates, its spec and processes.
+
+    `prefix` names its processes and files: "" for the only job of `aggnet run` (h1, ps, agg@h5, in
+    logs/), "job1." for a scenario's jobs (job1.h1, in logs/job1/)."""
+
+    name: str
+    workers: list[str]
+    scheme: str  # as it runs: innet becomes hostagg when the switches have no capacity for it
+    out: Path  # where its processes write metrics and results
+    prefix: str = ""
+    ps: str | None = None
+    aggregators: list[str] = field(default_factory=list)  # hostagg: aggregator host, then replica host
+    placement: Any = None  # controller.placement.JobPlacement (innet)
+    admission: Any = None  # controller.tenants.Admission (innet)
+    spec: Any = None  # protocol job spec handed to the workers (innet)
+    job_id: int | None = None
+    processes: list[HostProcess] = field(default_factory=list)
+
+    def result_file(self, worker: str, workload: str) -> Path:
+        return self.out / f"{worker}{'.result.json' if workload == 'train' else '.bench.json'}"
+
+
+def choose_workers(topo: Any, cfg: RunConfig) -> list[str]:
+    """The worker hosts in rank order: --worker-hosts as given, else the first --workers hosts."""
+    job, hosts = cfg.job, list(topo.hosts)
+    if job.worker_hosts:
+        unknown = [h for h in job.worker_hosts if h not in topo.hosts]
+        if unknown:
+            raise RunError(f"--worker-hosts: {unknown[0]!r} is not a host of {topo.source} (hosts: {', '.join(hosts)})")
+        workers = list(job.worker_hosts)
+    else:
+        n = len(hosts) if job.workers is None else job.workers
+        if n > len(hosts):
+            raise RunError(f"--workers: {topo.source} has {len(hosts)} hosts, asked for {n}")
+        workers = hosts[:n]
+    if len(workers) < 2:
+        raise RunError(f"--workers: an all-reduce needs at least 2 workers, got {len(workers)}")
+    for name in job.stragglers:
+        if name not in workers:
+            raise RunError(f"--straggler {name}: not a worker (workers: {', '.join(workers)})")
+    return workers
+
+
+def ps_host(topo: Any, workers: list[str]) -> str:
+    """Where the parameter server runs: the first host that is not a worker, else the first worker."""
+    return next((h for h in topo.hosts if h not in workers), workers[0])
+
+
+def shape_links(topo: Any, link_mbps: float | None, loss: float | None) -> Any:
+    """The topology with every link's rate and/or loss replaced (the testbed applies them to the queues)."""
+    changes = {k: v for k, v in (("bw_mbps", link_mbps), ("loss", loss)) if v is not None}
+    if not changes:
+        return topo
+    return dataclasses.replace(topo, links=tuple(dataclasses.replace(link, **changes) for link in topo.links))
+
+
+def program_path(lanes: int) -> str:
+    from protocol.wire import program_name
+
+    return str(REPO / "p4src" / program_name(lanes))
+
+
+# ---------------------------------------------------------------------------- the run
+
+class Run:
+    """`aggnet run`: create, then `execute()` once; it returns the results (also written to results.json)."""
+
+    def __init__(self, cfg: RunConfig, reporter: Reporter | None = None, run_dir: Path | None = None):
+        from testbed.network import new_run_dir
+        from testbed.nodes import check_target
+
+        check_target(cfg.network.target)
+        self.cfg = cfg
+        self.reporter = reporter or Reporter()
+        self.topo = self.load_topology()
+        self.run_dir = run_dir or Path(new_run_dir(cfg.out))
+        self.logs = self.run_dir / "logs"
+        self.jobs = self.plan_jobs()
+        self.tb: Any = None
+        self.conns: dict[str, Any] = {}
+        self.installer: Any = None
+        self.counters: dict = {}
+        self.queues: dict = {}
+
+    # -- plan: every input check, before anything starts
+
+    def load_topology(self) -> Any:
+        from controller.topology import load_topology
+
+        path = resolve_topology(self.cfg.network.topo, str(REPO))
+        if path is None:
+            raise RunError(f"--topo: no topology file {self.cfg.network.topo!r} (give a path or one of "
+                           f"{', '.join(sorted(p.stem for p in (REPO / 'topologies').glob('*.yaml')))})")
+        return shape_links(load_topology(path), self.cfg.network.link_mbps, self.cfg.network.loss)
+
+    def plan_jobs(self) -> list[JobRun]:
+        """The run's one job; innet placed within the switches' slot budgets (none left: host aggregation)."""
+        from controller.placement import Job
+
+        cfg = self.cfg
+        workers = choose_workers(self.topo, cfg)
+        job = JobRun(JOB_NAME, workers, cfg.job.scheme, self.logs,
+                     ps=ps_host(self.topo, workers) if cfg.job.scheme == "ps" else None)
+        if job.scheme == "innet":
+            self.admit([job], [Job(JOB_NAME, tuple(workers), k=cfg.job.k, slots=cfg.job.slots)])
+        if job.scheme == "hostagg":
+            job.aggregators = self.pick_aggregators(workers)
+        return [job]
+
+    def admit(self, jobs: list[JobRun], wanted: list[Any], policy: str = "downgrade") -> Any:
+        """Place `wanted` (controller.placement.Job, one per job) in order within the slot budgets; a
+        job left without capacity aggregates on hosts (fallback_scheme)."""
+        from controller.tenants import HOST, IN_NETWORK, admit
+
+        tenancy = admit(self.topo, wanted, self.cfg.job.algo, policy, seed=self.cfg.train.seed)
+        placed = {jp.job.name: jp for jp in tenancy.in_network()}
+        for job in jobs:
+            job.admission = tenancy.admission(job.name)
+            if job.admission.status == IN_NETWORK:
+                job.placement = placed[job.name]
+            elif job.admission.status == HOST:
+                job.scheme = self.fallback_scheme(job, tenancy)
+        return tenancy
+
+    def fallback_scheme(self, job: JobRun, tenancy: Any) -> str:
+        """How a job the switches cannot hold aggregates instead: on hosts (training only)."""
+        if self.cfg.workload.workload != "train":
+            raise RunError(f"--slots {self.cfg.job.slots}: no in-network capacity "
+                           f"({tenancy.placements[0].fallback}), and the all-reduce benchmark has no host "
+                           "aggregation to fall back to")
+        return "hostagg"
+
+    def pick_aggregators(self, workers: list[str]) -> list[str]:
+        """Aggregator and replica hosts, idlest first (hosts.straggler.pick_aggregators)."""
+        from hosts.straggler import Straggler, pick_aggregators
+
+        stragglers = {name: Straggler(delay) for name, delay in self.cfg.job.stragglers.items()}
+        return pick_aggregators(list(self.topo.hosts), workers, stragglers, 2 if self.cfg.job.replica else 1)
+
+    # -- the lifecycle
+
+    def execute(self) -> dict:
+        from testbed.network import BMV2_LIMITS
+
+        for job in self.jobs:
+            if job.admission is not None and job.scheme == "hostagg":
+                self.reporter.status(f"{job.admission.message}; aggregator on {job.aggregators[0]}"
+                                     + (f", replica on {job.aggregators[1]}" if len(job.aggregators) > 1 else ""))
+        self.reporter.status(f"network {self.topo.name} up in {self.run_dir}")
+        if self.cfg.network.target == "bmv2":
+            self.reporter.status(BMV2_LIMITS)
+        started = time.monotonic()
+        error: Exception | None = None
+        with self.network() as self.tb:
+            try:
+                self.connect()
+                self.push_pipeline()
+                self.install_trees()
+                try:
+                    self.start_hosts()
+                    self.watch()
+                except RunFailed as exc:
+                    error = exc
+                finally:
+                    self.stop_hosts()
+                    self.reporter.finished()
+                self.collect()
+            finally:
+                for conn in self.conns.values():
+                    conn.close()
+        results = self.results(time.monotonic() - started, error)
+        self.write_results(results)
+        if error is not None:
+            raise error
+        return results
+
+    def network(self) -> Any:
+        from testbed.network import Testbed
+
+        return Testbed(self.topo, self.cfg.network.target, str(self.run_dir))
+
+    def connect(self) -> None:
+        from controller.installer import connect_all
+
+        self.conns = connect_all(self.topo, side_channel_ports={s: self.tb.side_channel_port(s)
+                                                               for s in self.topo.switches},
+                                 target=self.cfg.network.target)
+
+    def push_pipeline(self) -> None:
+        """The program and routes on every switch; link queues where the target needs the program first."""
+        from controller.installer import Installer, load_program
+        from protocol.wire import program_name
+
+        lanes = self.cfg.network.lanes
+        innet = any(j.placement for j in self.jobs)
+        self.reporter.status(f"pushing {program_name(lanes)}, routes" + (" and the aggregation tree" if innet else ""))
+        program = load_program(program_path(lanes), self.cfg.network.target, str(self.run_dir / "build"))
+        self.installer = Installer(self.topo, program, self.conns, timeout_s=self.cfg.job.min_rto_s)
+        if self.cfg.network.target == "bmv2":
+            self.tb.apply_link_queues()  # BMv2's CLI needs the pushed program (testbed.network)
+
+    def install_trees(self) -> None:
+        """Every in-network job's tree; the job specs and agent configs the host processes read."""
+        specs, _ = self.installer.install([j.placement for j in self.jobs if j.placement])
+        for job in self.jobs:
+            if job.name in specs:
+                job.spec = self.job_spec(job, specs[job.name])
+                job.job_id = self.installer.plans[job.name].job_id
+                prepare_worker_hosts(self.tb, job.workers, job.spec.agg_ip)
+
+    def job_spec(self, job: JobRun, spec: Any) -> Any:
+        """The spec the installer made, with the run's pacing."""
+        return dataclasses.replace(spec, pacing=self.cfg.job.pacing)
+
+    def start_hosts(self) -> None:
+        for job in self.jobs:
+            self.start_job(job, self.write_agent_config(job, f"{job.prefix}agent.json"))
+
+    def start_job(self, job: JobRun, config: Path) -> None:
+        """The job's server processes (parameter server, host aggregator and replica), then its workers."""
+        cfg = self.cfg
+        self.reporter.status(f"starting {len(job.workers)} workers ({job.scheme}, {cfg.workload.workload})"
+                             + (f" and the parameter server on {job.ps}" if job.ps else "")
+                             + (f" and the host aggregator on {job.aggregators[0]}" if job.aggregators else "")
+                             + (f", its replica on {job.aggregators[1]}" if len(job.aggregators) > 1 else ""))
+        job.out.mkdir(parents=True, exist_ok=True)
+        if job.ps:
+            job.processes.append(self.start(job.ps, f"{job.prefix}ps", ["hosts.ps", "--config", str(config),
+                                                                        "--out", str(job.out)]))
+        # The replica starts first: the aggregator connects to it before serving anyone.
+        for module, host in reversed(list(zip(("hosts.host_agg", "hosts.replica"), job.aggregators))):
+            name = f"{'agg' if module == 'hosts.host_agg' else 'replica'}@{host}"
+            job.processes.append(self.start(host, name, [module, "--config", str(config), "--out", str(job.out)]))
+        for h in job.workers:
+            job.processes.append(self.start(h, f"{job.prefix}{h}", self.worker_argv(job, h, config)))
+
+    def worker_argv(self, job: JobRun, host: str, config: Path) -> list[str]:
+        w = self.cfg.workload
+        if w.workload == "train":
+            return ["hosts.agent", "--config", str(config), "--worker", host, "--out", str(job.out)]
+        return ["hosts.allreduce_bench", "--config", str(config), "--worker", host, "--elements", str(w.elements),
+                "--seed", str(self.cfg.train.seed), "--dtype", w.dtype, "--out", str(job.out)]
+
+    def start(self, host: str, name: str, module_argv: list[str]) -> HostProcess:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        return start_process(self.tb, host, name, ["-m", *module_argv], self.logs)
+
+    def write_agent_config(self, job: JobRun, name: str) -> Path:
+        """The job's agent config (hosts.agent_config) in the run folder."""
+        from hosts.agent_config import AGG_PORT_TCP, PS_PORT, REPLICA_PORT, RING_PORT, AgentConfig
+        from hosts.comm import Endpoint
+        from hosts.straggler import Straggler
+
+        cfg, hosts = self.cfg, self.topo.hosts
+        workers = tuple(Endpoint(h, hosts[h].ip, RING_PORT) for h in job.workers)
+        ps = Endpoint(job.ps, hosts[job.ps].ip, PS_PORT) if job.ps else None
+        ends = [Endpoint(h, hosts[h].ip, port) for h, port in zip(job.aggregators, (AGG_PORT_TCP, REPLICA_PORT))]
+        config = AgentConfig(job.scheme, cfg.train, workers, ps, job.spec, cfg.comm_timeout_s,
+                             aggregator=ends[0] if ends else None, replica=ends[1] if len(ends) > 1 else None,
+                             staleness=cfg.job.staleness,
+                             stragglers={n: Straggler(d) for n, d in cfg.job.stragglers.items() if n in job.workers})
+        path = self.run_dir / name
+        path.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+        return path
+
+    def processes(self) -> list[HostProcess]:
+        return [p for job in self.jobs for p in job.processes]
+
+    def watch(self) -> None:
+        """Until every host process exited 0; RunFailed naming the first process or switch that failed."""
+        deadline = time.monotonic() + self.cfg.timeout_s
+        seen = 0
+        while not self.poll():
+            if self.cfg.workload.workload == "train":
+                job = self.jobs[0]
+                records = read_jsonl(job.out / f"{job.workers[0]}.metrics.jsonl")
+                for record in records[seen:]:
+                    self.reporter.training_step(record, self.cfg.train.steps)
+                seen = max(seen, len(records))
+            if time.monotonic() > deadline:
+                running = [p.name for p in self.processes() if p.popen.poll() is None]
+                raise RunFailed(f"run failed: still running after {self.cfg.timeout_s:g} s: {', '.join(running)} "
+                                f"(logs in {self.logs})")
+            time.sleep(POLL_S)
+
+    def poll(self, ignore: set[str] = frozenset()) -> bool:
+        """True once every watched process exited 0; RunFailed for a failed process or a dead switch
+        (`ignore`: process and switch names killed on purpose)."""
+        procs = [p for p in self.processes() if p.name not in ignore]
+        failed = [f for f in (p.failure() for p in procs) if f]
+        if failed:
+            raise RunFailed(f"run failed: {failed[0]} (logs in {self.logs})")
+        dead = [d for d in self.tb.dead_switches() if d.split(":")[0] not in ignore]
+        if dead:
+            raise RunFailed(f"run failed: switch {dead[0]}")
+        return all(p.popen.poll() == 0 for p in procs)
+
+    def stop_hosts(self) -> None:
+        for proc in self.processes():
+            proc.stop()
+
+    def collect(self) -> None:
+        """Counters of every switch (ports, and the jobs in the switches), and the traffic managers' queues."""
+        from controller.monitor import queue_stats
+        from testbed import report
+
+        job_ids = [j.job_id for j in self.jobs if j.job_id is not None]
+        self.counters = report.collect_counters(self.topo, self.conns, job_ids)
+        stats = {s: queue_stats(conn) for s, conn in self.conns.items()}
+        self.queues = {s: q for s, q in stats.items() if q is not None}
+
+    # -- results
+
+    def results(self, seconds: float, error: Exception | None) -> dict:
+        from testbed import report
+
+        cfg, job = self.cfg, self.jobs[0]
+        config = flat_dict(cfg)
+        config.update(topo=self.topo.source, worker_hosts=job.workers, ps_host=job.ps)
+        results: dict[str, Any] = {
+            "config": config, "seeds": {"model": cfg.train.seed, "data": cfg.train.seed, "vectors": cfg.train.seed},
+            "run_dir": str(self.run_dir), "workers": len(job.workers), "wall_time_s": seconds,
+            "versions": report.versions(cfg.network.target), "counters": self.counters, "queues": self.queues,
+            "link_bytes": report.link_bytes(self.topo, self.counters), "scheme": job.scheme,
+            "placement": self.placement_json(job),
+            "admission": job.admission.to_json() if job.admission is not None else None,
+        }
+        if job.aggregators:
+            results.update(aggregators=job.aggregators, staleness_bound=cfg.job.staleness,
+                           aggregation=read_aggregation_stats(job.out))
+        if error is not None:
+            results["error"] = str(error)
+        results.update(self.train_results(job) if cfg.workload.workload == "train" else self.bench_results(job))
+        return results
+
+    def placement_json(self, job: JobRun) -> dict | None:
+        if job.placement is None or job.spec is None:
+            return None
+        out = job.placement.placement.to_json()
+        out["promoted"] = list(self.installer.plans[job.name].promoted)
+        return out
+
+    def write_results(self, results: dict) -> None:
+        """results.json, once every worker wrote its result (a benchmark worker writes one also when its
+        sum is wrong)."""
+        from testbed import report
+
+        workload = self.cfg.workload.workload
+        if all(job.result_file(h, workload).exists() for job in self.jobs for h in job.workers):
+            report.write_results(self.run_dir, results, workload)
+
+    def per_worker(self, job: JobRun) -> dict[str, dict]:
+        workload = self.cfg.workload.workload
+        return {h: r for h in job.workers if (r := read_json(job.result_file(h, workload))) is not None}
+
+    def train_results(self, job: JobRun) -> dict:
+        per_worker = self.per_worker(job)
+        first = per_worker.get(job.workers[0], {})
+        steps = [r["step_time_s"] for r in read_jsonl(job.out / f"{job.workers[0]}.metrics.jsonl")]
+        return {"final_accuracy": first.get("final_accuracy"), "final_loss": first.get("final_loss"),
+                "steps": len(steps), "step_time_s": statistics.median(steps) if steps else None,
+                "per_worker": per_worker}
+
+    def bench_results(self, job: JobRun) -> dict:
+        reports = self.per_worker(job)
+        complete = len(reports) == len(job.workers)
+        seconds = max((r["seconds"] for r in reports.values()), default=None)
+        w = self.cfg.workload
+        return {"elements": w.elements, "dtype": w.dtype,
+                "allreduce_exact": complete and all(r["exact"] for r in reports.values()),
+                "allreduce_correct": complete and all(r["correct"] for r in reports.values()),
+                "max_abs_error": max((r["max_abs_error"] for r in reports.values()), default=None),
+                "seconds": seconds, "goodput_elements_per_s": w.elements / seconds if seconds else None,
+                "per_worker": reports}
+
+
+def prepare_worker_hosts(tb: Any, hosts: list[str], agg_ip: str) -> None:
+    """Static ARP for the job's aggregation address on every worker host.
+
+    Contributions are sent to agg_ip, which no host owns, so nothing would answer ARP for it;
+    results come back from agg_ip too (aggnet.p4 set_host), so the host takes them as from a
+    neighbour."""
+    for h in hosts:
+        tb.host(h).setARP(agg_ip, AGG_MAC)
+
+
+def read_aggregation_stats(logs: Path) -> dict[str, dict]:
+    """NAME -> what each host aggregator or replica did (its NAME.agg.json)."""
+    return {p.name.removesuffix(".agg.json"): json.loads(p.read_text()) for p in sorted(logs.glob("*.agg.json"))}
