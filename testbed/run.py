@@ -309,7 +309,7 @@ class Run:
         from controller.installer import connect_all
 
         self.conns = connect_all(self.topo, side_channel_ports={s: self.tb.side_channel_port(s)
-                                                               for s in self.topo.switches},
+                                                                for s in self.topo.switches},
                                  target=self.cfg.network.target)
 
     def push_pipeline(self) -> None:

@@ -14,7 +14,7 @@ from finsy import P4MulticastGroupEntry, P4TableAction, P4TableEntry, P4TableMat
 from controller.installer import AGG_JOB, IPV4_LPM, Installer, connect_all, load_program
 from controller.placement import Job, place_jobs
 from controller.topology import load_topology, parse_topology
-from testbed.p4switch import port_open
+from testbed.nodes import port_open
 
 pytestmark = [pytest.mark.bmv2,
               pytest.mark.skipif(any(shutil.which(p) is None for p in ("simple_switch_grpc", "simple_switch_CLI", "p4c")),
