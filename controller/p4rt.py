@@ -47,8 +47,7 @@ from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, Mapping
 import grpc
 from finsy import (P4CloneSessionEntry, P4CounterEntry, P4DigestEntry, P4DirectCounterEntry, P4DirectMeterEntry,
                    P4MeterEntry, P4MulticastGroupEntry, P4PacketIn, P4PacketOut, P4RegisterEntry, P4RuntimeVersion,
-                   P4Schema, P4TableAction, P4TableEntry, P4TableMatch)
-from finsy import p4values
+                   P4Schema, P4TableAction, P4TableEntry, P4TableMatch, p4values)
 from finsy.p4entity import P4Replica, decode_entity
 from finsy.p4schema import P4MatchField, P4MatchType, P4Table
 from finsy.proto import p4i, p4r, p4r_grpc, rpc_status

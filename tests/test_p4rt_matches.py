@@ -3,9 +3,8 @@ against the embedded target's P4Runtime server (tests/data/p4rt/matches.p4)."""
 from pathlib import Path
 
 import pytest
-from scapy.layers.l2 import Ether
-
 from finsy import P4TableAction, P4TableEntry, P4TableMatch
+from scapy.layers.l2 import Ether
 
 from controller.p4rt import EntityError, SwitchConnection, entry_key
 from p4target.frontend import load_program
