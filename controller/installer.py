@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import re
 import tempfile
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
@@ -52,7 +50,6 @@ MAX_CHILDREN = 32  # bits in the agg_bitmap register
 CHILD_PRIORITY = 1  # agg_child has a ternary key, so entries need a priority; they never overlap
 DEFAULT_AGG_IP = "10.0.255.254"
 log = logging.getLogger("aggnet.controller")
-_INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[^\n]*$', re.M)
 
 
 class InstallError(Exception):
@@ -87,12 +84,13 @@ def load_program(path: str, target: str = "embedded", build_dir: str | None = No
     directory when None); CompileError when p4c is missing or fails, InstallError when p4c's
     P4Info IDs differ from ours (the controller must address the same objects on both targets).
     """
+    from p4target.device_config import device_config_source
     from p4target.frontend import load_program as frontend_load
     from p4target.p4info import build_p4info
 
     p4info = build_p4info(frontend_load(path))
     if target == "embedded":
-        device_config = inline_includes(path).encode()
+        device_config = device_config_source(path).encode()
     elif target == "bmv2":
         p4info, device_config = _bmv2_pipeline(path, p4info, build_dir)
     else:
@@ -123,23 +121,6 @@ def _bmv2_pipeline(path: str, ours: Any, build_dir: str | None) -> tuple[Any, by
         more = f" (and {len(mismatches) - 1} more)" if len(mismatches) > 1 else ""
         raise InstallError(f"{path}: P4Info differs from p4c's: {mismatches[0]}{more}")
     return p4info, config
-
-
-def inline_includes(path: str, depth: int = 0) -> str:
-    """The source of `path` with every `#include "file"` replaced by that file's text (recursively).
-
-    The device config must be self-contained: the switch compiles it without the directory
-    it came from. `#include <...>` (core.p4, v1model.p4) stays; the target ships those.
-    """
-    if depth > 16:
-        raise InstallError(f"{path}: #include nesting deeper than 16 (an include loop?)")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise InstallError(f"{path}: cannot read P4 program: {exc.strerror}") from None
-    here = os.path.dirname(os.path.abspath(path))
-    return _INCLUDE_RE.sub(lambda m: inline_includes(os.path.join(here, m.group(1)), depth + 1), text)
 
 
 # ---------------------------------------------------------------------------- pure: plans

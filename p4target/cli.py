@@ -1,11 +1,16 @@
 """`aggnet p4 compile` and `aggnet p4 stf`: the embedded target's front end and packet tests.
 
-    aggnet p4 compile PROG.p4 --p4info OUT.txtpb   check a program, write its P4Info (exit 0 / 2)
+    aggnet p4 compile PROG.p4 --p4info OUT.txtpb --device-config OUT.p4
+                                                   check a program; write its P4Info and the
+                                                   self-contained source a P4Runtime client pushes
+                                                   as its device config (exit 0 / 2)
     aggnet p4 stf PROG.p4 TEST.stf                 run an STF test (exit 0 pass, 1 mismatch, 2 error)
 """
 from __future__ import annotations
 
 import argparse
+
+from p4target.errors import P4Error
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -14,6 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                               description="Check a P4_16 v1model program; write its P4Info (text format).")
     compile_.add_argument("program", metavar="PROG.p4")
     compile_.add_argument("--p4info", metavar="OUT.txtpb", help="where to write the P4Info")
+    compile_.add_argument("--device-config", metavar="OUT.p4",
+                          help="where to write the device config a P4Runtime client pushes to `aggnet switch`: "
+                               "the program's source with its local #includes inlined")
     compile_.set_defaults(_p4_run=_compile)
     stf = sub.add_parser("stf", help="run a p4c-style STF packet test",
                          description="Run an STF test on the embedded pipeline: "
@@ -29,15 +37,29 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _compile(args: argparse.Namespace) -> int:
+    from p4target.device_config import device_config_source
     from p4target.frontend import load_program
-    from p4target.p4info import build_p4info, write_p4info
+    from p4target.p4info import build_p4info, p4info_text
 
     info = build_p4info(load_program(args.program))
+    outputs = []
     if args.p4info:
-        write_p4info(info, args.p4info)
+        outputs.append(("P4Info", args.p4info, p4info_text(info)))
+    if args.device_config:
+        outputs.append(("device config", args.device_config, device_config_source(args.program)))
+    for what, path, text in outputs:
+        _write(path, text)
     print(f"{args.program}: ok ({len(info.tables)} tables, {len(info.actions)} actions)"
-          + (f", P4Info written to {args.p4info}" if args.p4info else ""))
+          + "".join(f", {what} written to {path}" for what, path, _ in outputs))
     return 0
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise P4Error(f"cannot write {path}: {exc.strerror}") from None
 
 
 def _stf(args: argparse.Namespace) -> int:

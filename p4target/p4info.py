@@ -143,10 +143,17 @@ def p4info_text(info: "p4i.P4Info") -> str:
     return _TEXT_HEADER + text_format.MessageToString(info)
 
 
-def write_p4info(info: "p4i.P4Info", path: str) -> None:
-    """Write `info` to `path` in text format."""
-    with open(path, "w") as f:
-        f.write(p4info_text(info))
+def supports_timeout(table: "ir.Table") -> bool:
+    """The table's `support_timeout` property (false when absent); P4Error unless a bool constant."""
+    from p4target.frontend import ir
+
+    value = table.other_properties.get("support_timeout")
+    if value is None:
+        return False
+    if not isinstance(value, ir.BoolLiteral):
+        raise P4Error(f"table {table.name}: support_timeout must be true or false", value.loc.file,
+                      value.loc.line, value.loc.col)
+    return value.value
 
 
 def _annotation_text(a: "ir.Annotation") -> str:
@@ -178,25 +185,35 @@ def _add_annotations(message, annotations: "ir.Annotations") -> None:
 
 
 def _positional_ids(items: list, annotations_of) -> list[int]:
-    """Ids of match fields/params/metadata: `@id` wins, others take 1.. skipping taken ids."""
+    """Ids of match fields/params/metadata as p4c allocates them: `@id` wins; the others take
+    their 1-based position, moved up past ids already taken."""
     explicit = [annotations_of(x).get_int("id") for x in items]
     taken = {i for i in explicit if i is not None}
-    out, next_id = [], 1
+    out, position = [], 1
     for value in explicit:
         if value is None:
-            while next_id in taken:
-                next_id += 1
-            value = next_id
+            while position in taken:
+                position += 1
+            value = position
             taken.add(value)
+        else:
+            position += 1
         out.append(value)
     return out
 
 
 def _walk_exprs(node, seen: set[int]):
-    """Every statement/expression node under `node`, not following declarations."""
+    """Every statement/expression node under `node` that can run, not following declarations.
+
+    The branch an `if` with a constant condition never takes is left out, as p4c removes it.
+    """
     from p4target.frontend import ir
 
-    if isinstance(node, (list, tuple)):
+    if isinstance(node, ir.If) and isinstance(node.cond, ir.BoolLiteral) and id(node) not in seen:
+        seen.add(id(node))
+        yield node
+        yield from _walk_exprs(node.then if node.cond.value else node.else_, seen)
+    elif isinstance(node, (list, tuple)):
         for item in node:
             yield from _walk_exprs(item, seen)
     elif isinstance(node, dict):
@@ -208,6 +225,8 @@ def _walk_exprs(node, seen: set[int]):
         for name, value in vars(node).items():
             if name not in ("type", "loc", "decl", "action", "table", "labels"):
                 yield from _walk_exprs(value, seen)
+        if isinstance(node, ir.VarDeclStmt):  # a local's initializer is part of the code
+            yield from _walk_exprs(node.decl.init, seen)
 
 
 class _P4InfoBuilder:
@@ -227,11 +246,14 @@ class _P4InfoBuilder:
                        if not t.annotations.has("hidden")]
         # a global action used by several controls appears once (p4c deduplicates its copies)
         actions: dict[str, ir.Action] = {}
+        self.parameterless: set[int] = set()  # id() of actions only called directly: p4c binds their params
         for control in self.controls:
             for action in self._control_actions(control):
                 actions.setdefault(action.control_plane_name, action)
         self.actions = list(actions.values())
         self.instances = [d for c in self.controls for d in c.locals if isinstance(d, ir.ExternInstance)]
+        self.profiles = self._action_profiles()
+        self.bodies = [c.body for c in self.controls] + [a.body for a in self._reachable_actions()]
         self.digest_types = self._digest_types()
         self.controller_headers = [t for t in program.types.values()
                                    if isinstance(t, ir.HeaderType) and t.annotations.has("controller_header")]
@@ -252,37 +274,50 @@ class _P4InfoBuilder:
     def _control_actions(self, control: "ir.Control") -> list["ir.Action"]:
         """Actions of a control as p4c's front end leaves them: used global actions first
         (p4c localizes them into the control), then the control's own used actions in
-        declaration order. Unused actions are removed by p4c's front end."""
-        used: list = []
-
-        def use(action) -> None:
-            if action is not None and all(action is not u for u in used):
-                used.append(action)
-                for node in _walk_exprs(action.body, set()):
-                    if isinstance(node, self.ir.ActionCall):
-                        use(node.action)
-
+        declaration order. p4c removes unused actions and inlines those only called from
+        other actions; an action the control body calls directly stays, its directionless
+        parameters bound to the call's arguments (so it has none in P4Info) unless a table
+        uses it too."""
+        in_tables: list = []
         for table in self._applied_tables(control):
-            for ref in table.actions:
-                use(ref.action)
+            refs = [r.action for r in table.actions] + [e.action.action for e in table.entries]
             if table.default_action is not None:
-                use(table.default_action.action)
+                refs.append(table.default_action.action)
             elif self._needs_implicit_noaction(table):
-                use(self.program.actions.get("NoAction"))
-            for entry in table.entries:
-                use(entry.action.action)
-        for node in _walk_exprs(control.body, set()):
-            if isinstance(node, self.ir.ActionCall):
-                use(node.action)
+                refs.append(self.program.actions.get("NoAction"))
+            in_tables += [a for a in refs if a is not None and all(a is not u for u in in_tables)]
+        called = [node.action for node in _walk_exprs(control.body, set()) if isinstance(node, self.ir.ActionCall)]
+        used = in_tables + [a for a in called if all(a is not u for u in in_tables)]
+        self.parameterless.update(id(a) for a in called if all(a is not u for u in in_tables))
         own = [a for a in control.actions.values() if any(a is u for u in used)]
-        globals_ = [a for a in used if a.control is None]
+        globals_ = [a for a in dict.fromkeys(used) if a.control is None]
         return [a for a in globals_ + own if not a.annotations.has("hidden")]
+
+    def _reachable_actions(self) -> list["ir.Action"]:
+        """Every action the pipeline can run: tables' and direct calls', and those they call."""
+        found: dict[int, "ir.Action"] = {}
+        pending = list(self.actions) + [node.action for c in self.controls for node in _walk_exprs(c.body, set())
+                                        if isinstance(node, self.ir.ActionCall)]
+        while pending:
+            action = pending.pop()
+            if id(action) not in found:
+                found[id(action)] = action
+                pending += [node.action for node in _walk_exprs(action.body, set())
+                            if isinstance(node, self.ir.ActionCall)]
+        return list(found.values())
+
+    def _action_profiles(self) -> list["ir.ExternInstance"]:
+        """Action profiles and selectors: those the controls declare, then those tables build inline."""
+        found = {id(i): i for i in self.instances if i.extern in _PROFILE_EXTERNS}
+        for table in self.tables:
+            if table.implementation is not None:
+                found.setdefault(id(table.implementation), table.implementation)
+        return list(found.values())
 
     def _digest_types(self) -> list:
         """Struct types passed to `digest<T>(receiver, data)`, in order of appearance."""
         found: dict[str, object] = {}
-        roots = [c.body for c in self.controls] + [a.body for a in self.actions]
-        for node in _walk_exprs(roots, set()):
+        for node in _walk_exprs(self.bodies, set()):
             if isinstance(node, self.ir.ExternFunctionCall) and node.name == "digest":
                 data_type = node.type_args[0] if node.type_args else node.args[1].type
                 if not isinstance(data_type, self.ir.StructType):
@@ -303,6 +338,8 @@ class _P4InfoBuilder:
             prefix = _EXTERN_PREFIXES.get(inst.extern)
             if prefix is not None:
                 out.append(sym(prefix, inst.control_plane_name, inst))
+        out += [sym(ACTION_PROFILE, p.control_plane_name, p) for p in self.profiles  # those built inline
+                if all(p is not i for i in self.instances)]
         out += [sym(DIGEST, t.name, t) for t in self.digest_types]
         out += [sym(CONTROLLER_HEADER, _type_control_plane_name(t), t) for t in self.controller_headers]
         return out
@@ -318,19 +355,29 @@ class _P4InfoBuilder:
         info = p4i.P4Info()
         info.pkg_info.arch = "v1model"
         for table in self.tables:
-            self._add_table(info.tables.add(), table)
+            self._add_table(info, info.tables.add(), table)
         for action in self.actions:
-            self._add_action(info.actions.add(), action)
+            self._add_action(info, info.actions.add(), action)
+        for profile in self.profiles:
+            self._add_action_profile(info.action_profiles.add(), profile)
         for inst in self.instances:
             self._add_instance(info, inst)
         for header in self.controller_headers:
-            self._add_controller_header(info.controller_packet_metadata.add(), header)
+            self._add_controller_header(info, info.controller_packet_metadata.add(), header)
         for struct in self.digest_types:
             digest = info.digests.add()
             self._preamble(digest.preamble, DIGEST, struct.name, struct)
             self._type_spec(digest.type_spec, struct, info)
-        info.type_info.SetInParent()
+        if self._has_type_info(info):
+            info.type_info.SetInParent()
         return info
+
+    def _has_type_info(self, info) -> bool:
+        """Whether p4c writes `type_info` (even empty): it does once it has described a table's keys,
+        an action parameter, a controller header field, an extern instance or an extern function call."""
+        return bool(info.tables or any(a.params for a in info.actions)
+                    or any(h.metadata for h in info.controller_packet_metadata) or self.instances
+                    or any(isinstance(node, self.ir.ExternFunctionCall) for node in _walk_exprs(self.bodies, set())))
 
     def _preamble(self, preamble, prefix: int, name: str, node) -> None:
         preamble.id = self.ids[(prefix, name)]
@@ -338,13 +385,19 @@ class _P4InfoBuilder:
         preamble.alias = self.aliases[name]
         _add_annotations(preamble, node.annotations)
 
-    def _add_table(self, msg, table: "ir.Table") -> None:
+    def _add_table(self, info, msg, table: "ir.Table") -> None:
         from finsy.proto import p4i
 
         self._preamble(msg.preamble, TABLE, table.control_plane_name, table)
-        keys = [k for k in table.keys if k.match_kind != "selector"]  # selectors belong to action selectors
-        for key, fid in zip(keys, _positional_ids(keys, lambda k: k.annotations)):
-            mf = msg.match_fields.add(id=fid, name=key.name, bitwidth=key.width)
+        for key, fid in zip(table.keys, _positional_ids(table.keys, lambda k: k.annotations)):
+            if key.match_kind == "selector":  # feeds the action selector's hash, not the control plane
+                continue
+            mf = msg.match_fields.add(id=fid, name=key.name)
+            if isinstance(key.expr.type, self.ir.ErrorType):  # p4c describes an error as a string
+                info.type_info.error.members[:] = self.program.errors
+            else:
+                mf.bitwidth = key.width
+                self._describe(key.expr.type, info)
             _add_annotations(mf, key.annotations)
             if key.match_kind in _MATCH_TYPES:
                 mf.match_type = p4i.MatchField.MatchType.Value(_MATCH_TYPES[key.match_kind])
@@ -357,6 +410,9 @@ class _P4InfoBuilder:
             self._add_action_ref(msg, noaction, self.ir.Annotations([self.ir.Annotation("defaultonly")]))
         if table.default_action is not None and table.default_action_const:
             msg.const_default_action_id = self._action_id(table.default_action.action)
+        self._initial_default_action(msg.initial_default_action, table)
+        if table.implementation is not None:
+            msg.implementation_id = self.ids[(ACTION_PROFILE, table.implementation.control_plane_name)]
         for inst in (table.direct_counter, table.direct_meter):
             if inst is not None:
                 msg.direct_resource_ids.append(self.ids[(_EXTERN_PREFIXES[inst.extern], inst.control_plane_name)])
@@ -365,6 +421,46 @@ class _P4InfoBuilder:
             msg.is_const_table = True
         if table.entries:
             msg.has_initial_entries = True
+        if supports_timeout(table):
+            msg.idle_timeout_behavior = p4i.Table.IdleTimeoutBehavior.NOTIFY_CONTROL
+
+    def _initial_default_action(self, msg, table: "ir.Table") -> None:
+        """The program's default action with its arguments as full-width byte strings (as p4c writes them)."""
+        binding = table.default_action
+        if binding is None:
+            msg.action_id = self._action_id(self.program.actions["NoAction"])
+            return
+        msg.action_id = self._action_id(binding.action)
+        data = binding.action.data_params
+        args = binding.args[len(binding.args) - len(data):]  # directional arguments come first
+        for param, pid, arg in zip(data, _positional_ids(data, lambda p: p.annotations), args):
+            width = self.ir.width_of(param.type)
+            value = constant_value(arg) & ((1 << width) - 1)
+            msg.arguments.add(param_id=pid, value=value.to_bytes((width + 7) // 8, "big"))
+
+    def _add_action_profile(self, msg, profile: "ir.ExternInstance") -> None:
+        msg.preamble.id = self.ids[(ACTION_PROFILE, profile.control_plane_name)]
+        msg.preamble.name = profile.control_plane_name
+        msg.preamble.alias = self.aliases[profile.control_plane_name]
+        kept = [a for a in profile.annotations if a.name not in _PROFILE_ANNOTATIONS]
+        _add_annotations(msg.preamble, self.ir.Annotations(kept))
+        msg.table_ids.extend(self.ids[(TABLE, t.control_plane_name)] for t in self.tables if t.implementation is profile)
+        msg.size = profile.size or 0
+        if profile.extern != "action_selector":
+            return
+        msg.with_selector = True
+        msg.max_group_size = profile.annotations.get_int("max_group_size") or 0
+        semantics = profile.annotations.get_str("selector_size_semantics")
+        if semantics == "sum_of_weights":
+            msg.sum_of_weights.SetInParent()
+        elif semantics == "sum_of_members":
+            msg.sum_of_members.SetInParent()
+            weight = profile.annotations.get_int("max_member_weight")
+            if weight:
+                msg.sum_of_members.max_member_weight = weight
+        elif semantics is not None:
+            raise P4Error(f"@selector_size_semantics must be \"sum_of_weights\" or \"sum_of_members\", not {semantics!r}",
+                          profile.loc.file, profile.loc.line, profile.loc.col)
 
     def _action_id(self, action: "ir.Action") -> int:
         return self.ids[(ACTION, action.control_plane_name)]
@@ -382,11 +478,12 @@ class _P4InfoBuilder:
         elif annotations.has("defaultonly"):
             ref.scope = p4i.ActionRef.Scope.DEFAULT_ONLY
 
-    def _add_action(self, msg, action: "ir.Action") -> None:
+    def _add_action(self, info, msg, action: "ir.Action") -> None:
         self._preamble(msg.preamble, ACTION, action.control_plane_name, action)
-        params = action.data_params
+        params = [] if id(action) in self.parameterless else action.data_params
         for param, pid in zip(params, _positional_ids(params, lambda p: p.annotations)):
             p = msg.params.add(id=pid, name=param.name, bitwidth=self.ir.width_of(param.type))
+            self._describe(param.type, info)
             _add_annotations(p, param.annotations)
 
     def _add_instance(self, info, inst: "ir.ExternInstance") -> None:
@@ -419,7 +516,7 @@ class _P4InfoBuilder:
         raise P4Error(f"{inst.extern} {inst.name} is not attached to any table",
                       inst.loc.file, inst.loc.line, inst.loc.col)
 
-    def _add_controller_header(self, msg, header: "ir.HeaderType") -> None:
+    def _add_controller_header(self, info, msg, header: "ir.HeaderType") -> None:
         name = header.annotations.get_str("controller_header")
         msg.preamble.id = self.ids[(CONTROLLER_HEADER, _type_control_plane_name(header))]
         msg.preamble.name = name
@@ -428,6 +525,7 @@ class _P4InfoBuilder:
         fields = [f for f in header.fields if not f.annotations.has("hidden")]
         for field_, fid in zip(fields, _positional_ids(fields, lambda f: f.annotations)):
             md = msg.metadata.add(id=fid, name=field_.name, bitwidth=self.ir.width_of(field_.type))
+            self._describe(field_.type, info)
             _add_annotations(md, field_.annotations)
 
     def _type_spec(self, spec, t, info) -> None:
@@ -439,6 +537,9 @@ class _P4InfoBuilder:
             spec.bitstring.int.bitwidth = t.width
         elif isinstance(t, ir.BoolType):
             spec.bool.SetInParent()
+        elif isinstance(t, ir.EnumType) and t.underlying is not None:
+            spec.serializable_enum.name = t.name
+            self._describe(t, info)
         elif isinstance(t, (ir.StructType, ir.HeaderType)):
             is_struct = isinstance(t, ir.StructType)
             (spec.struct if is_struct else spec.header).name = t.name
@@ -454,6 +555,18 @@ class _P4InfoBuilder:
         else:
             raise P4Error(f"type {t} cannot be described in P4Info", self.program.source)
 
+    def _describe(self, t, info) -> None:
+        """Add to type_info what p4c adds when it describes a value of type `t`: a serializable
+        enum's underlying width and members (values as full-width byte strings)."""
+        if not (isinstance(t, self.ir.EnumType) and t.underlying is not None) or t.name in info.type_info.serializable_enums:
+            return
+        entry = info.type_info.serializable_enums[t.name]
+        width = self.ir.width_of(t.underlying)
+        entry.underlying_type.bitwidth = width
+        for member in t.members:
+            value = t.values[member] & ((1 << width) - 1)
+            entry.members.add(name=member, value=value.to_bytes((width + 7) // 8, "big"))
+
     def _bitstring(self, spec, t) -> None:
         if isinstance(t, self.ir.IntType):
             spec.int.bitwidth = t.width
@@ -461,13 +574,32 @@ class _P4InfoBuilder:
             spec.bit.bitwidth = self.ir.width_of(t)
 
 
+_PROFILE_EXTERNS = ("action_profile", "action_selector")
 _EXTERN_PREFIXES = {
+    "action_profile": ACTION_PROFILE,
+    "action_selector": ACTION_PROFILE,
     "counter": COUNTER,
     "direct_counter": DIRECT_COUNTER,
     "meter": METER,
     "direct_meter": DIRECT_METER,
     "register": REGISTER,
 }
+
+
+_PROFILE_ANNOTATIONS = frozenset({"max_group_size", "selector_size_semantics", "max_member_weight"})
+
+
+def constant_value(e: "ir.Expr") -> int:
+    """The integer value of a folded constant argument (int, bool or serializable enum member)."""
+    from p4target.frontend import ir
+
+    if isinstance(e, ir.BoolLiteral):
+        return int(e.value)
+    if isinstance(e, ir.EnumMember) and e.value is not None:
+        return e.value
+    if isinstance(e, ir.Constant):
+        return e.value
+    raise P4Error("expected a compile-time constant", e.loc.file, e.loc.line, e.loc.col)
 
 
 def _type_control_plane_name(t) -> str:
@@ -516,6 +648,7 @@ class P4InfoIndex:
             for entity in entities:  # after all names, so an alias never hides another entity's name
                 self._entities.setdefault((kind, entity.preamble.alias), entity)
         self._direct_counters = {c.direct_table_id: c for c in info.direct_counters}
+        self._direct_meters = {m.direct_table_id: m for m in info.direct_meters}
 
     def find(self, kind: str, key: str | int):
         """The entity of `kind` (a P4Info list name such as "tables") with that name, alias or id; None if absent."""
@@ -556,6 +689,10 @@ class P4InfoIndex:
     def direct_counter_of(self, table: str | int) -> "p4i.DirectCounter | None":
         """The direct counter attached to `table`, None when it has none."""
         return self._direct_counters.get(self.table(table).preamble.id)
+
+    def direct_meter_of(self, table: str | int) -> "p4i.DirectMeter | None":
+        """The direct meter attached to `table`, None when it has none."""
+        return self._direct_meters.get(self.table(table).preamble.id)
 
     def name(self, entity_id: int) -> str:
         """Fully qualified name of any entity id."""

@@ -1,8 +1,9 @@
-"""Runtime state of one embedded switch: tables, registers, counters, PRE, digests.
+"""Runtime state of one embedded switch: tables, action profiles, registers, counters, meters, PRE, digests.
 
 The P4Runtime server, the STF runner and the packet pipeline all drive ONE `State`.
 Everything is addressed by control-plane names (P4Info names such as
-"MyIngress.ipv4_lpm", "hdr.ipv4.dstAddr") and plain Python ints; no numeric IDs.
+"MyIngress.ipv4_lpm", "hdr.ipv4.dstAddr") and plain Python ints; no P4Info IDs (action
+profile member and group ids are numbers the control plane chooses, not P4Info's).
 
 The state knows the program only through a `ProgramSchema` (tables, actions,
 registers, counters): `p4target.pipeline` builds it from the IR, tests can build it
@@ -56,6 +57,18 @@ class ResourceExhausted(StateError):
     """Table full (its `size`)."""
 
     code = "RESOURCE_EXHAUSTED"
+
+
+class OutOfRange(StateError):
+    """Index past the end of a register, counter or meter array."""
+
+    code = "OUT_OF_RANGE"
+
+
+class FailedPrecondition(StateError):
+    """The object is still in use (a member in a group or entry, a group in an entry) or unusable (empty group)."""
+
+    code = "FAILED_PRECONDITION"
 
 
 class PermissionDenied(StateError):
@@ -136,6 +149,8 @@ class TableSchema:
     direct_meter: str | None = None  # name of the direct meter attached, if any
     default_only: frozenset[str] = frozenset()  # actions marked @defaultonly
     table_only: frozenset[str] = frozenset()  # actions marked @tableonly
+    support_timeout: bool = False  # `support_timeout = true`: entries may have an idle timeout
+    implementation: str | None = None  # action profile/selector name: entries point at members/groups
 
 
 @dataclass(frozen=True)
@@ -180,12 +195,24 @@ class DirectMeterSchema:
     type: str = "bytes"
 
 
+@dataclass(frozen=True)
+class ActionProfileSchema:
+    """An action profile (members) or, `with_selector`, an action selector (members and groups)."""
+
+    name: str
+    size: int  # members it holds
+    actions: tuple[str, ...]  # actions its members may run (its tables' actions)
+    with_selector: bool = False
+    max_group_size: int = 0  # sum of a group's member weights; 0: no limit
+
+
 @dataclass
 class ProgramSchema:
     """Everything the control plane may address, keyed by control-plane name."""
 
     actions: dict[str, ActionSchema] = field(default_factory=dict)
     tables: dict[str, TableSchema] = field(default_factory=dict)
+    action_profiles: dict[str, ActionProfileSchema] = field(default_factory=dict)
     registers: dict[str, RegisterSchema] = field(default_factory=dict)
     counters: dict[str, CounterSchema] = field(default_factory=dict)
     direct_counters: dict[str, DirectCounterSchema] = field(default_factory=dict)
@@ -212,6 +239,14 @@ class MeterConfig:
     pburst: int
 
 
+def check_meter_config(config: MeterConfig) -> None:
+    """InvalidArgument unless the rates and bursts are unsigned 64-bit and pir >= cir."""
+    for name in ("cir", "cburst", "pir", "pburst"):
+        _check_width(f"meter config {name}", getattr(config, name), 64)
+    if config.pir < config.cir:
+        raise InvalidArgument("meter config: pir must be >= cir")
+
+
 class MeterCell:
     """One meter instance: its config (None = unconfigured, always GREEN) and token buckets."""
 
@@ -224,10 +259,7 @@ class MeterCell:
 
     def configure(self, config: MeterConfig | None, now: float) -> None:
         if config is not None:
-            for name in ("cir", "cburst", "pir", "pburst"):
-                _check_width(f"meter config {name}", getattr(config, name), 64)
-            if config.pir < config.cir:
-                raise InvalidArgument("meter config: pir must be >= cir")
+            check_meter_config(config)
         self.config = config
         if config is not None:  # buckets start full
             self.committed, self.peak, self.last = float(config.cburst), float(config.pburst), now
@@ -260,6 +292,10 @@ class TableEntry:
 
     `packets`/`bytes` are the entry's direct-counter cells (0 when the table has none);
     `meter` its direct-meter cell (None when the table has no direct meter).
+    `idle_timeout_ns` (0: never ages) applies in a `support_timeout` table; `last_hit` is the
+    time.monotonic() of the insert or of the last packet that hit it.
+    In a table with an action profile the entry has no action: it names a member
+    (`member_id`) or, with a selector, a group (`group_id`) of the profile.
     """
 
     match: dict[str, Match]
@@ -270,6 +306,10 @@ class TableEntry:
     bytes: int = 0
     args: tuple[int, ...] = ()
     meter: MeterCell | None = None
+    idle_timeout_ns: int = 0
+    last_hit: float = 0.0
+    member_id: int | None = None
+    group_id: int | None = None
 
 
 @dataclass
@@ -318,6 +358,13 @@ def _check_args(action: ActionSchema, params: dict[str, int], where: str) -> tup
     for name, width in action.params:
         _check_width(f"{where}: action {action.name} param {name}", params[name], width)
     return tuple(params[n] for n, _ in action.params)
+
+
+def _check_index(what: str, index: int, size: int) -> int:
+    """`index` if it addresses one of `size` cells; OutOfRange otherwise."""
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < size:
+        raise OutOfRange(f"{what}: index {index} out of range 0..{size - 1}")
+    return index
 
 
 def _prefix_mask(prefix_len: int, bitwidth: int) -> int:
@@ -473,6 +520,195 @@ class _PriorityIndex:
 
 
 # ---------------------------------------------------------------------------
+# Action profiles and selectors
+
+
+@dataclass
+class ProfileMember:
+    """One member: an action with its arguments. `handle` orders members within groups (BMv2's handle)."""
+
+    action: str
+    params: dict[str, int]
+    args: tuple[int, ...]
+    handle: int
+
+
+@dataclass
+class ProfileGroup:
+    """A selector group: member id -> weight (as written), its size limit, and the selection list."""
+
+    members: dict[int, int]
+    max_size: int = 0
+    extra_handles: list[int] = field(default_factory=list)  # handles of weight copies beyond the first
+    choices: tuple[ProfileMember, ...] = ()
+
+
+class ActionProfile:
+    """Members (and, with a selector, groups) that the entries of its tables point at.
+
+    A packet that hits an entry pointing at a group runs `choices[hash % len(choices)]`, as
+    BMv2 does: its group members ordered by their handle (the lowest free number when the
+    member was created), each member `weight` times, the copies beyond the first taking new
+    handles when the group is written (BMv2's P4Runtime server adds a member once per unit of
+    weight). Members and groups in use (by a group or a table entry) cannot be deleted.
+    """
+
+    def __init__(self, schema: ActionProfileSchema, actions: dict[str, ActionSchema]):
+        self.schema = schema
+        self.name = schema.name
+        self._actions = actions
+        self.members: dict[int, ProfileMember] = {}
+        self.groups: dict[int, ProfileGroup] = {}
+        self._handles: set[int] = set()
+        self._refs: collections.Counter = collections.Counter()  # ("member"|"group", id) -> users
+
+    # -- members
+
+    def _member_args(self, member_id: int, action: str, params: dict[str, int]) -> tuple[int, ...]:
+        where = f"action profile {self.name} member {member_id}"
+        _check_width(f"{where} id", member_id, 32)
+        if action not in self.schema.actions:
+            raise InvalidArgument(f"{where}: action {action!r} is not an action of the profile's tables")
+        return _check_args(self._actions[action], params, where)
+
+    def insert_member(self, member_id: int, action: str, params: dict[str, int]) -> None:
+        args = self._member_args(member_id, action, params)
+        if member_id in self.members:
+            raise AlreadyExists(f"action profile {self.name}: member {member_id} already exists")
+        if len(self.members) >= self.schema.size:
+            raise ResourceExhausted(f"action profile {self.name} is full ({self.schema.size} members)")
+        self.members[member_id] = ProfileMember(action, dict(params), args, self._take_handle())
+
+    def modify_member(self, member_id: int, action: str, params: dict[str, int]) -> None:
+        args = self._member_args(member_id, action, params)
+        member = self._member(member_id)
+        member.action, member.params, member.args = action, dict(params), args  # in place: groups keep it
+
+    def delete_member(self, member_id: int) -> None:
+        member = self._member(member_id)
+        if self._refs[("member", member_id)]:
+            raise FailedPrecondition(f"action profile {self.name}: member {member_id} is still used by a group or entry")
+        del self.members[member_id]
+        self._handles.discard(member.handle)
+
+    def _member(self, member_id: int) -> ProfileMember:
+        try:
+            return self.members[member_id]
+        except KeyError:
+            raise NotFound(f"action profile {self.name}: no member {member_id}") from None
+
+    def _take_handle(self) -> int:
+        handle = 0
+        while handle in self._handles:
+            handle += 1
+        self._handles.add(handle)
+        return handle
+
+    # -- groups
+
+    def _check_group(self, group_id: int, members: dict[int, int], max_size: int) -> None:
+        where = f"action profile {self.name} group {group_id}"
+        if not self.schema.with_selector:
+            raise InvalidArgument(f"action profile {self.name} has no selector: it has no groups")
+        _check_width(f"{where} id", group_id, 32)
+        _check_width(f"{where} max_size", max_size, 31)
+        limit = self.schema.max_group_size
+        if limit and max_size > limit:
+            raise InvalidArgument(f"{where}: max_size {max_size} exceeds the profile's max_group_size {limit}")
+        for member_id, weight in members.items():
+            if not isinstance(weight, int) or weight <= 0 or weight >> 31:
+                raise InvalidArgument(f"{where}: member {member_id} weight must be a positive 32-bit integer")
+            if member_id not in self.members:
+                raise NotFound(f"{where}: no member {member_id}")
+        total = sum(members.values())
+        for bound in (max_size, limit):
+            if bound and total > bound:
+                raise ResourceExhausted(f"{where}: member weights add up to {total}, more than {bound}")
+
+    def insert_group(self, group_id: int, members: dict[int, int], max_size: int = 0) -> None:
+        self._check_group(group_id, members, max_size)
+        if group_id in self.groups:
+            raise AlreadyExists(f"action profile {self.name}: group {group_id} already exists")
+        group = self.groups[group_id] = ProfileGroup({}, max_size)
+        self._set_group_members(group, members)
+
+    def modify_group(self, group_id: int, members: dict[int, int], max_size: int = 0) -> None:
+        self._check_group(group_id, members, max_size)
+        group = self._group(group_id)
+        group.max_size = max_size
+        self._set_group_members(group, members)
+
+    def delete_group(self, group_id: int) -> None:
+        group = self._group(group_id)
+        if self._refs[("group", group_id)]:
+            raise FailedPrecondition(f"action profile {self.name}: group {group_id} is still used by a table entry")
+        self._set_group_members(group, {})
+        del self.groups[group_id]
+
+    def _group(self, group_id: int) -> ProfileGroup:
+        try:
+            return self.groups[group_id]
+        except KeyError:
+            raise NotFound(f"action profile {self.name}: no group {group_id}") from None
+
+    def _set_group_members(self, group: ProfileGroup, members: dict[int, int]) -> None:
+        """Replace a group's members (validated), re-taking the handles of weight copies."""
+        for member_id in group.members:
+            self._refs[("member", member_id)] -= 1
+        self._handles.difference_update(group.extra_handles)
+        group.members, group.extra_handles = dict(members), []
+        slots = []
+        for member_id, weight in members.items():
+            self._refs[("member", member_id)] += 1
+            member = self.members[member_id]
+            slots.append((member.handle, member))
+            for _ in range(weight - 1):
+                handle = self._take_handle()
+                group.extra_handles.append(handle)
+                slots.append((handle, member))
+        group.choices = tuple(member for _, member in sorted(slots, key=lambda slot: slot[0]))
+
+    # -- table entries pointing here
+
+    def check_reference(self, entry: TableEntry, where: str) -> None:
+        """InvalidArgument/FailedPrecondition unless `entry` names exactly one existing member or non-empty group."""
+        if entry.action:
+            raise InvalidArgument(f"{where}: entries of a table with action profile {self.name} name a member "
+                                  "or group, not an action")
+        if (entry.member_id is None) == (entry.group_id is None):
+            raise InvalidArgument(f"{where}: an entry names either a member or a group of {self.name}")
+        if entry.member_id is not None:
+            if entry.member_id not in self.members:
+                raise InvalidArgument(f"{where}: action profile {self.name} has no member {entry.member_id}")
+            return
+        if not self.schema.with_selector:
+            raise InvalidArgument(f"{where}: action profile {self.name} has no selector: entries name members")
+        group = self.groups.get(entry.group_id)
+        if group is None:
+            raise InvalidArgument(f"{where}: action profile {self.name} has no group {entry.group_id}")
+        if not group.members:
+            raise FailedPrecondition(f"{where}: group {entry.group_id} of {self.name} is empty")
+
+    def reference(self, entry: TableEntry, count: int = 1) -> None:
+        """Count (or, with count=-1, uncount) `entry`'s use of its member or group."""
+        if entry.member_id is not None:
+            self._refs[("member", entry.member_id)] += count
+        else:
+            self._refs[("group", entry.group_id)] += count
+
+    def pick(self, group_id: int, hash_value: int) -> ProfileMember | None:
+        """The member a packet with this selector hash runs; None for an empty group."""
+        choices = self.groups[group_id].choices
+        return choices[hash_value % len(choices)] if choices else None
+
+    def clear(self) -> None:
+        self.members.clear()
+        self.groups.clear()
+        self._handles.clear()
+        self._refs.clear()
+
+
+# ---------------------------------------------------------------------------
 # Tables
 
 
@@ -487,10 +723,12 @@ class Table:
     the index's closure; inserts and deletes update the index in place.
     """
 
-    def __init__(self, schema: TableSchema, actions: dict[str, ActionSchema]):
+    def __init__(self, schema: TableSchema, actions: dict[str, ActionSchema], profile: ActionProfile | None = None):
+        """`profile`: the action profile of a table with `implementation` (then there is no default action)."""
         self.schema = schema
         self.name = schema.name
         self._actions = actions
+        self.profile = profile
         self._keys = schema.keys
         self._key_index = {k.name: i for i, k in enumerate(schema.keys)}
         kinds = {k.match_kind for k in schema.keys}
@@ -498,7 +736,9 @@ class Table:
         self._entries: dict[tuple, TableEntry] = {}  # canonical key -> entry
         self._new_index()
         self._const = False
-        self.default = self._make_default(schema.default_action, schema.default_params, initial=True)
+        # BMv2 has no default entry in a table with an action profile: a miss runs nothing.
+        self.default: DefaultAction | None = None if profile else \
+            self._make_default(schema.default_action, schema.default_params, initial=True)
         self._initial_default = self.default
         self._install_program_entries()
         self._const = schema.const_entries
@@ -597,6 +837,11 @@ class Table:
 
     def _check_action(self, entry: TableEntry) -> tuple[int, ...]:
         where = f"table {self.name}"
+        if self.profile is not None:
+            self.profile.check_reference(entry, where)
+            return ()
+        if entry.member_id is not None or entry.group_id is not None:
+            raise InvalidArgument(f"{where}: the table has no action profile; an entry names an action")
         if entry.action not in self.schema.actions:
             if entry.action in self._actions:
                 raise InvalidArgument(f"{where}: action {entry.action} is not in the table's actions")
@@ -609,6 +854,11 @@ class Table:
         if self._const:
             raise PermissionDenied(f"table {self.name} has const entries")
 
+    def _check_idle_timeout(self, entry: TableEntry) -> None:
+        _check_width(f"table {self.name} idle_timeout_ns", entry.idle_timeout_ns, 63)
+        if entry.idle_timeout_ns and not self.schema.support_timeout:
+            raise InvalidArgument(f"table {self.name} does not support idle timeouts (no `support_timeout = true`)")
+
     # -- writes
 
     def insert(self, entry: TableEntry) -> None:
@@ -616,6 +866,7 @@ class Table:
         self._check_mutable()
         key = self._canonical(entry)
         args = self._check_action(entry)
+        self._check_idle_timeout(entry)
         if key in self._entries:
             raise AlreadyExists(f"table {self.name}: entry already exists")
         if len(self._entries) >= self.schema.size:
@@ -623,25 +874,37 @@ class Table:
         entry.args = args
         entry.packets = entry.bytes = 0
         entry.meter = MeterCell() if self.schema.direct_meter else None
+        entry.last_hit = time.monotonic()
+        if self.profile is not None:
+            self.profile.reference(entry)
         self._entries[key] = entry
         self._index.add(key, entry)
 
     def modify(self, entry: TableEntry) -> None:
-        """Replace the action/params of the existing entry with the same match (counters kept)."""
+        """Replace the action/params and idle timeout of the entry with the same match (counters kept)."""
         self._check_mutable()
         key = self._canonical(entry)
         args = self._check_action(entry)
+        self._check_idle_timeout(entry)
         old = self._entries.get(key)
         if old is None:
             raise NotFound(f"table {self.name}: no such entry to modify")
+        if self.profile is not None:
+            self.profile.reference(old, -1)
+            self.profile.reference(entry)
         old.action, old.params, old.args = entry.action, dict(entry.params), args
+        old.member_id, old.group_id = entry.member_id, entry.group_id
+        old.idle_timeout_ns = entry.idle_timeout_ns
 
     def delete(self, entry: TableEntry) -> None:
         """Remove the entry with the same match (action/params are ignored)."""
         self._check_mutable()
         key = self._canonical(entry)
-        if self._entries.pop(key, None) is None:
+        old = self._entries.pop(key, None)
+        if old is None:
             raise NotFound(f"table {self.name}: no such entry to delete")
+        if self.profile is not None:
+            self.profile.reference(old, -1)
         self._index.remove(key)
 
     def find(self, match: dict[str, Match], priority: int = 0) -> TableEntry:
@@ -653,8 +916,12 @@ class Table:
             raise NotFound(f"table {self.name}: no such entry") from None
 
     def clear(self) -> None:
-        """Drop every non-const entry (P4Runtime pipeline reset does this)."""
+        """Drop every non-const entry and restore the program's default action (a pipeline reset)."""
+        self.default = self._initial_default
         if not self._const:
+            if self.profile is not None:
+                for entry in self._entries.values():
+                    self.profile.reference(entry, -1)
             self._entries.clear()
             self._new_index()
             self._install_program_entries()
@@ -662,17 +929,29 @@ class Table:
     def entries(self) -> list[TableEntry]:
         return list(self._entries.values())
 
+    def idle_entries(self, now: float) -> list[TableEntry]:
+        """Entries with an idle timeout that no packet has hit for at least that long."""
+        return [e for e in self._entries.values()
+                if e.idle_timeout_ns and (now - e.last_hit) * 1e9 >= e.idle_timeout_ns]
+
     def __len__(self) -> int:
         return len(self._entries)
 
     def set_default(self, action: str, params: dict[str, int] | None = None) -> None:
-        if self.schema.const_default:
-            raise PermissionDenied(f"table {self.name} has a const default_action")
+        self._check_default_writable()
         self.default = self._make_default(action, params or {})
 
     def reset_default(self) -> None:
         """Back to the program's default action."""
+        if self.profile is not None:
+            raise InvalidArgument(f"table {self.name} has an action profile: it has no default action to reset")
         self.default = self._initial_default
+
+    def _check_default_writable(self) -> None:
+        if self.profile is not None:
+            raise InvalidArgument(f"table {self.name} has an action profile: it has no default action to set")
+        if self.schema.const_default:
+            raise PermissionDenied(f"table {self.name} has a const default_action")
 
 
 # ---------------------------------------------------------------------------
@@ -687,9 +966,7 @@ class RegisterArray:
         self.values = [0] * schema.size
 
     def _index(self, index: int) -> int:
-        if not isinstance(index, int) or not 0 <= index < self.schema.size:
-            raise InvalidArgument(f"register {self.schema.name}: index {index} out of range 0..{self.schema.size - 1}")
-        return index
+        return _check_index(f"register {self.schema.name}", index, self.schema.size)
 
     def read(self, index: int) -> int:
         return self.values[self._index(index)]
@@ -712,9 +989,7 @@ class CounterArray:
         self.bytes = [0] * schema.size
 
     def _index(self, index: int) -> int:
-        if not isinstance(index, int) or not 0 <= index < self.schema.size:
-            raise InvalidArgument(f"counter {self.schema.name}: index {index} out of range 0..{self.schema.size - 1}")
-        return index
+        return _check_index(f"counter {self.schema.name}", index, self.schema.size)
 
     def read(self, index: int) -> tuple[int, int]:
         """(packets, bytes) of cell `index`."""
@@ -739,9 +1014,7 @@ class MeterArray:
         self.cells = [MeterCell() for _ in range(schema.size)]
 
     def cell(self, index: int) -> MeterCell:
-        if not isinstance(index, int) or not 0 <= index < self.schema.size:
-            raise InvalidArgument(f"meter {self.schema.name}: index {index} out of range 0..{self.schema.size - 1}")
-        return self.cells[index]
+        return self.cells[_check_index(f"meter {self.schema.name}", index, self.schema.size)]
 
     def reset(self) -> None:
         for c in self.cells:
@@ -759,7 +1032,11 @@ class State:
         self.schema = schema
         self.lock = threading.RLock()
         self._check_schema()
-        self.tables: dict[str, Table] = {n: Table(t, schema.actions) for n, t in schema.tables.items()}
+        self.action_profiles: dict[str, ActionProfile] = {
+            n: ActionProfile(p, schema.actions) for n, p in schema.action_profiles.items()}
+        self.tables: dict[str, Table] = {
+            n: Table(t, schema.actions, self.action_profiles[t.implementation] if t.implementation else None)
+            for n, t in schema.tables.items()}
         self.registers: dict[str, RegisterArray] = {n: RegisterArray(r) for n, r in schema.registers.items()}
         self.counters: dict[str, CounterArray] = {n: CounterArray(c) for n, c in schema.counters.items()}
         self.meters: dict[str, MeterArray] = {n: MeterArray(m) for n, m in schema.meters.items()}
@@ -777,6 +1054,8 @@ class State:
             for k in t.keys:
                 if k.match_kind not in MATCH_KINDS:
                     raise InvalidArgument(f"table {t.name}: key {k.name} has unsupported match kind {k.match_kind!r}")
+            if t.implementation is not None and t.implementation not in self.schema.action_profiles:
+                raise InvalidArgument(f"table {t.name}: action profile {t.implementation!r} is not declared")
 
     # -- lookups by name with clear errors
 
@@ -812,7 +1091,8 @@ class State:
         with self.lock:
             self.table(table).delete(entry)
 
-    def get_default(self, table: str) -> DefaultAction:
+    def get_default(self, table: str) -> DefaultAction | None:
+        """The default action; None for a table with an action profile (BMv2 has none there)."""
         return self.table(table).default
 
     def set_default(self, table: str, action: str, params: dict[str, int] | None = None) -> None:
@@ -822,6 +1102,39 @@ class State:
     def reset_default(self, table: str) -> None:
         with self.lock:
             self.table(table).reset_default()
+
+    # -- action profiles (member and group ids are the control plane's)
+
+    def action_profile(self, name: str) -> ActionProfile:
+        try:
+            return self.action_profiles[name]
+        except KeyError:
+            raise InvalidArgument(f"unknown action profile {name!r}") from None
+
+    def profile_member_insert(self, profile: str, member_id: int, action: str, params: dict[str, int]) -> None:
+        with self.lock:
+            self.action_profile(profile).insert_member(member_id, action, params)
+
+    def profile_member_modify(self, profile: str, member_id: int, action: str, params: dict[str, int]) -> None:
+        with self.lock:
+            self.action_profile(profile).modify_member(member_id, action, params)
+
+    def profile_member_delete(self, profile: str, member_id: int) -> None:
+        with self.lock:
+            self.action_profile(profile).delete_member(member_id)
+
+    def profile_group_insert(self, profile: str, group_id: int, members: dict[int, int], max_size: int = 0) -> None:
+        """Create a selector group: {member id: weight} (written order kept) and a weight limit (0: none)."""
+        with self.lock:
+            self.action_profile(profile).insert_group(group_id, members, max_size)
+
+    def profile_group_modify(self, profile: str, group_id: int, members: dict[int, int], max_size: int = 0) -> None:
+        with self.lock:
+            self.action_profile(profile).modify_group(group_id, members, max_size)
+
+    def profile_group_delete(self, profile: str, group_id: int) -> None:
+        with self.lock:
+            self.action_profile(profile).delete_group(group_id)
 
     def direct_counter_table(self, name: str) -> Table:
         """The table a direct counter belongs to (its cells live in the table's entries)."""
@@ -954,7 +1267,8 @@ class State:
         with self.lock:
             for t in self.tables.values():
                 t.clear()
-                t.reset_default()
+            for p in self.action_profiles.values():
+                p.clear()
             for r in self.registers.values():
                 r.reset()
             for c in self.counters.values():

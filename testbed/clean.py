@@ -1,10 +1,12 @@
 """Leftover cleanup: `aggnet clean`, an `mn -c` that only touches what AggNet made.
 
 Every running Testbed keeps a record in STATE_DIR (its own pid, the pids of its switch
-processes and Mininet host shells with their start times, its interfaces). Leftovers
-are what a dead testbed recorded, plus root-namespace veths named like Mininet's
-(`*-eth*`) and orphaned AggNet switch / Mininet host-shell processes that no live
-testbed claims. Running it twice is harmless.
+processes and Mininet host shells with their start times, its interfaces), and starts its
+switch processes with TESTBED_ENV=`PID:START` naming itself. Leftovers are what a dead
+testbed recorded, plus root-namespace veths named like Mininet's (`*-eth*`), orphaned
+Mininet host shells, and switch processes a testbed started that no live testbed claims.
+A switch someone started by hand (`aggnet switch` under nohup or systemd) carries no such
+mark and is never touched. Running it twice is harmless.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ STATE_DIR = "/run/aggnet"
 SWITCH_MARKERS = ("testbed.cli switch", "aggnet switch", "simple_switch_grpc")
 NFT_TABLE = "aggnet"  # nftables netdev table of BMv2 link loss (testbed.network.kernel_loss_script)
 HOST_SHELL_MARKER = "mininet:"
+TESTBED_ENV = "AGGNET_TESTBED"  # in a switch process's environment: the testbed that started it
 
 
 def _stat_field(pid: int, index: int) -> int | None:
@@ -46,6 +49,29 @@ def process_argv(pid: int) -> list[str]:
             return [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
     except OSError:
         return []
+
+
+def testbed_environment() -> dict[str, str]:
+    """The environment a testbed starts its switch processes with: this one, marked as ours."""
+    me = os.getpid()
+    return {**os.environ, TESTBED_ENV: f"{me}:{process_start_time(me)}"}
+
+
+def testbed_of(pid: int) -> tuple[int, int | None] | None:
+    """(pid, start time) of the testbed that started process `pid`; None if no testbed did."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            entries = f.read().split(b"\0")
+    except OSError:
+        return None
+    prefix = TESTBED_ENV.encode() + b"="
+    for entry in entries:
+        if entry.startswith(prefix):
+            owner, _, start = entry[len(prefix):].decode(errors="replace").partition(":")
+            if not owner.isdigit():
+                return None
+            return int(owner), int(start) if start.isdigit() else None
+    return None
 
 
 def record_path(owner_pid: int) -> str:
@@ -169,13 +195,9 @@ def clean(all_records: bool = False) -> list[str]:
             continue
         removed += clean_record(record)
         remove_record(record["owner"])
-    for pid in (int(d) for d in os.listdir("/proc") if d.isdigit()):
-        if pid in claimed_pids or _ppid(pid) != 1:
-            continue
-        cmd = " ".join(process_argv(pid))
-        if any(m in cmd for m in SWITCH_MARKERS) or HOST_SHELL_MARKER in cmd:
-            if kill_process(pid, process_start_time(pid)):
-                removed.append(f"orphan process {cmd.strip()[:60]} (pid {pid})")
+    for pid, cmd in orphan_processes(claimed_pids, all_records):
+        if kill_process(pid, process_start_time(pid)):
+            removed.append(f"orphan process {cmd.strip()[:60]} (pid {pid})")
     for intf in root_veths():
         if intf not in claimed_intfs:
             delete_interface(intf)
@@ -183,6 +205,24 @@ def clean(all_records: bool = False) -> list[str]:
     if not claimed_intfs and delete_nft_table():
         removed.append(f"nftables table netdev {NFT_TABLE}")
     return removed
+
+
+def orphan_processes(claimed_pids: set[int], all_records: bool = False) -> list[tuple[int, str]]:
+    """(pid, command line) of leftovers no live testbed claims: switch processes a testbed
+    started (TESTBED_ENV) that is gone (any testbed, with all_records), and Mininet host shells
+    left to init. Unmarked switches are someone else's and never listed."""
+    out = []
+    for pid in (int(d) for d in os.listdir("/proc") if d.isdigit()):
+        if pid in claimed_pids:
+            continue
+        cmd = " ".join(process_argv(pid))
+        if any(m in cmd for m in SWITCH_MARKERS):
+            owner = testbed_of(pid)
+            if owner is not None and (all_records or process_start_time(owner[0]) != owner[1]):
+                out.append((pid, cmd))
+        elif HOST_SHELL_MARKER in cmd and _ppid(pid) == 1:
+            out.append((pid, cmd))
+    return out
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -232,6 +232,7 @@ class FaultRun(Run):
                 self.events.append({"fault": str(fault), "at_step": done})
             if self.poll(self.ignored()):
                 return None
+            self.tick()
             if time.monotonic() - started > self.cfg.timeout_s:
                 raise RunFailed(f"run failed: not finished after {self.cfg.timeout_s:g} s (logs in {self.logs})")
             time.sleep(POLL_S)
@@ -278,7 +279,8 @@ class FaultRun(Run):
             "config": config, "run_dir": str(self.run_dir), "events": self.events, "segments": self.segments,
             "wall_time_s": seconds, "steps_applied": {h: len(s) for h, s in lineage.items()},
             "lineage_ok": all(s == list(range(cfg.train.steps)) for s in lineage.values()),
-            "checkpoints": str(self.checkpoints), "counters": self.counters, "per_worker": self.per_worker(job)}
+            "checkpoints": str(self.checkpoints), "counters": self.counters, "per_worker": self.per_worker(job),
+            "fidelity": self.fidelity}
         if job.aggregators:
             results.update(aggregators=job.aggregators, staleness_bound=cfg.job.staleness,
                            aggregation=read_aggregation_stats(job.out))

@@ -24,6 +24,8 @@ import time
 
 from mininet.node import Host, Switch
 
+from testbed.clean import testbed_environment
+
 PR_SET_PDEATHSIG = 1
 
 
@@ -108,7 +110,8 @@ class P4Switch(Switch):
                          f"ethtool -K {intf.name} tx off rx off >/dev/null 2>&1")
         with open(self.log_file, "ab") as log:
             self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+                                            stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+                                            env=testbed_environment())  # marked: `aggnet clean` may stop it
         self.wait_ready()
 
     def wait_ready(self) -> None:

@@ -311,21 +311,29 @@ def compare_summary(results_by_scheme: Mapping[str, Mapping[str, Any]], link: st
         links = results.get("link_bytes") or {}
         name = link if link is not None else max(links, key=links.get, default=None)
         summary[scheme] = {"step_time_s": results.get("step_time_s"), "final_accuracy": results.get("final_accuracy"),
-                           "link": name, "link_bytes": links.get(name) if name else None}
+                           "link": name, "link_bytes": links.get(name) if name else None,
+                           "bottleneck": bottleneck_text(results.get("fidelity") or {})}
     return summary
+
+
+def bottleneck_text(fidelity: Mapping[str, Any]) -> str:
+    """What bound a run, short: "link s1->h5 97%", "switch s1 100%", or "none" below testbed.fidelity.BUSY."""
+    b = fidelity.get("bottleneck")
+    return "none" if not b else f"{b['kind'].split()[0]} {b['name']} {b['load']:.0%}"
 
 
 def comparison_table(summary: Mapping[str, Mapping[str, Any]]) -> Table:
     """Schemes side by side, with ratios to the first scheme (the one the others are compared to)."""
     table = Table(title="schemes compared", title_justify="left")
-    for column in ("scheme", "step time (ms)", "accuracy", "link", "link bytes", "bytes vs first", "time vs first"):
-        table.add_column(column, justify="left" if column in ("scheme", "link") else "right")
+    for column in ("scheme", "step time (ms)", "accuracy", "link", "link bytes", "bytes vs first", "time vs first",
+                   "bottleneck"):
+        table.add_column(column, justify="left" if column in ("scheme", "link", "bottleneck") else "right")
     first = next(iter(summary.values()), {})
     for scheme, s in summary.items():
         table.add_row(scheme, _fmt(s["step_time_s"], 1000, "{:.1f}"), _fmt(s["final_accuracy"], 1, "{:.3f}"),
                       s["link"] or "-", _fmt(s["link_bytes"], 1, "{:,.0f}"),
                       _ratio(s["link_bytes"], first.get("link_bytes")),
-                      _ratio(s["step_time_s"], first.get("step_time_s")))
+                      _ratio(s["step_time_s"], first.get("step_time_s")), s["bottleneck"])
     return table
 
 

@@ -207,6 +207,8 @@ class Run:
         self.installer: Any = None
         self.counters: dict = {}
         self.queues: dict = {}
+        self.meter: Any = None  # testbed.fidelity.CpuMeter over the switch and host processes
+        self.fidelity: dict = {}
 
     # -- plan: every input check, before anything starts
 
@@ -284,6 +286,7 @@ class Run:
                 self.install_trees()
                 try:
                     self.start_hosts()
+                    self.start_meter()
                     self.watch()
                 except RunFailed as exc:
                     error = exc
@@ -392,11 +395,29 @@ class Run:
     def processes(self) -> list[HostProcess]:
         return [p for job in self.jobs for p in job.processes]
 
+    def pids(self) -> dict[str, int]:
+        """Every switch and host process of the run by name, for the CPU meter."""
+        out = {s.name: s.process.pid for s in self.tb.net.switches if s.process is not None}
+        out.update((p.name, p.popen.pid) for p in self.processes())
+        return out
+
+    def start_meter(self) -> None:
+        from testbed.fidelity import CpuMeter
+
+        self.meter = CpuMeter()
+        self.meter.start(self.pids())
+
+    def tick(self) -> None:
+        """Once per turn of a watch loop: sample the processes' CPU time (their last sample is their total)."""
+        if self.meter is not None:
+            self.meter.sample(self.pids())
+
     def watch(self) -> None:
         """Until every host process exited 0; RunFailed naming the first process or switch that failed."""
         deadline = time.monotonic() + self.cfg.timeout_s
         seen = 0
         while not self.poll():
+            self.tick()
             if self.cfg.workload.workload == "train":
                 job = self.jobs[0]
                 records = read_jsonl(job.out / f"{job.workers[0]}.metrics.jsonl")
@@ -430,10 +451,18 @@ class Run:
         from controller.monitor import queue_stats
         from testbed import report
 
+        from testbed import fidelity
+
         job_ids = [j.job_id for j in self.jobs if j.job_id is not None]
         self.counters = report.collect_counters(self.topo, self.conns, job_ids)
         stats = {s: queue_stats(conn) for s, conn in self.conns.items()}
         self.queues = {s: q for s, q in stats.items() if q is not None}
+        if self.meter is not None:
+            seconds = max(self.meter.last_at.values(), default=self.meter.started) - self.meter.started
+            self.fidelity = fidelity.report(self.topo, self.counters, self.queues, seconds, self.meter.fractions(),
+                                            set(self.topo.switches))
+            if self.fidelity["warning"]:
+                self.reporter.status(self.fidelity["warning"])
 
     # -- results
 
@@ -448,7 +477,7 @@ class Run:
             "run_dir": str(self.run_dir), "workers": len(job.workers), "wall_time_s": seconds,
             "versions": report.versions(cfg.network.target), "counters": self.counters, "queues": self.queues,
             "link_bytes": report.link_bytes(self.topo, self.counters), "scheme": job.scheme,
-            "placement": self.placement_json(job),
+            "placement": self.placement_json(job), "fidelity": self.fidelity,
             "admission": job.admission.to_json() if job.admission is not None else None,
         }
         if job.aggregators:

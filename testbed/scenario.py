@@ -318,6 +318,7 @@ class ModeRun(Run):
             dead = self.tb.dead_switches()
             if dead:
                 raise RunFailed(f"mode {self.mode}: switch {dead[0]}")
+            self.tick()
             if self.adapter is not None and self.adapter.error is not None:
                 raise RunFailed(f"mode {self.mode}: adaptation failed: {self.adapter.error}")
             if time.monotonic() > deadline:
@@ -362,7 +363,7 @@ class ModeRun(Run):
                    "jobs": jobs, "moves": self.moves,
                    "flows": {f.name: {"send": read_json(self.logs / f"{f.name}.send.json"),
                                       "recv": read_json(self.logs / f"{f.name}.recv.json")} for f in flows(scn)},
-                   "queues": self.queues}
+                   "queues": self.queues, "fidelity": self.fidelity}
         if error is not None:
             results["error"] = str(error)
         return results

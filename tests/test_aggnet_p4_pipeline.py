@@ -1,16 +1,12 @@
 """aggnet.p4 on the embedded target: sums, duplicates, retransmissions, pools, overflow, jobs, trees."""
-import os
-import sys
 
+import fabric as fb
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "aggnet"))
-import fabric as fb  # noqa: E402
-
-from hosts import codec  # noqa: E402
+from hosts import codec
+from p4target import state as st
 from protocol import wire
-from p4target import state as st  # noqa: E402
 
 INT_MAX, INT_MIN = 2**31 - 1, -2**31
 

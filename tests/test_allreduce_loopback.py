@@ -1,20 +1,16 @@
 """The all-reduce client over real UDP sockets, through aggnet.p4 Pipelines (tests/data/aggnet/fabric.py)."""
-import os
 import socket
 import struct
-import sys
 import threading
 import time
 
+import fabric as fb
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "aggnet"))
-import fabric as fb  # noqa: E402
-
-from hosts import quantize  # noqa: E402
-from hosts.allreduce import AggOverflowError, AllReduceClient, AllReduceError  # noqa: E402
-from hosts.job import JobSpec, WorkerSpec  # noqa: E402
+from hosts import quantize
+from hosts.allreduce import AggOverflowError, AllReduceClient, AllReduceError
+from hosts.job import JobSpec, WorkerSpec
 
 
 def make_job(fabric, socks, slot_count=8, timeout_s=0.05, lanes=32):

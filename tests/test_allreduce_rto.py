@@ -1,14 +1,10 @@
 """The all-reduce client's retransmission timeout: TCP estimate, Karn's algorithm, exponential backoff."""
-import os
-import sys
 
+import fabric as fb
 import numpy as np
+from test_allreduce_loopback import make_job, run_workers, star_fabric
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "aggnet"))
-import fabric as fb  # noqa: E402
-
-from hosts.allreduce import MAX_RTO_S, AllReduceClient, RetransmitTimer  # noqa: E402
-from test_allreduce_loopback import make_job, run_workers, star_fabric  # noqa: E402
+from hosts.allreduce import MAX_RTO_S, AllReduceClient, RetransmitTimer
 
 
 def test_samples_set_twice_the_smoothed_round_trip_above_the_minimum():

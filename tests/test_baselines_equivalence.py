@@ -3,24 +3,20 @@
 4 workers (threads), 50 steps of the MLP on digits: every worker ends with bit-identical
 weights, and they equal a single-process run fed the same global batches within 1e-5.
 """
-import os
-import sys
 import threading
 
 import numpy as np
 import pytest
 import torch
+import workers as wk
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "train"))
-import workers as wk  # noqa: E402
-
-from hosts.agent_config import TrainConfig  # noqa: E402
-from hosts.comm import Endpoint  # noqa: E402
-from hosts.data import load_dataset  # noqa: E402
-from hosts.model import build_model, flat_params  # noqa: E402
-from hosts.ps import ParameterServer, ParameterServerClient  # noqa: E402
-from hosts.ring import RingAllReduce  # noqa: E402
-from hosts.train import train_reference, train_worker  # noqa: E402
+from hosts.agent_config import TrainConfig
+from hosts.comm import Endpoint
+from hosts.data import load_dataset
+from hosts.model import build_model, flat_params
+from hosts.ps import ParameterServer, ParameterServerClient
+from hosts.ring import RingAllReduce
+from hosts.train import train_reference, train_worker
 
 W = 4
 CONFIG = TrainConfig(steps=50, batch_size=16, hidden=32, eval_every=0, seed=3)

@@ -16,24 +16,22 @@ from __future__ import annotations
 
 import ipaddress
 import random
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import bmv2_ref
+import fabric
 import numpy as np
 import pytest
 
-import bmv2_ref
 from hosts import codec
-from p4target.frontend import load_program
 from p4target import state as st
+from p4target.frontend import load_program
 from p4target.pipeline import Pipeline
 from p4target.stf import StfError, StfRunner, parse_stf
 from protocol import wire
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests" / "data" / "aggnet"))
-import fabric  # noqa: E402
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.skipif(bool(bmv2_ref.missing()), reason=bmv2_ref.missing() or "-")]
 

@@ -8,18 +8,20 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+import e2e
 import pytest
 
 from controller.switch_cli import cli_line
 from controller.topology import load_topology
-from testbed.network import Testbed, check_links, kernel_loss_script, link_queue_commands
+from testbed.network import (
+    Testbed,
+    check_links,
+    kernel_loss_script,
+    link_queue_commands,
+)
 from testbed.nodes import Bmv2Switch, TargetUnsupported
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "data" / "run"))
-import e2e  # noqa: E402
 
 STAR4 = str(e2e.REPO / "topologies" / "star4.yaml")
 MISSING = [p for p in Bmv2Switch.programs if shutil.which(p) is None]
@@ -95,8 +97,8 @@ def test_run_sh_on_bmv2_trains_exactly_as_on_the_embedded_target(tmp_path):
     loss and the final accuracy are the same numbers on BMv2 as on the embedded target."""
     runs = {}
     for target in ("embedded", "bmv2"):
-        done = subprocess.run(["bash", str(e2e.REPO / "scripts" / "run.sh"), "--target", target,
-                               "--out", str(tmp_path / target)], capture_output=True, text=True, timeout=600)
+        done = e2e.run_command(["bash", str(e2e.REPO / "scripts" / "run.sh"), "--target", target,
+                                "--out", str(tmp_path / target)], timeout=600)
         assert done.returncode == 0, done.stderr
         runs[target] = e2e.run_dir(tmp_path / target)
     results = {t: json.loads((r / "results.json").read_text()) for t, r in runs.items()}

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from controller.switch_cli import TM_ONLY, Bmv2Cli, TcpSideChannel, cli_line, parse_reply, side_channel, split_outputs
+from controller.switch_cli import (
+    TM_ONLY,
+    Bmv2Cli,
+    TcpSideChannel,
+    cli_line,
+    parse_reply,
+    side_channel,
+    split_outputs,
+)
 from p4target.sidechannel import SideChannelError
 
 # What simple_switch_CLI prints for: register_read X 3, register_write X 1 5, register_read X,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from finsy import P4CounterData, P4CounterEntry
+from procs import free_port
 
 from controller.installer import load_program
 from controller.p4rt import P4RuntimeError, SwitchConnection
@@ -20,12 +21,6 @@ from testbed import clean, counters_cli
 from testbed.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def port_open(port: int) -> bool:

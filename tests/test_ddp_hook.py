@@ -10,17 +10,15 @@ from pathlib import Path
 
 import pytest
 import torch
+import workers as wk
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "train"))
-import workers as wk  # noqa: E402
-
-from hosts.agent_config import TrainConfig  # noqa: E402
-from hosts.comm import Endpoint  # noqa: E402
-from hosts.data import load_dataset  # noqa: E402
-from hosts.ddp_hook import HookError, connect  # noqa: E402
-from hosts.model import flat_params  # noqa: E402
-from hosts.ps import ParameterServer  # noqa: E402
-from hosts.train import train_reference  # noqa: E402
+from hosts.agent_config import TrainConfig
+from hosts.comm import Endpoint
+from hosts.data import load_dataset
+from hosts.ddp_hook import HookError, connect
+from hosts.model import flat_params
+from hosts.ps import ParameterServer
+from hosts.train import train_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "docs" / "examples" / "ddp_digits.py"

@@ -6,13 +6,9 @@ parameter server. Each run leaves no interfaces or processes behind."""
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
+import e2e
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "data" / "run"))
-import e2e  # noqa: E402
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]

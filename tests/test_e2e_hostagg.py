@@ -3,13 +3,9 @@ aggregation with a one-line message, and still trains to its accuracy through `a
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
+import e2e
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "data" / "run"))
-import e2e  # noqa: E402
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]

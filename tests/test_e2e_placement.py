@@ -17,20 +17,16 @@ discovery) count against the 5%.
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
+import e2e
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "data" / "run"))
-import e2e  # noqa: E402
-
-from controller.installer import plan_job  # noqa: E402
-from controller.placement import Job, place_jobs  # noqa: E402
-from controller.placement.algorithms import evaluate  # noqa: E402
-from controller.topology import load_topology  # noqa: E402
-from testbed.config import resolve_topology  # noqa: E402
-from testbed.run import JOB_NAME, REPO  # noqa: E402
+from controller.installer import plan_job
+from controller.placement import Job, place_jobs
+from controller.placement.algorithms import evaluate
+from controller.topology import load_topology
+from testbed.config import resolve_topology
+from testbed.run import JOB_NAME, REPO
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]

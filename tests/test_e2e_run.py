@@ -8,14 +8,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+import e2e
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "data" / "run"))
-import e2e  # noqa: E402
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]
@@ -23,8 +20,7 @@ pytestmark = [pytest.mark.root, pytest.mark.slow,
 
 def test_run_sh_default_trains_to_90_percent_through_the_switch(tmp_path):
     t0 = time.monotonic()
-    done = subprocess.run(["bash", str(e2e.REPO / "scripts" / "run.sh"), "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
+    done = e2e.run_command(["bash", str(e2e.REPO / "scripts" / "run.sh"), "--out", str(tmp_path)], timeout=300)
     seconds = time.monotonic() - t0
     assert done.returncode == 0, done.stderr
     run = e2e.run_dir(tmp_path)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from hosts.agent_config import ConfigError, TrainConfig, parse_config
-from hosts.checkpoint import CheckpointError, Checkpointer, common_step
+from hosts.checkpoint import Checkpointer, CheckpointError, common_step
 from hosts.data import Sharder, load_dataset
 from hosts.model import flat_params
 from hosts.straggler import Straggler

@@ -200,7 +200,7 @@ def test_tables_keys_entries_and_names():
     ing = p.main.ingress
     acl = ing.tables["acl"]
     assert [(k.name, k.match_kind) for k in acl.keys] == [
-        ("alpha", "ternary"), ("hdr.h.b", "range"), ("meta.y", "optional"), ("hdr.h.isValid()", "exact")]
+        ("alpha", "ternary"), ("hdr.h.b", "range"), ("meta.y", "optional"), ("hdr.h.$valid$", "exact")]
     assert acl.annotations.get_int("id") == 0x02000123
     assert acl.default_action_const and acl.default_action.action.name == "drop"
     assert acl.entries_const and len(acl.entries) == 2

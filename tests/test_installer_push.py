@@ -5,12 +5,20 @@ import numpy as np
 import pytest
 from finsy import P4MulticastGroupEntry, P4TableAction, P4TableEntry, P4TableMatch
 
-from controller.installer import AGG_CHILD, AGG_HOST, AGG_JOB, IPV4_LPM, Installer, connect_all, load_program
+from controller.installer import (
+    AGG_CHILD,
+    AGG_HOST,
+    AGG_JOB,
+    IPV4_LPM,
+    Installer,
+    connect_all,
+    load_program,
+)
 from controller.placement import Job, place_jobs
 from controller.topology import load_topology, parse_topology
 from hosts import codec
-from protocol import wire
 from p4target.runtime import RuntimeServer
+from protocol import wire
 
 AGG_IP = "10.0.255.254"
 

@@ -3,7 +3,7 @@ concrete aggnet.p4 entries on star4, tree2, leaf-spine and fat-tree k=4."""
 import pytest
 
 from controller.installer import (AGG_CHILD, AGG_HOST, AGG_JOB, IPV4_LPM, MCAST_GROUP_BASE, InstallError, Installer,
-                                  allocate_region, desired_state, inline_includes, job_spec, plan_job)
+                                  allocate_region, desired_state, job_spec, plan_job)
 from controller.placement import Job, place_jobs
 from controller.topology import load_topology
 
@@ -139,14 +139,3 @@ def test_installer_needs_a_connection_per_switch():
     topo = load_topology("topologies/tree2.yaml")
     with pytest.raises(InstallError, match="no connection for switch s2, s3"):
         Installer(topo, program=None, connections={"s1": object()})
-
-
-def test_device_config_inlines_local_includes_only(tmp_path):
-    (tmp_path / "inc").mkdir()
-    (tmp_path / "inc" / "part.p4").write_text("const bit<8> X = 1;\n")
-    (tmp_path / "main.p4").write_text('#include <core.p4>\n#include "inc/part.p4"\ncontrol C() { apply {} }\n')
-    assert inline_includes(str(tmp_path / "main.p4")) == \
-        '#include <core.p4>\nconst bit<8> X = 1;\n\ncontrol C() { apply {} }\n'
-    (tmp_path / "loop.p4").write_text('#include "loop.p4"\n')
-    with pytest.raises(InstallError, match="nesting deeper than 16"):
-        inline_includes(str(tmp_path / "loop.p4"))

@@ -2,14 +2,13 @@
 side channel only). Register access goes over the side channel here, the path BMv2 needs."""
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from finsy import P4TableEntry
+from procs import free_port, wait_for
 
 from controller.installer import AGG_JOB, Installer, connect_all, load_program
 from controller.monitor import snapshot
@@ -18,22 +17,6 @@ from controller.topology import load_topology, parse_topology
 from p4target.sidechannel import send_command
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(port: int, proc: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        assert proc.poll() is None and time.monotonic() < deadline, log.read_text() if log.exists() else "no log"
-        time.sleep(0.1)
 
 
 @pytest.fixture

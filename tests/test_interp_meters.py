@@ -34,7 +34,7 @@ def test_indirect_meter_colors(pipeline):
     assert [colors(pipeline, 2)[0] for _ in range(4)] == [GREEN, YELLOW, RED, RED]
     assert colors(pipeline, 3)[0] == GREEN  # other cells unaffected
     assert pipeline.state.meter_get("Ing.m", 2) == SLOW
-    with pytest.raises(st.InvalidArgument, match="out of range"):
+    with pytest.raises(st.OutOfRange, match="out of range"):
         pipeline.state.meter_set("Ing.m", 4, SLOW)
 
 

@@ -4,7 +4,15 @@ from pathlib import Path
 import pytest
 
 from p4target.frontend import load_program
-from p4target.pipeline import E2E_CLONE, I2E_CLONE, NORMAL, RECIRCULATED, REPLICATED, RESUBMITTED, Pipeline
+from p4target.pipeline import (
+    E2E_CLONE,
+    I2E_CLONE,
+    NORMAL,
+    RECIRCULATED,
+    REPLICATED,
+    RESUBMITTED,
+    Pipeline,
+)
 
 DATA = Path(__file__).parent / "data" / "interp"
 

@@ -3,19 +3,15 @@ pipelines compiled with and without it give the same packets, registers and coun
 by packet, for unrolled lane programs (saturation, out-of-bounds and wrapping indices,
 reversed and strided lanes, locals declared per group, lanes as header fields) and for aggnet.p4;
 runs it cannot prove lane-independent stay scalar; and it fires for aggnet's lane actions."""
-import os
 import random
 import re
-import sys
 
+import fabric as fb
 import numpy as np
 import pytest
 
 from p4target.frontend import load_program
 from p4target.pipeline import Pipeline
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "aggnet"))
-import fabric as fb  # noqa: E402
 
 LANES = 8
 REG_SIZE = 20

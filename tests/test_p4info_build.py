@@ -15,9 +15,21 @@ from google.protobuf import text_format
 
 from p4target.errors import P4Error
 from p4target.frontend import load_program, load_source
-from p4target.p4info import (ACTION, CONTROLLER_HEADER, COUNTER, DIGEST, DIRECT_COUNTER, DIRECT_METER, METER,
-                             REGISTER, TABLE,
-                             P4InfoIndex, build_p4info, jenkins_hash, p4info_text)
+from p4target.p4info import (
+    ACTION,
+    CONTROLLER_HEADER,
+    COUNTER,
+    DIGEST,
+    DIRECT_COUNTER,
+    DIRECT_METER,
+    METER,
+    REGISTER,
+    TABLE,
+    P4InfoIndex,
+    build_p4info,
+    jenkins_hash,
+    p4info_text,
+)
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "p4info")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -77,8 +89,9 @@ def test_actions(control_plane):
     idx = P4InfoIndex(control_plane)
     forward = idx.action("forward")
     assert forward.preamble.id == 0x01000042
-    assert [(p.id, p.name, p.bitwidth) for p in forward.params] == [(5, "port", 9), (1, "tag", 8)]
-    assert idx.param("forward", "tag").id == 1 and idx.param(0x01000042, 5).name == "port"
+    # p4c: @id wins; the others take their position (tag is 2nd), moved past ids already taken
+    assert [(p.id, p.name, p.bitwidth) for p in forward.params] == [(5, "port", 9), (2, "tag", 8)]
+    assert idx.param("forward", "tag").id == 2 and idx.param(0x01000042, 5).name == "port"
     assert idx.action("global_flood").preamble.id == hashed(ACTION, "global_flood")
     assert list(idx.action("NoAction").preamble.annotations) == ['@noWarn("unused")']
 
@@ -127,7 +140,7 @@ def test_controller_packet_metadata(control_plane):
     assert list(pin.preamble.annotations) == ['@controller_header("packet_in")']
     assert [(m.id, m.name, m.bitwidth) for m in pin.metadata] == [(1, "ingress_port", 9), (2, "_pad", 7)]
     assert pout.preamble.name == "packet_out"
-    assert [(m.id, m.name) for m in pout.metadata] == [(7, "egress_port"), (1, "_pad")]
+    assert [(m.id, m.name) for m in pout.metadata] == [(7, "egress_port"), (2, "_pad")]
     assert P4InfoIndex(control_plane).controller_metadata("packet_out") is pout
 
 

@@ -8,8 +8,17 @@ P4Infos (the id hashes the header *type* name, the preamble shows the annotation
 import pytest
 
 from p4target.errors import P4Error
-from p4target.p4info import (ACTION, CONTROLLER_HEADER, COUNTER, REGISTER, TABLE, Symbol, assign_ids,
-                             compute_aliases, jenkins_hash)
+from p4target.p4info import (
+    ACTION,
+    CONTROLLER_HEADER,
+    COUNTER,
+    REGISTER,
+    TABLE,
+    Symbol,
+    assign_ids,
+    compute_aliases,
+    jenkins_hash,
+)
 
 PUBLISHED = [
     (ACTION, "NoAction", 21257015),

@@ -10,7 +10,14 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from controller.installer import load_program
-from controller.p4rt import EntityError, P4RuntimeError, SwitchConnection, diff_entities, entry_key, load_schema
+from controller.p4rt import (
+    EntityError,
+    P4RuntimeError,
+    SwitchConnection,
+    diff_entities,
+    entry_key,
+    load_schema,
+)
 from p4target.runtime import RuntimeServer
 
 LPM = "AggIngress.ipv4_lpm"

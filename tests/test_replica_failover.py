@@ -2,7 +2,6 @@
 workers resend what was not yet summed, and every sum (and the trained weights) equals an
 uninterrupted run's."""
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -12,12 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import workers as wk
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "train"))
-import workers as wk  # noqa: E402
-
-from hosts.agent_config import load_config  # noqa: E402
-from hosts.host_agg import HostAggClient  # noqa: E402
+from hosts.agent_config import load_config
+from hosts.host_agg import HostAggClient
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable

@@ -16,8 +16,8 @@ from controller.p4rt import SwitchConnection
 from controller.placement import Job, place_jobs
 from controller.topology import load_topology, parse_topology
 from hosts import codec
-from protocol import wire
 from p4target.runtime import RuntimeServer
+from protocol import wire
 from testbed import report
 
 AGG_IP = "10.0.255.254"

@@ -81,10 +81,13 @@ def test_versions_name_what_ran():
 
 def test_comparison_uses_the_busiest_or_the_named_link():
     innet = train_results(step_time_s=0.02, link_bytes={"s1-h1": 100, "s1-h2": 120})
-    ps = train_results(step_time_s=0.05, final_accuracy=0.94, link_bytes={"s1-h1": 900, "s1-h5": 400})
+    ps = train_results(step_time_s=0.05, final_accuracy=0.94, link_bytes={"s1-h1": 900, "s1-h5": 400},
+                       fidelity={"bottleneck": {"kind": "link", "name": "s1->h5", "load": 0.97}})
     busiest = report.compare_summary({"innet": innet, "ps": ps})
-    assert busiest == {"innet": {"step_time_s": 0.02, "final_accuracy": 0.93, "link": "s1-h2", "link_bytes": 120},
-                       "ps": {"step_time_s": 0.05, "final_accuracy": 0.94, "link": "s1-h1", "link_bytes": 900}}
+    assert busiest == {"innet": {"step_time_s": 0.02, "final_accuracy": 0.93, "link": "s1-h2", "link_bytes": 120,
+                                 "bottleneck": "none"},
+                       "ps": {"step_time_s": 0.05, "final_accuracy": 0.94, "link": "s1-h1", "link_bytes": 900,
+                              "bottleneck": "link s1->h5 97%"}}
     named = report.compare_summary({"innet": innet, "ps": ps}, link="s1-h5")
     assert named["innet"]["link_bytes"] is None and named["ps"]["link_bytes"] == 400
 
@@ -92,5 +95,5 @@ def test_comparison_uses_the_busiest_or_the_named_link():
     console.print(report.comparison_table(busiest))
     rows = {r[0]: r for r in (line.replace("│", " ").split() for line in console.export_text().splitlines())
             if r and r[0] in busiest}
-    assert rows["innet"][1:] == ["20.0", "0.930", "s1-h2", "120", "1.00x", "1.00x"]
-    assert rows["ps"][1:] == ["50.0", "0.940", "s1-h1", "900", "7.50x", "2.50x"]
+    assert rows["innet"][1:] == ["20.0", "0.930", "s1-h2", "120", "1.00x", "1.00x", "none"]
+    assert rows["ps"][1:] == ["50.0", "0.940", "s1-h1", "900", "7.50x", "2.50x", "link", "s1->h5", "97%"]

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from procs import free_port
 
 from hosts import quantize
 from hosts.allreduce_bench import check, value_limit, vector
@@ -60,12 +60,6 @@ def test_ps_float_check_is_bit_exact_in_the_servers_order():
     in_order = (inputs[0] + inputs[1]) + inputs[2]
     assert check("ps", "float32", inputs, in_order)["exact"]
     assert not check("ps", "float32", inputs, np.nextafter(in_order, np.inf))["correct"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_benchmark_processes_over_loopback_with_a_parameter_server(tmp_path):

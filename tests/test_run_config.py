@@ -13,8 +13,22 @@ import pytest
 from config import ConfigError, add_options, flat_dict, from_options, load
 from controller.topology import load_topology
 from hosts.agent_config import TrainConfig
-from testbed.config import JobConfig, NetworkConfig, RunConfig, WorkloadConfig, resolve_topology
-from testbed.run import REPO, Run, RunError, choose_workers, program_path, ps_host, shape_links
+from testbed.config import (
+    JobConfig,
+    NetworkConfig,
+    RunConfig,
+    WorkloadConfig,
+    resolve_topology,
+)
+from testbed.run import (
+    REPO,
+    Run,
+    RunError,
+    choose_workers,
+    program_path,
+    ps_host,
+    shape_links,
+)
 
 STAR4 = str(REPO / "topologies" / "star4.yaml")
 

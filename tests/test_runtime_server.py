@@ -3,15 +3,26 @@
 error lists, atomicity, pipeline actions), by the raw generated gRPC stub.
 """
 import asyncio
-import queue
 from pathlib import Path
 
 import grpc
 import pytest
-from finsy import (P4CloneSessionEntry, P4CounterEntry, P4DigestEntry, P4DirectCounterEntry, P4MulticastGroupEntry, P4PacketOut,
-                   P4RegisterEntry, P4TableAction, P4TableEntry, P4TableMatch, Switch, SwitchOptions)
+from finsy import (
+    P4CloneSessionEntry,
+    P4CounterEntry,
+    P4DigestEntry,
+    P4DirectCounterEntry,
+    P4MulticastGroupEntry,
+    P4PacketOut,
+    P4RegisterEntry,
+    P4TableAction,
+    P4TableEntry,
+    P4TableMatch,
+    Switch,
+    SwitchOptions,
+)
 from finsy.p4client import P4ClientError
-from finsy.proto import p4i, p4r, p4r_grpc, rpc_status
+from finsy.proto import p4i, p4r
 from google.protobuf import text_format
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
@@ -20,6 +31,8 @@ from p4target.frontend import load_program
 from p4target.p4info import build_p4info
 from p4target.runtime import RuntimeServer
 from p4target.runtime.errors import RuntimeStatus
+
+from p4rt_raw import RawClient, per_update_codes
 
 PROGRAM = Path(__file__).parent / "data" / "runtime" / "ipv4_cpu.p4"
 CPU_PORT = 255
@@ -52,59 +65,6 @@ def run(coro):
 def ipv4_packet(dst: str = "10.0.1.5", proto_payload=UDP(sport=1234, dport=5678)) -> bytes:
     return bytes(Ether(dst="00:00:00:00:00:01", src="00:00:00:00:00:02") /
                  IP(src="192.168.1.7", dst=dst, ttl=64) / proto_payload / b"hello")
-
-
-class RawClient:
-    """A bare generated-stub client: one StreamChannel plus unary calls."""
-
-    def __init__(self, port: int):
-        self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        self.stub = p4r_grpc.P4RuntimeStub(self.channel)
-        self._requests: queue.Queue = queue.Queue()
-        self._responses = self.stub.StreamChannel(iter(self._requests.get, None))
-
-    def arbitrate(self, election_id: int, device_id: int = 1) -> p4r.MasterArbitrationUpdate:
-        self._requests.put(p4r.StreamMessageRequest(arbitration=p4r.MasterArbitrationUpdate(
-            device_id=device_id, election_id=p4r.Uint128(high=0, low=election_id))))
-        return next(self._responses).arbitration
-
-    def write(self, updates, election_id: int = 10, atomicity=p4r.WriteRequest.CONTINUE_ON_ERROR):
-        return self.stub.Write(p4r.WriteRequest(device_id=1, election_id=p4r.Uint128(low=election_id),
-                                                updates=updates, atomicity=atomicity))
-
-    def set_pipeline(self, action, config, election_id: int = 10):
-        return self.stub.SetForwardingPipelineConfig(p4r.SetForwardingPipelineConfigRequest(
-            device_id=1, election_id=p4r.Uint128(low=election_id), action=action, config=config))
-
-    def get_pipeline(self, response_type) -> p4r.ForwardingPipelineConfig:
-        return self.stub.GetForwardingPipelineConfig(p4r.GetForwardingPipelineConfigRequest(
-            device_id=1, response_type=response_type)).config
-
-    def read(self, *entities) -> list[p4r.Entity]:
-        out = []
-        for response in self.stub.Read(p4r.ReadRequest(device_id=1, entities=entities)):
-            out.extend(response.entities)
-        return out
-
-    def close(self):
-        self._requests.put(None)
-        self.channel.close()
-
-
-def rich_status(error: grpc.RpcError) -> rpc_status.Status:
-    for key, value in error.trailing_metadata():
-        if key == "grpc-status-details-bin":
-            return rpc_status.Status.FromString(value)
-    raise AssertionError("no google.rpc.Status in the trailing metadata")
-
-
-def per_update_codes(error: grpc.RpcError) -> list[int]:
-    codes = []
-    for detail in rich_status(error).details:
-        err = p4r.Error()
-        assert detail.Unpack(err)
-        codes.append(err.canonical_code)
-    return codes
 
 
 def config_for(p4info_path: Path, cookie: int = 7) -> p4r.ForwardingPipelineConfig:
@@ -363,6 +323,10 @@ def test_batch_errors_report_per_update_status_and_keep_state(server, p4info_pat
         raw.write(rollback, election_id=20, atomicity=p4r.WriteRequest.ROLLBACK_ON_ERROR)
     assert per_update_codes(err.value) == [G.ABORTED.value[0], G.ABORTED.value[0], G.INVALID_ARGUMENT.value[0]]
     assert raw.read(p4r.Entity(table_entry=p4r.TableEntry())) == before
+    with pytest.raises(grpc.RpcError) as err:  # DATAPLANE_ATOMIC: the same, and packets never see half of it
+        raw.write(rollback, election_id=20, atomicity=p4r.WriteRequest.DATAPLANE_ATOMIC)
+    assert per_update_codes(err.value) == [G.ABORTED.value[0], G.ABORTED.value[0], G.INVALID_ARGUMENT.value[0]]
+    assert raw.read(p4r.Entity(table_entry=p4r.TableEntry())) == before
     # CONTINUE_ON_ERROR (default): the good updates stay applied; OK ones are reported as OK.
     with pytest.raises(grpc.RpcError) as err:
         raw.write(rollback, election_id=20)
@@ -481,8 +445,8 @@ def test_packet_out_from_a_backup_is_refused_on_the_stream(server, p4info_path):
     primary, backup = RawClient(server.port), RawClient(server.port)
     primary.arbitrate(10)
     backup.arbitrate(5)
-    backup._requests.put(p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=b"x")))
-    error = next(backup._responses).error
+    backup.send(p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=b"x")))
+    error = backup.next_message().error
     assert error.canonical_code == grpc.StatusCode.PERMISSION_DENIED.value[0]
     assert error.packet_out.packet_out.payload == b"x"
     primary.close()
@@ -521,3 +485,21 @@ def test_reconcile_that_cannot_keep_the_state_is_invalid_argument_and_keeps_the_
         device.set_pipeline(p4r.SetForwardingPipelineConfigRequest.RECONCILE_AND_COMMIT, config)
     assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT and "cannot preserve" in err.value.message
     assert device.current is first and len(first.pipeline.state.table("MyIngress.ipv4_lpm")) == 1
+
+
+def test_wildcard_reads_of_kinds_the_program_lacks_answer_nothing_and_delete_all_works(server, p4info_path):
+    run(_set_pipeline_with_finsy(server, p4info_path))
+    raw = RawClient(server.port)
+    raw.arbitrate(10)
+    for kind in ("action_profile_member", "action_profile_group", "meter_entry", "direct_meter_entry",
+                 "value_set_entry", "extern_entry"):
+        assert raw.read(p4r.Entity(**{kind: {}})) == [], kind  # ipv4_cpu.p4 has none of these: nothing, as BMv2
+    raw.close()
+
+    async def main():
+        async with Switch("s1", f"127.0.0.1:{server.port}", options(p4info_path)) as sw:
+            await sw.insert([LPM_ENTRY, P4MulticastGroupEntry(3, replicas=[(1, 1)]), P4CloneSessionEntry(4, replicas=[(2, 0)])])
+            await sw.delete_all()  # the first call finsy's README makes
+            assert [e async for e in sw.read(P4TableEntry())] == []
+            assert [e async for e in sw.read(P4MulticastGroupEntry())] == []
+    run(main())

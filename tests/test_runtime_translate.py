@@ -19,13 +19,15 @@ tables { preamble { id: 101 name: "c.acl" alias: "acl" }
   action_refs { id: 11 } direct_resource_ids: 300 size: 16 }
 tables { preamble { id: 102 name: "c.l2" alias: "l2" }
   match_fields { id: 1 name: "mac" bitwidth: 48 match_type: EXACT }
-  action_refs { id: 10 } action_refs { id: 11 scope: DEFAULT_ONLY } size: 16 }
+  action_refs { id: 10 } action_refs { id: 11 scope: DEFAULT_ONLY } direct_resource_ids: 600 size: 16 }
 actions { preamble { id: 10 name: "c.fwd" alias: "fwd" } params { id: 1 name: "port" bitwidth: 9 } }
 actions { preamble { id: 11 name: "c.drop" alias: "drop" } }
 counters { preamble { id: 200 name: "c.ports" alias: "ports" } spec { unit: BOTH } size: 4 }
 direct_counters { preamble { id: 300 name: "c.acl_counter" } spec { unit: BOTH } direct_table_id: 101 }
 registers { preamble { id: 400 name: "c.reg" alias: "reg" }
   type_spec { bitstring { bit { bitwidth: 16 } } } size: 3 }
+meters { preamble { id: 500 name: "c.m" alias: "m" } spec { unit: PACKETS } size: 2 }
+direct_meters { preamble { id: 600 name: "c.dm" alias: "dm" } spec { unit: BYTES } direct_table_id: 102 }
 """
 
 
@@ -39,11 +41,14 @@ def make() -> Translator:
                                               st.KeyField("port", 9, "range")), ("c.drop",),
                                     default_action="c.drop", size=16, direct_counter="c.acl_counter"),
             "c.l2": st.TableSchema("c.l2", (st.KeyField("mac", 48, "exact"),), ("c.fwd", "c.drop"),
-                                   default_action="c.drop", default_only=frozenset({"c.drop"}), size=16),
+                                   default_action="c.drop", default_only=frozenset({"c.drop"}), size=16,
+                                   direct_meter="c.dm"),
         },
         registers={"c.reg": st.RegisterSchema("c.reg", 16, 3)},
         counters={"c.ports": st.CounterSchema("c.ports", 4)},
         direct_counters={"c.acl_counter": st.DirectCounterSchema("c.acl_counter", "c.acl")},
+        meters={"c.m": st.MeterSchema("c.m", 2, "packets")},
+        direct_meters={"c.dm": st.DirectMeterSchema("c.dm", "c.l2")},
     )
     return Translator(text_format.Parse(P4INFO, p4i.P4Info()), st.State(schema))
 
@@ -161,7 +166,11 @@ def test_counters_and_registers_wildcards_and_writes():
     regs = list(t.read(entity("register_entry { register_id: 400 }")))
     assert [r.register_entry.data.bitstring for r in regs] == [b"\x00", b"\xff\xff", b"\x00"]
     assert code_of(t.apply, MODIFY, entity("register_entry { register_id: 400 index { index: 3 } data { bitstring: '\\001' } }")) \
-        == grpc.StatusCode.INVALID_ARGUMENT
+        == grpc.StatusCode.OUT_OF_RANGE  # past the end: the spec's code, not INVALID_ARGUMENT
+    assert code_of(t.apply, MODIFY, entity("counter_entry { counter_id: 200 index { index: 4 } }")) \
+        == grpc.StatusCode.OUT_OF_RANGE
+    assert code_of(lambda e: list(t.read(e)), entity("counter_entry { counter_id: 200 index { index: 4 } }")) \
+        == grpc.StatusCode.OUT_OF_RANGE
     assert code_of(t.apply, MODIFY, entity("register_entry { register_id: 400 index { index: 0 } data { bitstring: '\\001\\000\\000' } }")) \
         == grpc.StatusCode.INVALID_ARGUMENT
     assert code_of(t.apply, INSERT, entity("register_entry { register_id: 400 index { index: 0 } data { bitstring: '\\001' } }")) \
@@ -179,10 +188,17 @@ def test_multicast_and_clone_sessions():
                                            " multicast_group_id: 1 } }")) == grpc.StatusCode.ALREADY_EXISTS
     t.apply(INSERT, entity("packet_replication_engine_entry { clone_session_entry { session_id: 5"
                            " replicas { egress_port: 3 } packet_length_bytes: 64 } }"))
-    read = list(t.read(entity("packet_replication_engine_entry { multicast_group_entry { } }")))
-    assert [r.port for r in read[0].packet_replication_engine_entry.multicast_group_entry.replicas] == [b"\x01", b"\x02"]
+    [group] = list(t.read(entity("packet_replication_engine_entry { multicast_group_entry { } }")))
+    replicas = group.packet_replication_engine_entry.multicast_group_entry.replicas
+    # each replica reads back in the field it was written in, so the read entity can be written back
+    assert [r.WhichOneof("port_kind") for r in replicas] == ["egress_port", "port"]
+    assert (replicas[0].egress_port, replicas[1].port) == (1, b"\x02")
+    t.apply(MODIFY, group)
+    assert list(t.read(entity("packet_replication_engine_entry { multicast_group_entry { } }"))) == [group]
     [clone] = list(t.read(entity("packet_replication_engine_entry { clone_session_entry { session_id: 5 } }")))
     assert clone.packet_replication_engine_entry.clone_session_entry.packet_length_bytes == 64
+    assert clone.packet_replication_engine_entry.clone_session_entry.replicas[0].egress_port == 3
+    t.apply(MODIFY, clone)
     t.apply(DELETE, entity("packet_replication_engine_entry { multicast_group_entry { multicast_group_id: 1 } }"))
     assert code_of(t.apply, DELETE, entity("packet_replication_engine_entry { multicast_group_entry {"
                                            " multicast_group_id: 1 } }")) == grpc.StatusCode.NOT_FOUND
@@ -213,3 +229,50 @@ def test_read_of_an_absent_entry_is_empty_but_a_malformed_key_is_invalid():
                               " ternary { value: '\\010' mask: '\\377' } } priority: 3 } }"))) == []
     malformed = entity("table_entry { table_id: 100 match { field_id: 1 lpm { value: '\\n\\000\\002\\001' prefix_len: 24 } } }")
     assert code_of(lambda e: list(t.read(e)), malformed) == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_meter_cells_modify_read_and_reset():
+    t = make()
+    config = "config { cir: 10 cburst: 5 pir: 20 pburst: 10 }"
+    t.apply(MODIFY, entity(f"meter_entry {{ meter_id: 500 index {{ index: 1 }} {config} }}"))
+    assert t.state.meter_get("c.m", 1) == st.MeterConfig(10, 5, 20, 10)
+    cells = list(t.read(entity("meter_entry { meter_id: 500 }")))  # index unset: every cell
+    assert [c.meter_entry.HasField("config") for c in cells] == [False, True]
+    assert cells[1] == entity(f"meter_entry {{ meter_id: 500 index {{ index: 1 }} {config} }}")
+    t.apply(MODIFY, entity("meter_entry { meter_id: 500 index { index: 1 } }"))  # no config: back to unconfigured
+    assert t.state.meter_get("c.m", 1) is None
+    assert code_of(t.apply, INSERT, entity(f"meter_entry {{ meter_id: 500 index {{ index: 0 }} {config} }}")) \
+        == grpc.StatusCode.INVALID_ARGUMENT  # cells exist already: MODIFY only
+    assert code_of(t.apply, MODIFY, entity(f"meter_entry {{ meter_id: 500 index {{ index: 2 }} {config} }}")) \
+        == grpc.StatusCode.OUT_OF_RANGE
+    assert code_of(t.apply, MODIFY, entity("meter_entry { meter_id: 500 config { cir: 9 pir: 1 } }")) \
+        == grpc.StatusCode.INVALID_ARGUMENT  # pir < cir
+    assert t.state.meter_get("c.m", 0) is None
+
+
+def test_direct_meter_config_through_table_entries_and_direct_meter_entries():
+    t = make()
+    config = "config { cir: 100 cburst: 10 pir: 200 pburst: 20 }"
+    t.apply(INSERT, entity("table_entry { table_id: 102 match { field_id: 1 exact { value: '\\001' } }"
+                           " action { action { action_id: 10 params { param_id: 1 value: '\\002' } } }"
+                           " meter_config { cir: 1 cburst: 2 pir: 3 pburst: 4 } }"))
+    t.apply(INSERT, entity("table_entry { table_id: 102 match { field_id: 1 exact { value: '\\002' } }"
+                           " action { action { action_id: 10 params { param_id: 1 value: '\\002' } } } }"))
+    plain, with_meter = (list(t.read(entity(f"table_entry {{ table_id: 102 {m} }}"))) for m in ("", "meter_config { }"))
+    assert not any(e.table_entry.HasField("meter_config") for e in plain)  # only when the read asks for it
+    assert [e.table_entry.meter_config.pir for e in with_meter] == [3, 0]
+    t.apply(MODIFY, entity(f"direct_meter_entry {{ table_entry {{ table_id: 102 match {{ field_id: 1 exact {{ value: '\\002' }} }} }} {config} }}"))
+    cells = list(t.read(entity("direct_meter_entry { }")))  # every table with a direct meter
+    assert [c.direct_meter_entry.config.cir for c in cells] == [1, 100]
+    assert not cells[0].direct_meter_entry.table_entry.HasField("action")
+    assert code_of(t.apply, MODIFY, entity(f"direct_meter_entry {{ table_entry {{ table_id: 102 match {{ field_id: 1 exact {{ value: '\\003' }} }} }} {config} }}")) \
+        == grpc.StatusCode.NOT_FOUND
+    assert code_of(t.apply, MODIFY, entity(f"direct_meter_entry {{ table_entry {{ table_id: 100 }} {config} }}")) \
+        == grpc.StatusCode.INVALID_ARGUMENT  # c.lpm has no direct meter
+
+
+def test_wildcard_reads_of_kinds_without_objects_answer_nothing():
+    t = make()
+    for kind in ("action_profile_member", "action_profile_group", "value_set_entry", "extern_entry"):
+        assert list(t.read(entity(f"{kind} {{ }}"))) == [], kind
+    assert code_of(lambda e: list(t.read(e)), entity("value_set_entry { value_set_id: 7 }")) == grpc.StatusCode.INVALID_ARGUMENT

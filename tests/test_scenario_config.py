@@ -4,7 +4,13 @@ import sys
 
 import pytest
 
-from testbed.scenario import ScenarioError, load_scenario, parse_scenario, summarize, time_to_accuracy
+from testbed.scenario import (
+    ScenarioError,
+    load_scenario,
+    parse_scenario,
+    summarize,
+    time_to_accuracy,
+)
 
 BASE = {"network": {"topo": "leafspine"}, "jobs": [{"name": "a", "workers": ["h1", "h3"], "ps": "h2"},
                                           {"name": "b", "workers": ["h5", "h7"], "ps": "h6"}]}

@@ -141,7 +141,7 @@ def test_registers_counters_pre_and_digests():
     assert s.register_read("MyIngress.r", 3) == 255
     with pytest.raises(st.InvalidArgument, match="does not fit in 8 bits"):
         s.register_write("MyIngress.r", 0, 256)
-    with pytest.raises(st.InvalidArgument, match="out of range"):
+    with pytest.raises(st.OutOfRange, match="out of range"):
         s.register_read("MyIngress.r", 4)
     with pytest.raises(st.InvalidArgument, match="unknown register"):
         s.register_read("nope", 0)

@@ -1,19 +1,20 @@
 """Host aggregation with stragglers: synchronous sums equal the parameter server's, bounded
 staleness lets fast workers run ahead by at most S rounds, and no gradient is lost or doubled."""
-import os
-import sys
 import threading
 import time
 
 import numpy as np
 import pytest
+import workers as wk
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "train"))
-import workers as wk  # noqa: E402
-
-from hosts.comm import CommError, Endpoint  # noqa: E402
-from hosts.host_agg import HostAggClient, HostAggregator, RoundBook  # noqa: E402
-from hosts.straggler import Straggler, StragglerError, parse_stragglers, pick_aggregators  # noqa: E402
+from hosts.comm import CommError, Endpoint
+from hosts.host_agg import HostAggClient, HostAggregator, RoundBook
+from hosts.straggler import (
+    Straggler,
+    StragglerError,
+    parse_stragglers,
+    pick_aggregators,
+)
 
 SIZE = 257
 

@@ -69,7 +69,7 @@ class Net:
         return SwitchOptions(p4info=self.p4info, p4blob=PROGRAM, device_id=self.s1.device_id, **kw)
 
     def raw(self):
-        from test_runtime_server import RawClient  # the shared bare-stub client (device 1)
+        from p4rt_raw import RawClient  # the shared bare-stub client (device 1)
         return RawClient(self.s1.grpc_port)
 
 

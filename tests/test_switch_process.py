@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from procs import free_port
 
 from p4target.ports import read_pcap
 from p4target.sidechannel import send_command
@@ -24,12 +25,6 @@ PEER = ["h6p-eth1", "h6p-eth2"]
 def aggnet(*args: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "testbed.cli", *args], capture_output=True, text=True,
                           cwd=REPO, timeout=60, **kw)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def ipv4_frame(dst_ip: str, ttl: int = 64) -> bytes:

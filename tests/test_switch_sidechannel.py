@@ -2,20 +2,14 @@
 from __future__ import annotations
 
 import json
-import socket
 from types import SimpleNamespace
 
 import pytest
+from procs import free_port
 
 from p4target import state as st
 from p4target.sidechannel import SideChannelError, SideChannelServer, send_command
 from p4target.switch import Switch
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def schema() -> st.ProgramSchema:

@@ -1,18 +1,14 @@
 """The worker agent and PS host as real processes: results, metrics, config errors, crashes."""
 import json
-import os
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import fabric as fb
 import pytest
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "train"))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "aggnet"))
-import fabric as fb  # noqa: E402
-import workers as wk  # noqa: E402
+import workers as wk
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable

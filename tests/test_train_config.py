@@ -1,7 +1,13 @@
 """Agent config validation: every error names the source and the field."""
 import pytest
 
-from hosts.agent_config import AgentConfig, ConfigError, TrainConfig, load_config, parse_config
+from hosts.agent_config import (
+    AgentConfig,
+    ConfigError,
+    TrainConfig,
+    load_config,
+    parse_config,
+)
 
 WORKERS = [{"name": "h1", "ip": "10.0.0.1"}, {"name": "h2", "ip": "10.0.0.2", "port": 47001}]
 JOB = {"job_id": 1, "slot_base": 0, "slot_count": 8, "agg_ip": "10.0.255.254",

@@ -11,25 +11,20 @@ where f_t is the step's agreed fractional bits: the averaged gradient errs by at
 2**-(f_t + 1) per element (hosts.quantize), and with momentum m an error moves the weights
 by at most lr / (1 - m) times itself over all later steps (first order).
 """
-import os
 import socket
-import sys
 
+import fabric as fb
 import pytest
 import torch
+import workers as wk
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "aggnet"))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "train"))
-import fabric as fb  # noqa: E402
-import workers as wk  # noqa: E402
-
-from hosts import quantize  # noqa: E402
-from hosts.agent_config import TrainConfig  # noqa: E402
-from hosts.comm import InNetworkAllReduce  # noqa: E402
-from hosts.data import load_dataset  # noqa: E402
-from hosts.job import JobSpec, WorkerSpec  # noqa: E402
-from hosts.model import flat_params  # noqa: E402
-from hosts.train import train_reference, train_worker  # noqa: E402
+from hosts import quantize
+from hosts.agent_config import TrainConfig
+from hosts.comm import InNetworkAllReduce
+from hosts.data import load_dataset
+from hosts.job import JobSpec, WorkerSpec
+from hosts.model import flat_params
+from hosts.train import train_reference, train_worker
 
 W = 4
 CONFIG = TrainConfig(steps=50, batch_size=16, hidden=16, eval_every=50, seed=1)

@@ -344,6 +344,14 @@ class Checker:
         name = self.name_of(name_node)
         if scope is self.top:
             return self.main_instance(node)
+        inst = self.extern_instance(node, type_node, args_node, name, self.annotations(ann), self.loc(name_node),
+                                    scope, control)
+        self.declare(scope, name, inst, name_node)
+        return inst
+
+    def extern_instance(self, node: Tree, type_node: Tree, args_node, name: str, anns: ir.Annotations, loc: ir.Loc,
+                        scope: Scope, control: Optional[str]) -> ir.ExternInstance:
+        """An extern object built by `type_node(args)`, checked against the extern's constructors."""
         base = type_node.children[0] if type_node.data == "specialized_type" else type_node
         if type_node.data not in ("type_name", "specialized_type"):
             raise self.error(type_node, f"{self.text(type_node)} cannot be instantiated")
@@ -365,9 +373,7 @@ class Checker:
             if not _is_constant(a):
                 raise self.error(n[1], f"{decl.name}: constructor argument must be a compile-time constant")
         etype = ir.ExternType(decl.name, tuple(type_args), decl)
-        inst = ir.ExternInstance(name, decl.name, etype, type_args, values, self.annotations(ann), self.loc(name_node), control)
-        self.declare(scope, name, inst, name_node)
-        return inst
+        return ir.ExternInstance(name, decl.name, etype, type_args, values, anns, loc, control)
 
     def main_instance(self, node: Tree) -> None:
         ann, type_node, args_node, name_node = node.children
@@ -570,9 +576,32 @@ class Checker:
                 for e in p.children:
                     if isinstance(e, Tree) and e.data == "entry":
                         table.entries.append(self.entry(e, scope, table))
+            elif pname == "implementation":
+                table.implementation = self.table_implementation(p, scope, table)
             else:
                 self.table_property(pname, p.children[-1], is_const, scope, table)
         return table
+
+    def table_implementation(self, prop: Tree, scope: Scope, table: ir.Table) -> ir.ExternInstance:
+        """`implementation = p;` naming an action_profile/action_selector, or one built inline (needs @name)."""
+        value = prop.children[-1]
+        if value.data == "ctor_call":
+            anns = self.annotations(prop.children[0])
+            name = anns.get_str("name")
+            if name is None:
+                raise self.error(value, f"table {table.name}: an implementation built inline needs a @name "
+                                        "annotation on the property (P4Runtime names it)")
+            inst = self.extern_instance(value, value.children[0], value.children[1], name, anns, self.loc(value),
+                                        scope, None)
+        else:
+            ref = self.expr(value, scope)
+            if not isinstance(ref, ir.InstanceRef):
+                raise self.error(value, f"table {table.name}: implementation must be an action_profile or action_selector")
+            inst = ref.decl
+        if inst.extern not in ("action_profile", "action_selector"):
+            raise self.error(value, f"table {table.name}: implementation must be an action_profile or action_selector, "
+                                    f"not {inst.extern}")
+        return inst
 
     def key_element(self, node: Tree, scope: Scope, table: ir.Table) -> None:
         expr_node, kind_node, ann = node.children
@@ -585,8 +614,14 @@ class Checker:
         if kind in ("lpm", "ternary", "range") and not is_numeric(e.type) and not isinstance(e.type, ir.BoolType):
             raise self.error(expr_node, f"table {table.name}: {kind} key must be bit<W> or int<W>")
         anns = self.annotations(ann)
-        kname = anns.get_str("name") or re.sub(r"\s+", "", self.text(expr_node))
+        kname = anns.get_str("name") or self.key_name(e, expr_node)
         table.keys.append(ir.KeyElement(e, kind, kname, anns, self.loc(expr_node)))
+
+    def key_name(self, e: ir.Expr, expr_node: Tree) -> str:
+        """A key's control-plane name as p4c writes it: the source text, `X.$valid$` for `X.isValid()`."""
+        if isinstance(e, ir.HeaderMethodCall) and e.method == "isValid":
+            return re.sub(r"\s+", "", self.text(expr_node.children[0].children[0])) + ".$valid$"
+        return re.sub(r"\s+", "", self.text(expr_node))
 
     def action_ref(self, node: Tree, scope: Scope, table: ir.Table) -> None:
         ann, name_node, args = node.children
@@ -646,8 +681,6 @@ class Checker:
                 table.direct_counter = v.decl
             else:
                 table.direct_meter = v.decl
-        elif pname == "implementation":
-            raise self.error(value, "unsupported: table implementation (action profiles/selectors)")
         else:
             table.other_properties[pname] = self.expr(value, scope)
 

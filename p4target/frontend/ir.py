@@ -879,6 +879,7 @@ class Table:
     size: Optional[int] = None
     direct_counter: Optional["ExternInstance"] = None  # `counters = my_direct_counter`
     direct_meter: Optional["ExternInstance"] = None  # `meters = my_direct_meter`
+    implementation: Optional["ExternInstance"] = None  # action_profile/action_selector (`implementation = ...`)
     other_properties: dict[str, Expr] = field(default_factory=dict)
     annotations: Annotations = field(default_factory=Annotations)
     loc: Loc = NOWHERE

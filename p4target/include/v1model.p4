@@ -95,6 +95,10 @@ enum HashAlgorithm {
     xor16
 }
 
+extern action_selector {
+    action_selector(HashAlgorithm algorithm, bit<32> size, bit<32> outputWidth);
+}
+
 @deprecated("Please use mark_to_drop(standard_metadata) instead.")
 extern void mark_to_drop();
 

@@ -35,7 +35,7 @@ from p4target.frontend import ir
 from p4target.interp import hashes
 from p4target.interp.layout import (CHUNK_BITS, WIDE_BITS, Frame, HeaderLayout, Layout, Local, StackLayout,
                                     StructLayout, WideLayout, span)
-from p4target.interp.schema import digest_name, table_actions
+from p4target.interp.schema import digest_name, match_keys, table_actions
 from p4target.interp.vectorize import Vectorizer
 
 MAX_PARSER_STATES = 1000  # per packet; more means a parser loop that never ends (ParserTimeout)
@@ -1064,21 +1064,49 @@ class Compiler:
         av = self.bind("_A", None)
         self._action_maps.append((av, fns))
         self.emit(f"def {self._tables[id(t)]}(F):", 0)
-        if t.keys:
-            keys = ", ".join(self.unsigned(k.expr.type, self.expr(k.expr)) for k in t.keys)
-            self.emit(f"_e = {tv}.lookup(({keys},))", 1)
+        keys = match_keys(t)
+        if keys:
+            values = ", ".join(self.unsigned(k.expr.type, self.expr(k.expr)) for k in keys)
+            self.emit(f"_e = {tv}.lookup(({values},))", 1)
             self.emit("if _e is not None:", 1)
+            if obj.schema.support_timeout:
+                self.emit("_e.last_hit = _now()", 2)
             if t.direct_counter is not None:
                 self.emit(f"_e.packets += 1; _e.bytes += F[{self.sm['packet_length']}]", 2)
             if t.direct_meter is not None:
                 amount = self.meter_amount(t.direct_meter.kind or "bytes")
                 self.emit(f"F[{self.meter_color(t.direct_meter)}] = _e.meter.execute({amount}, _now())", 2)
-            self.emit(f"{av}[_e.action](F, *_e.args)", 2)
-            self.emit("return True, _e.action", 2)
-        self.emit(f"_d = {tv}.default", 1)
-        self.emit(f"{av}[_d.action](F, *_d.args)", 1)
-        self.emit("return False, _d.action", 1)
+            if obj.profile is None:
+                self.emit(f"{av}[_e.action](F, *_e.args)", 2)
+                self.emit("return True, _e.action", 2)
+            else:
+                self.indirect_hit(t, obj.profile, av)
+        if obj.profile is None:
+            self.emit(f"_d = {tv}.default", 1)
+            self.emit(f"{av}[_d.action](F, *_d.args)", 1)
+            self.emit("return False, _d.action", 1)
+        else:
+            self.emit("return False, None", 1)  # BMv2: no default action with an action profile
         self.emit("", 0)
+
+    def indirect_hit(self, t: ir.Table, profile: st.ActionProfile, av: str) -> None:
+        """Run the member an entry names, or the one its group picks by the selector hash (as BMv2 does)."""
+        pv = self.bind("_P", profile)
+        if profile.schema.with_selector:
+            algo = self._algo(t.implementation.args[0])
+            if algo not in hashes.ALGORITHMS:
+                raise _fail(f"unsupported: action selector hash {algo}", t.implementation.loc)
+            fields = [part for k in t.keys if k.match_kind == "selector" for part in self.flat(k.expr)]
+            self.emit("if _e.group_id is not None:", 2)
+            self.emit(f"_m = {pv}.pick(_e.group_id, _h_{algo}({self.pack(fields)}))", 3)
+            self.emit("if _m is None:", 3)
+            self.emit("return True, None", 4)  # a group left empty: nothing to run
+            self.emit("else:", 2)
+            self.emit(f"_m = {pv}.members[_e.member_id]", 3)
+        else:
+            self.emit(f"_m = {pv}.members[_e.member_id]", 2)
+        self.emit(f"{av}[_m.action](F, *_m.args)", 2)
+        self.emit("return True, _m.action", 2)
 
     def _drain_pending(self) -> None:
         while self._pending:

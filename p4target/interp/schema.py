@@ -8,6 +8,7 @@ from __future__ import annotations
 from p4target import state as st
 from p4target.errors import P4Error
 from p4target.frontend import ir
+from p4target.p4info import constant_value, supports_timeout
 
 
 def _fail(msg: str, loc: ir.Loc) -> P4Error:
@@ -16,13 +17,7 @@ def _fail(msg: str, loc: ir.Loc) -> P4Error:
 
 def _const(e: ir.Expr, width: int) -> int:
     """A folded constant as the unsigned value the control plane sees."""
-    if isinstance(e, ir.Constant):
-        return e.value & ((1 << width) - 1)
-    if isinstance(e, ir.BoolLiteral):
-        return int(e.value)
-    if isinstance(e, ir.EnumMember) and e.value is not None:
-        return e.value & ((1 << width) - 1)
-    raise _fail("expected a compile-time constant", e.loc)
+    return constant_value(e) & ((1 << width) - 1)
 
 
 def _binding_params(b: ir.ActionBinding) -> dict[str, int]:
@@ -68,17 +63,27 @@ def table_actions(program: ir.Program, t: ir.Table) -> list[tuple[ir.Action, ir.
     return refs
 
 
+def match_keys(t: ir.Table) -> list[ir.KeyElement]:
+    """The keys the control plane matches on: all but `selector` ones (those feed the action selector's hash)."""
+    return [k for k in t.keys if k.match_kind != "selector"]
+
+
 def _table(program: ir.Program, t: ir.Table) -> st.TableSchema:
-    for k in t.keys:
+    keys_ir = match_keys(t)
+    for k in keys_ir:
         if k.match_kind not in st.MATCH_KINDS:
             raise _fail(f"match kind {k.match_kind} is not supported by the embedded target", k.loc)
-    keys = tuple(st.KeyField(k.name, k.width, k.match_kind) for k in t.keys)
+    keys = tuple(st.KeyField(k.name, k.width, k.match_kind) for k in keys_ir)
     refs = table_actions(program, t)
+    if t.implementation is not None and t.entries:
+        raise _fail(f"unsupported: entries in table {t.name}, which has an action profile", t.loc)
     default = t.default_action
     entries = []
     for e in t.entries:
         match = {}
         for k, ks in zip(t.keys, e.keys):
+            if k.match_kind == "selector":
+                continue
             m = _entry_match(k, ks)
             if m is not None:
                 match[k.name] = m
@@ -98,7 +103,21 @@ def _table(program: ir.Program, t: ir.Table) -> st.TableSchema:
         direct_meter=t.direct_meter.control_plane_name if t.direct_meter else None,
         default_only=frozenset(a.control_plane_name for a, an in refs if an.has("defaultonly")),
         table_only=frozenset(a.control_plane_name for a, an in refs if an.has("tableonly")),
+        support_timeout=supports_timeout(t),
+        implementation=t.implementation.control_plane_name if t.implementation else None,
     )
+
+
+def _action_profile(program: ir.Program, inst: ir.ExternInstance, tables: list[ir.Table]) -> st.ActionProfileSchema:
+    """An action profile/selector and what its members may run: its tables' actions but @defaultonly ones."""
+    actions: dict[str, None] = {}
+    for t in tables:
+        for a, ref_annotations in table_actions(program, t):
+            if not ref_annotations.has("defaultonly"):
+                actions.setdefault(a.control_plane_name)
+    selector = inst.extern == "action_selector"
+    return st.ActionProfileSchema(inst.control_plane_name, inst.size or 0, tuple(actions), selector,
+                                  (inst.annotations.get_int("max_group_size") or 0) if selector else 0)
 
 
 def digest_name(t: ir.Type) -> str:
@@ -112,7 +131,8 @@ def build_schema(program: ir.Program) -> st.ProgramSchema:
     for a in program.all_actions():
         params = tuple((p.name, ir.width_of(p.type)) for p in a.data_params)
         schema.actions[a.control_plane_name] = st.ActionSchema(a.control_plane_name, params)
-    for t in program.all_tables():
+    tables = list(program.all_tables())
+    for t in tables:
         ts = _table(program, t)
         schema.tables[ts.name] = ts
         if t.direct_counter is not None:
@@ -121,6 +141,10 @@ def build_schema(program: ir.Program) -> st.ProgramSchema:
         if t.direct_meter is not None:
             name = t.direct_meter.control_plane_name
             schema.direct_meters[name] = st.DirectMeterSchema(name, ts.name, t.direct_meter.kind or "bytes")
+    profiles = {id(t.implementation): t.implementation for t in tables if t.implementation is not None}
+    for inst in profiles.values():
+        users = [t for t in tables if t.implementation is inst]
+        schema.action_profiles[inst.control_plane_name] = _action_profile(program, inst, users)
     for inst in program.all_instances():
         name = inst.control_plane_name
         if inst.extern == "register":

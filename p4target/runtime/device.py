@@ -197,17 +197,22 @@ class Device:
     @staticmethod
     def _carry_state(old: LoadedConfig, new: LoadedConfig) -> None:
         """Copy every entity of `old` into `new` (RECONCILE_AND_COMMIT); INVALID_ARGUMENT if impossible (spec)."""
-        wildcards = [p4r.Entity(table_entry=p4r.TableEntry(counter_data=p4r.CounterData())),
+        wildcards = [p4r.Entity(action_profile_member=p4r.ActionProfileMember()),
+                     p4r.Entity(action_profile_group=p4r.ActionProfileGroup()),
+                     p4r.Entity(table_entry=p4r.TableEntry(counter_data=p4r.CounterData(), meter_config=p4r.MeterConfig())),
                      p4r.Entity(register_entry=p4r.RegisterEntry()), p4r.Entity(counter_entry=p4r.CounterEntry()),
                      p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry(
                          multicast_group_entry=p4r.MulticastGroupEntry())),
                      p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry(
                          clone_session_entry=p4r.CloneSessionEntry())),
                      p4r.Entity(digest_entry=p4r.DigestEntry())]
+        wildcards.append(p4r.Entity(meter_entry=p4r.MeterEntry()))
         for table in old.translator.info.p4info.tables:
-            wildcards.append(p4r.Entity(table_entry=p4r.TableEntry(table_id=table.preamble.id, is_default_action=True)))
+            if not table.implementation_id:  # BMv2: no default action with an action profile
+                wildcards.append(p4r.Entity(table_entry=p4r.TableEntry(table_id=table.preamble.id,
+                                                                       is_default_action=True)))
         for request in wildcards:
-            update_type = MODIFY if request.WhichOneof("entity") in ("register_entry", "counter_entry") \
+            update_type = MODIFY if request.WhichOneof("entity") in ("register_entry", "counter_entry", "meter_entry") \
                 or request.table_entry.is_default_action else p4r.Update.INSERT
             for entity in old.translator.read(request):
                 try:
@@ -299,6 +304,12 @@ class Device:
         values = codec.unpack_fields(frame, widths)
         metadata = [p4r.PacketMetadata(metadata_id=m.id, value=codec.encode(v)) for m, v in zip(header.metadata, values)]
         return p4r.PacketIn(payload=frame[(sum(widths) + 7) // 8:], metadata=metadata)
+
+    def idle_timeout_notifications(self) -> list[p4r.IdleTimeoutNotification]:
+        """One ageing sweep over the committed pipeline's tables (see Translator.idle_timeout_notifications)."""
+        with self.lock:
+            loaded = self.current
+            return [] if loaded is None else loaded.translator.idle_timeout_notifications(time.monotonic())
 
     def digest_lists(self) -> list[p4r.DigestList]:
         """Drain the digest queue into DigestLists for the digests a client configured (others dropped)."""

@@ -7,9 +7,13 @@ google.rpc.Status details, which `batch_status` builds.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import grpc
 from finsy.proto import p4r, rpc_status
 from google.protobuf import any_pb2
+
+from p4target.state import StateError
 
 ERROR_SPACE = "aggnet-embedded"
 
@@ -29,6 +33,18 @@ class RuntimeStatus(Exception):
 def invalid(message: str) -> RuntimeStatus:
     """The request does not match the P4Info or the spec's canonical forms."""
     return RuntimeStatus(grpc.StatusCode.INVALID_ARGUMENT, message)
+
+
+def unimplemented(message: str) -> RuntimeStatus:
+    return RuntimeStatus(grpc.StatusCode.UNIMPLEMENTED, message)
+
+
+def state_call(fn: Callable, *args, **kwargs):
+    """Call into the switch state, turning its StateError into the gRPC status its `code` names."""
+    try:
+        return fn(*args, **kwargs)
+    except StateError as exc:
+        raise RuntimeStatus(grpc.StatusCode[exc.code], str(exc)) from None
 
 
 def code_number(code: grpc.StatusCode) -> int:

@@ -20,6 +20,9 @@ Use from a switch process:
   the PacketIn to the primary client of every role.
 - Digests: a poller drains the state's digest queue every `digest_interval` seconds and
   sends DigestLists for the digests a client configured with a DigestEntry.
+- Idle timeouts: every `idle_sweep_interval` seconds (1 s, BMv2's ageing sweep) the same
+  poller sends an IdleTimeoutNotification per `support_timeout` table whose entries have not
+  been hit for their `idle_timeout_ns`, to the primary client of every role.
 - Thread-safety: writes hold `pipeline.state.lock`, the lock the pipeline takes per packet.
 
 Request log: when `log_path` is given every RPC and stream message is appended there in
@@ -90,7 +93,8 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
     def __init__(self, device_id: int, address: str, cpu_port: int = 255,
                  on_pipeline_set: Callable[[object], None] | None = None,
                  packet_out: Callable[[int, bytes], None] | None = None,
-                 log_path: str | None = None, digest_interval: float = 0.02, max_workers: int = 32):
+                 log_path: str | None = None, digest_interval: float = 0.02, idle_sweep_interval: float = 1.0,
+                 max_workers: int = 32):
         self.device = Device(device_id, on_pipeline_set)
         self.address = address
         self.cpu_port = cpu_port
@@ -98,12 +102,13 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
         self._packet_out = packet_out or self._process_locally
         self._log = RequestLog(log_path)
         self._digest_interval = digest_interval
+        self._idle_sweep_interval = idle_sweep_interval
         self._sessions: set[Session] = set()
         self._sessions_lock = threading.Lock()
         self._stopping = threading.Event()
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="p4rt"))
         p4r_grpc.add_P4RuntimeServicer_to_server(self, self._server)
-        self._digest_thread: threading.Thread | None = None
+        self._poller: threading.Thread | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -113,8 +118,8 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
         if port == 0:
             raise RuntimeError(f"cannot listen for P4Runtime on {self.address}")
         self._server.start()
-        self._digest_thread = threading.Thread(target=self._poll_digests, name="p4rt-digests", daemon=True)
-        self._digest_thread.start()
+        self._poller = threading.Thread(target=self._poll, name="p4rt-poller", daemon=True)
+        self._poller.start()
         return port
 
     def stop(self, grace: float | None = 0.5) -> None:
@@ -125,8 +130,8 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
         for session in sessions:
             session.close()
         self._server.stop(grace).wait()
-        if self._digest_thread is not None:
-            self._digest_thread.join()
+        if self._poller is not None:
+            self._poller.join()
         self._log.close()
 
     def load_source(self, source: str, filename: str = "program.p4") -> None:
@@ -148,9 +153,7 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
         """Deliver a frame the pipeline sent to the CPU port to the primary clients."""
         if self.device.current is None:
             return
-        message = p4r.StreamMessageResponse(packet=self.device.packet_in_message(frame))
-        for session in self.arbitration.primaries():
-            session.send(message)
+        self._send_to_primaries([p4r.StreamMessageResponse(packet=self.device.packet_in_message(frame))])
 
     def _process_locally(self, port: int, frame: bytes) -> None:
         pipeline = self.pipeline
@@ -161,15 +164,23 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
                 self.packet_in(out_port, data)
         self._send_digests()
 
-    def _poll_digests(self) -> None:
+    def _poll(self) -> None:
+        """Background sends: digest lists every digest_interval, idle timeouts every idle_sweep_interval."""
+        next_sweep = time.monotonic() + self._idle_sweep_interval
         while not self._stopping.wait(self._digest_interval):
             self._send_digests()
+            if time.monotonic() >= next_sweep:
+                next_sweep = time.monotonic() + self._idle_sweep_interval
+                self._send_to_primaries(p4r.StreamMessageResponse(idle_timeout_notification=n)
+                                        for n in self.device.idle_timeout_notifications())
 
-    def _send_digests(self) -> None:
-        for digest_list in self.device.digest_lists():
-            message = p4r.StreamMessageResponse(digest=digest_list)
+    def _send_to_primaries(self, messages) -> None:
+        for message in messages:
             for session in self.arbitration.primaries():
                 session.send(message)
+
+    def _send_digests(self) -> None:
+        self._send_to_primaries(p4r.StreamMessageResponse(digest=d) for d in self.device.digest_lists())
 
     # ------------------------------------------------------------------ unary RPCs
 

@@ -6,14 +6,20 @@ byte strings. `Translator` converts one way for writes (`apply`) and the other f
 forms the spec demands) so the state only sees well-formed requests. Every failure is a
 `RuntimeStatus` with the gRPC code the spec asks for.
 
-Supported entities: TableEntry (incl. default entries and direct counter data),
-CounterEntry, DirectCounterEntry, RegisterEntry, PacketReplicationEngineEntry
-(multicast groups, clone sessions) and DigestEntry. Action profiles, meters and value
-sets answer UNIMPLEMENTED.
+Supported entities: TableEntry (incl. default entries, direct counter data, meter configs
+and idle timeouts), CounterEntry, DirectCounterEntry, MeterEntry, DirectMeterEntry,
+RegisterEntry, PacketReplicationEngineEntry (multicast groups, clone sessions) and
+DigestEntry. Value sets and externs: v1model programs here have none, so wildcard reads
+answer nothing (as BMv2's server does) and writes answer UNIMPLEMENTED.
+
+Reads answer in the form the client wrote (P4Runtime's read-write symmetry): a replica
+written with `egress_port` is read back with `egress_port`, one written with `port` with
+`port`, so a client can write back what it read.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator
+import time
+from typing import Iterator
 
 import grpc
 from finsy.proto import p4d, p4i, p4r
@@ -21,24 +27,13 @@ from finsy.proto import p4d, p4i, p4r
 from p4target import state as st
 from p4target.p4info import P4InfoIndex
 from p4target.runtime import codec
-from p4target.runtime.errors import RuntimeStatus, invalid
+from p4target.runtime.errors import RuntimeStatus, invalid, state_call, unimplemented
+from p4target.runtime.profiles import ProfileTranslator
 
 INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
 
 _MATCH_ONEOF = {p4i.MatchField.EXACT: "exact", p4i.MatchField.LPM: "lpm", p4i.MatchField.TERNARY: "ternary",
                 p4i.MatchField.RANGE: "range", p4i.MatchField.OPTIONAL: "optional"}
-
-
-def unimplemented(message: str) -> RuntimeStatus:
-    return RuntimeStatus(grpc.StatusCode.UNIMPLEMENTED, message)
-
-
-def state_call(fn: Callable, *args, **kwargs):
-    """Call into the state, turning its StateError into the matching gRPC status."""
-    try:
-        return fn(*args, **kwargs)
-    except st.StateError as exc:
-        raise RuntimeStatus(grpc.StatusCode[exc.code], str(exc)) from None
 
 
 def _bitwidth(type_spec) -> int:
@@ -57,6 +52,10 @@ class Translator:
         self.info = P4InfoIndex(p4info)
         self.state = state
         self.digest_configs: dict[int, p4r.DigestEntry.Config] = {}
+        # ("multicast"|"clone", id) -> {(port, instance): True if written as `egress_port`}
+        self._replica_forms: dict[tuple[str, int], dict[tuple[int, int], bool]] = {}
+        self.profiles = ProfileTranslator(self)
+        self._aged: dict[str, dict[int, st.TableEntry]] = {}  # table -> entries notified in the last sweep
 
     def _by_id(self, kind: str, entity_id: int):
         """Entity `entity_id` of `kind` ("tables", ...); INVALID_ARGUMENT naming the id if absent."""
@@ -80,6 +79,14 @@ class Translator:
             self._write_direct_counter(update_type, entity.direct_counter_entry)
         elif kind == "register_entry":
             self._write_register(update_type, entity.register_entry)
+        elif kind == "action_profile_member":
+            self.profiles.write_member(update_type, entity.action_profile_member)
+        elif kind == "action_profile_group":
+            self.profiles.write_group(update_type, entity.action_profile_group)
+        elif kind == "meter_entry":
+            self._write_meter(update_type, entity.meter_entry)
+        elif kind == "direct_meter_entry":
+            self._write_direct_meter(update_type, entity.direct_meter_entry)
         elif kind == "packet_replication_engine_entry":
             self._write_pre(update_type, entity.packet_replication_engine_entry)
         elif kind == "digest_entry":
@@ -92,24 +99,53 @@ class Translator:
     def _write_table_entry(self, update_type: int, te: p4r.TableEntry) -> None:
         table = self._by_id("tables", te.table_id)
         name = table.preamble.name
-        if te.controller_metadata or te.metadata or te.idle_timeout_ns or te.HasField("meter_config"):
-            raise unimplemented(f"table {name}: controller_metadata, metadata, idle timeouts and meters are not supported")
+        if te.controller_metadata or te.metadata:
+            raise unimplemented(f"table {name}: controller_metadata and metadata are not supported")
         if te.is_default_action:
             return self._write_default(update_type, table, te)
-        entry = st.TableEntry(self._match_in(table, te.match), "", {}, te.priority)
-        if update_type == DELETE:
-            return state_call(self.state.delete_entry, name, entry)
-        entry.action, entry.params = self._action_in(table, te.action)
-        if te.HasField("counter_data") and self.info.direct_counter_of(te.table_id) is None:
-            raise invalid(f"table {name} has no direct counter for counter_data")
+        entry = st.TableEntry(self._match_in(table, te.match), "", {}, te.priority, idle_timeout_ns=te.idle_timeout_ns)
         with self.state.lock:
-            if update_type == INSERT:
-                state_call(self.state.insert_entry, name, entry)
+            if update_type == DELETE:
+                if not table.implementation_id:
+                    return state_call(self.state.delete_entry, name, entry)
+                old = state_call(self.state.table(name).find, entry.match, entry.priority)
+                state_call(self.state.delete_entry, name, entry)
+                return self.profiles.discard(table, old.member_id, old.group_id)
+            if te.HasField("counter_data") and self.info.direct_counter_of(te.table_id) is None:
+                raise invalid(f"table {name} has no direct counter for counter_data")
+            meter = self._direct_meter_config_in(table, te) if te.HasField("meter_config") else None
+            if table.implementation_id:
+                self._write_indirect_entry(update_type, table, te, entry)
             else:
-                state_call(self.state.modify_entry, name, entry)
+                entry.action, entry.params = self._action_in(table, te.action)
+                call = self.state.insert_entry if update_type == INSERT else self.state.modify_entry
+                state_call(call, name, entry)
             if te.HasField("counter_data"):
                 stored = state_call(self.state.table(name).find, entry.match, entry.priority)
                 stored.packets, stored.bytes = te.counter_data.packet_count, te.counter_data.byte_count
+            if meter is not None:
+                state_call(self.state.direct_meter_set, meter[0], entry.match, entry.priority, meter[1])
+
+    def _write_indirect_entry(self, update_type: int, table: p4i.Table, te: p4r.TableEntry, entry: st.TableEntry) -> None:
+        """Insert/modify an entry naming a member, a group or a one-shot action set (freed if the write fails)."""
+        name = table.preamble.name
+        old = state_call(self.state.table(name).find, entry.match, entry.priority) if update_type == MODIFY else None
+        replaced = (old.member_id, old.group_id) if old is not None else None
+        entry.member_id, entry.group_id = self.profiles.table_action_in(table, te.action)
+        try:
+            state_call(self.state.insert_entry if update_type == INSERT else self.state.modify_entry, name, entry)
+        except RuntimeStatus:
+            self.profiles.discard(table, entry.member_id, entry.group_id)
+            raise
+        if replaced is not None:
+            self.profiles.discard(table, *replaced)
+
+    def _direct_meter_config_in(self, table: p4i.Table, te: p4r.TableEntry) -> tuple[str, st.MeterConfig]:
+        """(direct meter name, config) for a table entry's meter_config, validated."""
+        direct = self.info.direct_meter_of(table.preamble.id)
+        if direct is None:
+            raise invalid(f"table {table.preamble.name} has no direct meter for meter_config")
+        return direct.preamble.name, _meter_config_in(te.meter_config, f"table {table.preamble.name} meter_config")
 
     def _write_default(self, update_type: int, table: p4i.Table, te: p4r.TableEntry) -> None:
         name = table.preamble.name
@@ -117,6 +153,8 @@ class Translator:
             raise invalid(f"table {name}: the default entry can only be modified (not inserted or deleted)")
         if te.match or te.priority:
             raise invalid(f"table {name}: a default entry has no match fields and no priority")
+        if table.implementation_id:
+            raise invalid(f"table {name} has an action profile: it has no default action to set or reset (as on BMv2)")
         if not te.HasField("action"):
             return state_call(self.state.reset_default, name)
         action, params = self._action_in(table, te.action, default=True)
@@ -172,7 +210,7 @@ class Translator:
         if ta.WhichOneof("type") != "action":
             if ta.WhichOneof("type") is None:
                 raise invalid(f"{where}: entry has no action")
-            raise unimplemented(f"{where}: action profiles are not supported")
+            raise invalid(f"{where}: the table has no action profile; an entry names an action")
         action = self._by_id("actions", ta.action.action_id)
         scopes = {ref.id: ref.scope for ref in table.action_refs}
         if action.preamble.id not in scopes:
@@ -180,9 +218,14 @@ class Translator:
         forbidden = p4i.ActionRef.TABLE_ONLY if default else p4i.ActionRef.DEFAULT_ONLY
         if scopes[action.preamble.id] == forbidden:
             raise invalid(f"{where}: action {action.preamble.name} is {'@tableonly' if default else '@defaultonly'}")
+        return self.action_call_in(ta.action, where)
+
+    def action_call_in(self, call: p4r.Action, where: str) -> tuple[str, dict[str, int]]:
+        """(action name, {param name: value}) of an Action message, checked against the P4Info."""
+        action = self._by_id("actions", call.action_id)
         params = {p.id: p for p in action.params}
         values: dict[str, int] = {}
-        for param in ta.action.params:
+        for param in call.params:
             decl = params.get(param.param_id)
             if decl is None:
                 raise invalid(f"{where}: action {action.preamble.name} has no parameter id {param.param_id}")
@@ -231,42 +274,75 @@ class Translator:
             for index in indexes:
                 state_call(self.state.register_write, name, index, value)
 
+    def _write_meter(self, update_type: int, me: p4r.MeterEntry) -> None:
+        meter = self._by_id("meters", me.meter_id)
+        name = meter.preamble.name
+        if update_type != MODIFY:
+            raise invalid(f"meter {name}: meter cells can only be modified")
+        if me.HasField("counter_data"):
+            raise unimplemented(f"meter {name}: meter counters are not supported")
+        config = _meter_config_in(me.config, f"meter {name}") if me.HasField("config") else None
+        indexes = [me.index.index] if me.HasField("index") else range(meter.size)
+        with self.state.lock:
+            for index in indexes:
+                state_call(self.state.meter_set, name, index, config)
+
+    def _write_direct_meter(self, update_type: int, dme: p4r.DirectMeterEntry) -> None:
+        table = self._by_id("tables", dme.table_entry.table_id)
+        direct = self.info.direct_meter_of(table.preamble.id)
+        if direct is None:
+            raise invalid(f"table {table.preamble.name} has no direct meter")
+        if update_type != MODIFY:
+            raise invalid(f"table {table.preamble.name}: direct meter cells can only be modified")
+        if dme.table_entry.is_default_action:
+            raise invalid(f"table {table.preamble.name}: the default entry has no direct meter cell")
+        if dme.HasField("counter_data"):
+            raise unimplemented(f"table {table.preamble.name}: meter counters are not supported")
+        match = self._match_in(table, dme.table_entry.match)
+        config = _meter_config_in(dme.config, f"direct meter {direct.preamble.name}") if dme.HasField("config") else None
+        state_call(self.state.direct_meter_set, direct.preamble.name, match, dme.table_entry.priority, config)
+
     def _write_pre(self, update_type: int, pre: p4r.PacketReplicationEngineEntry) -> None:
         kind = pre.WhichOneof("type")
         if kind == "multicast_group_entry":
             group = pre.multicast_group_entry
+            key = ("multicast", group.multicast_group_id)
             if group.metadata:
                 raise unimplemented("multicast group metadata is not supported")
+            if update_type == DELETE:
+                state_call(self.state.mc_group_delete, group.multicast_group_id)
+                self._replica_forms.pop(key, None)
+                return
+            forms = _replica_forms_in(group.replicas)
             calls = {INSERT: self.state.mc_group_insert, MODIFY: self.state.mc_group_modify}
-            if update_type == DELETE:
-                return state_call(self.state.mc_group_delete, group.multicast_group_id)
-            return state_call(calls[update_type], group.multicast_group_id, self._replicas_in(group.replicas))
-        if kind == "clone_session_entry":
+            state_call(calls[update_type], group.multicast_group_id, list(forms))
+        elif kind == "clone_session_entry":
             session = pre.clone_session_entry
+            key = ("clone", session.session_id)
             if update_type == DELETE:
-                return state_call(self.state.clone_session_delete, session.session_id)
+                state_call(self.state.clone_session_delete, session.session_id)
+                self._replica_forms.pop(key, None)
+                return
             if session.packet_length_bytes < 0:
                 raise invalid(f"clone session {session.session_id}: negative packet_length_bytes")
             if session.session_id == 0:
                 raise invalid("clone session id 0 is reserved")
+            forms = _replica_forms_in(session.replicas)
             calls = {INSERT: self.state.clone_session_insert, MODIFY: self.state.clone_session_modify}
-            return state_call(calls[update_type], session.session_id, self._replicas_in(session.replicas),
-                              session.packet_length_bytes)
-        raise invalid("packet replication engine entry has neither a multicast group nor a clone session")
+            state_call(calls[update_type], session.session_id, list(forms), session.packet_length_bytes)
+        else:
+            raise invalid("packet replication engine entry has neither a multicast group nor a clone session")
+        self._replica_forms[key] = forms
 
-    @staticmethod
-    def _replicas_in(replicas) -> list[tuple[int, int]]:
+    def _replicas_out(self, key: tuple[str, int], replicas: list[tuple[int, int]]) -> list[p4r.Replica]:
+        """Replicas in the form each was written in (`port` bytes when not written over P4Runtime)."""
+        forms = self._replica_forms.get(key, {})
         out = []
-        for replica in replicas:
-            if replica.WhichOneof("port_kind") == "port":
-                port = codec.decode(replica.port, 32, "replica port")
+        for port, instance in replicas:
+            if forms.get((port, instance)):
+                out.append(p4r.Replica(egress_port=port, instance=instance))
             else:
-                port = replica.egress_port
-            if replica.backup_replicas:
-                raise unimplemented("backup replicas are not supported")
-            if (port, replica.instance) in out:
-                raise invalid(f"replica (port {port}, instance {replica.instance}) listed twice")
-            out.append((port, replica.instance))
+                out.append(p4r.Replica(port=codec.encode(port), instance=instance))
         return out
 
     def _write_digest(self, update_type: int, de: p4r.DigestEntry) -> None:
@@ -290,7 +366,11 @@ class Translator:
         kind = entity.WhichOneof("entity")
         readers = {"table_entry": self._read_tables, "counter_entry": self._read_counters,
                    "direct_counter_entry": self._read_direct_counters, "register_entry": self._read_registers,
-                   "packet_replication_engine_entry": self._read_pre, "digest_entry": self._read_digests}
+                   "meter_entry": self._read_meters, "direct_meter_entry": self._read_direct_meters,
+                   "packet_replication_engine_entry": self._read_pre, "digest_entry": self._read_digests,
+                   "value_set_entry": self._read_value_sets, "extern_entry": self._read_externs,
+                   "action_profile_member": self.profiles.read_members,
+                   "action_profile_group": self.profiles.read_groups}
         if kind not in readers:
             raise invalid("read request entity is empty") if kind is None else \
                 unimplemented(f"{kind} is not supported by this target")
@@ -302,16 +382,23 @@ class Translator:
             raise invalid("reading by match or default entry needs a table_id")
         tables = [self._by_id("tables", te.table_id)] if te.table_id else list(self.info.p4info.tables)
         with_counters = te.HasField("counter_data")
+        now = time.monotonic()
         for table in tables:
             name = table.preamble.name
             if te.is_default_action:
                 default = self.state.get_default(name)
                 out = p4r.TableEntry(table_id=table.preamble.id, is_default_action=True)
-                out.action.action.CopyFrom(self._action_out(default.action, default.params))
+                if default is not None:  # None: a table with an action profile has no default action
+                    out.action.action.CopyFrom(self.action_out(default.action, default.params))
                 yield p4r.Entity(table_entry=out)
                 continue
             for entry in self._entries_read(table, te):
-                yield p4r.Entity(table_entry=self._entry_out(table, entry, with_counters))
+                out = self._entry_out(table, entry, with_counters)
+                if te.HasField("meter_config") and entry.meter is not None and entry.meter.config is not None:
+                    out.meter_config.CopyFrom(_meter_config_out(entry.meter.config))
+                if te.HasField("time_since_last_hit"):
+                    out.time_since_last_hit.elapsed_ns = int((now - entry.last_hit) * 1e9) if entry.idle_timeout_ns else 0
+                yield p4r.Entity(table_entry=out)
 
     def _entries_read(self, table: p4i.Table, te: p4r.TableEntry) -> list[st.TableEntry]:
         """The entries a table read selects: all of them, or the one its match names.
@@ -347,12 +434,16 @@ class Translator:
                 fm.ternary.value, fm.ternary.mask = codec.encode(spec.value), codec.encode(spec.mask)
             else:
                 fm.range.low, fm.range.high = codec.encode(spec.low), codec.encode(spec.high)
-        out.action.action.CopyFrom(self._action_out(entry.action, entry.params))
+        if table.implementation_id:
+            out.action.CopyFrom(self.profiles.table_action_out(table, entry))
+        else:
+            out.action.action.CopyFrom(self.action_out(entry.action, entry.params))
+        out.idle_timeout_ns = entry.idle_timeout_ns
         if with_counters and self.info.direct_counter_of(table.preamble.id) is not None:
             out.counter_data.packet_count, out.counter_data.byte_count = entry.packets, entry.bytes
         return out
 
-    def _action_out(self, name: str, params: dict[str, int]) -> p4r.Action:
+    def action_out(self, name: str, params: dict[str, int]) -> p4r.Action:
         action = self.info.action(name)
         out = p4r.Action(action_id=action.preamble.id)
         for param in action.params:
@@ -385,6 +476,45 @@ class Translator:
                 out.table_entry.ClearField("action")
                 yield p4r.Entity(direct_counter_entry=out)
 
+    def _read_meters(self, me: p4r.MeterEntry) -> Iterator[p4r.Entity]:
+        meters = [self._by_id("meters", me.meter_id)] if me.meter_id else list(self.info.p4info.meters)
+        for meter in meters:
+            indexes = [me.index.index] if me.HasField("index") else range(meter.size)
+            for index in indexes:
+                out = p4r.MeterEntry(meter_id=meter.preamble.id, index=p4r.Index(index=index))
+                config = state_call(self.state.meter_get, meter.preamble.name, index)
+                if config is not None:
+                    out.config.CopyFrom(_meter_config_out(config))
+                yield p4r.Entity(meter_entry=out)
+
+    def _read_direct_meters(self, dme: p4r.DirectMeterEntry) -> Iterator[p4r.Entity]:
+        te = dme.table_entry
+        if te.table_id:
+            table = self._by_id("tables", te.table_id)
+            if self.info.direct_meter_of(table.preamble.id) is None:
+                raise invalid(f"table {table.preamble.name} has no direct meter")
+            tables = [table]
+        else:
+            tables = [self.info.table(m.direct_table_id) for m in self.info.p4info.direct_meters]
+        for table in tables:
+            for entry in self._entries_read(table, te):
+                out = p4r.DirectMeterEntry(table_entry=self._entry_out(table, entry, False))
+                out.table_entry.ClearField("action")
+                out.table_entry.ClearField("idle_timeout_ns")
+                if entry.meter.config is not None:
+                    out.config.CopyFrom(_meter_config_out(entry.meter.config))
+                yield p4r.Entity(direct_meter_entry=out)
+
+    def _read_value_sets(self, vse: p4r.ValueSetEntry) -> Iterator[p4r.Entity]:
+        if vse.value_set_id:
+            self._by_id("value_sets", vse.value_set_id)
+        return iter(())  # v1model programs here declare no value sets (the front end refuses them)
+
+    def _read_externs(self, ee: p4r.ExternEntry) -> Iterator[p4r.Entity]:
+        if ee.extern_type_id or ee.extern_id:
+            raise invalid(f"unknown extern type id {ee.extern_type_id}")
+        return iter(())  # v1model has no P4Info externs
+
     def _read_registers(self, re: p4r.RegisterEntry) -> Iterator[p4r.Entity]:
         registers = [self._by_id("registers", re.register_id)] if re.register_id else list(self.info.p4info.registers)
         for register in registers:
@@ -401,14 +531,16 @@ class Translator:
             wanted = pre.multicast_group_entry.multicast_group_id
             for group_id, replicas in sorted(self.state.multicast_groups.items()):
                 if wanted in (0, group_id):
-                    group = p4r.MulticastGroupEntry(multicast_group_id=group_id, replicas=_replicas_out(replicas))
+                    group = p4r.MulticastGroupEntry(multicast_group_id=group_id,
+                                                    replicas=self._replicas_out(("multicast", group_id), replicas))
                     yield p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry(
                         multicast_group_entry=group))
         elif kind == "clone_session_entry":
             wanted = pre.clone_session_entry.session_id
             for session_id, session in sorted(self.state.clone_sessions.items()):
                 if wanted in (0, session_id):
-                    clone = p4r.CloneSessionEntry(session_id=session_id, replicas=_replicas_out(session.replicas),
+                    clone = p4r.CloneSessionEntry(session_id=session_id,
+                                                  replicas=self._replicas_out(("clone", session_id), session.replicas),
                                                   packet_length_bytes=session.packet_length)
                     yield p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry(
                         clone_session_entry=clone))
@@ -421,6 +553,34 @@ class Translator:
         for digest_id, config in sorted(self.digest_configs.items()):
             if de.digest_id in (0, digest_id):
                 yield p4r.Entity(digest_entry=p4r.DigestEntry(digest_id=digest_id, config=config))
+
+    # ------------------------------------------------------------------ idle timeouts
+
+    def idle_timeout_notifications(self, now: float) -> list[p4r.IdleTimeoutNotification]:
+        """One sweep of the tables with `support_timeout`: a notification per table with aged entries.
+
+        As BMv2's ageing monitor: an entry idle for its idle_timeout_ns is reported, then not in
+        the next sweep, then again, for as long as no packet hits it (and it is not deleted).
+        """
+        out = []
+        for table in self.info.p4info.tables:
+            if table.idle_timeout_behavior != p4i.Table.NOTIFY_CONTROL:
+                continue
+            name = table.preamble.name
+            with self.state.lock:
+                aged = {id(e): e for e in self.state.table(name).idle_entries(now)}
+            previous = self._aged.get(name, {})
+            fresh = [e for key, e in aged.items() if key not in previous]
+            self._aged[name] = {id(e): e for e in fresh}
+            if not fresh:
+                continue
+            notification = p4r.IdleTimeoutNotification(timestamp=time.time_ns())
+            for entry in fresh:
+                reported = self._entry_out(table, entry, False)
+                reported.ClearField("action")
+                notification.table_entry.append(reported)
+            out.append(notification)
+        return out
 
     # ------------------------------------------------------------------ rollback support
 
@@ -450,6 +610,28 @@ def _is_wildcard(spec: st.Match, width: int) -> bool:
     return False
 
 
-def _replicas_out(replicas: list[tuple[int, int]]) -> list[p4r.Replica]:
-    """Replicas as P4Runtime >= 1.4 writes them: `port` as a canonical byte string."""
-    return [p4r.Replica(port=codec.encode(port), instance=instance) for port, instance in replicas]
+def _replica_forms_in(replicas) -> dict[tuple[int, int], bool]:
+    """{(port, instance): written as `egress_port`} of a replica list, in order; rejects duplicates."""
+    out: dict[tuple[int, int], bool] = {}
+    for replica in replicas:
+        by_egress_port = replica.WhichOneof("port_kind") != "port"
+        port = replica.egress_port if by_egress_port else codec.decode(replica.port, 32, "replica port")
+        if replica.backup_replicas:
+            raise unimplemented("backup replicas are not supported")
+        if (port, replica.instance) in out:
+            raise invalid(f"replica (port {port}, instance {replica.instance}) listed twice")
+        out[(port, replica.instance)] = by_egress_port
+    return out
+
+
+def _meter_config_in(config: p4r.MeterConfig, what: str) -> st.MeterConfig:
+    """A validated state MeterConfig; INVALID_ARGUMENT for negative values or pir < cir."""
+    if config.eburst:
+        raise unimplemented(f"{what}: eburst (single-rate three-color meters) is not supported")
+    values = st.MeterConfig(config.cir, config.cburst, config.pir, config.pburst)
+    state_call(st.check_meter_config, values)
+    return values
+
+
+def _meter_config_out(config: st.MeterConfig) -> p4r.MeterConfig:
+    return p4r.MeterConfig(cir=config.cir, cburst=config.cburst, pir=config.pir, pburst=config.pburst)

@@ -1,6 +1,6 @@
 """Helpers for training tests: free loopback ports and running one function per rank in threads.
 
-Tests add this directory to sys.path and `import workers`.
+Tests `import workers` (pytest puts tests/ on sys.path).
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def aggnet_cmd(*args: str) -> list[str]:
@@ -21,10 +21,26 @@ def run_dir(out: Path) -> Path:
     return runs[0]
 
 
+def run_command(argv: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
+    """subprocess.run, except that on timeout the command gets SIGTERM (a run then tears its network
+    down) before SIGKILL, and the timeout is raised after that."""
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            try:
+                proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+            raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 def aggnet_run(out: Path, *args: str, timeout: float = 600) -> tuple[subprocess.CompletedProcess, dict | None]:
     """`aggnet run ... --out OUT`; returns the process and results.json (None when not written)."""
-    done = subprocess.run(aggnet_cmd("run", *args, "--out", str(out)), capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO)
+    done = run_command(aggnet_cmd("run", *args, "--out", str(out)), timeout, cwd=REPO)
     results = run_dir(out) / "results.json"
     return done, json.loads(results.read_text()) if results.exists() else None
 

@@ -1,7 +1,7 @@
 """Test fixtures for aggnet.p4 on the embedded target: program a switch, build and read packets,
 and relay real UDP datagrams through a fabric of Pipelines (loopback all-reduce tests).
 
-Tests add this directory to sys.path and `import fabric`.
+Tests `import fabric` (pytest puts tests/ on sys.path).
 """
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hosts import codec
-from protocol import wire
 from p4target import state as st
 from p4target.frontend import load_program
 from p4target.pipeline import Pipeline
+from protocol import wire
 
-P4SRC = os.path.join(os.path.dirname(__file__), "..", "..", "..", "p4src")
+P4SRC = os.path.join(os.path.dirname(__file__), "..", "p4src")
 AGG_IP = "10.0.255.254"
 SWITCH_MAC = "02:00:00:00:ff:fe"
 

@@ -1,0 +1,27 @@
+"""Helpers for tests that start real processes on this machine: free ports, waiting for a listener.
+
+Tests `import procs` (pytest puts tests/ on sys.path)."""
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(port: int, proc: subprocess.Popen, log: Path, timeout_s: float = 60) -> None:
+    """Until something accepts connections on 127.0.0.1:port; fails with the log if `proc` exits first."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text() if log.exists() else "no log"
+        time.sleep(0.1)
