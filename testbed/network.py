@@ -278,7 +278,7 @@ class Testbed:
 
         `start()` does this on the embedded target; on BMv2 call it after pushing the pipeline.
         """
-        from controller.side_channel import side_channel
+        from controller.switch_cli import side_channel
 
         commands: dict[str, list[str]] = {}
         drops: dict[str, float] = {}
