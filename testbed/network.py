@@ -29,12 +29,14 @@ import threading
 import time
 from typing import IO, Any
 
+from p4target.tm import DEFAULT_BURST_S, DEFAULT_DEPTH
 from testbed import clean
 from testbed.nodes import AggNetHost, P4Switch, SwitchDied, TargetUnsupported, check_target, switch_class
 
 SIDE_CHANNEL_PORT_BASE = 9090  # + device id: the switch's --thrift-port (our side channel; Thrift on BMv2)
 LOCK_FILE = os.path.join(clean.STATE_DIR, "network.lock")
 LOSS_PPM = 1_000_000  # nftables draws loss as `numgen random mod LOSS_PPM < p * LOSS_PPM`
+FRAME_BYTES = 1514  # a full-size Ethernet frame on a 1500-byte MTU
 
 
 def acquire_network_lock() -> IO:
@@ -106,6 +108,19 @@ def kernel_loss_script(drops: dict[str, float]) -> str:
     return "\n".join([f"table netdev {clean.NFT_TABLE} {{", *chains, "}"]) + "\n"
 
 
+def host_tbf_command(link: Any, intf: str) -> str | None:
+    """The `tc` command giving a host's interface its link's rate and queue (None: unshaped), so the
+    host-to-switch direction crosses the same link a switch's traffic manager gives the other one:
+    a token bucket of DEFAULT_BURST_S worth of bytes (at least one frame) before a queue of
+    queue_pkts full-size frames (the traffic manager's default depth when unset)."""
+    if not link.bw_mbps:
+        return None
+    rate_bytes = link.bw_mbps * 1e6 / 8
+    burst = max(FRAME_BYTES, round(rate_bytes * DEFAULT_BURST_S))
+    limit = (link.queue_pkts or DEFAULT_DEPTH) * FRAME_BYTES
+    return f"tc qdisc replace dev {intf} root tbf rate {link.bw_mbps * 1e6:.0f}bit burst {burst} limit {limit}"
+
+
 def new_run_dir(root: str = "runs") -> str:
     """runs/<timestamp>, unique even when two runs start in the same second."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -115,6 +130,19 @@ def new_run_dir(root: str = "runs") -> str:
         n += 1
         path = os.path.join(root, f"{stamp}-{n}")
     return path
+
+
+class ShapingError(Exception):
+    """A host's link could not be shaped (one line naming the command and what it said)."""
+
+    exit_code = 1
+
+
+def _check(output: str, command: str) -> None:
+    """A host command that did not end with our `ok` failed."""
+    lines = output.strip().splitlines()
+    if not lines or lines[-1] != "ok":
+        raise ShapingError(f"shaping a host link failed: {command}: {lines[-1] if lines else 'no output'}")
 
 
 class Testbed:
@@ -180,6 +208,7 @@ class Testbed:
             self._build()
             self.net.start()
             self._record_processes()
+            self.shape_host_links()
             if self.target == "embedded":
                 self.apply_link_queues()
         except BaseException:
@@ -225,6 +254,24 @@ class Testbed:
                 procs.append({"name": s.name, "pid": s.process.pid, "start": clean.process_start_time(s.process.pid)})
         self._record["processes"] = procs
         clean.write_record(self._record)
+
+    def shape_host_links(self) -> None:
+        """The host-to-switch direction of every host link: rate and queue by the host's kernel (tbf),
+        loss by an nftables egress hook in the host's namespace, delay by the switch's ingress
+        (embedded target: apply_link_queues)."""
+        for link in self.topology.links:
+            host = link.a if self.topology.is_host(link.a) else link.b if self.topology.is_host(link.b) else None
+            if host is None:
+                continue
+            node, intf = self.net.get(host), self.topology.intf_name(host, link.port_on(host))
+            tbf = host_tbf_command(link, intf)
+            if tbf:
+                _check(node.cmd(f"{tbf} && echo ok"), tbf)
+            if link.loss:
+                script = os.path.join(self.build_dir, f"{host}-loss.nft")
+                with open(script, "w") as f:
+                    f.write(kernel_loss_script({intf: link.loss / 100.0}))
+                _check(node.cmd(f"nft -f {script} && echo ok"), f"nft -f {script}")
 
     def apply_link_queues(self) -> None:
         """Per-link bw/delay/loss/queue from the topology -> the switches' egress queues (one batch per switch).

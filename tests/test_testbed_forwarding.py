@@ -172,3 +172,28 @@ def test_rate_limited_port_limits_udp_throughput(network, verb, value, payload, 
     assert abs(measured - expect_pps) <= 0.2 * expect_pps, (measured, result)
     drops = json.loads(send_command(thrift, f"queue_stats {port}"))[str(port)]["tail_drops"]
     assert drops > 0  # 800 pps offered into the limit: the queue overflowed
+
+
+def test_host_to_switch_direction_is_shaped_like_the_link(network):
+    """A host's own interface carries its link's rate (testbed.network.host_tbf_command): h1 offers
+    800 pps of 1000-byte frames into a 1.6 Mbit/s link, h2 (behind an unshaped port) gets about 200."""
+    import dataclasses
+
+    from testbed.network import host_tbf_command
+
+    tb, topo, *_ = network
+    link = dataclasses.replace(topo.link_between("h1", "s1"), bw_mbps=1.6, queue_pkts=16)
+    h1, h2 = tb.host("h1"), tb.host("h2")
+    assert h1.cmd(f"{host_tbf_command(link, 'h1-eth0')} && echo ok").strip().endswith("ok")
+    receiver, sender = Path(tb.run_dir) / "receiver.py", Path(tb.run_dir) / "sender.py"
+    receiver.write_text(RECEIVER)
+    sender.write_text(SENDER.format(size=958, seconds=3, dst=topo.hosts["h2"].ip, pps=800))
+    try:
+        h2.sendCmd(f"python3 {receiver}")
+        time.sleep(0.5)
+        h1.cmd(f"python3 {sender}")
+        result = json.loads(h2.waitOutput().strip().splitlines()[-1])
+    finally:
+        h1.cmd(host_tbf_command(topo.link_between("h1", "s1"), "h1-eth0"))
+    measured = result["n"] / result["span"]
+    assert abs(measured - 200) <= 0.2 * 200, (measured, result)
