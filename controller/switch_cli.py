@@ -38,7 +38,7 @@ CLI_TIMEOUT_S = 300.0  # one batch; a job's slot region is a few thousand regist
 # BMv2 shapes in packets/s only; a bit rate becomes packets/s of full-size Ethernet frames, so the
 # link never carries more than the asked bit rate (smaller packets get less).
 FRAME_BYTES = 1500
-TM_ONLY = ("set_queue_delay", "set_queue_loss", "queue_stats", "port_stats")
+TM_ONLY = ("set_queue_delay", "set_ingress_delay", "set_queue_loss", "queue_stats", "port_stats")
 _PASSED = ("register_read", "register_write", "register_reset", "counter_read", "set_queue_depth")
 _READ_ONE = re.compile(r"^\S+\[\d+\]=\s*(-?\d+)$")
 _READ_ALL = re.compile(r"^\S+=\s*(.*)$")
