@@ -28,7 +28,9 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
-from controller.p4rt import entry_action, entry_key, replicas_of
+from finsy import P4MulticastGroupEntry, P4TableAction, P4TableEntry, P4TableMatch
+
+from controller.p4rt import diff_entities, entry_key, load_schema
 from controller.placement import AggTree, JobPlacement
 from controller.routing import Route, compute_routes
 from controller.topology import Topology
@@ -84,7 +86,7 @@ def load_program(path: str, target: str = "embedded", build_dir: str | None = No
     """
     from p4target.device_config import device_config_source
     from p4target.frontend import load_program as frontend_load
-    from p4target.p4info import P4InfoIndex, UnknownEntity, build_p4info
+    from p4target.p4info import build_p4info
 
     p4info = build_p4info(frontend_load(path))
     if target == "embedded":
@@ -93,14 +95,17 @@ def load_program(path: str, target: str = "embedded", build_dir: str | None = No
         p4info, device_config = _bmv2_pipeline(path, p4info, build_dir)
     else:
         raise InstallError(f"{path}: unknown target {target!r} (embedded or bmv2)")
-    index = P4InfoIndex(p4info)
     try:
-        slot_cells = index.register(SLOT_REGISTERS[0]).size
-        value_cells = index.register(VALUES_REGISTER).size
-        for table in MANAGED_TABLES:
-            index.table(table)
-    except UnknownEntity as exc:
-        raise InstallError(f"{path}: not an aggregation program: {exc}") from None
+        schema = load_schema(p4info)
+    except ValueError as exc:
+        raise InstallError(f"{path}: {exc}") from None
+    missing = [f"register {name}" for name in (SLOT_REGISTERS[0], VALUES_REGISTER)
+               if schema.registers.get(name) is None]
+    missing += [f"table {name}" for name in MANAGED_TABLES if schema.tables.get(name) is None]
+    if missing:
+        raise InstallError(f"{path}: not an aggregation program: P4Info has no {missing[0]}")
+    slot_cells = schema.registers[SLOT_REGISTERS[0]].size
+    value_cells = schema.registers[VALUES_REGISTER].size
     return Program(path=path, p4info=p4info, device_config=device_config,
                    lanes=value_cells // slot_cells, slots=slot_cells // 2)
 
@@ -192,7 +197,11 @@ def incoming_messages(topo: Topology, tree: AggTree, aggregators: Iterable[str],
 
 @dataclass(frozen=True)
 class Entry:
-    """A table entry by P4 names; match values as SwitchConnection.table_entry takes them."""
+    """One desired table entry by P4 names, values as the topology gives them ("10.0.0.1", MACs, ints).
+
+    Frozen and hashable (finsy's P4TableEntry is neither), so the desired state can hold entries
+    in a dict and refuse two conflicting ones while it is built; `entity()` is what gets written.
+    """
 
     table: str
     match: tuple[tuple[str, Any], ...]
@@ -202,6 +211,10 @@ class Entry:
 
     def param(self, name: str) -> Any:
         return dict(self.params)[name]
+
+    def entity(self) -> P4TableEntry:
+        return P4TableEntry(self.table, match=P4TableMatch(self.match), priority=self.priority,
+                            action=P4TableAction(self.action, **dict(self.params)))
 
 
 @dataclass
@@ -405,18 +418,18 @@ class Installer:
     def _sync_switch(self, switch: str, want: SwitchState) -> SyncReport:
         conn = self.connections[switch]
         report = SyncReport(pipeline=self._ensure_pipeline(conn))
-        diff = _Diff.between(conn, want)
+        entries, groups = _diff(conn, want)
         # Order: stale entries go first; groups exist before entries point at them; a job's
         # slots are cleared and its children known before its agg_job entry goes live.
-        conn.write([conn.delete(te) for te in diff.delete])
-        conn.write(diff.group_writes)
-        report.registers_zeroed = self._zero_regions(conn, [e for e, _ in diff.insert + diff.modify
-                                                            if e.table == AGG_JOB and e.param("aggregate")])
-        conn.write([conn.insert(te) for _, te in diff.insert] + [conn.modify(te) for _, te in diff.modify])
-        conn.write(diff.group_deletes)
-        report.inserted = len(diff.insert) + sum(u.type == u.INSERT for u in diff.group_writes)
-        report.modified = len(diff.modify) + sum(u.type == u.MODIFY for u in diff.group_writes)
-        report.deleted = len(diff.delete) + len(diff.group_deletes)
+        conn.write([conn.delete(e) for e in entries.delete])
+        conn.write([conn.insert(g) for g in groups.insert] + [conn.modify(g) for g in groups.modify])
+        report.registers_zeroed = self._zero_regions(conn, [e for e in entries.insert + entries.modify
+                                                            if e.table_id == AGG_JOB and e.action.args["aggregate"]])
+        conn.write([conn.insert(e) for e in entries.insert] + [conn.modify(e) for e in entries.modify])
+        conn.write([conn.delete(g) for g in groups.delete])
+        report.inserted = len(entries.insert) + len(groups.insert)
+        report.modified = len(entries.modify) + len(groups.modify)
+        report.deleted = len(entries.delete) + len(groups.delete)
         log.info("%s: pipeline %s, %d inserted, %d modified, %d deleted, %d register cells zeroed", switch,
                  "pushed" if report.pipeline else "kept", report.inserted, report.modified, report.deleted,
                  report.registers_zeroed)
@@ -430,16 +443,16 @@ class Installer:
         conn.set_pipeline(self.program.p4info, self.program.device_config, self.program.cookie)
         return True
 
-    def _zero_regions(self, conn: Any, job_entries: list[Entry]) -> int:
+    def _zero_regions(self, conn: Any, job_entries: list[P4TableEntry]) -> int:
         """Clear the slot registers of (re)assigned regions (docs/protocol.md: before (re)using a region)."""
         written = 0
         lanes = self.program.lanes
         for entry in job_entries:
-            base, count = entry.param("slot_base"), entry.param("slot_count")
+            base, count = entry.action.args["slot_base"], entry.action.args["slot_count"]
             cells = range(2 * base, 2 * (base + count))
-            for register in SLOT_REGISTERS:
-                conn.register_write(register, {i: 0 for i in cells})
-            conn.register_write(VALUES_REGISTER, {i: 0 for i in range(2 * base * lanes, 2 * (base + count) * lanes)})
+            zeros = {register: dict.fromkeys(cells, 0) for register in SLOT_REGISTERS}
+            zeros[VALUES_REGISTER] = dict.fromkeys(range(2 * base * lanes, 2 * (base + count) * lanes), 0)
+            conn.write_registers(zeros)
             written += len(cells) * (len(SLOT_REGISTERS) + lanes)
         return written
 
@@ -447,36 +460,17 @@ class Installer:
 _WRITE_ORDER = {AGG_CHILD: 0, AGG_HOST: 1, AGG_JOB: 2, IPV4_LPM: 3}
 
 
-@dataclass
-class _Diff:
-    """What to write to one switch so its managed tables and job groups equal the desired state."""
-
-    delete: list  # p4r.TableEntry
-    insert: list  # (Entry, p4r.TableEntry), children and hosts before jobs
-    modify: list  # (Entry, p4r.TableEntry)
-    group_writes: list  # p4r.Update (insert or modify)
-    group_deletes: list  # p4r.Update
-
-    @classmethod
-    def between(cls, conn: Any, want: SwitchState) -> "_Diff":
-        built = {}
-        for entry in sorted(want.entries.values(), key=lambda e: _WRITE_ORDER[e.table]):
-            te = conn.table_entry(entry.table, dict(entry.match), entry.action, dict(entry.params), entry.priority)
-            built[entry_key(te)] = (entry, te)
-        have = {entry_key(e.table_entry): e.table_entry
-                for e in conn.read([conn.table_entry(t) for t in MANAGED_TABLES])}
-        have_groups = {g.multicast_group_id: replicas_of(g.replicas)
-                       for g in (e.packet_replication_engine_entry.multicast_group_entry
-                                 for e in conn.read([conn.multicast_group(0)]))}
-        return cls(
-            delete=[te for key, te in have.items() if key not in built],
-            insert=[pair for key, pair in built.items() if key not in have],
-            modify=[pair for key, pair in built.items()
-                    if key in have and entry_action(have[key]) != entry_action(pair[1])],
-            group_writes=[(conn.insert if gid not in have_groups else conn.modify)(conn.multicast_group(gid, replicas))
-                          for gid, replicas in sorted(want.groups.items()) if have_groups.get(gid) != replicas],
-            group_deletes=[conn.delete(conn.multicast_group(gid)) for gid in sorted(have_groups)
-                           if gid not in want.groups and gid >= MCAST_GROUP_BASE])
+def _diff(conn: Any, want: SwitchState) -> tuple[Any, Any]:
+    """(table entries, multicast groups) to write so the switch's managed tables and job groups equal
+    `want`: typed entities in canonical form, compared by value (an entry's key, then its action).
+    Entries to insert come children and hosts before jobs."""
+    entries = [conn.canonical(e.entity()) for e in sorted(want.entries.values(), key=lambda e: _WRITE_ORDER[e.table])]
+    groups = [conn.canonical(P4MulticastGroupEntry(gid, replicas=replicas))
+              for gid, replicas in sorted(want.groups.items())]
+    held_groups = [g for g in conn.read([P4MulticastGroupEntry()]) if g.multicast_group_id >= MCAST_GROUP_BASE]
+    return (diff_entities(entries, conn.read([P4TableEntry(t) for t in MANAGED_TABLES]), entry_key,
+                          lambda e: e.action),
+            diff_entities(groups, held_groups, lambda g: g.multicast_group_id))
 
 
 def _same_tree(a: JobPlan, b: JobPlan) -> bool:
@@ -484,16 +478,16 @@ def _same_tree(a: JobPlan, b: JobPlan) -> bool:
 
 
 def connect_all(topo: Topology, host: str = "127.0.0.1", election_id: tuple[int, int] = (0, 1),
-                sidechannel_ports: Mapping[str, int] | None = None, target: str = "embedded") -> dict[str, Any]:
+                side_channel_ports: Mapping[str, int] | None = None, target: str = "embedded") -> dict[str, Any]:
     """A primary SwitchConnection to every switch at host:grpc_port (closes them all if one fails).
 
-    A switch listed in `sidechannel_ports` gets its `target`'s side channel on that port
+    A switch listed in `side_channel_ports` gets its `target`'s side channel on that port
     (registers and queues: the embedded switch's TCP port, BMv2's Thrift port).
     """
     from controller.p4rt import SwitchConnection
-    from controller.side_channel import side_channel
+    from controller.switch_cli import side_channel
 
-    ports = sidechannel_ports or {}
+    ports = side_channel_ports or {}
     conns: dict[str, Any] = {}
     try:
         for name, sw in topo.switches.items():

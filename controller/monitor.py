@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping
 
+from finsy import P4CounterEntry
+
 from controller.p4rt import SwitchConnection
-from controller.side_channel import TcpSideChannel
+from controller.switch_cli import TcpSideChannel
 from controller.topology import Topology
 
 JOB_COUNTERS = {
@@ -35,13 +37,11 @@ def port_counters(conn: SwitchConnection, ports: Iterable[int]) -> dict[int, dic
     One Read for all of them: the adaptation loop samples every few seconds while the switches
     forward on the same CPUs, and one RPC per cell made its sampling cost show in step times."""
     ports = list(ports)
-    rx = conn.counter_entry(PORT_RX).counter_id
-    entries = conn.read([conn.counter_entry(name, port) for name in (PORT_RX, PORT_TX) for port in ports])
+    cells = conn.read([P4CounterEntry(name, index=port) for name in (PORT_RX, PORT_TX) for port in ports])
     out: dict[int, dict[str, int]] = {port: {} for port in ports}
-    for entity in entries:
-        cell = entity.counter_entry
-        kind = "rx" if cell.counter_id == rx else "tx"
-        out[cell.index.index].update({f"{kind}_packets": cell.data.packet_count, f"{kind}_bytes": cell.data.byte_count})
+    for cell in cells:
+        kind = "rx" if cell.counter_id == PORT_RX else "tx"
+        out[cell.index].update({f"{kind}_packets": cell.packet_count, f"{kind}_bytes": cell.byte_count})
     return out
 
 

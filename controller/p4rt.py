@@ -1,58 +1,79 @@
-"""A small synchronous P4Runtime client: one `SwitchConnection` per switch.
+"""A small synchronous P4Runtime client on finsy's typed entities: one `SwitchConnection` per switch.
 
-Entities are built by P4 names resolved through the P4Info (`P4InfoIndex`), never raw ids:
+Entities are finsy's classes (`P4TableEntry`, `P4TableMatch`, `P4TableAction`, `P4MulticastGroupEntry`,
+`P4CloneSessionEntry`, `P4CounterEntry`, `P4DirectCounterEntry`, `P4RegisterEntry`, `P4MeterEntry`,
+...) addressed by P4 names, encoded and decoded through the `finsy.P4Schema` of the switch's pipeline:
 
     conn = SwitchConnection("127.0.0.1:50001", device_id=1)   # becomes primary or raises
     conn.set_pipeline(p4info, source.encode())
-    conn.write([conn.insert(conn.table_entry("AggIngress.ipv4_lpm",
-                                             {"hdr.ipv4.dstAddr": ("10.0.0.1", 32)},
-                                             "AggIngress.ipv4_forward",
-                                             {"dstAddr": "00:00:00:00:00:01", "port": 1}))])
-    conn.read([conn.table_entry("AggIngress.ipv4_lpm")])      # wildcard read of one table
+    route = P4TableEntry("AggIngress.ipv4_lpm", match=P4TableMatch({"hdr.ipv4.dstAddr": ("10.0.0.1", 32)}),
+                         action=P4TableAction("AggIngress.ipv4_forward", dstAddr="00:00:00:00:00:01", port=1))
+    conn.write([conn.insert(route)])
+    conn.read([P4TableEntry("AggIngress.ipv4_lpm")])           # wildcard read: [P4TableEntry(...), ...]
     conn.close()
+
+Values are what finsy takes (p4values: ints, "10.0.0.1", "00:00:00:00:00:01", lpm `(v, len)` or
+"v/len", ternary `(v, mask)`, range `(lo, hi)`, optional `v`; `None` is a don't-care).
+
+Reads come back in one canonical form (`normalize`): full P4 names (`AggIngress.ipv4_lpm`,
+`hdr.ipv4.dstAddr`, `AggIngress.ipv4_forward`), values as finsy decodes them (ints), don't-care
+matches absent, replicas sorted. `conn.canonical(entity)` puts a hand-built entity in the same
+form, so "does the switch hold what I want" is `==` on typed values (see `diff_entities`).
+finsy alone decodes to aliases (a table's shortest unique suffix; a match field's last name part,
+which is not unique in general) and leaves three canonical-form rules of P4Runtime to the caller
+(ternary values masked, a full range omitted, low <= high); `normalize` adds them.
 
 `SwitchConnection(address, device_id, read_only=True)` opens no stream and takes no part in
 arbitration, so it can read (counters, tables, registers) from a switch another controller
 owns without taking the primary role away; P4Runtime allows Read from any client. Without a
-`p4info` argument it resolves names through the P4Info of the pipeline the switch runs.
-Anything that writes or needs the stream raises P4RuntimeError.
-
-Match values: exact `v`; lpm `(v, prefix_len)`; ternary `(v, mask)`; range `(lo, hi)`;
-optional `v`. A value is an int, a dotted IPv4 string, a colon MAC string or big-endian
-bytes. Everything goes on the wire in the P4Runtime canonical form (shortest byte string;
-don't-care matches omitted), which is also how servers answer reads, so entries built
-here compare equal to entries read back (see `entry_key`).
+`p4info` argument it uses the P4Info of the pipeline the switch runs. Anything that writes or
+needs the stream raises P4RuntimeError.
 
 Registers and queue settings: BMv2's P4Runtime cannot access registers and P4Runtime has
 no queue message. `SwitchConnection.register_read/register_write` use P4Runtime unless
-the connection was given a side channel (`side_channel`, controller.side_channel: the
+the connection was given a side channel (`side_channel`, controller.switch_cli: the
 embedded switch's TCP line protocol or BMv2's simple_switch_CLI, both taking the same
 command lines), and `set_queue_rate` / `set_queue_depth` always use the side channel:
 callers see one interface, whatever the target.
 """
 from __future__ import annotations
 
-import ipaddress
+import contextlib
+import dataclasses
 import queue
 import threading
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import grpc
-from finsy.proto import p4d, p4i, p4r, p4r_grpc, rpc_status
+from finsy import (P4CloneSessionEntry, P4CounterEntry, P4DigestEntry, P4DirectCounterEntry, P4DirectMeterEntry,
+                   P4MeterEntry, P4MulticastGroupEntry, P4PacketIn, P4PacketOut, P4RegisterEntry, P4RuntimeVersion,
+                   P4Schema, P4TableAction, P4TableEntry, P4TableMatch, p4values)
+from finsy.p4entity import P4Replica, decode_entity
+from finsy.p4schema import P4MatchField, P4MatchType, P4Table
+from finsy.proto import p4i, p4r, p4r_grpc, rpc_status
 
-from controller.side_channel import SideChannel
-from p4target.p4info import P4InfoIndex, UnknownEntity
+from controller.switch_cli import SideChannel
 from p4target.sidechannel import SideChannelError
 
-Value = int | str | bytes
 INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
 _UPDATE_NAMES = {INSERT: "INSERT", MODIFY: "MODIFY", DELETE: "DELETE"}
+# Replicas carry their port as bytes (`Replica.port`, P4Runtime 1.4+); finsy picks that encoding
+# from 1.5 on. Both targets (the embedded one and BMv2) accept it.
+P4RUNTIME_VERSION = P4RuntimeVersion(1, 5, 0, "")
 ARBITRATION_TIMEOUT_S = 10.0
 RPC_TIMEOUT_S = 60.0
 MAX_ERROR_LINES = 10  # failed updates listed in a Write error; the rest are counted
 # A failed Write answers one p4.v1.Error per update in trailing metadata; big batches need room.
 _CHANNEL_OPTIONS = [("grpc.max_metadata_size", 64 << 20), ("grpc.max_receive_message_length", 256 << 20),
                     ("grpc.max_send_message_length", 256 << 20)]
+# Entities named by one P4Info object: (attribute, schema collection, what it is called).
+_NAMED_BY = {P4CounterEntry: ("counter_id", "counters", "counter"),
+             P4DirectCounterEntry: ("counter_id", "direct_counters", "direct counter"),
+             P4RegisterEntry: ("register_id", "registers", "register"),
+             P4MeterEntry: ("meter_id", "meters", "meter"),
+             P4DigestEntry: ("digest_id", "digests", "digest")}
+
+E = TypeVar("E")
 
 
 class P4RuntimeError(Exception):
@@ -63,67 +84,172 @@ class P4RuntimeError(Exception):
 
 
 class EntityError(P4RuntimeError):
-    """An entity that cannot be built from the P4Info (unknown name, value too wide)."""
+    """An entity that cannot be encoded with the P4Info (unknown name, value too wide)."""
 
     exit_code = 2
 
 
-def encode_value(value: Value, bitwidth: int, what: str) -> bytes:
-    """Canonical P4Runtime byte string (shortest, at least one byte) of a value that fits `bitwidth`."""
-    number = to_int(value, what)
-    if number < 0 or number >> bitwidth:
-        raise EntityError(f"{what}: value {value!r} does not fit in {bitwidth} bits")
-    return number.to_bytes(max(1, (number.bit_length() + 7) // 8), "big")
+# ---------------------------------------------------------------------------- schema and canonical form
+
+def load_schema(p4info: p4i.P4Info) -> P4Schema:
+    """finsy's schema of `p4info`; ValueError (one line) for a P4Info finsy cannot model.
+
+    finsy also indexes a match field by the last part of its name (`dstAddr` for
+    `hdr.ipv4.dstAddr`) and fails on a table where two fields share it; name them here.
+    """
+    for table in p4info.tables:
+        seen: dict[str, str] = {}
+        for field in table.match_fields:
+            last = field.name.rsplit(".", 1)[-1]
+            if last in seen:
+                raise ValueError(f"table {table.preamble.name}: match fields {seen[last]} and {field.name} both end "
+                                 f"in {last!r}, which finsy's P4Schema cannot tell apart")
+            seen[last] = field.name
+    schema = P4Schema(p4info)
+    schema.set_p4runtime_version(P4RUNTIME_VERSION)
+    return schema
 
 
-def to_int(value: Value, what: str) -> int:
-    """An int from an int, a dotted IPv4 address, a colon-separated MAC, or big-endian bytes."""
-    if isinstance(value, bool):
-        raise EntityError(f"{what}: expected a number, got {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, bytes):
-        return int.from_bytes(value, "big")
-    if isinstance(value, str):
-        try:
-            if value.count(".") == 3:
-                return int(ipaddress.IPv4Address(value))
-            if ":" in value:
-                return int(value.replace(":", ""), 16)
-            return int(value, 0)
-        except ValueError:
-            pass
-    raise EntityError(f"{what}: cannot read {value!r} as a number, IPv4 address or MAC")
+def normalize(entity: E, schema: P4Schema) -> E:
+    """`entity` with full P4 names, canonical match values and sorted replicas; ValueError naming
+    what is wrong (unknown name, missing parameter, bad value). See the module docstring."""
+    if isinstance(entity, P4TableEntry):
+        return _normalize_table_entry(entity, schema)  # type: ignore[return-value]
+    if isinstance(entity, (P4DirectCounterEntry, P4DirectMeterEntry)) and entity.table_entry is not None:
+        entity = dataclasses.replace(entity, table_entry=_normalize_table_entry(entity.table_entry, schema))
+    if isinstance(entity, (P4MulticastGroupEntry, P4CloneSessionEntry)):
+        return dataclasses.replace(entity, replicas=tuple(sorted(entity.replicas, key=_replica_order)))
+    named = _NAMED_BY.get(type(entity))
+    if named is not None and getattr(entity, named[0]):
+        attr, collection, kind = named
+        found = _find(getattr(schema, collection), getattr(entity, attr), kind)
+        entity = dataclasses.replace(entity, **{attr: found.name})
+        if isinstance(entity, P4RegisterEntry) and entity.data is not None:
+            with _about(describe(entity)):
+                found.type_spec.encode_data(entity.data)
+    return entity
 
 
-def decode_value(data: bytes) -> int:
-    return int.from_bytes(data, "big")
+def _normalize_table_entry(entry: P4TableEntry, schema: P4Schema) -> P4TableEntry:
+    if not entry.table_id:  # every table: a wildcard read
+        return entry
+    table = _find(schema.tables, entry.table_id, "table")
+    given = {}
+    for key, value in (entry.match or {}).items():
+        field = table.match_fields.get(key)
+        if field is None:
+            raise ValueError(f"table {table.name} has no match field {key!r} "
+                             f"(fields: {', '.join(f.name for f in table.match_fields)})")
+        given[field.name] = value
+    match = P4TableMatch()
+    for field in table.match_fields:  # P4Info order, as servers answer reads
+        with _about(f"table {table.name} {field.name}"):
+            value = _canonical_value(field, given.get(field.name))
+        if value is not None:
+            match[field.name] = value
+    action = entry.action
+    if isinstance(action, P4TableAction):
+        action = _normalize_action(action, table)
+    return dataclasses.replace(entry, table_id=table.name, match=match or None, action=action)
 
 
-def entry_key(te: p4r.TableEntry) -> tuple:
-    """What identifies a table entry on a switch: table, match (order-independent), priority."""
-    match = tuple(sorted(fm.SerializeToString(deterministic=True) for fm in te.match))
-    return (te.table_id, match, te.priority, te.is_default_action)
+def _canonical_value(field: P4MatchField, value: Any) -> Any:
+    """A match value in the form P4Runtime requires (spec 9.1.1), or None for a don't-care (or, for
+    an exact field, absent: fine in a read request, refused by the switch in a write)."""
+    width, kind = field.bitwidth, field.match_type
+    if value is None:
+        return None
+    if kind == P4MatchType.TERNARY:
+        data, mask = (int.from_bytes(b, "big") for b in p4values.encode_ternary(value, width))
+        return None if mask == 0 else (data & mask, mask)
+    if kind == P4MatchType.RANGE:
+        low, high = (int.from_bytes(b, "big") for b in p4values.encode_range(value, width))
+        if low > high:
+            raise ValueError(f"range low {low} is above high {high}")
+        return None if (low, high) == (0, (1 << width) - 1) else (low, high)
+    return None if field.encode_field(value) is None else value  # finsy omits a /0 lpm
 
 
-def entry_action(te: p4r.TableEntry) -> bytes:
-    """The entry's action with parameters in id order, for comparing desired and installed entries."""
-    action = p4r.TableAction()
-    action.CopyFrom(te.action)
-    if action.HasField("action"):
-        params = sorted(action.action.params, key=lambda p: p.param_id)
-        del action.action.params[:]
-        action.action.params.extend(params)
-    return action.SerializeToString(deterministic=True)
+def _normalize_action(action: P4TableAction, table: P4Table) -> P4TableAction:
+    ref = table.actions.get(action.name)
+    if ref is None:
+        raise ValueError(f"table {table.name} has no action {action.name!r} "
+                         f"(actions: {', '.join(a.name for a in table.actions)})")
+    known = [p.name for p in ref.params]
+    missing = [n for n in known if n not in action.args]
+    extra = [n for n in action.args if n not in known]
+    if missing or extra:
+        problem = f"missing {', '.join(missing)}" if missing else f"unknown {', '.join(extra)}"
+        raise ValueError(f"action {ref.name}: parameters: {problem} (takes: {', '.join(known) or 'none'})")
+    for param in ref.params:
+        with _about(f"action {ref.name} {param.name}"):
+            param.encode_param(action.args[param.name])
+    return P4TableAction(ref.name, **{n: action.args[n] for n in known})
 
 
-def replicas_of(replicas: Iterable[p4r.Replica]) -> tuple[tuple[int, int], ...]:
-    """Sorted (port, instance) pairs of a multicast group or clone session, whichever port field is used."""
-    out = []
-    for r in replicas:
-        port = decode_value(r.port) if r.WhichOneof("port_kind") == "port" else r.egress_port
-        out.append((port, r.instance))
-    return tuple(sorted(out))
+def _find(entities: Any, key: str, kind: str) -> Any:
+    found = entities.get(key)
+    if found is None:
+        raise ValueError(f"P4Info has no {kind} {key!r}")
+    return found
+
+
+@contextlib.contextmanager
+def _about(what: str) -> Iterator[None]:
+    """A ValueError raised inside gets `what` in front."""
+    try:
+        yield
+    except ValueError as exc:
+        raise ValueError(f"{what}: {exc}") from None
+
+
+def _replica_order(replica: Any) -> tuple[int, int]:
+    """A replica as finsy takes it (port, (port, instance) or P4Replica) as (port, instance)."""
+    if isinstance(replica, P4Replica):
+        return replica.port, replica.instance
+    if isinstance(replica, int):
+        return replica, 0
+    return tuple(replica)
+
+
+def entry_key(entry: P4TableEntry) -> tuple:
+    """What identifies a table entry on a switch: table, match, priority, default-ness (a canonical entry)."""
+    return entry.table_id, tuple(sorted((entry.match or {}).items())), entry.priority, entry.is_default_action
+
+
+def describe(entity: Any) -> str:
+    """A short name for an entity in messages: 'table AggIngress.agg_job', 'multicast group 5'."""
+    if isinstance(entity, P4TableEntry):
+        return f"table {entity.table_id or '(all)'}"
+    if isinstance(entity, P4MulticastGroupEntry):
+        return f"multicast group {entity.multicast_group_id}"
+    if isinstance(entity, P4CloneSessionEntry):
+        return f"clone session {entity.session_id}"
+    named = _NAMED_BY.get(type(entity))
+    if named is not None:
+        index = getattr(entity, "index", None)
+        return f"{named[2]} {getattr(entity, named[0])}" + ("" if index is None else f"[{index}]")
+    return type(entity).__name__
+
+
+@dataclasses.dataclass
+class EntityDiff(Generic[E]):
+    """What to write so a switch holds the wanted entities: each list in the order given."""
+
+    insert: list[E]
+    modify: list[E]
+    delete: list[E]
+
+
+def diff_entities(want: Iterable[E], have: Iterable[E], key: Callable[[E], Hashable],
+                  value: Callable[[E], Any] = lambda e: e) -> EntityDiff[E]:
+    """Compare canonical entities by typed value: insert the wanted ones missing, modify those whose
+    `value` differs (the wanted entity), delete the ones held but not wanted (the held entity)."""
+    held = {key(e): e for e in have}
+    wanted = {key(e): e for e in want}
+    return EntityDiff(insert=[e for k, e in wanted.items() if k not in held],
+                      modify=[e for k, e in wanted.items() if k in held and value(held[k]) != value(e)],
+                      delete=[e for k, e in held.items() if k not in wanted])
 
 
 _CODE_NAMES = {code.value[0]: code.name for code in grpc.StatusCode}
@@ -135,12 +261,14 @@ def render_error(error: p4r.Error) -> str:
     return f"{code}: {error.message}" if error.message else code
 
 
+# ---------------------------------------------------------------------------- the connection
+
 class SwitchConnection:
     """One P4Runtime session to one device: primary arbitration, pipeline, writes, reads, packets.
 
     The StreamChannel runs in a background thread; PacketIns land in `packet_ins` (a queue of
-    p4r.PacketIn), stream errors in `stream_errors`. With `read_only=True` there is no stream
-    and no arbitration: reads only (see the module docstring).
+    p4r.PacketIn, decoded by `packet_in`), stream errors in `stream_errors`. With
+    `read_only=True` there is no stream and no arbitration: reads only (see the module docstring).
     """
 
     def __init__(self, address: str, device_id: int, election_id: tuple[int, int] = (0, 1),
@@ -152,7 +280,7 @@ class SwitchConnection:
         self.read_only = read_only
         self.election_id = p4r.Uint128(high=election_id[0], low=election_id[1])
         self.side_channel = side_channel
-        self.index: P4InfoIndex | None = P4InfoIndex(p4info) if p4info is not None else None
+        self.schema: P4Schema | None = None
         self.packet_ins: queue.Queue[p4r.PacketIn] = queue.Queue()
         self.stream_errors: queue.Queue[p4r.StreamError] = queue.Queue()
         self._requests: queue.Queue[p4r.StreamMessageRequest | None] = queue.Queue()
@@ -162,20 +290,17 @@ class SwitchConnection:
         self._stream = None
         self._thread = threading.Thread(target=self._receive, name=f"p4rt-{self.name}", daemon=True)
         try:
+            if p4info is not None:
+                self.use_p4info(p4info)
             if not read_only:
                 self._become_primary(arbitration_timeout)
-            elif self.index is None:
+            elif self.schema is None:
                 self.use_running_p4info()
         except BaseException:
             self.close()
             raise
 
     # ------------------------------------------------------------------ session
-
-    @property
-    def sidechannel_port(self) -> int | None:
-        """The side channel's port (embedded: its TCP port; BMv2: the Thrift port); None without one."""
-        return None if self.side_channel is None else self.side_channel.port
 
     def _become_primary(self, timeout: float) -> None:
         self._stream = self._stub.StreamChannel(iter(self._requests.get, None))
@@ -239,8 +364,9 @@ class SwitchConnection:
             raise P4RuntimeError(f"{self.name}: {what} needs a primary connection; this one is read-only")
 
     def set_pipeline(self, p4info: p4i.P4Info, device_config: bytes, cookie: int = 0) -> None:
-        """Push P4Info + device config (VERIFY_AND_COMMIT); later entities resolve names through this P4Info."""
+        """Push P4Info + device config (VERIFY_AND_COMMIT); later entities are encoded with this P4Info."""
         self._writable("SetForwardingPipelineConfig")
+        schema = self._load_schema(p4info)
         config = p4r.ForwardingPipelineConfig(p4info=p4info, p4_device_config=device_config)
         if cookie:
             config.cookie.cookie = cookie
@@ -248,7 +374,7 @@ class SwitchConnection:
             device_id=self.device_id, election_id=self.election_id, config=config,
             action=p4r.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
         self._call("SetForwardingPipelineConfig", self._stub.SetForwardingPipelineConfig, request)
-        self.index = P4InfoIndex(p4info)
+        self.schema = schema
 
     def pipeline_cookie(self) -> int | None:
         """The cookie of the installed pipeline; None when there is no pipeline or no cookie."""
@@ -263,20 +389,62 @@ class SwitchConnection:
         return reply.config.cookie.cookie if reply.config.HasField("cookie") else None
 
     def use_p4info(self, p4info: p4i.P4Info) -> None:
-        """Resolve names through `p4info` (the switch already runs that pipeline)."""
-        self.index = P4InfoIndex(p4info)
+        """Encode and decode with `p4info` (the switch already runs that pipeline)."""
+        self.schema = self._load_schema(p4info)
 
     def use_running_p4info(self) -> None:
-        """Resolve names through the P4Info of the pipeline the switch runs (asked from the switch)."""
+        """Encode and decode with the P4Info of the pipeline the switch runs (asked from the switch)."""
         request = p4r.GetForwardingPipelineConfigRequest(
             device_id=self.device_id, response_type=p4r.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
         reply = self._call("GetForwardingPipelineConfig", self._stub.GetForwardingPipelineConfig, request)
         self.use_p4info(reply.config.p4info)
 
+    def _load_schema(self, p4info: p4i.P4Info) -> P4Schema:
+        try:
+            return load_schema(p4info)
+        except ValueError as exc:
+            raise EntityError(f"{self.name}: {exc}") from None
+
+    def _schema(self) -> P4Schema:
+        if self.schema is None:
+            raise EntityError(f"{self.name}: no P4Info yet: call set_pipeline() or use_p4info() first")
+        return self.schema
+
+    # ------------------------------------------------------------------ entities
+
+    def encode(self, entity: Any) -> p4r.Entity:
+        """The P4Runtime Entity of a typed entity, checked and in canonical form (EntityError if wrong)."""
+        schema = self._schema()
+        try:
+            return normalize(entity, schema).encode(schema)
+        except ValueError as exc:
+            raise EntityError(f"{self.name}: {exc}") from None
+
+    def decode(self, message: p4r.Entity) -> Any:
+        """The typed entity of a P4Runtime Entity, names and values in canonical form."""
+        schema = self._schema()
+        try:
+            return normalize(decode_entity(message, schema), schema)
+        except (ValueError, KeyError) as exc:
+            raise EntityError(f"{self.name}: cannot decode {message.WhichOneof('entity')}: {exc}") from None
+
+    def canonical(self, entity: E) -> E:
+        """`entity` as a read would return it, so it compares equal to what the switch holds."""
+        return self.decode(self.encode(entity))
+
+    def insert(self, entity: Any) -> p4r.Update:
+        return p4r.Update(type=INSERT, entity=self.encode(entity))
+
+    def modify(self, entity: Any) -> p4r.Update:
+        return p4r.Update(type=MODIFY, entity=self.encode(entity))
+
+    def delete(self, entity: Any) -> p4r.Update:
+        return p4r.Update(type=DELETE, entity=self.encode(entity))
+
     # ------------------------------------------------------------------ write / read
 
     def write(self, updates: Sequence[p4r.Update], atomicity: int = p4r.WriteRequest.CONTINUE_ON_ERROR) -> None:
-        """Send one batch. Raises P4RuntimeError with one line per failed update."""
+        """Send one batch (from insert/modify/delete). Raises P4RuntimeError with one line per failed update."""
         self._writable("Write")
         if not updates:
             return
@@ -293,148 +461,37 @@ class SwitchConnection:
         lines = [f"{self.name}: Write failed: {_rpc_text(exc)}"]
         for i, update, error in failed[:MAX_ERROR_LINES]:
             lines.append(f"  update {i} ({_UPDATE_NAMES.get(update.type, update.type)} "
-                         f"{self.describe(update.entity)}): {render_error(error)}")
+                         f"{describe(self.decode(update.entity))}): {render_error(error)}")
         if len(failed) > MAX_ERROR_LINES:
             lines.append(f"  ... and {len(failed) - MAX_ERROR_LINES} more failed updates")
         return "\n".join(lines)
 
-    def read(self, entities: Sequence[p4r.Entity | Any]) -> list[p4r.Entity]:
-        """All entities matching the (possibly wildcard) request entities."""
-        request = p4r.ReadRequest(device_id=self.device_id, entities=[_entity(e) for e in entities])
+    def read(self, entities: Sequence[Any]) -> list[Any]:
+        """Every entity matching the (possibly wildcard) typed request entities, decoded."""
+        request = p4r.ReadRequest(device_id=self.device_id, entities=[self.encode(e) for e in entities])
         try:
-            return [e for reply in self._stub.Read(request, timeout=RPC_TIMEOUT_S) for e in reply.entities]
+            replies = [e for reply in self._stub.Read(request, timeout=RPC_TIMEOUT_S) for e in reply.entities]
         except grpc.RpcError as exc:
             raise P4RuntimeError(f"{self.name}: Read failed: {_rpc_text(exc)}") from None
-
-    @staticmethod
-    def insert(entity: Any) -> p4r.Update:
-        return p4r.Update(type=INSERT, entity=_entity(entity))
-
-    @staticmethod
-    def modify(entity: Any) -> p4r.Update:
-        return p4r.Update(type=MODIFY, entity=_entity(entity))
-
-    @staticmethod
-    def delete(entity: Any) -> p4r.Update:
-        return p4r.Update(type=DELETE, entity=_entity(entity))
-
-    # ------------------------------------------------------------------ entity builders
-
-    def _info(self) -> P4InfoIndex:
-        if self.index is None:
-            raise EntityError(f"{self.name}: no P4Info yet: call set_pipeline() or use_p4info() first")
-        return self.index
-
-    def _lookup(self, kind: str, name: str) -> Any:
-        try:
-            return getattr(self._info(), kind)(name)
-        except UnknownEntity as exc:
-            raise EntityError(f"{self.name}: {exc}") from None
-
-    def table_entry(self, table: str, match: Mapping[str, Any] | None = None, action: str | None = None,
-                    params: Mapping[str, Value] | None = None, priority: int = 0,
-                    is_default: bool = False) -> p4r.TableEntry:
-        """A TableEntry by names; no match and no action makes a wildcard read request for `table`."""
-        t = self._lookup("table", table)
-        te = p4r.TableEntry(table_id=t.preamble.id, priority=priority, is_default_action=is_default)
-        fields = {mf.name: mf for mf in t.match_fields}
-        given = dict(match or {})
-        for name in given:
-            if name not in fields:
-                raise EntityError(f"{self.name}: table {t.preamble.name} has no match field {name!r} "
-                                  f"(fields: {', '.join(fields)})")
-        for mf in t.match_fields:  # P4Info order, as servers answer reads
-            if mf.name in given:
-                fm = _field_match(mf, given[mf.name], f"{t.preamble.name} {mf.name}")
-                if fm is not None:
-                    te.match.append(fm)
-        if action is not None:
-            te.action.action.CopyFrom(self.action(action, params or {}))
-        return te
-
-    def action(self, action: str, params: Mapping[str, Value]) -> p4r.Action:
-        a = self._lookup("action", action)
-        known = {p.name: p for p in a.params}
-        missing = [n for n in known if n not in params]
-        extra = [n for n in params if n not in known]
-        if missing or extra:
-            problem = f"missing {', '.join(missing)}" if missing else f"unknown {', '.join(extra)}"
-            raise EntityError(f"{self.name}: action {a.preamble.name}: parameters: {problem} "
-                              f"(takes: {', '.join(known) or 'none'})")
-        out = p4r.Action(action_id=a.preamble.id)
-        for p in a.params:
-            out.params.add(param_id=p.id, value=encode_value(params[p.name], p.bitwidth,
-                                                             f"{a.preamble.name} {p.name}"))
-        return out
-
-    @staticmethod
-    def multicast_group(group_id: int, replicas: Iterable[tuple[int, int]] = ()) -> p4r.PacketReplicationEngineEntry:
-        """A multicast group; `replicas` are (port, instance/rid) pairs. No replicas = wildcard read."""
-        group = p4r.MulticastGroupEntry(multicast_group_id=group_id,
-                                        replicas=[_replica(port, rid) for port, rid in replicas])
-        return p4r.PacketReplicationEngineEntry(multicast_group_entry=group)
-
-    @staticmethod
-    def clone_session(session_id: int, replicas: Iterable[tuple[int, int]] = (), class_of_service: int = 0,
-                      packet_length_bytes: int = 0) -> p4r.PacketReplicationEngineEntry:
-        session = p4r.CloneSessionEntry(session_id=session_id, class_of_service=class_of_service,
-                                        packet_length_bytes=packet_length_bytes,
-                                        replicas=[_replica(port, rid) for port, rid in replicas])
-        return p4r.PacketReplicationEngineEntry(clone_session_entry=session)
-
-    def counter_entry(self, counter: str, index: int | None = None) -> p4r.CounterEntry:
-        ce = p4r.CounterEntry(counter_id=self._lookup("counter", counter).preamble.id)
-        if index is not None:
-            ce.index.index = index
-        return ce
-
-    def direct_counter_entry(self, table_entry: p4r.TableEntry) -> p4r.DirectCounterEntry:
-        return p4r.DirectCounterEntry(table_entry=table_entry)
-
-    def register_entry(self, register: str, index: int | None = None, value: int | None = None) -> p4r.RegisterEntry:
-        r = self._lookup("register", register)
-        re = p4r.RegisterEntry(register_id=r.preamble.id)
-        if index is not None:
-            re.index.index = index
-        if value is not None:
-            width = r.type_spec.bitstring.bit.bitwidth or r.type_spec.bitstring.int.bitwidth
-            re.data.CopyFrom(p4d.P4Data(bitstring=encode_value(value, width, f"{r.preamble.name}[{index}]")))
-        return re
-
-    def describe(self, entity: p4r.Entity) -> str:
-        """A short name for an entity in error messages: 'table AggIngress.agg_job', 'multicast group 5'."""
-        kind = entity.WhichOneof("entity")
-        names = self.index
-        if kind == "table_entry":
-            return f"table {names.name(entity.table_entry.table_id) if names else entity.table_entry.table_id}"
-        if kind == "packet_replication_engine_entry":
-            pre = entity.packet_replication_engine_entry
-            if pre.HasField("multicast_group_entry"):
-                return f"multicast group {pre.multicast_group_entry.multicast_group_id}"
-            return f"clone session {pre.clone_session_entry.session_id}"
-        if kind == "register_entry":
-            return f"register {names.name(entity.register_entry.register_id) if names else ''}"
-        return kind or "empty entity"
+        return [self.decode(e) for e in replies]
 
     # ------------------------------------------------------------------ reads by name
 
     def read_counter(self, counter: str, index: int | None = None) -> dict[int, tuple[int, int]]:
         """index -> (packets, bytes) of an indirect counter (all cells when index is None)."""
-        return {e.counter_entry.index.index: (e.counter_entry.data.packet_count, e.counter_entry.data.byte_count)
-                for e in self.read([self.counter_entry(counter, index)])}
+        return {e.index: (e.packet_count, e.byte_count) for e in self.read([P4CounterEntry(counter, index=index)])}
 
-    def read_direct_counter(self, table_entry: p4r.TableEntry) -> tuple[int, int]:
+    def read_direct_counter(self, table_entry: P4TableEntry) -> tuple[int, int]:
         """(packets, bytes) of one entry's direct counter.
 
         An entry whose fields are all don't-care has an empty match, which reads as a wildcard:
         pick the answer with this entry's key.
         """
-        wanted = entry_key(table_entry)
-        for e in self.read([self.direct_counter_entry(table_entry)]):
-            if entry_key(e.direct_counter_entry.table_entry) == wanted:
-                data = e.direct_counter_entry.data
-                return data.packet_count, data.byte_count
-        raise P4RuntimeError(f"{self.name}: no direct counter for that entry of {self.describe(_entity(table_entry))}")
+        wanted = entry_key(self.canonical(table_entry))
+        for e in self.read([P4DirectCounterEntry(table_entry=table_entry)]):
+            if entry_key(e.table_entry) == wanted:
+                return e.packet_count, e.byte_count
+        raise P4RuntimeError(f"{self.name}: no direct counter for that entry of {describe(table_entry)}")
 
     def register_read(self, register: str, index: int | None = None) -> dict[int, int]:
         """index -> value (all cells when index is None); over the side channel if one is configured."""
@@ -442,16 +499,21 @@ class SwitchConnection:
             reply = self.side_command(f"register_read {register}" + ("" if index is None else f" {index}"))
             values = [int(v, 0) for v in reply.split()]
             return {index: values[0]} if index is not None else dict(enumerate(values))
-        return {e.register_entry.index.index: decode_value(e.register_entry.data.bitstring)
-                for e in self.read([self.register_entry(register, index)])}
+        return {e.index: e.data for e in self.read([P4RegisterEntry(register, index=index)])}
 
     def register_write(self, register: str, values: Mapping[int, int]) -> None:
         """Write register cells {index: value}; over the side channel if one is configured."""
+        self.write_registers({register: values})
+
+    def write_registers(self, cells: Mapping[str, Mapping[int, int]]) -> None:
+        """Write cells {register: {index: value}} in one batch: one Write, or one side-channel batch
+        (on BMv2 one simple_switch_CLI process, which takes about a second to start)."""
         self._writable("register_write")
+        writes = [(register, index, value) for register, values in cells.items() for index, value in values.items()]
         if self.side_channel is not None:
-            self._side([f"register_write {register} {index} {value}" for index, value in values.items()])
+            self._side([f"register_write {register} {index} {value}" for register, index, value in writes])
             return
-        self.write([self.modify(self.register_entry(register, i, v)) for i, v in values.items()])
+        self.write([self.modify(P4RegisterEntry(register, index=index, data=value)) for register, index, value in writes])
 
     # ------------------------------------------------------------------ traffic manager (side channel)
 
@@ -478,37 +540,37 @@ class SwitchConnection:
 
     # ------------------------------------------------------------------ packets
 
-    def packet_out(self, payload: bytes, metadata: Mapping[str, Value] | None = None) -> None:
+    def packet_out(self, payload: bytes, metadata: Mapping[str, Any] | None = None) -> None:
         """Send a PacketOut; `metadata` fills the program's packet_out controller header by field name.
 
         Padding fields (names starting with '_') default to 0; every other field must be given.
         A rejected PacketOut shows up in `stream_errors` (the stream has no reply).
         """
         self._writable("PacketOut")
-        packet = p4r.PacketOut(payload=payload)
-        if metadata is not None:
-            fields = {m.name: m for m in self._lookup("controller_metadata", "packet_out").metadata}
-            unknown = [n for n in metadata if n not in fields]
-            missing = [n for n in fields if n not in metadata and not n.startswith("_")]
-            if unknown or missing:
-                problem = f"has no field {unknown[0]!r}" if unknown else f"needs {', '.join(missing)}"
-                raise EntityError(f"{self.name}: packet_out {problem} (fields: {', '.join(fields)})")
-            for m in fields.values():
-                value = metadata.get(m.name, 0)
-                packet.metadata.add(metadata_id=m.id, value=encode_value(value, m.bitwidth, f"packet_out {m.name}"))
-        self._requests.put(p4r.StreamMessageRequest(packet=packet))
-
-    def packet_in(self, timeout: float = 1.0) -> p4r.PacketIn | None:
-        """The next PacketIn, or None after `timeout` seconds."""
+        if metadata is None:
+            self._requests.put(p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=payload)))
+            return
+        schema = self._schema()
+        header = schema.controller_packet_metadata.get("packet_out")
+        fields = [m.name for m in header.metadata] if header is not None else []
+        unknown = [n for n in metadata if n not in fields]
+        missing = [n for n in fields if n not in metadata and not n.startswith("_")]
+        if unknown or missing:
+            problem = f"has no field {unknown[0]!r}" if unknown else f"needs {', '.join(missing)}"
+            raise EntityError(f"{self.name}: packet_out {problem} (fields: {', '.join(fields) or 'none'})")
+        packet = P4PacketOut(payload, **{n: metadata.get(n, 0) for n in fields})
         try:
-            return self.packet_ins.get(timeout=timeout)
+            self._requests.put(packet.encode_update(schema))
+        except ValueError as exc:
+            raise EntityError(f"{self.name}: packet_out: {exc}") from None
+
+    def packet_in(self, timeout: float = 1.0) -> P4PacketIn | None:
+        """The next PacketIn, its metadata by the packet_in header's field names; None after `timeout` s."""
+        try:
+            packet = self.packet_ins.get(timeout=timeout)
         except queue.Empty:
             return None
-
-    def packet_in_metadata(self, packet: p4r.PacketIn) -> dict[str, int]:
-        """A PacketIn's metadata by the program's packet_in header field names."""
-        names = {m.id: m.name for m in self._lookup("controller_metadata", "packet_in").metadata}
-        return {names.get(m.metadata_id, str(m.metadata_id)): decode_value(m.value) for m in packet.metadata}
+        return P4PacketIn.decode(p4r.StreamMessageResponse(packet=packet), self._schema())
 
     # ------------------------------------------------------------------ helpers
 
@@ -517,69 +579,6 @@ class SwitchConnection:
             return rpc(request, timeout=RPC_TIMEOUT_S)
         except grpc.RpcError as exc:
             raise P4RuntimeError(f"{self.name}: {what} failed: {_rpc_text(exc)}") from None
-
-
-def _field_match(mf: p4i.MatchField, value: Any, what: str) -> p4r.FieldMatch | None:
-    """One FieldMatch in canonical form; None for a don't-care (lpm /0, ternary mask 0, full range)."""
-    width = mf.bitwidth
-    fm = p4r.FieldMatch(field_id=mf.id)
-    kind = mf.match_type
-    if kind == p4i.MatchField.EXACT:
-        fm.exact.value = encode_value(value, width, what)
-    elif kind == p4i.MatchField.OPTIONAL:
-        if value is None:
-            return None
-        fm.optional.value = encode_value(value, width, what)
-    elif kind == p4i.MatchField.LPM:
-        v, plen = _pair(value, what, "(value, prefix_len)")
-        if not 0 <= plen <= width:
-            raise EntityError(f"{what}: prefix length {plen} is outside 0..{width}")
-        if plen == 0:
-            return None
-        mask = ((1 << plen) - 1) << (width - plen)
-        fm.lpm.value = encode_value(to_int(v, what) & mask, width, what)
-        fm.lpm.prefix_len = plen
-    elif kind == p4i.MatchField.TERNARY:
-        v, m = _pair(value, what, "(value, mask)")
-        mask = to_int(m, what)
-        if mask == 0:
-            return None
-        fm.ternary.mask = encode_value(mask, width, what)
-        fm.ternary.value = encode_value(to_int(v, what) & mask, width, what)
-    elif kind == p4i.MatchField.RANGE:
-        lo, hi = (to_int(x, what) for x in _pair(value, what, "(low, high)"))
-        if lo > hi:
-            raise EntityError(f"{what}: range low {lo} is above high {hi}")
-        if lo == 0 and hi == (1 << width) - 1:
-            return None
-        fm.range.low, fm.range.high = encode_value(lo, width, what), encode_value(hi, width, what)
-    else:
-        raise EntityError(f"{what}: match type {kind} is not supported")
-    return fm
-
-
-def _pair(value: Any, what: str, shape: str) -> tuple[Any, Any]:
-    if isinstance(value, (tuple, list)) and len(value) == 2:
-        return value[0], value[1]
-    raise EntityError(f"{what}: expected {shape}, got {value!r}")
-
-
-def _replica(port: int, rid: int) -> p4r.Replica:
-    return p4r.Replica(port=encode_value(port, 32, "replica port"), instance=rid)
-
-
-def _entity(thing: Any) -> p4r.Entity:
-    """Wrap a TableEntry / PRE entry / CounterEntry / ... into an Entity."""
-    if isinstance(thing, p4r.Entity):
-        return thing
-    field = {p4r.TableEntry: "table_entry", p4r.PacketReplicationEngineEntry: "packet_replication_engine_entry",
-             p4r.CounterEntry: "counter_entry", p4r.DirectCounterEntry: "direct_counter_entry",
-             p4r.RegisterEntry: "register_entry", p4r.DigestEntry: "digest_entry"}.get(type(thing))
-    if field is None:
-        raise TypeError(f"not a P4Runtime entity: {type(thing).__name__}")
-    entity = p4r.Entity()
-    getattr(entity, field).CopyFrom(thing)
-    return entity
 
 
 def _status_errors(exc: grpc.RpcError) -> list[p4r.Error]:

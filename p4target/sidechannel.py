@@ -8,6 +8,8 @@ P4Runtime has no message for queue rates, and BMv2 users know these operations f
     set_queue_rate_bps RATE_BPS [PORT]    bits/s of frame bytes, 0 = unlimited
     set_queue_depth PKTS [PORT]           queue capacity in packets (tail drop)
     set_queue_delay MS [PORT]             added one-way delay in milliseconds
+    set_ingress_delay MS [PORT]           hold packets arriving on the port this long before the
+                                          parser: the delay of the link into it
     set_queue_loss P [SEED] [PORT]        random loss probability in [0, 1]
     queue_stats [PORT]                    settings, qdepth and drop counters as JSON
     port_stats                            rx/tx packets and bytes per port as JSON
@@ -137,6 +139,9 @@ class Commands:
 
     def do_set_queue_delay(self, args: list[str]) -> str:
         return self._set(args, 1, lambda q: q.set_delay_ms(float(args[0])))
+
+    def do_set_ingress_delay(self, args: list[str]) -> str:
+        return self._set(args, 1, lambda q: q.set_ingress_delay_ms(float(args[0])))
 
     def do_set_queue_loss(self, args: list[str]) -> str:
         if len(args) == 1:

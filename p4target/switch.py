@@ -8,10 +8,11 @@ One thread moves packets. On the native engine (`--engine native`, the default) 
 the engine's own loop in C (p4target/native/engine.c: recvmmsg -> pipeline -> traffic
 manager -> egress -> sendmmsg, pcap), with no Python per packet; a pump thread hands
 PacketIns, digests and log lines to Python. On the Python engine (or for a program the
-native engine cannot run): poll() over the port sockets -> pipeline.ingress -> traffic
-manager (per egress port: loss, delay, queue, shaper) -> pipeline.egress (with the queue
-depths) -> send. Without PROG.p4 the switch drops everything until a controller sets
-the pipeline over P4Runtime. The P4Runtime server and the side channel
+native engine cannot run): poll() over the port sockets -> the receiving port's ingress
+delay, if set (PacketOuts have none) -> pipeline.ingress -> traffic manager (per egress
+port: loss, delay, queue, shaper) -> pipeline.egress (with the queue depths) -> send.
+Both engines run that same order. Without PROG.p4 the switch drops everything until a
+controller sets the pipeline over P4Runtime. The P4Runtime server and the side channel
 (p4target.sidechannel, on 127.0.0.1:--thrift-port) run in their own threads; the
 traffic manager is guarded by `Switch.lock`, the pipeline state by its own lock.
 SIGTERM/SIGINT stop the loop; sockets are closed and pcaps flushed on the way out.
@@ -204,7 +205,7 @@ class Switch:
                     data = port.recv()
                     if data is None:
                         break
-                    self._ingress(port.number, data)
+                    self._arrive(port.number, data)
                 self._serve_queues()
             for _ in range(len(self._injected)):  # each once: _ingress hands them on if a native engine is next
                 self._ingress(*self._injected.popleft())
@@ -227,6 +228,13 @@ class Switch:
         except BlockingIOError:
             pass
 
+    def _arrive(self, port: int, data: bytes) -> None:
+        """A frame received on `port`: into ingress now, or once the port's ingress delay is over."""
+        with self.lock:
+            held = self.tm.hold(port, data)
+        if not held:
+            self._ingress(port, data)
+
     def _ingress(self, port: int, data: bytes) -> None:
         pipeline = self.pipeline
         if pipeline is None:
@@ -247,6 +255,11 @@ class Switch:
                 self.tm.enqueue(item.egress_port, item, item.length)
 
     def _serve_queues(self) -> None:
+        """Ingress the held frames that are due, then egress what may leave the queues now."""
+        with self.lock:
+            arrived = list(self.tm.arrivals())
+        for port, data in arrived:
+            self._ingress(port, data)
         with self.lock:
             ready = list(self.tm.dequeue())
         pipeline = self.pipeline

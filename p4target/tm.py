@@ -6,6 +6,10 @@ port's packets go through, in order:
   loss (random, seeded) -> delay line (fixed added delay) -> FIFO queue (tail drop at
   `depth` packets) -> shaper (token buckets in packets/s and bits/s) -> egress
 
+A port may also delay the frames that arrive on it before they enter the parser (its
+ingress delay): the delay of the link into the port, whose sending side can shape rate,
+depth and loss in its kernel but has no netem to add delay.
+
 `enq_qdepth` is the number of packets already queued when a packet joins the queue,
 `deq_qdepth` the number still queued when it leaves, as in BMv2's standard metadata.
 The clock is injected so tests are deterministic; the switch uses time.monotonic.
@@ -45,8 +49,43 @@ class TokenBucket:
         return now if missing <= 0 else now + missing / self.rate
 
 
+def _seconds(ms: float) -> float:
+    if ms < 0:
+        raise ValueError(f"delay must not be negative, got {ms} ms")
+    return ms / 1000.0
+
+
+class DelayLine:
+    """A FIFO of items, each due the delay it was held for after it came: what a link does.
+
+    Once something is held, later items wait behind it even with no delay, so a delay
+    changed (or removed) meanwhile never reorders what goes through the line."""
+
+    def __init__(self, clock: Callable[[], float]):
+        self.clock = clock
+        self._items: deque[tuple[float, Any]] = deque()
+
+    def hold(self, item: Any, delay_s: float) -> bool:
+        """Keep `item` for `delay_s`; False (not kept: pass it on now) when there is no delay
+        and nothing is held."""
+        if not delay_s and not self._items:
+            return False
+        self._items.append((self.clock() + delay_s, item))
+        return True
+
+    def due(self) -> Iterator[Any]:
+        """The items whose time has come, in the order they came."""
+        now = self.clock()
+        while self._items and self._items[0][0] <= now:
+            yield self._items.popleft()[1]
+
+    def next_due(self) -> float | None:
+        return self._items[0][0] if self._items else None
+
+
 class PortQueue:
-    """The queue of one egress port with its shaping, depth, delay and loss settings."""
+    """The queue of one egress port with its shaping, depth, delay and loss settings, and the
+    ingress delay of the frames arriving on the port (see the module docstring)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, depth: int = DEFAULT_DEPTH,
                  burst_s: float = DEFAULT_BURST_S):
@@ -54,11 +93,13 @@ class PortQueue:
         self.depth = depth
         self.burst_s = burst_s
         self.delay_s = 0.0
+        self.ingress_delay_s = 0.0
         self.loss = 0.0
         self._rng = random.Random(0)
         self._pps: TokenBucket | None = None
         self._bps: TokenBucket | None = None
-        self._delayed: deque[tuple[float, Any, int]] = deque()
+        self._delayed = DelayLine(clock)   # (item, size) on their way to the queue
+        self._arriving = DelayLine(clock)  # frames received on this port, on their way to ingress
         self._queue: deque[tuple[Any, int, int]] = deque()  # (item, size, enq_qdepth)
         self.enqueued = self.dequeued = self.tail_drops = self.loss_drops = 0
 
@@ -77,9 +118,10 @@ class PortQueue:
         self.depth = packets
 
     def set_delay_ms(self, ms: float) -> None:
-        if ms < 0:
-            raise ValueError(f"delay must not be negative, got {ms} ms")
-        self.delay_s = ms / 1000.0
+        self.delay_s = _seconds(ms)
+
+    def set_ingress_delay_ms(self, ms: float) -> None:
+        self.ingress_delay_s = _seconds(ms)
 
     def set_loss(self, probability: float, seed: int | None = None) -> None:
         if not 0.0 <= probability <= 1.0:
@@ -105,9 +147,7 @@ class PortQueue:
         if self.loss and self._rng.random() < self.loss:
             self.loss_drops += 1
             return
-        if self.delay_s:
-            self._delayed.append((self.clock() + self.delay_s, item, size))
-        else:
+        if not self._delayed.hold((item, size), self.delay_s):
             self._join(item, size)
 
     def _join(self, item: Any, size: int) -> None:
@@ -119,10 +159,9 @@ class PortQueue:
 
     def dequeue(self) -> Iterator[tuple[Any, int, int]]:
         """Yield (item, enq_qdepth, deq_qdepth) for every packet allowed to leave now."""
-        now = self.clock()
-        while self._delayed and self._delayed[0][0] <= now:
-            _, item, size = self._delayed.popleft()
+        for item, size in self._delayed.due():
             self._join(item, size)
+        now = self.clock()
         while self._queue:
             item, size, enq_qdepth = self._queue[0]
             if self._ready_at(now, size) > now:
@@ -134,6 +173,14 @@ class PortQueue:
             self.dequeued += 1
             yield item, enq_qdepth, len(self._queue)
 
+    def hold(self, frame: bytes) -> bool:
+        """Keep a frame received on this port for the ingress delay; False: ingress it now."""
+        return self._arriving.hold(frame, self.ingress_delay_s)
+
+    def arrivals(self) -> Iterator[bytes]:
+        """The frames received on this port whose ingress delay is over, in the order they came."""
+        return self._arriving.due()
+
     def _ready_at(self, now: float, size: int) -> float:
         ready = now
         for bucket, cost in ((self._pps, 1), (self._bps, size * 8)):
@@ -143,18 +190,16 @@ class PortQueue:
         return ready
 
     def next_event(self) -> float | None:
-        """When something can next leave or join the queue (None: nothing pending)."""
-        now = self.clock()
-        times = []
-        if self._delayed:
-            times.append(self._delayed[0][0])
+        """When something can next leave or join the queue or enter ingress (None: nothing pending)."""
+        times = [t for t in (self._delayed.next_due(), self._arriving.next_due()) if t is not None]
         if self._queue:
-            times.append(self._ready_at(now, self._queue[0][1]))
+            times.append(self._ready_at(self.clock(), self._queue[0][1]))
         return min(times) if times else None
 
     def stats(self) -> dict[str, Any]:
         return {"qdepth": len(self._queue), "depth": self.depth, "rate_pps": self.rate_pps,
-                "rate_bps": self.rate_bps, "delay_ms": self.delay_s * 1000.0, "loss": self.loss,
+                "rate_bps": self.rate_bps, "delay_ms": self.delay_s * 1000.0,
+                "ingress_delay_ms": self.ingress_delay_s * 1000.0, "loss": self.loss,
                 "enqueued": self.enqueued, "dequeued": self.dequeued,
                 "tail_drops": self.tail_drops, "loss_drops": self.loss_drops}
 
@@ -181,6 +226,17 @@ class TrafficManager:
         for port, q in self.queues.items():
             for item, enq_qdepth, deq_qdepth in q.dequeue():
                 yield port, item, enq_qdepth, deq_qdepth
+
+    def hold(self, port: int, frame: bytes) -> bool:
+        """Keep a frame received on `port` for the port's ingress delay; False: ingress it now."""
+        q = self.queues.get(port)
+        return q is not None and q.hold(frame)
+
+    def arrivals(self) -> Iterator[tuple[int, bytes]]:
+        """(port, frame) for every held frame whose ingress delay is over."""
+        for port, q in self.queues.items():
+            for frame in q.arrivals():
+                yield port, frame
 
     def next_event(self) -> float | None:
         times = [t for t in (q.next_event() for q in self.queues.values()) if t is not None]

@@ -274,11 +274,12 @@ class Testbed:
                 _check(node.cmd(f"nft -f {script} && echo ok"), f"nft -f {script}")
 
     def apply_link_queues(self) -> None:
-        """Per-link bw/delay/loss/queue from the topology -> the switches' egress queues (one batch per switch).
+        """Per-link bw/delay/loss/queue from the topology -> the switches' egress queues (one batch per switch),
+        and a host link's delay also to the switch's ingress from that host (shape_host_links does the rest).
 
         `start()` does this on the embedded target; on BMv2 call it after pushing the pipeline.
         """
-        from controller.side_channel import side_channel
+        from controller.switch_cli import side_channel
 
         commands: dict[str, list[str]] = {}
         drops: dict[str, float] = {}
@@ -287,6 +288,8 @@ class Testbed:
                 if self.topology.is_switch(node):
                     port = link.port_on(node)
                     commands.setdefault(node, []).extend(link_queue_commands(link, port, self.target))
+                    if link.delay_ms and self.topology.is_host(link.other(node)):  # the host-to-switch direction
+                        commands[node].append(f"set_ingress_delay {link.delay_ms} {port}")
                     if link.loss and self.target == "bmv2":
                         drops[self.topology.intf_name(node, port)] = link.loss / 100.0
         for switch, lines in commands.items():
@@ -315,6 +318,7 @@ class Testbed:
         """Tear everything down; safe to call twice and after a partial start."""
         try:
             if self.net is not None:
+                self._forget_dead_shells()
                 self.net.stop()
         finally:
             self.net = None
@@ -328,6 +332,13 @@ class Testbed:
             if self._lock is not None:
                 self._lock.close()  # closing releases the flock
                 self._lock = None
+
+    def _forget_dead_shells(self) -> None:
+        """Mininet waits forever on a command sent to a node whose shell died (killed from outside);
+        without a shell it skips the node's commands, and clean_record removes its interfaces."""
+        for node in self.net.hosts + self.net.switches:
+            if node.shell is not None and node.shell.poll() is not None:
+                node.shell = None
 
     # -- access
     def host(self, name: str) -> Any:

@@ -311,8 +311,8 @@ class Run:
     def connect(self) -> None:
         from controller.installer import connect_all
 
-        self.conns = connect_all(self.topo, sidechannel_ports={s: self.tb.side_channel_port(s)
-                                                               for s in self.topo.switches},
+        self.conns = connect_all(self.topo, side_channel_ports={s: self.tb.side_channel_port(s)
+                                                                for s in self.topo.switches},
                                  target=self.cfg.network.target)
 
     def push_pipeline(self) -> None:

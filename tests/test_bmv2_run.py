@@ -13,7 +13,7 @@ from pathlib import Path
 import e2e
 import pytest
 
-from controller.side_channel import cli_line
+from controller.switch_cli import cli_line
 from controller.topology import load_topology
 from testbed.network import (
     Testbed,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.side_channel import (
+from controller.switch_cli import (
     TM_ONLY,
     Bmv2Cli,
     TcpSideChannel,

@@ -13,7 +13,7 @@ import pytest
 
 from controller.installer import load_program
 from controller.p4rt import P4RuntimeError, SwitchConnection
-from controller.side_channel import Bmv2Cli, side_channel
+from controller.switch_cli import Bmv2Cli, side_channel
 from hosts import codec
 from p4target.sidechannel import SideChannelError
 from testbed.nodes import port_open

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from finsy import P4CounterData, P4CounterEntry
 from procs import free_port
 
 from controller.installer import load_program
@@ -55,10 +56,10 @@ def network(tmp_path, monkeypatch):
     """One `aggnet switch` process with aggnet.p4, a primary controller session, and the record a
     Testbed would write for it (owner: this test process)."""
     monkeypatch.setattr(clean, "STATE_DIR", str(tmp_path / "state"))
-    grpc_port, thrift_port = free_port(), free_port()
+    grpc_port, side_port = free_port(), free_port()
     log = tmp_path / "s1.log"
     proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "switch", "--device-id", "1",
-                             "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--thrift-port", str(thrift_port),
+                             "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--thrift-port", str(side_port),
                              "--log", str(log)], cwd=REPO)
     conn = None
     try:
@@ -84,9 +85,7 @@ def network(tmp_path, monkeypatch):
 
 
 def set_counter(conn: SwitchConnection, name: str, index: int, packets: int) -> None:
-    entry = conn.counter_entry(name, index)
-    entry.data.packet_count = packets
-    conn.write([conn.modify(entry)])
+    conn.write([conn.modify(P4CounterEntry(name, index=index, data=P4CounterData(packet_count=packets)))])
 
 
 def table_rows(text: str) -> list[list[str]]:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from finsy import P4TableEntry
 from procs import free_port, wait_for
 
 from controller.failover import (
@@ -82,14 +83,13 @@ def leafspine_switches(tmp_path):
 
 
 def test_killed_spine_is_detected_and_the_job_moves(leafspine_switches):
-    topo, procs, thrift = leafspine_switches
-    conns = connect_all(topo, sidechannel_ports=thrift)
+    topo, procs, side_ports = leafspine_switches
+    conns = connect_all(topo, side_channel_ports=side_ports)
     failover = Failover(topo, load_program(str(REPO / "p4src" / "aggnet.p4")), conns, Job("job1", WORKERS))
     try:
         spec = failover.install()
         assert failover.placement.tree.root == "s1"
-        roots = [s for s, c in conns.items() if any(e.table_entry.action.action.params for e in
-                 c.read([c.table_entry(AGG_JOB)]))]
+        roots = [s for s, c in conns.items() if c.read([P4TableEntry(AGG_JOB)])]
         assert sorted(roots) == ["s1", "s3", "s4", "s5", "s6"]
         detector = FailureDetector(failover.topo, failover.connections, interval_s=0.1, link_state=lambda _: "up")
         assert detector.poll() is None
@@ -102,12 +102,11 @@ def test_killed_spine_is_detected_and_the_job_moves(leafspine_switches):
         # every leaf now sends toward s2 and routes nothing through s1's port
         for leaf in ("s3", "s4", "s5", "s6"):
             c = failover.connections[leaf]
-            job = c.read([c.table_entry(AGG_JOB)])
-            params = {p.param_id: int.from_bytes(p.value, "big") for p in job[0].table_entry.action.action.params}
+            job = c.read([P4TableEntry(AGG_JOB)])
             s1_port, s2_port = topo.port_of(leaf, "s1"), topo.port_of(leaf, "s2")
-            assert len(job) == 1 and params[6] == s2_port  # set_job's 6th parameter: parent_port
-            routes = c.read([c.table_entry(IPV4_LPM)])
-            out_ports = {int.from_bytes(e.table_entry.action.action.params[1].value, "big") for e in routes}
+            assert len(job) == 1 and job[0].action.args["parent_port"] == s2_port
+            routes = c.read([P4TableEntry(IPV4_LPM)])
+            out_ports = {e.action.args["port"] for e in routes}
             assert s1_port not in out_ports and s2_port in out_ports
         # a second detector over the survivors sees nothing wrong
         assert FailureDetector(failover.topo, failover.connections, link_state=lambda _: "up").poll() is None

@@ -3,6 +3,7 @@ switch, real gRPC, aggnet.p4): install, read back, reinstall writes nothing, rem
 and aggregation packets pushed through the installed switches come back summed."""
 import numpy as np
 import pytest
+from finsy import P4MulticastGroupEntry, P4TableAction, P4TableEntry, P4TableMatch
 
 from controller.installer import (
     AGG_CHILD,
@@ -45,8 +46,7 @@ class Fabric:
             srv.stop()
 
     def entries(self, switch: str, table: str) -> list:
-        conn = self.conns[switch]
-        return [e.table_entry for e in conn.read([conn.table_entry(table)])]
+        return self.conns[switch].read([P4TableEntry(table)])
 
     def send(self, host: str, frame: bytes) -> list[tuple[str, bytes]]:
         """Carry a frame from `host` through the switches' pipelines; (host, frame) for every delivery."""
@@ -123,12 +123,11 @@ def test_install_reads_back_reinstalls_nothing_and_removes_a_job(tree2, program)
     removed = fresh.remove_job("a")
     assert removed["s2"].deleted == 1 + 2 + 2 + 1  # agg_job, 2 children, 2 host ports, 1 group
     for s in topo.switches:
-        job_ids = [e.match[0].exact.value for e in tree2.entries(s, AGG_JOB)]
-        assert b"\x01" not in job_ids
+        job_ids = [e.match["hdr.agg.job_id"] for e in tree2.entries(s, AGG_JOB)]
+        assert 1 not in job_ids
     assert len(tree2.entries("s2", AGG_HOST)) == 1  # h3's port stays for job b
     assert len(tree2.entries("s1", IPV4_LPM)) == 8
-    groups = [e.packet_replication_engine_entry.multicast_group_entry.multicast_group_id
-              for e in tree2.conns["s2"].read([tree2.conns["s2"].multicast_group(0)])]
+    groups = [g.multicast_group_id for g in tree2.conns["s2"].read([P4MulticastGroupEntry()])]
     assert groups == [0x1000 + 2]
     assert {s: r.writes for s, r in fresh.install(jobs[1:])[1].items()} == {"s1": 0, "s2": 0, "s3": 0}
 
@@ -139,16 +138,16 @@ def test_stray_entries_are_deleted_and_changed_ones_modified(tree2, program):
     jobs = place_jobs(topo, [Job("a", ("h1", "h5"), k=0, slots=4)])
     installer.install(jobs)
     conn = tree2.conns["s1"]
-    stray = conn.table_entry(IPV4_LPM, {"hdr.ipv4.dstAddr": ("192.168.0.0", 16)}, "AggIngress.ipv4_forward",
-                             {"dstAddr": 1, "port": 1})
-    wrong = conn.table_entry(IPV4_LPM, {"hdr.ipv4.dstAddr": ("10.0.0.1", 32)}, "AggIngress.ipv4_forward",
-                             {"dstAddr": "00:00:00:00:00:01", "port": 2})
+    stray = P4TableEntry(IPV4_LPM, match=P4TableMatch({"hdr.ipv4.dstAddr": ("192.168.0.0", 16)}),
+                         action=P4TableAction("AggIngress.ipv4_forward", dstAddr=1, port=1))
+    wrong = P4TableEntry(IPV4_LPM, match=P4TableMatch({"hdr.ipv4.dstAddr": ("10.0.0.1", 32)}),
+                         action=P4TableAction("AggIngress.ipv4_forward", dstAddr="00:00:00:00:00:01", port=2))
     conn.write([conn.insert(stray), conn.modify(wrong)])
     report = installer.install(jobs)[1]["s1"]
     assert (report.deleted, report.modified, report.inserted, report.pipeline) == (1, 1, 0, False)
-    port_of_h1 = [e.action.action.params[1].value for e in tree2.entries("s1", IPV4_LPM)
-                  if e.match[0].lpm.value == b"\x0a\x00\x00\x01"]
-    assert port_of_h1 == [bytes([topo.port_of("s1", "s2")])]
+    port_of_h1 = [e.action.args["port"] for e in tree2.entries("s1", IPV4_LPM)
+                  if e.match["hdr.ipv4.dstAddr"] == (0x0A000001, 32)]
+    assert port_of_h1 == [topo.port_of("s1", "s2")]
 
 
 @pytest.mark.parametrize("k, workers", [(2, ("h1", "h2", "h3", "h5", "h6", "h7", "h8")),  # all aggregate

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from finsy import P4TableEntry
 from procs import free_port, wait_for
 
 from controller.installer import AGG_JOB, Installer, connect_all, load_program
@@ -22,22 +23,22 @@ REPO = Path(__file__).resolve().parent.parent
 def switches(tmp_path):
     """tree2's three switches as processes; yields (topology with their ports, side channel ports)."""
     base = load_topology(str(REPO / "topologies" / "tree2.yaml"))
-    grpc_ports, thrift_ports, procs = {}, {}, []
+    grpc_ports, side_ports, procs = {}, {}, []
     try:
         for name, sw in base.switches.items():
-            grpc_ports[name], thrift_ports[name] = free_port(), free_port()
+            grpc_ports[name], side_ports[name] = free_port(), free_port()
             log = tmp_path / f"{name}.log"
             proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "switch", "--device-id", str(sw.device_id),
                                      "--grpc-server-addr", f"127.0.0.1:{grpc_ports[name]}",
-                                     "--thrift-port", str(thrift_ports[name]), "--log", str(log)], cwd=REPO)
+                                     "--thrift-port", str(side_ports[name]), "--log", str(log)], cwd=REPO)
             procs.append(proc)
             wait_for(grpc_ports[name], proc, log)
-            wait_for(thrift_ports[name], proc, log)
+            wait_for(side_ports[name], proc, log)
         data = {"name": base.name, "hosts": [{"name": h} for h in base.hosts],
                 "switches": [{"name": n, "device_id": s.device_id, "grpc_port": grpc_ports[n]}
                              for n, s in base.switches.items()],
                 "links": [{"a": link.a, "b": link.b} for link in base.links]}
-        yield parse_topology(data, base.source), thrift_ports
+        yield parse_topology(data, base.source), side_ports
     finally:
         for proc in procs:
             proc.terminate()
@@ -46,9 +47,9 @@ def switches(tmp_path):
 
 
 def test_install_into_switch_processes_and_zero_registers_over_the_side_channel(switches):
-    topo, thrift_ports = switches
+    topo, side_ports = switches
     program = load_program(str(REPO / "p4src" / "aggnet.p4"))
-    conns = connect_all(topo, sidechannel_ports=thrift_ports)
+    conns = connect_all(topo, side_channel_ports=side_ports)
     try:
         jobs = place_jobs(topo, [Job("a", ("h1", "h2", "h5", "h6"), root="s1", k=2, slots=2)])
         installer = Installer(topo, program, conns)
@@ -56,15 +57,15 @@ def test_install_into_switch_processes_and_zero_registers_over_the_side_channel(
         assert all(r.pipeline for r in first.values())
         assert first["s2"].registers_zeroed == 2 * 2 * (5 + 32)
         assert {s: r.writes for s, r in installer.install(jobs)[1].items()} == {"s1": 0, "s2": 0, "s3": 0}
-        assert send_command(thrift_ports["s1"], "register_read agg_count 0") == "0"
+        assert send_command(side_ports["s1"], "register_read agg_count 0") == "0"
         counts = snapshot(topo, conns, [specs["a"].job_id])
         assert counts["s2"]["queues"] == {}  # these switches run without interfaces
         assert counts["s2"]["jobs"][1]["received"] == 0 and counts["s1"]["ports"][1]["rx_packets"] == 0
 
-        send_command(thrift_ports["s2"], "register_write agg_bitmap 3 5")  # leftover state in the job's region
+        send_command(side_ports["s2"], "register_write agg_bitmap 3 5")  # leftover state in the job's region
         assert conns["s2"].register_read("AggIngress.agg_bitmap", 3) == {3: 5}
         installer.remove_job("a")
-        assert all(not conns[s].read([conns[s].table_entry(AGG_JOB)]) for s in topo.switches)
+        assert all(not conns[s].read([P4TableEntry(AGG_JOB)]) for s in topo.switches)
         specs, again = installer.install(jobs)
         assert again["s2"].registers_zeroed == 2 * 2 * (5 + 32)
         assert conns["s2"].register_read("AggIngress.agg_bitmap", 3) == {3: 0}

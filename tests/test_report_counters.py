@@ -8,6 +8,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from finsy import P4CounterEntry
 from rich.console import Console
 
 from controller.installer import Installer, connect_all, load_program
@@ -150,7 +151,7 @@ def test_read_only_observer_sees_the_same_and_leaves_the_primary_alone(traffic):
         for o in observers.values():
             o.close()
     conn = fabric.conns["s1"]  # still primary: a write goes through
-    conn.write([conn.modify(conn.counter_entry(report.PORT_RX, 200))])
+    conn.write([conn.modify(P4CounterEntry(report.PORT_RX, index=200))])
 
 
 def test_link_bytes_equal_the_bytes_that_crossed_each_link(traffic):

@@ -66,11 +66,11 @@ def test_forwarding_pcap_and_clean_sigterm(veths, tmp_path):
     from scapy.layers.inet import IP
     from scapy.layers.l2 import Ether
 
-    thrift, grpc_port = free_port(), free_port()
+    side_port, grpc_port = free_port(), free_port()
     log = tmp_path / "s9.log"
     proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "switch", "--device-id", "9",
                              "-i", f"1@{SW[0]}", "-i", f"2@{SW[1]}", "--grpc-server-addr", f"127.0.0.1:{grpc_port}",
-                             "--thrift-port", str(thrift), "--log", str(log), "--pcap", str(tmp_path), str(PROGRAM)],
+                             "--thrift-port", str(side_port), "--log", str(log), "--pcap", str(tmp_path), str(PROGRAM)],
                             cwd=REPO)
     rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
     rx.bind((PEER[1], 0x0800))
@@ -81,12 +81,12 @@ def test_forwarding_pcap_and_clean_sigterm(veths, tmp_path):
         deadline = time.monotonic() + 30
         while True:
             try:
-                send_command(thrift, "port_stats", timeout=1)
+                send_command(side_port, "port_stats", timeout=1)
                 break
             except Exception:
                 assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
                 time.sleep(0.1)
-        send_command(thrift, "table_add ipv4_lpm ipv4_forward 10.0.0.2/32 => 00:00:00:00:00:02 2")
+        send_command(side_port, "table_add ipv4_lpm ipv4_forward 10.0.0.2/32 => 00:00:00:00:00:02 2")
         tx.send(ipv4_frame("10.0.0.2"))
         tx.send(ipv4_frame("10.9.9.9"))  # no route: dropped by default_action drop()
         got = Ether(rx.recv(2048))
@@ -95,8 +95,8 @@ def test_forwarding_pcap_and_clean_sigterm(veths, tmp_path):
         del fixed.chksum
         assert IP(bytes(fixed)).chksum == got[IP].chksum  # the switch recomputed the checksum
         time.sleep(0.2)
-        assert send_command(thrift, "counter_read port_in 1").startswith("packets=2 ")
-        assert send_command(thrift, "counter_read port_out 2").startswith("packets=1 ")
+        assert send_command(side_port, "counter_read port_in 1").startswith("packets=2 ")
+        assert send_command(side_port, "counter_read port_out 2").startswith("packets=1 ")
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
     finally:

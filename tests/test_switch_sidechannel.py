@@ -44,9 +44,11 @@ def test_queue_verbs_change_the_traffic_manager(served):
     assert send_command(port, "set_queue_depth 16 3") == ""
     assert send_command(port, "set_queue_delay 2.5 3") == ""
     assert send_command(port, "set_queue_loss 0.1 42 3") == ""
+    assert send_command(port, "set_ingress_delay 4 3") == ""
     stats = json.loads(send_command(port, "queue_stats 3"))["3"]
     assert stats["rate_pps"] == 500 and stats["rate_bps"] == 8e6 and stats["depth"] == 16
     assert stats["delay_ms"] == pytest.approx(2.5) and stats["loss"] == pytest.approx(0.1)
+    assert stats["ingress_delay_ms"] == pytest.approx(4)
     send_command(port, "set_queue_rate 0 3")
     assert sw.tm.queue(3).rate_pps is None
 
@@ -54,6 +56,7 @@ def test_queue_verbs_change_the_traffic_manager(served):
 def test_errors_are_one_line_replies(served):
     _, port = served
     for line, message in [("frobnicate", "unknown command"), ("set_queue_depth 0 1", "at least 1"),
+                          ("set_ingress_delay -1 1", "must not be negative"),
                           ("set_queue_rate", "expected 1 value"), ("register_read x", "no P4 program")]:
         with pytest.raises(SideChannelError, match=message):
             send_command(port, line)

@@ -95,8 +95,8 @@ def test_forwarding_leaf_admits_a_job_only_from_its_own_ports(program):
         root = installer.plans["a"].tree.root
         assert "s3" not in installer.plans["a"].aggregators and "s4" not in installer.plans["a"].aggregators
         # the forwarding leaf knows job a on h1's port only
-        children = [e for e in fabric.entries("s3", "AggIngress.agg_child") if e.match[0].exact.value[-1] == a.job_id]
-        assert [e.match[1].exact.value[-1] for e in children] == [topo.port_of("s3", "h1")]
+        children = [e for e in fabric.entries("s3", "AggIngress.agg_child") if e.match["hdr.agg.job_id"] == a.job_id]
+        assert [e.match["standard_metadata.ingress_port"] for e in children] == [topo.port_of("s3", "h1")]
         rng = np.random.default_rng(3)
         for seq in range(2):
             slot = seq % a.slot_count

@@ -59,6 +59,16 @@ def test_star_starts_and_a_killed_switch_is_reported_by_name(tmp_path):
     # the autouse fixture checks that nothing is left
 
 
+def test_nodes_whose_shells_were_killed_still_tear_down(tmp_path):
+    """A host and a switch shell killed from outside: stop() must not wait on them forever."""
+    with Testbed(load_topology(STAR4), "embedded", str(tmp_path)) as tb:
+        os.kill(tb.host("h1").pid, signal.SIGKILL)
+        os.kill(tb.switch("s1").shell.pid, signal.SIGKILL)
+        tb.host("h1").shell.wait()
+        tb.switch("s1").shell.wait()
+    # needs_root asserts that no interface or process is left
+
+
 def test_killed_testbed_process_is_cleaned_up_by_aggnet_clean(tmp_path):
     script = (
         "import sys, time\n"

@@ -111,6 +111,20 @@ def test_delay_holds_packets_then_releases_them():
     assert [i for i, _, _ in drain(q)] == ["b"]
 
 
+def test_delay_removed_meanwhile_lets_nothing_overtake():
+    clock = FakeClock()
+    q = PortQueue(clock)
+    q.set_delay_ms(20)
+    q.enqueue("a", 60)
+    q.set_delay_ms(0)
+    q.enqueue("b", 60)  # waits behind "a"
+    assert drain(q) == []
+    clock.now = 100.02
+    assert [i for i, _, _ in drain(q)] == ["a", "b"]
+    q.enqueue("c", 60)  # nothing held: straight to the queue
+    assert [i for i, _, _ in drain(q)] == ["c"]
+
+
 def test_loss_is_seeded_and_roughly_the_probability():
     def run(seed: int) -> list:
         q = PortQueue(FakeClock(), depth=10_000)
@@ -131,6 +145,8 @@ def test_bad_settings_are_rejected():
         q.set_loss(1.5)
     with pytest.raises(ValueError):
         q.set_delay_ms(-1)
+    with pytest.raises(ValueError, match="must not be negative"):
+        q.set_ingress_delay_ms(-0.5)
 
 
 def test_traffic_manager_keeps_ports_apart():
@@ -144,3 +160,37 @@ def test_traffic_manager_keeps_ports_apart():
     assert sorted((p, item) for p, item, _, _ in out) == [(1, ("p1", 0)), (1, ("p1", 1)), (1, ("p1", 2)), (2, ("p2", 0))]
     assert tm.next_event() == pytest.approx(101.0)
     assert tm.queue(2).stats()["qdepth"] == 2
+
+
+def test_ingress_delay_holds_frames_of_its_port_in_order_until_due():
+    clock = FakeClock()
+    tm = TrafficManager(clock)
+    tm.queue(1).set_ingress_delay_ms(20)
+    tm.queue(3)  # a port with settings but no ingress delay
+    assert tm.hold(1, b"a")
+    clock.now += 0.005
+    assert tm.hold(1, b"b")
+    assert not tm.hold(2, b"x") and not tm.hold(3, b"y")  # other ports: ingress now
+    assert list(tm.arrivals()) == []
+    assert tm.next_event() == pytest.approx(100.02)
+    assert tm.queue(1).stats()["ingress_delay_ms"] == pytest.approx(20)
+    clock.now = 100.0199
+    assert list(tm.arrivals()) == []
+    clock.now = 100.02
+    assert list(tm.arrivals()) == [(1, b"a")]
+    clock.now = 100.03
+    assert list(tm.arrivals()) == [(1, b"b")]
+    assert tm.next_event() is None
+
+
+def test_ingress_delay_set_to_zero_keeps_order_then_costs_nothing():
+    clock = FakeClock()
+    tm = TrafficManager(clock)
+    tm.queue(1).set_ingress_delay_ms(20)
+    assert tm.hold(1, b"a")
+    tm.queue(1).set_ingress_delay_ms(0)
+    assert tm.hold(1, b"b")  # behind "a", which is still held
+    assert list(tm.arrivals()) == []
+    clock.now = 100.02
+    assert list(tm.arrivals()) == [(1, b"a"), (1, b"b")]
+    assert not tm.hold(1, b"c")

@@ -4,8 +4,8 @@
  * instance_type values and the 16-generation cut, deparser), the state the control plane
  * addresses (tables, registers, counters, multicast groups, clone sessions), the traffic
  * manager of p4target/tm.py (loss with Python's Mersenne Twister, delay, tail-drop queue,
- * token buckets in packets/s and bits/s), and the packet loop of p4target/switch.py on
- * AF_PACKET sockets with recvmmsg/sendmmsg and pcap capture.
+ * token buckets in packets/s and bits/s, the ingress delay of received frames), and the
+ * packet loop of p4target/switch.py on AF_PACKET sockets with recvmmsg/sendmmsg and pcap capture.
  *
  * Everything exported is `eng_*`, called from Python through ctypes (native/engine.py).
  * One mutex (`mu`) guards the state and the traffic manager: the packet loop holds it per
@@ -615,22 +615,43 @@ static void tm_join(tmq_t *q, item_t *it) {
     q->enqueued++;
 }
 
+/* A delay line (tm.py's DelayLine): an item goes in when there is a delay or something is held already (so a
+ * delay changed meanwhile never reorders the line), and comes out in order once its time has come. */
+static int delay_holds(const fifo_t *line, double delay_s) { return delay_s > 0 || line->head; }
+
+static void delay_push(fifo_t *line, item_t *it, double delay_s) {
+    it->t = mono() + delay_s;
+    fifo_push(line, it);
+}
+
+static item_t *delay_due(fifo_t *line, double now) {
+    return line->head && line->head->t <= now ? fifo_pop(line) : NULL;
+}
+
 static void tm_enqueue(engine_t *E, item_t *it) {
     tmq_t *q = tm_queue(E, (int)it->eport);
     if (!q) { free(it); return; }
     if (q->loss > 0 && mt_random(&q->rng) < q->loss) { q->loss_drops++; free(it); return; }
-    if (q->delay_s > 0) { it->t = mono() + q->delay_s; fifo_push(&q->delayed, it); }
+    if (delay_holds(&q->delayed, q->delay_s)) delay_push(&q->delayed, it, q->delay_s);
     else tm_join(q, it);
 }
 
 static void tx_frame(engine_t *E, u32 port, const u8 *data, u32 len);
+static void ingress_enqueue(engine_t *E, u32 port, const u8 *data, u32 len);
 
-/* Every packet allowed to leave now goes through egress (the caller holds the lock). */
+/* The held frames whose ingress delay is over go through ingress, then every packet allowed to leave now goes
+ * through egress (the caller holds the lock). */
 static void tm_serve(engine_t *E) {
     double now = mono();
     for (int k = 0; k < E->ntm; k++) {
+        for (item_t *it; (it = delay_due(&E->tm[E->tmorder[k]]->arriving, now));) {
+            ingress_enqueue(E, it->eport, it->data, it->dlen);
+            free(it);
+        }
+    }
+    for (int k = 0; k < E->ntm; k++) {
         tmq_t *q = E->tm[E->tmorder[k]];
-        while (q->delayed.head && q->delayed.head->t <= now) tm_join(q, fifo_pop(&q->delayed));
+        for (item_t *it; (it = delay_due(&q->delayed, now));) tm_join(q, it);
         while (q->q.head) {
             item_t *it = q->q.head;
             if (ready_at(q, now, it->qlen) > now) break;
@@ -649,6 +670,7 @@ static double tm_next_event(engine_t *E) {
     for (int k = 0; k < E->ntm; k++) {
         tmq_t *q = E->tm[E->tmorder[k]];
         if (q->delayed.head && (when < 0 || q->delayed.head->t < when)) when = q->delayed.head->t;
+        if (q->arriving.head && (when < 0 || q->arriving.head->t < when)) when = q->arriving.head->t;
         if (q->q.head) {
             double r = ready_at(q, now, q->q.head->qlen);
             if (when < 0 || r < when) when = r;
@@ -664,6 +686,7 @@ void eng_q_rate(engine_t *E, int port, int bits, double rate) {
 
 void eng_q_depth(engine_t *E, int port, u32 depth) { tmq_t *q = tm_queue(E, port); if (q) q->depth = depth; }
 void eng_q_delay(engine_t *E, int port, double s) { tmq_t *q = tm_queue(E, port); if (q) q->delay_s = s; }
+void eng_q_ingress_delay(engine_t *E, int port, double s) { tmq_t *q = tm_queue(E, port); if (q) q->idelay_s = s; }
 
 void eng_q_loss(engine_t *E, int port, double p, const u32 *key, int nkey) {
     tmq_t *q = tm_queue(E, port);
@@ -770,11 +793,27 @@ static void ingress_enqueue(engine_t *E, u32 port, const u8 *data, u32 len) {
     for (item_t *it; (it = fifo_pop(&items));) tm_enqueue(E, it);
 }
 
-void eng_inject(engine_t *E, u32 port, const u8 *data, u32 len) {
+/* A frame not yet through ingress (a PacketOut, or a frame held for its port's ingress delay): only data, dlen,
+ * eport (the port it enters on) and t are used. */
+static item_t *frame_item(u32 port, const u8 *data, u32 len) {
     item_t *it = malloc(sizeof(item_t) + len);
-    if (!it) return;
-    it->next = NULL; it->eport = port; it->dlen = len;
+    if (!it) return NULL;
+    it->next = NULL; it->eport = port; it->dlen = len; it->t = 0;
     memcpy(it->data, data, len);
+    return it;
+}
+
+/* A frame received on `port`: into ingress now, or held for the port's ingress delay (the caller holds the lock). */
+static void rx_frame(engine_t *E, u32 port, const u8 *data, u32 len) {
+    tmq_t *q = E->tm[port];
+    if (!q || !delay_holds(&q->arriving, q->idelay_s)) { ingress_enqueue(E, port, data, len); return; }
+    item_t *it = frame_item(port, data, len);
+    if (it) delay_push(&q->arriving, it, q->idelay_s);
+}
+
+void eng_inject(engine_t *E, u32 port, const u8 *data, u32 len) {
+    item_t *it = frame_item(port, data, len);
+    if (!it) return;
     pthread_mutex_lock(&E->injmu);
     if (E->injt) E->injt->next = it; else E->injh = it;
     E->injt = it;
@@ -791,7 +830,8 @@ void eng_stop(engine_t *E) {
 
 void eng_set_cpu_port(engine_t *E, int port) { E->cpu_port = port; }
 
-/* Move packets until eng_stop(): poll -> recvmmsg -> ingress -> traffic manager -> egress -> sendmmsg. */
+/* Move packets until eng_stop(): poll -> recvmmsg -> (ingress delay) -> ingress -> traffic manager -> egress
+ * -> sendmmsg. */
 int eng_run(engine_t *E) {
     struct pollfd pfd[MAX_PORTS + 1];
     int pnum[MAX_PORTS + 1], n = 0;
@@ -834,7 +874,7 @@ int eng_run(engine_t *E) {
                 const u8 *d = rxbuf + (size_t)k * RX_BUF;
                 pt->rx_packets++; pt->rx_bytes += len;
                 pcap_write(pt->pin, d, len);
-                ingress_enqueue(E, (u32)pnum[i], d, len);
+                rx_frame(E, (u32)pnum[i], d, len);
             }
             tm_serve(E);
             pthread_mutex_unlock(&E->mu);
@@ -949,7 +989,10 @@ void eng_free(engine_t *E) {
     for (u32 s = 0; s < E->nsessions; s++) free(E->sessions[s].reps);
     free(E->sessions);
     for (int p = 0; p < MAX_PORTS; p++) {
-        if (E->tm[p]) { fifo_free(&E->tm[p]->q); fifo_free(&E->tm[p]->delayed); free(E->tm[p]); }
+        if (E->tm[p]) {
+            fifo_free(&E->tm[p]->q); fifo_free(&E->tm[p]->delayed); fifo_free(&E->tm[p]->arriving);
+            free(E->tm[p]);
+        }
         if (E->ports[p]) {
             if (E->ports[p]->pin) fclose(E->ports[p]->pin);
             if (E->ports[p]->pout) fclose(E->ports[p]->pout);

@@ -39,7 +39,7 @@ typedef struct item {
     u32 eport, qlen;     /* egress port; bytes for queue accounting */
     u32 dlen, poff;      /* the parsed packet and where its payload starts */
     u64 enq_qdepth;
-    double t;            /* delay line: when it may join the queue */
+    double t;            /* delay line: when it may join the queue (or, held on arrival, enter ingress) */
     u64 F[NSLOTS];
     u8 data[];
 } item_t;
@@ -52,10 +52,10 @@ typedef struct bucket { int on; double rate, tokens, stamp; } bucket_t;
 
 typedef struct tmq {
     u32 depth;
-    double burst_s, delay_s, loss;
+    double burst_s, delay_s, idelay_s, loss;  /* idelay_s: ingress delay of frames arriving on the port */
     mt_t rng;
     bucket_t pps, bps;
-    fifo_t delayed, q;
+    fifo_t delayed, q, arriving;              /* arriving: frames held for idelay_s (bare, see frame_item) */
     u64 enqueued, dequeued, tail_drops, loss_drops;
 } tmq_t;
 
@@ -107,7 +107,7 @@ typedef struct engine {
     volatile int stopping;
     int wake[2];
     pthread_mutex_t injmu;
-    item_t *injh, *injt;   /* PacketOuts: only data/dlen/eport (the port) used */
+    item_t *injh, *injt;   /* PacketOuts (bare, see frame_item) */
     u64 dropped_no_port, pipeline_errors;
     u8 *scratch;           /* deparser output */
 } engine_t;

@@ -51,6 +51,7 @@ _SIGNATURES = {
     "eng_q_rate": (None, [c_void_p, c_int, c_int, c_double]),
     "eng_q_depth": (None, [c_void_p, c_int, c_uint32]),
     "eng_q_delay": (None, [c_void_p, c_int, c_double]),
+    "eng_q_ingress_delay": (None, [c_void_p, c_int, c_double]),
     "eng_q_loss": (None, [c_void_p, c_int, c_double, _U32, c_int]),
     "eng_q_stats": (None, [c_void_p, c_int, _U64]),
     "eng_dropped_no_port": (c_uint64, [c_void_p]),
@@ -229,6 +230,10 @@ class Engine:
 
     def queue_delay(self, port: int, seconds: float) -> None:
         self.lib.eng_q_delay(self.ptr, port, seconds)
+
+    def ingress_delay(self, port: int, seconds: float) -> None:
+        """Hold frames received on `port` this long before ingress."""
+        self.lib.eng_q_ingress_delay(self.ptr, port, seconds)
 
     def queue_loss(self, port: int, probability: float, seed: int | None) -> None:
         key = seed_key(seed) if seed is not None else []

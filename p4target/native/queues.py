@@ -32,6 +32,7 @@ class NativeQueue(PortQueue):
         engine.queue_rate(self.port, self.rate_pps, bits=False)
         engine.queue_rate(self.port, self.rate_bps, bits=True)
         engine.queue_delay(self.port, self.delay_s)
+        engine.ingress_delay(self.port, self.ingress_delay_s)
         engine.queue_loss(self.port, self.loss, self._loss_seed)
 
     def detach(self) -> None:
@@ -61,6 +62,11 @@ class NativeQueue(PortQueue):
         super().set_delay_ms(ms)
         if self.engine is not None:
             self.engine.queue_delay(self.port, self.delay_s)
+
+    def set_ingress_delay_ms(self, ms: float) -> None:
+        super().set_ingress_delay_ms(ms)
+        if self.engine is not None:
+            self.engine.ingress_delay(self.port, self.ingress_delay_s)
 
     def set_loss(self, probability: float, seed: int | None = None) -> None:
         super().set_loss(probability, seed)

@@ -1,4 +1,5 @@
-"""A switch's side channel, whichever target runs it: one interface, `run(lines) -> replies`.
+"""The client of a switch's CLI verbs (its side channel), whichever target runs it: one interface,
+`run(lines) -> replies`. The switch end of the embedded target's side channel is p4target.sidechannel.
 
 P4Runtime has no message for queue settings, and BMv2's P4Runtime server answers RegisterEntry
 reads and writes with UNIMPLEMENTED (p4lang/PI#376). Both targets take these operations as
@@ -37,7 +38,7 @@ CLI_TIMEOUT_S = 300.0  # one batch; a job's slot region is a few thousand regist
 # BMv2 shapes in packets/s only; a bit rate becomes packets/s of full-size Ethernet frames, so the
 # link never carries more than the asked bit rate (smaller packets get less).
 FRAME_BYTES = 1500
-TM_ONLY = ("set_queue_delay", "set_queue_loss", "queue_stats", "port_stats")
+TM_ONLY = ("set_queue_delay", "set_ingress_delay", "set_queue_loss", "queue_stats", "port_stats")
 _PASSED = ("register_read", "register_write", "register_reset", "counter_read", "set_queue_depth")
 _READ_ONE = re.compile(r"^\S+\[\d+\]=\s*(-?\d+)$")
 _READ_ALL = re.compile(r"^\S+=\s*(.*)$")
@@ -148,7 +149,7 @@ def parse_reply(line: str, output: str) -> str:
 
 
 def side_channel(target: str, port: int) -> SideChannel:
-    """The side channel of a switch of `target` whose side-channel (Thrift) port is `port`."""
+    """The side channel of a switch of `target` listening on side-channel port `port` (BMv2: its Thrift port)."""
     if target == "bmv2":
         return Bmv2Cli(port)
     if target == "embedded":

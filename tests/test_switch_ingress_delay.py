@@ -1,0 +1,141 @@
+"""A port's ingress delay (`set_ingress_delay`), on both engines, with real frames on veth pairs:
+frames arriving on a delayed port wait at least the delay and keep their order, frames arriving
+on other ports and PacketOuts are not held, and a port set back to zero delay is not held.
+Needs root for the veth pairs (h7a*/h7b*, made and deleted here); no Mininet."""
+from __future__ import annotations
+
+import json
+import os
+import select
+import socket
+import struct
+import subprocess
+import threading
+import time
+
+import pytest
+from procs import free_port
+
+from p4target.frontend import load_source
+from p4target.native.build import compiler
+from p4target.native.pipeline import NativePipeline, make_pipeline
+from p4target.pipeline import Pipeline
+from p4target.sidechannel import SideChannelServer, send_command
+from p4target.switch import Switch
+
+ETHERTYPE = 0x88B5  # IEEE local experimental: nothing else on the link speaks it
+PACKET_OUTGOING = 4
+SW = {1: "h7a1", 2: "h7a2"}  # the switch's ends; never "-ethN" (Mininet's cleanup deletes those)
+PEER = {1: "h7b1", 2: "h7b2"}
+DELAY_S = 1.0  # long enough that undelayed frames, sent after the delayed ones, leave first
+
+CROSS = """
+#include <core.p4>
+#include <v1model.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
+struct m_t { }
+struct hs_t { eth_t eth; }
+parser P(packet_in p, out hs_t hs, inout m_t m, inout standard_metadata_t s) {
+    state start { p.extract(hs.eth); transition accept; } }
+control V(inout hs_t hs, inout m_t m) { apply { } }
+control I(inout hs_t hs, inout m_t m, inout standard_metadata_t s) {
+    apply { if (s.ingress_port == 1) { s.egress_spec = 2; } else { s.egress_spec = 1; } } }
+control E(inout hs_t hs, inout m_t m, inout standard_metadata_t s) { apply { } }
+control C(inout hs_t hs, inout m_t m) { apply { } }
+control D(packet_out p, in hs_t hs) { apply { p.emit(hs.eth); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def frame(n: int) -> bytes:
+    head = b"\x02\x00\x00\x00\x00\x02" + b"\x02\x00\x00\x00\x00\x01" + struct.pack("!HI", ETHERTYPE, n)
+    return head + bytes(60 - len(head))
+
+
+def ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=False, capture_output=True)
+
+
+@pytest.fixture
+def peers():
+    """{port: raw socket on the far end of the veth whose near end is that switch port}."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create veth pairs")
+    socks: dict[int, socket.socket] = {}
+    try:
+        for port, sw in SW.items():
+            ip("link", "del", sw)  # left over from an interrupted run
+            subprocess.run(["ip", "link", "add", sw, "type", "veth", "peer", "name", PEER[port]], check=True)
+            for ifname in (sw, PEER[port]):
+                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{ifname}.disable_ipv6=1"], check=True)
+                subprocess.run(["ip", "link", "set", ifname, "up"], check=True)
+            socks[port] = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETHERTYPE))
+            socks[port].bind((PEER[port], ETHERTYPE))
+        yield socks
+    finally:
+        for s in socks.values():
+            s.close()
+        for sw in SW.values():
+            ip("link", "del", sw)
+
+
+def receive(socks: dict[int, socket.socket], count: int, timeout_s: float = 30) -> list[tuple[int, int, float]]:
+    """(switch port it left by, frame number, time.monotonic() it arrived) for `count` frames, in arrival order."""
+    by_fd = {s.fileno(): (port, s) for port, s in socks.items()}
+    poller = select.poll()
+    for fd in by_fd:
+        poller.register(fd, select.POLLIN)
+    got: list[tuple[int, int, float]] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count and time.monotonic() < deadline:
+        for fd, _ in poller.poll(100):
+            port, s = by_fd[fd]
+            data, addr = s.recvfrom(2048)
+            if addr[2] != PACKET_OUTGOING:
+                got.append((port, struct.unpack("!I", data[14:18])[0], time.monotonic()))
+    return got
+
+
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_ingress_delay_holds_a_port_in_order_and_no_other(peers, engine):
+    if engine == "native" and compiler() is None:
+        pytest.skip("no C compiler for the native engine")
+    switch = Switch(SW)
+    switch.set_pipeline(make_pipeline(load_source(CROSS, "cross.p4"), engine))
+    assert isinstance(switch.pipeline, NativePipeline if engine == "native" else Pipeline)
+    thrift = free_port()
+    server = SideChannelServer(switch, thrift).start()
+    loop = threading.Thread(target=switch.run, daemon=True)
+    loop.start()
+    try:
+        send_command(thrift, f"set_ingress_delay {DELAY_S * 1000} 1")
+        sent = {}
+        for n in range(5):
+            sent[n] = time.monotonic()
+            peers[1].send(frame(n))
+        switch.inject(1, frame(100))  # a PacketOut entering as if on port 1: not delayed
+        peers[2].send(frame(200))  # arrives on port 2: not delayed
+        got = receive(peers, 7)
+        assert [n for port, n, _ in got if port == 2] == [100, 0, 1, 2, 3, 4]
+        first_delayed = [n for _, n, _ in got].index(0)
+        assert {n for _, n, _ in got[:first_delayed]} == {100, 200}
+        for _, n, t in got[first_delayed:]:
+            assert t - sent[n] >= DELAY_S
+
+        # every port delayed, then port 1 back to zero: now port 2's frames wait and port 1's do not
+        send_command(thrift, f"set_ingress_delay {DELAY_S * 1000}")
+        send_command(thrift, "set_ingress_delay 0 1")
+        stats = json.loads(send_command(thrift, "queue_stats"))
+        assert [stats[p]["ingress_delay_ms"] for p in ("1", "2")] == [0, DELAY_S * 1000]
+        sent_at = time.monotonic()
+        peers[2].send(frame(300))
+        peers[1].send(frame(301))
+        got = receive(peers, 2)
+        assert [(port, n) for port, n, _ in got] == [(2, 301), (1, 300)]
+        assert got[1][2] - sent_at >= DELAY_S
+    finally:
+        switch.stop()
+        loop.join(10)
+        server.stop()
+        switch.close()
+    assert not loop.is_alive()
