@@ -15,6 +15,9 @@ What "right" means:
   the workers agree on, plus float32's rounding of the output (half an ulp).
 - ps, float32: the server adds in rank order in float32; the result must equal that sum bit
   for bit.
+- ring, int32: as ps (float32 sums of values within +-2^24/W are exact).
+- ring, float32: each chunk is summed in float32 from a different rank onwards, so W-1 roundings
+  of at most half an ulp of a partial sum: within (W-1) * sum|x| * 2^-24.
 
 Timing starts after a one-chunk warm-up all-reduce, which every worker leaves only once all of
 them have started, so `seconds` measures the streaming, not process start-up skew.
@@ -30,6 +33,8 @@ import numpy as np
 
 from . import quantize
 from .agent_config import AgentConfig
+from .ps import ParameterServerClient
+from .ring import RingAllReduce
 
 DTYPES = ("int32", "float32")
 FLOAT32_EXACT = 1 << 24  # float32 holds every integer up to this exactly
@@ -68,13 +73,25 @@ def check(scheme: str, dtype: str, inputs: list[np.ndarray], result: np.ndarray)
         error = float(np.max(np.abs(result.astype(np.float64) - expected), initial=0.0))
         ulp_half = float(np.max(np.abs(expected), initial=0.0)) * 2.0 ** -24
         bound = quantize.error_bound(len(inputs), quantize.frac_bits(e_max, len(inputs))) + ulp_half
-    else:
+    elif scheme == "ps":
         expected = inputs[0].astype(np.float32)
         for x in inputs[1:]:
             expected = expected + x  # the server's order and precision
         error = float(np.max(np.abs(result.astype(np.float64) - expected), initial=0.0))
         bound = 0.0
+    else:  # ring: each chunk is summed in float32 starting at another rank
+        stacked = np.stack(inputs).astype(np.float64)
+        expected = np.sum(stacked, axis=0)
+        error = float(np.max(np.abs(result.astype(np.float64) - expected), initial=0.0))
+        bound = (len(inputs) - 1) * float(np.max(np.sum(np.abs(stacked), axis=0), initial=0.0)) * 2.0 ** -24
     return {"correct": error <= bound, "exact": error == 0.0, "max_abs_error": error, "bound": bound}
+
+
+def _host_client(config: AgentConfig, worker: str, rank: int) -> ParameterServerClient | RingAllReduce:
+    """The float32 all-reduce of a host scheme: the parameter server's client or a ring rank."""
+    if config.scheme == "ps":
+        return ParameterServerClient(config.ps, worker, rank, len(config.workers), config.timeout_s)
+    return RingAllReduce(list(config.workers), rank, config.timeout_s)
 
 
 def run_bench(config: AgentConfig, worker: str, elements: int, seed: int, dtype: str, out_dir: Path,
@@ -98,17 +115,15 @@ def run_bench(config: AgentConfig, worker: str, elements: int, seed: int, dtype:
             seconds = time.perf_counter() - t0
             stats = {"packets_sent": client.stats.packets_sent, "retransmissions": client.stats.retransmissions,
                      "fast_retransmits": client.stats.fast_retransmits}
-    elif config.scheme == "ps":
-        from .ps import ParameterServerClient
-
-        with ParameterServerClient(config.ps, worker, rank, world, config.timeout_s) as client:
-            client.allreduce(np.zeros(1, dtype=np.float32))
+    elif config.scheme in ("ps", "ring"):
+        with _host_client(config, worker, rank) as client:
+            client.allreduce(np.zeros(world, dtype=np.float32))  # returns once every worker is there
             t0 = time.perf_counter()
             result = client.allreduce(mine.astype(np.float32))
             seconds = time.perf_counter() - t0
             stats = {"bytes_sent": client.bytes_sent}
     else:
-        raise WrongSum(f"{source}: the benchmark runs schemes innet and ps, not {config.scheme}")
+        raise WrongSum(f"{source}: the benchmark runs schemes innet, ps and ring, not {config.scheme}")
     log.info("all-reduce took %.3f s", seconds)
     verdict = check(config.scheme, dtype, inputs, result)
     report = {"worker": worker, "rank": rank, "workers": world, "scheme": config.scheme, "dtype": dtype,

@@ -131,8 +131,8 @@ class RunConfig:
     out: str = option("runs", help="runs go to OUT/<timestamp>/")
 
     def __post_init__(self) -> None:
-        if self.workload.workload == "allreduce" and self.job.scheme in ("ring", "hostagg"):
-            raise FieldProblem("job.scheme", f"the all-reduce benchmark runs innet and ps ({self.job.scheme} is "
+        if self.workload.workload == "allreduce" and self.job.scheme == "hostagg":
+            raise FieldProblem("job.scheme", "the all-reduce benchmark runs innet, ps and ring (hostagg is "
                                              "for training)")
         if self.faults.faults and self.workload.workload != "train":
             raise FieldProblem("faults.faults", "faults are injected into training runs")

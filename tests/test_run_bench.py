@@ -80,3 +80,27 @@ def test_benchmark_processes_over_loopback_with_a_parameter_server(tmp_path):
     assert all(r["exact"] and r["elements"] == 50000 and r["workers"] == 3 for r in reports)
     assert all(r["seconds"] > 0 and r["goodput_elements_per_s"] == pytest.approx(50000 / r["seconds"])
                for r in reports)
+
+
+def test_ring_float_check_allows_the_chunk_order_roundings_only():
+    inputs = [vector(4, r, 300, "float32", 0) for r in range(4)]
+    from_rank_2 = ((inputs[2] + inputs[3]) + inputs[0]) + inputs[1]  # one chunk's order on the ring
+    verdict = check("ring", "float32", inputs, from_rank_2)
+    assert verdict["correct"] and verdict["bound"] > 0
+    assert not check("ring", "float32", inputs, from_rank_2 + 4 * verdict["bound"])["correct"]
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+def test_benchmark_processes_over_loopback_on_a_ring(tmp_path, dtype):
+    config = {"scheme": "ring", "timeout_s": 30,
+              "workers": [{"name": f"w{i}", "ip": "127.0.0.1", "port": free_port()} for i in range(3)]}
+    path = tmp_path / "agent.json"
+    path.write_text(json.dumps(config))
+    workers = [subprocess.Popen([sys.executable, "-m", "hosts", "bench", "--config", str(path), "--worker", f"w{i}",
+                                 "--elements", "30001", "--seed", "6", "--dtype", dtype, "--out", str(tmp_path)],
+                                cwd=REPO)
+               for i in range(3)]
+    assert [w.wait(60) for w in workers] == [0, 0, 0]
+    reports = [json.loads((tmp_path / f"w{i}.bench.json").read_text()) for i in range(3)]
+    assert all(r["correct"] and r["scheme"] == "ring" and r["bytes_sent"] > 0 for r in reports)
+    assert all(r["exact"] for r in reports) == (dtype == "int32")

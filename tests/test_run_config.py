@@ -68,8 +68,8 @@ def test_bad_workers_for_the_topology(job, message):
     ({"train": {"steps": 0}}, "run.yaml: field 'train.steps': must be >= 1, got 0"),
     ({"network": {"loss": 100}}, "run.yaml: field 'network.loss': a percentage in [0, 100), got 100.0"),
     ({"network": {"link_mbps": 0}}, "run.yaml: field 'network.link_mbps': must be >= 0.001, got 0.0"),
-    ({"workload": {"workload": "allreduce"}, "job": {"scheme": "ring"}}, "field 'job.scheme': the all-reduce "
-                                                                         "benchmark runs innet and ps"),
+    ({"workload": {"workload": "allreduce"}, "job": {"scheme": "hostagg"}}, "field 'job.scheme': the all-reduce "
+                                                                            "benchmark runs innet, ps and ring"),
     ({"job": {"scheme": "ring", "staleness": 2}}, "field 'job.staleness': only host aggregation bounds staleness"),
     ({"job": {"stragglers": {"h2": -0.1}}}, "run.yaml: field 'job.stragglers.h2': must be >= 0, got -0.1"),
     ({"train": {"lr": "fast"}}, "run.yaml: field 'train.lr': expected float, got 'fast'"),
