@@ -106,13 +106,16 @@ def plot_link_bytes(link_bytes: Mapping[str, int], path: str | os.PathLike, titl
 
 
 def plot_comparison(summary: Mapping[str, Mapping[str, Any]], path: str | os.PathLike) -> Path:
-    """Schemes side by side (report.compare_summary): step time, bytes on the compared link, accuracy."""
+    """Schemes side by side (report.compare_summary): time, bytes on the compared link, and for
+    training the accuracy."""
     plt = pyplot()
     schemes = list(summary)
-    panels = [("median step time", "ms", "step_time_s", 1000.0, "{:.1f}"),
-              ("bytes on the compared link", "MB", "link_bytes", 1e-6, "{:.2f}"),
-              ("final test accuracy", "accuracy", "final_accuracy", 1.0, "{:.3f}")]
-    fig, axes = plt.subplots(1, 3, figsize=(12, 4))
+    train = all(summary[s]["correct"] is None for s in schemes)
+    panels = [("median step time" if train else "all-reduce time", "ms", "time_s", 1000.0, "{:.1f}"),
+              ("bytes on the compared link", "MB", "link_bytes", 1e-6, "{:.2f}")]
+    if train:
+        panels.append(("final test accuracy", "accuracy", "final_accuracy", 1.0, "{:.3f}"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 4))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, (title, unit, key, scale, spec) in zip(axes, panels):
         values = [(summary[s][key] or 0) * scale for s in schemes]
@@ -124,7 +127,8 @@ def plot_comparison(summary: Mapping[str, Mapping[str, Any]], path: str | os.Pat
         if key == "link_bytes":
             links = sorted({summary[s]["link"] for s in schemes if summary[s]["link"]})
             ax.set_xlabel("link " + ", ".join(links))
-    axes[2].set_ylim(0, 1.05)
+    if train:
+        axes[2].set_ylim(0, 1.05)
     fig.suptitle("schemes compared")
     return save_figure(fig, path)
 

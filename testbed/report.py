@@ -36,8 +36,9 @@ workers, seconds, goodput_elements_per_s, counters, versions. Other fields are w
 A bad field raises ResultsError naming results.json and the field: a bug in the caller.
 
 Comparison across schemes: `compare_summary({"innet": results, "ps": results, ...})` ->
-per scheme step time, accuracy and the bytes of the busiest link (or of a named link), and
-`comparison_table(summary)` prints it.
+per scheme the time (training: the median step; all-reduce: the whole all-reduce), accuracy
+(training) or whether every sum was right (all-reduce), and the bytes of the busiest link (or
+of a named link), and `comparison_table(summary)` prints it.
 """
 from __future__ import annotations
 
@@ -304,13 +305,17 @@ def print_counters(counters: Mapping[str, Any], topology: Any = None, console: C
 # ---------------------------------------------------------------------------- comparison
 
 def compare_summary(results_by_scheme: Mapping[str, Mapping[str, Any]], link: str | None = None) -> dict[str, dict]:
-    """Per scheme: step_time_s, final_accuracy, and the link compared: `link` (e.g. the
-    parameter server's, "s1-h1") or, when None, each run's busiest link."""
+    """Per scheme: time_s (median step, or the all-reduce), final_accuracy (training) or correct
+    (all-reduce), and the link compared: `link` (e.g. the parameter server's, "s1-h1") or, when
+    None, each run's busiest link."""
     summary = {}
     for scheme, results in results_by_scheme.items():
         links = results.get("link_bytes") or {}
         name = link if link is not None else max(links, key=links.get, default=None)
-        summary[scheme] = {"step_time_s": results.get("step_time_s"), "final_accuracy": results.get("final_accuracy"),
+        train = "seconds" not in results
+        summary[scheme] = {"time_s": results.get("step_time_s" if train else "seconds"),
+                           "final_accuracy": results.get("final_accuracy"),
+                           "correct": None if train else results.get("allreduce_correct"),
                            "link": name, "link_bytes": links.get(name) if name else None,
                            "bottleneck": bottleneck_text(results.get("fidelity") or {})}
     return summary
@@ -324,16 +329,19 @@ def bottleneck_text(fidelity: Mapping[str, Any]) -> str:
 
 def comparison_table(summary: Mapping[str, Mapping[str, Any]]) -> Table:
     """Schemes side by side, with ratios to the first scheme (the one the others are compared to)."""
+    allreduce = any(s["correct"] is not None for s in summary.values())
     table = Table(title="schemes compared", title_justify="left")
-    for column in ("scheme", "step time (ms)", "accuracy", "link", "link bytes", "bytes vs first", "time vs first",
-                   "bottleneck"):
-        table.add_column(column, justify="left" if column in ("scheme", "link", "bottleneck") else "right")
+    columns = ("scheme", "all-reduce (ms)" if allreduce else "step time (ms)", "sum" if allreduce else "accuracy",
+               "link", "link bytes", "bytes vs first", "time vs first", "bottleneck")
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("scheme", "sum", "link", "bottleneck") else "right")
     first = next(iter(summary.values()), {})
     for scheme, s in summary.items():
-        table.add_row(scheme, _fmt(s["step_time_s"], 1000, "{:.1f}"), _fmt(s["final_accuracy"], 1, "{:.3f}"),
+        quality = ("right" if s["correct"] else "WRONG") if allreduce else _fmt(s["final_accuracy"], 1, "{:.3f}")
+        table.add_row(scheme, _fmt(s["time_s"], 1000, "{:.1f}"), quality,
                       s["link"] or "-", _fmt(s["link_bytes"], 1, "{:,.0f}"),
                       _ratio(s["link_bytes"], first.get("link_bytes")),
-                      _ratio(s["step_time_s"], first.get("step_time_s")), s["bottleneck"])
+                      _ratio(s["time_s"], first.get("time_s")), s["bottleneck"])
     return table
 
 

@@ -63,6 +63,11 @@ def test_link_bytes_and_comparison_plots(metrics_dir, tmp_path):
     path = plots.plot_comparison(report.compare_summary(runs, link="s1-h3"), tmp_path / "cmp" / "comparison.png")
     assert png_size(path) == (12 * 110, 4 * 110) and ink(path) > 0.02
 
+    bench = {scheme: {"seconds": seconds, "allreduce_correct": True, "link_bytes": link_bytes}
+             for scheme, seconds in (("innet", 0.4), ("ring", 0.7))}
+    path = plots.plot_comparison(report.compare_summary(bench), tmp_path / "cmp" / "allreduce.png")
+    assert png_size(path) == (8 * 110, 4 * 110) and ink(path) > 0.02  # no accuracy panel
+
 
 def test_bad_metrics_line_is_named(tmp_path):
     (tmp_path / "h3.metrics.jsonl").write_text('{"step": 0, "loss": 1.0, "step_time_s": 0.1}\n{"step": 1, "loss"\n')

@@ -84,10 +84,10 @@ def test_comparison_uses_the_busiest_or_the_named_link():
     ps = train_results(step_time_s=0.05, final_accuracy=0.94, link_bytes={"s1-h1": 900, "s1-h5": 400},
                        fidelity={"bottleneck": {"kind": "link", "name": "s1->h5", "load": 0.97}})
     busiest = report.compare_summary({"innet": innet, "ps": ps})
-    assert busiest == {"innet": {"step_time_s": 0.02, "final_accuracy": 0.93, "link": "s1-h2", "link_bytes": 120,
-                                 "bottleneck": "none"},
-                       "ps": {"step_time_s": 0.05, "final_accuracy": 0.94, "link": "s1-h1", "link_bytes": 900,
-                              "bottleneck": "link s1->h5 97%"}}
+    assert busiest == {"innet": {"time_s": 0.02, "final_accuracy": 0.93, "correct": None, "link": "s1-h2",
+                                 "link_bytes": 120, "bottleneck": "none"},
+                       "ps": {"time_s": 0.05, "final_accuracy": 0.94, "correct": None, "link": "s1-h1",
+                              "link_bytes": 900, "bottleneck": "link s1->h5 97%"}}
     named = report.compare_summary({"innet": innet, "ps": ps}, link="s1-h5")
     assert named["innet"]["link_bytes"] is None and named["ps"]["link_bytes"] == 400
 
@@ -97,3 +97,18 @@ def test_comparison_uses_the_busiest_or_the_named_link():
             if r and r[0] in busiest}
     assert rows["innet"][1:] == ["20.0", "0.930", "s1-h2", "120", "1.00x", "1.00x", "none"]
     assert rows["ps"][1:] == ["50.0", "0.940", "s1-h1", "900", "7.50x", "2.50x", "link", "s1->h5", "97%"]
+
+
+def test_allreduce_comparison_shows_the_all_reduce_time_and_the_verdict():
+    innet = {"seconds": 0.40, "allreduce_correct": True, "link_bytes": {"s1-h1": 100}}
+    ring = {"seconds": 0.70, "allreduce_correct": False, "link_bytes": {"s1-h1": 175}}
+    summary = report.compare_summary({"innet": innet, "ring": ring})
+    assert summary["ring"] == {"time_s": 0.70, "final_accuracy": None, "correct": False, "link": "s1-h1",
+                               "link_bytes": 175, "bottleneck": "none"}
+    console = Console(width=160, record=True)
+    console.print(report.comparison_table(summary))
+    text = console.export_text()
+    assert "all-reduce (ms)" in text and "step time" not in text
+    rows = {r[0]: r for r in (line.replace("│", " ").split() for line in text.splitlines()) if r and r[0] in summary}
+    assert rows["innet"][1:] == ["400.0", "right", "s1-h1", "100", "1.00x", "1.00x", "none"]
+    assert rows["ring"][1:] == ["700.0", "WRONG", "s1-h1", "175", "1.75x", "1.75x", "none"]
