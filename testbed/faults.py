@@ -204,6 +204,7 @@ class FaultRun(Run):
             detected_s = time.monotonic() - injected
             self.stop_workers()
             self.use_spec(self.failover.recover(failure))
+            self.conns = {n: c for n, c in self.conns.items() if n in self.failover.connections}  # not the dead
             resume = common_step(self.checkpoints, job.workers)
             self.events.append({"fault": str(fault), "detected": str(failure), "detected_after_s": detected_s,
                                 "resume_after_step": resume, "root": self.failover.placement.tree.root,

@@ -25,6 +25,7 @@ from testbed.nodes import Bmv2Switch, TargetUnsupported
 
 STAR4 = str(e2e.REPO / "topologies" / "star4.yaml")
 MISSING = [p for p in Bmv2Switch.programs if shutil.which(p) is None]
+STEPS = 80  # the digits MLP is past 80% accuracy by then
 
 
 @pytest.mark.skipif(not MISSING, reason="BMv2 and p4c are installed here")
@@ -93,17 +94,17 @@ def losses(run: Path, worker: str = "h1") -> list[float]:
 @needs_bmv2
 @needs_root
 def test_run_sh_on_bmv2_trains_exactly_as_on_the_embedded_target(tmp_path):
-    """scripts/run.sh's default training, once per target: the sums are exact integers, so every step's
-    loss and the final accuracy are the same numbers on BMv2 as on the embedded target."""
+    """scripts/run.sh's training (shortened), once per target: the sums are exact integers, so every
+    step's loss and the final accuracy are the same numbers on BMv2 as on the embedded target."""
     runs = {}
     for target in ("embedded", "bmv2"):
-        done = e2e.run_command(["bash", str(e2e.REPO / "scripts" / "run.sh"), "--target", target,
+        done = e2e.run_command(["bash", str(e2e.REPO / "scripts" / "run.sh"), "--target", target, "--steps", str(STEPS),
                                 "--out", str(tmp_path / target)], timeout=600)
         assert done.returncode == 0, done.stderr
         runs[target] = e2e.run_dir(tmp_path / target)
     results = {t: json.loads((r / "results.json").read_text()) for t, r in runs.items()}
     bmv2 = results["bmv2"]
-    assert bmv2["steps"] == 200 and bmv2["final_accuracy"] >= 0.90
+    assert bmv2["steps"] == STEPS and bmv2["final_accuracy"] >= 0.80
     assert bmv2["final_accuracy"] == results["embedded"]["final_accuracy"]
     assert losses(runs["bmv2"]) == losses(runs["embedded"])
     job = bmv2["counters"]["s1"]["jobs"]["1"]
@@ -120,7 +121,7 @@ def test_run_sh_on_bmv2_trains_exactly_as_on_the_embedded_target(tmp_path):
 @needs_bmv2
 @needs_root
 @pytest.mark.parametrize("topo, workers, k, elements, loss, lanes", [
-    ("star4", 4, 1, 1_000_000, 1, 364),  # 1% loss at every switch port, drawn by nftables
+    ("star4", 4, 1, 300_000, 1, 364),  # 1% loss at every switch port, drawn by nftables
     ("tree2", 8, 3, 200_000, None, 32),  # every switch aggregates: s2 and s3 send partials up to s1
 ])
 def test_allreduce_on_bmv2_is_exact(tmp_path, topo, workers, k, elements, loss, lanes):

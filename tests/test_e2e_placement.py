@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]
 WORKERS = tuple(f"h{i}" for i in range(1, 9))  # pods 0 and 1 of the fat-tree
 LANES = 32
-ELEMENTS = 2000 * LANES
+ELEMENTS = 1000 * LANES
 CHUNKS = ELEMENTS // LANES + 1  # + the benchmark's warm-up all-reduce of one chunk
 TOLERANCE = 0.05
 

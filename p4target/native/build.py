@@ -12,6 +12,7 @@ cache beforehand; scripts/setup.sh does it for p4src/).
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import os
 import shutil
@@ -41,6 +42,7 @@ def cache_dir() -> Path:
     return Path(base) / "aggnet" / "native"
 
 
+@functools.cache
 def _version(cc: str) -> str:
     try:
         return subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
