@@ -22,7 +22,8 @@ import argparse
 import dataclasses
 import types
 import typing
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 _MISSING = dataclasses.MISSING
 

@@ -22,8 +22,9 @@ import dataclasses
 import logging
 import os
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import networkx as nx
 

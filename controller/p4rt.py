@@ -42,12 +42,28 @@ import contextlib
 import dataclasses
 import queue
 import threading
-from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, Mapping, Sequence, TypeVar
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Generic, TypeVar
 
 import grpc
-from finsy import (P4CloneSessionEntry, P4CounterEntry, P4DigestEntry, P4DirectCounterEntry, P4DirectMeterEntry,
-                   P4MeterEntry, P4MulticastGroupEntry, P4PacketIn, P4PacketOut, P4RegisterEntry, P4RuntimeVersion,
-                   P4Schema, P4TableAction, P4TableEntry, P4TableMatch, p4values)
+from finsy import (
+    P4CloneSessionEntry,
+    P4CounterEntry,
+    P4DigestEntry,
+    P4DirectCounterEntry,
+    P4DirectMeterEntry,
+    P4MeterEntry,
+    P4MulticastGroupEntry,
+    P4PacketIn,
+    P4PacketOut,
+    P4RegisterEntry,
+    P4RuntimeVersion,
+    P4Schema,
+    P4TableAction,
+    P4TableEntry,
+    P4TableMatch,
+    p4values,
+)
 from finsy.p4entity import P4Replica, decode_entity
 from finsy.p4schema import P4MatchField, P4MatchType, P4Table
 from finsy.proto import p4i, p4r, p4r_grpc, rpc_status
@@ -350,7 +366,7 @@ class SwitchConnection:
             self._thread.join(timeout=5)
         self._channel.close()
 
-    def __enter__(self) -> "SwitchConnection":
+    def __enter__(self) -> SwitchConnection:
         return self
 
     def __exit__(self, *exc: Any) -> None:

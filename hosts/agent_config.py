@@ -56,7 +56,7 @@ class TrainConfig:
     eval_every: int = option(50, minimum=0, help="evaluate on the test split every N steps (and after the last)")
 
     @classmethod
-    def from_dict(cls, data: Any, source: str, where: str = "train") -> "TrainConfig":
+    def from_dict(cls, data: Any, source: str, where: str = "train") -> TrainConfig:
         """Read a `train` mapping; unknown fields and bad values are one-line ConfigErrors."""
         return load(cls, data, source, where)
 

@@ -77,7 +77,7 @@ class AllReduceClient:
     def close(self) -> None:
         self.sock.close()
 
-    def __enter__(self) -> "AllReduceClient":
+    def __enter__(self) -> AllReduceClient:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -69,7 +69,7 @@ class AllReduce(abc.ABC):
     def close(self) -> None:
         """Release sockets; the default has none."""
 
-    def __enter__(self) -> "AllReduce":
+    def __enter__(self) -> AllReduce:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -100,7 +100,7 @@ class Connection:
         try:
             self.sock.sendall(_FRAME.pack(MAGIC, tag, len(payload)))
             self.sock.sendall(payload)
-        except socket.timeout:
+        except TimeoutError:
             raise self._fail(f"accepted no data for {self.timeout_s:g} s") from None
         except OSError as exc:
             raise self._fail(f"closed the connection ({exc.strerror or exc})") from None
@@ -133,7 +133,7 @@ class Connection:
         while got < n:
             try:
                 k = self.sock.recv_into(view[got:])
-            except socket.timeout:
+            except TimeoutError:
                 raise self._fail(f"sent nothing for {self.timeout_s:g} s") from None
             except OSError as exc:
                 raise self._fail(f"closed the connection ({exc.strerror or exc})") from None
@@ -186,7 +186,7 @@ def accept(server: socket.socket, context: str, timeout_s: float) -> tuple[int, 
     server.settimeout(timeout_s)
     try:
         sock, addr = server.accept()
-    except socket.timeout:
+    except TimeoutError:
         raise CommError(f"{context}: no peer connected within {timeout_s:g} s") from None
     conn = Connection(sock, f"at {addr[0]}:{addr[1]}", context, timeout_s)
     hello = conn.recv(tag=HELLO_TAG).decode(errors="replace").split(" ", 1)

@@ -17,7 +17,7 @@ finishes first instead of every job finishing late under a fair split.
 from __future__ import annotations
 
 import math
-from typing import Hashable, Mapping
+from collections.abc import Hashable, Mapping
 
 from protocol.job import PACING_CHOICES
 

@@ -20,7 +20,7 @@ import signal
 import socket
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 PROTOCOLS = ("udp", "tcp")
 _stop = threading.Event()  # set by SIGTERM: a flow stopped early still writes its summary
@@ -111,7 +111,7 @@ def receive(proto: str, port: int, duration_s: float, bind: str = "0.0.0.0",
                 source = sock if conn is None else conn
                 source.settimeout(min(left, 0.5))
                 data = source.recv(65536)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             if not data:  # TCP peer closed: wait for the next connection
                 conn.close()

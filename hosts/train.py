@@ -10,7 +10,7 @@ the in-network scheme, the quantization bound).
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch

@@ -21,8 +21,9 @@ import bisect
 import collections
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, Union
+from typing import Union
 
 # ---------------------------------------------------------------------------
 # Errors
@@ -143,7 +144,7 @@ class TableSchema:
     default_params: dict[str, int] = field(default_factory=dict)
     const_default: bool = False
     size: int = 1024
-    entries: list["TableEntry"] = field(default_factory=list)  # from the program's `entries`
+    entries: list[TableEntry] = field(default_factory=list)  # from the program's `entries`
     const_entries: bool = False
     direct_counter: str | None = None  # name of the direct counter attached, if any
     direct_meter: str | None = None  # name of the direct meter attached, if any

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 BUSY = 0.9  # of a link's rate, or of one core
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

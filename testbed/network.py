@@ -188,7 +188,7 @@ class Testbed:
         return SIDE_CHANNEL_PORT_BASE + self.topology.switches[switch].device_id
 
     # -- lifecycle
-    def __enter__(self) -> "Testbed":
+    def __enter__(self) -> Testbed:
         self.start()
         return self
 

@@ -450,9 +450,7 @@ class Run:
     def collect(self) -> None:
         """Counters of every switch (ports, and the jobs in the switches), and the traffic managers' queues."""
         from controller.monitor import queue_stats
-        from testbed import report
-
-        from testbed import fidelity
+        from testbed import fidelity, report
 
         job_ids = [j.job_id for j in self.jobs if j.job_id is not None]
         self.counters = report.collect_counters(self.topo, self.conns, job_ids)

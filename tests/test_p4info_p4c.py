@@ -56,7 +56,7 @@ class Compiled:
         self.p4c: dict[Path, str] = {}
         self.p4c_errors: dict[Path, str] = {}
 
-    def run(self, paths: list[Path]) -> "Compiled":
+    def run(self, paths: list[Path]) -> Compiled:
         for path in paths:
             self._ours(path)
         accepted = [p for p in paths if p in self.ours]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from finsy.proto import p4i, p4r
+from p4rt_raw import RawClient, write_codes
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from p4rt_raw import RawClient, write_codes
 from p4target.runtime import RuntimeServer
 
 PROGRAM = Path(__file__).parent / "data" / "runtime" / "profiles.p4"

@@ -24,6 +24,7 @@ from finsy import (
 from finsy.p4client import P4ClientError
 from finsy.proto import p4i, p4r
 from google.protobuf import text_format
+from p4rt_raw import RawClient, per_update_codes
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
@@ -32,8 +33,6 @@ from p4target.native.pipeline import ENGINES
 from p4target.p4info import build_p4info
 from p4target.runtime import RuntimeServer
 from p4target.runtime.errors import RuntimeStatus
-
-from p4rt_raw import RawClient, per_update_codes
 
 PROGRAM = Path(__file__).parent / "data" / "runtime" / "ipv4_cpu.p4"
 CPU_PORT = 255

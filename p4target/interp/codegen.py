@@ -26,15 +26,26 @@ from __future__ import annotations
 import random
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from p4target import state as st
 from p4target.errors import P4Error
 from p4target.frontend import ir
 from p4target.interp import hashes
-from p4target.interp.layout import (CHUNK_BITS, WIDE_BITS, Frame, HeaderLayout, Layout, Local, StackLayout,
-                                    StructLayout, VarbitLayout, WideLayout, span)
+from p4target.interp.layout import (
+    CHUNK_BITS,
+    WIDE_BITS,
+    Frame,
+    HeaderLayout,
+    Layout,
+    Local,
+    StackLayout,
+    StructLayout,
+    VarbitLayout,
+    WideLayout,
+    span,
+)
 from p4target.interp.schema import digest_name, match_keys, table_actions
 from p4target.interp.vectorize import Vectorizer
 

@@ -81,7 +81,7 @@ class VarbitLayout:
 @dataclass
 class StructLayout:
     type: ir.StructLikeType
-    fields: dict[str, "Layout"]
+    fields: dict[str, Layout]
     first: int
     end: int
 

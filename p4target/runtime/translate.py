@@ -19,7 +19,7 @@ written with `egress_port` is read back with `egress_port`, one written with `po
 from __future__ import annotations
 
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import grpc
 from finsy.proto import p4d, p4i, p4r
