@@ -66,8 +66,9 @@ class AllReduce(abc.ABC):
         """What this scheme adds to the worker's result at the end of the run (default: nothing)."""
         return {}
 
+    @abc.abstractmethod
     def close(self) -> None:
-        """Release sockets; the default has none."""
+        """Release this scheme's sockets (every scheme has some)."""
 
     def __enter__(self) -> AllReduce:
         return self

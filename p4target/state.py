@@ -23,7 +23,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Union
 
 # ---------------------------------------------------------------------------
 # Errors
@@ -110,7 +109,7 @@ class Optional:
     value: int
 
 
-Match = Union[Exact, Lpm, Ternary, Range, Optional]
+Match = Exact | Lpm | Ternary | Range | Optional
 
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
 _SPEC_FOR_KIND = {"exact": Exact, "lpm": Lpm, "ternary": Ternary, "range": Range, "optional": Optional}

@@ -33,8 +33,8 @@ every transmitted packet has come back over the socket. A multicast's death is b
 with its replica count (same thread, next line), so the count never touches zero in between.
 No timing assumption: a run takes as long as BMv2 needs, within a generous timeout that names
 what is still missing. The messages are simple_switch 1.15's (tests/test_bmv2_ref_accounting.py
-holds them); a BMv2 that words them differently shows up as that timeout, not as a wrong result. Debug logging costs BMv2 some speed; aggnet.p4 at 364 lanes still runs
-a few hundred packets a second.
+holds them); a BMv2 that words them differently shows up as that timeout, not as a wrong result.
+Debug logging costs BMv2 some speed; aggnet.p4 at 364 lanes still runs a few hundred packets a second.
 """
 from __future__ import annotations
 

@@ -166,7 +166,8 @@ class Checker:
         for decl in tree.children:
             self.declaration(decl)
         if self.program.main is None:
-            raise P4Error("no main package instantiation (V1Switch(...) main;)", self.source.line_map[-1][0] if self.source.line_map else None)
+            last_line = self.source.line_map[-1][0] if self.source.line_map else None
+            raise P4Error("no main package instantiation (V1Switch(...) main;)", last_line)
         return self.program
 
     def declaration(self, node: Tree) -> None:
@@ -865,7 +866,7 @@ class Checker:
         if len(args) != len(action.params):
             raise self.error(name_node, f"{what}: action {aname} expects {len(action.params)} arguments, got {len(args)}")
         values = []
-        for i, (p, (kw, n)) in enumerate(zip(action.params, args)):
+        for i, (p, (_kw, n)) in enumerate(zip(action.params, args)):
             if p.direction:
                 v = self.expr(n, scope)
                 if not same_expr(v, ref.args[i]):
@@ -1154,7 +1155,8 @@ class Checker:
         tok = node.children[0] if isinstance(node, Tree) else node
         m = _INT.match(str(tok))
         width, sign, digits = m.group(1), m.group(2), m.group(3).replace("_", "")
-        base = {"x": 16, "b": 2, "o": 8, "d": 10}.get(digits[1:2].lower(), 10) if len(digits) > 1 and digits[0] == "0" and digits[1].isalpha() else 10
+        has_prefix = len(digits) > 1 and digits[0] == "0" and digits[1].isalpha()
+        base = {"x": 16, "b": 2, "o": 8, "d": 10}.get(digits[1:2].lower(), 10) if has_prefix else 10
         value = int(digits[2:], base) if base != 10 or (len(digits) > 1 and digits[1] in "dD") else int(digits)
         loc = self.loc(tok)
         if width is None:
@@ -1562,7 +1564,8 @@ class Checker:
                     out.append(e)
                     continue
                 if isinstance(t, ir.DontCareType) or not same_type(e.type, t):
-                    raise self.error(n, f"{what}: argument {self.text(n)} of type {e.type} for {p.direction} parameter {p.name}: Cannot unify {e.type} to {t}")
+                    raise self.error(n, f"{what}: argument {self.text(n)} of type {e.type} for {p.direction} parameter {p.name}: "
+                                        f"Cannot unify {e.type} to {t}")
                 out.append(e)
             else:
                 out.append(self.coerce(e, t, n))
@@ -1597,7 +1600,8 @@ class Checker:
             base = self.expr(base_node, scope)
             t = base.type
             if isinstance(t, ir.ExternType):
-                overloads = [m for m in t.decl.methods.get(method, []) if len(m.params) >= len(args) >= len([p for p in m.params if p.default is None])]
+                overloads = [m for m in t.decl.methods.get(method, [])
+                             if len(m.params) >= len(args) >= len([p for p in m.params if p.default is None])]
                 if not overloads:
                     if method not in t.decl.methods:
                         raise self.error(name_node, f"{t.name} has no method {method}")
@@ -1615,7 +1619,8 @@ class Checker:
                     return ir.ExternMethodCall(VOID, loc, base, "advance", [skip], [], t.decl.methods["advance"][0])
                 if method == "extract" and values and not isinstance(values[0].type, ir.HeaderType):
                     raise self.error(node, f"extract needs a header, {self.text(args[0][1])} has type {values[0].type}")
-                if method == "emit" and values and not isinstance(values[0].type, (ir.HeaderType, ir.StackType, ir.StructType, ir.HeaderUnionType)):
+                emittable = (ir.HeaderType, ir.StackType, ir.StructType, ir.HeaderUnionType)
+                if method == "emit" and values and not isinstance(values[0].type, emittable):
                     raise self.error(node, f"emit needs a header, stack or struct of headers, not {values[0].type}")
                 return ir.ExternMethodCall(ret, loc, base, method, values, targs, m)
             if isinstance(t, (ir.HeaderType, ir.HeaderUnionType)) and method in _HEADER_METHODS:
