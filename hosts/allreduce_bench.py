@@ -91,6 +91,7 @@ def run_bench(config: AgentConfig, worker: str, elements: int, seed: int, dtype:
     if config.scheme == "innet":
         from .allreduce import AllReduceClient
 
+        assert config.job is not None, "the config loader requires a job for scheme innet"
         with AllReduceClient(config.job, rank, stall_timeout_s=config.timeout_s) as client:
             client.allreduce_int(np.zeros(config.job.lanes, dtype=np.int32))
             t0 = time.perf_counter()
@@ -101,6 +102,7 @@ def run_bench(config: AgentConfig, worker: str, elements: int, seed: int, dtype:
     elif config.scheme == "ps":
         from .ps import ParameterServerClient
 
+        assert config.ps is not None, "the config loader requires a server for scheme ps"
         with ParameterServerClient(config.ps, worker, rank, world, config.timeout_s) as client:
             client.allreduce(np.zeros(1, dtype=np.float32))
             t0 = time.perf_counter()

@@ -52,7 +52,12 @@ class AllReduce(abc.ABC):
 
     rank: int
     world_size: int
-    bytes_sent: int = 0
+    _bytes_sent: int = 0
+
+    @property
+    def bytes_sent(self) -> int:
+        """Bytes this rank has put on the wire so far."""
+        return self._bytes_sent
 
     @abc.abstractmethod
     def allreduce(self, vec: np.ndarray) -> np.ndarray:
@@ -119,7 +124,7 @@ class Connection:
         return self._recv_exact(length)
 
     def send_array(self, vec: np.ndarray) -> None:
-        self.send(memoryview(np.ascontiguousarray(vec, dtype=WIRE_DTYPE)).cast("B"))
+        self.send(np.ascontiguousarray(vec, dtype=WIRE_DTYPE).data.cast("B"))
 
     def recv_array(self, count: int) -> np.ndarray:
         data = self.recv()

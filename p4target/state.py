@@ -677,7 +677,7 @@ class ActionProfile:
                                   "or group, not an action")
         if (entry.member_id is None) == (entry.group_id is None):
             raise InvalidArgument(f"{where}: an entry names either a member or a group of {self.name}")
-        if entry.member_id is not None:
+        if entry.group_id is None:
             if entry.member_id not in self.members:
                 raise InvalidArgument(f"{where}: action profile {self.name} has no member {entry.member_id}")
             return
@@ -805,10 +805,10 @@ class Table:
         expected = _SPEC_FOR_KIND[kind]
         if not isinstance(spec, expected):
             raise InvalidArgument(f"{what}: {kind} field given a {type(spec).__name__} match")
-        if kind in ("exact", "optional"):
+        if isinstance(spec, (Exact, Optional)):  # the class matches `kind` (checked above)
             _check_width(what, spec.value, w)
             return ("v", spec.value)
-        if kind == "lpm":
+        if isinstance(spec, Lpm):
             _check_width(what, spec.value, w)
             if not isinstance(spec.prefix_len, int) or not 0 <= spec.prefix_len <= w:
                 raise InvalidArgument(f"{what}: prefix length {spec.prefix_len} out of range 0..{w}")
@@ -818,7 +818,7 @@ class Table:
             if spec.value & ~mask:
                 raise InvalidArgument(f"{what}: value {spec.value:#x} has bits set beyond /{spec.prefix_len}")
             return ("l", spec.value, spec.prefix_len)
-        if kind == "ternary":
+        if isinstance(spec, Ternary):
             _check_width(what, spec.value, w)
             _check_width(what + " mask", spec.mask, w)
             if spec.mask == 0:
@@ -1181,7 +1181,9 @@ class State:
             dm = self.schema.direct_meters.get(name)
             if dm is None:
                 raise InvalidArgument(f"unknown direct meter {name!r}")
-            self.table(dm.table).find(match, priority).meter.configure(config, time.monotonic())
+            cell = self.table(dm.table).find(match, priority).meter
+            assert cell is not None, "entries of a table with a direct meter each have a cell"
+            cell.configure(config, time.monotonic())
 
     # -- packet replication engine
 

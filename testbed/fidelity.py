@@ -73,7 +73,7 @@ class CpuMeter:
 def link_utilization(topology: Any, counters: Mapping[str, Any], seconds: float) -> dict[str, float]:
     """"a->b" -> bits carried over bits the link's rate allows in `seconds`, for every shaped link
     direction the switches' counters saw (unshaped links have no rate to compare with)."""
-    out = {}
+    out: dict[str, float] = {}
     if seconds <= 0:
         return out
     for link in topology.links:
@@ -82,10 +82,10 @@ def link_utilization(topology: Any, counters: Mapping[str, Any], seconds: float)
         for src, dst in ((link.a, link.b), (link.b, link.a)):
             if topology.is_switch(src):
                 sent = _port(counters, src, link.port_on(src))
-                carried = sent and sent["tx_bytes"]
+                carried = sent["tx_bytes"] if sent is not None else None
             else:
                 got = _port(counters, dst, link.port_on(dst))
-                carried = got and got["rx_bytes"]
+                carried = got["rx_bytes"] if got is not None else None
             if carried is not None:
                 out[f"{src}->{dst}"] = round(carried * 8 / (link.bw_mbps * 1e6 * seconds), 3)
     return out
