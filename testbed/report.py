@@ -310,7 +310,7 @@ def compare_summary(results_by_scheme: Mapping[str, Mapping[str, Any]], link: st
     summary = {}
     for scheme, results in results_by_scheme.items():
         links = results.get("link_bytes") or {}
-        name = link if link is not None else max(links, key=links.get, default=None)
+        name = link if link is not None else max(links, key=lambda k: links[k], default=None)
         summary[scheme] = {"step_time_s": results.get("step_time_s"), "final_accuracy": results.get("final_accuracy"),
                            "link": name, "link_bytes": links.get(name) if name else None,
                            "bottleneck": bottleneck_text(results.get("fidelity") or {})}
