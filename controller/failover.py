@@ -144,7 +144,7 @@ class Failover:
         self.job = job
         self.algo = algo
         self.seed = seed
-        self.installer_args = {"timeout_s": timeout_s, **({"agg_ip": agg_ip} if agg_ip else {})}
+        self.installer_args: dict[str, Any] = {"timeout_s": timeout_s, **({"agg_ip": agg_ip} if agg_ip else {})}
         self.dead: list[str] = []
         self.down: list[tuple[str, str]] = []
         self.placement: JobPlacement | None = None

@@ -449,6 +449,7 @@ class Installer:
         written = 0
         lanes = self.program.lanes
         for entry in job_entries:
+            assert isinstance(entry.action, P4TableAction), "job entries run an action directly"
             base, count = entry.action.args["slot_base"], entry.action.args["slot_count"]
             cells = range(2 * base, 2 * (base + count))
             zeros = {register: dict.fromkeys(cells, 0) for register in SLOT_REGISTERS}
