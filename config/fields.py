@@ -22,7 +22,8 @@ import argparse
 import dataclasses
 import types
 import typing
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 _MISSING = dataclasses.MISSING
 
@@ -132,7 +133,7 @@ def _value(value: Any, hint: Any, meta: Mapping, path: str) -> Any:
         origin, args = typing.get_origin(hint), typing.get_args(hint)
     if isinstance(value, str) and meta.get("parse") and hint is not str and origin not in (tuple, dict):
         return _checked(_parse(meta["parse"], value, path), meta, path)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _build(hint, value, path)
     if origin is tuple:
         if isinstance(value, str):
@@ -216,7 +217,7 @@ def _leaves(cls: type, where: str = "") -> list[tuple[str, dataclasses.Field, An
     hints = _hints(cls)
     for f in dataclasses.fields(cls):
         hint, path = hints[f.name], _join(where, f.name)
-        if dataclasses.is_dataclass(hint):
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
             out += _leaves(hint, path)
         elif f.metadata.get("cli", True):
             out.append((path, f, hint))
@@ -241,8 +242,10 @@ def add_options(parser: argparse.ArgumentParser, cls: type, defaults: Any = None
             parser.add_argument(flag_of(f), action=argparse.BooleanOptionalAction, **kwargs)
             continue
         choices = f.metadata.get("choices")
-        plain = choices is not None and typing.get_origin(hint) is None
-        kwargs["metavar"] = "{" + ",".join(map(str, choices)) + "}" if plain else f.name.upper()
+        if choices is not None and typing.get_origin(hint) is None:
+            kwargs["metavar"] = "{" + ",".join(map(str, choices)) + "}"
+        else:
+            kwargs["metavar"] = f.name.upper()
         if f.metadata.get("repeat"):
             kwargs["action"] = "append"
         parser.add_argument(flag_of(f), **kwargs)

@@ -22,8 +22,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from controller.installer import plan_job
 from controller.monitor import port_counters, queue_stats
@@ -223,7 +224,7 @@ class Adapter:
 
     # -- background thread
 
-    def start(self) -> "Adapter":
+    def start(self) -> Adapter:
         self._t0 = self.clock()
         self._thread = threading.Thread(target=self._run, name="aggnet-adapt", daemon=True)
         self._thread.start()

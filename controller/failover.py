@@ -22,8 +22,9 @@ import dataclasses
 import logging
 import os
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import networkx as nx
 
@@ -143,7 +144,7 @@ class Failover:
         self.job = job
         self.algo = algo
         self.seed = seed
-        self.installer_args = {"timeout_s": timeout_s, **({"agg_ip": agg_ip} if agg_ip else {})}
+        self.installer_args: dict[str, Any] = {"timeout_s": timeout_s, **({"agg_ip": agg_ip} if agg_ip else {})}
         self.dead: list[str] = []
         self.down: list[tuple[str, str]] = []
         self.placement: JobPlacement | None = None

@@ -24,9 +24,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import tempfile
+from collections.abc import Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from finsy import P4MulticastGroupEntry, P4TableAction, P4TableEntry, P4TableMatch
 
@@ -448,6 +449,7 @@ class Installer:
         written = 0
         lanes = self.program.lanes
         for entry in job_entries:
+            assert isinstance(entry.action, P4TableAction), "job entries run an action directly"
             base, count = entry.action.args["slot_base"], entry.action.args["slot_count"]
             cells = range(2 * base, 2 * (base + count))
             zeros = {register: dict.fromkeys(cells, 0) for register in SLOT_REGISTERS}

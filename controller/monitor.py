@@ -6,7 +6,8 @@ statistics over the switch's side channel (P4Runtime has no message for them).
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from finsy import P4CounterEntry
 

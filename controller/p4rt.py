@@ -42,15 +42,34 @@ import contextlib
 import dataclasses
 import queue
 import threading
-from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, Mapping, Sequence, TypeVar
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import grpc
-from finsy import (P4CloneSessionEntry, P4CounterEntry, P4DigestEntry, P4DirectCounterEntry, P4DirectMeterEntry,
-                   P4MeterEntry, P4MulticastGroupEntry, P4PacketIn, P4PacketOut, P4RegisterEntry, P4RuntimeVersion,
-                   P4Schema, P4TableAction, P4TableEntry, P4TableMatch, p4values)
+from finsy import (
+    P4CloneSessionEntry,
+    P4CounterEntry,
+    P4DigestEntry,
+    P4DirectCounterEntry,
+    P4DirectMeterEntry,
+    P4MeterEntry,
+    P4MulticastGroupEntry,
+    P4PacketIn,
+    P4PacketOut,
+    P4RegisterEntry,
+    P4RuntimeVersion,
+    P4Schema,
+    P4TableAction,
+    P4TableEntry,
+    P4TableMatch,
+    p4values,
+)
 from finsy.p4entity import P4Replica, decode_entity
 from finsy.p4schema import P4MatchField, P4MatchType, P4Table
 from finsy.proto import p4i, p4r, p4r_grpc, rpc_status
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 from controller.switch_cli import SideChannel
 from p4target.sidechannel import SideChannelError
@@ -67,13 +86,13 @@ MAX_ERROR_LINES = 10  # failed updates listed in a Write error; the rest are cou
 _CHANNEL_OPTIONS = [("grpc.max_metadata_size", 64 << 20), ("grpc.max_receive_message_length", 256 << 20),
                     ("grpc.max_send_message_length", 256 << 20)]
 # Entities named by one P4Info object: (attribute, schema collection, what it is called).
-_NAMED_BY = {P4CounterEntry: ("counter_id", "counters", "counter"),
+_NAMED_BY: dict[type, tuple[str, str, str]] = {P4CounterEntry: ("counter_id", "counters", "counter"),
              P4DirectCounterEntry: ("counter_id", "direct_counters", "direct counter"),
              P4RegisterEntry: ("register_id", "registers", "register"),
              P4MeterEntry: ("meter_id", "meters", "meter"),
              P4DigestEntry: ("digest_id", "digests", "digest")}
 
-E = TypeVar("E")
+E = TypeVar("E", bound="DataclassInstance")
 
 
 class P4RuntimeError(Exception):
@@ -287,7 +306,7 @@ class SwitchConnection:
         self._arbitration: queue.Queue[p4r.MasterArbitrationUpdate | Exception] = queue.Queue()
         self._channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
         self._stub = p4r_grpc.P4RuntimeStub(self._channel)
-        self._stream = None
+        self._stream: Any = None  # grpc's response iterator, which also has cancel()
         self._thread = threading.Thread(target=self._receive, name=f"p4rt-{self.name}", daemon=True)
         try:
             if p4info is not None:
@@ -320,6 +339,7 @@ class SwitchConnection:
                                  f"{reply.status.message or 'another controller is primary'}")
 
     def _receive(self) -> None:
+        assert self._stream is not None, "the stream opens before the receiving thread starts"
         try:
             for message in self._stream:
                 kind = message.WhichOneof("update")
@@ -350,7 +370,7 @@ class SwitchConnection:
             self._thread.join(timeout=5)
         self._channel.close()
 
-    def __enter__(self) -> "SwitchConnection":
+    def __enter__(self) -> SwitchConnection:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -443,7 +463,8 @@ class SwitchConnection:
 
     # ------------------------------------------------------------------ write / read
 
-    def write(self, updates: Sequence[p4r.Update], atomicity: int = p4r.WriteRequest.CONTINUE_ON_ERROR) -> None:
+    def write(self, updates: Sequence[p4r.Update],
+              atomicity: p4r.WriteRequest.Atomicity.ValueType = p4r.WriteRequest.CONTINUE_ON_ERROR) -> None:
         """Send one batch (from insert/modify/delete). Raises P4RuntimeError with one line per failed update."""
         self._writable("Write")
         if not updates:

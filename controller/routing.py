@@ -73,7 +73,7 @@ def trace(topo: Topology, routes: dict[str, list[Route]], src_host: str, dst_hos
     Raises ValueError on a missing route, a loop, or delivery to the wrong host.
     """
     dst_ip = topo.hosts[dst_host].ip
-    node, path = topo.switch_of(src_host), []
+    node, path = topo.switch_of(src_host), list[str]()
     while True:
         if node in path:
             raise ValueError(f"routing loop toward {dst_host}: {' -> '.join(path + [node])}")

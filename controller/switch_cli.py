@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import re
 import subprocess
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from p4target.sidechannel import SideChannelError, send_command
 

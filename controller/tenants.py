@@ -13,8 +13,8 @@ port (aggnet.p4, controller.installer), so another tenant's host cannot reach th
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 from controller.placement import Job, JobPlacement, PlacementError, place_jobs
 from controller.topology import Topology

@@ -6,7 +6,8 @@ and device ids are derived here once, deterministically:
 
 - host i (1-based position in `hosts`) gets IP 10.0.(i >> 8).(i & 255) in 10.0.0.0/16 and
   MAC 00:00:00:00:(i >> 8):(i & 255), unless the file gives `ip` / `mac`;
-- switch i gets device id i and gRPC port 9559 + device id (outside the kernel's ephemeral port range, so no client socket can hold it), unless the file gives them;
+- switch i gets device id i and gRPC port 9559 + device id (outside the kernel's ephemeral port range,
+  so no client socket can hold it), unless the file gives them;
 - each switch numbers its ports from 1 in the order its links appear in `links`
   (interface `s1-eth1`); a host has one link, on port 0 (interface `h1-eth0`).
 

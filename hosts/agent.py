@@ -30,9 +30,11 @@ def make_allreduce(config: AgentConfig, rank: int, start_step: int = 0) -> AllRe
     me = config.workers[rank]
     if config.scheme == "innet":
         from .allreduce import InNetworkAllReduce
+        assert config.job is not None, "the config loader requires a job for scheme innet"
         return InNetworkAllReduce(config.job, rank, stall_timeout_s=config.timeout_s)
     if config.scheme == "ps":
         from .ps import ParameterServerClient
+        assert config.ps is not None, "the config loader requires a server for scheme ps"
         return ParameterServerClient(config.ps, me.name, rank, len(config.workers), config.timeout_s)
     if config.scheme == "hostagg":
         from .host_agg import HostAggClient

@@ -56,7 +56,7 @@ class TrainConfig:
     eval_every: int = option(50, minimum=0, help="evaluate on the test split every N steps (and after the last)")
 
     @classmethod
-    def from_dict(cls, data: Any, source: str, where: str = "train") -> "TrainConfig":
+    def from_dict(cls, data: Any, source: str, where: str = "train") -> TrainConfig:
         """Read a `train` mapping; unknown fields and bad values are one-line ConfigErrors."""
         return load(cls, data, source, where)
 
@@ -104,16 +104,22 @@ def _endpoint_dict(e: Endpoint) -> dict[str, Any]:
     return {"name": e.name, "ip": e.host, "port": e.port}
 
 
+def _is_ipv4(text: str) -> bool:
+    try:
+        ipaddress.IPv4Address(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _endpoint(data: Any, source: str, where: str, default_port: int) -> Endpoint:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: field '{where}': expected an object with name, ip, port")
     name, ip, port = data.get("name"), data.get("ip"), data.get("port", default_port)
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{source}: field '{where}.name': expected a non-empty string")
-    try:
-        ipaddress.IPv4Address(ip)
-    except ValueError:
-        raise ConfigError(f"{source}: field '{where}.ip': {ip!r} is not an IPv4 address") from None
+    if not isinstance(ip, str) or not _is_ipv4(ip):
+        raise ConfigError(f"{source}: field '{where}.ip': {ip!r} is not an IPv4 address")
     if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
         raise ConfigError(f"{source}: field '{where}.port': {port!r} is not a port number")
     return Endpoint(name, ip, port)

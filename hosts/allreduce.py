@@ -77,7 +77,7 @@ class AllReduceClient:
     def close(self) -> None:
         self.sock.close()
 
-    def __enter__(self) -> "AllReduceClient":
+    def __enter__(self) -> AllReduceClient:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -129,6 +129,7 @@ class AllReduceClient:
         agreed = quantize.frac_bits(e_max, self.job.world_size)
         if not done:
             sums, f = self._float_at(x, agreed)
+        assert f is not None, "a first call is never done: it sent at the agreed scale"
         self._next_scale[x.size] = agreed
         self.scale = f
         return quantize.dequantize(sums, f, x.dtype).reshape(x.shape)
@@ -228,7 +229,7 @@ class InNetworkAllReduce(AllReduce):
     def allreduce(self, vec: np.ndarray) -> np.ndarray:
         before = self.client.stats.packets_sent
         out = self.client.allreduce(np.asarray(vec, dtype=np.float32))
-        self.bytes_sent += (self.client.stats.packets_sent - before) * wire.packet_bytes(self.client.job.lanes)
+        self._bytes_sent += (self.client.stats.packets_sent - before) * wire.packet_bytes(self.client.job.lanes)
         return out
 
     def close(self) -> None:

@@ -90,6 +90,7 @@ def check(scheme: str, dtype: str, inputs: list[np.ndarray], result: np.ndarray)
 def _host_client(config: AgentConfig, worker: str, rank: int) -> ParameterServerClient | RingAllReduce:
     """The float32 all-reduce of a host scheme: the parameter server's client or a ring rank."""
     if config.scheme == "ps":
+        assert config.ps is not None, "the config loader requires a server for scheme ps"
         return ParameterServerClient(config.ps, worker, rank, len(config.workers), config.timeout_s)
     return RingAllReduce(list(config.workers), rank, config.timeout_s)
 
@@ -108,6 +109,7 @@ def run_bench(config: AgentConfig, worker: str, elements: int, seed: int, dtype:
     if config.scheme == "innet":
         from .allreduce import AllReduceClient
 
+        assert config.job is not None, "the config loader requires a job for scheme innet"
         with AllReduceClient(config.job, rank, stall_timeout_s=config.timeout_s) as client:
             client.allreduce_int(np.zeros(config.job.lanes, dtype=np.int32))
             t0 = time.perf_counter()

@@ -54,7 +54,7 @@ _MMSGHDR = np.dtype({"names": ["name", "namelen", "iov", "iovlen", "len"],
                      "itemsize": ctypes.sizeof(_Mmsghdr)})
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _libc() -> ctypes.CDLL:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.sendmmsg.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int]

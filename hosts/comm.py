@@ -52,7 +52,12 @@ class AllReduce(abc.ABC):
 
     rank: int
     world_size: int
-    bytes_sent: int = 0
+    _bytes_sent: int = 0
+
+    @property
+    def bytes_sent(self) -> int:
+        """Bytes this rank has put on the wire so far."""
+        return self._bytes_sent
 
     @abc.abstractmethod
     def allreduce(self, vec: np.ndarray) -> np.ndarray:
@@ -66,10 +71,11 @@ class AllReduce(abc.ABC):
         """What this scheme adds to the worker's result at the end of the run (default: nothing)."""
         return {}
 
+    @abc.abstractmethod
     def close(self) -> None:
-        """Release sockets; the default has none."""
+        """Release this scheme's sockets (every scheme has some)."""
 
-    def __enter__(self) -> "AllReduce":
+    def __enter__(self) -> AllReduce:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -100,7 +106,7 @@ class Connection:
         try:
             self.sock.sendall(_FRAME.pack(MAGIC, tag, len(payload)))
             self.sock.sendall(payload)
-        except socket.timeout:
+        except TimeoutError:
             raise self._fail(f"accepted no data for {self.timeout_s:g} s") from None
         except OSError as exc:
             raise self._fail(f"closed the connection ({exc.strerror or exc})") from None
@@ -118,7 +124,7 @@ class Connection:
         return self._recv_exact(length)
 
     def send_array(self, vec: np.ndarray) -> None:
-        self.send(memoryview(np.ascontiguousarray(vec, dtype=WIRE_DTYPE)).cast("B"))
+        self.send(np.ascontiguousarray(vec, dtype=WIRE_DTYPE).data.cast("B"))
 
     def recv_array(self, count: int) -> np.ndarray:
         data = self.recv()
@@ -133,7 +139,7 @@ class Connection:
         while got < n:
             try:
                 k = self.sock.recv_into(view[got:])
-            except socket.timeout:
+            except TimeoutError:
                 raise self._fail(f"sent nothing for {self.timeout_s:g} s") from None
             except OSError as exc:
                 raise self._fail(f"closed the connection ({exc.strerror or exc})") from None
@@ -186,7 +192,7 @@ def accept(server: socket.socket, context: str, timeout_s: float) -> tuple[int, 
     server.settimeout(timeout_s)
     try:
         sock, addr = server.accept()
-    except socket.timeout:
+    except TimeoutError:
         raise CommError(f"{context}: no peer connected within {timeout_s:g} s") from None
     conn = Connection(sock, f"at {addr[0]}:{addr[1]}", context, timeout_s)
     hello = conn.recv(tag=HELLO_TAG).decode(errors="replace").split(" ", 1)

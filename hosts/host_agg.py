@@ -96,7 +96,7 @@ class RoundBook:
         self.stats = AggStats()
 
     @classmethod
-    def from_config(cls, config: AgentConfig) -> "RoundBook":
+    def from_config(cls, config: AgentConfig) -> RoundBook:
         """The round state of the job an agent config describes (aggregator and replica alike)."""
         return cls(len(config.workers), config.train.steps, config.staleness, config.wait_s)
 

@@ -17,9 +17,12 @@ finishes first instead of every job finishing late under a fair split.
 from __future__ import annotations
 
 import math
-from typing import Hashable, Mapping
+from collections.abc import Hashable, Mapping
+from typing import TypeVar
 
 from protocol.job import PACING_CHOICES
+
+JobKey = TypeVar("JobKey", bound=Hashable)
 
 
 class Window:
@@ -80,8 +83,8 @@ def make_window(pacing: str, limit: int, weight: float = 1.0) -> Window:
     raise ValueError(f"pacing: {pacing!r} is not one of {PACING_CHOICES}")
 
 
-def transfer_weights(workers: Mapping[Hashable, int], step_bytes: Mapping[Hashable, float],
-                     top: float = 4.0) -> dict[Hashable, float]:
+def transfer_weights(workers: Mapping[JobKey, int], step_bytes: Mapping[JobKey, float],
+                     top: float = 4.0) -> dict[JobKey, float]:
     """AIMD weights for jobs sharing links: unblocked workers per byte, scaled to (0, top].
 
     `workers[j]` is how many workers job j's update unblocks, `step_bytes[j]` what one

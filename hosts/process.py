@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 INTERNAL_ERROR_EXIT = 3
 

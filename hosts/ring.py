@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .comm import AllReduce, CommError, Endpoint, accept, connect, listen
+from .comm import AllReduce, CommError, Connection, Endpoint, accept, connect, listen
 
 
 class RingAllReduce(AllReduce):
@@ -28,8 +28,9 @@ class RingAllReduce(AllReduce):
         self.world_size = len(peers)
         me = peers[rank]
         self.context = f"ring {me.name}"
-        self._right = self._left = None
-        self._sender = None
+        self._right: Connection | None = None
+        self._left: Connection | None = None
+        self._sender: ThreadPoolExecutor | None = None
         if self.world_size == 1:
             return
         left = peers[(rank - 1) % self.world_size]
@@ -67,6 +68,7 @@ class RingAllReduce(AllReduce):
 
     def _exchange(self, send: np.ndarray, recv_count: int) -> np.ndarray:
         """Send `send` to the right while receiving `recv_count` values from the left."""
+        assert self._sender and self._right and self._left, "a ring of one exchanges nothing"
         pending = self._sender.submit(self._right.send_array, send.copy())
         received = self._left.recv_array(recv_count)  # on failure close() abandons the send
         pending.result()

@@ -17,9 +17,9 @@ ends with exit 0, or with one line "WHO: what failed" on stderr and the error's 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from .process import run_main, setup_logging
 

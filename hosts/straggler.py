@@ -14,8 +14,9 @@ longest while they wait for the slow ones. `pick_aggregators` orders them so.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 
 class StragglerError(ValueError):

@@ -20,7 +20,7 @@ import signal
 import socket
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 PROTOCOLS = ("udp", "tcp")
 _stop = threading.Event()  # set by SIGTERM: a flow stopped early still writes its summary
@@ -83,7 +83,13 @@ def send(proto: str, dst: str, port: int, rate_mbps: float, size: int, duration_
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
             return pace(lambda p: sock.sendto(p, (dst, port)), size, rate_mbps, duration_s, on_s, off_s)
     with socket.create_connection((dst, port), timeout=10) as sock:
-        return pace(lambda p: sock.sendall(p) or len(p), size, rate_mbps, duration_s, on_s, off_s)
+        return pace(lambda p: _send_all(sock, p), size, rate_mbps, duration_s, on_s, off_s)
+
+
+def _send_all(sock: socket.socket, payload: bytes) -> int:
+    """sendall, counted like sendto: the bytes written."""
+    sock.sendall(payload)
+    return len(payload)
 
 
 def receive(proto: str, port: int, duration_s: float, bind: str = "0.0.0.0",
@@ -102,7 +108,7 @@ def receive(proto: str, port: int, duration_s: float, bind: str = "0.0.0.0",
         if ready:
             ready(sock.getsockname()[1])
         end = time.monotonic() + duration_s
-        conn = None
+        conn: socket.socket | None = None
         while (left := end - time.monotonic()) > 0 and not _stop.is_set():
             try:
                 if proto == "tcp" and conn is None:
@@ -111,9 +117,9 @@ def receive(proto: str, port: int, duration_s: float, bind: str = "0.0.0.0",
                 source = sock if conn is None else conn
                 source.settimeout(min(left, 0.5))
                 data = source.recv(65536)
-            except socket.timeout:
+            except TimeoutError:
                 continue
-            if not data:  # TCP peer closed: wait for the next connection
+            if not data and conn is not None:  # TCP peer closed: wait for the next connection
                 conn.close()
                 conn = None
                 continue

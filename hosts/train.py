@@ -10,7 +10,7 @@ the in-network scheme, the quantization bound).
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -49,6 +49,8 @@ def run_training(config: TrainConfig, data: Dataset, batch_of_step: Callable[[in
     model = build_model(config.model, data.features, data.classes, config.seed, config.hidden)
     optimizer = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
     if resume_step >= 0:
+        if checkpointer is None:
+            raise ValueError("resume_step needs a checkpointer to load from")
         checkpointer.load(resume_step, model, optimizer)
     for step in range(resume_step + 1, config.steps):
         t0 = time.perf_counter()

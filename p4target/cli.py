@@ -61,7 +61,7 @@ def _compile(args: argparse.Namespace) -> int:
         outputs.append(("P4Info", args.p4info, p4info_text(info)))
     if args.device_config:
         outputs.append(("device config", args.device_config, device_config_source(args.program)))
-    for what, path, text in outputs:
+    for _what, path, text in outputs:
         _write(path, text)
     print(f"{args.program}: ok ({len(info.tables)} tables, {len(info.actions)} actions)"
           + "".join(f", {what} written to {path}" for what, path, _ in outputs))

@@ -25,7 +25,7 @@ def device_config_source(path: str) -> str:
 
 def _inline(path: str, included_from: tuple[str, int] | None, depth: int) -> str:
     if depth > MAX_INCLUDE_DEPTH:
-        raise P4Error(f"#include nesting deeper than {MAX_INCLUDE_DEPTH} (an include loop?)", *included_from)
+        raise P4Error(f"#include nesting deeper than {MAX_INCLUDE_DEPTH} (an include loop?)", *(included_from or ()))
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()

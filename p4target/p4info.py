@@ -12,8 +12,9 @@ against ours, so names, aliases and IDs follow p4c's P4Runtime serializer exactl
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from p4target.errors import P4Error
 
@@ -131,19 +132,19 @@ _SKIPPED_ANNOTATIONS = frozenset({"name", "id", "brief", "description"})
 _TEXT_HEADER = "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.config.v1.P4Info\n\n"
 
 
-def build_p4info(program: "ir.Program") -> "p4i.P4Info":
+def build_p4info(program: ir.Program) -> p4i.P4Info:
     """The P4Info p4c would write for `program` (v1model); raises P4Error on bad @id."""
     return _P4InfoBuilder(program).build()
 
 
-def p4info_text(info: "p4i.P4Info") -> str:
+def p4info_text(info: p4i.P4Info) -> str:
     """Text format with p4c's two header comment lines."""
     from google.protobuf import text_format
 
     return _TEXT_HEADER + text_format.MessageToString(info)
 
 
-def supports_timeout(table: "ir.Table") -> bool:
+def supports_timeout(table: ir.Table) -> bool:
     """The table's `support_timeout` property (false when absent); P4Error unless a bool constant."""
     from p4target.frontend import ir
 
@@ -156,7 +157,7 @@ def supports_timeout(table: "ir.Table") -> bool:
     return value.value
 
 
-def _annotation_text(a: "ir.Annotation") -> str:
+def _annotation_text(a: ir.Annotation) -> str:
     """One annotation as p4c serializes it: `@name` or `@name(arg, ...)`, strings quoted."""
     if not a.args:
         return f"@{a.name}"
@@ -170,7 +171,7 @@ def _annotation_text(a: "ir.Annotation") -> str:
     return f"@{a.name}(" + ", ".join(parts) + ")"
 
 
-def _add_annotations(message, annotations: "ir.Annotations") -> None:
+def _add_annotations(message, annotations: ir.Annotations) -> None:
     """Copy annotations (minus name/id/doc ones) and @brief/@description docs onto a message."""
     for a in annotations:
         if a.name not in _SKIPPED_ANNOTATIONS:
@@ -232,7 +233,7 @@ def _walk_exprs(node, seen: set[int]):
 class _P4InfoBuilder:
     """Collects the control-plane symbols of a program, assigns ids, fills the message."""
 
-    def __init__(self, program: "ir.Program"):
+    def __init__(self, program: ir.Program):
         from p4target.frontend import ir
 
         self.ir = ir
@@ -260,18 +261,18 @@ class _P4InfoBuilder:
 
     # -- which objects exist
 
-    def _needs_implicit_noaction(self, table: "ir.Table") -> bool:
+    def _needs_implicit_noaction(self, table: ir.Table) -> bool:
         """p4c gives a table without `default_action` a `@defaultonly NoAction` ref."""
         return table.default_action is None and all(r.action.name != "NoAction" or r.action.control
                                                     for r in table.actions)
 
-    def _applied_tables(self, control: "ir.Control") -> list["ir.Table"]:
+    def _applied_tables(self, control: ir.Control) -> list[ir.Table]:
         """Tables the control applies, in declaration order (p4c removes the others)."""
         applied = {id(node.table) for node in _walk_exprs(control.body, set())
                    if isinstance(node, (self.ir.TableApply, self.ir.TableHitMiss, self.ir.ActionRun))}
         return [t for t in control.tables.values() if id(t) in applied]
 
-    def _control_actions(self, control: "ir.Control") -> list["ir.Action"]:
+    def _control_actions(self, control: ir.Control) -> list[ir.Action]:
         """Actions of a control as p4c's front end leaves them: used global actions first
         (p4c localizes them into the control), then the control's own used actions in
         declaration order. p4c removes unused actions and inlines those only called from
@@ -293,9 +294,9 @@ class _P4InfoBuilder:
         globals_ = [a for a in dict.fromkeys(used) if a.control is None]
         return [a for a in globals_ + own if not a.annotations.has("hidden")]
 
-    def _reachable_actions(self) -> list["ir.Action"]:
+    def _reachable_actions(self) -> list[ir.Action]:
         """Every action the pipeline can run: tables' and direct calls', and those they call."""
-        found: dict[int, "ir.Action"] = {}
+        found: dict[int, ir.Action] = {}
         pending = list(self.actions) + [node.action for c in self.controls for node in _walk_exprs(c.body, set())
                                         if isinstance(node, self.ir.ActionCall)]
         while pending:
@@ -306,7 +307,7 @@ class _P4InfoBuilder:
                             if isinstance(node, self.ir.ActionCall)]
         return list(found.values())
 
-    def _action_profiles(self) -> list["ir.ExternInstance"]:
+    def _action_profiles(self) -> list[ir.ExternInstance]:
         """Action profiles and selectors: those the controls declare, then those tables build inline."""
         found = {id(i): i for i in self.instances if i.extern in _PROFILE_EXTERNS}
         for table in self.tables:
@@ -385,7 +386,7 @@ class _P4InfoBuilder:
         preamble.alias = self.aliases[name]
         _add_annotations(preamble, node.annotations)
 
-    def _add_table(self, info, msg, table: "ir.Table") -> None:
+    def _add_table(self, info, msg, table: ir.Table) -> None:
         from finsy.proto import p4i
 
         self._preamble(msg.preamble, TABLE, table.control_plane_name, table)
@@ -424,7 +425,7 @@ class _P4InfoBuilder:
         if supports_timeout(table):
             msg.idle_timeout_behavior = p4i.Table.IdleTimeoutBehavior.NOTIFY_CONTROL
 
-    def _initial_default_action(self, msg, table: "ir.Table") -> None:
+    def _initial_default_action(self, msg, table: ir.Table) -> None:
         """The program's default action with its arguments as full-width byte strings (as p4c writes them)."""
         binding = table.default_action
         if binding is None:
@@ -438,7 +439,7 @@ class _P4InfoBuilder:
             value = constant_value(arg) & ((1 << width) - 1)
             msg.arguments.add(param_id=pid, value=value.to_bytes((width + 7) // 8, "big"))
 
-    def _add_action_profile(self, msg, profile: "ir.ExternInstance") -> None:
+    def _add_action_profile(self, msg, profile: ir.ExternInstance) -> None:
         msg.preamble.id = self.ids[(ACTION_PROFILE, profile.control_plane_name)]
         msg.preamble.name = profile.control_plane_name
         msg.preamble.alias = self.aliases[profile.control_plane_name]
@@ -462,10 +463,10 @@ class _P4InfoBuilder:
             raise P4Error(f"@selector_size_semantics must be \"sum_of_weights\" or \"sum_of_members\", not {semantics!r}",
                           profile.loc.file, profile.loc.line, profile.loc.col)
 
-    def _action_id(self, action: "ir.Action") -> int:
+    def _action_id(self, action: ir.Action) -> int:
         return self.ids[(ACTION, action.control_plane_name)]
 
-    def _add_action_ref(self, table_msg, action: "ir.Action", annotations: "ir.Annotations") -> None:
+    def _add_action_ref(self, table_msg, action: ir.Action, annotations: ir.Annotations) -> None:
         from finsy.proto import p4i
 
         ref = table_msg.action_refs.add(id=self._action_id(action))
@@ -478,7 +479,7 @@ class _P4InfoBuilder:
         elif annotations.has("defaultonly"):
             ref.scope = p4i.ActionRef.Scope.DEFAULT_ONLY
 
-    def _add_action(self, info, msg, action: "ir.Action") -> None:
+    def _add_action(self, info, msg, action: ir.Action) -> None:
         self._preamble(msg.preamble, ACTION, action.control_plane_name, action)
         params = [] if id(action) in self.parameterless else action.data_params
         for param, pid in zip(params, _positional_ids(params, lambda p: p.annotations)):
@@ -486,7 +487,7 @@ class _P4InfoBuilder:
             self._describe(param.type, info)
             _add_annotations(p, param.annotations)
 
-    def _add_instance(self, info, inst: "ir.ExternInstance") -> None:
+    def _add_instance(self, info, inst: ir.ExternInstance) -> None:
         from finsy.proto import p4i
 
         name = inst.control_plane_name
@@ -509,14 +510,14 @@ class _P4InfoBuilder:
             return  # not control-plane visible in v1model's P4Info (e.g. Checksum16)
         self._preamble(msg.preamble, _EXTERN_PREFIXES[inst.extern], name, inst)
 
-    def _direct_table_id(self, inst: "ir.ExternInstance") -> int:
+    def _direct_table_id(self, inst: ir.ExternInstance) -> int:
         for table in self.tables:
             if inst is table.direct_counter or inst is table.direct_meter:
                 return self.ids[(TABLE, table.control_plane_name)]
         raise P4Error(f"{inst.extern} {inst.name} is not attached to any table",
                       inst.loc.file, inst.loc.line, inst.loc.col)
 
-    def _add_controller_header(self, info, msg, header: "ir.HeaderType") -> None:
+    def _add_controller_header(self, info, msg, header: ir.HeaderType) -> None:
         name = header.annotations.get_str("controller_header")
         msg.preamble.id = self.ids[(CONTROLLER_HEADER, _type_control_plane_name(header))]
         msg.preamble.name = name
@@ -589,7 +590,7 @@ _EXTERN_PREFIXES = {
 _PROFILE_ANNOTATIONS = frozenset({"max_group_size", "selector_size_semantics", "max_member_weight"})
 
 
-def constant_value(e: "ir.Expr") -> int:
+def constant_value(e: ir.Expr) -> int:
     """The integer value of a folded constant argument (int, bool or serializable enum member)."""
     from p4target.frontend import ir
 
@@ -634,7 +635,7 @@ class P4InfoIndex:
     iterate a kind through `index.p4info.tables` etc.
     """
 
-    def __init__(self, info: "p4i.P4Info"):
+    def __init__(self, info: p4i.P4Info):
         self.p4info = info
         self._entities: dict[tuple[str, str | int], object] = {}
         self._names: dict[int, str] = {}
@@ -661,36 +662,36 @@ class P4InfoIndex:
             raise UnknownEntity(f"P4Info has no {kind[:-1].replace('_', ' ')} {key!r}")
         return found
 
-    def table(self, key: str | int) -> "p4i.Table":
+    def table(self, key: str | int) -> p4i.Table:
         return self.entity("tables", key)
 
-    def action(self, key: str | int) -> "p4i.Action":
+    def action(self, key: str | int) -> p4i.Action:
         return self.entity("actions", key)
 
-    def counter(self, key: str | int) -> "p4i.Counter":
+    def counter(self, key: str | int) -> p4i.Counter:
         return self.entity("counters", key)
 
-    def direct_counter(self, key: str | int) -> "p4i.DirectCounter":
+    def direct_counter(self, key: str | int) -> p4i.DirectCounter:
         return self.entity("direct_counters", key)
 
-    def meter(self, key: str | int) -> "p4i.Meter":
+    def meter(self, key: str | int) -> p4i.Meter:
         return self.entity("meters", key)
 
-    def register(self, key: str | int) -> "p4i.Register":
+    def register(self, key: str | int) -> p4i.Register:
         return self.entity("registers", key)
 
-    def digest(self, key: str | int) -> "p4i.Digest":
+    def digest(self, key: str | int) -> p4i.Digest:
         return self.entity("digests", key)
 
-    def controller_metadata(self, key: str | int) -> "p4i.ControllerPacketMetadata":
+    def controller_metadata(self, key: str | int) -> p4i.ControllerPacketMetadata:
         """"packet_in" / "packet_out" header description."""
         return self.entity("controller_packet_metadata", key)
 
-    def direct_counter_of(self, table: str | int) -> "p4i.DirectCounter | None":
+    def direct_counter_of(self, table: str | int) -> p4i.DirectCounter | None:
         """The direct counter attached to `table`, None when it has none."""
         return self._direct_counters.get(self.table(table).preamble.id)
 
-    def direct_meter_of(self, table: str | int) -> "p4i.DirectMeter | None":
+    def direct_meter_of(self, table: str | int) -> p4i.DirectMeter | None:
         """The direct meter attached to `table`, None when it has none."""
         return self._direct_meters.get(self.table(table).preamble.id)
 
@@ -701,14 +702,14 @@ class P4InfoIndex:
         except KeyError:
             raise UnknownEntity(f"P4Info has no entity with id {entity_id}") from None
 
-    def match_field(self, table: str | int, key: str | int) -> "p4i.MatchField":
+    def match_field(self, table: str | int, key: str | int) -> p4i.MatchField:
         t = self.table(table)
         for mf in t.match_fields:
             if key in (mf.id, mf.name):
                 return mf
         raise UnknownEntity(f"table {t.preamble.name} has no match field {key!r}")
 
-    def param(self, action: str | int, key: str | int) -> "p4i.Action.Param":
+    def param(self, action: str | int, key: str | int) -> p4i.Action.Param:
         a = self.action(action)
         for p in a.params:
             if key in (p.id, p.name):

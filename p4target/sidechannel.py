@@ -35,7 +35,8 @@ import json
 import socket
 import socketserver
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from p4target import state as st
 
@@ -236,7 +237,7 @@ class SideChannelServer(socketserver.ThreadingTCPServer):
         self.commands = Commands(switch)
         self._thread = threading.Thread(target=self.serve_forever, name="sidechannel", daemon=True)
 
-    def start(self) -> "SideChannelServer":
+    def start(self) -> SideChannelServer:
         self._thread.start()
         return self
 

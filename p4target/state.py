@@ -21,8 +21,8 @@ import bisect
 import collections
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, Union
 
 # ---------------------------------------------------------------------------
 # Errors
@@ -109,7 +109,7 @@ class Optional:
     value: int
 
 
-Match = Union[Exact, Lpm, Ternary, Range, Optional]
+Match = Exact | Lpm | Ternary | Range | Optional
 
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
 _SPEC_FOR_KIND = {"exact": Exact, "lpm": Lpm, "ternary": Ternary, "range": Range, "optional": Optional}
@@ -143,7 +143,7 @@ class TableSchema:
     default_params: dict[str, int] = field(default_factory=dict)
     const_default: bool = False
     size: int = 1024
-    entries: list["TableEntry"] = field(default_factory=list)  # from the program's `entries`
+    entries: list[TableEntry] = field(default_factory=list)  # from the program's `entries`
     const_entries: bool = False
     direct_counter: str | None = None  # name of the direct counter attached, if any
     direct_meter: str | None = None  # name of the direct meter attached, if any
@@ -677,7 +677,7 @@ class ActionProfile:
                                   "or group, not an action")
         if (entry.member_id is None) == (entry.group_id is None):
             raise InvalidArgument(f"{where}: an entry names either a member or a group of {self.name}")
-        if entry.member_id is not None:
+        if entry.group_id is None:
             if entry.member_id not in self.members:
                 raise InvalidArgument(f"{where}: action profile {self.name} has no member {entry.member_id}")
             return
@@ -805,10 +805,10 @@ class Table:
         expected = _SPEC_FOR_KIND[kind]
         if not isinstance(spec, expected):
             raise InvalidArgument(f"{what}: {kind} field given a {type(spec).__name__} match")
-        if kind in ("exact", "optional"):
+        if isinstance(spec, (Exact, Optional)):  # the class matches `kind` (checked above)
             _check_width(what, spec.value, w)
             return ("v", spec.value)
-        if kind == "lpm":
+        if isinstance(spec, Lpm):
             _check_width(what, spec.value, w)
             if not isinstance(spec.prefix_len, int) or not 0 <= spec.prefix_len <= w:
                 raise InvalidArgument(f"{what}: prefix length {spec.prefix_len} out of range 0..{w}")
@@ -818,7 +818,7 @@ class Table:
             if spec.value & ~mask:
                 raise InvalidArgument(f"{what}: value {spec.value:#x} has bits set beyond /{spec.prefix_len}")
             return ("l", spec.value, spec.prefix_len)
-        if kind == "ternary":
+        if isinstance(spec, Ternary):
             _check_width(what, spec.value, w)
             _check_width(what + " mask", spec.mask, w)
             if spec.mask == 0:
@@ -1181,7 +1181,9 @@ class State:
             dm = self.schema.direct_meters.get(name)
             if dm is None:
                 raise InvalidArgument(f"unknown direct meter {name!r}")
-            self.table(dm.table).find(match, priority).meter.configure(config, time.monotonic())
+            cell = self.table(dm.table).find(match, priority).meter
+            assert cell is not None, "entries of a table with a direct meter each have a cell"
+            cell.configure(config, time.monotonic())
 
     # -- packet replication engine
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from p4target.errors import P4Error
 
 if TYPE_CHECKING:
-    from p4target.state import ProgramSchema, State
+    from p4target.state import ProgramSchema, State, TableEntry
 
 _HEX_CHARS = re.compile(r"^[0-9a-fA-F]*$")
 _EXPECT_CHARS = re.compile(r"^[0-9a-fA-F*]*$")
@@ -141,7 +141,7 @@ class StfRunner:
         self.expected: dict[int, list[Expectation]] = {}
         self.any_ok: set[int] = set()
         self.got: dict[int, list[Output]] = {}
-        self.handles: dict[str, tuple[str, object]] = {}  # `add ... = H` -> (table, entry)
+        self.handles: dict[str, tuple[str, TableEntry]] = {}  # `add ... = H` -> (table, entry)
         self.mc_nodes: list[tuple[int, list[int]]] = []  # node handle -> (rid, ports)
 
     def error(self, cmd: Command, message: str) -> StfError:
@@ -222,22 +222,22 @@ class StfRunner:
                 return st.Lpm(v & m, self._prefix_len(cmd, m, width, what))
             return st.Ternary(v & m, m)
         if kind == "lpm" and "/" in value:
-            v, plen = value.split("/", 1)
+            v_text, plen = value.split("/", 1)
             plen_i = self._number(cmd, plen, what)
             if not 0 <= plen_i <= width:
                 raise self.error(cmd, f"{what}: prefix length {plen_i} out of range 0..{width}")
             mask = ((1 << plen_i) - 1) << (width - plen_i)
-            return st.Lpm(self._number(cmd, v, what) & mask, plen_i)
+            return st.Lpm(self._number(cmd, v_text, what) & mask, plen_i)
         if "*" in value:
-            v, m, digits, bits = _wildcard(value)
-            if v is None:
+            wild_v, wild_m, digits, bits = _wildcard(value)
+            if wild_v is None:
                 raise self.error(cmd, f"{what}: '{value}' is not a number with '*' nibbles")
             if kind == "ternary":
-                return st.Ternary(v, m)
+                return st.Ternary(wild_v, wild_m)
             if kind == "lpm":
-                plen = min(width, (digits - value.count("*")) * bits)
-                mask = ((1 << plen) - 1) << (width - plen)
-                return st.Lpm(v & mask, plen)
+                known = min(width, (digits - value.count("*")) * bits)
+                mask = ((1 << known) - 1) << (width - known)
+                return st.Lpm(wild_v & mask, known)
             raise self.error(cmd, f"{what}: '*' wildcards need a ternary or lpm key, not {kind}")
         v = self._number(cmd, value, what)
         if kind == "exact":

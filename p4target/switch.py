@@ -27,7 +27,8 @@ import signal
 import threading
 import time
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from p4target.native.pipeline import ENGINES, NativePipeline
 from p4target.native.queues import NativeTrafficManager
@@ -285,10 +286,10 @@ class Switch:
     def close(self) -> None:
         for port in self.ports.values():
             port.close()
-        for fd in (getattr(self, "_wake_r", None), getattr(self, "_wake_w", None)):
+        for name in ("_wake_r", "_wake_w"):  # absent when __init__ failed early or after a first close
+            fd = self.__dict__.pop(name, None)
             if fd is not None:
                 os.close(fd)
-        self._wake_r = self._wake_w = None
 
 
 # -- command line -------------------------------------------------------------------------

@@ -19,7 +19,8 @@ from __future__ import annotations
 import random
 import time
 from collections import deque
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 DEFAULT_DEPTH = 64          # packets, BMv2's default queue depth
 DEFAULT_BURST_S = 0.005     # a bucket holds this much time's worth of tokens

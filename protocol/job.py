@@ -79,7 +79,7 @@ class JobSpec:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str, source: str = "<job spec>") -> "JobSpec":
+    def from_json(cls, text: str, source: str = "<job spec>") -> JobSpec:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -87,7 +87,7 @@ class JobSpec:
         return cls.from_dict(data, source)
 
     @classmethod
-    def from_dict(cls, data: Any, source: str = "<job spec>") -> "JobSpec":
+    def from_dict(cls, data: Any, source: str = "<job spec>") -> JobSpec:
         """Build and validate a spec; errors read `SOURCE: field 'workers[1].ip': ...`."""
         v = _Validator(source)
         v.require(isinstance(data, dict), "", "expected an object")

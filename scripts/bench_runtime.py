@@ -92,7 +92,7 @@ class Client:
                 break
             except grpc.FutureTimeoutError:
                 if time.monotonic() > deadline:
-                    raise BenchError(f"bench_runtime: no P4Runtime server on {address} after {START_TIMEOUT_S:.0f} s")
+                    raise BenchError(f"bench_runtime: no P4Runtime server on {address} after {START_TIMEOUT_S:.0f} s") from None
         self.stub = p4r_grpc.P4RuntimeStub(self.channel)
         self._requests: queue.Queue = queue.Queue()
         self._stream = self.stub.StreamChannel(iter(self._requests.get, None))

@@ -80,7 +80,6 @@ def _aggnet_pipeline(lanes: int, vectorize: bool = True):
     from p4target import state as st
     from p4target.frontend import load_program
     from p4target.pipeline import Pipeline
-
     from protocol import wire
 
     pipeline = Pipeline(load_program(str(ROOT / "p4src" / wire.program_name(lanes))), vectorize=vectorize)

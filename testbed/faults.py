@@ -105,6 +105,7 @@ def inject(tb: Any, fault: Fault, procs: dict[str, Any]) -> CpuThrottle | None:
             raise FaultError(f"--fault {fault}: no host aggregator runs on {fault.target}")
         procs[key].popen.send_signal(signal.SIGKILL)
     else:
+        assert fault.value is not None, "parse_fault requires a share for slow_worker"
         return CpuThrottle(procs[fault.target].popen.pid, fault.value)
     return None
 

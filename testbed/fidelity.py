@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 BUSY = 0.9  # of a link's rate, or of one core
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -72,7 +73,7 @@ class CpuMeter:
 def link_utilization(topology: Any, counters: Mapping[str, Any], seconds: float) -> dict[str, float]:
     """"a->b" -> bits carried over bits the link's rate allows in `seconds`, for every shaped link
     direction the switches' counters saw (unshaped links have no rate to compare with)."""
-    out = {}
+    out: dict[str, float] = {}
     if seconds <= 0:
         return out
     for link in topology.links:
@@ -81,10 +82,10 @@ def link_utilization(topology: Any, counters: Mapping[str, Any], seconds: float)
         for src, dst in ((link.a, link.b), (link.b, link.a)):
             if topology.is_switch(src):
                 sent = _port(counters, src, link.port_on(src))
-                carried = sent and sent["tx_bytes"]
+                carried = sent["tx_bytes"] if sent is not None else None
             else:
                 got = _port(counters, dst, link.port_on(dst))
-                carried = got and got["rx_bytes"]
+                carried = got["rx_bytes"] if got is not None else None
             if carried is not None:
                 out[f"{src}->{dst}"] = round(carried * 8 / (link.bw_mbps * 1e6 * seconds), 3)
     return out

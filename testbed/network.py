@@ -27,6 +27,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from types import FrameType
 from typing import IO, Any
 
 from p4target.tm import DEFAULT_BURST_S, DEFAULT_DEPTH
@@ -163,9 +165,9 @@ class Testbed:
         self.program = program
         self.pcap = pcap
         self.start_timeout = start_timeout
-        self.net = None
+        self.net: Any = None  # a mininet.net.Mininet once built (Mininet has no type hints)
         self._record: dict | None = None
-        self._old_sigterm = None
+        self._old_sigterm: Callable[[int, FrameType | None], Any] | int | None = None
         self._lock: IO | None = None
 
     # -- paths
@@ -188,7 +190,7 @@ class Testbed:
         return SIDE_CHANNEL_PORT_BASE + self.topology.switches[switch].device_id
 
     # -- lifecycle
-    def __enter__(self) -> "Testbed":
+    def __enter__(self) -> Testbed:
         self.start()
         return self
 
@@ -252,6 +254,7 @@ class Testbed:
         for s in self.net.switches:
             if s.process is not None:
                 procs.append({"name": s.name, "pid": s.process.pid, "start": clean.process_start_time(s.process.pid)})
+        assert self._record is not None, "_build writes the record first"
         self._record["processes"] = procs
         clean.write_record(self._record)
 
@@ -306,7 +309,7 @@ class Testbed:
 
     def dead_switches(self) -> list[str]:
         """One line per switch process that has exited (empty when all run)."""
-        out = []
+        out: list[str] = []
         for s in self.net.switches if self.net else []:
             try:
                 s.check_alive()

@@ -116,6 +116,7 @@ class P4Switch(Switch):
 
     def wait_ready(self) -> None:
         """Block until the P4Runtime and side-channel ports answer, or fail with the log tail."""
+        assert self.process is not None, "wait_ready runs after start"
         deadline = time.monotonic() + self.start_timeout
         while not (port_open(self.grpc_port) and port_open(self.side_channel_port)):
             code = self.process.poll()

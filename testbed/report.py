@@ -50,8 +50,9 @@ import platform
 import re
 import shutil
 import subprocess
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Protocol
+from typing import Any, Protocol
 
 from rich import box
 from rich.console import Console
@@ -311,7 +312,7 @@ def compare_summary(results_by_scheme: Mapping[str, Mapping[str, Any]], link: st
     summary = {}
     for scheme, results in results_by_scheme.items():
         links = results.get("link_bytes") or {}
-        name = link if link is not None else max(links, key=links.get, default=None)
+        name = link if link is not None else max(links, key=lambda k: links[k], default=None)
         train = "seconds" not in results
         summary[scheme] = {"time_s": results.get("step_time_s" if train else "seconds"),
                            "final_accuracy": results.get("final_accuracy"),

@@ -21,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -431,7 +432,7 @@ class Run:
                                 f"(logs in {self.logs})")
             time.sleep(POLL_S)
 
-    def poll(self, ignore: set[str] = frozenset()) -> bool:
+    def poll(self, ignore: Set[str] = frozenset()) -> bool:
         """True once every watched process exited 0; RunFailed for a failed process or a dead switch
         (`ignore`: process and switch names killed on purpose)."""
         procs = [p for p in self.processes() if p.name not in ignore]
@@ -450,9 +451,7 @@ class Run:
     def collect(self) -> None:
         """Counters of every switch (ports, and the jobs in the switches), and the traffic managers' queues."""
         from controller.monitor import queue_stats
-        from testbed import report
-
-        from testbed import fidelity
+        from testbed import fidelity, report
 
         job_ids = [j.job_id for j in self.jobs if j.job_id is not None]
         self.counters = report.collect_counters(self.topo, self.conns, job_ids)

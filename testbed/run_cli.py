@@ -14,7 +14,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from testbed.run import Reporter
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,13 +38,13 @@ def config_from_args(args: argparse.Namespace, defaults: Any = None) -> Any:
     return from_options(RunConfig, args, defaults)
 
 
-class RichReporter:
+class RichReporter(Reporter):
     """Phases as lines, training as a progress bar with the latest epoch, loss, accuracy, step time."""
 
     def __init__(self, console: Any):
         self.console = console
-        self.progress = None
-        self.task = None
+        self.progress: Progress | None = None
+        self.task: TaskID | None = None
         self.accuracy = "-"
 
     def status(self, message: str) -> None:
@@ -61,6 +66,7 @@ class RichReporter:
                                f"  test accuracy {self.accuracy}  step {record['step_time_s'] * 1000:.1f} ms")
         info = (f"epoch {record['epoch']}  loss {record['loss']:.4f}  acc {self.accuracy}  "
                 f"step {record['step_time_s'] * 1000:.1f} ms")
+        assert self.task is not None, "added with the progress bar"
         self.progress.update(self.task, completed=record["step"] + 1, info=info)
 
     def finished(self) -> None:

@@ -33,8 +33,8 @@ every transmitted packet has come back over the socket. A multicast's death is b
 with its replica count (same thread, next line), so the count never touches zero in between.
 No timing assumption: a run takes as long as BMv2 needs, within a generous timeout that names
 what is still missing. The messages are simple_switch 1.15's (tests/test_bmv2_ref_accounting.py
-holds them); a BMv2 that words them differently shows up as that timeout, not as a wrong result. Debug logging costs BMv2 some speed; aggnet.p4 at 364 lanes still runs
-a few hundred packets a second.
+holds them); a BMv2 that words them differently shows up as that timeout, not as a wrong result.
+Debug logging costs BMv2 some speed; aggnet.p4 at 364 lanes still runs a few hundred packets a second.
 """
 from __future__ import annotations
 
@@ -53,9 +53,9 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from controller.p4c import compile_bmv2
 from p4target import state as st
@@ -115,7 +115,7 @@ class Compiler:
         self._jobs: dict[str, concurrent.futures.Future] = {}
         self._lock = threading.Lock()
 
-    def __enter__(self) -> "Compiler":
+    def __enter__(self) -> Compiler:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -247,7 +247,7 @@ _BMV2_TOP_PRIORITY = (1 << 30)
 class _Register:
     """`state.register(name)` as the STF runner uses it (`.reset()`)."""
 
-    def __init__(self, state: "Bmv2State", name: str):
+    def __init__(self, state: Bmv2State, name: str):
         self._state, self.name = state, name
 
     def reset(self) -> None:
@@ -488,7 +488,7 @@ class Bmv2Switch:
             self.close()
             raise
 
-    def __enter__(self) -> "Bmv2Switch":
+    def __enter__(self) -> Bmv2Switch:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -35,7 +35,7 @@ def host_mac(i: int) -> str:
     return f"02:00:00:00:00:{i:02x}"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _program(lanes: int):
     name = "aggnet.p4" if lanes == 32 else f"aggnet_l{lanes}.p4"
     return load_program(os.path.join(P4SRC, name))
@@ -174,7 +174,7 @@ class Fabric:
         self.hosts[(sw, port)] = (host, addr)
         self.by_addr[addr] = (sw, port, host)
 
-    def start(self) -> "Fabric":
+    def start(self) -> Fabric:
         self._thread.start()
         return self
 
@@ -194,7 +194,7 @@ class Fabric:
         while not self._stop.is_set():
             try:
                 payload, src = self.sock.recvfrom(4096)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return

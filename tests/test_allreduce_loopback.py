@@ -71,7 +71,7 @@ def test_int_allreduce_exact_4_workers_with_staggered_start():
         fabric.close()
     assert errors == [] and fabric.errors == []
     expected = np.sum(inputs, axis=0, dtype=np.int32)
-    for rank, res in enumerate(results):
+    for res in results:
         *sums, stats = res
         for s in sums:
             np.testing.assert_array_equal(s, expected)

@@ -26,8 +26,7 @@ Control utility for runtime P4 table manipulation
 RuntimeCmd: AggIngress.agg_count[3]= 7
 RuntimeCmd: RuntimeCmd: AggIngress.agg_count= 0, 5, 0, 1
 RuntimeCmd: Error: Invalid register name (AggIngress.nope)
-RuntimeCmd: 
-"""
+""" + "RuntimeCmd: \n"  # the last prompt, with its trailing space
 
 
 def test_each_command_gets_the_text_after_its_prompt():

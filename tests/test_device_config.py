@@ -14,9 +14,9 @@ import grpc
 import pytest
 from finsy.proto import p4i, p4r
 from google.protobuf import text_format
+from p4rt_raw import RawClient
 
 from controller.installer import load_program
-from p4rt_raw import RawClient
 from p4target.device_config import device_config_source
 from p4target.errors import P4Error
 from p4target.runtime import RuntimeServer

@@ -34,7 +34,7 @@ def test_surviving_topology_and_replan_avoid_the_failure():
     job = Job("j", WORKERS)
     assert replan(topo, job).tree.root == "s1"
     without_s1 = surviving_topology(topo, dead_switches=("s1",))
-    assert "s1" not in without_s1.switches and all("s1" not in (l.a, l.b) for l in without_s1.links)
+    assert "s1" not in without_s1.switches and all("s1" not in (link.a, link.b) for link in without_s1.links)
     assert replan(without_s1, job).tree.root == "s2"
     routes = compute_routes(without_s1)
     for a in WORKERS:

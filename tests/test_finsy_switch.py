@@ -94,7 +94,7 @@ def received(sock: socket.socket, seconds: float = 1.5) -> list[bytes]:
         sock.settimeout(left)
         try:
             data = sock.recv(2048)
-        except socket.timeout:
+        except TimeoutError:
             break
         if data[12:14] in (TEST_ETHERTYPE.to_bytes(2, "big"), TO_CONTROLLER.to_bytes(2, "big")):
             out.append(data)

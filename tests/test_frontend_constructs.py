@@ -236,7 +236,7 @@ def test_apply_hit_miss_and_switch_on_action_run():
     assert isinstance(hit, ir.TableHitMiss) and hit.which == "hit" and hit.table.name == "acl"
     sw = s[1].else_.stmts[0]
     assert isinstance(sw.subject, ir.ActionRun) and sw.subject.table.name == "acl"
-    assert [[getattr(l, "name", None) for l in c.labels] for c in sw.cases] == [["fwd", "mark"], [None]]
+    assert [[getattr(label, "name", None) for label in c.labels] for c in sw.cases] == [["fwd", "mark"], [None]]
     assert isinstance(sw.cases[1].body.stmts[0], ir.Exit)
     vs = s[2]
     assert [c.labels[0].value for c in vs.cases] == [1, 2] and isinstance(vs.cases[0].body.stmts[0], ir.Return)

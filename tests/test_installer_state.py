@@ -2,8 +2,19 @@
 concrete aggnet.p4 entries on star4, tree2, leaf-spine and fat-tree k=4."""
 import pytest
 
-from controller.installer import (AGG_CHILD, AGG_HOST, AGG_JOB, IPV4_LPM, MCAST_GROUP_BASE, InstallError, Installer,
-                                  allocate_region, desired_state, job_spec, plan_job)
+from controller.installer import (
+    AGG_CHILD,
+    AGG_HOST,
+    AGG_JOB,
+    IPV4_LPM,
+    MCAST_GROUP_BASE,
+    Installer,
+    InstallError,
+    allocate_region,
+    desired_state,
+    job_spec,
+    plan_job,
+)
 from controller.placement import Job, place_jobs
 from controller.topology import load_topology
 

@@ -4,7 +4,6 @@ from pathlib import Path
 import pytest
 
 from p4target.frontend import load_program
-from p4target.pipeline import Pipeline
 from p4target.native.pipeline import ENGINES, make_pipeline
 
 DATA = Path(__file__).parent / "data" / "interp"

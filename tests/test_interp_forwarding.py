@@ -6,8 +6,8 @@ from scapy.all import ARP, IP, UDP, Ether
 
 from p4target import state as st
 from p4target.frontend import load_program
-from p4target.pipeline import Pipeline
 from p4target.native.pipeline import ENGINES, make_pipeline
+from p4target.pipeline import Pipeline
 
 DATA = Path(__file__).parent / "data" / "interp"
 TABLE = "MyIngress.ipv4_lpm"

@@ -6,8 +6,8 @@ import pytest
 from p4target.errors import P4Error
 from p4target.frontend import load_program, load_source
 from p4target.interp import hashes
-from p4target.pipeline import Pipeline
 from p4target.native.pipeline import ENGINES, make_pipeline
+from p4target.pipeline import Pipeline
 
 DATA = Path(__file__).parent / "data" / "interp"
 

@@ -5,7 +5,6 @@ import pytest
 
 from p4target import state as st
 from p4target.frontend import load_program
-from p4target.pipeline import Pipeline
 from p4target.native.pipeline import ENGINES, make_pipeline
 
 DATA = Path(__file__).parent / "data" / "interp"

@@ -112,7 +112,7 @@ def test_native_switch_forwards_counts_captures_and_stops(veths, tmp_path):
         while True:  # what the shaper still held
             try:
                 rx.recv(2048)
-            except socket.timeout:
+            except TimeoutError:
                 break
         draws = random.Random(7)
         kept = [n for n in range(40) if draws.random() >= 0.5]

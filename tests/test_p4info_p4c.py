@@ -4,9 +4,9 @@ Programs: p4c's v1model corpus (../shared/p4c-corpus, the ones listed as passing
 p4src/*.p4, and the test programs under tests/data/p4info and tests/data/runtime. A program
 `aggnet p4 compile` rejects is skipped (naming our error): the corpus test tracks those. p4c
 (`p4c --target bmv2 --arch v1model --p4runtime-files`, from PATH or /opt/p4ref; its back end
-p4c-bm2-ss is called directly when it is there) runs once per program per session, in parallel; with pytest's cache plugin on, its P4Info is also kept per
-program source and p4c version, so a second run compiles nothing. Without p4c every test skips
-with that reason.
+p4c-bm2-ss is called directly when it is there) runs once per program per session, in parallel;
+with pytest's cache plugin on, its P4Info is also kept per program source and p4c version, so a
+second run compiles nothing. Without p4c every test skips with that reason.
 
 `python tests/test_p4info_p4c.py [PROGRAM.p4...]` prints the differences, program by program.
 """
@@ -56,7 +56,7 @@ class Compiled:
         self.p4c: dict[Path, str] = {}
         self.p4c_errors: dict[Path, str] = {}
 
-    def run(self, paths: list[Path]) -> "Compiled":
+    def run(self, paths: list[Path]) -> Compiled:
         for path in paths:
             self._ours(path)
         accepted = [p for p in paths if p in self.ours]

@@ -1,8 +1,16 @@
 """controller.p4rt against the embedded target's real P4Runtime gRPC server (in-process,
 127.0.0.1, free port) running p4src/aggnet.p4."""
 import pytest
-from finsy import (P4CloneSessionEntry, P4CounterData, P4CounterEntry, P4MulticastGroupEntry, P4RegisterEntry,
-                   P4TableAction, P4TableEntry, P4TableMatch)
+from finsy import (
+    P4CloneSessionEntry,
+    P4CounterData,
+    P4CounterEntry,
+    P4MulticastGroupEntry,
+    P4RegisterEntry,
+    P4TableAction,
+    P4TableEntry,
+    P4TableMatch,
+)
 from finsy.p4entity import P4Replica
 from finsy.proto import p4i, p4r
 from google.protobuf import text_format

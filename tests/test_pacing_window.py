@@ -1,8 +1,8 @@
 """hosts.pacing: the window policies the all-reduce client uses, and the MLfabric-style job weights."""
 import pytest
 
-from protocol.job import JobSpec, JobSpecError
 from hosts.pacing import Aimd, Window, make_window, transfer_weights
+from protocol.job import JobSpec, JobSpecError
 
 
 def test_fixed_window_always_allows_the_whole_slot_window():

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 from finsy.proto import p4i, p4r
+from p4rt_raw import RawClient, write_codes
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from p4rt_raw import RawClient, write_codes
 from p4target.runtime import RuntimeServer
 
 PROGRAM = Path(__file__).parent / "data" / "runtime" / "profiles.p4"
 SWEEP = 0.1  # seconds between ageing sweeps here (BMv2's default is 1 s)
 TIMEOUT_NS = 300_000_000
-I, M = p4r.Update.INSERT, p4r.Update.MODIFY
+INSERT, MODIFY = p4r.Update.INSERT, p4r.Update.MODIFY
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ def test_idle_entries_are_notified_and_a_hit_restarts_the_clock(switch):
     srv, client, _, ids = switch
     aging, forever = flow(ids, b"\x0a\x00\x00\x01", TIMEOUT_NS), flow(ids, b"\x0a\x00\x00\x02")
     start = time.monotonic()
-    assert write_codes(client, p4r.Update(type=I, entity=aging), p4r.Update(type=I, entity=forever)) == ["OK", "OK"]
+    assert write_codes(client, p4r.Update(type=INSERT, entity=aging), p4r.Update(type=INSERT, entity=forever)) == ["OK", "OK"]
     [(arrived, first)] = notifications(client, TIMEOUT_NS / 1e9 + 2 * SWEEP)[:1]
     assert arrived - start >= TIMEOUT_NS / 1e9
     [reported] = first.table_entry  # only the entry with a timeout, without its action
@@ -96,17 +96,17 @@ def test_idle_entries_are_notified_and_a_hit_restarts_the_clock(switch):
 def test_modify_changes_the_timeout_and_tables_without_support_refuse_one(switch):
     _, client, _, ids = switch
     entry = flow(ids, b"\x0a\x00\x00\x03")
-    assert write_codes(client, p4r.Update(type=I, entity=entry)) == ["OK"]
+    assert write_codes(client, p4r.Update(type=INSERT, entity=entry)) == ["OK"]
     assert notifications(client, 3 * SWEEP) == []  # no timeout: never ages
     entry.table_entry.idle_timeout_ns = 100_000_000
-    assert write_codes(client, p4r.Update(type=M, entity=entry)) == ["OK"]
+    assert write_codes(client, p4r.Update(type=MODIFY, entity=entry)) == ["OK"]
     assert notifications(client, 0.1 + 3 * SWEEP)
     ids_of = {p.preamble.name: p.preamble.id for p in switch[2].action_profiles}
     member = p4r.Entity(action_profile_member=p4r.ActionProfileMember(
         action_profile_id=ids_of["MyIngress.nhop_profile"], member_id=1,
         action=p4r.Action(action_id=ids["MyIngress.drop"])))
-    assert write_codes(client, p4r.Update(type=I, entity=member)) == ["OK"]
+    assert write_codes(client, p4r.Update(type=INSERT, entity=member)) == ["OK"]
     timed = flow(ids, b"\x01", TIMEOUT_NS, table="MyIngress.mac_a")  # mac_a has no support_timeout
-    assert write_codes(client, p4r.Update(type=I, entity=timed)) == ["INVALID_ARGUMENT"]
+    assert write_codes(client, p4r.Update(type=INSERT, entity=timed)) == ["INVALID_ARGUMENT"]
     timed.table_entry.idle_timeout_ns = 0
-    assert write_codes(client, p4r.Update(type=I, entity=timed)) == ["OK"]
+    assert write_codes(client, p4r.Update(type=INSERT, entity=timed)) == ["OK"]

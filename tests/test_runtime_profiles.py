@@ -27,7 +27,7 @@ from p4target.runtime import RuntimeServer
 
 PROGRAM = Path(__file__).parent / "data" / "runtime" / "profiles.p4"
 CPU_PORT = 255
-I, M, D = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
+INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
 Entity = p4r.Entity
 
 
@@ -104,11 +104,11 @@ def chosen_marks(client: RawClient, frames: list[bytes]) -> list[int]:
 
 SELECTION_WRITES = [
     # members created 30, 10, 20, 40, then 10 deleted and 50 created: 50 reuses 10's handle
-    *[(I, ("nhop", m, mark)) for m, mark in ((30, 3), (10, 1), (20, 2), (40, 4))],
-    (D, ("nhop", 10, 1)), (I, ("nhop", 50, 5)),
-    (I, ("group", 1, {40: 1, 20: 1, 50: 1, 30: 1})),
-    (I, ("group", 2, {20: 2, 30: 1})),  # weights: member 20 twice as likely
-    (I, ("route", 10, {"group_id": 1})), (I, ("route", 11, {"group_id": 2})), (I, ("route", 12, {"member_id": 40})),
+    *[(INSERT, ("nhop", m, mark)) for m, mark in ((30, 3), (10, 1), (20, 2), (40, 4))],
+    (DELETE, ("nhop", 10, 1)), (INSERT, ("nhop", 50, 5)),
+    (INSERT, ("group", 1, {40: 1, 20: 1, 50: 1, 30: 1})),
+    (INSERT, ("group", 2, {20: 2, 30: 1})),  # weights: member 20 twice as likely
+    (INSERT, ("route", 10, {"group_id": 1})), (INSERT, ("route", 11, {"group_id": 2})), (INSERT, ("route", 12, {"member_id": 40})),
 ]
 
 
@@ -125,7 +125,7 @@ def apply_one_shot_writes(client: RawClient, ids: Ids) -> None:
     """The same routes programmed one-shot: weighted action sets straight in the entries."""
     for net, marks_and_weights in ((10, [(1, 1), (2, 2), (3, 1)]), (11, [(4, 3), (5, 1)]), (12, [(6, 1)])):
         entry = ids.route(net, action_profile_action_set=one_shot(ids, *marks_and_weights))
-        assert write_codes(client, *updates(I, entry)) == ["OK"], net
+        assert write_codes(client, *updates(INSERT, entry)) == ["OK"], net
 
 
 FRAMES = [packet(net, i) for net in (10, 11, 12) for i in range(12)]
@@ -136,11 +136,11 @@ FRAMES = [packet(net, i) for net in (10, 11, 12) for i in range(12)]
 
 def test_members_groups_and_entries_read_back_as_written(switch):
     _, client, ids = switch
-    assert write_codes(client, *updates(I, ids.nhop(1, 0xA1), ids.nhop(2, 0xA2),
+    assert write_codes(client, *updates(INSERT, ids.nhop(1, 0xA1), ids.nhop(2, 0xA2),
                                         ids.member(ids.profile, 1, "MyIngress.set_port", b"\x07"))) == ["OK"] * 3
     group = ids.group(7, {1: 1, 2: 3}, max_size=8)
     group.action_profile_group.members[1].watch_port = b"\x05"  # kept and read back; ports never go down here
-    assert write_codes(client, *updates(I, group, ids.route(10, group_id=7), ids.route(11, member_id=2))) == ["OK"] * 3
+    assert write_codes(client, *updates(INSERT, group, ids.route(10, group_id=7), ids.route(11, member_id=2))) == ["OK"] * 3
     members = client.read(Entity(action_profile_member=p4r.ActionProfileMember()))  # every profile
     assert [(m.action_profile_member.action_profile_id, m.action_profile_member.member_id) for m in members] == \
         [(ids.selector, 1), (ids.selector, 2), (ids.profile, 1)]
@@ -153,19 +153,19 @@ def test_members_groups_and_entries_read_back_as_written(switch):
     assert [e.table_entry.action.WhichOneof("type") for e in entries] == \
         ["action_profile_group_id", "action_profile_member_id"]
     # what was read can be written back
-    assert write_codes(client, *updates(M, read_group, members[0], *entries)) == ["OK"] * 4
+    assert write_codes(client, *updates(MODIFY, read_group, members[0], *entries)) == ["OK"] * 4
     [default] = client.read(Entity(table_entry=p4r.TableEntry(table_id=ids.of["MyIngress.ecmp"], is_default_action=True)))
     assert not default.table_entry.HasField("action")  # BMv2: no default action with an action profile
     # a modified member changes what every entry and group naming it runs
-    assert write_codes(client, *updates(M, ids.nhop(2, 0xB2))) == ["OK"]
+    assert write_codes(client, *updates(MODIFY, ids.nhop(2, 0xB2))) == ["OK"]
     assert chosen_marks(client, [packet(11, 0)]) == [0xB2]
 
 
 def test_bad_writes_get_bmv2s_codes(switch):
     _, client, ids = switch
-    assert write_codes(client, *updates(I, ids.nhop(1, 1), ids.nhop(2, 2), ids.group(5, {}))) == ["OK"] * 3
+    assert write_codes(client, *updates(INSERT, ids.nhop(1, 1), ids.nhop(2, 2), ids.group(5, {}))) == ["OK"] * 3
     assert write_codes(client, *updates(
-        I,
+        INSERT,
         ids.nhop(1, 9),  # member id taken
         ids.member(ids.selector, 3, "MyIngress.set_port", b"\x01"),  # not an action of ecmp
         ids.group(6, {1: 0}),  # weights are positive
@@ -181,24 +181,24 @@ def test_bad_writes_get_bmv2s_codes(switch):
            "INVALID_ARGUMENT"]
     duplicate = ids.group(6, {1: 1})
     duplicate.action_profile_group.members.add(member_id=1, weight=1)
-    assert write_codes(client, *updates(I, duplicate)) == ["INVALID_ARGUMENT"]  # use weights instead
-    assert write_codes(client, *updates(I, ids.group(6, {1: 1}), ids.route(10, group_id=6), ids.route(11, member_id=2))) \
+    assert write_codes(client, *updates(INSERT, duplicate)) == ["INVALID_ARGUMENT"]  # use weights instead
+    assert write_codes(client, *updates(INSERT, ids.group(6, {1: 1}), ids.route(10, group_id=6), ids.route(11, member_id=2))) \
         == ["OK"] * 3
-    assert write_codes(client, *updates(D, ids.nhop(1, 1), ids.nhop(2, 2), ids.group(6, {}))) == \
+    assert write_codes(client, *updates(DELETE, ids.nhop(1, 1), ids.nhop(2, 2), ids.group(6, {}))) == \
         ["FAILED_PRECONDITION"] * 3  # still used by a group or an entry
     default = Entity(table_entry=p4r.TableEntry(table_id=ids.of["MyIngress.ecmp"], is_default_action=True,
                                                 action=p4r.TableAction(action=p4r.Action(action_id=ids.of["MyIngress.drop"]))))
-    assert write_codes(client, *updates(M, default)) == ["INVALID_ARGUMENT"]
-    assert write_codes(client, *updates(D, ids.route(10, group_id=6), ids.route(11, member_id=2), ids.group(6, {}),
+    assert write_codes(client, *updates(MODIFY, default)) == ["INVALID_ARGUMENT"]
+    assert write_codes(client, *updates(DELETE, ids.route(10, group_id=6), ids.route(11, member_id=2), ids.group(6, {}),
                                         ids.nhop(1, 1), ids.nhop(2, 2))) == ["OK"] * 5
 
 
 def test_rollback_restores_members_and_groups(switch):
     _, client, ids = switch
-    assert write_codes(client, *updates(I, ids.nhop(1, 1), ids.group(3, {1: 1}))) == ["OK"] * 2
+    assert write_codes(client, *updates(INSERT, ids.nhop(1, 1), ids.group(3, {1: 1}))) == ["OK"] * 2
     before = client.read(Entity(action_profile_member=p4r.ActionProfileMember()),
                          Entity(action_profile_group=p4r.ActionProfileGroup()))
-    batch = updates(I, ids.nhop(2, 2)) + updates(M, ids.group(3, {1: 1, 2: 1})) + updates(I, ids.nhop(1, 1))
+    batch = updates(INSERT, ids.nhop(2, 2)) + updates(MODIFY, ids.group(3, {1: 1, 2: 1})) + updates(INSERT, ids.nhop(1, 1))
     codes = write_codes(client, *batch, atomicity=p4r.WriteRequest.ROLLBACK_ON_ERROR)
     assert codes == ["ABORTED", "ABORTED", "ALREADY_EXISTS"]
     assert client.read(Entity(action_profile_member=p4r.ActionProfileMember()),
@@ -216,18 +216,18 @@ def test_one_shot_entries_hide_their_members_and_exclude_direct_programming(swit
     _, client, ids = switch
     first = ids.route(10, action_profile_action_set=one_shot(ids, (1, 1), (2, 2)))
     second = ids.route(11, action_profile_action_set=one_shot(ids, (3, 1)))
-    assert write_codes(client, *updates(I, first, second)) == ["OK", "OK"]
+    assert write_codes(client, *updates(INSERT, first, second)) == ["OK", "OK"]
     assert client.read(Entity(table_entry=p4r.TableEntry(table_id=ids.of["MyIngress.ecmp"]))) == [first, second]
     assert client.read(Entity(action_profile_member=p4r.ActionProfileMember()),
                        Entity(action_profile_group=p4r.ActionProfileGroup())) == []  # hidden, as on BMv2
-    assert write_codes(client, *updates(I, ids.nhop(7, 7), ids.group(7, {}))) == ["INVALID_ARGUMENT"] * 2  # no mixing
+    assert write_codes(client, *updates(INSERT, ids.nhop(7, 7), ids.group(7, {}))) == ["INVALID_ARGUMENT"] * 2  # no mixing
     assert {*chosen_marks(client, [packet(10, i) for i in range(12)])} == {1, 2}
     changed = ids.route(10, action_profile_action_set=one_shot(ids, (4, 1)))
-    assert write_codes(client, *updates(M, changed)) == ["OK"]
+    assert write_codes(client, *updates(MODIFY, changed)) == ["OK"]
     assert chosen_marks(client, [packet(10, 0), packet(11, 0)]) == [4, 3]
-    assert write_codes(client, *updates(D, changed, second)) == ["OK", "OK"]
-    assert write_codes(client, *updates(I, ids.nhop(7, 7), ids.route(12, member_id=7))) == ["OK", "OK"]  # freed
-    assert write_codes(client, *updates(I, first)) == ["INVALID_ARGUMENT"]  # now programmed directly
+    assert write_codes(client, *updates(DELETE, changed, second)) == ["OK", "OK"]
+    assert write_codes(client, *updates(INSERT, ids.nhop(7, 7), ids.route(12, member_id=7))) == ["OK", "OK"]  # freed
+    assert write_codes(client, *updates(INSERT, first)) == ["INVALID_ARGUMENT"]  # now programmed directly
 
 
 # ---------------------------------------------------------------------------- packets

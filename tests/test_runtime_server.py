@@ -24,6 +24,7 @@ from finsy import (
 from finsy.p4client import P4ClientError
 from finsy.proto import p4i, p4r
 from google.protobuf import text_format
+from p4rt_raw import RawClient, per_update_codes
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
@@ -32,8 +33,6 @@ from p4target.native.pipeline import ENGINES
 from p4target.p4info import build_p4info
 from p4target.runtime import RuntimeServer
 from p4target.runtime.errors import RuntimeStatus
-
-from p4rt_raw import RawClient, per_update_codes
 
 PROGRAM = Path(__file__).parent / "data" / "runtime" / "ipv4_cpu.p4"
 CPU_PORT = 255
@@ -63,9 +62,9 @@ def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 20))
 
 
-def ipv4_packet(dst: str = "10.0.1.5", proto_payload=UDP(sport=1234, dport=5678)) -> bytes:
+def ipv4_packet(dst: str = "10.0.1.5") -> bytes:
     return bytes(Ether(dst="00:00:00:00:00:01", src="00:00:00:00:00:02") /
-                 IP(src="192.168.1.7", dst=dst, ttl=64) / proto_payload / b"hello")
+                 IP(src="192.168.1.7", dst=dst, ttl=64) / UDP(sport=1234, dport=5678) / b"hello")
 
 
 def config_for(p4info_path: Path, cookie: int = 7) -> p4r.ForwardingPipelineConfig:
@@ -304,11 +303,11 @@ def test_batch_errors_report_per_update_status_and_keep_state(server, p4info_pat
     raw.write([p4r.Update(type=p4r.Update.INSERT, entity=good)], election_id=20)
     before = raw.read(p4r.Entity(table_entry=p4r.TableEntry()))
 
-    I, M, D = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
-    batch = [p4r.Update(type=I, entity=good), p4r.Update(type=I, entity=too_wide),
-             p4r.Update(type=I, entity=bad_prefix), p4r.Update(type=I, entity=acl_no_priority),
-             p4r.Update(type=I, entity=unknown_table), p4r.Update(type=M, entity=other),
-             p4r.Update(type=D, entity=other)]
+    INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
+    batch = [p4r.Update(type=INSERT, entity=good), p4r.Update(type=INSERT, entity=too_wide),
+             p4r.Update(type=INSERT, entity=bad_prefix), p4r.Update(type=INSERT, entity=acl_no_priority),
+             p4r.Update(type=INSERT, entity=unknown_table), p4r.Update(type=MODIFY, entity=other),
+             p4r.Update(type=DELETE, entity=other)]
     with pytest.raises(grpc.RpcError) as err:
         raw.write(batch, election_id=20)
     assert err.value.code() == grpc.StatusCode.UNKNOWN
@@ -318,8 +317,8 @@ def test_batch_errors_report_per_update_status_and_keep_state(server, p4info_pat
     assert raw.read(p4r.Entity(table_entry=p4r.TableEntry())) == before
 
     # ROLLBACK_ON_ERROR: the good insert is undone because a later update fails.
-    rollback = [p4r.Update(type=I, entity=other), p4r.Update(type=D, entity=good),
-                p4r.Update(type=I, entity=too_wide)]
+    rollback = [p4r.Update(type=INSERT, entity=other), p4r.Update(type=DELETE, entity=good),
+                p4r.Update(type=INSERT, entity=too_wide)]
     with pytest.raises(grpc.RpcError) as err:
         raw.write(rollback, election_id=20, atomicity=p4r.WriteRequest.ROLLBACK_ON_ERROR)
     assert per_update_codes(err.value) == [G.ABORTED.value[0], G.ABORTED.value[0], G.INVALID_ARGUMENT.value[0]]

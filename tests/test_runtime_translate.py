@@ -171,7 +171,8 @@ def test_counters_and_registers_wildcards_and_writes():
         == grpc.StatusCode.OUT_OF_RANGE
     assert code_of(lambda e: list(t.read(e)), entity("counter_entry { counter_id: 200 index { index: 4 } }")) \
         == grpc.StatusCode.OUT_OF_RANGE
-    assert code_of(t.apply, MODIFY, entity("register_entry { register_id: 400 index { index: 0 } data { bitstring: '\\001\\000\\000' } }")) \
+    assert code_of(t.apply, MODIFY, entity("register_entry { register_id: 400 index { index: 0 }"
+                                           " data { bitstring: '\\001\\000\\000' } }")) \
         == grpc.StatusCode.INVALID_ARGUMENT
     assert code_of(t.apply, INSERT, entity("register_entry { register_id: 400 index { index: 0 } data { bitstring: '\\001' } }")) \
         == grpc.StatusCode.INVALID_ARGUMENT
@@ -261,12 +262,14 @@ def test_direct_meter_config_through_table_entries_and_direct_meter_entries():
     plain, with_meter = (list(t.read(entity(f"table_entry {{ table_id: 102 {m} }}"))) for m in ("", "meter_config { }"))
     assert not any(e.table_entry.HasField("meter_config") for e in plain)  # only when the read asks for it
     assert [e.table_entry.meter_config.pir for e in with_meter] == [3, 0]
-    t.apply(MODIFY, entity(f"direct_meter_entry {{ table_entry {{ table_id: 102 match {{ field_id: 1 exact {{ value: '\\002' }} }} }} {config} }}"))
+    t.apply(MODIFY, entity("direct_meter_entry { table_entry { table_id: 102 match { field_id: 1 exact { value: '\\002' } } }"
+                           f" {config} }}"))
     cells = list(t.read(entity("direct_meter_entry { }")))  # every table with a direct meter
     assert [c.direct_meter_entry.config.cir for c in cells] == [1, 100]
     assert not cells[0].direct_meter_entry.table_entry.HasField("action")
-    assert code_of(t.apply, MODIFY, entity(f"direct_meter_entry {{ table_entry {{ table_id: 102 match {{ field_id: 1 exact {{ value: '\\003' }} }} }} {config} }}")) \
-        == grpc.StatusCode.NOT_FOUND
+    missing = entity("direct_meter_entry { table_entry { table_id: 102 match { field_id: 1 exact { value: '\\003' } } }"
+                     f" {config} }}")
+    assert code_of(t.apply, MODIFY, missing) == grpc.StatusCode.NOT_FOUND
     assert code_of(t.apply, MODIFY, entity(f"direct_meter_entry {{ table_entry {{ table_id: 100 }} {config} }}")) \
         == grpc.StatusCode.INVALID_ARGUMENT  # c.lpm has no direct meter
 

@@ -172,7 +172,6 @@ def test_bad_writes_get_their_status_codes_and_leave_state_unchanged(pipeline):
     from finsy import P4Schema, P4TableAction, P4TableEntry, P4TableMatch, Switch
     from finsy.p4client import P4ClientError
     from finsy.proto import p4r
-
     from test_runtime_server import per_update_codes
 
     net = pipeline

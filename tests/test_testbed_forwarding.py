@@ -80,7 +80,7 @@ def network(tmp_path_factory):
         p4info = write_p4info(tb.build_dir)
         asyncio.run(program_switch(address, s1.device_id, p4info, topo))
         yield tb, topo, address, s1.device_id, p4info
-    assert [l for l in os.popen("ip -o link").read().splitlines() if "-eth" in l] == []
+    assert [line for line in os.popen("ip -o link").read().splitlines() if "-eth" in line] == []
 
 
 def test_ping_all_pairs_and_port_counters_match(network):

@@ -22,7 +22,7 @@ def test_live_records_keeps_live_owners_and_removes_nothing(tmp_path, monkeypatc
     state = tmp_path / "state"
     (state / "testbed-5.json").write_text("{half written")
     (state / "testbed-6.json").write_text("[1, 2]")
-    (state / "notes.json").write_text('{"owner": %d}' % me)  # not a testbed record
+    (state / "notes.json").write_text(f'{{"owner": {me}}}')  # not a testbed record
     before = sorted(os.listdir(state))
     assert clean.live_records() == [live]
     assert sorted(os.listdir(state)) == before

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from hosts.comm import Endpoint
 

@@ -3,8 +3,7 @@
 tree.py cuts a job's aggregation tree out of a topology; algorithms.py places aggregators on
 one tree; jobs.py shares switch slot budgets among several jobs.
 """
-from controller.placement.algorithms import (ALGORITHMS, Placement, evaluate, link_name, min_congestion, place,
-                                             soar)
+from controller.placement.algorithms import ALGORITHMS, Placement, evaluate, link_name, min_congestion, place, soar
 from controller.placement.jobs import Job, JobPlacement, place_jobs
 from controller.placement.tree import WEIGHT_MODES, AggTree, PlacementError, job_tree
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import numpy as np
 
@@ -75,8 +75,9 @@ def evaluate(tree: AggTree, blue: Iterable[str], algo: str = "given") -> Placeme
         if up is not None:
             messages[link_name(up)] = sent
             loads[link_name(up)] = sent * tree.weight(up)
-        if tree.parent[v] is not None:
-            received[tree.parent[v]] += sent
+        parent = tree.parent[v]
+        if parent is not None:
+            received[parent] += sent
     aggregators = blue | ({tree.root} if tree.sink is None else set())
     return Placement(algo=algo, aggregators=tuple(sorted(aggregators)), blue=tuple(sorted(blue)),
                      utilization=float(sum(loads.values())), max_link_load=max(loads.values(), default=0.0),
@@ -200,7 +201,7 @@ def soar(tree: AggTree, k: int, eligible: Iterable[str] | None = None) -> Placem
         choice[v] = blue < red
         table[v] = np.minimum(red, blue)
 
-    best = (sink_root if free_root else table[tree.root])[0]
+    best = (table[tree.root] if sink_root is None else sink_root)[0]  # sink_root: set when free_root
     stack = [(tree.root, 0, int(np.argmin(best)))]
     chosen = []
     while stack:
@@ -226,7 +227,8 @@ def _ancestor_distances(tree: AggTree) -> dict[str, np.ndarray]:
             dist[v] = np.zeros(0)
             continue
         w = tree.weight(up)
-        above = dist[tree.parent[v]] if tree.parent[v] is not None else np.zeros(0)
+        parent = tree.parent[v]
+        above = dist[parent] if parent is not None else np.zeros(0)
         dist[v] = np.concatenate(([w], w + above))
     return dist
 
@@ -269,6 +271,7 @@ def min_congestion(tree: AggTree, k: int, eligible: Iterable[str] | None = None)
         else:
             hi = mid
     best = _congestion_feasible(tree, k, allowed, sub, candidates[lo])
+    assert best is not None, "the largest candidate is always feasible"
     return evaluate(tree, best, "congestion")
 
 

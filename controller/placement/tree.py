@@ -14,8 +14,8 @@ Only the upward aggregation traffic is modelled; the multicast of the result is 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import networkx as nx
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional, Union
 
 from lark import Token, Tree
 
@@ -17,8 +16,7 @@ from ..errors import P4Error
 from . import ir
 from .passes.walk import completes, same_expr
 from .preprocess import Source
-from .typing import (BIT32, BOOL, COMPARE, ERROR, INFINT, MATCH_KIND, STRING, VOID, fold_binary, is_key, is_numeric,
-                     same_type, wrap)
+from .typing import BIT32, BOOL, COMPARE, ERROR, INFINT, MATCH_KIND, STRING, VOID, fold_binary, is_key, is_numeric, same_type, wrap
 
 _INT = re.compile(r"(?:(\d+)([ws]))?(0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|0[dD][0-9_]+|\d[0-9_]*)$")
 _HEADER_METHODS = {"isValid": BOOL, "setValid": VOID, "setInvalid": VOID}
@@ -29,7 +27,7 @@ _V1SWITCH_STAGES = ["parser", "verify_checksum", "ingress", "egress", "compute_c
 class Scope:
     """A chain of name -> declaration maps."""
 
-    def __init__(self, parent: Optional["Scope"] = None):
+    def __init__(self, parent: Scope | None = None):
         self.parent = parent
         self.names: dict[str, object] = {}
 
@@ -49,8 +47,8 @@ class Context:
     `MyIngress.sub` inside an instance `sub`); `block` the Parser/Control being built.
     """
 
-    def __init__(self, kind: str, name: Optional[str] = None, block=None, prefix: Optional[str] = None,
-                 function: Optional[ir.Function] = None):
+    def __init__(self, kind: str, name: str | None = None, block=None, prefix: str | None = None,
+                 function: ir.Function | None = None):
         self.kind = kind  # "top", "parser", "control", "action", "state", "function"
         self.name = name
         self.block = block
@@ -80,7 +78,7 @@ class BlockDecl:
     node: Tree
     ctor_params: list[ir.Param]
     type_params: list[str]
-    checked: Union[ir.Parser, ir.Control, None] = None  # without constructor parameters: the declaration itself
+    checked: ir.Parser | ir.Control | None = None  # without constructor parameters: the declaration itself
     building: bool = field(default=False)
 
 
@@ -168,7 +166,8 @@ class Checker:
         for decl in tree.children:
             self.declaration(decl)
         if self.program.main is None:
-            raise P4Error("no main package instantiation (V1Switch(...) main;)", self.source.line_map[-1][0] if self.source.line_map else None)
+            last_line = self.source.line_map[-1][0] if self.source.line_map else None
+            raise P4Error("no main package instantiation (V1Switch(...) main;)", last_line)
         return self.program
 
     def declaration(self, node: Tree) -> None:
@@ -180,7 +179,7 @@ class Checker:
     def decl_empty(self, node: Tree) -> None:
         return None
 
-    def decl_const_decl(self, node: Tree, scope: Optional[Scope] = None) -> ir.ConstDecl:
+    def decl_const_decl(self, node: Tree, scope: Scope | None = None) -> ir.ConstDecl:
         scope = scope or self.top
         ann, type_node, name_node, value_node = node.children
         t = self.resolve_type(type_node, scope)
@@ -378,7 +377,7 @@ class Checker:
             raise self.error(name_node, f"Function '{name}' does not return a value on all paths")
         return f
 
-    def generic_call(self, g: "GenericFunction", args: list, scope: Scope, node, explicit: Optional[list]) -> ir.FunctionCall:
+    def generic_call(self, g: GenericFunction, args: list, scope: Scope, node, explicit: list | None) -> ir.FunctionCall:
         """A call of a generic function: its type arguments (explicit or inferred from the
         arguments) pick the instance of the function checked for them."""
         bindings = self.explicit_bindings(g.type_params, explicit, node, g.name)
@@ -418,7 +417,7 @@ class Checker:
 
     # ------------------------------------------------------------------ actions
 
-    def decl_action_decl(self, node: Tree, scope: Optional[Scope] = None, prefix: Optional[str] = None) -> ir.Action:
+    def decl_action_decl(self, node: Tree, scope: Scope | None = None, prefix: str | None = None) -> ir.Action:
         scope = scope or self.top
         ann, name_node, params_node, body = node.children
         name = self.name_of(name_node)
@@ -443,7 +442,7 @@ class Checker:
 
     # ------------------------------------------------------------------ instances
 
-    def decl_instantiation(self, node: Tree, scope: Optional[Scope] = None, prefix: Optional[str] = None):
+    def decl_instantiation(self, node: Tree, scope: Scope | None = None, prefix: str | None = None):
         scope = scope or self.top
         ann, type_node, args_node, name_node = node.children
         name = self.name_of(name_node)
@@ -469,7 +468,7 @@ class Checker:
         return inst
 
     def extern_instance(self, node: Tree, type_node: Tree, args_node, name: str, anns: ir.Annotations, loc: ir.Loc,
-                        scope: Scope, control: Optional[str]) -> ir.ExternInstance:
+                        scope: Scope, control: str | None) -> ir.ExternInstance:
         """An extern object built by `type_node(args)`, checked against the extern's constructors."""
         base = type_node.children[0] if type_node.data == "specialized_type" else type_node
         if type_node.data not in ("type_name", "specialized_type"):
@@ -565,7 +564,7 @@ class Checker:
             decl.checked = self.build_block(decl, name, {})
             (self.program.parsers if kind == "parser" else self.program.controls)[name] = decl.checked
 
-    def build_block(self, decl: BlockDecl, prefix: str, bindings: dict) -> Union[ir.Parser, ir.Control]:
+    def build_block(self, decl: BlockDecl, prefix: str, bindings: dict) -> ir.Parser | ir.Control:
         """Check a parser/control declaration for one instance."""
         if decl.building:
             raise self.error(self.loc(decl.node.children[1]), f"{decl.name}: recursive instantiation")
@@ -867,7 +866,7 @@ class Checker:
         if len(args) != len(action.params):
             raise self.error(name_node, f"{what}: action {aname} expects {len(action.params)} arguments, got {len(args)}")
         values = []
-        for i, (p, (kw, n)) in enumerate(zip(action.params, args)):
+        for i, (p, (_kw, n)) in enumerate(zip(action.params, args)):
             if p.direction:
                 v = self.expr(n, scope)
                 if not same_expr(v, ref.args[i]):
@@ -1156,7 +1155,8 @@ class Checker:
         tok = node.children[0] if isinstance(node, Tree) else node
         m = _INT.match(str(tok))
         width, sign, digits = m.group(1), m.group(2), m.group(3).replace("_", "")
-        base = {"x": 16, "b": 2, "o": 8, "d": 10}.get(digits[1:2].lower(), 10) if len(digits) > 1 and digits[0] == "0" and digits[1].isalpha() else 10
+        has_prefix = len(digits) > 1 and digits[0] == "0" and digits[1].isalpha()
+        base = {"x": 16, "b": 2, "o": 8, "d": 10}.get(digits[1:2].lower(), 10) if has_prefix else 10
         value = int(digits[2:], base) if base != 10 or (len(digits) > 1 and digits[1] in "dD") else int(digits)
         loc = self.loc(tok)
         if width is None:
@@ -1169,7 +1169,7 @@ class Checker:
             raise self.error(tok, f"{tok}: value does not fit in {t}")
         return ir.Constant(t, loc, wrap(value, t), base)
 
-    def expr(self, node, scope: Scope, expected: Optional[ir.Type] = None) -> ir.Expr:
+    def expr(self, node, scope: Scope, expected: ir.Type | None = None) -> ir.Expr:
         """Type an expression tree. `expected` only guides `{...}` initializers."""
         kind = node.data
         loc = self.loc(node)
@@ -1511,7 +1511,7 @@ class Checker:
 
     # ------------------------------------------------------------------ calls
 
-    def arg_nodes(self, node: Tree) -> list[tuple[Optional[str], object]]:
+    def arg_nodes(self, node: Tree) -> list[tuple[str | None, object]]:
         """Arguments as (keyword or None, expression tree)."""
         out = []
         for a in node.children:
@@ -1564,13 +1564,14 @@ class Checker:
                     out.append(e)
                     continue
                 if isinstance(t, ir.DontCareType) or not same_type(e.type, t):
-                    raise self.error(n, f"{what}: argument {self.text(n)} of type {e.type} for {p.direction} parameter {p.name}: Cannot unify {e.type} to {t}")
+                    raise self.error(n, f"{what}: argument {self.text(n)} of type {e.type} for {p.direction} parameter {p.name}: "
+                                        f"Cannot unify {e.type} to {t}")
                 out.append(e)
             else:
                 out.append(self.coerce(e, t, n))
         return out
 
-    def explicit_bindings(self, type_params: list[str], explicit: Optional[list], node, what: str) -> dict:
+    def explicit_bindings(self, type_params: list[str], explicit: list | None, node, what: str) -> dict:
         """Bindings from explicit type arguments `f<T1, T2>(...)`."""
         if explicit is None:
             return {}
@@ -1578,7 +1579,7 @@ class Checker:
             raise self.error(node, f"{what}: expected {len(type_params)} type arguments, got {len(explicit)}")
         return dict(zip(type_params, explicit))
 
-    def call(self, callee: Tree, args_node: Tree, scope: Scope, node, explicit: Optional[list] = None) -> ir.Expr:
+    def call(self, callee: Tree, args_node: Tree, scope: Scope, node, explicit: list | None = None) -> ir.Expr:
         loc = self.loc(node)
         args = self.arg_nodes(args_node)
         if callee.data == "member":
@@ -1599,7 +1600,8 @@ class Checker:
             base = self.expr(base_node, scope)
             t = base.type
             if isinstance(t, ir.ExternType):
-                overloads = [m for m in t.decl.methods.get(method, []) if len(m.params) >= len(args) >= len([p for p in m.params if p.default is None])]
+                overloads = [m for m in t.decl.methods.get(method, [])
+                             if len(m.params) >= len(args) >= len([p for p in m.params if p.default is None])]
                 if not overloads:
                     if method not in t.decl.methods:
                         raise self.error(name_node, f"{t.name} has no method {method}")
@@ -1617,7 +1619,8 @@ class Checker:
                     return ir.ExternMethodCall(VOID, loc, base, "advance", [skip], [], t.decl.methods["advance"][0])
                 if method == "extract" and values and not isinstance(values[0].type, ir.HeaderType):
                     raise self.error(node, f"extract needs a header, {self.text(args[0][1])} has type {values[0].type}")
-                if method == "emit" and values and not isinstance(values[0].type, (ir.HeaderType, ir.StackType, ir.StructType, ir.HeaderUnionType)):
+                emittable = (ir.HeaderType, ir.StackType, ir.StructType, ir.HeaderUnionType)
+                if method == "emit" and values and not isinstance(values[0].type, emittable):
                     raise self.error(node, f"emit needs a header, stack or struct of headers, not {values[0].type}")
                 return ir.ExternMethodCall(ret, loc, base, method, values, targs, m)
             if isinstance(t, (ir.HeaderType, ir.HeaderUnionType)) and method in _HEADER_METHODS:

@@ -146,8 +146,6 @@ Examples: @name("x") -> ["x"], @id(5) -> [5], @field_list(1) -> [1], @hidden -> 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Union
-
 
 # --------------------------------------------------------------------------- locations
 
@@ -182,7 +180,7 @@ class Annotation:
 class Annotations(list):
     """A list of Annotation with lookups by name."""
 
-    def get(self, name: str) -> Optional[Annotation]:
+    def get(self, name: str) -> Annotation | None:
         """The last annotation called `name`, or None."""
         found = None
         for a in self:
@@ -193,12 +191,12 @@ class Annotations(list):
     def has(self, name: str) -> bool:
         return self.get(name) is not None
 
-    def get_str(self, name: str) -> Optional[str]:
+    def get_str(self, name: str) -> str | None:
         """First argument of @name(...) as a string, e.g. @name("x") -> "x"."""
         a = self.get(name)
         return str(a.args[0]) if a is not None and a.args else None
 
-    def get_int(self, name: str) -> Optional[int]:
+    def get_int(self, name: str) -> int | None:
         """First argument of @name(...) as an int, e.g. @id(5) -> 5."""
         a = self.get(name)
         if a is None or not a.args or not isinstance(a.args[0], int):
@@ -311,7 +309,7 @@ class StructLikeType(Type):
     annotations: Annotations = field(default_factory=Annotations)
     loc: Loc = NOWHERE
 
-    def field(self, name: str) -> Optional[Field]:
+    def field(self, name: str) -> Field | None:
         for f in self.fields:
             if f.name == name:
                 return f
@@ -364,7 +362,7 @@ class EnumType(Type):
 
     name: str
     members: list[str] = field(default_factory=list)
-    underlying: Optional[Type] = None  # BitsType/IntType for serializable enums
+    underlying: Type | None = None  # BitsType/IntType for serializable enums
     values: dict[str, int] = field(default_factory=dict)  # serializable enums only
     annotations: Annotations = field(default_factory=Annotations)
     loc: Loc = NOWHERE
@@ -413,7 +411,7 @@ class ExternType(Type):
 
     name: str
     type_args: tuple = ()
-    decl: Optional["ExternDecl"] = field(default=None, repr=False)
+    decl: ExternDecl | None = field(default=None, repr=False)
 
     def __str__(self) -> str:
         if self.type_args:
@@ -523,7 +521,7 @@ class VarRef(Expr):
     """A local variable or a parameter. `decl` is the Param or VarDecl (compare by identity)."""
 
     name: str = ""
-    decl: Union["Param", "VarDecl", None] = None
+    decl: Param | VarDecl | None = None
 
     @property
     def direction(self) -> str:
@@ -536,14 +534,14 @@ class InstanceRef(Expr):
     """An extern instance (register, counter, ...); type is ExternType."""
 
     name: str = ""
-    decl: Optional["ExternInstance"] = None
+    decl: ExternInstance | None = None
 
 
 @dataclass(eq=False)
 class Member(Expr):
     """`expr.member`: header/struct field; for stacks `next`, `last`, `lastIndex`."""
 
-    expr: Optional[Expr] = None
+    expr: Expr | None = None
     member: str = ""
 
 
@@ -551,15 +549,15 @@ class Member(Expr):
 class ArrayIndex(Expr):
     """`stack[index]`."""
 
-    expr: Optional[Expr] = None
-    index: Optional[Expr] = None
+    expr: Expr | None = None
+    index: Expr | None = None
 
 
 @dataclass(eq=False)
 class Slice(Expr):
     """`expr[hi:lo]` with constant bounds; type bit<hi-lo+1>."""
 
-    expr: Optional[Expr] = None
+    expr: Expr | None = None
     hi: int = 0
     lo: int = 0
 
@@ -569,7 +567,7 @@ class Unary(Expr):
     """op: '-' (negate), '~' (complement), '!' (not)."""
 
     op: str = ""
-    expr: Optional[Expr] = None
+    expr: Expr | None = None
 
 
 @dataclass(eq=False)
@@ -581,24 +579,24 @@ class Binary(Expr):
     """
 
     op: str = ""
-    left: Optional[Expr] = None
-    right: Optional[Expr] = None
+    left: Expr | None = None
+    right: Expr | None = None
 
 
 @dataclass(eq=False)
 class Mux(Expr):
     """`cond ? then : else_`."""
 
-    cond: Optional[Expr] = None
-    then: Optional[Expr] = None
-    else_: Optional[Expr] = None
+    cond: Expr | None = None
+    then: Expr | None = None
+    else_: Expr | None = None
 
 
 @dataclass(eq=False)
 class Cast(Expr):
     """`(type) expr`; the target type is `.type`."""
 
-    expr: Optional[Expr] = None
+    expr: Expr | None = None
 
 
 @dataclass(eq=False)
@@ -623,7 +621,7 @@ class EnumMember(Expr):
     """`E.member`; type is the EnumType. `value` is set for serializable enums."""
 
     member: str = ""
-    value: Optional[int] = None
+    value: int | None = None
 
 
 @dataclass(eq=False)
@@ -642,11 +640,11 @@ class DontCare(Expr):
 class ExternMethodCall(Expr):
     """`target.method<type_args>(args)`: target's type is an ExternType."""
 
-    target: Optional[Expr] = None
+    target: Expr | None = None
     method: str = ""
     args: list[Expr] = field(default_factory=list)
     type_args: list[Type] = field(default_factory=list)
-    decl: Optional["ExternMethod"] = None
+    decl: ExternMethod | None = None
 
 
 @dataclass(eq=False)
@@ -656,14 +654,14 @@ class ExternFunctionCall(Expr):
     name: str = ""
     args: list[Expr] = field(default_factory=list)
     type_args: list[Type] = field(default_factory=list)
-    decl: Optional["ExternFunction"] = None
+    decl: ExternFunction | None = None
 
 
 @dataclass(eq=False)
 class ActionCall(Expr):
     """Direct call of an action: `a(x, y)` in a control body or another action."""
 
-    action: Optional["Action"] = None
+    action: Action | None = None
     args: list[Expr] = field(default_factory=list)
 
 
@@ -671,7 +669,7 @@ class ActionCall(Expr):
 class HeaderMethodCall(Expr):
     """`hdr.isValid()` / `setValid()` / `setInvalid()`; stacks: `push_front(n)`/`pop_front(n)`."""
 
-    header: Optional[Expr] = None
+    header: Expr | None = None
     method: str = ""
     args: list[Expr] = field(default_factory=list)
 
@@ -680,14 +678,14 @@ class HeaderMethodCall(Expr):
 class TableApply(Expr):
     """`t.apply()`; type TableResultType."""
 
-    table: Optional["Table"] = None
+    table: Table | None = None
 
 
 @dataclass(eq=False)
 class TableHitMiss(Expr):
     """`t.apply().hit` or `t.apply().miss`: applies the table, yields bool."""
 
-    table: Optional["Table"] = None
+    table: Table | None = None
     which: str = "hit"
 
 
@@ -695,14 +693,14 @@ class TableHitMiss(Expr):
 class ActionRun(Expr):
     """`t.apply().action_run`: applies the table; only a Switch subject."""
 
-    table: Optional["Table"] = None
+    table: Table | None = None
 
 
 @dataclass(eq=False)
 class FunctionCall(Expr):
     """`f(args)` of a P4 function (lowered away: inlined)."""
 
-    function: Optional["Function"] = None
+    function: Function | None = None
     args: list[Expr] = field(default_factory=list)
 
 
@@ -710,7 +708,7 @@ class FunctionCall(Expr):
 class ApplyCall(Expr):
     """`inst.apply(args)` of a sub-parser or sub-control instance (lowered away: inlined)."""
 
-    instance: Optional["BlockInstance"] = None
+    instance: BlockInstance | None = None
     args: list[Expr] = field(default_factory=list)
 
 
@@ -731,22 +729,22 @@ class Block(Stmt):
 class Assign(Stmt):
     """`lhs = rhs`; rhs already has lhs's type (literals typed, lists made StructExpr)."""
 
-    lhs: Optional[Expr] = None
-    rhs: Optional[Expr] = None
+    lhs: Expr | None = None
+    rhs: Expr | None = None
 
 
 @dataclass(eq=False)
 class MethodCallStmt(Stmt):
     """A call used as a statement (any call expression, incl. TableApply)."""
 
-    call: Optional[Expr] = None
+    call: Expr | None = None
 
 
 @dataclass(eq=False)
 class If(Stmt):
-    cond: Optional[Expr] = None
-    then: Optional[Stmt] = None
-    else_: Optional[Stmt] = None
+    cond: Expr | None = None
+    then: Stmt | None = None
+    else_: Stmt | None = None
 
 
 @dataclass(eq=False)
@@ -757,13 +755,13 @@ class SwitchCase:
     """
 
     labels: list
-    body: Optional[Block]
+    body: Block | None
     loc: Loc = NOWHERE
 
 
 @dataclass(eq=False)
 class Switch(Stmt):
-    subject: Optional[Expr] = None
+    subject: Expr | None = None
     cases: list[SwitchCase] = field(default_factory=list)
 
 
@@ -774,14 +772,14 @@ class Exit(Stmt):
 
 @dataclass(eq=False)
 class Return(Stmt):
-    value: Optional[Expr] = None
+    value: Expr | None = None
 
 
 @dataclass(eq=False)
 class VarDeclStmt(Stmt):
     """A local variable declaration inside a block; `decl.init` may be None."""
 
-    decl: Optional["VarDecl"] = None
+    decl: VarDecl | None = None
 
 
 # --------------------------------------------------------------------------- declarations
@@ -800,7 +798,7 @@ class Param:
     type: Type
     annotations: Annotations = field(default_factory=Annotations)
     loc: Loc = NOWHERE
-    default: Optional[Expr] = None  # optional parameter default value
+    default: Expr | None = None  # optional parameter default value
 
 
 @dataclass(eq=False)
@@ -812,7 +810,7 @@ class VarDecl:
 
     name: str
     type: Type
-    init: Optional[Expr] = None
+    init: Expr | None = None
     annotations: Annotations = field(default_factory=Annotations)
     loc: Loc = NOWHERE
 
@@ -828,7 +826,7 @@ class ConstDecl:
     loc: Loc = NOWHERE
 
 
-def _qualify(local: str, annotations: Annotations, control: Optional[str]) -> str:
+def _qualify(local: str, annotations: Annotations, control: str | None) -> str:
     name = annotations.get_str("name")
     if name is not None:
         if name.startswith("."):
@@ -852,7 +850,7 @@ class Action:
     body: Block
     annotations: Annotations = field(default_factory=Annotations)
     loc: Loc = NOWHERE
-    control: Optional[str] = None
+    control: str | None = None
 
     @property
     def control_plane_name(self) -> str:
@@ -956,7 +954,7 @@ class TableEntry:
 
     keys: list[KeySet]
     action: ActionBinding
-    priority: Optional[int] = None
+    priority: int | None = None
     annotations: Annotations = field(default_factory=Annotations)
     loc: Loc = NOWHERE
 
@@ -971,18 +969,18 @@ class Table:
     name: str
     keys: list[KeyElement] = field(default_factory=list)
     actions: list[ActionRef] = field(default_factory=list)
-    default_action: Optional[ActionBinding] = None  # None: NoAction
+    default_action: ActionBinding | None = None  # None: NoAction
     default_action_const: bool = False
     entries: list[TableEntry] = field(default_factory=list)
     entries_const: bool = False  # True for `const entries`
-    size: Optional[int] = None
-    direct_counter: Optional["ExternInstance"] = None  # `counters = my_direct_counter`
-    direct_meter: Optional["ExternInstance"] = None  # `meters = my_direct_meter`
-    implementation: Optional["ExternInstance"] = None  # action_profile/action_selector (`implementation = ...`)
+    size: int | None = None
+    direct_counter: ExternInstance | None = None  # `counters = my_direct_counter`
+    direct_meter: ExternInstance | None = None  # `meters = my_direct_meter`
+    implementation: ExternInstance | None = None  # action_profile/action_selector (`implementation = ...`)
     other_properties: dict[str, Expr] = field(default_factory=dict)
     annotations: Annotations = field(default_factory=Annotations)
     loc: Loc = NOWHERE
-    control: Optional[str] = None
+    control: str | None = None
 
     @property
     def control_plane_name(self) -> str:
@@ -1010,14 +1008,14 @@ class ExternInstance:
     args: list[Expr] = field(default_factory=list)
     annotations: Annotations = field(default_factory=Annotations)
     loc: Loc = NOWHERE
-    control: Optional[str] = None
+    control: str | None = None
 
     @property
     def control_plane_name(self) -> str:
         return _qualify(self.name, self.annotations, self.control)
 
     @property
-    def size(self) -> Optional[int]:
+    def size(self) -> int | None:
         """The first integer constructor argument (register/counter/meter size)."""
         for a in self.args:
             if isinstance(a, Constant):
@@ -1025,7 +1023,7 @@ class ExternInstance:
         return None
 
     @property
-    def kind(self) -> Optional[str]:
+    def kind(self) -> str | None:
         """CounterType/MeterType member ('packets', 'bytes', 'packets_and_bytes')."""
         for a in self.args:
             if isinstance(a, EnumMember):
@@ -1096,7 +1094,7 @@ class BlockInstance:
         return f"BlockInstance({self.name!r})"
 
     name: str
-    block: Union["Parser", "Control"]
+    block: Parser | Control
     annotations: Annotations = field(default_factory=Annotations)
     loc: Loc = NOWHERE
 
@@ -1195,7 +1193,7 @@ class Program:
     controls: dict[str, Control] = field(default_factory=dict)
     functions: dict[str, Function] = field(default_factory=dict)
     instances: list[ExternInstance] = field(default_factory=list)  # top-level extern instances
-    main: Optional[V1SwitchInstance] = None
+    main: V1SwitchInstance | None = None
     source: str = ""  # path of the top-level file
 
     def all_tables(self) -> list[Table]:

@@ -26,15 +26,26 @@ from __future__ import annotations
 import random
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from p4target import state as st
 from p4target.errors import P4Error
 from p4target.frontend import ir
 from p4target.interp import hashes
-from p4target.interp.layout import (CHUNK_BITS, WIDE_BITS, Frame, HeaderLayout, Layout, Local, StackLayout,
-                                    StructLayout, VarbitLayout, WideLayout, span)
+from p4target.interp.layout import (
+    CHUNK_BITS,
+    WIDE_BITS,
+    Frame,
+    HeaderLayout,
+    Layout,
+    Local,
+    StackLayout,
+    StructLayout,
+    VarbitLayout,
+    WideLayout,
+    span,
+)
 from p4target.interp.schema import digest_name, match_keys, table_actions
 from p4target.interp.vectorize import Vectorizer
 
@@ -863,7 +874,7 @@ class Compiler:
         self.emit(f"{fn}({', '.join(['F'] + data_args)})", ind + 1)
         self.emit("finally:", ind)
         ind += 1
-        for p, plan, arg in copy_out:
+        for _param, plan, arg in copy_out:
             if isinstance(arg, ir.Slice):
                 self.store_slice(arg, self.read(plan, ""), False, ind)
                 continue
@@ -974,7 +985,8 @@ class Compiler:
         for (ft, sub, fw), whole_chunks in zip(fields, unpacked):
             shift -= fw
             if whole_chunks:
-                self.emit(f"F[{sub.first}{off}:{sub.end}{off}] = {self.chunks_struct(sub.chunks)}.unpack_from(data, o + {(w - shift - fw) // 8})", ind)
+                unpack = f"{self.chunks_struct(sub.chunks)}.unpack_from(data, o + {(w - shift - fw) // 8})"
+                self.emit(f"F[{sub.first}{off}:{sub.end}{off}] = {unpack}", ind)
                 continue
             v = f"_v >> {shift}" if shift else "_v"
             if shift + fw < w:
@@ -1016,9 +1028,9 @@ class Compiler:
         nbytes = (w + 7) // 8
         self.emit(f"_v = _look(data, o, {nbytes}, {nbytes * 8 - w}, {self.errors['PacketTooShort']})", ind)
         shift = w
-        for st, sub, fw in slots:
+        for ftype, sub, fw in slots:
             shift -= fw
-            self.emit(self.write(sub, off, self.signed(st, f"(_v >> {shift}) & {_mask(fw)}")), ind)
+            self.emit(self.write(sub, off, self.signed(ftype, f"(_v >> {shift}) & {_mask(fw)}")), ind)
         for sub in _headers_in(lay):
             self.emit(f"F[{sub.valid}{off}] = True", ind)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 import zlib
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 
 def pack_fields(fields: Iterable[tuple[int, int]]) -> bytes:

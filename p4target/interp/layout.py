@@ -24,7 +24,6 @@ is only ever used by the one generated function that holds that block, so it is 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 from p4target.errors import P4Error
 from p4target.frontend import ir
@@ -81,7 +80,7 @@ class VarbitLayout:
 @dataclass
 class StructLayout:
     type: ir.StructLikeType
-    fields: dict[str, "Layout"]
+    fields: dict[str, Layout]
     first: int
     end: int
 
@@ -96,7 +95,7 @@ class StackLayout:
     end: int
 
 
-Layout = Union[int, Local, WideLayout, VarbitLayout, HeaderLayout, StructLayout, StackLayout]
+Layout = int | Local | WideLayout | VarbitLayout | HeaderLayout | StructLayout | StackLayout
 
 
 def span(layout: Layout) -> tuple[int, int]:

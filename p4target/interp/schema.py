@@ -10,7 +10,6 @@ from p4target.errors import P4Error
 from p4target.frontend import ir
 from p4target.p4info import constant_value, supports_timeout
 
-
 ERROR_KEY_BITS = 32  # an `error` table key (P4Info gives it no width) holds the error's number
 
 

@@ -43,7 +43,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -231,7 +232,7 @@ class Vectorizer:
             group = stmts[i + k * length:i + (k + 1) * length]
             mine = {id(s.decl): ("g", j) for j, s in enumerate(group) if isinstance(s, ir.VarDeclStmt)}
             consts: list = []
-            shape = tuple(_sig(s, lambda d: mine.get(id(d), id(d)), consts) for s in group)
+            shape = tuple(_sig(s, lambda d, mine=mine: mine.get(id(d), id(d)), consts) for s in group)
             values = [_value(node, attr) for node, attr in consts]
             if k == 0:
                 base, nodes, values0 = shape, consts, values

@@ -28,8 +28,7 @@ from dataclasses import dataclass, field
 
 from p4target.errors import P4Error
 from p4target.frontend import ir
-from p4target.interp.layout import (CHUNK_BITS, Frame, HeaderLayout, Layout, Local, StackLayout, StructLayout,
-                                    WideLayout, span)
+from p4target.interp.layout import CHUNK_BITS, Frame, HeaderLayout, Layout, Local, StackLayout, StructLayout, WideLayout, span
 from p4target.interp.schema import digest_name, match_keys, table_actions
 from p4target.p4info import supports_timeout
 

@@ -8,7 +8,8 @@ setters also reach the attached engine and whose stats add the engine's counts.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from p4target.native.engine import Engine
 from p4target.tm import DEFAULT_BURST_S, PortQueue, TrafficManager

@@ -11,7 +11,7 @@ the engine (`NativeMeterCell` forwards each configuration). The lock is the engi
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Iterable
+from collections.abc import Iterable
 
 import grpc
 from finsy.proto import p4r, rpc_status

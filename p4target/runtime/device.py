@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any
 
 import grpc
 from finsy.proto import p4i, p4r
@@ -42,11 +43,11 @@ class LoadedConfig:
     p4info: p4i.P4Info
     device_config: bytes
     cookie: int | None
-    pipeline: object  # p4target.pipeline.Pipeline
+    pipeline: Any  # a p4target.pipeline.Pipeline or a NativePipeline: the same methods, no common base
     translator: Translator
 
 
-def compile_source(source: str, filename: str, engine: str = "python") -> tuple[p4i.P4Info, object]:
+def compile_source(source: str, filename: str, engine: str = "python") -> tuple[p4i.P4Info, Any]:
     """(P4Info, pipeline on `engine`) of a P4 program; INVALID_ARGUMENT carrying the "FILE:LINE:COL: error:" line."""
     from p4target.frontend import load_source
     from p4target.native.pipeline import make_pipeline

@@ -7,7 +7,7 @@ google.rpc.Status details, which `batch_status` builds.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import grpc
 from finsy.proto import p4r, rpc_status

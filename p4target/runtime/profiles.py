@@ -16,7 +16,8 @@ member and group writes are refused, and the other way round (INVALID_ARGUMENT).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from finsy.proto import p4i, p4r
 
@@ -31,7 +32,7 @@ INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
 class ProfileTranslator:
     """The action-profile part of a Translator (same P4Info index and state)."""
 
-    def __init__(self, translator: "Translator"):
+    def __init__(self, translator: Translator):
         self._t = translator
         self._state = translator.state
         # (profile name, group id) -> {member id: Member carrying only its watch oneof}

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent import futures
-from typing import Callable, Iterator
 
 import grpc
 from finsy.proto import p4r, p4r_grpc
@@ -71,10 +71,10 @@ class RequestLog:
             message = shown
         elif isinstance(message, p4r.WriteRequest) and len(message.updates) > LOGGED_UPDATES:
             note = f"# ... and {len(message.updates) - LOGGED_UPDATES} more updates (not shown)\n"
-            shown = p4r.WriteRequest()
-            shown.CopyFrom(message)
-            del shown.updates[LOGGED_UPDATES:]
-            message = shown
+            trimmed = p4r.WriteRequest()
+            trimmed.CopyFrom(message)
+            del trimmed.updates[LOGGED_UPDATES:]
+            message = trimmed
         now = time.time()
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f".{int(now * 1000) % 1000:03d}"
         with self._lock:

@@ -19,7 +19,8 @@ written with `egress_port` is read back with `egress_port`, one written with `po
 from __future__ import annotations
 
 import time
-from typing import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import grpc
 from finsy.proto import p4d, p4i, p4r
@@ -314,7 +315,7 @@ class Translator:
                 self._replica_forms.pop(key, None)
                 return
             forms = _replica_forms_in(group.replicas)
-            calls = {INSERT: self.state.mc_group_insert, MODIFY: self.state.mc_group_modify}
+            calls: dict[int, Callable[..., None]] = {INSERT: self.state.mc_group_insert, MODIFY: self.state.mc_group_modify}
             state_call(calls[update_type], group.multicast_group_id, list(forms))
         elif kind == "clone_session_entry":
             session = pre.clone_session_entry
@@ -364,7 +365,7 @@ class Translator:
     def read(self, entity: p4r.Entity) -> Iterator[p4r.Entity]:
         """Entities matching a (possibly wildcard) read request entity."""
         kind = entity.WhichOneof("entity")
-        readers = {"table_entry": self._read_tables, "counter_entry": self._read_counters,
+        readers: dict[str, Callable[[Any], Iterator[p4r.Entity]]] = {"table_entry": self._read_tables, "counter_entry": self._read_counters,
                    "direct_counter_entry": self._read_direct_counters, "register_entry": self._read_registers,
                    "meter_entry": self._read_meters, "direct_meter_entry": self._read_direct_meters,
                    "packet_replication_engine_entry": self._read_pre, "digest_entry": self._read_digests,
@@ -501,8 +502,10 @@ class Translator:
                 out = p4r.DirectMeterEntry(table_entry=self._entry_out(table, entry, False))
                 out.table_entry.ClearField("action")
                 out.table_entry.ClearField("idle_timeout_ns")
-                if entry.meter.config is not None:
-                    out.config.CopyFrom(_meter_config_out(entry.meter.config))
+                cell = entry.meter
+                assert cell is not None, "entries of a table with a direct meter each have a cell"
+                if cell.config is not None:
+                    out.config.CopyFrom(_meter_config_out(cell.config))
                 yield p4r.Entity(direct_meter_entry=out)
 
     def _read_value_sets(self, vse: p4r.ValueSetEntry) -> Iterator[p4r.Entity]:

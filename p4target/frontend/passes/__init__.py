@@ -24,9 +24,9 @@ from .action_args import bind_table_action_args
 from .blocks import inline_blocks
 from .bmv2_limits import check_bmv2_limits
 from .functions import inline_calls, inline_functions
+from .header_unions import invalidate_union_siblings, lower_header_unions
 from .initializers import move_initializers
 from .new_types import erase_new_types
-from .header_unions import invalidate_union_siblings, lower_header_unions
 from .side_effects import SideEffectOrdering
 from .strength import reduce_strength, reduce_strength_in_action
 from .walk import walk

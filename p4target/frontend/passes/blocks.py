@@ -12,14 +12,12 @@ new state holding the rest of the calling state; one that rejects rejects.
 """
 from __future__ import annotations
 
-from typing import Union
-
 from ...errors import P4Error
 from .. import ir
 from .returns import remove_returns
 from .walk import clone, flat_map_stmts, map_block_exprs, same_expr, walk
 
-Block = Union[ir.Parser, ir.Control]
+Block = ir.Parser | ir.Control
 
 
 def inline_blocks(block: Block) -> None:

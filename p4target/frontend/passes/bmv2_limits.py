@@ -13,8 +13,6 @@ p4c's wording, so a program written against the embedded target moves to BMv2 un
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from ...errors import P4Error
 from .. import ir
 from .walk import walk
@@ -108,7 +106,7 @@ def _check_node(n) -> None:
             raise _fail("Expected 1 argument for mark_to_drop(). Are you using an up-to-date v1model.p4?", n.loc)
 
 
-def _slice_write(lhs: ir.Slice, rhs: Optional[ir.Expr]) -> None:
+def _slice_write(lhs: ir.Slice, rhs: ir.Expr | None) -> None:
     """p4c writes `x[hi:lo] = v` as a mask-and-or with `(bit<W>)v << lo`."""
     if lhs.lo > MAX_SHIFT:
         value = describe(rhs) if rhs is not None else "value"
@@ -116,7 +114,7 @@ def _slice_write(lhs: ir.Slice, rhs: Optional[ir.Expr]) -> None:
                     lhs.loc)
 
 
-def _table_paths(stmts: list[ir.Stmt], applied: Optional[frozenset]) -> Optional[frozenset]:
+def _table_paths(stmts: list[ir.Stmt], applied: frozenset | None) -> frozenset | None:
     """Tables applied so far on some path (None: no path goes on); raises on a table applied
     twice along one path, which BMv2's pipeline graph cannot express."""
     for s in stmts:
@@ -126,7 +124,7 @@ def _table_paths(stmts: list[ir.Stmt], applied: Optional[frozenset]) -> Optional
     return applied
 
 
-def _table_paths_stmt(s: ir.Stmt, applied: frozenset) -> Optional[frozenset]:
+def _table_paths_stmt(s: ir.Stmt, applied: frozenset) -> frozenset | None:
     def apply_in(e) -> frozenset:
         out = applied
         for n in walk(e):
@@ -160,7 +158,7 @@ def _table_paths_stmt(s: ir.Stmt, applied: frozenset) -> Optional[frozenset]:
     return applied
 
 
-def _union(a: Optional[frozenset], b: Optional[frozenset]) -> Optional[frozenset]:
+def _union(a: frozenset | None, b: frozenset | None) -> frozenset | None:
     if a is None:
         return b
     return a if b is None else a | b

@@ -8,8 +8,6 @@ parameters in order, then the assignment of the result.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from .. import ir
 from .returns import remove_returns
 from .walk import clone, flat_map_stmts
@@ -40,7 +38,7 @@ def _inline_stmt(s: ir.Stmt) -> list[ir.Stmt]:
     return [s]
 
 
-def _expand(call: ir.FunctionCall, target: Optional[ir.Expr]) -> ir.Block:
+def _expand(call: ir.FunctionCall, target: ir.Expr | None) -> ir.Block:
     f, loc = call.function, call.loc
     memo: dict = {}
     stmts: list[ir.Stmt] = []

@@ -3,14 +3,12 @@ apply block), as p4c's RemoveReturns does: a returned value goes to a variable, 
 statements after a return that may have run are guarded by a `returned` flag."""
 from __future__ import annotations
 
-from typing import Optional
-
 from .. import ir
 from ..typing import BOOL
 from .walk import completes, walk
 
 
-def remove_returns(stmts: list[ir.Stmt], loc: ir.Loc, result: Optional[ir.VarDecl] = None,
+def remove_returns(stmts: list[ir.Stmt], loc: ir.Loc, result: ir.VarDecl | None = None,
                    name: str = "returned") -> list[ir.Stmt]:
     """`stmts` without Return: `return e` becomes `result = e` (and sets the flag when later
     statements need guarding). Returns the new statements, flag declaration first if used."""
@@ -26,7 +24,7 @@ def remove_returns(stmts: list[ir.Stmt], loc: ir.Loc, result: Optional[ir.VarDec
 
 
 class _Rewriter:
-    def __init__(self, flag: ir.VarDecl, result: Optional[ir.VarDecl]):
+    def __init__(self, flag: ir.VarDecl, result: ir.VarDecl | None):
         self.flag = flag
         self.result = result
         self.flag_read = False

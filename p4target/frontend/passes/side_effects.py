@@ -10,8 +10,6 @@ runs only when P4's short-circuit rules say so.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from .. import ir
 from ..typing import BOOL
 from .walk import flat_map_stmts, walk
@@ -184,7 +182,7 @@ class SideEffectOrdering:
         pre.append(ir.Assign(e.loc, self.ref(decl, e.loc), e))
         return self.ref(decl, e.loc)
 
-    def declare(self, t: ir.Type, loc: ir.Loc, pre: list[ir.Stmt], init: Optional[ir.Expr] = None) -> ir.VarDecl:
+    def declare(self, t: ir.Type, loc: ir.Loc, pre: list[ir.Stmt], init: ir.Expr | None = None) -> ir.VarDecl:
         self.count += 1
         decl = ir.VarDecl(f"tmp_{self.count}", t, init, loc=loc)
         pre.append(ir.VarDeclStmt(loc, decl))

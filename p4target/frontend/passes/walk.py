@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from .. import ir
 
