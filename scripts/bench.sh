@@ -3,8 +3,11 @@
 # placement at scale, P4Runtime write/read rates against a real switch process, one worker's
 # all-reduce packets/s against a loopback peer (old client vs new), and
 # forwarding through a switch process between two namespaces, all-reduce goodput,
-# in-network vs parameter server, and training step time, in-network vs parameter server vs
-# ring at 20 Mb/s (compare/compare-*/comparison.json), on Mininet (root only).
+# in-network vs parameter server, the 1M-element all-reduce on star4 (allreduce-1m/*/results.json),
+# and the headline on Mininet (root only): the 1M-element
+# all-reduce and training, in-network vs ring vs parameter server, at 4 workers (star8) and 8
+# (star9), links at $AGGNET_BENCH_MBPS (default 100) Mb/s, each in
+# headline-{allreduce,train}-{4,8}/compare-*/comparison.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -18,8 +21,15 @@ $py scripts/bench_hosts.py --out "$out/hosts.json"
 if [ "$(id -u)" -eq 0 ]; then
   $py scripts/bench_switch.py --out "$out/switch.json"
   $py scripts/bench_allreduce.py --out "$out/allreduce.json"
-  $py -m testbed.cli compare --schemes innet,ps,ring --topo star8 --workers 4 --link-mbps 20 --steps 60 \
-    --lanes 128 --out "$out/compare"
+  $py -m testbed.cli run --workload allreduce --topo star4 --elements 1000000 --lanes 364 --out "$out/allreduce-1m"
+  mbps=${AGGNET_BENCH_MBPS:-100}
+  for workers in 4 8; do
+    topo=$([ "$workers" -eq 4 ] && echo star8 || echo star9)  # the server gets a host of its own
+    common=(--schemes innet,ring,ps --topo "$topo" --workers "$workers" --lanes 364 --link-mbps "$mbps")
+    $py -m testbed.cli compare "${common[@]}" --workload allreduce --elements 1000000 \
+      --out "$out/headline-allreduce-$workers"
+    $py -m testbed.cli compare "${common[@]}" --steps 100 --out "$out/headline-train-$workers"
+  done
 else
   echo "bench.sh: not root, skipping the Mininet benchmarks (switch process, all-reduce)" >&2
 fi

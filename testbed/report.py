@@ -305,6 +305,27 @@ def print_counters(counters: Mapping[str, Any], topology: Any = None, console: C
 
 # ---------------------------------------------------------------------------- comparison
 
+def accuracy_curve(records: list[dict]) -> list[tuple[float, float]]:
+    """(training time so far, test accuracy) at every evaluation of a worker's step records.
+
+    Step 0 is left out of the time: it holds the wait for the job's last worker process to start
+    (seconds of process start-up skew, different in every run), not the network's work."""
+    out, elapsed = [], 0.0
+    for record in records:
+        if record.get("step") != 0:
+            elapsed += record.get("step_time_s", 0.0)
+        if "test_accuracy" in record:
+            out.append((round(elapsed, 3), record["test_accuracy"]))
+    return out
+
+
+def time_to_accuracy(records: list[dict], target: float | None) -> float | None:
+    """Training time (as in accuracy_curve) until the first evaluation at or above `target`."""
+    if target is None:
+        return None
+    return next((t for t, accuracy in accuracy_curve(records) if accuracy >= target), None)
+
+
 def compare_summary(results_by_scheme: Mapping[str, Mapping[str, Any]], link: str | None = None) -> dict[str, dict]:
     """Per scheme: time_s (median step, or the all-reduce), final_accuracy (training) or correct
     (all-reduce), and the link compared: `link` (e.g. the parameter server's, "s1-h1") or, when
@@ -319,6 +340,12 @@ def compare_summary(results_by_scheme: Mapping[str, Mapping[str, Any]], link: st
                            "correct": None if train else results.get("allreduce_correct"),
                            "link": name, "link_bytes": links.get(name) if name else None,
                            "bottleneck": bottleneck_text(results.get("fidelity") or {})}
+    # training: the time each scheme took to the best accuracy every scheme reached
+    curves: dict[str, list[tuple[float, float]]] = {s: r.get("accuracy_curve") or [] for s, r in results_by_scheme.items()}
+    target = min((max(a for _, a in curve) for curve in curves.values() if curve), default=None)
+    for scheme, curve in curves.items():
+        reached = None if target is None else next((t for t, a in curve if a >= target), None)
+        summary[scheme].update(target_accuracy=target if curve else None, time_to_target_s=reached)
     return summary
 
 
@@ -332,14 +359,17 @@ def comparison_table(summary: Mapping[str, Mapping[str, Any]]) -> Table:
     """Schemes side by side, with ratios to the first scheme (the one the others are compared to)."""
     allreduce = any(s["correct"] is not None for s in summary.values())
     table = Table(title="schemes compared", title_justify="left")
+    target = next((s["target_accuracy"] for s in summary.values() if s["target_accuracy"] is not None), None)
+    reach = [] if target is None else [f"time to {target:.3f} (s)"]
     columns = ("scheme", "all-reduce (ms)" if allreduce else "step time (ms)", "sum" if allreduce else "accuracy",
-               "link", "link bytes", "bytes vs first", "time vs first", "bottleneck")
+               *reach, "link", "link bytes", "bytes vs first", "time vs first", "bottleneck")
     for column in columns:
         table.add_column(column, justify="left" if column in ("scheme", "sum", "link", "bottleneck") else "right")
     first = next(iter(summary.values()), {})
     for scheme, s in summary.items():
         quality = ("right" if s["correct"] else "WRONG") if allreduce else _fmt(s["final_accuracy"], 1, "{:.3f}")
-        table.add_row(scheme, _fmt(s["time_s"], 1000, "{:.1f}"), quality,
+        reached = [_fmt(s["time_to_target_s"], 1, "{:.2f}")] if reach else []
+        table.add_row(scheme, _fmt(s["time_s"], 1000, "{:.1f}"), quality, *reached,
                       s["link"] or "-", _fmt(s["link_bytes"], 1, "{:,.0f}"),
                       _ratio(s["link_bytes"], first.get("link_bytes")),
                       _ratio(s["time_s"], first.get("time_s")), s["bottleneck"])

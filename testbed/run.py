@@ -509,12 +509,15 @@ class Run:
         return {h: r for h in job.workers if (r := read_json(job.result_file(h, workload))) is not None}
 
     def train_results(self, job: JobRun) -> dict:
+        from testbed import report
+
         per_worker = self.per_worker(job)
         first = per_worker.get(job.workers[0], {})
-        steps = [r["step_time_s"] for r in read_jsonl(job.out / f"{job.workers[0]}.metrics.jsonl")]
+        records = read_jsonl(job.out / f"{job.workers[0]}.metrics.jsonl")
+        steps = [r["step_time_s"] for r in records]
         return {"final_accuracy": first.get("final_accuracy"), "final_loss": first.get("final_loss"),
                 "steps": len(steps), "step_time_s": statistics.median(steps) if steps else None,
-                "per_worker": per_worker}
+                "accuracy_curve": report.accuracy_curve(records), "per_worker": per_worker}
 
     def bench_results(self, job: JobRun) -> dict:
         reports = self.per_worker(job)

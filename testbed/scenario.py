@@ -33,6 +33,7 @@ from typing import Any
 
 from config import ConfigError, FieldProblem, load, option
 from testbed.config import RunConfig, resolve_topology
+from testbed.report import accuracy_curve, time_to_accuracy
 from testbed.run import REPO, JobRun, Run, RunFailed, read_json, read_jsonl
 
 MODES = ("aware", "unaware", "ps", "ring")
@@ -202,22 +203,6 @@ def flows(scn: Scenario) -> list[Flow]:
 
 # ---------------------------------------------------------------------------- one mode
 
-def time_to_accuracy(records: list[dict], target: float | None) -> float | None:
-    """Training time (sum of step times) until the first evaluation at or above `target`.
-
-    Step 0 is left out: it holds the wait for the job's last worker process to start (seconds
-    of process start-up skew, different in every run), not the network's work."""
-    if target is None:
-        return None
-    elapsed = 0.0
-    for record in records:
-        if record.get("step") != 0:
-            elapsed += record.get("step_time_s", 0.0)
-        if record.get("test_accuracy", -1.0) >= target:
-            return round(elapsed, 3)
-    return None
-
-
 class ModeRun(Run):
     """One mode of a scenario on a fresh network (module docstring); `execute()` returns its results."""
 
@@ -351,7 +336,7 @@ class ModeRun(Run):
                 entry.update(steps=len(records), final_accuracy=evals[-1]["test_accuracy"] if evals else None,
                              train_time_s=round(sum(r.get("step_time_s", 0.0) for r in records), 3),
                              time_to_accuracy_s=time_to_accuracy(records, scn.target_accuracy),
-                             accuracy_curve=_curve(records))
+                             accuracy_curve=accuracy_curve(records))
             else:
                 benches = [read_json(job.out / f"{h}.bench.json") for h in job.workers]
                 entry.update(allreduce_exact=all(b is not None and b.get("exact") for b in benches),
@@ -370,16 +355,6 @@ class ModeRun(Run):
 
     def write_results(self, results: dict) -> None:
         (self.run_dir / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
-
-
-def _curve(records: list[dict]) -> list[tuple[float, float]]:
-    """(training time so far, test accuracy) at every evaluation."""
-    out, elapsed = [], 0.0
-    for r in records:
-        elapsed += r.get("step_time_s", 0.0)
-        if "test_accuracy" in r:
-            out.append((round(elapsed, 3), r["test_accuracy"]))
-    return out
 
 
 # ---------------------------------------------------------------------------- all modes, summary

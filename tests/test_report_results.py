@@ -84,10 +84,11 @@ def test_comparison_uses_the_busiest_or_the_named_link():
     ps = train_results(step_time_s=0.05, final_accuracy=0.94, link_bytes={"s1-h1": 900, "s1-h5": 400},
                        fidelity={"bottleneck": {"kind": "link", "name": "s1->h5", "load": 0.97}})
     busiest = report.compare_summary({"innet": innet, "ps": ps})
+    no_curve = {"target_accuracy": None, "time_to_target_s": None}
     assert busiest == {"innet": {"time_s": 0.02, "final_accuracy": 0.93, "correct": None, "link": "s1-h2",
-                                 "link_bytes": 120, "bottleneck": "none"},
+                                 "link_bytes": 120, "bottleneck": "none", **no_curve},
                        "ps": {"time_s": 0.05, "final_accuracy": 0.94, "correct": None, "link": "s1-h1",
-                              "link_bytes": 900, "bottleneck": "link s1->h5 97%"}}
+                              "link_bytes": 900, "bottleneck": "link s1->h5 97%", **no_curve}}
     named = report.compare_summary({"innet": innet, "ps": ps}, link="s1-h5")
     assert named["innet"]["link_bytes"] is None and named["ps"]["link_bytes"] == 400
 
@@ -104,7 +105,8 @@ def test_allreduce_comparison_shows_the_all_reduce_time_and_the_verdict():
     ring = {"seconds": 0.70, "allreduce_correct": False, "link_bytes": {"s1-h1": 175}}
     summary = report.compare_summary({"innet": innet, "ring": ring})
     assert summary["ring"] == {"time_s": 0.70, "final_accuracy": None, "correct": False, "link": "s1-h1",
-                               "link_bytes": 175, "bottleneck": "none"}
+                               "link_bytes": 175, "bottleneck": "none", "target_accuracy": None,
+                               "time_to_target_s": None}
     console = Console(width=160, record=True)
     console.print(report.comparison_table(summary))
     text = console.export_text()
@@ -112,3 +114,17 @@ def test_allreduce_comparison_shows_the_all_reduce_time_and_the_verdict():
     rows = {r[0]: r for r in (line.replace("│", " ").split() for line in text.splitlines()) if r and r[0] in summary}
     assert rows["innet"][1:] == ["400.0", "right", "s1-h1", "100", "1.00x", "1.00x", "none"]
     assert rows["ring"][1:] == ["700.0", "WRONG", "s1-h1", "175", "1.75x", "1.75x", "none"]
+
+
+def test_training_comparison_times_each_scheme_to_the_accuracy_all_reached():
+    records = {"innet": [{"step": 0, "step_time_s": 9.0}, {"step": 1, "step_time_s": 0.1, "test_accuracy": 0.80},
+                         {"step": 2, "step_time_s": 0.1, "test_accuracy": 0.95}],
+               "ring": [{"step": 0, "step_time_s": 1.0}, {"step": 1, "step_time_s": 0.2, "test_accuracy": 0.85},
+                        {"step": 2, "step_time_s": 0.2, "test_accuracy": 0.93}]}
+    runs = {scheme: train_results(accuracy_curve=report.accuracy_curve(r)) for scheme, r in records.items()}
+    assert runs["innet"]["accuracy_curve"] == [(0.1, 0.80), (0.2, 0.95)]  # step 0 (start-up) is not counted
+    summary = report.compare_summary(runs)
+    assert [(s["target_accuracy"], s["time_to_target_s"]) for s in summary.values()] == [(0.93, 0.2), (0.93, 0.4)]
+    console = Console(width=200, record=True)
+    console.print(report.comparison_table(summary))
+    assert "time to 0.930 (s)" in console.export_text()

@@ -4,12 +4,12 @@ import sys
 
 import pytest
 
+from testbed.report import time_to_accuracy
 from testbed.scenario import (
     ScenarioError,
     load_scenario,
     parse_scenario,
     summarize,
-    time_to_accuracy,
 )
 
 BASE = {"network": {"topo": "leafspine"}, "jobs": [{"name": "a", "workers": ["h1", "h3"], "ps": "h2"},
