@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import ir
 from .returns import remove_returns
-from .walk import clone, flat_map_stmts
+from .walk import clone, flat_map_stmts, map_block_stmts
 
 
 def inline_calls(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
@@ -20,14 +20,7 @@ def inline_calls(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
 
 def inline_functions(block) -> None:
     """Inline the function calls of a Parser or Control (and its actions)."""
-    for d in block.locals:
-        if isinstance(d, ir.Action):
-            d.body.stmts = inline_calls(d.body.stmts)
-    if isinstance(block, ir.Control):
-        block.body.stmts = inline_calls(block.body.stmts)
-    else:
-        for state in block.states.values():
-            state.body = inline_calls(state.body)
+    map_block_stmts(block, inline_calls)
 
 
 def _inline_stmt(s: ir.Stmt) -> list[ir.Stmt]:

@@ -4,7 +4,7 @@ as BMv2 does. After this pass a back end may treat a union like a struct of head
 from __future__ import annotations
 
 from .. import ir
-from .walk import clone, flat_map_stmts
+from .walk import clone, flat_map_stmts, map_block_stmts
 
 
 def invalidate_union_siblings(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
@@ -14,14 +14,7 @@ def invalidate_union_siblings(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
 
 def lower_header_unions(block) -> None:
     """Apply invalidate_union_siblings to a Parser or Control and its actions."""
-    for d in block.locals:
-        if isinstance(d, ir.Action):
-            d.body.stmts = invalidate_union_siblings(d.body.stmts)
-    if isinstance(block, ir.Control):
-        block.body.stmts = invalidate_union_siblings(block.body.stmts)
-    else:
-        for state in block.states.values():
-            state.body = invalidate_union_siblings(state.body)
+    map_block_stmts(block, invalidate_union_siblings)
 
 
 def _rewrite(s: ir.Stmt) -> list[ir.Stmt]:

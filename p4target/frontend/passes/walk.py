@@ -122,6 +122,19 @@ def flat_map_stmts(stmts: list[ir.Stmt], fn: Callable[[ir.Stmt], list[ir.Stmt]])
     return out
 
 
+def map_block_stmts(block, fn: Callable[[list[ir.Stmt]], list[ir.Stmt]]) -> None:
+    """Replace each statement list of a Parser or Control (its actions' bodies, the control's apply
+    body, the parser's states) by fn(list)."""
+    for d in block.locals:
+        if isinstance(d, ir.Action):
+            d.body.stmts = fn(d.body.stmts)
+    if isinstance(block, ir.Control):
+        block.body.stmts = fn(block.body.stmts)
+    else:
+        for state in block.states.values():
+            state.body = fn(state.body)
+
+
 def as_stmt(stmts: list[ir.Stmt], loc: ir.Loc) -> ir.Stmt:
     """One statement for a list of them."""
     return stmts[0] if len(stmts) == 1 else ir.Block(loc, stmts)
