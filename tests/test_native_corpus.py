@@ -13,6 +13,7 @@ from p4target.stf import StfRunner, parse_stf
 CORPUS = os.environ.get("AGGNET_P4C_CORPUS") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                                               "shared", "p4c-corpus")
 SAMPLE = ["arith-bmv2", "checksum2-bmv2", "gauntlet_exit_combination_1-bmv2", "gauntlet_side_effect_order_1-bmv2",
+          "gauntlet_exit_combination_3-bmv2", "issue2225-bmv2",  # an action that exits copies its inout args out
           "issue1755-bmv2", "parser_error-bmv2", "saturated-bmv2", "table-entries-lpm-bmv2",
           "table-entries-range-bmv2", "table-entries-ternary-bmv2", "table-entries-optional-bmv2", "union-valid-bmv2",
           "v1model-const-entries-bmv2"]

@@ -667,7 +667,8 @@ class CGen:
             args = self.tmp("A")
             self.emit(f"const u64 {args}[] = {{{', '.join(data)}}};", ind + 1)
         self.emit(f"{fn}(p, {args});", ind + 1)
-        self.emit("if (p->rc) return;", ind + 1)
+        if copy_out:  # an action that exits still copies its out and inout arguments back (P4_16 exit)
+            self.emit("if (p->rc && p->rc != RC_EXIT) return;", ind + 1)
         for plan, arg in copy_out:
             lay = self.lv(arg)
             if isinstance(lay, Local):
@@ -675,6 +676,7 @@ class CGen:
             else:
                 (a0, a1), (b0, _) = span(plan), span(lay)
                 self.emit(f"memmove(&F[{b0}], &F[{a0}], {(a1 - a0) * 8});", ind + 1)
+        self.emit("if (p->rc) return;", ind + 1)
         self.emit("}", ind)
 
     def extern_method(self, c: ir.ExternMethodCall, ind: int) -> None:
