@@ -106,6 +106,13 @@ class AllReduceClient:
         self.scale = 0
         return sums.reshape(values.shape)
 
+    def state_dict(self) -> dict:
+        """The bits each tensor size's next call starts at: a resumed worker must quantize as it would have."""
+        return {"next_scale": dict(self._next_scale)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._next_scale = {int(size): int(bits) for size, bits in state.get("next_scale", {}).items()}
+
     def allreduce_float(self, tensor: np.ndarray) -> np.ndarray:
         """Quantized sum at fractional bits every worker derives alike, summed as int32, dequantized.
 

@@ -7,6 +7,10 @@ step t while another holds only t - 1. Each worker therefore keeps its last KEEP
 no update is lost (everyone redoes the missing step) and none is doubled (nobody keeps a
 step the others will redo).
 
+A checkpoint holds the model, the optimizer and the all-reduce's own state (hosts.comm:
+the in-network client's quantization bits carry over from step to step), so a resumed worker
+computes bit for bit what an uninterrupted one would.
+
 Files: DIR/WORKER.step-N.pt, written to a temporary name and renamed (a crash mid-write
 leaves the previous checkpoint intact).
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -29,6 +34,14 @@ class CheckpointError(RuntimeError):
     exit_code = 2
 
 
+class Stateful(Protocol):
+    """What keeps state beside the model, saved and restored with it (an AllReduce)."""
+
+    def state_dict(self) -> dict: ...
+
+    def load_state_dict(self, state: dict) -> None: ...
+
+
 class Checkpointer:
     """One worker's checkpoints under `folder`."""
 
@@ -41,10 +54,11 @@ class Checkpointer:
     def path(self, step: int) -> Path:
         return self.folder / f"{self.worker}.step-{step}.pt"
 
-    def save(self, step: int, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    def save(self, step: int, model: nn.Module, optimizer: torch.optim.Optimizer, comm: Stateful | None = None) -> None:
         """Write the state after `step` completed; drop checkpoints older than the newest `keep`."""
         tmp = self.folder / f".{self.worker}.step-{step}.tmp"
-        torch.save({"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}, tmp)
+        torch.save({"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "comm": comm.state_dict() if comm is not None else {}}, tmp)
         os.replace(tmp, self.path(step))
         for old in self.steps()[:-self.keep]:
             self.path(old).unlink(missing_ok=True)
@@ -53,8 +67,8 @@ class Checkpointer:
         """Steps this worker has checkpoints of, oldest first."""
         return sorted(steps_on_disk(self.folder).get(self.worker, []))
 
-    def load(self, step: int, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
-        """Restore the state after `step` into model and optimizer."""
+    def load(self, step: int, model: nn.Module, optimizer: torch.optim.Optimizer, comm: Stateful | None = None) -> None:
+        """Restore the state after `step` into model, optimizer and comm."""
         path = self.path(step)
         if not path.exists():
             raise CheckpointError(f"{self.folder}: worker {self.worker} has no checkpoint of step {step} "
@@ -62,6 +76,8 @@ class Checkpointer:
         state = torch.load(path, weights_only=True)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
+        if comm is not None:
+            comm.load_state_dict(state.get("comm", {}))
 
 
 def steps_on_disk(folder: str | Path) -> dict[str, list[int]]:

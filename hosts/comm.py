@@ -71,6 +71,16 @@ class AllReduce(abc.ABC):
         """What this scheme adds to the worker's result at the end of the run (default: nothing)."""
         return {}
 
+    def state_dict(self) -> dict:
+        """What a worker resumed from a checkpoint needs so that its sums are the ones an
+        uninterrupted worker computes (saved with the model; default: nothing)."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what state_dict() returned."""
+        if state:
+            raise CommError(f"{type(self).__name__} keeps no state, got {sorted(state)}")
+
     @abc.abstractmethod
     def close(self) -> None:
         """Release this scheme's sockets (every scheme has some)."""

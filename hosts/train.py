@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from .agent_config import TrainConfig
-from .checkpoint import Checkpointer
+from .checkpoint import Checkpointer, Stateful
 from .comm import AllReduce
 from .data import Dataset, Sharder
 from .model import build_model, flat_grad, set_flat_grad
@@ -38,20 +38,21 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[float,
 def run_training(config: TrainConfig, data: Dataset, batch_of_step: Callable[[int], np.ndarray],
                  average: Callable[[torch.Tensor], torch.Tensor], batches_per_epoch: int,
                  on_step: StepCallback | None = None, checkpointer: Checkpointer | None = None,
-                 resume_step: int = -1, straggler: Straggler | None = None) -> nn.Module:
+                 resume_step: int = -1, straggler: Straggler | None = None,
+                 comm: Stateful | None = None) -> nn.Module:
     """The loop shared by workers and the reference; `average` turns a local gradient into the step's.
 
-    With a checkpointer the state after every step is saved, and resume_step >= 0 restores
-    the state after that step and continues with the next (batches depend on the step only,
-    so a resumed run computes what an uninterrupted one would). A straggler sleeps after
-    each step's compute.
+    With a checkpointer the state after every step is saved (with `comm`'s, the all-reduce
+    behind `average`), and resume_step >= 0 restores the state after that step and continues
+    with the next (batches depend on the step only, so a resumed run computes what an
+    uninterrupted one would). A straggler sleeps after each step's compute.
     """
     model = build_model(config.model, data.features, data.classes, config.seed, config.hidden)
     optimizer = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
     if resume_step >= 0:
         if checkpointer is None:
             raise ValueError("resume_step needs a checkpointer to load from")
-        checkpointer.load(resume_step, model, optimizer)
+        checkpointer.load(resume_step, model, optimizer, comm)
     for step in range(resume_step + 1, config.steps):
         t0 = time.perf_counter()
         idx = torch.as_tensor(batch_of_step(step))
@@ -72,7 +73,7 @@ def run_training(config: TrainConfig, data: Dataset, batch_of_step: Callable[[in
         if on_step:  # before the checkpoint: a kill in between leaves a record the resumed run redoes,
             on_step(record)  # never a checkpointed step that no record shows
         if checkpointer:
-            checkpointer.save(step, model, optimizer)
+            checkpointer.save(step, model, optimizer, comm)
     return model
 
 
@@ -94,7 +95,7 @@ def train_worker(config: TrainConfig, data: Dataset, comm: AllReduce,
             on_step(record)
 
     return run_training(config, data, lambda step: sharder.batch(comm.rank, step), average,
-                        sharder.batches_per_epoch, on_worker_step, checkpointer, resume_step, straggler)
+                        sharder.batches_per_epoch, on_worker_step, checkpointer, resume_step, straggler, comm)
 
 
 def train_reference(config: TrainConfig, data: Dataset, world: int,

@@ -269,3 +269,42 @@ def test_later_float_calls_carry_their_exponent_vote_in_the_same_stream():
         ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
         assert (np.abs(got - exact) <= quantize.error_bound(2, f) + ulp).all()
         np.testing.assert_array_equal(got, out[1][k][0])
+
+
+def test_a_client_restored_from_state_quantizes_as_the_one_that_went_on():
+    """The bits of a call come from the previous call (no extra round trip), so a worker resumed
+    from a checkpoint must get them back (state_dict, saved with the model) to sum the same."""
+    rng = np.random.default_rng(5)
+    first = [rng.standard_normal(500).astype(np.float32) * 8 for _ in range(2)]
+    second = [x / 64 for x in first]  # smaller: the previous bits still fit, fresh ones are finer
+
+    def calls(inputs_per_call, state=None):
+        fabric, socks = star_fabric(2)
+        job = make_job(fabric, socks)
+        clients = [AllReduceClient(job, r, socks[r], stall_timeout_s=20) for r in range(2)]
+        if state is not None:
+            for c in clients:
+                c.load_state_dict(state)
+        out = [[None, None] for _ in inputs_per_call]
+
+        def work(rank):
+            for i, inputs in enumerate(inputs_per_call):
+                out[i][rank] = clients[rank].allreduce(inputs[rank])
+        fabric.start()
+        try:
+            threads = [threading.Thread(target=work, args=(r,)) for r in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+        finally:
+            fabric.close()
+        return out, clients[0].state_dict()
+
+    (_, went_on), _ = calls([first, second])
+    _, state = calls([first])  # what a checkpoint after the first step holds
+    (restored,), _ = calls([second], state=state)
+    (fresh,), _ = calls([second])
+    assert state["next_scale"][500] > 0
+    np.testing.assert_array_equal(restored[0], went_on[0])
+    assert not np.array_equal(fresh[0], went_on[0])

@@ -37,8 +37,8 @@ class Killed(Exception):
 
 
 class DyingCheckpointer(Checkpointer):
-    def save(self, step, model, optimizer):
-        super().save(step, model, optimizer)
+    def save(self, step, model, optimizer, comm=None):
+        super().save(step, model, optimizer, comm)
         if step == 3:
             raise Killed
 
