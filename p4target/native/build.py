@@ -12,7 +12,6 @@ cache beforehand; scripts/setup.sh does it for p4src/).
 from __future__ import annotations
 
 import fcntl
-import functools
 import hashlib
 import os
 import shutil
@@ -42,12 +41,12 @@ def cache_dir() -> Path:
     return Path(base) / "aggnet" / "native"
 
 
-@functools.cache
-def _version(cc: str) -> str:
-    try:
-        return subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
+def _identity(cc: str) -> str:
+    """The compiler as a cache key: its real path, size and modification time. No `cc --version`:
+    the switch process loads pipelines with gRPC running, and a fork there is best avoided."""
+    path = os.path.realpath(shutil.which(cc) or cc)
+    st = os.stat(path)
+    return f"{path}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def build(source: str) -> Path:
@@ -56,7 +55,7 @@ def build(source: str) -> Path:
     if cc is None:
         raise BuildError("no C compiler (gcc) found; scripts/setup.sh installs it")
     h = hashlib.sha256()
-    for part in [source, _version(cc), " ".join(CFLAGS)] + [(HERE / f).read_text() for f in SOURCES]:
+    for part in [source, _identity(cc), " ".join(CFLAGS)] + [(HERE / f).read_text() for f in SOURCES]:
         h.update(part.encode())
         h.update(b"\0")
     key = h.hexdigest()[:32]
@@ -94,7 +93,7 @@ def build_tool(source: Path) -> Path:
     if cc is None:
         raise BuildError("no C compiler (gcc) found; scripts/setup.sh installs it")
     text = source.read_text()
-    key = hashlib.sha256((text + _version(cc)).encode()).hexdigest()[:32]
+    key = hashlib.sha256((text + _identity(cc)).encode()).hexdigest()[:32]
     exe = cache_dir() / f"{source.stem}-{key}"
     if exe.exists():
         return exe
