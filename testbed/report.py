@@ -364,7 +364,8 @@ def comparison_table(summary: Mapping[str, Mapping[str, Any]]) -> Table:
     columns = ("scheme", "all-reduce (ms)" if allreduce else "step time (ms)", "sum" if allreduce else "accuracy",
                *reach, "link", "link bytes", "bytes vs first", "time vs first", "bottleneck")
     for column in columns:
-        table.add_column(column, justify="left" if column in ("scheme", "sum", "link", "bottleneck") else "right")
+        table.add_column(column, justify="left" if column in ("scheme", "sum", "link", "bottleneck") else "right",
+                         overflow="fold")  # a narrow terminal wraps a number, never cuts it
     first = next(iter(summary.values()), {})
     for scheme, s in summary.items():
         quality = ("right" if s["correct"] else "WRONG") if allreduce else _fmt(s["final_accuracy"], 1, "{:.3f}")
