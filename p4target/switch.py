@@ -324,9 +324,6 @@ def _setup_logging(path: str | None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Start the switch; return when SIGTERM/SIGINT arrives."""
-    # gRPC's fork handlers restart its pollers in a forked child, where they can abort the process
-    # (epoll_wait: Bad file descriptor); loading a pipeline forks the C compiler. Set before gRPC loads.
-    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     from p4target.sidechannel import SideChannelServer
 
     _setup_logging(args.log)

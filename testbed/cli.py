@@ -41,9 +41,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def no_grpc_fork_handlers() -> None:
+    """gRPC's fork handlers restart its poller threads in a forked child, where, once Popen has
+    closed the child's descriptors, they can abort it before it runs the program (a switch or
+    host process "exiting" with SIGABRT at start, its log one `epoll_wait ... Bad file descriptor`
+    line). AggNet's processes fork often and exec at once, so they need none. Call before gRPC loads."""
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, run the subcommand, turn user errors into one-line messages."""
     argv = sys.argv[1:] if argv is None else argv
+    no_grpc_fork_handlers()
     command = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(command).parse_args(argv)
     # Ctrl-C must stop a run and tear its network down even when the shell that started us ignores

@@ -12,6 +12,10 @@ import os
 
 import pytest
 
+from testbed.cli import no_grpc_fork_handlers
+
+no_grpc_fork_handlers()  # tests run networks in this process, which also holds gRPC channels
+
 
 def _root(node: pytest.Item | pytest.Module) -> bool:
     return os.geteuid() == 0 and any(True for _ in node.iter_markers("root"))
