@@ -239,5 +239,11 @@ class InNetworkAllReduce(AllReduce):
         self._bytes_sent += (self.client.stats.packets_sent - before) * wire.packet_bytes(self.client.job.lanes)
         return out
 
+    def state_dict(self) -> dict:
+        return self.client.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.client.load_state_dict(state)
+
     def close(self) -> None:
         self.client.close()

@@ -10,7 +10,7 @@ from hosts.agent_config import ConfigError, TrainConfig, parse_config
 from hosts.checkpoint import Checkpointer, CheckpointError, common_step
 from hosts.data import Sharder, load_dataset
 from hosts.host_agg import RoundBook
-from hosts.model import flat_params
+from hosts.model import build_model, flat_params
 from hosts.straggler import Straggler
 from hosts.train import run_training, train_reference
 
@@ -130,3 +130,33 @@ def test_agent_refuses_to_resume_past_the_end(tmp_path):
         run_agent(config, "h1", tmp_path, checkpoint_dir=tmp_path, resume_step=4)
     with pytest.raises(CheckpointError, match="--resume-step needs --checkpoint"):
         run_agent(config, "h1", tmp_path, resume_step=1)
+
+
+def test_the_in_network_all_reduce_state_goes_into_the_checkpoint(tmp_path):
+    """What a training worker holds is an InNetworkAllReduce: its client's carried-over bits must
+    reach the checkpoint and come back from it."""
+    import socket
+
+    from hosts.allreduce import InNetworkAllReduce
+    from protocol.job import JobSpec, WorkerSpec
+
+    def comm():
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.bind(("127.0.0.1", 0))
+        job = JobSpec(job_id=1, workers=(WorkerSpec("h1", "127.0.0.1", sock.getsockname()[1]),), slot_base=0,
+                      slot_count=8, agg_ip="127.0.0.1", agg_port=1, lanes=32, timeout_s=0.05)
+        return InNetworkAllReduce(job, 0, sock=sock)
+
+    data = load_dataset(CONFIG.dataset, CONFIG.seed)
+    model = build_model(CONFIG.model, data.features, data.classes, CONFIG.seed, CONFIG.hidden)
+    optimizer = torch.optim.SGD(model.parameters(), lr=CONFIG.lr)
+    saved, restored = comm(), comm()
+    try:
+        saved.client.load_state_dict({"next_scale": {4874: 17}})
+        ck = Checkpointer(tmp_path, "h1")
+        ck.save(3, model, optimizer, saved)
+        ck.load(3, model, optimizer, restored)
+        assert restored.state_dict() == {"next_scale": {4874: 17}}
+    finally:
+        saved.close()
+        restored.close()
