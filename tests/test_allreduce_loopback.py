@@ -38,6 +38,19 @@ def star_fabric(n, loss=0.0, slot_count=8, lanes=32):
     return fabric, socks
 
 
+def in_threads(fabric, work, n, timeout_s=60):
+    """work(rank) for ranks 0..n-1, each in its own thread, while the fabric runs; closed after."""
+    threads = [threading.Thread(target=work, args=(r,)) for r in range(n)]
+    fabric.start()
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout_s)
+    finally:
+        fabric.close()
+
+
 def run_workers(job, socks, inputs, calls=1, delays=None):
     """Every worker runs `calls` all-reduces of its input in its own thread; returns results per worker."""
     results, errors = [None] * len(socks), []
@@ -249,15 +262,7 @@ def test_later_float_calls_carry_their_exponent_vote_in_the_same_stream():
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(r,)) for r in range(2)]
-    fabric.start()
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-    finally:
-        fabric.close()
+    in_threads(fabric, work, 2)
     assert errors == [] and fabric.errors == []
     data, votes = 22, quantize.E_BUCKETS // 32  # chunks of 700 values, of one vote vector
     assert [chunks for _, _, chunks in out[0]] == [votes + data, 2 * (votes + data), 3 * (votes + data) + data]
@@ -290,15 +295,7 @@ def test_a_client_restored_from_state_quantizes_as_the_one_that_went_on():
         def work(rank):
             for i, inputs in enumerate(inputs_per_call):
                 out[i][rank] = clients[rank].allreduce(inputs[rank])
-        fabric.start()
-        try:
-            threads = [threading.Thread(target=work, args=(r,)) for r in range(2)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(60)
-        finally:
-            fabric.close()
+        in_threads(fabric, work, 2)
         return out, clients[0].state_dict()
 
     (_, went_on), _ = calls([first, second])
