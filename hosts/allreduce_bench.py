@@ -20,7 +20,9 @@ What "right" means:
   of at most half an ulp of a partial sum: within (W-1) * sum|x| * 2^-24.
 
 Timing starts after a one-chunk warm-up all-reduce, which every worker leaves only once all of
-them have started, so `seconds` measures the streaming, not process start-up skew.
+them have started, so `seconds` measures the streaming, not process start-up skew; `window` is
+that streaming's [start, end] on time.monotonic(), the clock every process here shares, for the
+run's fidelity monitor (testbed.fidelity).
 """
 from __future__ import annotations
 
@@ -112,24 +114,25 @@ def run_bench(config: AgentConfig, worker: str, elements: int, seed: int, dtype:
         assert config.job is not None, "the config loader requires a job for scheme innet"
         with AllReduceClient(config.job, rank, stall_timeout_s=config.timeout_s) as client:
             client.allreduce_int(np.zeros(config.job.lanes, dtype=np.int32))
-            t0 = time.perf_counter()
+            t0 = time.monotonic()
             result = client.allreduce(mine)
-            seconds = time.perf_counter() - t0
+            t1 = time.monotonic()
             stats = {"packets_sent": client.stats.packets_sent, "retransmissions": client.stats.retransmissions,
                      "fast_retransmits": client.stats.fast_retransmits}
     elif config.scheme in ("ps", "ring"):
         with _host_client(config, worker, rank) as client:
             client.allreduce(np.zeros(world, dtype=np.float32))  # returns once every worker is there
-            t0 = time.perf_counter()
+            t0 = time.monotonic()
             result = client.allreduce(mine.astype(np.float32))
-            seconds = time.perf_counter() - t0
+            t1 = time.monotonic()
             stats = {"bytes_sent": client.bytes_sent}
     else:
         raise WrongSum(f"{source}: the benchmark runs schemes innet, ps and ring, not {config.scheme}")
+    seconds = t1 - t0
     log.info("all-reduce took %.3f s", seconds)
     verdict = check(config.scheme, dtype, inputs, result)
     report = {"worker": worker, "rank": rank, "workers": world, "scheme": config.scheme, "dtype": dtype,
-              "elements": elements, "seed": seed, "seconds": seconds,
+              "elements": elements, "seed": seed, "seconds": seconds, "window": [t0, t1],
               "goodput_elements_per_s": elements / seconds if seconds > 0 else None, **verdict, **stats}
     (out_dir / f"{worker}.bench.json").write_text(json.dumps(report, indent=2) + "\n")
     if not verdict["correct"]:

@@ -66,7 +66,7 @@ def run_training(config: TrainConfig, data: Dataset, batch_of_step: Callable[[in
         t2 = time.perf_counter()
         optimizer.step()
         record = {"step": step, "epoch": step // batches_per_epoch, "loss": loss.item(),
-                  "step_time_s": time.perf_counter() - t0, "comm_time_s": t2 - t1}
+                  "step_time_s": time.perf_counter() - t0, "comm_time_s": t2 - t1, "ended_at": time.monotonic()}
         last = step == config.steps - 1
         if last or (config.eval_every and (step + 1) % config.eval_every == 0):
             record["test_loss"], record["test_accuracy"] = evaluate(model, data.x_test, data.y_test)

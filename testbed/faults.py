@@ -234,7 +234,6 @@ class FaultRun(Run):
                 self.events.append({"fault": str(fault), "at_step": done})
             if self.poll(self.ignored()):
                 return None
-            self.tick()
             if time.monotonic() - started > self.cfg.timeout_s:
                 raise RunFailed(f"run failed: not finished after {self.cfg.timeout_s:g} s (logs in {self.logs})")
             time.sleep(POLL_S)

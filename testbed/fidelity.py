@@ -1,34 +1,45 @@
 """Is this run evidence about the network, or about this machine? (the Mininet-HiFi argument)
 
-An emulation says something about links only while no switch or host process is the
-bottleneck. Each run measures, over the time its host processes run:
+An emulation says something about links only while no switch or host process, and not the
+machine's cores, is the bottleneck. Each run measures, over its workload window (from the first
+worker's start of the measured work to the last worker's end: the timed all-reduce of a
+benchmark, the training steps of a training run; the whole time its host processes ran when
+no worker reported one):
 
 - every link direction's utilization: bits the switches' port counters saw it carry, over the
-  link's rate and that time (a direction out of a switch from its tx counter, into a switch
-  from its rx counter);
-- every switch process's busy fraction: CPU time it used over the wall time (a packet loop that
-  waits in poll() when idle uses CPU only while it moves packets);
+  link's rate and the window (a direction out of a switch from its tx counter, into a switch
+  from its rx counter). Counters are read once, after the run: outside the window hosts send
+  only set-up packets (a one-packet warm-up, TCP handshakes), a few hundred bytes;
+- every switch process's busy fraction: CPU time it used in the window over the window (a
+  packet loop that waits in poll() when idle uses CPU only while it moves packets);
 - every host process's CPU use, the same way;
+- how busy the machine's cores were (all processes and the kernel's packet work, from
+  /proc/stat): many processes on few cores can bind a run that no single process does;
 - the packets the traffic managers dropped (tail drops and emulated loss), per switch.
 
-The bottleneck is what ran closest to its limit: a link direction at >= BUSY of its rate, else a
-process at >= BUSY of a core. A run whose bottleneck is a process gets a one-line warning: its
-times describe this machine, not the network.
+CPU times are sampled every SAMPLE_S on a thread of their own and interpolated to the window's
+edges. The bottleneck is what ran closest to its limit: a link direction at >= BUSY of its rate,
+else a process at >= BUSY of a core or the cores at >= BUSY. A run whose bottleneck is not a link
+gets a one-line warning: its times describe this machine, not the network.
 """
 from __future__ import annotations
 
 import os
+import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-BUSY = 0.9  # of a link's rate, or of one core
+BUSY = 0.9  # of a link's rate, of one core, or of all cores
+SAMPLE_S = 0.05
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+MACHINE = "machine"  # the meter's name for all cores together
+
+Window = tuple[float, float]  # (start, end) on time.monotonic(), one clock for every process here
 
 
 def cpu_seconds(pid: int) -> float | None:
-    """CPU time (user + system) the process has used so far, None once it is gone."""
+    """CPU time (user + system, all threads) the process has used so far, None once it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
@@ -37,37 +48,74 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-@dataclass
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores spent not idle since boot (processes, interrupts, the kernel's packet work)."""
+    with open("/proc/stat") as f:
+        ticks = [int(v) for v in f.readline().split()[1:9]]  # user nice system idle iowait irq softirq steal
+    return (sum(ticks) - ticks[3] - ticks[4]) / CLOCK_TICKS
+
+
 class CpuMeter:
-    """CPU seconds of named processes between start() and the last sample() before they ended."""
+    """CPU time of named processes, and of the machine, sampled every SAMPLE_S on a thread until
+    stop(); `used` reads what any of them spent in a window of that time."""
 
-    started: float = 0.0
-    first: dict[str, float] = field(default_factory=dict)
-    last: dict[str, float] = field(default_factory=dict)
-    last_at: dict[str, float] = field(default_factory=dict)
+    def __init__(self, pids: Callable[[], Mapping[str, int]]):
+        self.pids = pids  # asked at every sample: a restarted process comes back under its name
+        self.series: dict[tuple[str, int], list[tuple[float, float]]] = {}
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="cpu-meter", daemon=True)
 
-    def start(self, pids: Mapping[str, int]) -> None:
-        self.started = time.monotonic()
-        self.sample(pids)
+    def start(self) -> CpuMeter:
+        self.sample()
+        self.thread.start()
+        return self
 
-    def sample(self, pids: Mapping[str, int]) -> None:
-        """Read every live process's CPU time (call often: a process's last sample is its total)."""
+    def stop(self) -> None:
+        self.stopped.set()
+        if self.thread.is_alive():
+            self.thread.join()
+        self.sample()
+
+    def _run(self) -> None:
+        while not self.stopped.wait(SAMPLE_S):
+            self.sample()
+
+    def sample(self) -> None:
+        """Read every live process's CPU time (a process's last sample stays its total once it is gone)."""
         now = time.monotonic()
-        for name, pid in pids.items():
-            used = cpu_seconds(pid)
-            if used is None:
-                continue
-            self.first.setdefault(name, used)
-            self.last[name], self.last_at[name] = used, now
+        readings: list[tuple[tuple[str, int], float | None]] = [((MACHINE, 0), machine_busy_seconds())]
+        readings += [((name, pid), cpu_seconds(pid)) for name, pid in dict(self.pids()).items()]
+        for key, used in readings:
+            if used is not None:
+                self.series.setdefault(key, []).append((now, used))
 
-    def fractions(self) -> dict[str, float]:
-        """Per process: CPU seconds used over the seconds it was watched (1.0 = one core)."""
-        out = {}
-        for name, used in self.last.items():
-            wall = self.last_at[name] - self.started
-            if wall > 0:
-                out[name] = round((used - self.first[name]) / wall, 3)
+    def span(self) -> Window:
+        """From the first sample to the last."""
+        times = [t for series in self.series.values() for t, _ in series]
+        return (min(times), max(times)) if times else (0.0, 0.0)
+
+    def used(self, window: Window) -> dict[str, float]:
+        """Per name: CPU seconds spent in the window (MACHINE: summed over all cores)."""
+        out: dict[str, float] = {}
+        for (name, _), series in self.series.items():
+            out[name] = out.get(name, 0.0) + _at(series, window[1]) - _at(series, window[0])
         return out
+
+
+def _at(series: list[tuple[float, float]], t: float) -> float:
+    """A cumulative CPU time at time t, linear between the samples around it (flat outside them)."""
+    if t <= series[0][0]:
+        return series[0][1]
+    for (t0, v0), (t1, v1) in zip(series, series[1:]):
+        if t <= t1:
+            return v0 + (v1 - v0) * (t - t0) / (t1 - t0) if t1 > t0 else v1
+    return series[-1][1]
+
+
+def workload_window(windows: Iterable[Window]) -> Window | None:
+    """From the earliest start to the latest end of the workers' windows; None without any."""
+    spans = list(windows)
+    return (min(s for s, _ in spans), max(e for _, e in spans)) if spans else None
 
 
 def link_utilization(topology: Any, counters: Mapping[str, Any], seconds: float) -> dict[str, float]:
@@ -102,28 +150,40 @@ def queue_drops(queues: Mapping[str, Any]) -> dict[str, int]:
             for switch, ports in queues.items() if ports}
 
 
-def assess(links: Mapping[str, float], switches: Mapping[str, float], hosts: Mapping[str, float]) -> dict:
-    """The bottleneck and, when a process rather than a link bound the run, a one-line warning."""
+def assess(links: Mapping[str, float], switches: Mapping[str, float], hosts: Mapping[str, float],
+           cores: float | None = None, ncores: int = 1) -> dict:
+    """The bottleneck and, when something other than a link bound the run, a one-line warning."""
     candidates = [("link", name, u) for name, u in links.items()]
     candidates += [("switch", name, u) for name, u in switches.items()]
     candidates += [("host process", name, u) for name, u in hosts.items()]
+    if cores is not None:
+        candidates.append(("cores", f"all {ncores}", cores))
     if not candidates:
         return {"bottleneck": None, "warning": None}
-    kind, name, load = max(candidates, key=lambda c: (c[2] >= BUSY, c[0] == "link", c[2]))
+    kind, name, load = max(candidates, key=lambda c: (c[2] >= BUSY, c[0] == "link", c[0] != "cores", c[2]))
     bottleneck = {"kind": kind, "name": name, "load": load} if load >= BUSY else None
     warning = None
     if bottleneck and kind != "link":
+        what = (f"the machine's {ncores} cores were {load:.0%} busy" if kind == "cores"
+                else f"{kind} {name} was busy {load:.0%} of a core")
         busiest = max(links.values(), default=0.0)
-        warning = (f"fidelity: {kind} {name} was busy {load:.0%} of a core while the busiest link ran at "
-                   f"{busiest:.0%} of its rate: this run measured the machine, not the network")
+        warning = (f"fidelity: {what} while the busiest link ran at {busiest:.0%} of its rate: "
+                   f"this run measured the machine, not the network")
     return {"bottleneck": bottleneck, "warning": warning}
 
 
-def report(topology: Any, counters: Mapping[str, Any], queues: Mapping[str, Any], seconds: float,
-           cpu: Mapping[str, float], switch_names: set[str]) -> dict:
-    """The `fidelity` section of results.json (see the module docstring)."""
+def report(topology: Any, counters: Mapping[str, Any], queues: Mapping[str, Any], window: Window,
+           measured_over: str, meter: CpuMeter, switch_names: set[str]) -> dict:
+    """The `fidelity` section of results.json (see the module docstring); measured_over says
+    what the window is ("workload", or "run" when no worker reported one)."""
+    seconds = window[1] - window[0]
     links = link_utilization(topology, counters, seconds)
+    used = meter.used(window) if seconds > 0 else {}
+    ncores = os.cpu_count() or 1
+    cores = round(used.pop(MACHINE) / (ncores * seconds), 3) if MACHINE in used else None
+    cpu = {n: round(u / seconds, 3) for n, u in used.items()}
     switches = {n: u for n, u in cpu.items() if n in switch_names}
     hosts = {n: u for n, u in cpu.items() if n not in switch_names}
-    return {"seconds": round(seconds, 3), "link_utilization": links, "switch_busy": switches, "host_cpu": hosts,
-            "queue_drops": queue_drops(queues), **assess(links, switches, hosts)}
+    return {"seconds": round(seconds, 3), "measured_over": measured_over, "link_utilization": links,
+            "switch_busy": switches, "host_cpu": hosts, "cores_busy": cores, "queue_drops": queue_drops(queues),
+            **assess(links, switches, hosts, cores, ncores)}

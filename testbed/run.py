@@ -292,6 +292,8 @@ class Run:
                 except RunFailed as exc:
                     error = exc
                 finally:
+                    if self.meter is not None:
+                        self.meter.stop()
                     self.stop_hosts()
                     self.reporter.finished()
                 self.collect()
@@ -406,20 +408,13 @@ class Run:
     def start_meter(self) -> None:
         from testbed.fidelity import CpuMeter
 
-        self.meter = CpuMeter()
-        self.meter.start(self.pids())
-
-    def tick(self) -> None:
-        """Once per turn of a watch loop: sample the processes' CPU time (their last sample is their total)."""
-        if self.meter is not None:
-            self.meter.sample(self.pids())
+        self.meter = CpuMeter(self.pids).start()
 
     def watch(self) -> None:
         """Until every host process exited 0; RunFailed naming the first process or switch that failed."""
         deadline = time.monotonic() + self.cfg.timeout_s
         seen = 0
         while not self.poll():
-            self.tick()
             if self.cfg.workload.workload == "train":
                 job = self.jobs[0]
                 records = read_jsonl(job.out / f"{job.workers[0]}.metrics.jsonl")
@@ -458,11 +453,27 @@ class Run:
         stats = {s: queue_stats(conn) for s, conn in self.conns.items()}
         self.queues = {s: q for s, q in stats.items() if q is not None}
         if self.meter is not None:
-            seconds = max(self.meter.last_at.values(), default=self.meter.started) - self.meter.started
-            self.fidelity = fidelity.report(self.topo, self.counters, self.queues, seconds, self.meter.fractions(),
-                                            set(self.topo.switches))
+            window = self.workload_window()
+            self.fidelity = fidelity.report(self.topo, self.counters, self.queues, window or self.meter.span(),
+                                            "workload" if window else "run", self.meter, set(self.topo.switches))
             if self.fidelity["warning"]:
                 self.reporter.status(self.fidelity["warning"])
+
+    def workload_window(self) -> tuple[float, float] | None:
+        """When the workers did the measured work (testbed.fidelity): the timed all-reduce of every
+        benchmark worker, or every training step (a record's `ended_at` less its step time)."""
+        from testbed.fidelity import workload_window
+
+        spans = []
+        for job in self.jobs:
+            for h in job.workers:
+                if self.cfg.workload.workload == "train":
+                    records = [r for r in read_jsonl(job.out / f"{h}.metrics.jsonl") if "ended_at" in r]
+                    if records:
+                        spans.append((records[0]["ended_at"] - records[0]["step_time_s"], records[-1]["ended_at"]))
+                elif (bench := read_json(job.out / f"{h}.bench.json")) and "window" in bench:
+                    spans.append(tuple(bench["window"]))
+        return workload_window(spans)
 
     # -- results
 

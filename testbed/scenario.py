@@ -303,7 +303,6 @@ class ModeRun(Run):
             dead = self.tb.dead_switches()
             if dead:
                 raise RunFailed(f"mode {self.mode}: switch {dead[0]}")
-            self.tick()
             if self.adapter is not None and self.adapter.error is not None:
                 raise RunFailed(f"mode {self.mode}: adaptation failed: {self.adapter.error}")
             if time.monotonic() > deadline:

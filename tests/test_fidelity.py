@@ -6,6 +6,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from controller.topology import load_topology
 from testbed import fidelity
 from testbed.run import REPO
@@ -38,23 +40,67 @@ def test_a_busy_process_with_links_to_spare_is_named_in_one_warning_line():
     assert fidelity.assess({"s1->h1": 0.5}, {"s1": 0.5}, {"h2": 0.2}) == {"bottleneck": None, "warning": None}
 
 
-def test_cpu_meter_measures_a_busy_and_an_idle_process():
+def test_busy_cores_bind_a_run_no_single_process_does_but_yield_to_a_busy_link_or_process():
+    verdict = fidelity.assess({"s1->h1": 0.6}, {"s1": 0.5}, {"h1": 0.45, "h2": 0.45}, cores=0.97, ncores=2)
+    assert verdict["bottleneck"] == {"kind": "cores", "name": "all 2", "load": 0.97}
+    assert verdict["warning"] == ("fidelity: the machine's 2 cores were 97% busy while the busiest link ran at 60% of "
+                                  "its rate: this run measured the machine, not the network")
+    assert fidelity.assess({"s1->h1": 0.95}, {}, {}, cores=0.99, ncores=2)["bottleneck"]["kind"] == "link"
+    assert fidelity.assess({"s1->h1": 0.5}, {"s1": 0.92}, {}, cores=0.99, ncores=2)["bottleneck"]["kind"] == "switch"
+
+
+def test_cpu_meter_reads_the_cpu_a_process_spent_in_a_window_of_its_samples(monkeypatch):
+    clock, cpu = [100.0], {7: 0.0}
+    monkeypatch.setattr(fidelity.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(fidelity, "cpu_seconds", lambda pid: cpu.get(pid))
+    monkeypatch.setattr(fidelity, "machine_busy_seconds", lambda: 2 * cpu.get(7, 0.0))
+    meter = fidelity.CpuMeter(lambda: {"h1": 7})
+    for t, used in ((100.0, 0.0), (101.0, 0.0), (102.0, 1.0), (103.0, 1.5)):
+        clock[0], cpu[7] = t, used
+        meter.sample()
+    del cpu[7]  # gone: its last sample stays its total
+    clock[0] = 104.0
+    meter.sample()
+    assert meter.span() == (100.0, 104.0)
+    assert meter.used((101.0, 102.0)) == {"h1": 1.0, fidelity.MACHINE: 2.0}
+    assert meter.used((101.5, 102.5))["h1"] == 0.5 + 0.25  # linear between samples at both edges
+    assert meter.used((90.0, 200.0))["h1"] == 1.5  # flat outside the samples
+
+
+def test_a_process_restarted_under_its_name_adds_its_lives(monkeypatch):
+    clock, pids, cpu = [0.0], {"h1": 1}, {1: 0.0, 2: 0.0}
+    monkeypatch.setattr(fidelity.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(fidelity, "cpu_seconds", lambda pid: cpu.get(pid))
+    meter = fidelity.CpuMeter(lambda: pids)
+    for t, pid, used in ((0.0, 1, 0.0), (1.0, 1, 0.8), (2.0, 2, 0.1), (3.0, 2, 0.6)):
+        clock[0], pids["h1"], cpu[pid] = t, pid, used
+        meter.sample()
+    assert meter.used((0.0, 3.0))["h1"] == pytest.approx(0.8 + 0.6 - 0.1)
+
+
+def test_cpu_meter_measures_a_busy_and_an_idle_process_on_its_own_thread():
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         time.sleep(0.5)  # both past the interpreter's start-up
-        meter = fidelity.CpuMeter()
-        meter.start({"busy": busy.pid, "idle": idle.pid})
-        for _ in range(10):
-            time.sleep(0.1)
-            meter.sample({"busy": busy.pid, "idle": idle.pid})
-        used = meter.fractions()
+        meter = fidelity.CpuMeter(lambda: {"busy": busy.pid, "idle": idle.pid}).start()
+        time.sleep(1.0)
+        meter.stop()
     finally:
         for proc in (busy, idle):
             proc.kill()
             proc.wait()
-    assert used["busy"] > used["idle"] and used["idle"] < 0.05  # a spinning process shows, a sleeping one does not
-    assert fidelity.cpu_seconds(busy.pid) is None  # gone: its last sample stays its total
+    window = meter.span()
+    assert window[1] - window[0] >= 1.0 and len(meter.series[("busy", busy.pid)]) >= 10  # sampled every SAMPLE_S
+    used = meter.used(window)
+    assert used["busy"] > 10 * used["idle"] and used["idle"] < 0.05  # a spinning process shows, a sleeping one not
+    assert used[fidelity.MACHINE] >= used["busy"]  # the cores did at least what the busy process did
+    assert fidelity.cpu_seconds(busy.pid) is None
+
+
+def test_the_workload_window_spans_every_worker_and_is_absent_without_any():
+    assert fidelity.workload_window([(5.0, 6.0), (4.5, 5.5), (5.2, 6.4)]) == (4.5, 6.4)
+    assert fidelity.workload_window([]) is None
 
 
 def test_queue_drops_add_tail_and_loss_drops_of_every_port():
