@@ -158,14 +158,16 @@ class Switch:
             while self._injected:
                 engine.inject(*self._injected.popleft())
         pump.start()
+        loop = threading.Thread(target=engine.run, name="native-loop", daemon=True)
         try:
             if self.pipeline is pipeline and not self._stopping:
                 # Its own thread: Python runs signal handlers (SIGTERM -> stop()) in the main thread only.
-                loop = threading.Thread(target=engine.run, name="native-loop", daemon=True)
                 loop.start()
                 while loop.is_alive():
                     loop.join(0.25)
         finally:
+            if not loop.is_alive():  # (still running only when this thread was interrupted: the process ends)
+                engine.ports_release()
             with self._handover:
                 self._native = None
             with self.lock:

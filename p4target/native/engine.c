@@ -5,7 +5,7 @@
  * addresses (tables, registers, counters, multicast groups, clone sessions), the traffic
  * manager of p4target/tm.py (loss with Python's Mersenne Twister, delay, tail-drop queue,
  * token buckets in packets/s and bits/s, the ingress delay of received frames), and the
- * packet loop of p4target/switch.py on AF_PACKET sockets with recvmmsg/sendmmsg and pcap capture.
+ * packet loop of p4target/switch.py on AF_PACKET sockets (receive rings, sendmmsg) and pcap capture.
  *
  * Everything exported is `eng_*`, called from Python through ctypes (native/engine.py).
  * One mutex (`mu`) guards the state and the traffic manager: the packet loop holds it per
@@ -724,6 +724,73 @@ static FILE *pcap_open(const char *path) {
     return f;
 }
 
+/* A port socket stops receiving (a filter that keeps no frame; binding to protocol 0 keeps the old one), or
+ * starts again. */
+static int take_nothing(int fd, int on) {
+    int unused = 0;
+    if (!on) return setsockopt(fd, SOL_SOCKET, SO_DETACH_FILTER, &unused, sizeof(unused));
+    struct sock_filter keep_none = BPF_STMT(BPF_RET | BPF_K, 0);
+    struct sock_fprog prog = {1, &keep_none};
+    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
+}
+
+/* The port's receive ring: a socket of the engine's own whose ring has slots big enough for the port's MTU plus
+ * an Ethernet and a VLAN header. It takes over receiving from the port's socket (which keeps sending) in two
+ * back-to-back calls, so only a frame arriving in the microseconds between them is lost; what waited on the
+ * port's socket before stays there for the caller to take. A bigger frame (offloads left on) fills its slot only
+ * in part and is marked TP_STATUS_COPY: with a copy threshold set, the kernel also queues it whole on the ring's
+ * socket, where rx_ring_read takes it. 0, or -1 (nothing changed) when the kernel has no rings. */
+static int rx_ring_open(port_t *pt) {
+    int version = TPACKET_V2, one = 1;
+    struct sockaddr_ll me;
+    socklen_t mlen = sizeof(me);
+    struct ifreq ifr = {0};
+    if (getsockname(pt->fd, (struct sockaddr *)&me, &mlen) || !if_indextoname((unsigned)me.sll_ifindex, ifr.ifr_name))
+        return -1;
+    int mtu = ioctl(pt->fd, SIOCGIFMTU, &ifr) == 0 ? ifr.ifr_mtu : 1500;
+    u32 frame = 2048;
+    while (frame < (u32)TPACKET_ALIGN(TPACKET2_HDRLEN + 16) + (u32)mtu + 18) frame *= 2;
+    u32 block = frame > 65536 ? frame : 65536;
+    struct tpacket_req req = {block, RX_RING_BYTES / block, frame, (RX_RING_BYTES / block) * (block / frame)};
+    int fd = socket(AF_PACKET, SOCK_RAW, 0);  /* protocol 0: receives nothing until bound */
+    if (fd < 0) return -1;
+    setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));  /* not the port socket's sends */
+    u8 *map = MAP_FAILED;
+    size_t bytes = (size_t)req.tp_block_size * req.tp_block_nr;
+    if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof(version)) == 0
+        && setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) == 0)
+        map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) { close(fd); return -1; }
+    setsockopt(fd, SOL_PACKET, PACKET_COPY_THRESH, &one, sizeof(one));
+    struct sockaddr_ll at = {0};
+    at.sll_family = AF_PACKET;
+    at.sll_protocol = htons(ETH_P_ALL);
+    at.sll_ifindex = me.sll_ifindex;
+    if (take_nothing(pt->fd, 1) || bind(fd, (struct sockaddr *)&at, sizeof(at))) {
+        take_nothing(pt->fd, 0);
+        munmap(map, bytes);
+        close(fd);
+        return -1;
+    }
+    pt->rx = (ring_t){map, bytes, req.tp_frame_nr, frame, 0, fd};
+    return 0;
+}
+
+/* Receiving back to the port's socket (the Python loop's or another engine's to read), the ring closed: frames
+ * still in it are dropped, as a switch drops what it holds when its program changes. */
+static void rx_ring_close(port_t *pt) {
+    if (!pt->rx.map) return;
+    take_nothing(pt->fd, 0);
+    munmap(pt->rx.map, pt->rx.bytes);
+    close(pt->rx.fd);
+    pt->rx.map = NULL;
+}
+
+/* Every port's ring closed: the engine gives its ports back (see rx_ring_close). */
+void eng_ports_release(engine_t *E) {
+    for (int i = 0; i < MAX_PORTS; i++) if (E->ports[i]) rx_ring_close(E->ports[i]);
+}
+
 int eng_port_add(engine_t *E, int number, int fd, const char *pcap_in, const char *pcap_out) {
     if (number < 0 || number >= MAX_PORTS) return -1;
     if (E->ports[number]) return 0;  /* already given (a loop restarted) */
@@ -830,19 +897,87 @@ void eng_stop(engine_t *E) {
 
 void eng_set_cpu_port(engine_t *E, int port) { E->cpu_port = port; }
 
-/* Move packets until eng_stop(): poll -> recvmmsg -> (ingress delay) -> ingress -> traffic manager -> egress
- * -> sendmmsg. */
+/* One frame of a port, received: counted, captured, into ingress (the caller holds the lock). */
+static void rx_take(engine_t *E, u32 port, port_t *pt, const u8 *d, u32 len) {
+    pt->rx_packets++; pt->rx_bytes += len;
+    pcap_write(pt->pin, d, len);
+    rx_frame(E, port, d, len);
+}
+
+/* Up to RX_RING_BATCH frames from a port's receive ring, each handed back to the kernel once through ingress (which
+ * copies what it keeps); an error the socket reports (link down, interface gone) is read, which clears it. */
+static void rx_ring_read(engine_t *E, u32 port, port_t *pt, short revents, u8 *big) {
+    if (revents & POLLERR) {  /* both sockets have it; a send would fail on the port socket's */
+        int err = 0, also = 0;
+        socklen_t elen = sizeof(err);
+        if (getsockopt(pt->rx.fd, SOL_SOCKET, SO_ERROR, &err, &elen) == 0 && err) pt->rx_errors++;
+        getsockopt(pt->fd, SOL_SOCKET, SO_ERROR, &also, &elen);
+    }
+    pthread_mutex_lock(&E->mu);
+    for (int k = 0; k < RX_RING_BATCH; k++) {
+        struct tpacket2_hdr *h = (struct tpacket2_hdr *)(pt->rx.map + (size_t)pt->rx.head * pt->rx.frame);
+        u32 status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+        if (!(status & TP_STATUS_USER)) break;
+        const struct sockaddr_ll *from = (const struct sockaddr_ll *)((u8 *)h + TPACKET_ALIGN(sizeof(*h)));
+        if (from->sll_pkttype != PACKET_OUTGOING) {
+            if (status & TP_STATUS_COPY) {  /* bigger than a slot: its whole copy waits on the socket */
+                ssize_t len = recv(pt->rx.fd, big, RX_BUF, MSG_DONTWAIT | MSG_TRUNC);
+                if (len >= 0) rx_take(E, port, pt, big, len > RX_BUF ? RX_BUF : (u32)len);
+                else pt->rx_errors++;
+            } else if (h->tp_snaplen == h->tp_len) {
+                rx_take(E, port, pt, (u8 *)h + h->tp_mac, h->tp_snaplen);
+            } else {
+                pt->rx_errors++;  /* cut short and no copy (the socket's buffer was full) */
+            }
+        }
+        __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+        pt->rx.head = pt->rx.head + 1 == pt->rx.frames ? 0 : pt->rx.head + 1;
+    }
+    tm_serve(E);
+    pthread_mutex_unlock(&E->mu);
+}
+
+/* Buffers for reading a port's socket (recvmmsg). */
+typedef struct rxbufs { u8 *data; struct mmsghdr msg[RX_BATCH]; struct iovec iov[RX_BATCH]; struct sockaddr_ll from[RX_BATCH]; } rxbufs_t;
+
+/* Up to RX_BATCH frames waiting on a port's socket, into ingress; how many were read (-1: none). */
+static int rx_socket_read(engine_t *E, u32 port, port_t *pt, rxbufs_t *b) {
+    for (int k = 0; k < RX_BATCH; k++) {
+        b->iov[k].iov_base = b->data + (size_t)k * RX_BUF; b->iov[k].iov_len = RX_BUF;
+        memset(&b->msg[k], 0, sizeof(b->msg[k]));
+        b->msg[k].msg_hdr.msg_iov = &b->iov[k]; b->msg[k].msg_hdr.msg_iovlen = 1;
+        b->msg[k].msg_hdr.msg_name = &b->from[k]; b->msg[k].msg_hdr.msg_namelen = sizeof(b->from[k]);
+    }
+    int got = recvmmsg(pt->fd, b->msg, RX_BATCH, MSG_DONTWAIT, NULL);
+    if (got < 0) { if (errno != EAGAIN && errno != EINTR) pt->rx_errors++; return -1; }
+    pthread_mutex_lock(&E->mu);
+    for (int k = 0; k < got; k++) {
+        if (b->from[k].sll_pkttype == PACKET_OUTGOING) continue;
+        u32 len = b->msg[k].msg_len;
+        rx_take(E, port, pt, b->data + (size_t)k * RX_BUF, len > RX_BUF ? RX_BUF : len);
+    }
+    tm_serve(E);
+    pthread_mutex_unlock(&E->mu);
+    return got;
+}
+
+/* Move packets until eng_stop(): poll -> receive ring (or recvmmsg) -> (ingress delay) -> ingress -> traffic
+ * manager -> egress -> sendmmsg. The rings are set up here (see rx_ring_open). */
 int eng_run(engine_t *E) {
+    rxbufs_t *rxb = malloc(sizeof(rxbufs_t));
+    rxb->data = malloc((size_t)RX_BATCH * RX_BUF);
     struct pollfd pfd[MAX_PORTS + 1];
     int pnum[MAX_PORTS + 1], n = 0;
     for (int i = 0; i < MAX_PORTS; i++) {
-        if (E->ports[i]) { pfd[n].fd = E->ports[i]->fd; pfd[n].events = POLLIN; pnum[n++] = i; }
+        port_t *pt = E->ports[i];
+        if (!pt) continue;
+        if (!pt->rx.map && rx_ring_open(pt) == 0) {
+            while (rx_socket_read(E, (u32)i, pt, rxb) > 0) {}  /* what arrived before the ring, first */
+        }
+        pfd[n].fd = pt->rx.map ? pt->rx.fd : pt->fd; pfd[n].events = POLLIN; pnum[n++] = i;
     }
     pfd[n].fd = E->wake[0]; pfd[n].events = POLLIN;
-    u8 *rxbuf = malloc((size_t)RX_BATCH * RX_BUF);
-    struct mmsghdr rx[RX_BATCH];
-    struct iovec rxv[RX_BATCH];
-    struct sockaddr_ll from[RX_BATCH];
+    for (int i = 0; i < n; i++) if (E->ports[pnum[i]]->ntx) tx_flush(E->ports[pnum[i]]);
     double last_flush = mono();
     while (!E->stopping) {
         pthread_mutex_lock(&E->mu);
@@ -855,29 +990,11 @@ int eng_run(engine_t *E) {
         if (r < 0 && errno != EINTR) break;
         for (int i = 0; r > 0 && i < n; i++) {
             if (pfd[i].revents & POLLNVAL) { pfd[i].fd = -1; continue; }  /* closed under us: stop polling it */
-            /* POLLERR (link down, interface gone): the recvmmsg below reads and clears the error */
+            /* POLLERR (link down, interface gone): reading the socket (or its error, for a ring) clears it */
             if (!(pfd[i].revents & (POLLIN | POLLERR | POLLHUP))) continue;
             port_t *pt = E->ports[pnum[i]];
-            for (int k = 0; k < RX_BATCH; k++) {
-                rxv[k].iov_base = rxbuf + (size_t)k * RX_BUF; rxv[k].iov_len = RX_BUF;
-                memset(&rx[k], 0, sizeof(rx[k]));
-                rx[k].msg_hdr.msg_iov = &rxv[k]; rx[k].msg_hdr.msg_iovlen = 1;
-                rx[k].msg_hdr.msg_name = &from[k]; rx[k].msg_hdr.msg_namelen = sizeof(from[k]);
-            }
-            int got = recvmmsg(pt->fd, rx, RX_BATCH, MSG_DONTWAIT, NULL);
-            if (got < 0) { if (errno != EAGAIN && errno != EINTR) pt->rx_errors++; continue; }
-            pthread_mutex_lock(&E->mu);
-            for (int k = 0; k < got; k++) {
-                if (from[k].sll_pkttype == PACKET_OUTGOING) continue;
-                u32 len = rx[k].msg_len;
-                if (len > RX_BUF) len = RX_BUF;
-                const u8 *d = rxbuf + (size_t)k * RX_BUF;
-                pt->rx_packets++; pt->rx_bytes += len;
-                pcap_write(pt->pin, d, len);
-                rx_frame(E, (u32)pnum[i], d, len);
-            }
-            tm_serve(E);
-            pthread_mutex_unlock(&E->mu);
+            if (pt->rx.map) rx_ring_read(E, (u32)pnum[i], pt, pfd[i].revents, rxb->data);
+            else rx_socket_read(E, (u32)pnum[i], pt, rxb);
         }
         if (pfd[n].revents & POLLIN) {
             char junk[256];
@@ -904,7 +1021,8 @@ int eng_run(engine_t *E) {
             }
         }
     }
-    free(rxbuf);
+    free(rxb->data);
+    free(rxb);
     for (int i = 0; i < n; i++) {
         port_t *pt = E->ports[pnum[i]];
         if (pt->ntx) tx_flush(pt);
@@ -996,6 +1114,10 @@ void eng_free(engine_t *E) {
         if (E->ports[p]) {
             if (E->ports[p]->pin) fclose(E->ports[p]->pin);
             if (E->ports[p]->pout) fclose(E->ports[p]->pout);
+            if (E->ports[p]->rx.map) {  /* not released: its port socket may be closed already, left alone */
+                munmap(E->ports[p]->rx.map, E->ports[p]->rx.bytes);
+                close(E->ports[p]->rx.fd);
+            }
             free(E->ports[p]->txbuf); free(E->ports[p]);
         }
     }

@@ -46,6 +46,7 @@ _SIGNATURES = {
     "eng_port_stats": (None, [c_void_p, c_int, _U64]),
     "eng_set_cpu_port": (None, [c_void_p, c_int]),
     "eng_run": (c_int, [c_void_p]),
+    "eng_ports_release": (None, [c_void_p]),
     "eng_stop": (None, [c_void_p]),
     "eng_inject": (None, [c_void_p, c_uint32, c_char_p, c_uint32]),
     "eng_q_rate": (None, [c_void_p, c_int, c_int, c_double]),
@@ -218,6 +219,11 @@ class Engine:
 
     def stop(self) -> None:
         self.lib.eng_stop(self.ptr)
+
+    def ports_release(self) -> None:
+        """Give the ports' sockets back (their receive rings closed) once run() has returned, for the
+        Python loop or another engine."""
+        self.lib.eng_ports_release(self.ptr)
 
     def inject(self, port: int, data: bytes) -> None:
         self.lib.eng_inject(self.ptr, port, data, len(data))

@@ -1,7 +1,8 @@
-"""A port's ingress delay (`set_ingress_delay`), on both engines, with real frames on veth pairs:
-frames arriving on a delayed port wait at least the delay and keep their order, frames arriving
-on other ports and PacketOuts are not held, and a port set back to zero delay is not held.
-Needs root for the veth pairs (h7a*/h7b*, made and deleted here); no Mininet."""
+"""A switch's ports on real veth pairs, in-process, on both engines: a port's ingress delay
+(`set_ingress_delay`) holds frames arriving on it at least the delay and in order, not frames
+arriving on other ports nor PacketOuts, and not once set back to zero; the native engine's receive
+rings take over the ports without losing a frame that waited for the loop, and give them back when
+the pipeline changes engine. Needs root for the veth pairs (h7a*/h7b*, made and deleted here); no Mininet."""
 from __future__ import annotations
 
 import json
@@ -139,3 +140,57 @@ def test_ingress_delay_holds_a_port_in_order_and_no_other(peers, engine):
         server.stop()
         switch.close()
     assert not loop.is_alive()
+
+
+def test_the_native_engine_takes_waiting_frames_and_gives_its_ports_back_at_every_swap(peers):
+    if compiler() is None:
+        pytest.skip("no C compiler for the native engine")
+    program = load_source(CROSS, "cross.p4")
+    switch = Switch(SW)
+    switch.set_pipeline(make_pipeline(program, "native"))
+    peers[1].send(frame(1))  # waits on the port's socket: the loop (and its rings) are not there yet
+    loop = threading.Thread(target=switch.run, daemon=True)
+    loop.start()
+    try:
+        assert [(port, n) for port, n, _ in receive(peers, 1, timeout_s=10)] == [(2, 1)]
+        for engine, n in (("python", 10), ("native", 20), ("native", 30), ("python", 40)):
+            switch.set_pipeline(make_pipeline(program, engine))
+            time.sleep(1.0)  # the old loop gone, the new one reading
+            for k in range(3):
+                peers[1].send(frame(n + k))
+            peers[2].send(frame(n + 5))
+            got = receive(peers, 4, timeout_s=10)
+            assert sorted((port, m) for port, m, _ in got) == [(1, n + 5), (2, n), (2, n + 1), (2, n + 2)], engine
+            assert [m for port, m, _ in got if port == 2] == [n, n + 1, n + 2]  # in order
+        stats = switch.port_stats()
+        assert (stats[1]["rx_packets"], stats[2]["rx_packets"]) == (13, 4)  # every engine's counts kept
+    finally:
+        switch.stop()
+        loop.join(10)
+        switch.close()
+    assert not loop.is_alive()
+
+
+def test_a_frame_bigger_than_a_ring_slot_arrives_whole(peers):
+    if compiler() is None:
+        pytest.skip("no C compiler for the native engine")
+    switch = Switch(SW)
+    switch.set_pipeline(make_pipeline(load_source(CROSS, "cross.p4"), "native"))
+    loop = threading.Thread(target=switch.run, daemon=True)
+    loop.start()
+    try:
+        peers[1].send(frame(1))
+        assert [n for _, n, _ in receive(peers, 1, timeout_s=10)] == [1]  # the rings are up, slots for 1500 bytes
+        for ifname in (*SW.values(), *PEER.values()):
+            ip("link", "set", ifname, "mtu", "4000")
+        big = frame(2) + bytes(range(256)) * 12  # 3,132 bytes: more than a 2,048-byte slot holds
+        peers[1].send(big)
+        by_fd = {s.fileno(): s for s in peers.values()}
+        ready = select.select(list(by_fd), [], [], 10)[0]
+        data = by_fd[ready[0]].recv(8192) if ready else b""
+        assert data == big and ready[0] == peers[2].fileno()
+        assert switch.port_stats()[1]["rx_errors"] == 0
+    finally:
+        switch.stop()
+        loop.join(10)
+        switch.close()
