@@ -157,14 +157,14 @@ def assess(links: Mapping[str, float], switches: Mapping[str, float], hosts: Map
     candidates += [("switch", name, u) for name, u in switches.items()]
     candidates += [("host process", name, u) for name, u in hosts.items()]
     if cores is not None:
-        candidates.append(("cores", f"all {ncores}", cores))
+        candidates.append(("machine", f"{ncores} cores", cores))
     if not candidates:
         return {"bottleneck": None, "warning": None}
-    kind, name, load = max(candidates, key=lambda c: (c[2] >= BUSY, c[0] == "link", c[0] != "cores", c[2]))
+    kind, name, load = max(candidates, key=lambda c: (c[2] >= BUSY, c[0] == "link", c[0] != "machine", c[2]))
     bottleneck = {"kind": kind, "name": name, "load": load} if load >= BUSY else None
     warning = None
     if bottleneck and kind != "link":
-        what = (f"the machine's {ncores} cores were {load:.0%} busy" if kind == "cores"
+        what = (f"the machine's {ncores} cores were {load:.0%} busy" if kind == "machine"
                 else f"{kind} {name} was busy {load:.0%} of a core")
         busiest = max(links.values(), default=0.0)
         warning = (f"fidelity: {what} while the busiest link ran at {busiest:.0%} of its rate: "

@@ -350,7 +350,7 @@ def compare_summary(results_by_scheme: Mapping[str, Mapping[str, Any]], link: st
 
 
 def bottleneck_text(fidelity: Mapping[str, Any]) -> str:
-    """What bound a run, short: "link s1->h5 97%", "switch s1 100%", or "none" below testbed.fidelity.BUSY."""
+    """What bound a run, short: "link s1->h5 97%", "switch s1 100%", "machine 2 cores 94%", or "none" below testbed.fidelity.BUSY."""
     b = fidelity.get("bottleneck")
     return "none" if not b else f"{b['kind'].split()[0]} {b['name']} {b['load']:.0%}"
 

@@ -42,7 +42,7 @@ def test_a_busy_process_with_links_to_spare_is_named_in_one_warning_line():
 
 def test_busy_cores_bind_a_run_no_single_process_does_but_yield_to_a_busy_link_or_process():
     verdict = fidelity.assess({"s1->h1": 0.6}, {"s1": 0.5}, {"h1": 0.45, "h2": 0.45}, cores=0.97, ncores=2)
-    assert verdict["bottleneck"] == {"kind": "cores", "name": "all 2", "load": 0.97}
+    assert verdict["bottleneck"] == {"kind": "machine", "name": "2 cores", "load": 0.97}
     assert verdict["warning"] == ("fidelity: the machine's 2 cores were 97% busy while the busiest link ran at 60% of "
                                   "its rate: this run measured the machine, not the network")
     assert fidelity.assess({"s1->h1": 0.95}, {}, {}, cores=0.99, ncores=2)["bottleneck"]["kind"] == "link"
