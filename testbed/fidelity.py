@@ -78,7 +78,10 @@ class CpuMeter:
 
     def _run(self) -> None:
         while not self.stopped.wait(SAMPLE_S):
-            self.sample()
+            try:
+                self.sample()
+            except (AttributeError, RuntimeError):  # the run changed its processes under us: the next sample sees
+                continue
 
     def sample(self) -> None:
         """Read every live process's CPU time (a process's last sample stays its total once it is gone)."""

@@ -2,6 +2,7 @@
 real processes, and which of them bound the run."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -96,6 +97,22 @@ def test_cpu_meter_measures_a_busy_and_an_idle_process_on_its_own_thread():
     assert used["busy"] > 10 * used["idle"] and used["idle"] < 0.05  # a spinning process shows, a sleeping one not
     assert used[fidelity.MACHINE] >= used["busy"]  # the cores did at least what the busy process did
     assert fidelity.cpu_seconds(busy.pid) is None
+
+
+def test_the_meter_thread_goes_on_when_the_process_list_changes_under_it():
+    calls = []
+
+    def pids() -> dict[str, int]:
+        calls.append(1)
+        if len(calls) == 2:  # the run replaced a process while the thread read its list
+            raise RuntimeError("dictionary changed size during iteration")
+        return {"me": os.getpid()}
+
+    meter = fidelity.CpuMeter(pids).start()
+    time.sleep(0.4)
+    meter.stop()
+    assert not meter.thread.is_alive() and len(calls) >= 5
+    assert len(meter.series[("me", os.getpid())]) == len(calls) - 1  # every sample but the failed one
 
 
 def test_the_workload_window_spans_every_worker_and_is_absent_without_any():
