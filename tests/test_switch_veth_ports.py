@@ -2,7 +2,7 @@
 (`set_ingress_delay`) holds frames arriving on it at least the delay and in order, not frames
 arriving on other ports nor PacketOuts, and not once set back to zero; the native engine's receive
 rings take over the ports without losing a frame that waited for the loop, and give them back when
-the pipeline changes engine. Needs root for the veth pairs (h7a*/h7b*, made and deleted here); no Mininet."""
+the pipeline changes engine. Needs root for the veth pairs (h7a*/h7b*, per process, made and deleted here); no Mininet."""
 from __future__ import annotations
 
 import json
@@ -26,8 +26,9 @@ from p4target.switch import Switch
 
 ETHERTYPE = 0x88B5  # IEEE local experimental: nothing else on the link speaks it
 PACKET_OUTGOING = 4
-SW = {1: "h7a1", 2: "h7a2"}  # the switch's ends; never "-ethN" (Mininet's cleanup deletes those)
-PEER = {1: "h7b1", 2: "h7b2"}
+TAG = os.getpid() % 10000  # two checkouts testing at once do not share veths
+SW = {1: f"h7a{TAG}x1", 2: f"h7a{TAG}x2"}  # the switch's ends; never "-ethN" (Mininet's cleanup deletes those)
+PEER = {1: f"h7b{TAG}x1", 2: f"h7b{TAG}x2"}
 DELAY_S = 1.0  # long enough that undelayed frames, sent after the delayed ones, leave first
 
 CROSS = """
