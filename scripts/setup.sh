@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PKGS=(mininet bridge-utils iputils-ping iproute2 nftables tcpdump iperf3 ethtool procps psmisc gcc libc6-dev)
+APT_PKGS=(mininet bridge-utils iputils-ping iproute2 nftables tcpdump iperf3 ethtool procps psmisc gcc libc6-dev python3-venv)
 PY=${PYTHON:-python3}
 STAMP=.venv/.aggnet-setup-stamp
 
