@@ -5,7 +5,8 @@
  * addresses (tables, registers, counters, multicast groups, clone sessions), the traffic
  * manager of p4target/tm.py (loss with Python's Mersenne Twister, delay, tail-drop queue,
  * token buckets in packets/s and bits/s, the ingress delay of received frames), and the
- * packet loop of p4target/switch.py on AF_PACKET sockets (receive rings, sendmmsg) and pcap capture.
+ * packet loop of p4target/switch.py (AF_PACKET receive rings, AF_XDP send rings; recvmmsg and
+ * sendmmsg where the kernel has neither) and pcap capture.
  *
  * Everything exported is `eng_*`, called from Python through ctypes (native/engine.py).
  * One mutex (`mu`) guards the state and the traffic manager: the packet loop holds it per
@@ -786,9 +787,16 @@ static void rx_ring_close(port_t *pt) {
     pt->rx.map = NULL;
 }
 
-/* Every port's ring closed: the engine gives its ports back (see rx_ring_close). */
+static void xsk_close(port_t *pt);
+static int xsk_open(port_t *pt);
+
+/* Every port's rings closed: the engine gives its ports back (see rx_ring_close). */
 void eng_ports_release(engine_t *E) {
-    for (int i = 0; i < MAX_PORTS; i++) if (E->ports[i]) rx_ring_close(E->ports[i]);
+    for (int i = 0; i < MAX_PORTS; i++) {
+        if (!E->ports[i]) continue;
+        rx_ring_close(E->ports[i]);
+        xsk_close(E->ports[i]);
+    }
 }
 
 int eng_port_add(engine_t *E, int number, int fd, const char *pcap_in, const char *pcap_out) {
@@ -811,7 +819,98 @@ void eng_port_stats(engine_t *E, int number, u64 *out) {
     out[3] = pt->tx_bytes; out[4] = pt->tx_errors; out[5] = pt->rx_errors;
 }
 
-static void tx_flush(port_t *pt) {
+/* ------------------------------------------------------------------ sending: the send ring, or sendmmsg */
+
+static void xsk_close(port_t *pt) {
+    xsk_t *x = &pt->xsk;
+    if (!x->umem) return;
+    munmap(x->txmap, x->txbytes);
+    munmap(x->cqmap, x->cqbytes);
+    close(x->fd);
+    munmap(x->umem, (size_t)XSK_FRAMES * XSK_FRAME);
+    x->umem = NULL;
+}
+
+/* The port's send ring (see xsk_t), on the device the port's socket is bound to, opened with no frame pending: 0,
+ * or -1 (nothing changed) when the kernel has no AF_XDP, or AGGNET_NATIVE_SENDMMSG is set (tests send both ways),
+ * or the device is held a moment longer by the ring of an engine just stopped: the loop's idle wake tries again. */
+static int xsk_open(port_t *pt) {
+    struct sockaddr_ll me;
+    socklen_t mlen = sizeof(me);
+    if (getenv("AGGNET_NATIVE_SENDMMSG") || getsockname(pt->fd, (struct sockaddr *)&me, &mlen)) return -1;
+    int fd = socket(AF_XDP, SOCK_RAW, 0);
+    if (fd < 0) return -1;
+    size_t ubytes = (size_t)XSK_FRAMES * XSK_FRAME, txbytes = 0, cqbytes = 0;
+    u8 *umem = mmap(NULL, ubytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    u8 *tx = MAP_FAILED, *cq = MAP_FAILED;
+    struct xdp_umem_reg reg = {.addr = (u64)(uintptr_t)umem, .len = ubytes, .chunk_size = XSK_FRAME};
+    struct xdp_mmap_offsets off;
+    socklen_t olen = sizeof(off);
+    int slots = XSK_RING;
+    if (umem != MAP_FAILED && !setsockopt(fd, SOL_XDP, XDP_UMEM_REG, &reg, sizeof(reg))
+        && !setsockopt(fd, SOL_XDP, XDP_UMEM_FILL_RING, &slots, sizeof(slots))  /* bind wants one; never used */
+        && !setsockopt(fd, SOL_XDP, XDP_UMEM_COMPLETION_RING, &slots, sizeof(slots))
+        && !setsockopt(fd, SOL_XDP, XDP_TX_RING, &slots, sizeof(slots))
+        && !getsockopt(fd, SOL_XDP, XDP_MMAP_OFFSETS, &off, &olen)) {
+        txbytes = off.tx.desc + XSK_RING * sizeof(struct xdp_desc);
+        cqbytes = off.cr.desc + XSK_RING * sizeof(u64);
+        tx = mmap(NULL, txbytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, XDP_PGOFF_TX_RING);
+        cq = mmap(NULL, cqbytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, XDP_UMEM_PGOFF_COMPLETION_RING);
+    }
+    struct sockaddr_xdp at = {.sxdp_family = AF_XDP, .sxdp_ifindex = (u32)me.sll_ifindex, .sxdp_flags = XDP_COPY};
+    if (tx == MAP_FAILED || cq == MAP_FAILED || bind(fd, (struct sockaddr *)&at, sizeof(at))) {
+        if (tx != MAP_FAILED) munmap(tx, txbytes);
+        if (cq != MAP_FAILED) munmap(cq, cqbytes);
+        if (umem != MAP_FAILED) munmap(umem, ubytes);
+        close(fd);
+        return -1;
+    }
+    xsk_t *x = &pt->xsk;
+    x->umem = umem; x->txmap = tx; x->cqmap = cq; x->txbytes = txbytes; x->cqbytes = cqbytes; x->fd = fd;
+    x->txprod = (u32 *)(tx + off.tx.producer); x->txcons = (u32 *)(tx + off.tx.consumer);
+    x->txd = (struct xdp_desc *)(tx + off.tx.desc);
+    x->cqprod = (u32 *)(cq + off.cr.producer); x->cqcons = (u32 *)(cq + off.cr.consumer);
+    x->cqd = (u64 *)(cq + off.cr.desc);
+    x->prod = *x->txprod;
+    for (x->nfree = 0; x->nfree < XSK_FRAMES; x->nfree++) x->free[x->nfree] = (u64)x->nfree * XSK_FRAME;
+    return 0;
+}
+
+/* The frames the kernel has sent, free again. */
+static void xsk_reclaim(xsk_t *x) {
+    u32 end = __atomic_load_n(x->cqprod, __ATOMIC_ACQUIRE), i = *x->cqcons;
+    for (; i != end; i++) x->free[x->nfree++] = x->cqd[i & (XSK_RING - 1)];
+    __atomic_store_n(x->cqcons, i, __ATOMIC_RELEASE);
+}
+
+/* Send what waits in the ring: the kernel takes up to 32 descriptors a call. A ring that stops moving (its
+ * device went down) keeps its descriptors, which would leave when the device came back, long after: the ring is
+ * closed instead, its frames counted as send errors, and the port sends through its socket until the loop's idle
+ * wake opens a new ring (see xsk_open). */
+static void xsk_flush(port_t *pt) {
+    xsk_t *x = &pt->xsk;
+    __atomic_store_n(x->txprod, x->prod, __ATOMIC_RELEASE);
+    for (int stalls = 0;;) {
+        u32 cons = __atomic_load_n(x->txcons, __ATOMIC_ACQUIRE);
+        if (cons == x->prod) break;
+        int r = (int)sendto(x->fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
+        xsk_reclaim(x);
+        if (__atomic_load_n(x->txcons, __ATOMIC_ACQUIRE) != cons) { stalls = 0; continue; }
+        int busy = r == 0 || errno == EAGAIN || errno == EBUSY || errno == ENOBUFS || errno == EINTR;
+        if (busy && ++stalls < 10) {  /* the kernel is out of buffers for a moment: wait for room */
+            struct pollfd pf = {x->fd, POLLOUT, 0};
+            poll(&pf, 1, 1);
+            continue;
+        }
+        pt->tx_errors += x->prod - cons;
+        pt->tx_packets -= x->prod - cons;
+        xsk_close(pt);
+        return;
+    }
+    xsk_reclaim(x);
+}
+
+static void sendmmsg_flush(port_t *pt) {
     int done = 0;
     while (done < pt->ntx) {
         int r = sendmmsg(pt->fd, pt->tx + done, pt->ntx - done, MSG_DONTWAIT);
@@ -827,6 +926,12 @@ static void tx_flush(port_t *pt) {
         }
         done += r;
     }
+}
+
+/* The port's pending frames (ntx of them) leave. */
+static void tx_flush(port_t *pt) {
+    if (pt->xsk.umem) xsk_flush(pt);
+    else sendmmsg_flush(pt);
     pt->ntx = 0;
 }
 
@@ -840,17 +945,26 @@ static void tx_frame(engine_t *E, u32 port, const u8 *data, u32 len) {
     pt->tx_packets++;
     pt->tx_bytes += len;
     pcap_write(pt->pout, data, len);
-    if (len > TX_FRAME) {
+    xsk_t *x = &pt->xsk;
+    if (x->umem && len <= XSK_FRAME) {
+        if (!x->nfree) xsk_reclaim(x);
+        if (!x->nfree) { pt->tx_errors++; pt->tx_packets--; return; }  /* every frame still on its way out */
+        u64 at = x->free[--x->nfree];
+        memcpy(x->umem + at, data, len);
+        x->txd[x->prod++ & (XSK_RING - 1)] = (struct xdp_desc){.addr = at, .len = len};
+    } else if (len > TX_FRAME || x->umem) {  /* too big for a batch slot: alone, after what waits */
+        if (pt->ntx) tx_flush(pt);
         if (send(pt->fd, data, len, 0) < 0) { pt->tx_errors++; pt->tx_packets--; }
         return;
+    } else {
+        u8 *buf = pt->txbuf + (size_t)pt->ntx * TX_FRAME;
+        memcpy(buf, data, len);
+        pt->txv[pt->ntx].iov_base = buf;
+        pt->txv[pt->ntx].iov_len = len;
+        memset(&pt->tx[pt->ntx], 0, sizeof(pt->tx[0]));
+        pt->tx[pt->ntx].msg_hdr.msg_iov = &pt->txv[pt->ntx];
+        pt->tx[pt->ntx].msg_hdr.msg_iovlen = 1;
     }
-    u8 *buf = pt->txbuf + (size_t)pt->ntx * TX_FRAME;
-    memcpy(buf, data, len);
-    pt->txv[pt->ntx].iov_base = buf;
-    pt->txv[pt->ntx].iov_len = len;
-    memset(&pt->tx[pt->ntx], 0, sizeof(pt->tx[0]));
-    pt->tx[pt->ntx].msg_hdr.msg_iov = &pt->txv[pt->ntx];
-    pt->tx[pt->ntx].msg_hdr.msg_iovlen = 1;
     if (++pt->ntx == TX_BATCH) tx_flush(pt);
 }
 
@@ -962,12 +1076,13 @@ static int rx_socket_read(engine_t *E, u32 port, port_t *pt, rxbufs_t *b) {
 }
 
 /* Move packets until eng_stop(): poll -> receive ring (or recvmmsg) -> (ingress delay) -> ingress -> traffic
- * manager -> egress -> sendmmsg. The rings are set up here (see rx_ring_open). */
+ * manager -> egress -> send ring (or sendmmsg). The rings are set up here (see rx_ring_open, xsk_open). */
 int eng_run(engine_t *E) {
     rxbufs_t *rxb = malloc(sizeof(rxbufs_t));
     rxb->data = malloc((size_t)RX_BATCH * RX_BUF);
     struct pollfd pfd[MAX_PORTS + 1];
     int pnum[MAX_PORTS + 1], n = 0;
+    for (int i = 0; i < MAX_PORTS; i++) if (E->ports[i] && !E->ports[i]->xsk.umem) xsk_open(E->ports[i]);  /* before a frame is sent */
     for (int i = 0; i < MAX_PORTS; i++) {
         port_t *pt = E->ports[i];
         if (!pt) continue;
@@ -1016,8 +1131,10 @@ int eng_run(engine_t *E) {
         if (mono() - last_flush >= IDLE_WAKE_S) {
             last_flush = mono();
             for (int i = 0; i < n; i++) {
-                if (E->ports[pnum[i]]->pin) fflush(E->ports[pnum[i]]->pin);
-                if (E->ports[pnum[i]]->pout) fflush(E->ports[pnum[i]]->pout);
+                port_t *pt = E->ports[pnum[i]];
+                if (pt->pin) fflush(pt->pin);
+                if (pt->pout) fflush(pt->pout);
+                if (!pt->xsk.umem) xsk_open(pt);  /* nothing pending: tx_flush above */
             }
         }
     }

@@ -14,6 +14,7 @@
 #include <linux/if_ether.h>
 #include <linux/filter.h>
 #include <linux/if_packet.h>
+#include <linux/if_xdp.h>
 
 #define NORMAL 0
 #define I2E_CLONE 1
@@ -30,6 +31,9 @@
 #define RX_BUF 65536
 #define TX_FRAME 9216
 #define RX_RING_BYTES (2u << 20)   /* per port: 1024 frames of 2048 bytes at a 1500-byte MTU */
+#define XSK_RING 512               /* per port: send ring slots (AF_XDP) */
+#define XSK_FRAMES 1024            /* per port: its frames of XSK_FRAME bytes (2 MB, pinned) */
+#define XSK_FRAME 2048             /* a bigger frame goes out through the port's socket */
 #define DEFAULT_DEPTH 64
 #define DEFAULT_BURST_S 0.005
 #define IDLE_WAKE_S 1.0
@@ -71,9 +75,25 @@ typedef struct tmq {
  * the next free slot in softirq context and the loop reads it in place, with no system call per frame. */
 typedef struct ring { u8 *map; size_t bytes; u32 frames, frame, head; int fd; } ring_t;
 
+/* A port's send ring (an AF_XDP socket in copy mode, sending only): the loop writes each frame into a frame of
+ * its own memory (umem) and a descriptor into the ring, and one system call sends up to 32 of them, with none of
+ * sendmmsg's per-message header copying. The kernel hands a frame back through the completion ring once its
+ * copy is sent (at once on a veth). */
+typedef struct xsk {
+    u8 *umem, *txmap, *cqmap;  /* umem NULL: none (not running, no AF_XDP), sendmmsg on the port's socket */
+    size_t txbytes, cqbytes;
+    int fd;
+    u32 *txprod, *txcons, *cqprod, *cqcons;
+    struct xdp_desc *txd;
+    u64 *cqd;
+    u32 prod, nfree;           /* the ring's producer (ours); frames free for sending */
+    u64 free[XSK_FRAMES];      /* their addresses in umem */
+} xsk_t;
+
 typedef struct port {
     int fd;              /* the port's socket (Python's): sends, and receives while there is no ring */
     ring_t rx;           /* map NULL: no ring (not running, or an old kernel), recvmmsg on fd instead */
+    xsk_t xsk;           /* umem NULL: no send ring, sendmmsg on fd */
     FILE *pin, *pout;
     u64 rx_packets, rx_bytes, tx_packets, tx_bytes, tx_errors, rx_errors;
     int ntx;
