@@ -116,7 +116,8 @@ def send_window(sender: Path, frames: Path, warmup: float, window: float,
     out, _ = proc.communicate(timeout=30)
     words = out.split()
     run = {"received_pps": round((c1 - c0) / (t1 - t0), 1),
-           "sender_pps": round(int(words[1]) / float(words[3]), 1) if len(words) == 4 else None}
+           "sender_pps": round(int(words[1]) / float(words[3]), 1) if len(words) == 6 else None,
+           "sender_via": words[5] if len(words) == 6 else None}
     if processed:
         run["processed_pps"] = round((p1 - p0) / (t1 - t0), 1)
         busy = (u1 - u0) / (t1 - t0)
