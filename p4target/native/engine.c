@@ -1075,6 +1075,21 @@ static int rx_socket_read(engine_t *E, u32 port, port_t *pt, rxbufs_t *b) {
     return got;
 }
 
+/* Under load the receive rings fill while the loop works: it reads them again with no poll() (a system call
+ * whose cost would rival the frames'). How many rings have frames; 0 (none, or a port has no ring): poll. */
+static int rx_rings_waiting(engine_t *E, struct pollfd *pfd, const int *pnum, int n) {
+    int waiting = 0;
+    for (int i = 0; i < n; i++) {
+        const port_t *pt = E->ports[pnum[i]];
+        if (!pt->rx.map) return 0;
+        const struct tpacket2_hdr *h = (const struct tpacket2_hdr *)(pt->rx.map + (size_t)pt->rx.head * pt->rx.frame);
+        pfd[i].revents = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER ? POLLIN : 0;
+        waiting += pfd[i].revents != 0;
+    }
+    pfd[n].revents = 0;
+    return waiting;
+}
+
 /* Move packets until eng_stop(): poll -> receive ring (or recvmmsg) -> (ingress delay) -> ingress -> traffic
  * manager -> egress -> send ring (or sendmmsg). The rings are set up here (see rx_ring_open, xsk_open). */
 int eng_run(engine_t *E) {
@@ -1101,7 +1116,8 @@ int eng_run(engine_t *E) {
         double wait = IDLE_WAKE_S;
         if (when >= 0) { double w = when - mono(); wait = w < 0 ? 0 : (w < wait ? w : wait); }
         int timeout = wait >= 0.001 ? (int)(wait * 1000) : (wait == 0 ? 0 : 1);
-        int r = poll(pfd, n + 1, timeout);
+        int r = rx_rings_waiting(E, pfd, pnum, n);
+        if (!r) r = poll(pfd, n + 1, timeout);
         if (r < 0 && errno != EINTR) break;
         for (int i = 0; r > 0 && i < n; i++) {
             if (pfd[i].revents & POLLNVAL) { pfd[i].fd = -1; continue; }  /* closed under us: stop polling it */
