@@ -665,12 +665,8 @@ class _Printer:
         if ftype is None:
             return f"int(F[{slot}])"
         width = ftype.width or 0
-        code = f"(F[{slot}] & {(1 << width) - 1:#x})"
-        if k.mask is not None:
-            mask = k.mask & ((1 << width) - 1)
-            shift = (mask & -mask).bit_length() - 1 if mask else 0
-            code = f"((F[{slot}] & {mask:#x}) >> {shift})"
-        return code
+        mask = (1 << width) - 1 if k.mask is None else k.mask & ((1 << width) - 1)
+        return f"(F[{slot}] & {mask:#x})"
 
     def gen_table(self, t: m.Table, nodes: dict[str, str]) -> None:
         obj = self.state.tables[t.name]
@@ -757,11 +753,26 @@ class _Printer:
             self.emit(f"_b = _STK_{_ident(target.name)}[F[{nxt}]]; F[{nxt}] += 1", ind)
             self.emit(f"o = _extract(F, _b, _FS_{_ident(t.name)}, data, o, {vl}, {too_short})", ind)
             return
+        elif isinstance(target, m.UnionStackField):  # the member of the stack's next union
+            ut = self.L.union_stack_type[target.stack]
+            k = next((i for i, (name, _) in enumerate(ut.headers) if name == target.member), None)
+            if k is None:
+                raise self.fail(f"header union stack {target.stack} has no member {target.member}")
+            t = self.L.types[ut.headers[k][1]]
+            nxt = self.L.next_index[target.stack]
+            size = len(self.L.union_stacks[target.stack])
+            self.emit(f"if F[{nxt}] >= {size}: raise _Reject({self.error_code('StackOutOfBounds')}, o)", ind)
+            members = self.union_members(m.Expr("dereference_union_stack", m.UnionStackRef(target.stack),
+                                                m.Expr("size_stack", None, m.UnionStackRef(target.stack))))
+            self.emit(f"_b = {members[k]}; F[{nxt}] += 1", ind)
+            self.emit(f"o = _extract(F, _b, _FS_{_ident(t.name)}, data, o, {vl}, {too_short})", ind)
+            return
         else:
             raise self.fail(f"cannot extract into a {type(target).__name__}")
         if t.max_length is not None and vl != "0":
             fixed = sum(f.width or 0 for f in t.fields)
             self.emit(f"_vl = {vl}", ind)
+            self.emit(f"if _vl % 8: raise _Reject({self.error_code('ParserInvalidArgument')}, o)", ind)
             self.emit(f"if _vl + {fixed} > {t.max_length * 8}: raise _Reject({self.error_code('HeaderTooShort')}, o)",
                       ind)
             vl = "_vl"

@@ -13,13 +13,10 @@ _TABLE_MATCH_KINDS = {"exact", "lpm", "ternary", "range", "optional"}
 
 
 def key_width(program: m.Program, k: m.KeyElement) -> int:
-    """The width the control plane matches on: a static mask narrows the field to its set bits."""
+    """The width the control plane matches on: the field's (a static mask is ANDed in, as p4c's P4Info has it)."""
     if isinstance(k.target, m.HeaderRef):
         return 1
-    width = field_width(program, k.target)
-    if k.mask is not None:
-        return bin(k.mask & ((1 << width) - 1)).count("1")
-    return width
+    return field_width(program, k.target)
 
 
 def field_width(program: m.Program, f: m.Field) -> int:
@@ -62,6 +59,8 @@ def _table(program: m.Program, t: m.Table, counters: dict[str, m.CounterArray],
             raise P4Error(f"table {t.name}: match type {k.match_type} is not supported", program.source)
         keys.append(st.KeyField(k.name, key_width(program, k), kind))
     entries = []
+    prioritized = any(k.match_type in ("ternary", "range", "optional") for k in t.key)
+    lowest = max((e.priority for e in t.entries), default=0)
     for e in t.entries:
         match = {}
         for k, v in zip(t.key, e.match_key):
@@ -69,8 +68,8 @@ def _table(program: m.Program, t: m.Table, counters: dict[str, m.CounterArray],
             if spec is not None:
                 match[k.name] = spec
         action, params = _params(program, e.action_entry.action_id, e.action_entry.action_data)
-        prioritized = any(k.match_type in ("ternary", "range", "optional") for k in t.key)
-        entries.append(st.TableEntry(match, action, params, e.priority if prioritized else 0))
+        # BMv2's JSON puts the highest priority first (lowest number); the State, as P4Runtime, the other way
+        entries.append(st.TableEntry(match, action, params, lowest + 1 - e.priority if prioritized else 0))
     default_action, default_params = "NoAction", {}
     if t.default_entry is not None:
         default_action, default_params = _params(program, t.default_entry.action_id, t.default_entry.action_data)
