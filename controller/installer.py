@@ -480,11 +480,13 @@ def _same_tree(a: JobPlan, b: JobPlan) -> bool:
 
 
 def connect_all(topo: Topology, host: str = "127.0.0.1", election_id: tuple[int, int] = (0, 1),
-                side_channel_ports: Mapping[str, int] | None = None, target: str = "embedded") -> dict[str, Any]:
+                side_channel_ports: Mapping[str, int] | None = None, target: str = "embedded",
+                addresses: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A primary SwitchConnection to every switch at host:grpc_port (closes them all if one fails).
 
     A switch listed in `side_channel_ports` gets its `target`'s side channel on that port
-    (registers and queues: the embedded switch's TCP port, BMv2's Thrift port).
+    (registers and queues: the embedded switch's TCP port, BMv2's Thrift port). A switch listed in
+    `addresses` is reached at that address instead of `host` (a switch on another server).
     """
     from controller.p4rt import SwitchConnection
     from controller.switch_cli import side_channel
@@ -493,8 +495,9 @@ def connect_all(topo: Topology, host: str = "127.0.0.1", election_id: tuple[int,
     conns: dict[str, Any] = {}
     try:
         for name, sw in topo.switches.items():
-            side = side_channel(target, ports[name]) if name in ports else None
-            conns[name] = SwitchConnection(f"{host}:{sw.grpc_port}", sw.device_id, election_id, name=name,
+            address = (addresses or {}).get(name, host)
+            side = side_channel(target, ports[name], address) if name in ports else None
+            conns[name] = SwitchConnection(f"{address}:{sw.grpc_port}", sw.device_id, election_id, name=name,
                                            side_channel=side)
     except BaseException:
         for conn in conns.values():

@@ -5,7 +5,8 @@ P4Runtime has no message for queue settings, and BMv2's P4Runtime server answers
 reads and writes with UNIMPLEMENTED (p4lang/PI#376). Both targets take these operations as
 `simple_switch_CLI` command lines instead:
 
-- embedded: `TcpSideChannel`, the switch's own line protocol on TCP 127.0.0.1:PORT
+- embedded: `TcpSideChannel`, the switch's own line protocol on TCP HOST:PORT (127.0.0.1 unless the
+  switch runs on another server)
   (p4target.sidechannel), which speaks the CLI's verbs natively.
 - bmv2: `Bmv2Cli`, which feeds the lines to `simple_switch_CLI --thrift-port PORT` and turns its
   printed output back into the replies the embedded switch gives, so callers never see the
@@ -56,13 +57,14 @@ class SideChannel(Protocol):
 
 
 class TcpSideChannel:
-    """The embedded switch's side channel on 127.0.0.1:port."""
+    """The embedded switch's side channel on host:port."""
 
-    def __init__(self, port: int):
+    def __init__(self, port: int, host: str = "127.0.0.1"):
         self.port = port
+        self.host = host
 
     def run(self, lines: Sequence[str]) -> list[str]:
-        return [send_command(self.port, line) for line in lines]
+        return [send_command(self.port, line, self.host) for line in lines]
 
 
 class Bmv2Cli:
@@ -149,12 +151,13 @@ def parse_reply(line: str, output: str) -> str:
     raise SideChannelError(f"{line!r}: {output.splitlines()[0] if output else 'no output'}")
 
 
-def side_channel(target: str, port: int) -> SideChannel:
-    """The side channel of a switch of `target` listening on side-channel port `port` (BMv2: its Thrift port)."""
+def side_channel(target: str, port: int, host: str = "127.0.0.1") -> SideChannel:
+    """The side channel of a switch of `target` listening on side-channel port `port` (BMv2: its Thrift port)
+    at `host` (the embedded target's switches on other servers; BMv2 runs on this machine)."""
     if target == "bmv2":
         return Bmv2Cli(port)
     if target == "embedded":
-        return TcpSideChannel(port)
+        return TcpSideChannel(port, host)
     raise SideChannelError(f"error: unknown target {target!r} (embedded or bmv2)")
 
 

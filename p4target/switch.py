@@ -13,7 +13,8 @@ delay, if set (PacketOuts have none) -> pipeline.ingress -> traffic manager (per
 port: loss, delay, queue, shaper) -> pipeline.egress (with the queue depths) -> send.
 Both engines run that same order. Without PROG.p4 the switch drops everything until a
 controller sets the pipeline over P4Runtime. The P4Runtime server and the side channel
-(p4target.sidechannel, on 127.0.0.1:--thrift-port) run in their own threads; the
+(p4target.sidechannel, on --thrift-port at the P4Runtime server's address, as BMv2's Thrift
+server listens where its gRPC server does) run in their own threads; the
 traffic manager is guarded by `Switch.lock`, the pipeline state by its own lock.
 SIGTERM/SIGINT stop the loop; sockets are closed and pcaps flushed on the way out.
 """
@@ -307,7 +308,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpu-port", type=int, default=DEFAULT_CPU_PORT,
                         help=f"port number of the controller (PacketIn/PacketOut), default {DEFAULT_CPU_PORT}")
     parser.add_argument("--thrift-port", type=int, default=None,
-                        help="side channel TCP port on 127.0.0.1 (default 9090 + device id)")
+                        help="side channel TCP port, at --grpc-server-addr's address (default 9090 + device id)")
     parser.add_argument("--log", metavar="FILE", help="log to FILE (default: stderr)")
     parser.add_argument("--pcap", metavar="DIR", help="write DIR/IFACE_in.pcap and DIR/IFACE_out.pcap per port")
     parser.add_argument("--engine", choices=ENGINES, default="native",
@@ -340,12 +341,13 @@ def run(args: argparse.Namespace) -> int:
     sidechannel = runtime = None
     try:
         runtime = _start_runtime(switch, args)  # first: once the side channel answers, PROG is loaded
-        sidechannel = SideChannelServer(switch, thrift_port).start()
+        grpc_host = args.grpc_server_addr.rpartition(":")[0]
+        sidechannel = SideChannelServer(switch, thrift_port, grpc_host).start()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: switch.stop())
-        log.info("device %d up: ports %s, grpc %s, side channel 127.0.0.1:%d", args.device_id,
+        log.info("device %d up: ports %s, grpc %s, side channel %s:%d", args.device_id,
                  ", ".join(f"{n}@{p.ifname}" for n, p in sorted(switch.ports.items())) or "none",
-                 args.grpc_server_addr, thrift_port)
+                 args.grpc_server_addr, grpc_host, thrift_port)
         switch.run()
         log.info("stopping: %s; drops: no pipeline %d, no port %d, pipeline errors %d",
                  switch.port_stats(), switch.dropped_no_pipeline, switch.dropped_no_port, switch.pipeline_errors)

@@ -35,10 +35,25 @@ class NetworkConfig:
     loss: float | None = option(None, minimum=0, help="drop this percentage of packets at every switch port")
     lanes: int = option(DEFAULT_LANES, choices=LANE_COUNTS, help="values per aggregation packet (" + ", ".join(
         f"{program_name(n)}: {n}" for n in LANE_COUNTS) + ")")
+    servers: tuple[str, ...] = option((), help="place the nodes over these servers, reached as root over ssh "
+                                               "(SRV1,SRV2,...; localhost or this machine's name: here), "
+                                               "Mininet's cluster edition (docs/cluster.md)")
+    placement: dict[str, str] = option(default_factory=dict, repeat=True,
+                                       help="NODE=SERVER: put NODE there (default: switches in even bins over "
+                                            "--servers in topology order, each host with its switch)")
+    ssh_config: str | None = option(None, help="ssh_config file for reaching --servers (ssh -F)")
 
     def __post_init__(self) -> None:
         if self.loss is not None and self.loss >= 100:
             raise FieldProblem("loss", f"a percentage in [0, 100), got {self.loss}")
+        if self.placement and not self.servers:
+            raise FieldProblem("placement", "places nodes on --servers, and none are given")
+        for node, server in self.placement.items():
+            if server not in self.servers:
+                raise FieldProblem("placement", f"{node}={server}: {server} is not one of --servers "
+                                                f"({', '.join(self.servers)})")
+        if self.servers and self.target != "embedded":
+            raise FieldProblem("servers", f"runs the embedded target on several servers, not {self.target}")
 
 
 @dataclass(frozen=True)

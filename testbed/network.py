@@ -148,9 +148,14 @@ def _check(output: str, command: str) -> None:
 
 
 class Testbed:
-    """A running network for one topology; use as a context manager."""
+    """A running network for one topology; use as a context manager.
+
+    Its nodes are of `host_class`, the target's switch class and `link_class`, each made with
+    `node_params(name)`: testbed.cluster.ClusterTestbed places them on several servers that way."""
 
     __test__ = False  # not a pytest test class despite the name
+    host_class: type = AggNetHost
+    link_class: type | None = None  # None: Mininet's veth pair
 
     def __init__(self, topology: Any, target: str = "embedded", run_dir: str | None = None,
                  program: str | None = None, pcap: bool = False, start_timeout: float = 30.0):
@@ -188,6 +193,17 @@ class Testbed:
 
     def side_channel_port(self, switch: str) -> int:
         return SIDE_CHANNEL_PORT_BASE + self.topology.switches[switch].device_id
+
+    def switch_address(self, switch: str) -> str:  # noqa: ARG002 - one machine: all on loopback
+        """Where `switch`'s P4Runtime server and side channel listen."""
+        return "127.0.0.1"
+
+    def node_params(self, node: str) -> dict[str, Any]:  # noqa: ARG002 - one machine: nothing to add
+        """Extra parameters of `node`'s Mininet node (testbed.cluster: its server)."""
+        return {}
+
+    def gather(self) -> None:
+        """Bring what host and switch processes wrote elsewhere into the run folder (one machine: nothing)."""
 
     # -- lifecycle
     def __enter__(self) -> Testbed:
@@ -228,15 +244,16 @@ class Testbed:
         from mininet.net import Mininet
 
         topo = self.topology
-        self.net = Mininet(topo=None, build=False, controller=None, host=AggNetHost, autoSetMacs=False,
-                           autoStaticArp=True)
+        links = {"link": self.link_class} if self.link_class else {}
+        self.net = Mininet(topo=None, build=False, controller=None, host=self.host_class, autoSetMacs=False,
+                           autoStaticArp=True, **links)
         for h in topo.hosts.values():
-            self.net.addHost(h.name, ip=h.ip_cidr, mac=h.mac)
+            self.net.addHost(h.name, ip=h.ip_cidr, mac=h.mac, **self.node_params(h.name))
         for s in topo.switches.values():
             self.net.addSwitch(s.name, cls=self.switch_class, device_id=s.device_id, grpc_port=s.grpc_port,
                                side_channel_port=self.side_channel_port(s.name), log_file=self.log_file(s.name),
                                program=self.program, pcap_dir=self.pcaps_dir if self.pcap else None,
-                               start_timeout=self.start_timeout)
+                               start_timeout=self.start_timeout, **self.node_params(s.name))
         interfaces = []
         for link in topo.links:
             names = (topo.intf_name(link.a, link.a_port), topo.intf_name(link.b, link.b_port))
@@ -250,7 +267,8 @@ class Testbed:
         self._record_processes()
 
     def _record_processes(self) -> None:
-        procs = [{"name": h.name, "pid": h.pid, "start": clean.process_start_time(h.pid)} for h in self.net.hosts]
+        procs = [{"name": h.name, "pid": h.shell.pid, "start": clean.process_start_time(h.shell.pid)}
+                 for h in self.net.hosts]  # the shell: a host on another server is its ssh client here
         for s in self.net.switches:
             if s.process is not None:
                 procs.append({"name": s.name, "pid": s.process.pid, "start": clean.process_start_time(s.process.pid)})
@@ -297,7 +315,7 @@ class Testbed:
                         drops[self.topology.intf_name(node, port)] = link.loss / 100.0
         for switch, lines in commands.items():
             if lines:
-                side_channel(self.target, self.side_channel_port(switch)).run(lines)
+                side_channel(self.target, self.side_channel_port(switch), self.switch_address(switch)).run(lines)
         if drops:
             subprocess.run(["nft", "-f", "-"], input=kernel_loss_script(drops), text=True, check=True,
                            capture_output=True)

@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+from typing import IO
 
 from mininet.node import Host, Switch
 
@@ -80,6 +81,7 @@ class P4Switch(Switch):
 
     programs: tuple[str, ...] = ()  # what must be on PATH to run this kind of switch
     takes_program = True  # whether it can start with the P4 program (else the controller pushes it)
+    address = "127.0.0.1"  # where its P4Runtime server and side channel listen (testbed.cluster: its server's)
 
     def __init__(self, name: str, device_id: int, grpc_port: int, side_channel_port: int, log_file: str,
                  program: str | None = None, pcap_dir: str | None = None, cpu_port: int = 255,
@@ -103,22 +105,29 @@ class P4Switch(Switch):
         """The target process's command line, flags as simple_switch_grpc spells them."""
         raise NotImplementedError
 
+    def log_args(self) -> list[str]:
+        """Where the process logs (testbed.cluster: a switch on another server logs to its output instead)."""
+        return ["--log", self.log_file]
+
     def start(self, controllers) -> None:  # noqa: ARG002 - P4 switches have no OpenFlow controller
         for intf in self.intfList():
             if intf.name != "lo":
                 self.cmd(f"sysctl -qw net.ipv6.conf.{intf.name}.disable_ipv6=1; "
                          f"ethtool -K {intf.name} tx off rx off >/dev/null 2>&1")
         with open(self.log_file, "ab") as log:
-            self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
-                                            env=testbed_environment())  # marked: `aggnet clean` may stop it
+            self.process = self.launch(self.command(), log)
         self.wait_ready()
+
+    def launch(self, argv: list[str], log: IO[bytes]) -> subprocess.Popen:
+        """Start the target process, its output to `log` (testbed.cluster: on another server)."""
+        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                preexec_fn=_die_with_parent, env=testbed_environment())  # marked: `aggnet clean` may stop it
 
     def wait_ready(self) -> None:
         """Block until the P4Runtime and side-channel ports answer, or fail with the log tail."""
         assert self.process is not None, "wait_ready runs after start"
         deadline = time.monotonic() + self.start_timeout
-        while not (port_open(self.grpc_port) and port_open(self.side_channel_port)):
+        while not (port_open(self.grpc_port, self.address) and port_open(self.side_channel_port, self.address)):
             code = self.process.poll()
             if code is not None:
                 raise SwitchStartError(f"{self.name}: switch exited with code {code} while starting; "
@@ -151,8 +160,8 @@ class EmbeddedSwitch(P4Switch):
 
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "testbed.cli", "switch", "--device-id", str(self.device_id),
-               *self.port_args(), "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}", "--cpu-port",
-               str(self.cpu_port), "--thrift-port", str(self.side_channel_port), "--log", self.log_file]
+               *self.port_args(), "--grpc-server-addr", f"{self.address}:{self.grpc_port}", "--cpu-port",
+               str(self.cpu_port), "--thrift-port", str(self.side_channel_port), *self.log_args()]
         if self.pcap_dir:
             cmd += ["--pcap", self.pcap_dir]
         return cmd + ([self.program] if self.program else [])
@@ -172,7 +181,7 @@ class Bmv2Switch(P4Switch):
                "--thrift-port", str(self.side_channel_port), "--log-console", "--log-level", "warn"]
         if self.pcap_dir:
             cmd += ["--pcap", self.pcap_dir]
-        return cmd + ["--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}", "--cpu-port",
+        return cmd + ["--no-p4", "--", "--grpc-server-addr", f"{self.address}:{self.grpc_port}", "--cpu-port",
                       str(self.cpu_port)]
 
 

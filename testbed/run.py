@@ -309,6 +309,11 @@ class Run:
     def network(self) -> Any:
         from testbed.network import Testbed
 
+        if self.cfg.network.servers:
+            from testbed.cluster import ClusterTestbed
+
+            net = self.cfg.network
+            return ClusterTestbed(self.topo, net.servers, net.placement, net.target, str(self.run_dir), net.ssh_config)
         return Testbed(self.topo, self.cfg.network.target, str(self.run_dir))
 
     def connect(self) -> None:
@@ -316,7 +321,8 @@ class Run:
 
         self.conns = connect_all(self.topo, side_channel_ports={s: self.tb.side_channel_port(s)
                                                                 for s in self.topo.switches},
-                                 target=self.cfg.network.target)
+                                 target=self.cfg.network.target,
+                                 addresses={s: self.tb.switch_address(s) for s in self.topo.switches})
 
     def push_pipeline(self) -> None:
         """The program and routes on every switch; link queues where the target needs the program first."""
@@ -448,6 +454,7 @@ class Run:
         from controller.monitor import queue_stats
         from testbed import fidelity, report
 
+        self.tb.gather()  # results the host processes wrote on other servers
         job_ids = [j.job_id for j in self.jobs if j.job_id is not None]
         self.counters = report.collect_counters(self.topo, self.conns, job_ids)
         stats = {s: queue_stats(conn) for s, conn in self.conns.items()}
