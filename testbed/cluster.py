@@ -302,6 +302,11 @@ class ClusterTestbed(Testbed):
         self.placement = place_nodes(topology, servers, placement)
         self.copied: set[str] = set()  # servers that get the run folder copied (they do not share it)
 
+    def describe(self) -> str:
+        """Which nodes each server runs: `localhost: s1 h1; srv2: s2 h2`."""
+        return "; ".join(f"{name}: {' '.join(n for n, s in self.placement.items() if s == name)}"
+                         for name in self.servers if name in self.placement.values())
+
     def remote_servers(self) -> list[Server]:
         return [s for s in self.servers.values() if not s.local]
 

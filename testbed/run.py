@@ -313,7 +313,9 @@ class Run:
             from testbed.cluster import ClusterTestbed
 
             net = self.cfg.network
-            return ClusterTestbed(self.topo, net.servers, net.placement, net.target, str(self.run_dir), net.ssh_config)
+            tb = ClusterTestbed(self.topo, net.servers, net.placement, net.target, str(self.run_dir), net.ssh_config)
+            self.reporter.status(f"nodes on servers: {tb.describe()}")
+            return tb
         return Testbed(self.topo, self.cfg.network.target, str(self.run_dir))
 
     def connect(self) -> None:

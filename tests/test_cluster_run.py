@@ -3,7 +3,9 @@ edition), here on one machine. The second server is a network namespace `srv2` w
 address on a veth to this machine (a private /30 that exists only on that pair), its own sshd
 (a throwaway host key, a throwaway root key) and its own empty run root (a tmpfs mounted only
 in sshd's mount namespace), so the run folder really is copied there and back. s2, h3 and h4
-run on srv2; the all-reduce's tree crosses the VXLAN tunnel s2-s1 and must be exact.
+(the default placement: the second of two switches, with its hosts) and h2 (`--placement h2=srv2`)
+run on srv2; the all-reduce's tree crosses the VXLAN tunnels s2-s1 and h2-s1 and must be exact;
+a run that fails there (out of time) leaves nothing behind on either side.
 Run it under `flock /tmp/aggnet-net.lock`.
 """
 from __future__ import annotations
@@ -45,8 +47,8 @@ def links(kind: str, netns: str | None = None) -> list[str]:
 
 
 @pytest.fixture
-def srv2(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
-    """A second server: (the ssh_config that reaches it as root@srv2, the run root it does not share)."""
+def srv2(tmp_path: Path) -> Iterator[tuple[Path, Path, int]]:
+    """A second server: (the ssh_config that reaches it as root@srv2, the run root it does not share, sshd's pid)."""
     if HERE in sh("ip", "-o", "-4", "addr"):
         pytest.skip(f"{HERE} is already in use on this machine")
     keys = tmp_path / "ssh"
@@ -84,18 +86,31 @@ def srv2(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
                              capture_output=True).returncode != 0:
             assert sshd.poll() is None and time.monotonic() < deadline, (keys / "sshd.log").read_text()
             time.sleep(0.2)
-        yield config, runs
+        yield config, runs, sshd.pid  # `ip netns exec` and sh exec sshd: one pid
     finally:
         for pid in netns_pids():  # sshd, and anything a failed run left on srv2
             subprocess.run(["kill", "-9", str(pid)], capture_output=True)
         if sshd is not None:
             sshd.wait()
-        subprocess.run(["ip", "netns", "del", NETNS], capture_output=True)  # takes the veth with it
+        subprocess.run(["ip", "link", "del", VETH_HERE], capture_output=True)  # now: a namespace goes later
+        subprocess.run(["ip", "netns", "del", NETNS], capture_output=True)
+
+
+def assert_nothing_left(runs: Path, sshd: int) -> None:
+    """No tunnels on either side; in srv2 only its sshd (its sessions end once their ssh clients here
+    have: waited for), no Mininet shell anywhere, nothing of the run here."""
+    assert links("vxlan") == [] and links("vxlan", NETNS) == []
+    deadline = time.monotonic() + 10
+    while netns_pids() != [sshd] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert netns_pids() == [sshd], [Path(f"/proc/{p}/cmdline").read_text() for p in netns_pids()]
+    assert e2e.processes_mentioning("mininet:") == []
+    assert e2e.leftovers(runs) == []
 
 
 def test_allreduce_across_two_servers_is_exact_and_leaves_nothing(srv2):
-    config, runs = srv2
-    done, results = e2e.aggnet_run(runs, "--topo", str(TOPO), "--servers", "localhost,srv2",
+    config, runs, sshd = srv2
+    done, results = e2e.aggnet_run(runs, "--topo", str(TOPO), "--servers", "localhost,srv2", "--placement", "h2=srv2",
                                    "--ssh-config", str(config), "--workload", "allreduce",
                                    "--elements", "20000", "--link-mbps", "100", timeout=300)
     assert done.returncode == 0, done.stderr
@@ -103,22 +118,31 @@ def test_allreduce_across_two_servers_is_exact_and_leaves_nothing(srv2):
     run = e2e.run_dir(runs)
     # s2 ran on srv2: it listened on srv2's address, and its log came back over ssh
     assert f"grpc {THERE}:" in (run / "logs" / "s2.log").read_text()
-    # h3 ran on srv2 and wrote its result there (srv2 does not see this run root): it was copied back
-    assert json.loads((run / "logs" / "h3.bench.json").read_text())["exact"]
+    assert "localhost: s1 h1; srv2: s2 h2 h3 h4" in done.stdout
+    # h2 and h3 ran on srv2 and wrote their results there (srv2 does not see this run root): copied back
+    for host in ("h2", "h3"):
+        assert json.loads((run / "logs" / f"{host}.bench.json").read_text())["exact"]
     # the tree crosses the servers: s2 sums h3 and h4, s1 sums h1, h2 and s2's partial sum from the tunnel
     assert results["placement"]["aggregators"] == ["s1", "s2"]
     s1, s2 = (results["counters"][s]["jobs"]["1"] for s in ("s1", "s2"))
     assert s1["completed"] == s2["completed"] > 0
     assert s1["aggregated"] == 3 * s1["completed"] and s2["aggregated"] == 2 * s2["completed"]
-    assert results["link_bytes"]["s2-s1"] > 0
-    # nothing left: no tunnels on either side, no process in srv2 but its sshd, no veth of the run here
-    assert links("vxlan") == [] and links("vxlan", NETNS) == []
-    assert [p for p in netns_pids() if "sshd" not in Path(f"/proc/{p}/cmdline").read_text()] == []
-    assert e2e.leftovers(runs) == []
+    assert results["link_bytes"]["s2-s1"] > 0 and results["link_bytes"]["s1-h2"] > 0
+    assert_nothing_left(runs, sshd)
+
+
+def test_a_run_that_fails_across_servers_leaves_nothing(srv2):
+    config, runs, sshd = srv2
+    # 800 kB per worker over 1 Mb/s links takes more than 6 s: the run is out of time while the workers run
+    done, _ = e2e.aggnet_run(runs, "--topo", str(TOPO), "--servers", "localhost,srv2", "--ssh-config", str(config),
+                             "--workload", "allreduce", "--elements", "200000", "--link-mbps", "1",
+                             "--timeout", "2", timeout=300)
+    assert done.returncode == 1 and "still running after 2 s" in done.stderr, done.stderr
+    assert_nothing_left(runs, sshd)
 
 
 def test_a_server_that_cannot_be_reached_is_named(srv2, tmp_path):
-    config, _ = srv2
+    config, _, _ = srv2
     out = tmp_path / "out"
     out.mkdir()
     done, _ = e2e.aggnet_run(out, "--topo", str(TOPO), "--servers", "localhost,closed", "--ssh-config", str(config),
