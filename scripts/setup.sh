@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PKGS=(mininet bridge-utils iputils-ping iproute2 nftables tcpdump iperf3 ethtool procps psmisc gcc libc6-dev python3-venv)
+APT_PKGS=(mininet bridge-utils iputils-ping iproute2 nftables tcpdump iperf3 ethtool procps psmisc gcc libc6-dev python3-venv
+          openssh-client openssh-server tar)  # ssh, sshd, tar: `aggnet run --servers` (docs/cluster.md)
 PY=${PYTHON:-python3}
 STAMP=.venv/.aggnet-setup-stamp
 

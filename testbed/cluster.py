@@ -329,6 +329,14 @@ class ClusterTestbed(Testbed):
                 server.push(self.run_dir)
         super()._build()
 
+    def loss_script(self, host: str, intf: str, p: float) -> str:
+        """The script, also where `host` runs: its shell reads it there."""
+        script = super().loss_script(host, intf, p)
+        server = self.server_of(host)
+        if server.name in self.copied:
+            server.push(self.run_dir)
+        return script
+
     def gather(self) -> None:
         for server in self.remote_servers():
             if server.name in self.copied:

@@ -289,10 +289,15 @@ class Testbed:
             if tbf:
                 _check(node.cmd(f"{tbf} && echo ok"), tbf)
             if link.loss:
-                script = os.path.join(self.build_dir, f"{host}-loss.nft")
-                with open(script, "w") as f:
-                    f.write(kernel_loss_script({intf: link.loss / 100.0}))
+                script = self.loss_script(host, intf, link.loss / 100.0)
                 _check(node.cmd(f"nft -f {script} && echo ok"), f"nft -f {script}")
+
+    def loss_script(self, host: str, intf: str, p: float) -> str:
+        """Write the nft script dropping `host`'s outgoing packets on `intf` with probability p; its path."""
+        script = os.path.join(self.build_dir, f"{host}-loss.nft")
+        with open(script, "w") as f:
+            f.write(kernel_loss_script({intf: p}))
+        return script
 
     def apply_link_queues(self) -> None:
         """Per-link bw/delay/loss/queue from the topology -> the switches' egress queues (one batch per switch),

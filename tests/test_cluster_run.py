@@ -5,7 +5,8 @@ address on a veth to this machine (a private /30 that exists only on that pair),
 in sshd's mount namespace), so the run folder really is copied there and back. s2, h3 and h4
 (the default placement: the second of two switches, with its hosts) and h2 (`--placement h2=srv2`)
 run on srv2; the all-reduce's tree crosses the VXLAN tunnels s2-s1 and h2-s1 and must be exact;
-a run that fails there (out of time) leaves nothing behind on either side.
+1% loss on every link (switch queues, and the hosts' nftables hook, also on srv2's hosts) makes the
+workers retransmit; a run that fails there (out of time) leaves nothing behind on either side.
 Run it under `flock /tmp/aggnet-net.lock`.
 """
 from __future__ import annotations
@@ -112,7 +113,7 @@ def test_allreduce_across_two_servers_is_exact_and_leaves_nothing(srv2):
     config, runs, sshd = srv2
     done, results = e2e.aggnet_run(runs, "--topo", str(TOPO), "--servers", "localhost,srv2", "--placement", "h2=srv2",
                                    "--ssh-config", str(config), "--workload", "allreduce",
-                                   "--elements", "20000", "--link-mbps", "100", timeout=300)
+                                   "--elements", "20000", "--link-mbps", "100", "--loss", "1", timeout=300)
     assert done.returncode == 0, done.stderr
     assert results is not None and results["allreduce_exact"], results
     run = e2e.run_dir(runs)
@@ -121,7 +122,8 @@ def test_allreduce_across_two_servers_is_exact_and_leaves_nothing(srv2):
     assert "localhost: s1 h1; srv2: s2 h2 h3 h4" in done.stdout
     # h2 and h3 ran on srv2 and wrote their results there (srv2 does not see this run root): copied back
     for host in ("h2", "h3"):
-        assert json.loads((run / "logs" / f"{host}.bench.json").read_text())["exact"]
+        bench = json.loads((run / "logs" / f"{host}.bench.json").read_text())
+        assert bench["exact"] and bench["retransmissions"] > 0  # the loss was there
     # the tree crosses the servers: s2 sums h3 and h4, s1 sums h1, h2 and s2's partial sum from the tunnel
     assert results["placement"]["aggregators"] == ["s1", "s2"]
     s1, s2 = (results["counters"][s]["jobs"]["1"] for s in ("s1", "s2"))
