@@ -267,8 +267,9 @@ class VxlanLink(RemoteLink):
                    addr1: str | None = None, addr2: str | None = None) -> str:
         VxlanLink.vni += 1
         for node, other, intf, mac in ((node1, node2, intfname1, addr1), (node2, node1, intfname2, addr2)):
-            remote = other.server.source_address(node.server) if other.server.local else other.server.address
-            output = node.rcmd(f"ip link add {intf}" + (f" address {mac}" if mac else "") +
+            remote = other.server.source_address(node.server)
+            output = node.rcmd(f"ip link del {intf} 2>/dev/null; ip link add {intf}" +  # a killed run's tunnel goes
+                               (f" address {mac}" if mac else "") +
                                f" mtu {TUNNEL_MTU} type vxlan id {VxlanLink.vni} remote {remote} "
                                f"dstport {VXLAN_PORT} nolearning")
             if output.strip():
