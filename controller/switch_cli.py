@@ -33,7 +33,7 @@ import subprocess
 from collections.abc import Sequence
 from typing import Protocol
 
-from p4target.sidechannel import SideChannelError, send_command
+from p4target.sidechannel import SideChannelError, send_commands
 
 CLI_PROMPT = "RuntimeCmd: "
 CLI_TIMEOUT_S = 300.0  # one batch; a job's slot region is a few thousand register writes
@@ -64,7 +64,7 @@ class TcpSideChannel:
         self.host = host
 
     def run(self, lines: Sequence[str]) -> list[str]:
-        return [send_command(self.port, line, self.host) for line in lines]
+        return send_commands(self.port, lines, self.host)
 
 
 class Bmv2Cli:

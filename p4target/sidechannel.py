@@ -35,7 +35,7 @@ import json
 import socket
 import socketserver
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from p4target import state as st
@@ -246,17 +246,27 @@ class SideChannelServer(socketserver.ThreadingTCPServer):
         self.server_close()
 
 
-def send_command(port: int, line: str, host: str = "127.0.0.1", timeout: float = 5.0) -> str:
-    """Send one command to a switch's side channel; return the reply after `ok`.
+def send_commands(port: int, lines: Sequence[str], host: str = "127.0.0.1", timeout: float = 5.0) -> list[str]:
+    """Send command lines to a switch's side channel over one connection; return each reply after `ok`.
 
-    Raises SideChannelError for `error:` replies and when the switch cannot be reached.
+    One connection for all: a connection per line leaves a TIME_WAIT socket per line, and thousands
+    of register writes to a switch on another machine run out of local ports. Raises
+    SideChannelError at the first `error:` reply and when the switch cannot be reached.
     """
+    replies: list[str] = []
     try:
-        with socket.create_connection((host, port), timeout=timeout) as conn:
-            conn.sendall(line.strip().encode() + b"\n")
-            reply = conn.makefile("rb").readline().decode().strip()
+        with socket.create_connection((host, port), timeout=timeout) as conn, conn.makefile("rb") as answers:
+            for line in lines:
+                conn.sendall(line.strip().encode() + b"\n")
+                reply = answers.readline().decode().strip()
+                if not reply.startswith("ok"):
+                    raise SideChannelError(f"{host}:{port}: {reply or 'error: connection closed'}")
+                replies.append(reply[2:].strip())
     except OSError as exc:
         raise SideChannelError(f"error: side channel {host}:{port}: {exc}") from None
-    if not reply.startswith("ok"):
-        raise SideChannelError(f"{host}:{port}: {reply or 'error: connection closed'}")
-    return reply[2:].strip()
+    return replies
+
+
+def send_command(port: int, line: str, host: str = "127.0.0.1", timeout: float = 5.0) -> str:
+    """send_commands with one line."""
+    return send_commands(port, [line], host, timeout)[0]

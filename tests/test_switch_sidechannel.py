@@ -8,7 +8,7 @@ import pytest
 from procs import free_port
 
 from p4target import state as st
-from p4target.sidechannel import SideChannelError, SideChannelServer, send_command
+from p4target.sidechannel import SideChannelError, SideChannelServer, send_command, send_commands
 from p4target.switch import Switch
 
 
@@ -51,6 +51,15 @@ def test_queue_verbs_change_the_traffic_manager(served):
     assert stats["ingress_delay_ms"] == pytest.approx(4)
     send_command(port, "set_queue_rate 0 3")
     assert sw.tm.queue(3).rate_pps is None
+
+
+def test_many_lines_share_one_connection_and_stop_at_the_first_error(served):
+    sw, port = served
+    assert send_commands(port, [f"set_queue_depth {n} {n}" for n in range(1, 2001)]) == [""] * 2000
+    assert sw.tm.queue(2000).depth == 2000
+    with pytest.raises(SideChannelError, match="at least 1"):
+        send_commands(port, ["set_queue_depth 7 1", "set_queue_depth 0 2", "set_queue_depth 9 3"])
+    assert sw.tm.queue(1).depth == 7 and sw.tm.queue(3).depth == 3
 
 
 def test_errors_are_one_line_replies(served):
