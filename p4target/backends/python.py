@@ -152,10 +152,10 @@ class _Layout:
         self.unions = {u.name: [by_id[i] for i in u.header_ids] for u in p.header_unions}
         self.union_type = {u.name: union_types[u.union_type] for u in p.header_unions}
         union_by_id = {u.id: u.name for u in p.header_unions}
-        self.union_stacks = {s.name: [union_by_id[i] for i in s.header_union_ids] for s in p.header_union_stacks}
-        self.union_stack_type = {s.name: union_types[s.union_type] for s in p.header_union_stacks}
-        for s in p.header_union_stacks:
-            self.next_index[s.name] = len(self.initial)
+        self.union_stacks = {us.name: [union_by_id[i] for i in us.header_union_ids] for us in p.header_union_stacks}
+        self.union_stack_type = {us.name: union_types[us.union_type] for us in p.header_union_stacks}
+        for us in p.header_union_stacks:
+            self.next_index[us.name] = len(self.initial)
             self.initial.append(0)
         self.member_of = {h: u for u, hs in self.unions.items() for h in hs}
         self.hidden = {}
@@ -318,7 +318,7 @@ class _Printer:
             return str(self.L.base[v.name])
         if isinstance(v, m.Expr) and v.op == "dereference_header_stack" and isinstance(v.left, m.StackRef):
             return f"_at(_STK_{_ident(v.left.name)}, {self.rv(v.right)}, {v.left.name!r})"
-        if isinstance(v, m.Expr) and v.op == "access_union_header":
+        if isinstance(v, m.Expr) and v.op == "access_union_header" and v.left is not None:
             assert isinstance(v.right, m.Const)
             return self.union_members(v.left)[v.right.value]
         raise self.fail(f"{type(v).__name__} does not name a header here")
@@ -542,11 +542,11 @@ class _Printer:
                     vlen = f"F[{hb + 1 + len(self.L.header_type(v.header).fields)}]"
                     part = f"(F[{slot}], {vlen})"
                 else:
-                    width = 1 if ftype is None else ftype.width
+                    width = 1 if ftype is None else (ftype.width or 0)
                     part = f"(({self.rv(v)}) & {(1 << width) - 1:#x}, {width})"
                 parts.append(part if self.p.header(v.header).metadata else f"*(({part},) if F[{hb}] else ())")
             elif isinstance(v, m.Const):
-                width = v.width or max(v.value.bit_length(), 1)
+                width = v.width if v.width is not None else max(v.value.bit_length(), 1)
                 parts.append(f"({v.value & ((1 << width) - 1)}, {width})")
             elif isinstance(v, m.HeaderRef):
                 b = self.L.base[v.name]

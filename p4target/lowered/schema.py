@@ -70,7 +70,7 @@ def _table(program: m.Program, t: m.Table, counters: dict[str, m.CounterArray],
         action, params = _params(program, e.action_entry.action_id, e.action_entry.action_data)
         # BMv2's JSON puts the highest priority first (lowest number); the State, as P4Runtime, the other way
         entries.append(st.TableEntry(match, action, params, lowest + 1 - e.priority if prioritized else 0))
-    default_action, default_params = "NoAction", {}
+    default_action, default_params = "NoAction", dict[str, int]()
     if t.default_entry is not None:
         default_action, default_params = _params(program, t.default_entry.action_id, t.default_entry.action_data)
     direct_counter = next((c.name for c in counters.values() if c.is_direct and c.binding == t.name), None)
