@@ -49,3 +49,19 @@ def running_switch(program: Path, log: Path, *interfaces: str, device_id: int = 
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@contextlib.contextmanager
+def veth_pairs(pairs: list[tuple[str, str]]) -> Iterator[None]:
+    """Veth pairs (switch side, peer side), up and without IPv6 chatter; deleted when the block ends.
+    The caller skips without root and runs under flock /tmp/aggnet-net.lock."""
+    try:
+        for sw, peer in pairs:
+            subprocess.run(["ip", "link", "add", sw, "type", "veth", "peer", "name", peer], check=True)
+            for ifname in (sw, peer):
+                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{ifname}.disable_ipv6=1"], check=True)
+                subprocess.run(["ip", "link", "set", ifname, "up"], check=True)
+        yield
+    finally:
+        for sw, _ in pairs:
+            subprocess.run(["ip", "link", "del", sw], check=False, capture_output=True)

@@ -305,8 +305,9 @@ class BmRuntime:
         for key in table.schema.keys:
             spec = entry.match.get(key.name)
             kind, w, full = key_match_type(key), key.bitwidth, (1 << key.bitwidth) - 1
+            body: wire.Struct
             if kind == "exact":
-                body = {1: (STRING, _bytes(spec.value, w))}  # type: ignore[union-attr]
+                body = {1: (STRING, _bytes(spec.value if isinstance(spec, st.Exact) else 0, w))}
             elif kind == "lpm":
                 value, plen = (spec.value, spec.prefix_len) if isinstance(spec, st.Lpm) else (0, 0)
                 body = {1: (STRING, _bytes(value, w)), 2: (I32, plen)}
@@ -329,10 +330,11 @@ class BmRuntime:
                 5: (STRUCT, life)}
 
     def _add(self, table_name: str, match_key: list, options: wire.Struct | None, indirect: bool,
-             action: str = "", params: dict[str, int] | None = None, **member_or_group: int) -> int:
+             action: str = "", params: dict[str, int] | None = None, member_id: int | None = None,
+             group_id: int | None = None) -> int:
         prog, table = self._table(table_name, indirect)
         match, priority = self._match(table, match_key, options)
-        entry = st.TableEntry(match, action, params or {}, priority, **member_or_group)
+        entry = st.TableEntry(match, action, params or {}, priority, member_id=member_id, group_id=group_id)
         with _codes(TABLE_ERROR, AlreadyExists=DUPLICATE_ENTRY, ResourceExhausted=TABLE_FULL,
                     PermissionDenied=IMMUTABLE_TABLE_ENTRIES, FailedPrecondition=EMPTY_GRP):
             prog.state.insert_entry(table.name, entry)
