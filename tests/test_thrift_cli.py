@@ -60,6 +60,28 @@ def test_cli_tables_profiles_meters_and_errors(tmp_path):
         assert send_command(port, "queue_stats 1")  # the line protocol, on the same port
 
 
+def test_cli_registers_counters_entries_mirroring_queues(tmp_path):
+    with running_switch(DATA / "ipv4_cpu.p4", tmp_path / "switch.log") as (port, _):
+        out = cli(port, "register_write last_src 2 4660", "register_read last_src 2", "counter_reset port_counter",
+                  "counter_read port_counter 600", "table_add l2_exact set_egress 00:00:00:00:00:05 => 3",
+                  "table_modify l2_exact set_egress 0 => 4", "table_dump_entry l2_exact 0",
+                  "table_add acl drop 0x0800&&&0xffff 6&&&0x0f 0->10 => 3",
+                  "mirroring_add 5 3", "mirroring_get 5", "mirroring_add_mc 6 1", "set_queue_depth 20 2",
+                  "set_queue_rate 300 2", "get_time_since_epoch")
+        assert out[1] == "last_src[2]= 4660"
+        assert out[3] == "Invalid counter operation (INVALID_INDEX)"
+        assert out[6].endswith("Action entry: MyIngress.set_egress - 0004")
+        assert out[7].endswith("Invalid table operation (BAD_MATCH_KEY)")  # an optional key takes no partial mask
+        assert out[9] == "MirroringSessionConfig(port=3, mgid=None)"
+        assert out[10] == "Invalid mirroring operation (SESSION_NOT_FOUND)"  # sessions to groups: not here
+        assert int(out[13]) > 0
+        assert send_command(port, "register_read last_src 2") == "4660"  # the line protocol sees the same State
+        assert '"rate_pps": 300' in send_command(port, "queue_stats 2") and '"depth": 20' in send_command(port, "queue_stats 2")
+        out = cli(port, "table_delete l2_exact 0", "table_num_entries l2_exact", "register_reset last_src",
+                  "register_read last_src 2", "mirroring_delete 5", "mirroring_get 5")
+        assert out[1:4] == ["0", "", "last_src[2]= 0"] and out[5] == "Invalid mirroring operation (SESSION_NOT_FOUND)"
+
+
 def frame(dst_ip: str) -> bytes:
     from scapy.layers.inet import IP, UDP
     from scapy.layers.l2 import Ether
