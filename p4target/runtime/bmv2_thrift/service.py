@@ -68,13 +68,14 @@ class ApiError(Exception):
         self.code = code
 
 
-# method name -> (handler, return type or None for void)
-_METHODS: dict[str, tuple[Callable[..., Any], int | None]] = {}
+# method name -> (handler, return type or None for void, number of arguments)
+_METHODS: dict[str, tuple[Callable[..., Any], int | None, int]] = {}
 
 
 def _api(rtype: int | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Serve the decorated method under its name; its parameters after self are fields 1, 2, ..."""
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        _METHODS[fn.__name__] = (fn, rtype)
+        _METHODS[fn.__name__] = (fn, rtype, len(inspect.signature(fn).parameters) - 1)
         return fn
     return register
 
@@ -120,10 +121,14 @@ class _Handles:
             raise ApiError(INVALID_HANDLE, f"table {table.name}: no entry with handle {handle}")
         return entry
 
+    def forget(self, handle: int) -> None:
+        entry = self._entries.pop(handle)
+        del self._by_object[id(entry)]
+
     def forget_deleted(self, table: st.Table) -> None:
         for handle, entry in list(self._entries.items()):
             if not _stored(table, entry):
-                del self._entries[handle], self._by_object[id(entry)]
+                self.forget(handle)
 
 
 def _stored(table: st.Table, entry: st.TableEntry) -> bool:
@@ -173,6 +178,7 @@ class BmRuntime:
         self._started = time.monotonic()
         self._lock = threading.Lock()  # one call at a time: handles and PRE nodes are shared
         self._program: _Program | None = None
+        self._no_program = st.State(st.ProgramSchema())  # what calls see before a pipeline is set
 
     # -- serving -------------------------------------------------------------------------
     def serve(self, read: Callable[[int], bytes], write: Callable[[bytes], Any]) -> None:
@@ -195,8 +201,7 @@ class BmRuntime:
         found = _METHODS.get(method)
         if found is None:
             return wire.EXCEPTION, wire.app_exception(f"aggnet switch: no method {method!r}", UNKNOWN_METHOD)
-        fn, rtype = found
-        n_args = len(inspect.signature(fn).parameters) - 1
+        fn, rtype, n_args = found
         values = [args.get(i + 1) for i in range(n_args)]
         values = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in values]
         try:
@@ -215,8 +220,10 @@ class BmRuntime:
     def _prog(self) -> _Program:
         """The API's view of the current State (a fresh one after a new pipeline; empty before one)."""
         state = self.switch.state
+        if state is None:
+            state = self._no_program
         if self._program is None or self._program.state is not state:
-            self._program = _Program.of(state if state is not None else st.State(st.ProgramSchema()))
+            self._program = _Program.of(state)
         return self._program
 
     def _table(self, name: str, indirect: bool | None = None) -> tuple[_Program, st.Table]:
@@ -355,6 +362,7 @@ class BmRuntime:
         entry = prog.handles[table.name].entry(table, handle)
         with _codes(TABLE_ERROR, PermissionDenied=IMMUTABLE_TABLE_ENTRIES):
             prog.state.delete_entry(table.name, entry)
+        prog.handles[table.name].forget(handle)
 
     def _set_ttl(self, table_name: str, handle: int, timeout_ms: int, indirect: bool) -> None:
         if not self._table(table_name)[1].schema.support_timeout:
@@ -395,6 +403,7 @@ class BmRuntime:
         with _codes(TABLE_ERROR, PermissionDenied=IMMUTABLE_TABLE_ENTRIES), prog.state.lock:
             for entry in table.entries():
                 prog.state.delete_entry(table.name, entry)
+            prog.handles[table.name].forget_deleted(table)
             if reset_default_entry and table.profile is None:
                 prog.state.reset_default(table.name)
 
@@ -954,7 +963,7 @@ for _name, _code in [("bm_learning_ack", 1), ("bm_learning_ack_buffer", 1), ("bm
                      ("bm_set_crc16_custom_parameters", 1), ("bm_set_crc32_custom_parameters", 1),
                      ("bm_set_toeplitz_hash_key", 1), ("bm_mt_indirect_set_default_member", TABLE_ERROR),
                      ("bm_mt_indirect_ws_set_default_group", TABLE_ERROR), ("bm_mc_set_lag_membership", MC_ERROR)]:
-    _METHODS[_name] = (_refuse(_code), None)
+    _METHODS[_name] = (_refuse(_code), None, 0)
 
 
 def _meter_config(rates: Any, bad_list: int) -> st.MeterConfig:
