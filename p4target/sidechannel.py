@@ -45,8 +45,6 @@ from collections.abc import Callable
 from typing import Any
 
 from p4target import state as st
-from p4target.runtime.bmv2_thrift import wire
-from p4target.runtime.bmv2_thrift.service import BmRuntime
 
 
 class SideChannelError(Exception):
@@ -226,9 +224,13 @@ class Commands:
 class _Handler(socketserver.StreamRequestHandler):
     def handle(self) -> None:
         """A Thrift client's first byte is 0x80 (a strict binary message); a command's is text."""
-        first = self.request.recv(1, socket.MSG_PEEK)
-        if first and first[0] == wire.FIRST_BYTE:
-            self.server.thrift.serve(self.rfile.read, self.wfile.write)  # type: ignore[attr-defined]
+        thrift = self.server.thrift  # type: ignore[attr-defined]
+        try:
+            first = self.request.recv(1, socket.MSG_PEEK)
+        except OSError:
+            return
+        if first and first[0] == thrift.FIRST_BYTE:
+            thrift.serve(self.rfile.read, self.wfile.write)
             return
         commands: Commands = self.server.commands  # type: ignore[attr-defined]
         for raw in self.rfile:
@@ -247,6 +249,8 @@ class SideChannelServer(socketserver.ThreadingTCPServer):
             super().__init__((host, port), _Handler)
         except OSError as exc:
             raise SideChannelError(f"error: side channel {host}:{port}: {exc.strerror}") from None
+        from p4target.runtime.bmv2_thrift.service import BmRuntime  # here: clients of this module need no gRPC
+
         self.commands = Commands(switch)
         self.thrift = BmRuntime(switch, port)
         self._thread = threading.Thread(target=self.serve_forever, name="sidechannel", daemon=True)

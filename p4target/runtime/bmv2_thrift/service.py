@@ -172,6 +172,8 @@ def _lowest_free(used: Any) -> int:
 class BmRuntime:
     """The API on one switch (`tm`, `lock`, `state`, `ports`, `device_id`, `port_numbers()`)."""
 
+    FIRST_BYTE = wire.FIRST_BYTE  # how a listener shared with another protocol tells Thrift clients apart
+
     def __init__(self, switch: Any, thrift_port: int):
         self.switch = switch
         self.thrift_port = thrift_port
@@ -193,7 +195,7 @@ class BmRuntime:
                 reply_type, body = self.call(method, args)
                 if mtype == wire.CALL:
                     write(wire.message(method, reply_type, seqid, body))
-        except wire.WireError as exc:
+        except (wire.WireError, OSError) as exc:
             log.info("thrift connection dropped: %s", exc)
 
     def call(self, method: str, args: wire.Struct) -> tuple[int, wire.Struct]:
