@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from procs import running_switch, veth_pairs
 
+from controller.p4c import compile_bmv2
 from controller.switch_cli import split_outputs
 from p4target.sidechannel import send_command
 
@@ -21,10 +22,11 @@ DATA = Path(__file__).resolve().parent / "data" / "runtime"
 pytestmark = pytest.mark.skipif(not CLI.exists(), reason=f"needs BMv2's simple_switch_CLI ({CLI}, scripts/setup.sh)")
 
 
-def cli(port: int, *lines: str) -> list[str]:
+def cli(port: int, *lines: str, json: Path | None = None) -> list[str]:
     """Each line's output as simple_switch_CLI prints it (the text after its prompt)."""
     env = {**os.environ, "PYTHONPATH": str(P4REF / "lib" / "python-extra")}  # its thrift package, as env.sh sets
-    done = subprocess.run([str(CLI), "--thrift-port", str(port)], input="\n".join(lines) + "\n", env=env,
+    program = ["--json", str(json)] if json else []
+    done = subprocess.run([str(CLI), "--thrift-port", str(port), *program], input="\n".join(lines) + "\n", env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
@@ -80,6 +82,20 @@ def test_cli_registers_counters_entries_mirroring_queues(tmp_path):
         out = cli(port, "table_delete l2_exact 0", "table_num_entries l2_exact", "register_reset last_src",
                   "register_read last_src 2", "mirroring_delete 5", "mirroring_get 5")
         assert out[1:4] == ["0", "", "last_src[2]= 0"] and out[5] == "Invalid mirroring operation (SESSION_NOT_FOUND)"
+
+
+def test_cli_with_the_p4c_json_as_p4_utils_runs_it(tmp_path):
+    """p4-utils hands the CLI p4c's JSON of the program: its names and widths are the switch's too."""
+    p4c = P4REF / "bin" / "p4c"
+    if not p4c.exists():
+        pytest.skip(f"needs p4c ({p4c})")
+    compile_bmv2(str(DATA / "ipv4_cpu.p4"), str(tmp_path), str(p4c))
+    with running_switch(DATA / "ipv4_cpu.p4", tmp_path / "switch.log") as (port, _):
+        out = cli(port, "table_add acl drop 0x0800&&&0xffff 17&&&0xff 1->2 => 3", "table_dump acl",
+                  "counter_read acl_counter 0", json=tmp_path / "ipv4_cpu.json")
+        assert out[0].endswith("Entry has been added with handle 0"), out[0]
+        assert "* ipv4.protocol                 : TERNARY   11 &&& ff" in out[1] and "Priority: 3" in out[1]
+        assert out[2].endswith("acl_counter[0]= (0 bytes, 0 packets)")
 
 
 def frame(dst_ip: str) -> bytes:
