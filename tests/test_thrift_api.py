@@ -93,6 +93,8 @@ def test_errors_are_bmv2_codes(switch):
          priority(0)),  # INVALID_ACTION_NAME: not an action of this table
         (18, "bm_mt_add_entry", (S, "MyIngress.ipv4_lpm"), match_key(exact(bytes(4))), *add_args[1:]),  # BAD_MATCH_KEY
         (18, "bm_mt_add_entry", (S, "MyIngress.ipv4_lpm"), match_key(lpm(b"\x01" * 5, 8)), *add_args[1:]),
+        (18, "bm_mt_add_entry", (S, "MyIngress.acl"), match_key(ternary(b"\x08\x00", b"\xff\xff"), ternary(b"\x11", b"\xff"),
+                                                         range_(b"\x00\x05", b"\x00\x02")), *add_args[1:]),
         (26, "bm_mt_add_entry", (S, "MyIngress.ipv4_lpm"), add_args[0], (S, "MyIngress.ipv4_forward"),
          action_data(b"\x01"), priority(0)),  # BAD_ACTION_DATA
         (2, "bm_mt_delete_entry", (S, "MyIngress.ipv4_lpm"), (I32, 99)),  # INVALID_HANDLE

@@ -265,6 +265,8 @@ class BmRuntime:
             elif key.match_kind == "lpm":
                 match[key.name] = st.Lpm(value & other, body[2])
             elif key.match_kind == "range":
+                if value > other:
+                    raise ApiError(BAD_MATCH_KEY, f"key {key.name}: range start {value} > end {other}")
                 match[key.name] = st.Range(value, other)
             elif key.match_kind == "ternary":
                 match[key.name] = st.Ternary(value & other, other)
