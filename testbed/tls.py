@@ -32,6 +32,18 @@ class RunPki:
     client: TlsFiles
 
 
+def _paths(directory: str) -> tuple[str, str, str]:
+    """(CA certificate, switch's stem, controller's stem): STEM.pem is a certificate, STEM.key its key."""
+    return (os.path.join(directory, "ca.pem"), os.path.join(directory, "switch"), os.path.join(directory, "controller"))
+
+
+def pki_files(directory: str) -> RunPki:
+    """The files make_pki writes in `directory` (a client finds its pair beside the switch's CA this way)."""
+    ca, switch, controller = _paths(directory)
+    return RunPki(server=TlsFiles(ca, f"{switch}.pem", f"{switch}.key"),
+                  client=TlsFiles(ca, f"{controller}.pem", f"{controller}.key"))
+
+
 def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "AggNet run"),
                       x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
@@ -44,9 +56,9 @@ def _write(path: str, data: bytes, private: bool = False) -> str:
     return path
 
 
-def _issue(directory: str, stem: str, subject: str, issuer: tuple[x509.Name, ec.EllipticCurvePrivateKey] | None,
-           extensions: list[tuple[x509.ExtensionType, bool]]) -> tuple[str, str, ec.EllipticCurvePrivateKey]:
-    """Write STEM.pem and STEM.key: a new key and its certificate, signed by `issuer` (self-signed if None)."""
+def _issue(cert_path: str, key_path: str, subject: str, issuer: tuple[x509.Name, ec.EllipticCurvePrivateKey] | None,
+           extensions: list[tuple[x509.ExtensionType, bool]]) -> ec.EllipticCurvePrivateKey:
+    """Write a new key and its certificate, signed by `issuer` (self-signed if None); returns the key."""
     key = ec.generate_private_key(ec.SECP256R1())
     issuer_name, issuer_key = issuer or (_name(subject), key)
     now = datetime.datetime.now(datetime.UTC)
@@ -58,21 +70,23 @@ def _issue(directory: str, stem: str, subject: str, issuer: tuple[x509.Name, ec.
     cert = builder.sign(issuer_key, hashes.SHA256())
     key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                 serialization.NoEncryption())
-    return (_write(os.path.join(directory, f"{stem}.pem"), cert.public_bytes(serialization.Encoding.PEM)),
-            _write(os.path.join(directory, f"{stem}.key"), key_pem, private=True), key)
+    _write(cert_path, cert.public_bytes(serialization.Encoding.PEM))
+    _write(key_path, key_pem, private=True)
+    return key
 
 
 def make_pki(directory: str) -> RunPki:
-    """Create `directory` (if needed) with ca.pem/.key, switch.pem/.key and controller.pem/.key."""
+    """Create `directory` (if needed) with ca.pem, switch.pem/.key and controller.pem/.key (and ca.key)."""
     os.makedirs(directory, exist_ok=True)
-    ca_cert, _, ca_key = _issue(directory, "ca", "AggNet run CA", None,
-                                [(x509.BasicConstraints(ca=True, path_length=0), True)])
+    ca_cert, switch, controller = _paths(directory)
+    ca_key = _issue(ca_cert, os.path.join(directory, "ca.key"), "AggNet run CA", None,
+                    [(x509.BasicConstraints(ca=True, path_length=0), True)])
     ca = (_name("AggNet run CA"), ca_key)
     leaf = (x509.BasicConstraints(ca=False, path_length=None), True)
     alt_names = [*map(x509.DNSName, SERVER_NAMES), *(x509.IPAddress(ipaddress.ip_address(a)) for a in SERVER_ADDRESSES)]
-    server_cert, server_key, _ = _issue(directory, "switch", "aggnet switch", ca, [
+    _issue(f"{switch}.pem", f"{switch}.key", "aggnet switch", ca, [
         leaf, (x509.SubjectAlternativeName(alt_names), False),
         (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False)])
-    client_cert, client_key, _ = _issue(directory, "controller", "aggnet controller", ca, [
+    _issue(f"{controller}.pem", f"{controller}.key", "aggnet controller", ca, [
         leaf, (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), False)])
-    return RunPki(server=TlsFiles(ca_cert, server_cert, server_key), client=TlsFiles(ca_cert, client_cert, client_key))
+    return pki_files(directory)

@@ -21,7 +21,8 @@ from procs import free_port, wait_for
 from controller.p4rt import P4RuntimeError, SwitchConnection
 from p4target.runtime.roles import P4RoleConfig
 from p4target.runtime.tls import TlsFiles
-from testbed.tls import RunPki, make_pki
+from testbed.counters_cli import parse_switch_command
+from testbed.tls import RunPki, make_pki, pki_files
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAM = REPO / "tests" / "data" / "runtime" / "l2_learn.p4"
@@ -143,3 +144,14 @@ def test_pki_signs_the_switch_for_loopback(tmp_path):
     assert "localhost" in names.get_values_for_type(x509.DNSName)
     assert {str(a) for a in names.get_values_for_type(x509.IPAddress)} == {"127.0.0.1", "::1"}
     assert (Path(pki.client.key).stat().st_mode & 0o777) == 0o600
+
+
+def test_counters_reads_a_tls_switch_with_the_runs_controller_certificate(tmp_path):
+    pki = pki_files(str(tmp_path))
+    argv = ["python", "-m", "testbed.cli", "switch", "--device-id", "2", "--grpc-server-addr", "127.0.0.1:9561",
+            "--grpc-server-ssl", "--grpc-server-cert", str(pki.server.cert), "--grpc-server-key",
+            str(pki.server.key), "--grpc-server-cacert", str(pki.server.cacert), "--grpc-server-with-client-auth"]
+    switch = parse_switch_command("s2", argv)
+    assert switch is not None and switch.tls == pki.client
+    plain = parse_switch_command("s2", argv[:8])
+    assert plain is not None and plain.tls is None
