@@ -81,6 +81,7 @@ class P4Switch(Switch):
 
     programs: tuple[str, ...] = ()  # what must be on PATH to run this kind of switch
     takes_program = True  # whether it can start with the P4 program (else the controller pushes it)
+    tls: TlsFiles | None = None  # the certificate, key and client CA it serves P4Runtime with (mutual TLS)
 
     def __init__(self, name: str, device_id: int, grpc_port: int, side_channel_port: int, log_file: str,
                  program: str | None = None, pcap_dir: str | None = None, cpu_port: int = 255,
