@@ -25,3 +25,14 @@ def wait_for(port: int, proc: subprocess.Popen, log: Path, timeout_s: float = 60
                 return
         assert proc.poll() is None and time.monotonic() < deadline, log.read_text() if log.exists() else "no log"
         time.sleep(0.1)
+
+
+def stop_process(proc: subprocess.Popen, grace_s: float = 10) -> None:
+    """SIGTERM (a switch then closes its ports and logs), SIGKILL after `grace_s`; safe on an exited process."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

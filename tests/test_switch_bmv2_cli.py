@@ -8,7 +8,6 @@ are one line and a non-zero exit.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from procs import free_port, wait_for
+from procs import free_port, stop_process, wait_for
 
 from controller.p4rt import P4RuntimeError, SwitchConnection
 from p4target.ports import read_pcap
@@ -34,13 +33,7 @@ def switch_process(argv: list[str], cwd: Path) -> subprocess.Popen:
 
 
 def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    stop_process(proc)
     if proc.stderr is not None:
         proc.stderr.close()
 

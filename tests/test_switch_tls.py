@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from finsy.proto import p4i
 from google.protobuf import text_format
-from procs import free_port, wait_for
+from procs import free_port, stop_process, wait_for
 
 from controller.p4rt import P4RuntimeError, SwitchConnection
 from p4target.runtime.roles import P4RoleConfig
@@ -57,8 +57,7 @@ def tls_switch(tmp_path):
         yield f"127.0.0.1:{grpc_port}", pki, log, stderr
         assert proc.poll() is None, "the switch died"
     finally:
-        proc.terminate()
-        proc.wait(10)
+        stop_process(proc)
 
 
 def test_clients_without_a_valid_certificate_are_refused(tls_switch, program, tmp_path):
