@@ -331,7 +331,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE",
                         help="attach an interface as a port, e.g. -i 1@s1-eth1 (repeatable)")
     parser.add_argument("--no-p4", action="store_true",
-                        help="start without a program (as without PROG; simple_switch_grpc's spelling)")
+                        help="start without a program, even if PROG is given (as simple_switch_grpc)")
     parser.add_argument("--device-id", default="0", help="P4Runtime device id (default 0)")
     parser.add_argument("--thrift-port", default=None,
                         help="side channel TCP port on 127.0.0.1 (default 9090 + device id)")
@@ -401,8 +401,6 @@ def check_options(args: argparse.Namespace) -> None:
         setattr(args, dest, value)
     if args.pcap is not None and not os.path.isdir(args.pcap):
         raise SwitchError(f"error: --pcap {args.pcap}: not a directory")
-    if args.program and args.no_p4:
-        raise SwitchError(f"error: {args.program} and --no-p4: give the program or --no-p4, not both")
     tls_files = ("grpc_server_cert", "grpc_server_key", "grpc_server_cacert")
     given = ["--" + d.replace("_", "-") for d in (*tls_files, "grpc_server_with_client_auth") if getattr(args, d)]
     if not args.grpc_server_ssl and given:
@@ -459,6 +457,9 @@ def run(args: argparse.Namespace) -> int:
     ignored = ignored_options(args)
     if ignored:
         log.warning("simple_switch_grpc options with no equivalent here, ignored: %s", ", ".join(ignored))
+    if args.program and args.no_p4:
+        log.warning("ignoring %s: --no-p4 was given (simple_switch_grpc ignores its program too)", args.program)
+        args.program = None
     ports = {}
     for spec in args.interface:
         number, ifname = parse_port_spec(spec)

@@ -108,9 +108,9 @@ def test_pcap_dir_captures_both_directions(veth, tmp_path):
     assert (pcaps / f"{SWITCH_END}_out.pcap").exists()
 
 
-def test_bmv2_options_without_equivalent_are_named_once(tmp_path):
+def test_bmv2_options_without_equivalent_are_named_once_and_no_p4_wins(tmp_path):
     grpc_port = free_port()
-    proc = switch_process(["--no-p4", "--log-console", "--nanolog", "ipc:///tmp/aggnet-none.ipc", "--use-files", "0",
+    proc = switch_process([str(PROGRAM), "--no-p4", "--log-console", "--nanolog", "ipc:///tmp/aggnet-none.ipc", "--use-files", "0",
                            "--log-file", "s3", "--thrift-port", str(free_port()), "-L", "info", "--",
                            "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--disable-swap", "--drop-port", "500",
                            "--priority-queues", "8", "--max-mc-groups", "16"], tmp_path)
@@ -121,6 +121,7 @@ def test_bmv2_options_without_equivalent_are_named_once(tmp_path):
         stop(proc)
     ignored = [line for line in log.splitlines() if "no equivalent" in line]
     assert len(ignored) == 1, log
+    assert f"ignoring {PROGRAM}: --no-p4 was given" in log and "pipeline set" not in log  # as BMv2 does
     for named in ("--nanolog ipc:///tmp/aggnet-none.ipc", "--use-files 0", "--disable-swap", "--max-mc-groups 16",
                   "--drop-port 500 (the drop port stays 511)", "--priority-queues 8 (one queue per port)"):
         assert named in ignored[0]
