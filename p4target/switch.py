@@ -4,6 +4,10 @@
         --grpc-server-addr 127.0.0.1:50001 [--cpu-port 255] [--thrift-port 9091] \\
         [--log s1.log] [--pcap DIR] [PROG.p4]
 
+It takes simple_switch_grpc's command line as it is (`--log-file`, `--no-p4`, `-- TARGET-OPTIONS`,
+the TLS flags, ...; the options BMv2 has and this switch does not are named in one log line):
+see "command line" below and docs/targets.md.
+
 One thread moves packets. On the native engine (`--engine native`, the default) that is
 the engine's own loop in C (p4target/native/engine.c: receive rings -> pipeline -> traffic
 manager -> egress -> sendmmsg, pcap), with no Python per packet; a pump thread hands
@@ -344,7 +348,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     logs = parser.add_argument_group("logging (default: stderr at level info)")
     logs.add_argument("--log", metavar="FILE", help="log to FILE, and P4Runtime requests to FILE's stem + "
                                                     "-p4runtime-requests.txt")
-    logs.add_argument("--log-file", metavar="BASE", help=f"log to BASE{BMV2_LOG_SUFFIX}, rotated as BMv2 does")
+    logs.add_argument("--log-file", metavar="BASE", help=f"log to BASE{BMV2_LOG_SUFFIX} (simple_switch_grpc's name for it), "
+                                                                 "rotated at --log-file-max-size")
     logs.add_argument("--log-console", action="store_true", help="log to stdout")
     logs.add_argument("-L", "--log-level", choices=LOG_LEVELS, help="trace, debug, info, warn, error or off")
     logs.add_argument("--log-flush", action="store_true", help="accepted: every log line is flushed at once anyway")
@@ -366,13 +371,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     grpc.add_argument("--grpc-server-cacert", metavar="PEM", help="CA that client certificates must be signed by")
     grpc.add_argument("--grpc-server-with-client-auth", action="store_true",
                       help="require a client certificate signed by --grpc-server-cacert (mutual TLS)")
-    ignored = parser.add_argument_group("simple_switch_grpc options with no equivalent here (accepted, named "
-                                        "in one log line)")
+    ignored = parser.add_argument_group("simple_switch_grpc options with no equivalent here (accepted, all named "
+                                        "in one log line at start)")
     for flag, metavar in IGNORED_BMV2_OPTIONS:
         if metavar is None:
-            ignored.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
+            ignored.add_argument(flag, action="store_true")
         else:
-            ignored.add_argument(flag, metavar=metavar, help=argparse.SUPPRESS)
+            ignored.add_argument(flag, metavar=metavar)
     parser.add_argument("-v", "--version", action="version", version=f"aggnet switch {_version()}")
 
 
