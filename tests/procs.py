@@ -30,6 +30,17 @@ def wait_for(port: int, proc: subprocess.Popen, log: Path, timeout_s: float = 60
         time.sleep(0.1)
 
 
+def stop_process(proc: subprocess.Popen, grace_s: float = 10) -> None:
+    """SIGTERM (a switch then closes its ports and logs), SIGKILL after `grace_s`; safe on an exited process."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 @contextlib.contextmanager
 def running_switch(program: Path, log: Path, *interfaces: str, device_id: int = 1) -> Iterator[tuple[int, int]]:
     """An `aggnet switch` process running `program` (ports `N@IFACE`); yields (thrift port, gRPC port).
@@ -43,12 +54,7 @@ def running_switch(program: Path, log: Path, *interfaces: str, device_id: int = 
         wait_for(thrift_port, proc, log)
         yield thrift_port, grpc_port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 @contextlib.contextmanager
