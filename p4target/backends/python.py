@@ -66,8 +66,12 @@ def _mod(a: int, b: int) -> int:
 
 
 def _at(items: tuple, index: int, what: str) -> Any:
-    if not 0 <= index < len(items):
-        raise PacketError(f"index {index} out of range for {what}")
+    """Element `index` of a stack; out of range (P4: an undefined value), the stack's scratch header,
+    which reads as invalid zeros and takes writes that nothing reads back meaningfully."""
+    if not 0 <= index < len(items) - 1:
+        if isinstance(items[-1], str):  # union stacks have no scratch element
+            raise PacketError(f"index {index} out of range for {what}")
+        return items[-1]
     return items[index]
 
 
@@ -145,9 +149,13 @@ class _Layout:
         self.stacks = {s.name: [by_id[i] for i in s.header_ids] for s in p.header_stacks}
         self.stack_type = {s.name: s.header_type for s in p.header_stacks}
         self.next_index = {}
+        self.scratch: dict[str, int] = {}  # per stack: a header taking out-of-range accesses
         for s in p.header_stacks:
             self.next_index[s.name] = len(self.initial)
             self.initial.append(0)
+            t = self.types[s.header_type]
+            self.scratch[s.name] = len(self.initial)
+            self.initial += [False] + [0] * (len(t.fields) + int(any(f.width is None for f in t.fields)))
         union_types = {u.name: u for u in p.header_union_types}
         self.unions = {u.name: [by_id[i] for i in u.header_ids] for u in p.header_unions}
         self.union_type = {u.name: union_types[u.union_type] for u in p.header_unions}
@@ -207,8 +215,10 @@ class _Printer:
         self._tmp = 0
         for hname, t in self.L.types.items():
             self.ns[f"_FS_{_ident(hname)}"] = tuple((f.width, f.signed) for f in t.fields)
-        for s, headers in {**self.L.stacks, **self.L.unions, **self.L.union_stacks}.items():
-            self.ns[f"_STK_{_ident(s)}"] = tuple(self.L.base[h] if h in self.L.base else h for h in headers)
+        for s, headers in self.L.stacks.items():
+            self.ns[f"_STK_{_ident(s)}"] = tuple(self.L.base[h] for h in headers) + (self.L.scratch[s],)
+        for s, names in {**self.L.unions, **self.L.union_stacks}.items():
+            self.ns[f"_STK_{_ident(s)}"] = tuple(self.L.base.get(h, h) for h in names) + ("",)
 
     def fail(self, message: str) -> Unsupported:
         return Unsupported(message, self.p.source)

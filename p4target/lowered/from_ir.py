@@ -943,7 +943,7 @@ class _Lowering:
             assert table is not None
             targets: dict[str, str | None] = {}
             pending: list[str] = []
-            default = nxt
+            default: str | None = nxt  # where actions without a case go (no default case: on)
             for case in s.cases:
                 labels = [lab.control_plane_name if isinstance(lab, ir.Action) else None for lab in case.labels]
                 if case.body is None:
@@ -956,11 +956,11 @@ class _Lowering:
                     else:
                         targets[lab] = node
                 pending = []
-            return self.table(table, targets, nxt, default)
+            return self.table(table, targets, default)
         raise _fail(f"{type(s).__name__} between tables is not lowered", s.loc)
 
-    def table(self, t: ir.Table, targets: dict[str, str | None], nxt: str | None,
-              default: str | None = None) -> str:
+    def table(self, t: ir.Table, targets: dict[str, str | None], nxt: str | None) -> str:
+        """Table `t`'s node: `targets` maps actions (or __HIT__/__MISS__) to next nodes, others go to `nxt`."""
         if id(t) in self.applied:
             raise _fail(f"table {t.name} is applied twice", t.loc)
         self.applied.add(id(t))
@@ -977,8 +977,7 @@ class _Lowering:
         if "__HIT__" in targets:
             next_tables = dict(targets)
         else:
-            fallback = default if default is not None else nxt
-            next_tables = {a.name: targets.get(a.name, fallback) for a in actions}
+            next_tables = {a.name: targets.get(a.name, nxt) for a in actions}
         default_entry = None
         if t.default_action is not None:
             da = self.table_action(t.default_action.action)
@@ -1020,7 +1019,7 @@ class _Lowering:
                                                     t.direct_meter.kind or "bytes", 2, True, name, target))
         table = m.Table(name, self.next_id("table"), match_type, kind, t.size if t.size is not None else 1024,
                         t.direct_counter is not None, supports_timeout(t), keys, [a.id for a in actions],
-                        [a.name for a in actions], next_tables, default if default is not None else nxt,
+                        [a.name for a in actions], next_tables, nxt,
                         default_entry, entries, profile, direct_meter)
         self.pl.tables.append(table)
         return self.act_table(pre, name, t.loc) if pre else name

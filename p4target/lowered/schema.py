@@ -30,9 +30,10 @@ def field_width(program: m.Program, f: m.Field) -> int:
 
 
 def _match(kind: str, v: m.MatchValue, width: int) -> st.Match | None:
-    if kind in ("exact", "optional", "valid"):
-        value = int(v.key or 0)
-        return st.Exact(value) if kind != "optional" else st.Optional(value)
+    if kind == "optional":  # a lowered-form extension (p4c writes ternary): mask 0 is the wildcard
+        return None if v.mask == 0 else st.Optional(v.key or 0)
+    if kind in ("exact", "valid"):
+        return st.Exact(int(v.key or 0))
     if kind == "lpm":
         plen = v.prefix_length or 0
         host_mask = (1 << (width - plen)) - 1
