@@ -15,6 +15,7 @@ What this does not lower yet raises `NotLowered` naming the construct and its lo
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from p4target.errors import P4Error
@@ -295,6 +296,12 @@ class _Lowering:
             if isinstance(base, StackStore):
                 if e.member == "next":
                     return HeaderStore(m.StackRef(base.name), base.type.element)  # type: ignore[arg-type]
+                if e.member == "last" and isinstance(base.type.element, ir.HeaderUnionType):
+                    stack = m.UnionStackRef(base.name)
+                    union = m.Expr("dereference_union_stack", stack, m.Expr("last_stack_index", None, stack))
+                    return UnionStore("", base.type.element, {
+                        f.name: HeaderStore(m.Expr("access_union_header", union, m.Const(k)), f.type)  # type: ignore[arg-type]
+                        for k, f in enumerate(base.type.element.fields)})
                 if e.member == "last":
                     idx = m.Expr("last_stack_index", None, m.StackRef(base.name))
                     return HeaderStore(m.Expr("dereference_header_stack", m.StackRef(base.name), idx),
@@ -582,6 +589,10 @@ class _Lowering:
                 out[jz].parameters[1] = m.Const(len(out))
         elif isinstance(s, ir.Switch):
             self.switch_prims(s, out, ends)
+        elif isinstance(s, ir.Exit) and self.exiting is not None:  # in an inlined action: copy out first
+            out.append(m.Primitive("assign", [self.exiting.ref, m.Const(1)]))
+            ends.append(len(out))
+            out.append(m.Primitive("_jump", [m.Const(-1)]))
         elif isinstance(s, ir.Exit):
             out.append(m.Primitive("exit", []))
         elif isinstance(s, ir.Return):
@@ -803,25 +814,18 @@ class _Lowering:
                 self.assign_store(out, s, arg, c.loc)
             if p.direction in ("out", "inout"):
                 copies.append((arg, s))
+        saved_exiting = self.exiting
+        exiting = self.exiting = self.tmp(ir.BitsType(1), c.loc) if copies and _exits(a.body.stmts) else None
+        if exiting is not None:
+            out.append(m.Primitive("assign", [exiting.ref, m.Const(0)]))
         body: list[m.Primitive] = []
         ends: list[int] = []
         self.prims(a.body.stmts, body, ends)
+        self.exiting = saved_exiting
         base = len(out)
-        exiting = None
-        if any(p.op == "exit" for p in body) and copies:
-            exiting = self.tmp(ir.BitsType(1), c.loc)
-            out.append(m.Primitive("assign", [exiting.ref, m.Const(0)]))
-            base += 1
-        for prim in body:
-            if prim.op == "exit" and exiting is not None:
-                out.append(m.Primitive("assign", [exiting.ref, m.Const(1)]))
-                ends.append(len(out) - base)
-                out.append(m.Primitive("_jump", [m.Const(-1)]))
-                continue
-            out.append(_relocated(prim, base))
-        end = len(out)
+        out += [_relocated(prim, base) for prim in body]
         for i in ends:
-            out[base + i].parameters[0] = m.Const(end)
+            out[base + i] = m.Primitive("_jump", [m.Const(len(out))])
         for arg, s in copies:
             if isinstance(arg, ir.Slice):
                 assert isinstance(s, Scalar)
@@ -835,6 +839,7 @@ class _Lowering:
 
     # -- actions called by tables
 
+    exiting: Scalar | None = None  # inside an inlined action with out arguments: set by `exit`
     params: dict[int, int] = {}  # id(data Param) -> runtime data index, inside the action being lowered
     bound: dict[int, Store] | None = None  # id(Param) -> storage, inside an inlined action
 
@@ -917,6 +922,9 @@ class _Lowering:
     def complex_node(self, s: ir.Stmt, nxt: str | None) -> str | None:
         if isinstance(s, ir.Block):
             return self.block(s.stmts, nxt)
+        hoisted = self.hoist_tables(s)
+        if hoisted is not None:
+            return self.block(hoisted, nxt)
         if isinstance(s, ir.MethodCallStmt):
             c = s.call
             if isinstance(c, ir.TableApply):
@@ -958,6 +966,62 @@ class _Lowering:
                 pending = []
             return self.table(table, targets, default)
         raise _fail(f"{type(s).__name__} between tables is not lowered", s.loc)
+
+    def hoist_tables(self, s: ir.Stmt) -> list[ir.Stmt] | None:
+        """`s` with the tables its expressions apply moved into statements of their own (None when it has
+        none there): `x = a || t.apply().hit` becomes `if (a) tmp = true; else if (t.apply().hit) tmp = true;
+        else tmp = false; x = tmp`, keeping P4's short-circuit evaluation."""
+        if isinstance(s, ir.If) and s.cond is not None and _has_table(s.cond) and not _is_hit_miss(s.cond):
+            pre, cond = self.hoist(s.cond)
+            return pre + [ir.If(s.loc, cond, s.then, s.else_)]
+        if isinstance(s, ir.Assign) and s.rhs is not None and _has_table(s.rhs):
+            pre, rhs = self.hoist(s.rhs)
+            return pre + [ir.Assign(s.loc, s.lhs, rhs)]
+        if isinstance(s, ir.VarDeclStmt) and s.decl is not None and _has_table(s.decl.init):
+            assert s.decl.init is not None
+            pre, init = self.hoist(s.decl.init)
+            return pre + [ir.Assign(s.loc, ir.VarRef(s.decl.type, s.loc, s.decl.name, s.decl), init)]
+        return None
+
+    def hoist(self, e: ir.Expr) -> tuple[list[ir.Stmt], ir.Expr]:
+        """(statements, expression) computing `e` where the expression applies no table."""
+        if not _has_table(e):
+            return [], e
+        loc = e.loc
+        tmp = ir.VarDecl(f"hoisted{self.next_id('cond')}", e.type)
+        ref = ir.VarRef(e.type, loc, tmp.name, tmp)
+
+        def put(value: ir.Expr) -> ir.Stmt:
+            return ir.Assign(loc, ref, value)
+
+        def true(flag: bool) -> ir.Expr:
+            return ir.BoolLiteral(ir.BoolType(), loc, flag)
+
+        if isinstance(e, ir.TableHitMiss):
+            return [ir.If(loc, e, put(true(True)), put(true(False)))], ref
+        if isinstance(e, ir.Binary) and e.op in ("&&", "||"):
+            assert e.left is not None and e.right is not None
+            pre, left = self.hoist(e.left)
+            rest, right = self.hoist(e.right)
+            evaluate = ir.Block(loc, rest + [put(right)])
+            branch = ir.If(loc, left, evaluate, put(true(False))) if e.op == "&&" else \
+                ir.If(loc, left, put(true(True)), evaluate)
+            return pre + [branch], ref
+        if isinstance(e, ir.Mux):
+            assert e.cond is not None and e.then is not None and e.else_ is not None
+            pre, cond = self.hoist(e.cond)
+            then_pre, then = self.hoist(e.then)
+            else_pre, else_ = self.hoist(e.else_)
+            return pre + [ir.If(loc, cond, ir.Block(loc, then_pre + [put(then)]),
+                                ir.Block(loc, else_pre + [put(else_)]))], ref
+        pre_all: list[ir.Stmt] = []
+        changes = {}
+        for name in ("left", "right", "expr"):  # other operators evaluate every operand, left to right
+            sub = getattr(e, name, None)
+            if isinstance(sub, ir.Expr):
+                pre, changes[name] = self.hoist(sub)
+                pre_all += pre
+        return pre_all, dataclasses.replace(e, **changes)
 
     def table(self, t: ir.Table, targets: dict[str, str | None], nxt: str | None) -> str:
         """Table `t`'s node: `targets` maps actions (or __HIT__/__MISS__) to next nodes, others go to `nxt`."""
@@ -1131,12 +1195,10 @@ class _Lowering:
                     ops.append(m.ParserOp("extract", [target]))
             elif c.method == "advance":
                 ops.append(m.ParserOp("advance", [self.data(c.args[0])]))
-            elif c.method == "lookahead":
-                t = self.tmp(ir.BitsType(max(_width(c.type) if _scalar_type(c.type) else 8, 1)), c.loc)
-                if _scalar_type(c.type):
-                    ops.append(m.ParserOp("set", [t.ref, m.Lookahead(0, _width(c.type))]))
-                else:
-                    raise _fail("packet.lookahead() of a header as a statement", c.loc)
+            elif c.method == "lookahead":  # only its length check matters
+                width = ir.width_of(c.type)
+                t = self.tmp(ir.BitsType(1), c.loc)
+                ops.append(m.ParserOp("set", [t.ref, m.Expr("&", m.Lookahead(0, width), m.Const(0))]))
             else:
                 raise _fail(f"packet.{c.method}() in a parser", c.loc)
             return
@@ -1146,12 +1208,7 @@ class _Lowering:
             return
         if isinstance(s, ir.Assign) and isinstance(s.rhs, ir.ExternMethodCall) and s.rhs.method == "lookahead":
             assert s.lhs is not None
-            if not _scalar_type(s.rhs.type):
-                raise _fail("packet.lookahead() of a header or struct", s.loc)
-            dst = self.store_of(s.lhs)
-            assert isinstance(dst, Scalar)
-            look = m.Lookahead(0, _width(s.rhs.type))
-            ops.append(m.ParserOp("set", [dst.ref, m.Expr("d2b", None, look) if False else look]))
+            self.lookahead_into(self.store_of(s.lhs), ops, 0)
             return
         if isinstance(s, (ir.If, ir.Switch)):
             raise _fail("an if or switch statement inside a parser state", s.loc)
@@ -1160,6 +1217,26 @@ class _Lowering:
         self.params, self.bound = {}, None
         self.prim(s, prims, ends)
         ops += [self.as_parser_op(x) for x in prims]
+
+    def lookahead_into(self, dst: Store, ops: list[m.ParserOp], offset: int) -> int:
+        """Set `dst` from the bits `offset` past the cursor (a header comes out valid); the bits it took."""
+        if isinstance(dst, Scalar):
+            width = _width(dst.type)
+            ops.append(m.ParserOp("set", [dst.ref, m.Lookahead(offset, width)]))
+            return width
+        if isinstance(dst, HeaderStore):
+            ops.append(self.as_parser_op(m.Primitive("add_header", [dst.ref])))
+            used = 0
+            for f in _header_leaf_fields(dst.type):
+                field = self._field_of(dst, f.name, f.type)
+                used += self.lookahead_into(field, ops, offset + used)
+            return used
+        if isinstance(dst, StructStore):
+            used = 0
+            for sub in dst.fields.values():
+                used += self.lookahead_into(sub, ops, offset + used)
+            return used
+        raise P4Error("packet.lookahead() into a stack or union")
 
     def extract_target(self, e: ir.Expr) -> m.Value:
         if isinstance(e, ir.Member) and e.member == "next" and e.expr is not None:
@@ -1198,29 +1275,18 @@ class _Lowering:
                 keys.append(v)
             widths.append(w)
         transitions = []
+        total = sum((w + 7) // 8 * 8 for w in widths)
         for case in tr.cases:
-            value = mask = 0
+            combos = [(0, 0)]  # (value, mask) of the keys so far; a range key multiplies them
             for ks, w in zip(case.keysets, widths):
                 padded = (w + 7) // 8 * 8
-                value <<= padded
-                mask <<= padded
-                if isinstance(ks, ir.KsDefault):
-                    continue
-                if isinstance(ks, ir.KsValue):
-                    value |= constant_value(ks.value) & _mask(w)
-                    mask |= _mask(w)
-                elif isinstance(ks, ir.KsMask):
-                    km = constant_value(ks.mask) & _mask(w)
-                    value |= constant_value(ks.value) & km
-                    mask |= km
-                else:
-                    raise _fail("a range in a select case", case.loc)
-            total = sum((w + 7) // 8 * 8 for w in widths)
-            if mask == 0:
+                combos = [((v << padded) | kv, (mk << padded) | km) for v, mk in combos for kv, km in _keyset_masks(ks, w)]
+            if all(mk == 0 for _, mk in combos):
                 transitions.append(m.Transition("default", None, None, target(case.next)))
                 break
-            full = mask == _mask(total)
-            transitions.append(m.Transition("hexstr", value, None if full else mask, target(case.next)))
+            for value, mask in combos:
+                full = mask == _mask(total)
+                transitions.append(m.Transition("hexstr", value, None if full else mask, target(case.next)))
         return keys, transitions
 
     # -- deparser
@@ -1307,6 +1373,27 @@ def _match_value(kind: str, ks: ir.KeySet, w: int) -> m.MatchValue:
     raise P4Error(f"keyset {type(ks).__name__}")
 
 
+def _keyset_masks(ks: ir.KeySet, w: int) -> list[tuple[int, int]]:
+    """A select keyset as (value, mask) pairs; a range as the prefixes covering it, as p4c expands it."""
+    if isinstance(ks, ir.KsDefault):
+        return [(0, 0)]
+    if isinstance(ks, ir.KsValue):
+        return [(constant_value(ks.value) & _mask(w), _mask(w))]
+    if isinstance(ks, ir.KsMask):
+        km = constant_value(ks.mask) & _mask(w)
+        return [(constant_value(ks.value) & km, km)]
+    assert isinstance(ks, ir.KsRange)
+    lo, hi = constant_value(ks.lo) & _mask(w), constant_value(ks.hi) & _mask(w)
+    out = []
+    while lo <= hi:
+        size = lo & -lo if lo else 1 << w
+        while size > hi - lo + 1:
+            size >>= 1
+        out.append((lo, _mask(w) & ~(size - 1)))
+        lo += size
+    return out
+
+
 def _scalars_of(s: Store) -> list[Scalar]:
     if isinstance(s, Scalar):
         return [s]
@@ -1367,6 +1454,10 @@ def _simple(s: ir.Stmt) -> bool:
         return False
     if isinstance(s, ir.MethodCallStmt):
         return not isinstance(s.call, (ir.TableApply, ir.TableHitMiss))
+    if isinstance(s, ir.Assign):
+        return not _has_table(s.rhs)
+    if isinstance(s, ir.VarDeclStmt):
+        return s.decl is None or not _has_table(s.decl.init)
     if isinstance(s, ir.Block):
         return all(_simple(x) for x in s.stmts)
     if isinstance(s, ir.If):
@@ -1384,6 +1475,11 @@ def _has_table(e: ir.Expr | None) -> bool:
         return True
     return any(_has_table(getattr(e, name, None)) for name in ("left", "right", "expr", "cond", "then", "else_")
                if isinstance(getattr(e, name, None), ir.Expr))
+
+
+def _is_hit_miss(e: ir.Expr) -> bool:
+    return isinstance(e, ir.TableHitMiss) or (isinstance(e, ir.Unary) and e.op == "!" and e.expr is not None
+                                              and _is_hit_miss(e.expr))
 
 
 def _hit_miss(e: ir.Expr) -> tuple[ir.Table, bool] | None:
@@ -1416,6 +1512,19 @@ def _walk_calls(stmts: list[ir.Stmt]) -> list[ir.Expr]:
         elif isinstance(s, ir.If):
             out += _walk_calls([x for x in (s.then, s.else_) if x is not None])
     return out
+
+
+def _exits(stmts: list[ir.Stmt]) -> bool:
+    """Whether an `exit` is among these statements (at any depth)."""
+    for s in stmts:
+        if isinstance(s, ir.Exit):
+            return True
+        inner = [x for x in (getattr(s, "then", None), getattr(s, "else_", None)) if x is not None]
+        inner += getattr(s, "stmts", [])
+        inner += [c.body for c in getattr(s, "cases", []) if c.body is not None]
+        if inner and _exits(inner):
+            return True
+    return False
 
 
 def _relocated(prim: m.Primitive, base: int) -> m.Primitive:
