@@ -633,20 +633,30 @@ class _Printer:
                 self.primitive(prim, 1)
             self.emit("return", 1)
             return
-        # p4c lowers `if` inside an action to jumps: run it as a little state machine over primitive indexes
+        # p4c lowers `if` inside an action to jumps: run its basic blocks as a little state machine
+        # (flat `if pc == START` blocks: an elif chain per primitive would nest too deep for Python)
+        prims = a.primitives
+        leaders = {0}
+        for i, prim in enumerate(prims):
+            if prim.op in ("_jump", "_jump_if_zero"):
+                leaders.add(i + 1)
+                target = prim.parameters[-1]
+                leaders.add(target.value if isinstance(target, m.Const) else len(prims))
+        starts = sorted(x for x in leaders if x < len(prims))
         self.emit("pc = 0", 1)
         self.emit("while True:", 1)
-        for i, prim in enumerate(a.primitives):
-            self.emit(f"{'if' if i == 0 else 'elif'} pc == {i}:", 2)
-            if prim.op == "_jump":
-                self.emit(f"pc = {self.rv(prim.parameters[0])}; continue", 3)
-            elif prim.op == "_jump_if_zero":
-                self.emit(f"if not {self.rv(prim.parameters[0])}: pc = {self.rv(prim.parameters[1])}; continue", 3)
-            else:
-                self.primitive(prim, 3)
-        self.emit("else:", 2)
-        self.emit("return", 3)
-        self.emit("pc += 1", 2)
+        for start, end in zip(starts, starts[1:] + [len(prims)]):
+            self.emit(f"if pc == {start}:", 2)
+            for prim in prims[start:end]:
+                if prim.op == "_jump":
+                    self.emit(f"pc = {self.rv(prim.parameters[0])}; continue", 3)
+                elif prim.op == "_jump_if_zero":
+                    self.emit(f"if not {self.rv(prim.parameters[0])}: pc = {self.rv(prim.parameters[1])}; continue",
+                              3)
+                else:
+                    self.primitive(prim, 3)
+            self.emit(f"pc = {end}; continue", 3)
+        self.emit("return", 2)
 
     # -- pipelines
 
