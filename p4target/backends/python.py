@@ -12,6 +12,7 @@ tables and conditionals, one function per node returning the next node (None at 
 """
 from __future__ import annotations
 
+import collections
 import random
 import time
 from typing import Any
@@ -213,6 +214,10 @@ class _Printer:
         self.learn_lists = {ll.id: ll for ll in p.learn_lists}
         self.calcs = {c.name: c for c in p.calculations}
         self._tmp = 0
+        self._bound: dict[int, str] = {}
+        self.printed: set[str] = set()
+        self.header_lines: list[str] = []  # per header type extract/emit functions
+        self.next_maps: dict[str, tuple[dict[str, str | None], str | None]] = {}
         for hname, t in self.L.types.items():
             self.ns[f"_FS_{_ident(hname)}"] = tuple((f.width, f.signed) for f in t.fields)
         for s, headers in self.L.stacks.items():
@@ -225,6 +230,14 @@ class _Printer:
 
     def emit(self, line: str, ind: int) -> None:
         self.lines.append("    " * ind + line)
+
+    def bind(self, prefix: str, obj: object) -> str:
+        """`obj` as a global of the printed module (once per object): no lookups by name per packet."""
+        name = self._bound.get(id(obj))
+        if name is None:
+            name = self._bound[id(obj)] = f"{prefix}{len(self._bound)}"
+            self.ns[name] = obj
+        return name
 
     def tmp(self) -> str:
         self._tmp += 1
@@ -251,7 +264,7 @@ class _Printer:
             if reg is None:
                 raise self.fail(f"unknown register array {v.name}")
             i = self.rv(v.index)
-            return f"(_S.registers[{v.name!r}].values[{i}] if {i} < {reg.schema.size} else 0)"
+            return f"({self.bind('_R', reg.values)}[{i}] if {i} < {reg.schema.size} else 0)"
         if isinstance(v, m.StackField):
             b = self.header_base(m.Expr("dereference_header_stack", m.StackRef(v.stack),
                                         m.Expr("last_stack_index", None, m.StackRef(v.stack))))
@@ -508,7 +521,7 @@ class _Printer:
         reg = self.state.registers[name]
         i = self.tmp()
         self.emit(f"{i} = {self.rv(ps[1])}", ind)
-        self.emit(f"if {i} < {reg.schema.size}: _S.registers[{name!r}].values[{i}] = "
+        self.emit(f"if {i} < {reg.schema.size}: {self.bind('_R', reg.values)}[{i}] = "
                   f"({self.rv(ps[2])}) & {(1 << reg.schema.bitwidth) - 1:#x}", ind)
 
     def p_count(self, ps: list[m.Value], ind: int) -> None:
@@ -516,8 +529,8 @@ class _Printer:
         cnt = self.state.counters[name]
         i = self.tmp()
         self.emit(f"{i} = {self.rv(ps[1])}", ind)
-        self.emit(f"if {i} < {cnt.schema.size}: _S.counters[{name!r}].packets[{i}] += 1; "
-                  f"_S.counters[{name!r}].bytes[{i}] += F[{self.L.sm['packet_length']}]", ind)
+        self.emit(f"if {i} < {cnt.schema.size}: {self.bind('_CP', cnt.packets)}[{i}] += 1; "
+                  f"{self.bind('_CB', cnt.bytes)}[{i}] += F[{self.L.sm['packet_length']}]", ind)
 
     def meter_amount(self, kind: str) -> str:
         return "1" if kind == "packets" else f"F[{self.L.sm['packet_length']}]"
@@ -528,7 +541,7 @@ class _Printer:
         i = self.tmp()
         self.emit(f"{i} = {self.rv(ps[1])}", ind)
         amount = self.meter_amount(meter.schema.type)
-        self.store(ps[2], f"(_S.meters[{name!r}].cells[{i}].execute({amount}, _now()) "
+        self.store(ps[2], f"({self.bind('_M', meter.cells)}[{i}].execute({amount}, _now()) "
                           f"if {i} < {meter.schema.size} else 0)", ind)
 
     def calc(self, name: str) -> str:
@@ -701,9 +714,19 @@ class _Printer:
         miss_next = t.next_tables.get("__MISS__")
         by_hit = "__HIT__" in t.next_tables or "__MISS__" in t.next_tables
         nexts = f"_NX{t.id}"
-        self.ns[nexts] = {a: v for a, v in t.next_tables.items()}
+        self.next_maps[nexts] = (t.next_tables, t.base_default_next)
         self.emit(f"def {nodes[t.name]}(F):", 0)
         self.emit(f"# table {t.name}", 1)
+        exit_slot = self.L.hidden["exit"]
+        default = t.default_entry
+        if not t.key and default is not None and default.action_entry_const and obj.profile is None:
+            # a keyless table whose action nobody can change: p4c's synthesized "tbl_act" tables
+            action = self.actions[default.action_id]
+            args = "".join(f", {v}" for v in default.action_data)
+            self.emit(f"{self.action_fn(action)}(F{args})", 1)
+            target = t.next_tables.get("__MISS__") if by_hit else t.next_tables.get(action.name, t.base_default_next)
+            self.emit(f"return None if F[{exit_slot}] else {self.node_fn(target, nodes)}", 1)
+            return
 
         def leave(hit: bool, action: str) -> None:
             target = (hit_next if hit else miss_next) if by_hit else None
@@ -712,7 +735,7 @@ class _Printer:
             if by_hit:
                 self.emit(f"return {self.node_fn(target, nodes)}", 2 if hit else 1)
             else:
-                self.emit(f"return _NODES.get({nexts}.get({action}, {t.base_default_next!r}))", 2 if hit else 1)
+                self.emit(f"return {nexts}[{action}]", 2 if hit else 1)
 
         if t.key:
             values = ", ".join(self.key_code(k) for k in t.key)
@@ -738,8 +761,7 @@ class _Printer:
             self.emit(f"{amap}[_d.action](F, *_d.args)", 1)
             leave(False, "_d.action")
         else:
-            self.emit(f"return _NODES.get({t.base_default_next!r})" if not by_hit
-                      else f"return {self.node_fn(miss_next, nodes)}", 1)
+            self.emit(f"return {self.node_fn(t.base_default_next if not by_hit else miss_next, nodes)}", 1)
 
     def indirect_hit(self, t: m.Table, profile: st.ActionProfile, amap: str, ind: int) -> None:
         pv = f"_P{t.id}"
@@ -771,7 +793,7 @@ class _Printer:
             size = len(self.L.stacks[target.name])
             self.emit(f"if F[{nxt}] >= {size}: raise _Reject({self.error_code('StackOutOfBounds')}, o)", ind)
             self.emit(f"_b = _STK_{_ident(target.name)}[F[{nxt}]]; F[{nxt}] += 1", ind)
-            self.emit(f"o = _extract(F, _b, _FS_{_ident(t.name)}, data, o, {vl}, {too_short})", ind)
+            self.emit(f"o = {self.extractor(t)}(F, _b, data, o, {vl}, {too_short})", ind)
             return
         elif isinstance(target, m.UnionStackField):  # the member of the stack's next union
             ut = self.L.union_stack_type[target.stack]
@@ -785,7 +807,7 @@ class _Printer:
             members = self.union_members(m.Expr("dereference_union_stack", m.UnionStackRef(target.stack),
                                                 m.Expr("size_stack", None, m.UnionStackRef(target.stack))))
             self.emit(f"_b = {members[k]}; F[{nxt}] += 1", ind)
-            self.emit(f"o = _extract(F, _b, _FS_{_ident(t.name)}, data, o, {vl}, {too_short})", ind)
+            self.emit(f"o = {self.extractor(t)}(F, _b, data, o, {vl}, {too_short})", ind)
             return
         else:
             raise self.fail(f"cannot extract into a {type(target).__name__}")
@@ -796,8 +818,53 @@ class _Printer:
             self.emit(f"if _vl + {fixed} > {t.max_length * 8}: raise _Reject({self.error_code('HeaderTooShort')}, o)",
                       ind)
             vl = "_vl"
-        self.emit(f"o = _extract(F, {b}, _FS_{_ident(t.name)}, data, o, {vl}, {too_short})", ind)
+        self.emit(f"o = {self.extractor(t)}(F, {b}, data, o, {vl}, {too_short})", ind)
         self.after_valid_change(target, b, ind)
+
+    def extractor(self, t: m.HeaderType) -> str:
+        """The function filling a header of type `t` from the packet: printed straight-line for
+        fixed-width types (the parser's hot path), the generic `_extract` for a varbit."""
+        name = f"_ex_{_ident(t.name)}"
+        if any(f.width is None for f in t.fields):
+            self.ns.setdefault(name, lambda F, b, data, o, vl, too_short, fs=self.ns[f"_FS_{_ident(t.name)}"]:
+                               _extract(F, b, fs, data, o, vl, too_short))
+            return name
+        if name not in self.printed:
+            self.printed.add(name)
+            nbytes = sum(f.width or 0 for f in t.fields) // 8
+            lines = [f"def {name}(F, b, data, o, vl, too_short):", f"    end = o + {nbytes}",
+                     "    if end > len(data): raise _Reject(too_short, o)",
+                     "    v = int.from_bytes(data[o:end], 'big')"]
+            pos = nbytes * 8
+            for k, f in enumerate(t.fields):
+                w = f.width or 0
+                pos -= w
+                value = f"(v >> {pos}) & {_mask(w):#x}" if pos else f"v & {_mask(w):#x}"
+                if f.signed:
+                    value = f"(({value}) ^ {1 << (w - 1):#x}) - {1 << (w - 1):#x}"
+                lines.append(f"    F[b + {1 + k}] = {value}")
+            lines += ["    F[b] = True", "    return end"]
+            self.header_lines += lines
+        return name
+
+    def emitter(self, t: m.HeaderType) -> str:
+        """The function writing a header of type `t` as bytes (printed for fixed-width types)."""
+        name = f"_em_{_ident(t.name)}"
+        if any(f.width is None for f in t.fields):
+            self.ns.setdefault(name, lambda F, b, fs=self.ns[f"_FS_{_ident(t.name)}"]: _packed(F, b, fs))
+            return name
+        if name not in self.printed:
+            self.printed.add(name)
+            total = sum(f.width or 0 for f in t.fields)
+            pad = -total % 8
+            parts, pos = [], total + pad
+            for k, f in enumerate(t.fields):
+                w = f.width or 0
+                pos -= w
+                parts.append(f"(F[b + {1 + k}] & {_mask(w):#x}) << {pos}" if pos else f"(F[b + {1 + k}] & {_mask(w):#x})")
+            self.header_lines += [f"def {name}(F, b):",
+                                  f"    return ({' | '.join(parts) or '0'}).to_bytes({(total + pad) // 8}, 'big')"]
+        return name
 
     def parser_op(self, op: m.ParserOp, ind: int) -> None:
         ps = op.parameters
@@ -895,7 +962,7 @@ class _Printer:
             self.primitive(prim, 1)
         for h in d.order:
             b = self.L.base[h]
-            self.emit(f"if F[{b}]: out.append(_packed(F, {b}, _FS_{_ident(self.p.header(h).header_type)}))", 1)
+            self.emit(f"if F[{b}]: out.append({self.emitter(self.L.types[self.p.header(h).header_type])}(F, {b}))", 1)
         self.emit("return out", 1)
 
     def compile(self) -> Compiled:
@@ -914,7 +981,7 @@ class _Printer:
         if not self.gen_checksums("compute", verify=False):
             empty.add("compute")
         self.gen_deparser(self.p.deparsers[0])
-        source = "\n".join(self.lines) + "\n"
+        source = "\n".join(self.header_lines + self.lines) + "\n"
         exec(compile(source, f"<p4 {self.p.source}>", "exec"), self.ns)  # noqa: S102 - our own generated code
         for key in list(self.ns):
             if key.startswith("_AM"):
@@ -925,13 +992,19 @@ class _Printer:
                 node_names[t.name] = self.ns[f"tb{t.id}_{_ident(t.name)}"]
             for c in pl.conditionals:
                 node_names[c.name] = self.ns[f"cd{c.id}_{_ident(c.name)}"]
-        self.ns["_NODES"] = node_names
+        for var, (targets, fallback) in self.next_maps.items():  # action -> next node, as functions
+            self.ns[var] = collections.defaultdict(lambda f=fallback: node_names.get(f) if f else None,
+                                                   {a: node_names[n] if n else None for a, n in targets.items()})
         field_lists = {fl.id: [self.L.field_slot(f)[0] for f in fl.elements] for fl in self.p.field_lists}
         return Compiled(source, self.ns, self.L.initial, self.L.sm, self.L.hidden, field_lists,
                         self.L.meta_range, empty)
 
 
 _BOOL_OPS = frozenset({"==", "!=", ">", ">=", "<", "<=", "and", "or", "not", "d2b", "valid", "valid_union"})
+
+
+def _mask(width: int) -> int:
+    return (1 << width) - 1
 
 
 def _ident(name: str) -> str:
