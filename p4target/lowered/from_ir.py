@@ -25,6 +25,7 @@ from p4target.lowered import model as m
 from p4target.p4info import constant_value, supports_timeout
 
 SCALARS = "scalars"
+EMPTY_FIELD_LIST = -1  # the index standing for "no @field_list": an empty list, as p4c makes one
 STANDARD_METADATA = "standard_metadata"
 
 
@@ -244,6 +245,10 @@ class _Lowering:
         self.p.header_types.append(m.HeaderType(STANDARD_METADATA, len(self.p.header_types), fields))
         self._names.add(STANDARD_METADATA)
         self.p.headers.append(m.Header(STANDARD_METADATA, self.next_id("header"), STANDARD_METADATA, True))
+        for f in sm_type.fields:  # the names simple_switch knows them by (queueing_metadata.enq_qdepth, ...)
+            alias = f.annotations.get_str("alias")
+            if alias is not None:
+                self.p.field_aliases[alias] = m.Field(STANDARD_METADATA, f.name)
         sm = StructStore(sm_type, {f.name: Scalar(m.Field(STANDARD_METADATA, f.name), f.type) for f in sm_type.fields})
         roots: list[Store] = [hdr, meta, sm]
         for params, stores in ((main.parser.params[1:], roots), (main.verify_checksum.params, roots[:2]),
@@ -268,9 +273,11 @@ class _Lowering:
             self._field_list_fields(f.type, sub)
 
     def field_list(self, index: int) -> m.FieldList:
+        """The field list of @field_list(index); ids start at 1 (BMv2 takes no 0), the empty list's is 1."""
         fl = self.field_lists.get(index)
         if fl is None:
-            fl = self.field_lists[index] = m.FieldList(index, f"field_list{index}", [])
+            name = "empty" if index == EMPTY_FIELD_LIST else f"field_list{index}"
+            fl = self.field_lists[index] = m.FieldList(index + 2, name, [])
         return fl
 
     # -- expressions
@@ -793,12 +800,8 @@ class _Lowering:
             raise _fail(f"extern {n}() is not lowered", c.loc)
 
     def field_list_arg(self, e: ir.Expr | None) -> m.Const:
-        """A field list id: the @field_list index given, or an empty list for none (as p4c makes)."""
-        if e is None:
-            return m.Const(-1)
-        index = constant_value(e)
-        self.field_list(index)
-        return m.Const(index)
+        """A field list id: the @field_list index given, or an empty list for none (as p4c makes one)."""
+        return m.Const(self.field_list(EMPTY_FIELD_LIST if e is None else constant_value(e)).id)
 
     def inline_action(self, c: ir.ActionCall, out: list[m.Primitive]) -> None:
         """A control calling an action directly: copy in, the body, copy out (also after `exit`)."""
