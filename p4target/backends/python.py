@@ -13,6 +13,7 @@ tables and conditionals, one function per node returning the next node (None at 
 from __future__ import annotations
 
 import collections
+import functools
 import random
 import time
 from typing import Any
@@ -89,7 +90,7 @@ def _bits(data: bytes, o: int, offset: int, width: int, too_short: int) -> int:
 FieldSpec = tuple[tuple[int | None, bool], ...]  # per field: (width or None for varbit, signed)
 
 
-def _extract(F: list, b: int, fields: FieldSpec, data: bytes, o: int, vl: int, too_short: int) -> int:
+def _extract(fields: FieldSpec, F: list, b: int, data: bytes, o: int, vl: int, too_short: int) -> int:
     """Fill header `b`'s fields from `data` at byte `o`; the new offset. `vl`: varbit bits."""
     total = sum(w if w is not None else vl for w, _ in fields)
     end = o + total // 8
@@ -108,7 +109,7 @@ def _extract(F: list, b: int, fields: FieldSpec, data: bytes, o: int, vl: int, t
     return end
 
 
-def _packed(F: list, b: int, fields: FieldSpec) -> bytes:
+def _packed(fields: FieldSpec, F: list, b: int) -> bytes:
     """Header `b`'s fields as wire bytes."""
     value = total = 0
     for k, (w, _) in enumerate(fields):
@@ -117,6 +118,10 @@ def _packed(F: list, b: int, fields: FieldSpec) -> bytes:
         total += width
     pad = -total % 8
     return (value << pad).to_bytes((total + pad) // 8, "big")
+
+
+def _constant(value: Any) -> Any:
+    return value
 
 
 def _copy_header(F: list, dst: int, src: int, n: int) -> None:
@@ -826,8 +831,7 @@ class _Printer:
         fixed-width types (the parser's hot path), the generic `_extract` for a varbit."""
         name = f"_ex_{_ident(t.name)}"
         if any(f.width is None for f in t.fields):
-            self.ns.setdefault(name, lambda F, b, data, o, vl, too_short, fs=self.ns[f"_FS_{_ident(t.name)}"]:
-                               _extract(F, b, fs, data, o, vl, too_short))
+            self.ns.setdefault(name, functools.partial(_extract, self.ns[f"_FS_{_ident(t.name)}"]))
             return name
         if name not in self.printed:
             self.printed.add(name)
@@ -851,7 +855,7 @@ class _Printer:
         """The function writing a header of type `t` as bytes (printed for fixed-width types)."""
         name = f"_em_{_ident(t.name)}"
         if any(f.width is None for f in t.fields):
-            self.ns.setdefault(name, lambda F, b, fs=self.ns[f"_FS_{_ident(t.name)}"]: _packed(F, b, fs))
+            self.ns.setdefault(name, functools.partial(_packed, self.ns[f"_FS_{_ident(t.name)}"]))
             return name
         if name not in self.printed:
             self.printed.add(name)
@@ -993,7 +997,8 @@ class _Printer:
             for c in pl.conditionals:
                 node_names[c.name] = self.ns[f"cd{c.id}_{_ident(c.name)}"]
         for var, (targets, fallback) in self.next_maps.items():  # action -> next node, as functions
-            self.ns[var] = collections.defaultdict(lambda f=fallback: node_names.get(f) if f else None,
+            fallback_node = node_names.get(fallback) if fallback else None
+            self.ns[var] = collections.defaultdict(functools.partial(_constant, fallback_node),
                                                    {a: node_names[n] if n else None for a, n in targets.items()})
         field_lists = {fl.id: [self.L.field_slot(f)[0] for f in fl.elements] for fl in self.p.field_lists}
         return Compiled(source, self.ns, self.L.initial, self.L.sm, self.L.hidden, field_lists,

@@ -15,7 +15,7 @@ What this does not lower yet raises `NotLowered` naming the construct and its lo
 """
 from __future__ import annotations
 
-import dataclasses
+import copy
 from dataclasses import dataclass, field
 
 from p4target.errors import P4Error
@@ -737,7 +737,7 @@ class _Lowering:
 
     def calc_inputs(self, e: ir.Expr, loc: ir.Loc) -> list[m.Value]:
         """A calculation's inputs: fields (of any header) and constants with their widths."""
-        inputs = []
+        inputs: list[m.Value] = []
         for v in self.flat(e):
             if isinstance(v, _Typed):
                 if isinstance(v.value, m.Const):
@@ -950,8 +950,8 @@ class _Lowering:
                                                       self.cond(s.cond), then, else_))
             return name
         if isinstance(s, ir.Switch) and isinstance(s.subject, ir.ActionRun):
-            table = s.subject.table
-            assert table is not None
+            applied = s.subject.table
+            assert applied is not None
             targets: dict[str, str | None] = {}
             pending: list[str] = []
             default: str | None = nxt  # where actions without a case go (no default case: on)
@@ -967,7 +967,7 @@ class _Lowering:
                     else:
                         targets[lab] = node
                 pending = []
-            return self.table(table, targets, default)
+            return self.table(applied, targets, default)
         raise _fail(f"{type(s).__name__} between tables is not lowered", s.loc)
 
     def hoist_tables(self, s: ir.Stmt) -> list[ir.Stmt] | None:
@@ -976,10 +976,10 @@ class _Lowering:
         else tmp = false; x = tmp`, keeping P4's short-circuit evaluation."""
         if isinstance(s, ir.If) and s.cond is not None and _has_table(s.cond) and not _is_hit_miss(s.cond):
             pre, cond = self.hoist(s.cond)
-            return pre + [ir.If(s.loc, cond, s.then, s.else_)]
-        if isinstance(s, ir.Assign) and s.rhs is not None and _has_table(s.rhs):
+            return pre + [ir.If(s.loc, cond=cond, then=s.then or ir.Block(s.loc), else_=s.else_ or ir.Block(s.loc))]
+        if isinstance(s, ir.Assign) and s.lhs is not None and s.rhs is not None and _has_table(s.rhs):
             pre, rhs = self.hoist(s.rhs)
-            return pre + [ir.Assign(s.loc, s.lhs, rhs)]
+            return pre + [ir.Assign(s.loc, lhs=s.lhs, rhs=rhs)]
         if isinstance(s, ir.VarDeclStmt) and s.decl is not None and _has_table(s.decl.init):
             assert s.decl.init is not None
             pre, init = self.hoist(s.decl.init)
@@ -1024,7 +1024,10 @@ class _Lowering:
             if isinstance(sub, ir.Expr):
                 pre, changes[name] = self.hoist(sub)
                 pre_all += pre
-        return pre_all, dataclasses.replace(e, **changes)
+        rebuilt = copy.copy(e)
+        for name, sub in changes.items():
+            setattr(rebuilt, name, sub)
+        return pre_all, rebuilt
 
     def table(self, t: ir.Table, targets: dict[str, str | None], nxt: str | None) -> str:
         """Table `t`'s node: `targets` maps actions (or __HIT__/__MISS__) to next nodes, others go to `nxt`."""
@@ -1188,7 +1191,7 @@ class _Lowering:
                 self.parser_stmt(x, ops)
             return
         if isinstance(s, ir.MethodCallStmt) and isinstance(s.call, ir.ExternMethodCall) and \
-                getattr(s.call.target.type, "name", "") == "packet_in":
+                s.call.target is not None and getattr(s.call.target.type, "name", "") == "packet_in":
             c = s.call
             if c.method == "extract":
                 target = self.extract_target(c.args[0])
