@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import bmv2_ref
+import corpus
 import pytest
 
 from p4target.device_config import bmv2_json_in
@@ -24,22 +25,17 @@ from p4target.pipeline import Pipeline
 from p4target.stf import StfRunner, parse_stf
 
 REPO = Path(__file__).resolve().parent.parent
-CORPUS = REPO.parent / "shared" / "p4c-corpus"
+CORPUS = corpus.CORPUS
 PROGRAM = REPO / "tests" / "data" / "runtime" / "ipv4_cpu.p4"
 P4C = shutil.which("p4c")
 needs_p4c = pytest.mark.skipif(P4C is None, reason="p4c is not on PATH (source /opt/p4ref/env.sh)")
-
-
-def corpus_names() -> list[str]:
-    listing = CORPUS / "PASS_ON_BMV2.txt"
-    return listing.read_text().split() if listing.exists() else []
 
 
 @pytest.fixture(scope="module")
 def p4c(tmp_path_factory):
     """The reference p4c, compiling in the background ahead of the tests."""
     with bmv2_ref.Compiler(str(tmp_path_factory.mktemp("bmv2-json")), workers=2) as compiler:
-        compiler.prefetch([str(PROGRAM)] + [str(CORPUS / f"{n}.p4") for n in corpus_names()])
+        compiler.prefetch([str(PROGRAM)] + [str(CORPUS / f"{n}.p4") for n in corpus.names()])
         yield compiler
 
 
@@ -49,7 +45,7 @@ def ipv4_json(p4c) -> str:
 
 
 @needs_p4c
-@pytest.mark.parametrize("name", corpus_names())
+@pytest.mark.parametrize("name", corpus.params())
 def test_corpus_program_passes_its_stf_from_p4c_json(name, p4c):
     program = bmv2_json.load_file(p4c.json(str(CORPUS / f"{name}.p4")))
     stf = CORPUS / f"{name}.stf"

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import corpus
 import pytest
 
 from p4target.frontend import load_program
@@ -22,12 +23,7 @@ from p4target.pipeline import Pipeline
 from p4target.stf import StfRunner, parse_stf
 
 REPO = Path(__file__).resolve().parent.parent
-CORPUS = REPO.parent / "shared" / "p4c-corpus"
-
-
-def corpus_names() -> list[str]:
-    listing = CORPUS / "PASS_ON_BMV2.txt"
-    return listing.read_text().split() if listing.exists() else []
+CORPUS = corpus.CORPUS
 
 
 def run_stf(program, name: str) -> None:
@@ -36,7 +32,7 @@ def run_stf(program, name: str) -> None:
     assert result.passed, result.report(name)
 
 
-@pytest.mark.parametrize("name", corpus_names())
+@pytest.mark.parametrize("name", corpus.params())
 def test_corpus_program_passes_through_our_lowering(name):
     lowered = lower_program(load_program(str(CORPUS / f"{name}.p4")))
     run_stf(lowered, name)
