@@ -1,0 +1,63 @@
+"""Every collective a script uses, on backend "aggnet", rank and world from torchrun's environment.
+
+    collectives.py OUT [--wrong dtype|size|dead-peer]
+
+Rank r's all_reduce input of dtype D is seeded by (r, D), so the test can compute every sum;
+OUT/rank<R>.pt holds what each call returned. --wrong makes the call a user gets wrong.
+"""
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+import hosts.torch_backend  # noqa: F401 - registers "aggnet"
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32)
+SIZE = 1000
+
+
+def seeded(rank: int, dtype: torch.dtype) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(1000 * rank + DTYPES.index(dtype))
+    if dtype == torch.int32:
+        return torch.randint(-2**20, 2**20, (SIZE,), generator=gen, dtype=torch.int32)
+    return (torch.randn(SIZE, generator=gen) * 3).to(dtype)
+
+
+if __name__ == "__main__":
+    out, wrong = sys.argv[1], sys.argv[3] if len(sys.argv) > 3 else ""
+    dist.init_process_group("aggnet")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if wrong == "dtype":
+        dist.all_reduce(torch.zeros(4, dtype=torch.float64))
+    if wrong == "size":
+        dist.all_reduce(torch.zeros(10 + rank))
+    if wrong == "dead-peer" and rank == world - 1:
+        os._exit(0)  # gone without a word, like a crashed process
+    results = {}
+    for dtype in DTYPES:
+        for op in ("SUM", "AVG"):
+            t = seeded(rank, dtype).reshape(20, -1)  # a 2-D tensor: shapes survive
+            dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
+            results[f"{op}/{dtype}"] = t
+    t = torch.tensor([float(rank)])
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    results["MAX"] = t
+    t = torch.arange(3.0) + rank
+    dist.broadcast(t, src=world - 1)
+    results["broadcast"] = t
+    gathered = [torch.zeros(2) for _ in range(world)]
+    dist.all_gather(gathered, torch.full((2,), float(rank)))
+    results["all_gather"] = torch.stack(gathered)
+    t = torch.zeros(1)
+    dist.reduce_scatter_tensor(t, torch.arange(float(world)) + rank)
+    results["reduce_scatter"] = t
+    dist.barrier()
+    t = torch.tensor([float(rank)])
+    if rank == 0:
+        dist.send(torch.tensor([42.0]), dst=1)
+    elif rank == 1:
+        dist.recv(t, src=0)
+    results["send_recv"] = t
+    torch.save(results, os.path.join(out, f"rank{rank}.pt"))
+    dist.destroy_process_group()

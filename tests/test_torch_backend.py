@@ -1,0 +1,197 @@
+"""The torch.distributed backend "aggnet" (hosts.torch_backend) on loopback: real processes
+started with torchrun's environment, their in-network sums relayed through aggnet.p4
+Pipelines (tests/fabric.py), their other collectives over gloo on 127.0.0.1."""
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import fabric as fb
+import numpy as np
+import pytest
+import torch
+import workers as wk
+
+from hosts import quantize
+from hosts.agent_config import RING_PORT
+from hosts.comm import Endpoint
+from hosts.ps import ParameterServer
+from protocol.job import JobSpec, WorkerSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+DDP_EXAMPLE = ROOT / "docs" / "examples" / "ddp_digits.py"
+COLLECTIVES = ROOT / "tests" / "data" / "torch_backend" / "collectives.py"
+WORLD = 2
+sys.path.insert(0, str(COLLECTIVES.parent))
+from collectives import DTYPES, seeded  # noqa: E402
+
+
+@pytest.fixture
+def innet_job(tmp_path):
+    """A star of WORLD workers on one switch, and the agent config of scheme innet that joins it."""
+    ports = wk.free_ports(WORLD, kind=fb.socket.SOCK_DGRAM)
+    fabric = fb.Fabric({"s1": fb.star(WORLD, slot_count=64)})
+    for rank, port in enumerate(ports):
+        fabric.attach("s1", rank + 1, rank + 1, ("127.0.0.1", port))
+    job = JobSpec(job_id=1, workers=tuple(WorkerSpec(f"h{r + 1}", "127.0.0.1", p) for r, p in enumerate(ports)),
+                  slot_base=0, slot_count=64, agg_ip=fabric.addr[0], agg_port=fabric.addr[1], timeout_s=0.2)
+    config = {"scheme": "innet", "timeout_s": 5, "job": job.to_dict(),
+              "workers": [{"name": w.name, "ip": w.ip, "port": RING_PORT} for w in job.workers]}
+    path = tmp_path / "innet.json"
+    path.write_text(json.dumps(config))
+    fabric.start()
+    yield path
+    fabric.close()
+    assert not fabric.errors, fabric.errors
+
+
+def run_ranks(argv: list[str], config: Path | None, out: Path) -> list[subprocess.CompletedProcess]:
+    """`python ARGV` once per rank with torchrun's variables (and $AGGNET_CONFIG, $AGGNET_OUT); killed on the way out."""
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, WORLD_SIZE=str(WORLD), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(wk.free_ports(1)[0]),
+               AGGNET_OUT=str(out), GLOO_SOCKET_IFNAME="lo", PYTHONPATH=str(ROOT))
+    if config is not None:
+        env["AGGNET_CONFIG"] = str(config)
+    procs = [subprocess.Popen([sys.executable, *argv], cwd=ROOT, env=dict(env, RANK=str(r), LOCAL_RANK="0"),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(WORLD)]
+    try:
+        outputs = [p.communicate(timeout=600) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    return [subprocess.CompletedProcess(p.args, p.returncode, o, e) for p, (o, e) in zip(procs, outputs)]
+
+
+def ok(runs: list[subprocess.CompletedProcess]) -> None:
+    assert [r.returncode for r in runs] == [0] * WORLD, "\n".join(r.stderr[-3000:] for r in runs)
+
+
+def weights(out: Path) -> list[torch.Tensor]:
+    states = [torch.load(out / f"rank{r}.pt") for r in range(WORLD)]
+    return [torch.cat([t.reshape(-1) for t in s.values()]) for s in states]
+
+
+def ddp(backend: str, config: Path | None, out: Path, steps: int = 20, lr: float = 0.1) -> list[torch.Tensor]:
+    ok(run_ranks([str(DDP_EXAMPLE), "--backend", backend, "--out", str(out), "--steps", str(steps),
+                  "--lr", str(lr)], config, out))
+    return weights(out)
+
+
+def ddp_weight_bound(out: Path, lr: float) -> float:
+    """How far SGD's weights may drift from gloo's because of the quantized sums: every step
+    moves a weight by lr times the averaged gradient, which errs by error_bound(W, f) / W at
+    that call's f, plus one float32 rounding of each side's sum (below W * 2**e_max, e_max
+    recovered from f) and of the weight update."""
+    scales = json.loads((out / "h1.backend.json").read_text())["scales"]
+    assert scales, "no quantized call recorded"
+    bound = 0.0
+    eps = float(np.finfo(np.float32).eps)
+    for f in scales:
+        e_max = quantize.HEADROOM_BITS - f - int(np.ceil(np.log2(WORLD)))
+        bound += lr * (quantize.error_bound(WORLD, f) / WORLD + 2 * eps * 2.0 ** e_max)
+    return bound
+
+
+@pytest.mark.slow
+def test_ddp_innet_gives_gloos_weights_within_the_quantization_bound(innet_job, tmp_path):
+    lr = 0.1
+    aggnet = ddp("aggnet", innet_job, tmp_path / "aggnet", lr=lr)
+    gloo = ddp("gloo", None, tmp_path / "gloo", lr=lr)
+    assert torch.equal(aggnet[0], aggnet[1]), "the aggnet ranks' weights diverged"
+    bound = ddp_weight_bound(tmp_path / "aggnet", lr)
+    diff = (aggnet[0] - gloo[0]).abs().max().item()
+    assert 0 < diff <= bound, f"max weight difference {diff} against the bound {bound}"
+
+
+@pytest.mark.slow
+def test_ddp_on_the_parameter_server_matches_gloo_exactly(tmp_path):
+    """Scheme ps sums float32 on one host as gloo does for 2 ranks (one rounding): same bits;
+    the server counts one round per step (DDP's one bucket), nothing else reaches it."""
+    steps = 10
+    port = wk.free_ports(1)[0]
+    names = [f"h{r + 1}" for r in range(WORLD)]
+    config = tmp_path / "ps.json"
+    config.write_text(json.dumps({"scheme": "ps", "timeout_s": 60, "ps": {"name": "ps", "ip": "127.0.0.1",
+                                                                          "port": port},
+                                  "workers": [{"name": n, "ip": "127.0.0.1"} for n in names]}))
+    server = ParameterServer(Endpoint("ps", "127.0.0.1", port), names, timeout_s=60)
+    rounds: list[int] = []
+    thread = threading.Thread(target=lambda: rounds.append(server.serve()), daemon=True)
+    thread.start()
+    try:
+        aggnet = ddp("aggnet", config, tmp_path / "aggnet", steps=steps)
+        thread.join(30)
+    finally:
+        server.close()
+    gloo = ddp("gloo", None, tmp_path / "gloo", steps=steps)
+    assert rounds == [steps]
+    assert torch.equal(aggnet[0], gloo[0]) and torch.equal(aggnet[1], gloo[1])
+
+
+@pytest.mark.slow
+def test_every_collective_through_the_backend(innet_job, tmp_path):
+    ok(run_ranks([str(COLLECTIVES), str(tmp_path)], innet_job, tmp_path))
+    results = [torch.load(tmp_path / f"rank{r}.pt") for r in range(WORLD)]
+    scales = json.loads((tmp_path / "h1.backend.json").read_text())["scales"]
+    floats = iter(scales)
+    for dtype in DTYPES:
+        exact = sum(seeded(r, dtype).to(torch.float64) for r in range(WORLD))
+        for op in ("SUM", "AVG"):
+            got = [res[f"{op}/{dtype}"] for res in results]
+            assert got[0].shape == (20, SIZE_COLS) and got[0].dtype == dtype
+            assert torch.equal(got[0], got[1]), f"{op} {dtype}: ranks differ"
+            value = got[0].reshape(-1).to(torch.float64)
+            if dtype == torch.int32:
+                want = exact if op == "SUM" else torch.floor(exact / WORLD)
+                assert torch.equal(value, want), f"{op} int32 not exact"
+                continue
+            f = next(floats)
+            divisor = 1 if op == "SUM" else WORLD
+            want = exact / divisor
+            # the quantized sum's bound, then rounding the result to the tensor's dtype
+            bound = quantize.error_bound(WORLD, f) / divisor + want.abs() * torch.finfo(dtype).eps
+            assert ((value - want).abs() <= bound).all(), f"{op} {dtype}: beyond the quantization bound"
+    assert next(floats, None) is None, "every float call recorded its scale"
+    for r, res in enumerate(results):
+        assert res["MAX"].item() == WORLD - 1
+        assert torch.equal(res["broadcast"], torch.arange(3.0) + WORLD - 1)
+        assert torch.equal(res["all_gather"], torch.arange(float(WORLD)).repeat_interleave(2).reshape(WORLD, 2))
+        assert res["reduce_scatter"].item() == sum(r + q for q in range(WORLD))
+        assert res["send_recv"].item() == (42.0 if r == 1 else 0.0)
+
+
+SIZE_COLS = 50  # collectives.py reshapes its 1000 elements to 20 x 50
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong, message", [
+    ("dtype", "aggnet all_reduce: dtype torch.float64 is not supported (SUM and AVG take torch.float32, "
+              "torch.float16, torch.bfloat16, torch.int32)"),
+    ("size", "aggnet all_reduce: the ranks disagree on the call (rank {rank}: {n} elements of torch.float32, "
+             "op SUM); every rank must all-reduce the same size, dtype and op in the same order"),
+])
+def test_wrong_calls_fail_every_rank_with_one_clear_error(innet_job, tmp_path, wrong, message):
+    runs = run_ranks([str(COLLECTIVES), str(tmp_path), "--wrong", wrong], innet_job, tmp_path)
+    for rank, run in enumerate(runs):
+        assert run.returncode != 0
+        assert message.format(rank=rank, n=10 + rank) in run.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_a_dead_rank_fails_the_others_with_a_timeout(innet_job, tmp_path):
+    runs = run_ranks([str(COLLECTIVES), str(tmp_path), "--wrong", "dead-peer"], innet_job, tmp_path)
+    assert runs[-1].returncode == 0  # the rank that left
+    last = runs[0].stderr.strip().splitlines()[-1]
+    assert runs[0].returncode != 0
+    assert "job 1: no result for 5.0 s" in last, last
+
+
+def test_init_without_a_job_is_a_clear_error(tmp_path):
+    runs = run_ranks([str(COLLECTIVES), str(tmp_path)], None, tmp_path)
+    for run in runs:
+        assert run.returncode != 0
+        assert run.stderr.strip().splitlines()[-1].endswith(
+            "aggnet backend: no job (set $AGGNET_CONFIG to the agent config; `aggnet run --script` does)")
