@@ -151,6 +151,7 @@ class AggNetProcessGroup(dist.ProcessGroup):
         """Close the AggNet endpoint; write the summary where $AGGNET_OUT says."""
         out = os.environ.get(OUT_ENV)
         if out:
+            Path(out).mkdir(parents=True, exist_ok=True)
             Path(out, f"{self.worker}.backend.json").write_text(json.dumps(self.summary()) + "\n")
         self.comm.close()
 
