@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DDP_EXAMPLE = ROOT / "docs" / "examples" / "ddp_digits.py"
 COLLECTIVES = ROOT / "tests" / "data" / "torch_backend" / "collectives.py"
 WORLD = 2
+SHAPE = (20, 50)  # collectives.py's 1000 elements, as a 2-D tensor
 sys.path.insert(0, str(COLLECTIVES.parent))
 from collectives import DTYPES, seeded  # noqa: E402
 
@@ -136,39 +137,52 @@ def test_ddp_on_the_parameter_server_matches_gloo_exactly(tmp_path):
     assert torch.equal(aggnet[0], gloo[0]) and torch.equal(aggnet[1], gloo[1])
 
 
+@pytest.fixture
+def ring_job(tmp_path):
+    """The agent config of scheme ring between WORLD workers on 127.0.0.1."""
+    path = tmp_path / "ring.json"
+    path.write_text(json.dumps({"scheme": "ring", "timeout_s": 5, "workers": [
+        {"name": f"h{r + 1}", "ip": "127.0.0.1", "port": port} for r, port in enumerate(wk.free_ports(WORLD))]}))
+    return path
+
+
 @pytest.mark.slow
-def test_every_collective_through_the_backend(innet_job, tmp_path):
-    ok(run_ranks([str(COLLECTIVES), str(tmp_path)], innet_job, tmp_path))
+@pytest.mark.parametrize("scheme", ["innet", "ring"])
+def test_every_collective_through_the_backend(scheme, request, tmp_path):
+    """innet: floats within the quantization bound, int32 exact, through the switch; ring: floats
+    summed in float32 (for 2 ranks one rounding, so exactly torch's sum), int32 over gloo."""
+    ok(run_ranks([str(COLLECTIVES), str(tmp_path)], request.getfixturevalue(f"{scheme}_job"), tmp_path))
     results = [torch.load(tmp_path / f"rank{r}.pt") for r in range(WORLD)]
     scales = json.loads((tmp_path / "h1.backend.json").read_text())["scales"]
+    assert len(scales) == (6 if scheme == "innet" else 0)  # SUM and AVG of 3 float dtypes
     floats = iter(scales)
     for dtype in DTYPES:
         exact = sum(seeded(r, dtype).to(torch.float64) for r in range(WORLD))
         for op in ("SUM", "AVG"):
             got = [res[f"{op}/{dtype}"] for res in results]
-            assert got[0].shape == (20, SIZE_COLS) and got[0].dtype == dtype
+            assert got[0].shape == SHAPE and got[0].dtype == dtype
             assert torch.equal(got[0], got[1]), f"{op} {dtype}: ranks differ"
             value = got[0].reshape(-1).to(torch.float64)
             if dtype == torch.int32:
                 want = exact if op == "SUM" else torch.floor(exact / WORLD)
                 assert torch.equal(value, want), f"{op} int32 not exact"
                 continue
-            f = next(floats)
             divisor = 1 if op == "SUM" else WORLD
+            if scheme == "ring":
+                want32 = sum(seeded(r, dtype).to(torch.float32) for r in range(WORLD)) / divisor
+                assert torch.equal(got[0].reshape(-1), want32.to(dtype)), f"{op} {dtype}: not the float32 sum"
+                continue
+            f = next(floats)
             want = exact / divisor
             # the quantized sum's bound, then rounding the result to the tensor's dtype
             bound = quantize.error_bound(WORLD, f) / divisor + want.abs() * torch.finfo(dtype).eps
             assert ((value - want).abs() <= bound).all(), f"{op} {dtype}: beyond the quantization bound"
-    assert next(floats, None) is None, "every float call recorded its scale"
     for r, res in enumerate(results):
         assert res["MAX"].item() == WORLD - 1
         assert torch.equal(res["broadcast"], torch.arange(3.0) + WORLD - 1)
         assert torch.equal(res["all_gather"], torch.arange(float(WORLD)).repeat_interleave(2).reshape(WORLD, 2))
         assert res["reduce_scatter"].item() == sum(r + q for q in range(WORLD))
         assert res["send_recv"].item() == (42.0 if r == 1 else 0.0)
-
-
-SIZE_COLS = 50  # collectives.py reshapes its 1000 elements to 20 x 50
 
 
 @pytest.mark.slow
@@ -228,3 +242,15 @@ def test_aggnet_run_script_ddp_gives_gloos_weights_on_mininet(tmp_path):
     diff = (aggnet[0] - gloo[0]).abs().max().item()
     assert 0 < diff <= bound, f"max weight difference {diff} against the bound {bound}"
     print(f"\nDDP on star4: aggnet vs gloo max weight difference {diff:.3g}, bound {bound:.3g}")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--script", "no_such.py"], "--script: no file 'no_such.py'"),
+    (["--script"], "--script: name the script to run (aggnet run [OPTIONS] --script train.py [ARGS])"),
+    (["--workload", "allreduce", "--script", str(DDP_EXAMPLE)],
+     "--script: the script is the workload; drop --workload allreduce"),
+])
+def test_aggnet_run_script_refuses_bad_input_in_one_line(tmp_path, args, message):
+    done = e2e.run_command(e2e.aggnet_cmd("run", "--out", str(tmp_path), *args), timeout=120, cwd=ROOT)
+    assert (done.returncode, done.stderr.strip()) == (2, message)
+    assert list(tmp_path.iterdir()) == []  # refused before any network or run folder
