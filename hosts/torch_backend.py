@@ -34,6 +34,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from .allreduce import InNetworkAllReduce
 from .comm import AllReduce
 
 BACKEND = "aggnet"
@@ -74,6 +75,7 @@ class AggNetProcessGroup(dist.ProcessGroup):
         self.comm = comm
         self.host = host_group
         self.worker = worker
+        self.switch = comm.client if isinstance(comm, InNetworkAllReduce) else None  # innet: sums int32 too
         self.calls = 0
         self.scales: list[int] = []  # fractional bits of each quantized float call
         self._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, host_group)
@@ -109,17 +111,15 @@ class AggNetProcessGroup(dist.ProcessGroup):
         """The element-wise sum over all ranks: int32 exactly, floats as float32."""
         if flat.dtype == np.int32:
             return self._sum_int(flat)
-        client = getattr(self.comm, "client", None)  # hosts.allreduce.InNetworkAllReduce quantizes
         out = self.comm.allreduce(flat)
-        if client is not None:
-            self.scales.append(client.scale)
+        if self.switch is not None:
+            self.scales.append(self.switch.scale)
         return out
 
     def _sum_int(self, flat: np.ndarray) -> np.ndarray:
         """Exact int32 sum: through the switches with innet, else over gloo."""
-        client = getattr(self.comm, "client", None)
-        if client is not None:
-            return client.allreduce_int(flat)
+        if self.switch is not None:
+            return self.switch.allreduce_int(flat)
         tensor = torch.from_numpy(flat.copy())
         self.host.allreduce([tensor], dist.AllreduceOptions()).wait()
         return tensor.numpy()
