@@ -6,7 +6,8 @@
 
 `Run` is `aggnet run`: one job, training or the all-reduce benchmark. The other ways to run are
 variants that override a phase or two, the way Mininet's switches share start/stop:
-testbed.faults.FaultRun (inject faults while watching, recover, restart the workers) and
+testbed.faults.FaultRun (inject faults while watching, recover, restart the workers),
+testbed.script_run.ScriptRun (a user's torch.distributed script as every worker) and
 testbed.scenario.ModeRun (several jobs, background traffic, the adaptation loop). Teardown
 always runs (errors, Ctrl-C, SIGTERM); the first process or switch that fails is named in a
 one-line RunFailed. The run folder gets the agent configs, results.json (written also when a
