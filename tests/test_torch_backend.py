@@ -254,3 +254,17 @@ def test_aggnet_run_script_refuses_bad_input_in_one_line(tmp_path, args, message
     done = e2e.run_command(e2e.aggnet_cmd("run", "--out", str(tmp_path), *args), timeout=120, cwd=ROOT)
     assert (done.returncode, done.stderr.strip()) == (2, message)
     assert list(tmp_path.iterdir()) == []  # refused before any network or run folder
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")
+def test_aggnet_run_script_names_the_rank_whose_call_was_wrong(tmp_path):
+    done = e2e.run_command(e2e.aggnet_cmd("run", "--workers", "2", "--out", str(tmp_path / "run"), "--script",
+                                          str(COLLECTIVES), str(tmp_path), "--wrong", "size"), timeout=600, cwd=ROOT)
+    assert done.returncode == 1
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("run failed: h") and "BackendError: aggnet all_reduce: the ranks disagree" in line, line
+    results = json.loads((e2e.run_dir(tmp_path / "run") / "results.json").read_text())
+    assert results["error"] in line
+    assert e2e.leftovers(tmp_path) == []
