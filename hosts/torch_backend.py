@@ -43,6 +43,9 @@ OUT_ENV = "AGGNET_OUT"
 SUMMED_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32)
 SUMMED_OPS = (dist.ReduceOp.SUM, dist.ReduceOp.AVG)
 _SIZE_PIECE_BITS = 10  # a tensor size travels as three 10-bit pieces (sizes below 2**30)
+# (job id, rank) -> the chunk a group made again after destroy_process_group() starts at: the
+# switches answer a chunk sequence number they already summed with its stored (stale) result.
+_NEXT_CHUNK: dict[tuple[int, int], int] = {}
 
 
 class BackendError(RuntimeError):
@@ -76,7 +79,10 @@ class AggNetProcessGroup(dist.ProcessGroup):
         self.host = host_group
         self.worker = worker
         self.switch = comm.client if isinstance(comm, InNetworkAllReduce) else None  # innet: sums int32 too
+        if self.switch is not None:
+            self.switch.next_chunk = _NEXT_CHUNK.get(self._job_key(), 0)
         self.calls = 0
+        self.closed = False
         self.scales: list[int] = []  # fractional bits of each quantized float call
         self._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, host_group)
         self._set_default_backend(dist.ProcessGroup.BackendType.GLOO)
@@ -142,13 +148,28 @@ class AggNetProcessGroup(dist.ProcessGroup):
                                f"{n} elements of {tensor.dtype}, op {'AVG' if average else 'SUM'}); every rank "
                                "must all-reduce the same size, dtype and op in the same order")
 
+    def _job_key(self) -> tuple[int, int]:
+        assert self.switch is not None, "only an in-network job has chunk numbers"
+        return self.switch.job.job_id, self.switch.rank
+
     def summary(self) -> dict:
         """What this rank did (written to $AGGNET_OUT/<worker>.backend.json at exit)."""
         return {"worker": self.worker, "rank": self.comm.rank, "world_size": self.comm.world_size,
                 "calls": self.calls, "scales": self.scales}
 
+    def shutdown(self) -> None:
+        """destroy_process_group(): close the AggNet endpoint, then the gloo group."""
+        self.close()
+        super().shutdown()
+
     def close(self) -> None:
-        """Close the AggNet endpoint; write the summary where $AGGNET_OUT says."""
+        """Close the AggNet endpoint once (destroy_process_group or exit); write the summary where
+        $AGGNET_OUT says."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.switch is not None:
+            _NEXT_CHUNK[self._job_key()] = self.switch.next_chunk
         out = os.environ.get(OUT_ENV)
         if out:
             Path(out).mkdir(parents=True, exist_ok=True)
@@ -176,7 +197,7 @@ def create(store: dist.Store, rank: int, world_size: int, timeout: timedelta) ->
     opts._timeout = timedelta(seconds=config.timeout_s)
     host_group = dist.ProcessGroupGloo(dist.PrefixStore("aggnet-host/", store), rank, world_size, opts)
     group = AggNetProcessGroup(make_allreduce(config, rank), host_group, me.name)
-    atexit.register(group.close)  # scripts never close a backend; a PS waits for the goodbye
+    atexit.register(group.close)  # for scripts that never destroy the group: a PS waits for the goodbye
     return group
 
 

@@ -2,7 +2,7 @@
 
     collectives.py OUT [--wrong dtype|size|dead-peer]
 
-Rank r's all_reduce input of dtype D is seeded by (r, D), so the test can compute every sum;
+The process group is made, used, destroyed and made again first. Rank r's all_reduce input of dtype D is seeded by (r, D), so the test can compute every sum;
 OUT/rank<R>.pt holds what each call returned. --wrong makes the call a user gets wrong.
 """
 import os
@@ -26,6 +26,9 @@ def seeded(rank: int, dtype: torch.dtype) -> torch.Tensor:
 
 if __name__ == "__main__":
     out, wrong = sys.argv[1], sys.argv[3] if len(sys.argv) > 3 else ""
+    dist.init_process_group("aggnet")  # once and again: the second group goes on from the first's chunks
+    dist.all_reduce(torch.ones(7, dtype=torch.int32))
+    dist.destroy_process_group()
     dist.init_process_group("aggnet")
     rank, world = dist.get_rank(), dist.get_world_size()
     if wrong == "dtype":
