@@ -46,6 +46,7 @@ _SIZE_PIECE_BITS = 10  # a tensor size travels as three 10-bit pieces (sizes bel
 # (job id, rank) -> the chunk a group made again after destroy_process_group() starts at: the
 # switches answer a chunk sequence number they already summed with its stored (stale) result.
 _NEXT_CHUNK: dict[tuple[int, int], int] = {}
+_open: list[AggNetProcessGroup] = []  # the process's group: the job is the whole world, once
 
 
 class BackendError(RuntimeError):
@@ -186,6 +187,9 @@ def create(store: dist.Store, rank: int, world_size: int, timeout: timedelta) ->
     if not path:
         raise BackendError(f"aggnet backend: no job (set ${CONFIG_ENV} to the agent config; `aggnet run --script` "
                            "does)")
+    if any(not group.closed for group in _open):
+        raise BackendError("aggnet backend: a second group while the first is open; the AggNet job is the "
+                           "whole world (make subgroups with new_group(..., backend=\"gloo\"))")
     config = load_config(path)
     if world_size != len(config.workers):
         raise BackendError(f"{path}: field 'workers': {len(config.workers)} workers, but the process group "
@@ -197,6 +201,7 @@ def create(store: dist.Store, rank: int, world_size: int, timeout: timedelta) ->
     opts._timeout = timedelta(seconds=config.timeout_s)
     host_group = dist.ProcessGroupGloo(dist.PrefixStore("aggnet-host/", store), rank, world_size, opts)
     group = AggNetProcessGroup(make_allreduce(config, rank), host_group, me.name)
+    _open[:] = [group]
     atexit.register(group.close)  # for scripts that never destroy the group: a PS waits for the goodbye
     return group
 
