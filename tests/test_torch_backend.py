@@ -147,11 +147,13 @@ def ring_job(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scheme", ["innet", "ring"])
-def test_every_collective_through_the_backend(scheme, request, tmp_path):
+@pytest.mark.parametrize("scheme, reinit", [("innet", False), ("ring", False), ("innet", True)])
+def test_every_collective_through_the_backend(scheme, reinit, request, tmp_path):
     """innet: floats within the quantization bound, int32 exact, through the switch; ring: floats
-    summed in float32 (for 2 ranks one rounding, so exactly torch's sum), int32 over gloo."""
-    ok(run_ranks([str(COLLECTIVES), str(tmp_path)], request.getfixturevalue(f"{scheme}_job"), tmp_path))
+    summed in float32 (for 2 ranks one rounding, so exactly torch's sum), int32 over gloo. With
+    reinit a first group is made, used and destroyed before: the second must not get stale sums."""
+    argv = [str(COLLECTIVES), str(tmp_path)] + (["--reinit-port", str(wk.free_ports(1)[0])] if reinit else [])
+    ok(run_ranks(argv, request.getfixturevalue(f"{scheme}_job"), tmp_path))
     results = [torch.load(tmp_path / f"rank{r}.pt") for r in range(WORLD)]
     scales = json.loads((tmp_path / "h1.backend.json").read_text())["scales"]
     assert len(scales) == (6 if scheme == "innet" else 0)  # SUM and AVG of 3 float dtypes
@@ -191,6 +193,8 @@ def test_every_collective_through_the_backend(scheme, request, tmp_path):
               "torch.float16, torch.bfloat16, torch.int32)"),
     ("size", "aggnet all_reduce: the ranks disagree on the call (rank {rank}: {n} elements of torch.float32, "
              "op SUM); every rank must all-reduce the same size, dtype and op in the same order"),
+    ("subgroup", "aggnet backend: a second group while the first is open; the AggNet job is the whole world "
+                 "(make subgroups with new_group(..., backend=\"gloo\"))"),
 ])
 def test_wrong_calls_fail_every_rank_with_one_clear_error(innet_job, tmp_path, wrong, message):
     runs = run_ranks([str(COLLECTIVES), str(tmp_path), "--wrong", wrong], innet_job, tmp_path)

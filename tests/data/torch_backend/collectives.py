@@ -1,12 +1,12 @@
 """Every collective a script uses, on backend "aggnet", rank and world from torchrun's environment.
 
-    collectives.py OUT [--wrong dtype|size|dead-peer]
+    collectives.py OUT [--wrong dtype|size|subgroup|dead-peer] [--reinit-port PORT]
 
-The process group is made, used, destroyed and made again first. Rank r's all_reduce input of dtype D is seeded by (r, D), so the test can compute every sum;
+Rank r's all_reduce input of dtype D is seeded by (r, D), so the test can compute every sum;
 OUT/rank<R>.pt holds what each call returned. --wrong makes the call a user gets wrong.
 """
+import argparse
 import os
-import sys
 
 import torch
 import torch.distributed as dist
@@ -25,16 +25,25 @@ def seeded(rank: int, dtype: torch.dtype) -> torch.Tensor:
 
 
 if __name__ == "__main__":
-    out, wrong = sys.argv[1], sys.argv[3] if len(sys.argv) > 3 else ""
-    dist.init_process_group("aggnet")  # once and again: the second group goes on from the first's chunks
-    dist.all_reduce(torch.ones(7, dtype=torch.int32))
-    dist.destroy_process_group()
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--wrong", default="", choices=("", "dtype", "size", "subgroup", "dead-peer"))
+    parser.add_argument("--reinit-port", type=int, help="first make, use and destroy a group with this store port")
+    args = parser.parse_args()
+    out, wrong = args.out, args.wrong
+    if args.reinit_port:  # a store of its own: a rank must not find the first group's store still up
+        dist.init_process_group("aggnet", init_method=f"tcp://127.0.0.1:{args.reinit_port}",
+                                rank=int(os.environ["RANK"]), world_size=int(os.environ["WORLD_SIZE"]))
+        dist.all_reduce(torch.ones(7, dtype=torch.int32))
+        dist.destroy_process_group()
     dist.init_process_group("aggnet")
     rank, world = dist.get_rank(), dist.get_world_size()
     if wrong == "dtype":
         dist.all_reduce(torch.zeros(4, dtype=torch.float64))
     if wrong == "size":
         dist.all_reduce(torch.zeros(10 + rank))
+    if wrong == "subgroup":
+        dist.new_group(list(range(world)))
     if wrong == "dead-peer" and rank == world - 1:
         os._exit(0)  # gone without a word, like a crashed process
     results = {}
