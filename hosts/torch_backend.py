@@ -27,6 +27,7 @@ import atexit
 import dataclasses
 import json
 import os
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -70,9 +71,34 @@ class _Completed(dist.Work):
         return self._future
 
 
+def _on_host(name: str) -> Callable[..., dist.Work]:
+    """A collective of AggNetProcessGroup handed to its gloo group's method `name` as it is.
+
+    Why not leave these to the ProcessGroup base class, which would reach gloo too: torch's
+    C++ trampoline for Python process groups holds the GIL while it calls the base class, and
+    gloo's run loop, holding its queue lock, may wait for the GIL (to free a finished work's
+    tensors): a deadlock seen here about once in 40 runs. Gloo's own binding releases the GIL.
+    """
+    def collective(self: AggNetProcessGroup, *args: object, **kwargs: object) -> dist.Work:
+        return getattr(self.host, name)(*args, **kwargs)
+
+    collective.__name__ = name
+    return collective
+
+
 class AggNetProcessGroup(dist.ProcessGroup):
     """A process group whose summed all-reduces go through an AggNet AllReduce; everything
-    else goes to the gloo backend registered under it."""
+    else goes to the gloo group registered under it."""
+
+    # Every collective torch's trampoline would route through the base class (see _on_host).
+    allgather = _on_host("allgather")
+    allreduce_coalesced = _on_host("allreduce_coalesced")
+    all_to_all_single = _on_host("alltoall_base")
+    barrier = _on_host("barrier")
+    broadcast = _on_host("broadcast")
+    reduce_scatter = _on_host("reduce_scatter")
+    send = _on_host("send")
+    recv = _on_host("recv")
 
     def __init__(self, comm: AllReduce, host_group: dist.ProcessGroupGloo, worker: str):
         super().__init__(comm.rank, comm.world_size)

@@ -51,21 +51,27 @@ def innet_job(tmp_path):
 
 
 def run_ranks(argv: list[str], config: Path | None, out: Path) -> list[subprocess.CompletedProcess]:
-    """`python ARGV` once per rank with torchrun's variables (and $AGGNET_CONFIG, $AGGNET_OUT); killed on the way out."""
+    """`python ARGV` once per rank with torchrun's variables (and $AGGNET_CONFIG, $AGGNET_OUT); killed on
+    the way out. Output goes to files (OUT/rankR.out, .err), so no rank blocks on a pipe nobody reads."""
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, WORLD_SIZE=str(WORLD), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(wk.free_ports(1)[0]),
                AGGNET_OUT=str(out), GLOO_SOCKET_IFNAME="lo", PYTHONPATH=str(ROOT))
     if config is not None:
         env["AGGNET_CONFIG"] = str(config)
-    procs = [subprocess.Popen([sys.executable, *argv], cwd=ROOT, env=dict(env, RANK=str(r), LOCAL_RANK="0"),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(WORLD)]
+    procs = []
     try:
-        outputs = [p.communicate(timeout=600) for p in procs]
+        for r in range(WORLD):
+            with open(out / f"rank{r}.out", "w") as stdout, open(out / f"rank{r}.err", "w") as stderr:
+                procs.append(subprocess.Popen([sys.executable, *argv], cwd=ROOT, stdout=stdout, stderr=stderr,
+                                              env=dict(env, RANK=str(r), LOCAL_RANK="0")))
+        for p in procs:
+            p.wait(600)
     finally:
         for p in procs:
             p.kill()
             p.wait()
-    return [subprocess.CompletedProcess(p.args, p.returncode, o, e) for p, (o, e) in zip(procs, outputs)]
+    return [subprocess.CompletedProcess(p.args, p.returncode, (out / f"rank{r}.out").read_text(),
+                                        (out / f"rank{r}.err").read_text()) for r, p in enumerate(procs)]
 
 
 def ok(runs: list[subprocess.CompletedProcess]) -> None:
