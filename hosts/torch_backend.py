@@ -90,7 +90,8 @@ class AggNetProcessGroup(dist.ProcessGroup):
     """A process group whose summed all-reduces go through an AggNet AllReduce; everything
     else goes to the gloo group registered under it."""
 
-    # Every collective torch's trampoline would route through the base class (see _on_host).
+    # The collectives torch's trampoline would route through the base class (see _on_host); the
+    # coalesced all_gather/reduce_scatter_single, which gloo's binding lacks, still go that way.
     allgather = _on_host("allgather")
     allreduce_coalesced = _on_host("allreduce_coalesced")
     all_to_all_single = _on_host("alltoall_base")
