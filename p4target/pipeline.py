@@ -20,9 +20,12 @@ import time
 from dataclasses import dataclass
 
 from p4target import state as st
+from p4target.backends.python import compile_program
 from p4target.frontend import ir
 from p4target.interp.codegen import DROP_PORT, Compiler, PacketError
 from p4target.interp.schema import build_schema
+from p4target.lowered import model as lowered
+from p4target.lowered.schema import build_schema as build_lowered_schema
 
 # BMv2's standard_metadata.instance_type values.
 NORMAL, I2E_CLONE, E2E_CLONE, RECIRCULATED, REPLICATED, RESUBMITTED = 0, 1, 2, 4, 5, 6
@@ -43,12 +46,17 @@ class EgressItem:
 class Pipeline:
     """A program compiled once, its State, and the v1model flow (see module docstring)."""
 
-    def __init__(self, program: ir.Program, seed: int = 0, vectorize: bool = True):
-        """`vectorize`: numpy code for unrolled lane runs (off only to compare with plain code)."""
+    def __init__(self, program: ir.Program | lowered.Program, seed: int = 0, vectorize: bool = True):
+        """`program`: our front end's IR or the lowered form (p4c's BMv2 JSON); `vectorize`: numpy code
+        for unrolled lane runs of IR programs (off only to compare with plain code)."""
         self.program = program
-        self.state = st.State(build_schema(program))
         self.rng = random.Random(seed)
-        compiled = Compiler(program, self.state, self.rng, vectorize).compile()
+        if isinstance(program, lowered.Program):
+            self.state = st.State(build_lowered_schema(program))
+            compiled = compile_program(program, self.state, self.rng)
+        else:
+            self.state = st.State(build_schema(program))
+            compiled = Compiler(program, self.state, self.rng, vectorize).compile()
         self.source = compiled.source  # the generated Python, for debugging
         self._init = compiled.frame
         self._sm = compiled.sm
