@@ -30,13 +30,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from p4target.constants import DEFAULT_CPU_PORT, IDLE_WAKE_S, RX_BATCH
 from p4target.native.pipeline import ENGINES, NativePipeline
 from p4target.native.queues import NativeTrafficManager
 from p4target.ports import Port, PortError, parse_port_spec
 
-DEFAULT_CPU_PORT = 255
-RX_BATCH = 32            # frames read from one port before the queues are served
-IDLE_WAKE_S = 1.0        # wake at least this often (pcap flush) when nothing happens
 
 log = logging.getLogger("aggnet.switch")
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 
-EV_PACKET_IN, EV_LOG, EV_DIGEST = 1, 2, 3
 EVENT_BUFFER = 1 << 17
 _U64 = POINTER(c_uint64)
 _U32 = POINTER(c_uint32)
