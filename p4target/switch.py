@@ -5,7 +5,7 @@
         [--log s1.log] [--pcap DIR] [PROG.p4]
 
 One thread moves packets. On the native engine (`--engine native`, the default) that is
-the engine's own loop in C (p4target/native/engine.c: receive rings -> pipeline -> traffic
+the engine's own loop in C (p4target/native/engine/loop.c: receive rings -> pipeline -> traffic
 manager -> egress -> sendmmsg, pcap), with no Python per packet; a pump thread hands
 PacketIns, digests and log lines to Python. On the Python engine (or for a program the
 native engine cannot run): poll() over the port sockets -> the receiving port's ingress

@@ -1,4 +1,4 @@
-"""The one interface between Python and a native engine: ctypes calls into engine.c.
+"""The one interface between Python and a native engine: ctypes calls into the engine library.
 
 `Engine` owns one engine instance of a built program library. Everything the control
 plane and the switch do to native state goes through its methods; registers and
@@ -26,15 +26,15 @@ _SIGNATURES = {
     "eng_table_add": (c_int, [c_void_p, c_int, _U64, _U64, _U64, POINTER(c_uint8), c_int64, c_int, _U64, c_int]),
     "eng_table_modify": (None, [c_void_p, c_int, c_int, _U64, c_int]),
     "eng_table_delete": (None, [c_void_p, c_int, c_int]),
-    "eng_table_default": (None, [c_void_p, c_int, c_int, _U64, c_int]),
+    "eng_table_default": (c_int, [c_void_p, c_int, c_int, _U64, c_int]),
     "eng_entry_counters": (_U64, [c_void_p, c_int]),
     "eng_entry_last_hit": (POINTER(c_double), [c_void_p, c_int]),
     "eng_register": (_U64, [c_void_p, c_int]),
     "eng_counter": (_U64, [c_void_p, c_int, c_int]),
     "eng_meter_set": (None, [c_void_p, c_int, c_uint64, c_int, c_double, c_double, c_double, c_double]),
     "eng_direct_meter_set": (None, [c_void_p, c_int, c_int, c_double, c_double, c_double, c_double]),
-    "eng_mc_set": (None, [c_void_p, c_int, c_int, _U32, _U32]),
-    "eng_clone_set": (None, [c_void_p, c_uint64, c_int, _U32, _U32, c_uint32]),
+    "eng_mc_set": (c_int, [c_void_p, c_int, c_int, _U32, _U32]),
+    "eng_clone_set": (c_int, [c_void_p, c_uint64, c_int, _U32, _U32, c_uint32]),
     "eng_process": (c_int, [c_void_p, c_uint32, c_char_p, c_uint32]),
     "eng_output": (POINTER(c_uint8), [c_void_p, c_int, _U32, _U32]),
     "eng_clear_outputs": (None, [c_void_p]),
@@ -47,7 +47,7 @@ _SIGNATURES = {
     "eng_run": (c_int, [c_void_p]),
     "eng_ports_release": (None, [c_void_p]),
     "eng_stop": (None, [c_void_p]),
-    "eng_inject": (None, [c_void_p, c_uint32, c_char_p, c_uint32]),
+    "eng_inject": (c_int, [c_void_p, c_uint32, c_char_p, c_uint32]),
     "eng_q_rate": (None, [c_void_p, c_int, c_int, c_double]),
     "eng_q_depth": (None, [c_void_p, c_int, c_uint32]),
     "eng_q_delay": (None, [c_void_p, c_int, c_double]),
@@ -133,7 +133,8 @@ class Engine:
         self.lib.eng_table_delete(self.ptr, tid, handle)
 
     def table_default(self, tid: int, action: int, args: tuple[int, ...]) -> None:
-        self.lib.eng_table_default(self.ptr, tid, action, _u64s(args), len(args))
+        if self.lib.eng_table_default(self.ptr, tid, action, _u64s(args), len(args)):
+            raise MemoryError("native engine: out of memory setting a default action")
 
     def entry_counters(self, handle: int) -> ctypes.Array:
         """The (packets, bytes) direct-counter cells of an entry, as a live 2-element view."""
@@ -162,13 +163,15 @@ class Engine:
     def mc_set(self, group: int, replicas: list[tuple[int, int]] | None) -> None:
         """Set multicast group `group` to (port, rid) replicas; None deletes it."""
         reps = replicas or []
-        self.lib.eng_mc_set(self.ptr, group, -1 if replicas is None else len(reps),
-                            _u32s(p for p, _ in reps), _u32s(r for _, r in reps))
+        if self.lib.eng_mc_set(self.ptr, group, -1 if replicas is None else len(reps),
+                               _u32s(p for p, _ in reps), _u32s(r for _, r in reps)):
+            raise MemoryError("native engine: out of memory setting a multicast group")
 
     def clone_set(self, session: int, replicas: list[tuple[int, int]] | None, packet_length: int = 0) -> None:
         reps = replicas or []
-        self.lib.eng_clone_set(self.ptr, session, -1 if replicas is None else len(reps),
-                               _u32s(p for p, _ in reps), _u32s(r for _, r in reps), packet_length)
+        if self.lib.eng_clone_set(self.ptr, session, -1 if replicas is None else len(reps),
+                                  _u32s(p for p, _ in reps), _u32s(r for _, r in reps), packet_length):
+            raise MemoryError("native engine: out of memory setting a clone session")
 
     # -- packets
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
@@ -214,7 +217,8 @@ class Engine:
 
     def run(self) -> None:
         """Move packets until stop() (blocks; ctypes releases the GIL meanwhile)."""
-        self.lib.eng_run(self.ptr)
+        if self.lib.eng_run(self.ptr):
+            raise MemoryError("native engine: out of memory starting the packet loop")
 
     def stop(self) -> None:
         self.lib.eng_stop(self.ptr)
@@ -225,7 +229,8 @@ class Engine:
         self.lib.eng_ports_release(self.ptr)
 
     def inject(self, port: int, data: bytes) -> None:
-        self.lib.eng_inject(self.ptr, port, data, len(data))
+        if self.lib.eng_inject(self.ptr, port, data, len(data)):
+            raise MemoryError("native engine: out of memory queueing a PacketOut")
 
     def queue_rate(self, port: int, rate: float | None, bits: bool) -> None:
         self.lib.eng_q_rate(self.ptr, port, int(bits), float(rate or 0))
