@@ -6,12 +6,8 @@ void eng_unlock(engine_t *E) { pthread_mutex_unlock(&E->mu); }
 u64 eng_dropped_no_port(engine_t *E) { return E->dropped_no_port; }
 u64 eng_pipeline_errors(engine_t *E) { return E->pipeline_errors; }
 
-/* n zeroed cells of `size` bytes each, at least one; 0, or -1 without memory. */
-static int cells(void *out, const u64 *sizes, int i, size_t size) {
-    void *p = calloc(sizes[i] ? sizes[i] : 1, size);
-    memcpy(out, &p, sizeof(p));
-    return p ? 0 : -1;
-}
+/* n zeroed cells of `size` bytes each (at least one), NULL without memory. */
+static void *cells(u64 n, size_t size) { return calloc(n ? n : 1, size); }
 
 /* The state of the program linked in (aggnet_prog), empty; NULL without memory or pipes. */
 engine_t *eng_new(u64 seed) {
@@ -34,10 +30,11 @@ engine_t *eng_new(u64 seed) {
         S->tables[i].lpm = -1;
         fail = !(S->tables[i].def_args = calloc(1, sizeof(u64)));
     }
-    for (int i = 0; !fail && i < PROG.nregs; i++) fail = cells(&S->reg[i], PROG.reg_size, i, sizeof(u64));
+    for (int i = 0; !fail && i < PROG.nregs; i++) fail = !(S->reg[i] = cells(PROG.reg_size[i], sizeof(u64)));
     for (int i = 0; !fail && i < PROG.ncounters; i++)
-        fail = cells(&S->cpk[i], PROG.counter_size, i, sizeof(u64)) || cells(&S->cby[i], PROG.counter_size, i, sizeof(u64));
-    for (int i = 0; !fail && i < PROG.nmeters; i++) fail = cells(&S->meters[i], PROG.meter_size, i, sizeof(meter_t));
+        fail = !(S->cpk[i] = cells(PROG.counter_size[i], sizeof(u64)))
+               || !(S->cby[i] = cells(PROG.counter_size[i], sizeof(u64)));
+    for (int i = 0; !fail && i < PROG.nmeters; i++) fail = !(S->meters[i] = cells(PROG.meter_size[i], sizeof(meter_t)));
     if (fail) { eng_free(E); return NULL; }
     E->rng = seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
     E->cpu_port = DEFAULT_CPU_PORT;
