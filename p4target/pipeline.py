@@ -20,9 +20,8 @@ import time
 from dataclasses import dataclass
 
 from p4target import state as st
+from p4target.constants import DROP_PORT, E2E_CLONE, I2E_CLONE, MAX_LOOPS, NORMAL, RECIRCULATED, REPLICATED, RESUBMITTED
 from p4target.frontend import ir
-from p4target.constants import (DROP_PORT, E2E_CLONE, I2E_CLONE, MAX_LOOPS, NORMAL, RECIRCULATED, REPLICATED,
-                                RESUBMITTED)
 from p4target.interp.codegen import Compiler, PacketError
 from p4target.interp.schema import build_schema
 

@@ -35,7 +35,6 @@ from p4target.native.pipeline import ENGINES, NativePipeline
 from p4target.native.queues import NativeTrafficManager
 from p4target.ports import Port, PortError, parse_port_spec
 
-
 log = logging.getLogger("aggnet.switch")
 
 

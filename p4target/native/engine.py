@@ -87,14 +87,73 @@ def seed_key(seed: int) -> list[int]:
             return key
 
 
-class Engine:
-    """One native engine instance (see module docstring)."""
+class Trace:
+    """The calls that change an engine's state, and its packets with their outputs, as text lines a C program can
+    replay (the sanitizer and fuzz driver, p4target/native/fuzz/driver.c): `name arg...`, an array as its length
+    then its values, bytes as their length then hex. Register cells written outside the engine (numpy views) are
+    `reg RID INDEX VALUE` lines before the next packet, for the arrays given to `watch`."""
 
-    def __init__(self, library: Path, seed: int = 0):
-        self.lib = ctypes.CDLL(str(library))
+    RECORDED = ("eng_table_setup", "eng_table_add", "eng_table_modify", "eng_table_delete", "eng_table_default",
+                "eng_meter_set", "eng_direct_meter_set", "eng_mc_set", "eng_clone_set", "eng_set_cpu_port",
+                "eng_process")
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._registers: list[tuple[int, np.ndarray, np.ndarray]] = []
+
+    def watch(self, rid: int, values: np.ndarray) -> None:
+        self._registers.append((rid, values, values.copy()))
+
+    def call(self, fn, name: str, args: tuple):
+        if name == "eng_process":
+            self._register_writes()
+        result = fn(*args)
+        if name in self.RECORDED:
+            self.lines.append(" ".join([name.removeprefix("eng_"), *map(_token, args[1:])]))
+        elif name == "eng_output":  # args: engine, index, byref(port), byref(length)
+            port, length = args[2]._obj.value, args[3]._obj.value
+            self.lines.append(f"out {port} {_token(ctypes.string_at(result, length))}")
+        return result
+
+    def _register_writes(self) -> None:
+        for rid, values, seen in self._registers:
+            for i in np.flatnonzero(values != seen):
+                self.lines.append(f"reg {rid} {i} {int(values[i])}")
+            seen[:] = values
+
+    def text(self) -> str:
+        self._register_writes()
+        return "\n".join(self.lines) + "\n"
+
+
+def _token(arg) -> str:
+    if isinstance(arg, ctypes.Array):
+        return " ".join([str(len(arg)), *(str(v) for v in arg)])
+    if isinstance(arg, bytes):
+        return f"{len(arg)} {arg.hex() or '-'}"
+    return repr(float(arg)) if isinstance(arg, float) else str(int(arg))
+
+
+class _Traced:
+    """A loaded library whose calls also go to a Trace."""
+
+    def __init__(self, lib: ctypes.CDLL, trace: Trace):
+        self._lib, self._trace = lib, trace
+
+    def __getattr__(self, name: str):
+        fn = getattr(self._lib, name)
+        return lambda *args: self._trace.call(fn, name, args)
+
+
+class Engine:
+    """One native engine instance (see module docstring); `trace` records what it is told (see Trace)."""
+
+    def __init__(self, library: Path, seed: int = 0, trace: Trace | None = None):
+        lib = ctypes.CDLL(str(library))
         for name, (restype, argtypes) in _SIGNATURES.items():
-            fn = getattr(self.lib, name)
+            fn = getattr(lib, name)
             fn.restype, fn.argtypes = restype, argtypes
+        self.lib = lib if trace is None else _Traced(lib, trace)
         self.ptr = self.lib.eng_new(seed & (2 ** 64 - 1))
         if not self.ptr:
             raise MemoryError("cannot create the native engine")
