@@ -73,9 +73,10 @@ def trace_stf(name: str) -> tuple[str, str] | None:
         StfRunner(pipeline, str(stf)).run(parse_stf(stf.read_text(), str(stf)))
     except StfError:
         pass  # what ran until the error is traced
+    try:
+        return pipeline.source, trace.text()  # reads the registers: before the engine is freed
     finally:
         pipeline.close()
-    return pipeline.source, trace.text()
 
 
 def trace_aggnet() -> tuple[str, str]:
@@ -96,8 +97,10 @@ def trace_aggnet() -> tuple[str, str]:
             pipeline.process(h, fb.packet(1, slot, seq, values, pool=pool, src=h, retx=seq % 5 == 0 and h == 1))
         pipeline.process(2, fb.packet(1, slot, seq, [1], pool=pool, src=2, retx=True))  # asks again
     pipeline.process(1, fb.packet(2, 0, 0, [1], src=1))  # a job the switch does not know
-    pipeline.close()
-    return pipeline.source, trace.text()
+    try:
+        return pipeline.source, trace.text()  # reads the registers: before the engine is freed
+    finally:
+        pipeline.close()
 
 
 def run(name: str, source: str, trace: str, frames: int, seed: int) -> Result:

@@ -118,7 +118,6 @@ struct engine {
     /* process(): outputs collected in order */
     out_t *outs;
     u32 nouts, capouts;
-    int collect;
     /* the switch */
     tmq_t *tm[MAX_PORTS];
     int tmorder[MAX_PORTS];
@@ -130,7 +129,6 @@ struct engine {
     pthread_mutex_t injmu;
     item_t *injh, *injt;   /* PacketOuts (bare, see frame_item) */
     u64 dropped_no_port, pipeline_errors;
-    u8 *scratch;           /* deparser output */
 };
 
 #pragma GCC visibility push(hidden)
