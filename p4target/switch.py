@@ -9,7 +9,7 @@ the TLS flags, ...; the options BMv2 has and this switch does not are named in o
 see "command line" below and docs/targets.md.
 
 One thread moves packets. On the native engine (`--engine native`, the default) that is
-the engine's own loop in C (p4target/native/engine.c: receive rings -> pipeline -> traffic
+the engine's own loop in C (p4target/native/engine/loop.c: receive rings -> pipeline -> traffic
 manager -> egress -> sendmmsg, pcap), with no Python per packet; a pump thread hands
 PacketIns, digests and log lines to Python. On the Python engine (or for a program the
 native engine cannot run): poll() over the port sockets -> the receiving port's ingress
@@ -36,13 +36,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from p4target.constants import DEFAULT_CPU_PORT, IDLE_WAKE_S, RX_BATCH
 from p4target.native.pipeline import ENGINES, NativePipeline
 from p4target.native.queues import NativeTrafficManager
 from p4target.ports import Port, PortError, parse_port_spec
-
-DEFAULT_CPU_PORT = 255
-RX_BATCH = 32            # frames read from one port before the queues are served
-IDLE_WAKE_S = 1.0        # wake at least this often (pcap flush) when nothing happens
 
 log = logging.getLogger("aggnet.switch")
 

@@ -1,4 +1,4 @@
-"""Compile a checked v1model program's IR into C, for the native engine (engine.c).
+"""Compile a checked v1model program's IR into C, for the native engine (native/engine/).
 
 The same IR the Python engine compiles (interp/codegen.py), the same frame layout
 (interp/layout.py: one slot per scalar, fixed at compile time), but slots are `u64` and
@@ -8,11 +8,12 @@ casts, which sign-extend with `sx`). A bit<W> wider than 64 bits lives in 32-bit
 (layout.WideLayout); the engine supports moving such fields (extract, emit, copy,
 compare) and slices of at most 64 bits, nothing else.
 
-The output defines, for engine.c (included at the end of the same translation unit):
+The output defines, for the engine library it is linked with (the contract is engine/program.h):
 
     g_parse(p) -> payload offset (or PARSE_DROP), g_verify/g_ingress/g_egress/g_compute(p),
     g_deparse(p, out) -> bytes written, and the constants the engine needs (slots of
-    standard metadata and hidden bookkeeping, the initial frame, field lists, sizes).
+    standard metadata and hidden bookkeeping, the initial frame, field lists, sizes), and
+    gathers them into the descriptor `aggnet_prog` (DEFINE_PROGRAM).
 
 Control flow: `exit` sets p->rc = RC_EXIT, an error (division by zero, failed assert)
 RC_ERR; every call site returns when p->rc is set, as the Python engine unwinds with
@@ -1094,11 +1095,12 @@ class CGen:
         self.gen_deparser(m.deparser)
         self._drain_pending()
         body = "\n".join(self.out)
-        self.cp.source = "\n".join([self.prelude(), "\n".join(self.funcs), body, '#include "engine.c"', ""])
+        self.cp.source = "\n".join([self.prelude(), "\n".join(self.funcs), body, 'DEFINE_PROGRAM();', ""])
         return self.cp
 
     def prelude(self) -> str:
-        """Constants for engine.c, the forward declarations, the initial frame."""
+        """Constants for the engine (see DEFINE_PROGRAM in engine/program.h), the forward declarations, the initial
+        frame."""
         sm, hid = self.sm, self.hidden
         init = []
         for v in self.frame.initial:
@@ -1140,7 +1142,6 @@ class CGen:
         for t in self.p.all_tables():
             nkeys[self.cp.tables[t.control_plane_name]] = len(match_keys(t))
         lines.append("static const int TABLE_KEYS[] = {" + ", ".join(map(str, nkeys or [0])) + "};")
-        lines.append('#include "engine.h"')
         lines.append("static u32 g_parse(pk_t *p);")
         lines.append("static u32 g_deparse(pk_t *p, u8 *out);")
         for fname in ("g_verify", "g_ingress", "g_egress", "g_compute"):

@@ -15,7 +15,7 @@ from p4target.interp.schema import build_schema
 from p4target.lowered import model as lowered
 from p4target.native.build import BuildError, build
 from p4target.native.cgen import CProgram, Unsupported, generate_c
-from p4target.native.engine import Engine
+from p4target.native.engine import Engine, Trace
 from p4target.native.store import NativeState
 
 ENGINES = ("native", "python")
@@ -27,14 +27,17 @@ class NativePipeline:
 
     engine_name = "native"
 
-    def __init__(self, program: ir.Program, seed: int = 0, cprog: CProgram | None = None):
+    def __init__(self, program: ir.Program, seed: int = 0, cprog: CProgram | None = None, trace: Trace | None = None):
         self.program = program
         cprog = cprog or generate_c(program)
         self.source = cprog.source  # the generated C, for debugging
-        self.engine = Engine(build(cprog.source), seed)
+        self.engine = Engine(build(cprog.source), seed, trace)
         schema = build_schema(program)
         schema.digests = tuple(sorted(name for name, _ in cprog.digests))
         self.state = NativeState(schema, self.engine, cprog)
+        if trace is not None:
+            for name, register in self.state.registers.items():
+                trace.watch(cprog.registers[name], register.values)
 
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
         """The whole pipeline with empty queues: the packets that leave, in order."""
