@@ -42,3 +42,51 @@ def _inline(path: str, included_from: tuple[str, int] | None, depth: int) -> str
         return _inline(local, (path, line), depth + 1)
 
     return _LOCAL_INCLUDE.sub(include, text)
+
+
+def bmv2_json_in(config: bytes) -> bytes | None:
+    """The BMv2 JSON a device config carries, bare or wrapped in BMv2's P4DeviceConfig; None for P4 source.
+
+    P4DeviceConfig (`p4/tmp/p4config.proto`: reassign = 1, extras = 2, device_data = 3) is read
+    from its wire form, so no stubs are needed for it.
+    """
+    if config.lstrip()[:1] == b"{":
+        return config
+    data = _protobuf_field(config, 3)
+    return data if data is not None and data.lstrip()[:1] == b"{" else None
+
+
+def _protobuf_field(buf: bytes, number: int) -> bytes | None:
+    """The last length-delimited field `number` of a protobuf message; None if absent or not protobuf."""
+    found, i = None, 0
+    try:
+        while i < len(buf):
+            key, i = _varint(buf, i)
+            kind = key & 7
+            if kind == 0:
+                _, i = _varint(buf, i)
+            elif kind == 2:
+                size, i = _varint(buf, i)
+                if i + size > len(buf):
+                    return None
+                if key >> 3 == number:
+                    found = buf[i:i + size]
+                i += size
+            elif kind in (1, 5):
+                i += 8 if kind == 1 else 4
+            else:
+                return None
+    except IndexError:
+        return None
+    return found
+
+
+def _varint(buf: bytes, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, i
+        shift += 7

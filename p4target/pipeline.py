@@ -20,10 +20,13 @@ import time
 from dataclasses import dataclass
 
 from p4target import state as st
+from p4target.backends.python import compile_program
 from p4target.constants import DROP_PORT, E2E_CLONE, I2E_CLONE, MAX_LOOPS, NORMAL, RECIRCULATED, REPLICATED, RESUBMITTED
 from p4target.frontend import ir
 from p4target.interp.codegen import Compiler, PacketError
 from p4target.interp.schema import build_schema
+from p4target.lowered import model as lowered
+from p4target.lowered.schema import build_schema as build_lowered_schema
 
 TIMESTAMP_MASK = (1 << 48) - 1
 
@@ -41,12 +44,17 @@ class EgressItem:
 class Pipeline:
     """A program compiled once, its State, and the v1model flow (see module docstring)."""
 
-    def __init__(self, program: ir.Program, seed: int = 0, vectorize: bool = True):
-        """`vectorize`: numpy code for unrolled lane runs (off only to compare with plain code)."""
+    def __init__(self, program: ir.Program | lowered.Program, seed: int = 0, vectorize: bool = True):
+        """`program`: our front end's IR or the lowered form (p4c's BMv2 JSON); `vectorize`: numpy code
+        for unrolled lane runs of IR programs (off only to compare with plain code)."""
         self.program = program
-        self.state = st.State(build_schema(program))
         self.rng = random.Random(seed)
-        compiled = Compiler(program, self.state, self.rng, vectorize).compile()
+        if isinstance(program, lowered.Program):
+            self.state = st.State(build_lowered_schema(program))
+            compiled = compile_program(program, self.state, self.rng)
+        else:
+            self.state = st.State(build_schema(program))
+            compiled = Compiler(program, self.state, self.rng, vectorize).compile()
         self.source = compiled.source  # the generated Python, for debugging
         self._init = compiled.frame
         self._sm = compiled.sm

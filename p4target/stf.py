@@ -117,6 +117,7 @@ def run_stf_file(program_path: str, stf_path: str, engine: str = "python",
     """Load the P4 program (with -D `defines`) and the STF file, run the test on `engine`
     ('python' or 'native'), return its result."""
     from p4target.frontend import load_program
+    from p4target.lowered import bmv2_json
     from p4target.native.pipeline import make_pipeline
 
     try:
@@ -125,7 +126,10 @@ def run_stf_file(program_path: str, stf_path: str, engine: str = "python",
     except OSError as exc:
         raise StfError(f"cannot read STF file: {exc.strerror}", stf_path) from None
     commands = parse_stf(text, stf_path)  # a malformed test is reported before loading the program
-    pipeline = make_pipeline(load_program(program_path, defines=defines), engine)
+    if program_path.endswith(".json"):  # p4c's BMv2 JSON, as simple_switch takes it
+        pipeline = make_pipeline(bmv2_json.load_file(program_path), engine)
+    else:
+        pipeline = make_pipeline(load_program(program_path, defines=defines), engine)
     return StfRunner(pipeline, stf_path).run(commands)
 
 

@@ -12,6 +12,7 @@ import logging
 
 from p4target.frontend import ir
 from p4target.interp.schema import build_schema
+from p4target.lowered import model as lowered
 from p4target.native.build import BuildError, build
 from p4target.native.cgen import CProgram, Unsupported, generate_c
 from p4target.native.engine import Engine, Trace
@@ -60,13 +61,17 @@ def native_or_reason(program: ir.Program, seed: int = 0) -> tuple[NativePipeline
         return None, str(exc)
 
 
-def make_pipeline(program: ir.Program, engine: str = "native", seed: int = 0):
-    """A pipeline on `engine` ('native' or 'python'); native falls back to python with one warning."""
+def make_pipeline(program: ir.Program | lowered.Program, engine: str = "native", seed: int = 0):
+    """A pipeline on `engine` ('native' or 'python'); native falls back to python with one warning
+    (always, for now, for the lowered form read from p4c's BMv2 JSON)."""
     from p4target.pipeline import Pipeline
 
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r} (expected one of {', '.join(ENGINES)})")
-    if engine == "native":
+    if engine == "native" and isinstance(program, lowered.Program):
+        log.warning("%s: running on the Python engine: the native engine does not run p4c's BMv2 JSON yet",
+                    program.source)
+    elif engine == "native":
         pipeline, reason = native_or_reason(program, seed)
         if pipeline is not None:
             return pipeline

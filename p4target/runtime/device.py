@@ -60,10 +60,30 @@ def compile_source(source: str, filename: str, engine: str = "python") -> tuple[
         raise invalid(str(exc)) from None
 
 
+def load_bmv2_json(data: bytes, filename: str, engine: str = "python") -> Any:
+    """A pipeline running p4c's BMv2 JSON; INVALID_ARGUMENT naming the JSON path of a malformed part."""
+    from p4target.lowered import bmv2_json
+    from p4target.native.pipeline import make_pipeline
+
+    try:
+        return make_pipeline(bmv2_json.loads(data, filename), engine)
+    except P4Error as exc:
+        raise invalid(str(exc)) from None
+
+
 def compile_config(config: p4r.ForwardingPipelineConfig, engine: str = "python") -> LoadedConfig:
-    """Compile the P4 source of a config and check its P4Info; INVALID_ARGUMENT if either fails."""
+    """Compile the config's program (P4 source, or p4c's BMv2 JSON as BMv2 takes it) and check its
+    P4Info; INVALID_ARGUMENT if either fails. With JSON, the client's P4Info names the objects."""
+    from p4target.device_config import bmv2_json_in
+
     if not config.HasField("p4info"):
         raise invalid("ForwardingPipelineConfig has no p4info")
+    cookie = config.cookie.cookie if config.HasField("cookie") else None
+    json_data = bmv2_json_in(config.p4_device_config)
+    if json_data is not None:
+        pipeline = load_bmv2_json(json_data, "p4_device_config.json", engine)
+        return LoadedConfig(config.p4info, config.p4_device_config, cookie, pipeline,
+                            Translator(config.p4info, pipeline.state))
     try:
         source = config.p4_device_config.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -75,7 +95,6 @@ def compile_config(config: p4r.ForwardingPipelineConfig, engine: str = "python")
     if differences:
         shown = "; ".join(differences[:3]) + (f"; and {len(differences) - 3} more" if len(differences) > 3 else "")
         raise invalid(f"P4Info does not match the one computed from the P4 source: {shown}")
-    cookie = config.cookie.cookie if config.HasField("cookie") else None
     return LoadedConfig(ours, config.p4_device_config, cookie, pipeline, Translator(ours, pipeline.state))
 
 
@@ -187,8 +206,16 @@ class Device:
                 raise invalid(f"unsupported SetForwardingPipelineConfig action {action}")
 
     def load_source(self, source: str, filename: str) -> None:
-        """Commit a program given as source (a switch started with PROG.p4); no cookie."""
-        p4info, pipeline = compile_source(source, filename, self.engine)
+        """Commit a program given as P4 source or p4c's BMv2 JSON (a switch started with PROG.p4 or
+        PROG.json); no cookie. A JSON program has no P4Info until a client sends one."""
+        from p4target.device_config import bmv2_json_in
+
+        json_data = bmv2_json_in(source.encode())
+        if json_data is not None:
+            pipeline = load_bmv2_json(json_data, filename, self.engine)
+            p4info = p4i.P4Info()
+        else:
+            p4info, pipeline = compile_source(source, filename, self.engine)
         with self.lock:
             self._commit(LoadedConfig(p4info, source.encode(), None, pipeline, Translator(p4info, pipeline.state)))
 
