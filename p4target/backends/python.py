@@ -1,9 +1,7 @@
 """The lowered form printed as Python: the readable reference engine for p4c's BMv2 JSON.
 
-Every packet is one list `F` of slots: per header instance a validity slot, then its fields
-in order, then (for a header with a variable-length field) that field's length in bits; then
-per header stack its next index; then the per-packet bookkeeping slots the v1model flow
-needs (`HIDDEN`). Values are Python ints of unbounded precision, as BMv2's are: a value is
+Every packet is one list `F` of slots laid out by `p4target.backends.layout` (shared with the
+C back end). Values are Python ints of unbounded precision, as BMv2's are: a value is
 truncated to a field's width when it is written into the field.
 
 The printed module has the functions `p4target.pipeline.Pipeline` calls: parse(F, data),
@@ -17,19 +15,14 @@ import time
 from typing import Any
 
 from p4target import state as st
-from p4target.errors import P4Error
+from p4target.backends.layout import Layout, Unsupported, ident
 from p4target.interp import hashes
 from p4target.interp.codegen import Compiled, PacketError, _log_format, _Reject
 from p4target.lowered import model as m
 
-HIDDEN = ("clone_session", "clone_type", "clone_fl", "resubmit", "recirculate", "truncate", "payload", "exit")
 MAX_PARSER_STATES = 1000
 DROP_PORT = 511
 _SHIFT_LIMIT = 4096  # BMv2 fields are at most this wide; a longer shift leaves nothing of them
-
-
-class Unsupported(P4Error):
-    """A construct of the lowered form this engine does not run."""
 
 
 # -- helpers the printed code calls ------------------------------------------------------------
@@ -120,66 +113,6 @@ def _copy_header(F: list, dst: int, src: int, n: int) -> None:
 
 # -- the printer ------------------------------------------------------------------------------
 
-class _Layout:
-    """Slots of every header instance, stack and bookkeeping value (see the module docstring)."""
-
-    def __init__(self, p: m.Program):
-        self.p = p
-        self.types = {t.name: t for t in p.header_types}
-        self.base: dict[str, int] = {}
-        self.size: dict[str, int] = {}  # slots a header takes
-        self.initial: list = []
-        ordered = ([h for h in p.headers if not h.metadata] + [h for h in p.headers if h.name == "standard_metadata"]
-                   + [h for h in p.headers if h.metadata and h.name != "standard_metadata"])
-        self.meta_range = (0, 0)
-        for h in ordered:
-            if h.metadata and h.name != "standard_metadata" and self.meta_range == (0, 0):
-                self.meta_range = (len(self.initial), 0)
-            t = self.types[h.header_type]
-            self.base[h.name] = len(self.initial)
-            varbit = any(f.width is None for f in t.fields)
-            self.size[h.name] = 1 + len(t.fields) + int(varbit)
-            self.initial += [h.metadata] + [0] * (len(t.fields) + int(varbit))
-        self.meta_range = (self.meta_range[0] or len(self.initial), len(self.initial))
-        by_id = {h.id: h.name for h in p.headers}
-        self.stacks = {s.name: [by_id[i] for i in s.header_ids] for s in p.header_stacks}
-        self.stack_type = {s.name: s.header_type for s in p.header_stacks}
-        self.next_index = {}
-        for s in p.header_stacks:
-            self.next_index[s.name] = len(self.initial)
-            self.initial.append(0)
-        union_types = {u.name: u for u in p.header_union_types}
-        self.unions = {u.name: [by_id[i] for i in u.header_ids] for u in p.header_unions}
-        self.union_type = {u.name: union_types[u.union_type] for u in p.header_unions}
-        union_by_id = {u.id: u.name for u in p.header_unions}
-        self.union_stacks = {us.name: [union_by_id[i] for i in us.header_union_ids] for us in p.header_union_stacks}
-        self.union_stack_type = {us.name: union_types[us.union_type] for us in p.header_union_stacks}
-        for us in p.header_union_stacks:
-            self.next_index[us.name] = len(self.initial)
-            self.initial.append(0)
-        self.member_of = {h: u for u, hs in self.unions.items() for h in hs}
-        self.hidden = {}
-        for name in HIDDEN:
-            self.hidden[name] = len(self.initial)
-            self.initial.append(None if name != "payload" else b"")
-        sm = self.base.get("standard_metadata")
-        if sm is None:
-            raise P4Error("the program has no standard_metadata header (not a v1model program?)", p.source)
-        self.sm = {f.name: sm + 1 + k for k, f in enumerate(self.types["standard_metadata"].fields)}
-
-    def header_type(self, name: str) -> m.HeaderType:
-        return self.types[self.p.header(name).header_type]
-
-    def field_slot(self, f: m.Field) -> tuple[int, m.FieldType | None]:
-        """(slot, type) of a field; type None for `$valid$` (the validity slot)."""
-        b = self.base[f.header]
-        if f.field == "$valid$":
-            return b, None
-        t = self.header_type(f.header)
-        k = next(i for i, x in enumerate(t.fields) if x.name == f.field)
-        return b + 1 + k, t.fields[k]
-
-
 class _Printer:
     """Lowered Program -> Python source bound to one State (tables, registers, ...)."""
 
@@ -188,7 +121,7 @@ class _Printer:
             raise Unsupported("a v1model program has one parser and one deparser", p.source)
         self.p = p
         self.state = state
-        self.L = _Layout(p)
+        self.L = Layout(p)
         self.errors = dict(p.errors)
         self.lines: list[str] = []
         self.ns: dict[str, Any] = {
@@ -206,9 +139,9 @@ class _Printer:
         self.calcs = {c.name: c for c in p.calculations}
         self._tmp = 0
         for hname, t in self.L.types.items():
-            self.ns[f"_FS_{_ident(hname)}"] = tuple((f.width, f.signed) for f in t.fields)
+            self.ns[f"_FS_{ident(hname)}"] = tuple((f.width, f.signed) for f in t.fields)
         for s, headers in {**self.L.stacks, **self.L.unions, **self.L.union_stacks}.items():
-            self.ns[f"_STK_{_ident(s)}"] = tuple(self.L.base[h] if h in self.L.base else h for h in headers)
+            self.ns[f"_STK_{ident(s)}"] = tuple(self.L.base[h] if h in self.L.base else h for h in headers)
 
     def fail(self, message: str) -> Unsupported:
         return Unsupported(message, self.p.source)
@@ -245,7 +178,7 @@ class _Printer:
         if isinstance(v, m.StackField):
             b = self.header_base(m.Expr("dereference_header_stack", m.StackRef(v.stack),
                                         m.Expr("last_stack_index", None, m.StackRef(v.stack))))
-            k, _ = self.field_index(self.L.stack_type[v.stack], v.field)
+            k, _ = self.L.field_index(self.L.stack_type[v.stack], v.field)
             return f"F[{b} + {1 + k}]"
         if isinstance(v, m.Lookahead):
             return f"_bits(data, o, {v.offset}, {v.width}, {self.error_code('PacketTooShort')})"
@@ -299,13 +232,13 @@ class _Printer:
         if isinstance(v, m.UnionRef):
             return [str(self.L.base[h]) for h in self.L.unions[v.name]]
         assert isinstance(v, m.Expr) and isinstance(v.left, m.UnionStackRef)
-        u = f"_at(_STK_{_ident(v.left.name)}, {self.rv(v.right)}, {v.left.name!r})"
+        u = f"_at(_STK_{ident(v.left.name)}, {self.rv(v.right)}, {v.left.name!r})"
         ut = self.L.union_stack_type[v.left.name]
         # the stack's unions all have the same type: member k's base is found through the first union
         first = self.L.union_stacks[v.left.name]
-        self.ns.setdefault(f"_UM_{_ident(v.left.name)}", {
+        self.ns.setdefault(f"_UM_{ident(v.left.name)}", {
             name: tuple(self.L.base[h] for h in self.L.unions[name]) for name in first})
-        return [f"_UM_{_ident(v.left.name)}[{u}][{k}]" for k in range(len(ut.headers))]
+        return [f"_UM_{ident(v.left.name)}[{u}][{k}]" for k in range(len(ut.headers))]
 
     def next_slot(self, v: m.Value | None) -> int:
         if isinstance(v, (m.StackRef, m.UnionStackRef)):
@@ -317,29 +250,11 @@ class _Printer:
         if isinstance(v, m.HeaderRef):
             return str(self.L.base[v.name])
         if isinstance(v, m.Expr) and v.op == "dereference_header_stack" and isinstance(v.left, m.StackRef):
-            return f"_at(_STK_{_ident(v.left.name)}, {self.rv(v.right)}, {v.left.name!r})"
+            return f"_at(_STK_{ident(v.left.name)}, {self.rv(v.right)}, {v.left.name!r})"
         if isinstance(v, m.Expr) and v.op == "access_union_header" and v.left is not None:
             assert isinstance(v.right, m.Const)
             return self.union_members(v.left)[v.right.value]
         raise self.fail(f"{type(v).__name__} does not name a header here")
-
-    def header_type_of(self, v: m.Value | None) -> m.HeaderType:
-        if isinstance(v, m.HeaderRef):
-            return self.L.header_type(v.name)
-        if isinstance(v, m.Expr) and v.op == "dereference_header_stack" and isinstance(v.left, m.StackRef):
-            return self.L.types[self.L.stack_type[v.left.name]]
-        if isinstance(v, m.Expr) and v.op == "access_union_header" and isinstance(v.right, m.Const):
-            ut = (self.L.union_type[v.left.name] if isinstance(v.left, m.UnionRef)
-                  else self.L.union_stack_type[v.left.left.name])  # type: ignore[union-attr]
-            return self.L.types[ut.headers[v.right.value][1]]
-        raise self.fail(f"{type(v).__name__} does not name a header here")
-
-    def field_index(self, type_name: str, field: str) -> tuple[int, m.FieldType]:
-        t = self.L.types[type_name]
-        k = next((i for i, f in enumerate(t.fields) if f.name == field), None)
-        if k is None:
-            raise self.fail(f"header type {type_name} has no field {field}")
-        return k, t.fields[k]
 
     def field_lv(self, v: m.Value | None) -> tuple[str, m.FieldType | None]:
         """(`F[...]` expression, field type) of a writable field."""
@@ -347,7 +262,7 @@ class _Printer:
             slot, ftype = self.L.field_slot(v)
             return f"F[{slot}]", ftype
         if isinstance(v, m.Expr) and v.op == "access_field" and isinstance(v.right, m.Const):
-            t = self.header_type_of(v.left)
+            t = self.L.header_type_of(v.left)
             k = v.right.value
             if not 0 <= k < len(t.fields):
                 raise self.fail(f"field offset {k} is past header type {t.name}")
@@ -390,7 +305,7 @@ class _Printer:
 
     def p_assign_header(self, ps: list[m.Value], ind: int) -> None:
         dst, src = ps
-        n = 1 + len(self.header_type_of(src).fields) + int(self.header_type_of(src).max_length is not None)
+        n = 1 + len(self.L.header_type_of(src).fields) + int(self.L.header_type_of(src).max_length is not None)
         d = self.header_base(dst)
         self.emit(f"_copy(F, {d}, {self.header_base(src)}, {n})", ind)
         self.after_valid_change(dst, d, ind)
@@ -421,7 +336,7 @@ class _Printer:
 
     def p_add_header(self, ps: list[m.Value], ind: int) -> None:
         b = self.header_base(ps[0])
-        t = self.header_type_of(ps[0])
+        t = self.L.header_type_of(ps[0])
         n = len(t.fields) + int(t.max_length is not None)
         self.emit(f"_b = {b}", ind)
         self.emit(f"if not F[_b]: F[_b:_b + {n + 1}] = [True] + [0] * {n}", ind)
@@ -442,15 +357,15 @@ class _Printer:
         nxt = self.L.next_index[stack.name]
         if push:
             self.emit(f"for _i in range({len(bases) - 1}, -1, -1):", ind)
-            self.emit(f"if _i >= {t}: _copy(F, _STK_{_ident(stack.name)}[_i], _STK_{_ident(stack.name)}[_i - {t}], {size})",
+            self.emit(f"if _i >= {t}: _copy(F, _STK_{ident(stack.name)}[_i], _STK_{ident(stack.name)}[_i - {t}], {size})",
                       ind + 1)
-            self.emit(f"else: F[_STK_{_ident(stack.name)}[_i]] = False", ind + 1)
+            self.emit(f"else: F[_STK_{ident(stack.name)}[_i]] = False", ind + 1)
             self.emit(f"F[{nxt}] = min(F[{nxt}] + {t}, {len(bases)})", ind)
         else:
             self.emit(f"for _i in range({len(bases)}):", ind)
-            self.emit(f"if _i + {t} < {len(bases)}: _copy(F, _STK_{_ident(stack.name)}[_i], "
-                      f"_STK_{_ident(stack.name)}[_i + {t}], {size})", ind + 1)
-            self.emit(f"else: F[_STK_{_ident(stack.name)}[_i]] = False", ind + 1)
+            self.emit(f"if _i + {t} < {len(bases)}: _copy(F, _STK_{ident(stack.name)}[_i], "
+                      f"_STK_{ident(stack.name)}[_i + {t}], {size})", ind + 1)
+            self.emit(f"else: F[_STK_{ident(stack.name)}[_i]] = False", ind + 1)
             self.emit(f"F[{nxt}] = max(F[{nxt}] - {t}, 0)", ind)
 
     def p_push(self, ps: list[m.Value], ind: int) -> None:
@@ -577,12 +492,8 @@ class _Printer:
         ll = self.learn_lists.get(lid) if lid is not None else None
         if ll is None:
             raise self.fail(f"generate_digest names no learn list ({ps[1]})")
-        values = "".join(f"{self.rv(f)} & {(1 << max(self.width(f), 1)) - 1:#x}, " for f in ll.elements)
+        values = "".join(f"{self.rv(f)} & {(1 << max(self.L.width(f), 1)) - 1:#x}, " for f in ll.elements)
         self.emit(f"_DG.append(({ll.name!r}, ({values})))", ind)
-
-    def width(self, f: m.Field) -> int:
-        _, ftype = self.L.field_slot(f)
-        return 1 if ftype is None else (ftype.width or 0)
 
     def _field_list_id(self, v: m.Value | None) -> str:
         return str(v.value) if isinstance(v, m.Const) else "None"
@@ -611,7 +522,7 @@ class _Printer:
     # -- actions
 
     def action_fn(self, a: m.Action) -> str:
-        return f"ac{a.id}_{_ident(a.name)}"
+        return f"ac{a.id}_{ident(a.name)}"
 
     def gen_action(self, a: m.Action) -> None:
         args = "".join(f", a{i}" for i in range(len(a.runtime_data)))
@@ -644,8 +555,8 @@ class _Printer:
         return "None" if name is None else nodes[name]
 
     def gen_pipeline(self, fname: str, pl: m.Pipeline) -> None:
-        nodes = {t.name: f"tb{t.id}_{_ident(t.name)}" for t in pl.tables}
-        nodes.update({c.name: f"cd{c.id}_{_ident(c.name)}" for c in pl.conditionals})
+        nodes = {t.name: f"tb{t.id}_{ident(t.name)}" for t in pl.tables}
+        nodes.update({c.name: f"cd{c.id}_{ident(c.name)}" for c in pl.conditionals})
         for t in pl.tables:
             self.gen_table(t, nodes)
         for c in pl.conditionals:
@@ -750,8 +661,8 @@ class _Printer:
             nxt = self.L.next_index[target.name]
             size = len(self.L.stacks[target.name])
             self.emit(f"if F[{nxt}] >= {size}: raise _Reject({self.error_code('StackOutOfBounds')}, o)", ind)
-            self.emit(f"_b = _STK_{_ident(target.name)}[F[{nxt}]]; F[{nxt}] += 1", ind)
-            self.emit(f"o = _extract(F, _b, _FS_{_ident(t.name)}, data, o, {vl}, {too_short})", ind)
+            self.emit(f"_b = _STK_{ident(target.name)}[F[{nxt}]]; F[{nxt}] += 1", ind)
+            self.emit(f"o = _extract(F, _b, _FS_{ident(t.name)}, data, o, {vl}, {too_short})", ind)
             return
         elif isinstance(target, m.UnionStackField):  # the member of the stack's next union
             ut = self.L.union_stack_type[target.stack]
@@ -765,7 +676,7 @@ class _Printer:
             members = self.union_members(m.Expr("dereference_union_stack", m.UnionStackRef(target.stack),
                                                 m.Expr("size_stack", None, m.UnionStackRef(target.stack))))
             self.emit(f"_b = {members[k]}; F[{nxt}] += 1", ind)
-            self.emit(f"o = _extract(F, _b, _FS_{_ident(t.name)}, data, o, {vl}, {too_short})", ind)
+            self.emit(f"o = _extract(F, _b, _FS_{ident(t.name)}, data, o, {vl}, {too_short})", ind)
             return
         else:
             raise self.fail(f"cannot extract into a {type(target).__name__}")
@@ -776,7 +687,7 @@ class _Printer:
             self.emit(f"if _vl + {fixed} > {t.max_length * 8}: raise _Reject({self.error_code('HeaderTooShort')}, o)",
                       ind)
             vl = "_vl"
-        self.emit(f"o = _extract(F, {b}, _FS_{_ident(t.name)}, data, o, {vl}, {too_short})", ind)
+        self.emit(f"o = _extract(F, {b}, _FS_{ident(t.name)}, data, o, {vl}, {too_short})", ind)
         self.after_valid_change(target, b, ind)
 
     def parser_op(self, op: m.ParserOp, ind: int) -> None:
@@ -798,17 +709,8 @@ class _Printer:
             assert isinstance(name, m.Named)
             self.primitive(m.Primitive(name.name, ps[1:]), ind)
 
-    def key_part_width(self, v: m.Value) -> int:
-        if isinstance(v, m.Field):
-            return self.width(v)
-        if isinstance(v, m.Lookahead):
-            return v.width
-        if isinstance(v, m.StackField):
-            return self.field_index(self.L.stack_type[v.stack], v.field)[1].width or 0
-        raise self.fail(f"a parser transition key cannot be a {type(v).__name__}")
-
     def gen_parser(self, p: m.Parser) -> None:
-        fnames = {s.name: f"ps{s.id}_{_ident(s.name)}" for s in p.parse_states}
+        fnames = {s.name: f"ps{s.id}_{ident(s.name)}" for s in p.parse_states}
         for s in p.parse_states:
             self.emit(f"def {fnames[s.name]}(F, data, o):", 0)
             for op in s.parser_ops:
@@ -833,7 +735,7 @@ class _Printer:
         if s.transition_key:
             parts = []
             for v in s.transition_key:
-                w = self.key_part_width(v)
+                w = self.L.key_part_width(v)
                 parts.append((self.rv(v), w, (w + 7) // 8 * 8))
             total = sum(p[2] for p in parts)
             code, pos = [], total
@@ -875,7 +777,7 @@ class _Printer:
             self.primitive(prim, 1)
         for h in d.order:
             b = self.L.base[h]
-            self.emit(f"if F[{b}]: out.append(_packed(F, {b}, _FS_{_ident(self.p.header(h).header_type)}))", 1)
+            self.emit(f"if F[{b}]: out.append(_packed(F, {b}, _FS_{ident(self.p.header(h).header_type)}))", 1)
         self.emit("return out", 1)
 
     def compile(self) -> Compiled:
@@ -902,9 +804,9 @@ class _Printer:
         node_names = {}
         for pl in self.p.pipelines:
             for t in pl.tables:
-                node_names[t.name] = self.ns[f"tb{t.id}_{_ident(t.name)}"]
+                node_names[t.name] = self.ns[f"tb{t.id}_{ident(t.name)}"]
             for c in pl.conditionals:
-                node_names[c.name] = self.ns[f"cd{c.id}_{_ident(c.name)}"]
+                node_names[c.name] = self.ns[f"cd{c.id}_{ident(c.name)}"]
         self.ns["_NODES"] = node_names
         field_lists = {fl.id: [self.L.field_slot(f)[0] for f in fl.elements] for fl in self.p.field_lists}
         return Compiled(source, self.ns, self.L.initial, self.L.sm, self.L.hidden, field_lists,
@@ -912,10 +814,6 @@ class _Printer:
 
 
 _BOOL_OPS = frozenset({"==", "!=", ">", ">=", "<", "<=", "and", "or", "not", "d2b", "valid", "valid_union"})
-
-
-def _ident(name: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in name)
 
 
 def compile_program(program: m.Program, state: st.State, rng: random.Random) -> Compiled:
