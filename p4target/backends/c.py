@@ -1,0 +1,858 @@
+"""The lowered form printed as C, for the native engine: p4c's BMv2 JSON with no Python per packet.
+
+The twin of `p4target.backends.python` (the readable reference): the same slot layout
+(`p4target.backends.layout`), the same v1model flow (the engine's, engine/flow.c), printed against
+engine/program.h. Slots are u64 and hold each value's bit pattern masked to its width; an expression
+is computed as an i128 (engine/lowered.h): BMv2's values have infinite precision and p4c masks every
+result that could grow, so 128 bits hold every intermediate value of fields up to 64 bits wide, and
+`>>`, `/`, `%`, comparisons, `two_comp_mod` and the saturating casts see the same numbers as BMv2.
+
+What runs: fields up to 64 bits wide (a variable-length field too, up to 64 bits), every primitive
+and expression of the corpus but those listed next. What does not, raising `Unsupported` naming the
+construct (the program then runs on the Python engine): fields wider than 64 bits, action profiles
+and selectors, parser value sets, parser transition keys wider than 128 bits, and programs with other
+than one parser and one deparser.
+
+Control flow: `exit` sets p->rc = RC_EXIT, an error (division by zero, a stack index out of range, a
+failed assert) RC_ERR, and every caller returns when p->rc is set. A pipeline is a loop over its
+nodes (tables and conditionals), each giving the index of the next.
+"""
+from __future__ import annotations
+
+from p4target.backends.layout import Layout, Unsupported, ident
+from p4target.lowered import model as m
+from p4target.native.cgen import MAX_PARSER_STATES, CProgram, _cstr
+
+MAX_BITS = 64
+_ALGOS = {"crc16": "crc16", "crc16_custom": "crc16", "crc32": "crc32", "crc32_custom": "crc32", "csum16": "csum16",
+          "xor16": "xor16", "identity": "identity"}
+_INFIX = {"==", "!=", ">", ">=", "<", "<=", "&", "|", "^"}
+_WRAPPING = {"+": "l_add", "-": "l_sub", "*": "l_mul", "<<": "l_shl", ">>": "l_shr"}
+_SM_FIELDS = ("ingress_port", "egress_spec", "egress_port", "instance_type", "packet_length", "enq_qdepth",
+              "deq_qdepth", "ingress_global_timestamp", "egress_global_timestamp", "mcast_grp", "egress_rid",
+              "parser_error", "checksum_error")
+# how code leaves on an error, by where it is printed (the function's return type)
+_LEAVE = {"parser": "L_PARSE_CHECK();", "action": "if (p->rc) return;", "node": "if (p->rc) return;",
+          "table": "if (p->rc) return -1;", "deparser": "if (p->rc) return 0;"}
+_HIDDEN_C = ("clone_session", "clone_type", "clone_fl", "resubmit", "recirculate", "truncate")
+
+
+def _lit(v: int) -> str:
+    """An i128 constant."""
+    if -(1 << 63) < v < (1 << 63):
+        return f"((i128){v}LL)"
+    if v < 0:
+        return f"(-{_lit(-v)})"
+    if v >> 128:
+        raise ValueError(v)
+    return f"((i128)(((u128){v >> 64:#x}ULL << 64) | {v & ((1 << 64) - 1):#x}ULL))"
+
+
+def _u128(v: int) -> str:
+    return f"(((u128){v >> 64:#x}ULL << 64) | {v & ((1 << 64) - 1):#x}ULL)"
+
+
+class _Printer:
+    """Lowered Program -> C source and the ids the control plane addresses it by."""
+
+    def __init__(self, p: m.Program):
+        if len(p.parsers) != 1 or len(p.deparsers) != 1:
+            raise Unsupported("a v1model program has one parser and one deparser", p.source)
+        self.p = p
+        self.L = Layout(p)
+        for t in p.header_types:
+            for f in t.fields:
+                width = f.width if f.width is not None else (t.max_length or 0) * 8 - sum(x.width or 0 for x in t.fields)
+                if width > MAX_BITS:
+                    raise self.fail(f"field {t.name}.{f.name} of {width} bits (the native engine holds at most "
+                                    f"{MAX_BITS})")
+        for pl in p.pipelines:
+            for t in pl.tables:
+                if t.action_profile is not None:
+                    raise self.fail(f"action profiles and selectors (table {t.name})")
+        self.errors = dict(p.errors)
+        self.out: list[str] = []
+        self._tmp = 0
+        self.ctx = "action"  # where code is printed: a key of _LEAVE
+        self.actions = {a.id: a for a in p.actions}
+        self.calcs = {c.name: c for c in p.calculations}
+        self.learn_lists = {ll.id: ll for ll in p.learn_lists}
+        self.cp = CProgram("")
+        for a in p.actions:
+            self.cp.actions.setdefault(a.name, len(self.cp.actions))
+        for pl in p.pipelines:
+            for t in pl.tables:
+                self.cp.tables[t.name] = len(self.cp.tables)
+        self.reg_size = {r.name: r for r in p.register_arrays}
+        for r in p.register_arrays:
+            self.cp.registers[r.name] = len(self.cp.registers)
+        self.counter_size = {c.name: c.size for c in p.counter_arrays if not (c.is_direct and c.binding)}
+        for name in self.counter_size:
+            self.cp.counters[name] = len(self.cp.counters)
+        self.meters = {mt.name: mt for mt in p.meter_arrays if not (mt.is_direct and mt.binding)}
+        for name in self.meters:
+            self.cp.meters[name] = len(self.cp.meters)
+        self.cp.digests = [(ll.name, len(ll.elements)) for ll in p.learn_lists]
+        self.stack_arrays: dict[str, list[int]] = {}
+        self.may_fail = False
+
+    def fail(self, message: str) -> Unsupported:
+        return Unsupported(message, self.p.source)
+
+    def emit(self, line: str, ind: int) -> None:
+        self.out.append("    " * ind + line)
+
+    def tmp(self, prefix: str = "t") -> str:
+        self._tmp += 1
+        return f"{prefix}{self._tmp}"
+
+    def error_code(self, name: str) -> int:
+        return self.errors.get(name, 0)
+
+    def check(self, ind: int) -> None:
+        """After code that can set p->rc: leave the way the current context does."""
+        if self.may_fail:
+            self.emit(_LEAVE[self.ctx], ind)
+        self.may_fail = False
+
+    def stack(self, name: str, headers: list[int]) -> str:
+        """The C array of a stack's (or a union's member's) header bases."""
+        arr = f"STK_{ident(name)}"
+        self.stack_arrays[arr] = headers
+        return arr
+
+    # -- values
+
+    def rv(self, v: m.Value | None) -> str:
+        """A C expression (i128) for a value read as data or a boolean."""
+        if isinstance(v, m.Field):
+            slot, ftype = self.L.field_slot(v)
+            return self.read(str(slot), ftype)
+        if isinstance(v, m.Const):
+            try:
+                return _lit(v.value)
+            except ValueError:
+                raise self.fail(f"constant {v.value:#x} wider than 128 bits") from None
+        if isinstance(v, m.BoolConst):
+            return "1" if v.value else "0"
+        if isinstance(v, m.ActionParam):
+            return f"((i128)A[{v.index}])"
+        if isinstance(v, m.RegisterCell):
+            reg = self.reg_size.get(v.name)
+            if reg is None:
+                raise self.fail(f"unknown register array {v.name}")
+            return f"l_reg(p, {self.cp.registers[v.name]}, {self.rv(v.index)}, {reg.size}ULL)"
+        if isinstance(v, m.StackField):
+            b = self.header_base(m.Expr("dereference_header_stack", m.StackRef(v.stack),
+                                        m.Expr("last_stack_index", None, m.StackRef(v.stack))))
+            k, ftype = self.L.field_index(self.L.stack_type[v.stack], v.field)
+            return self.read(f"{b} + {1 + k}", ftype)
+        if isinstance(v, m.Lookahead):
+            self.may_fail = True
+            return f"((i128)l_look(p, o, {v.offset}, {v.width}, {self.error_code('PacketTooShort')}))"
+        if isinstance(v, m.Expr):
+            return self.expr(v)
+        raise self.fail(f"a {type(v).__name__} cannot be read as a value here")
+
+    @staticmethod
+    def read(slot: str, ftype: m.FieldType | None) -> str:
+        if ftype is not None and ftype.signed and ftype.width:
+            return f"l_signed(F[{slot}], {ftype.width})"
+        return f"((i128)F[{slot}])"
+
+    def expr(self, e: m.Expr) -> str:
+        op, a, b = e.op, e.left, e.right
+        if op == "access_field":
+            slot, ftype = self.field_lv(e)
+            return self.read(slot, ftype)
+        if op in ("valid", "valid_union"):
+            return self.valid(b)
+        if op == "d2b":
+            return f"({self.rv(b)} != 0)"
+        if op == "b2d":
+            return self.rv(b)
+        if op == "not":
+            return f"(!{self.rv(b)})"
+        if op == "~":
+            return f"(~{self.rv(b)})"
+        if op == "-" and a is None:
+            return f"l_sub(0, {self.rv(b)})"
+        if op == "last_stack_index":
+            return f"((i128)F[{self.next_slot(b)}] - 1)"
+        if op == "size_stack":
+            return f"((i128)F[{self.next_slot(b)}])"
+        if op == "?":
+            return f"({self.rv(e.cond)} ? {self.rv(a)} : {self.rv(b)})"
+        if op == "two_comp_mod":
+            return f"l_sx({self.rv(a)}, {self.rv(b)})"
+        if op in ("sat_cast", "usat_cast"):
+            return f"l_{op[:-5]}({self.rv(a)}, {self.rv(b)})"
+        if op in ("/", "%"):
+            self.may_fail = True
+            return f"{'l_div' if op == '/' else 'l_mod'}(p, {self.rv(a)}, {self.rv(b)})"
+        if op in ("and", "or"):
+            return f"({self.rv(a)} {'&&' if op == 'and' else '||'} {self.rv(b)})"
+        if op in _WRAPPING:
+            return f"{_WRAPPING[op]}({self.rv(a)}, {self.rv(b)})"
+        if op in _INFIX:
+            return f"({self.rv(a)} {op} {self.rv(b)})"
+        raise self.fail(f"expression operator {op} cannot be read as a value")
+
+    def valid(self, v: m.Value | None) -> str:
+        if isinstance(v, m.UnionRef) or (isinstance(v, m.Expr) and v.op == "dereference_union_stack"):
+            members = self.union_members(v)
+            return "(" + " || ".join(f"F[{x}] != 0" for x in members) + ")" if members else "0"
+        return f"(F[{self.header_base(v)}] != 0)"
+
+    def union_members(self, v: m.Value) -> list[str]:
+        """C expressions for the base slots of a union's members."""
+        if isinstance(v, m.UnionRef):
+            return [str(self.L.base[h]) for h in self.L.unions[v.name]]
+        assert isinstance(v, m.Expr) and isinstance(v.left, m.UnionStackRef)
+        name = v.left.name
+        unions = self.L.union_stacks[name]
+        self.may_fail = True
+        u = f"l_at(p, {self.rv(v.right)}, {len(unions)})"
+        ut = self.L.union_stack_type[name]
+        return [f"{self.stack(f'{name}__{k}', [self.L.base[self.L.unions[un][k]] for un in unions])}[{u}]"
+                for k in range(len(ut.headers))]
+
+    def next_slot(self, v: m.Value | None) -> int:
+        if isinstance(v, (m.StackRef, m.UnionStackRef)):
+            return self.L.next_index[v.name]
+        raise self.fail("a stack operation needs a header stack")
+
+    def header_base(self, v: m.Value | None) -> str:
+        """A C expression for a header's base slot (its validity slot)."""
+        if isinstance(v, m.HeaderRef):
+            return str(self.L.base[v.name])
+        if isinstance(v, m.Expr) and v.op == "dereference_header_stack" and isinstance(v.left, m.StackRef):
+            headers = self.L.stacks[v.left.name]
+            self.may_fail = True
+            arr = self.stack(v.left.name, [self.L.base[h] for h in headers])
+            return f"{arr}[l_at(p, {self.rv(v.right)}, {len(headers)})]"
+        if isinstance(v, m.Expr) and v.op == "access_union_header" and v.left is not None:
+            assert isinstance(v.right, m.Const)
+            return self.union_members(v.left)[v.right.value]
+        raise self.fail(f"{type(v).__name__} does not name a header here")
+
+    def field_lv(self, v: m.Value | None) -> tuple[str, m.FieldType | None]:
+        """(slot expression, field type) of a writable field."""
+        if isinstance(v, m.Field):
+            slot, ftype = self.L.field_slot(v)
+            return str(slot), ftype
+        if isinstance(v, m.Expr) and v.op == "access_field" and isinstance(v.right, m.Const):
+            t = self.L.header_type_of(v.left)
+            k = v.right.value
+            if not 0 <= k < len(t.fields):
+                raise self.fail(f"field offset {k} is past header type {t.name}")
+            return f"{self.header_base(v.left)} + {1 + k}", t.fields[k]
+        raise self.fail(f"{type(v).__name__} is not a writable field")
+
+    def store(self, dst: m.Value, code: str, ind: int) -> None:
+        """Write `code` into a field, truncated to its width (a signed field keeps its bit pattern)."""
+        target, ftype = self.field_lv(dst)
+        if ftype is None:
+            raise self.fail("a header's $valid$ field cannot be written")
+        if ftype.width is None:
+            raise self.fail("a variable-length field is written with assign_VL")
+        mask = f" & {(1 << ftype.width) - 1:#x}ULL" if ftype.width < 64 else ""
+        self.emit(f"F[{target}] = (u64)({code}){mask};", ind)
+        self.check(ind)
+
+    # -- primitives
+
+    def primitive(self, prim: m.Primitive, ind: int) -> None:
+        fn = getattr(self, "p_" + prim.op, None)
+        if fn is None:
+            raise self.fail(f"primitive {prim.op}")
+        fn(prim.parameters, ind)
+        self.check(ind)
+
+    def p_assign(self, ps: list[m.Value], ind: int) -> None:
+        self.store(ps[0], self.rv(ps[1]), ind)
+
+    p_modify_field = p_assign
+
+    def p_assign_VL(self, ps: list[m.Value], ind: int) -> None:
+        dst, src = ps
+        assert isinstance(dst, m.Field) and isinstance(src, m.Field)
+        db, sb = self.L.base[dst.header], self.L.base[src.header]
+        dn, sn = len(self.L.header_type(dst.header).fields), len(self.L.header_type(src.header).fields)
+        self.emit(f"F[{self.field_lv(dst)[0]}] = F[{self.field_lv(src)[0]}]; F[{db + 1 + dn}] = F[{sb + 1 + sn}];",
+                  ind)
+
+    def copy(self, dst: str, src: str, n: int, ind: int) -> None:
+        self.emit(f"memmove(&F[{dst}], &F[{src}], {n * 8});", ind)
+
+    def p_assign_header(self, ps: list[m.Value], ind: int) -> None:
+        dst, src = ps
+        d = self.tmp("b")
+        self.emit(f"u64 {d} = {self.header_base(dst)};", ind)
+        s = self.header_base(src)
+        self.check(ind)
+        self.copy(d, s, self.L.slots(self.L.header_type_of(src)), ind)
+        self.after_valid_change(dst, d, ind)
+
+    def p_assign_union(self, ps: list[m.Value], ind: int) -> None:
+        dst, src = ps
+        if not isinstance(dst, m.UnionRef):
+            raise self.fail("assign_union needs header unions")
+        ut = self.L.union_type[dst.name]
+        for k, (_, tname) in enumerate(ut.headers):
+            self.copy(self.union_members(dst)[k], self.union_members(src)[k], self.L.slots(self.L.types[tname]), ind)
+
+    def p_assign_header_stack(self, ps: list[m.Value], ind: int) -> None:
+        dst, src = ps
+        assert isinstance(dst, m.StackRef) and isinstance(src, m.StackRef)
+        size = self.L.size[self.L.stacks[dst.name][0]]
+        for d, s in zip(self.L.stacks[dst.name], self.L.stacks[src.name]):
+            self.copy(str(self.L.base[d]), str(self.L.base[s]), size, ind)
+        self.emit(f"F[{self.L.next_index[dst.name]}] = F[{self.L.next_index[src.name]}];", ind)
+
+    def after_valid_change(self, dst: m.Value, base: str, ind: int) -> None:
+        """A union member made valid invalidates the union's other members, as BMv2 does."""
+        if isinstance(dst, m.HeaderRef) and dst.name in self.L.member_of:
+            others = [self.L.base[h] for h in self.L.unions[self.L.member_of[dst.name]] if h != dst.name]
+            if others:
+                self.emit(f"if (F[{base}]) {{ " + " ".join(f"F[{o}] = 0;" for o in others) + " }", ind)
+
+    def p_add_header(self, ps: list[m.Value], ind: int) -> None:
+        b = self.tmp("b")
+        self.emit(f"u64 {b} = {self.header_base(ps[0])};", ind)
+        self.check(ind)
+        n = self.L.slots(self.L.header_type_of(ps[0]))
+        self.emit(f"if (!F[{b}]) {{ memset(&F[{b}], 0, {n * 8}); F[{b}] = 1; }}", ind)
+        self.after_valid_change(ps[0], b, ind)
+
+    def p_remove_header(self, ps: list[m.Value], ind: int) -> None:
+        self.emit(f"F[{self.header_base(ps[0])}] = 0;", ind)
+
+    def _stack_shift(self, ps: list[m.Value], ind: int, sign: str) -> None:
+        stack, count = ps
+        assert isinstance(stack, m.StackRef)
+        headers = self.L.stacks[stack.name]
+        arr = self.stack(stack.name, [self.L.base[h] for h in headers])
+        self.emit(f"l_shift_stack(F, {arr}, {len(headers)}, {self.L.size[headers[0]]}, {sign}{self.rv(count)}, "
+                  f"&F[{self.L.next_index[stack.name]}]);", ind)
+
+    def p_push(self, ps: list[m.Value], ind: int) -> None:
+        self._stack_shift(ps, ind, "")
+
+    def p_pop(self, ps: list[m.Value], ind: int) -> None:
+        self._stack_shift(ps, ind, "-")
+
+    def p_exit(self, ps: list[m.Value], ind: int) -> None:
+        self.emit("p->rc = RC_EXIT; return;", ind)
+
+    def p_mark_to_drop(self, ps: list[m.Value], ind: int) -> None:
+        sm = self.L.sm
+        self.emit(f"F[{sm['egress_spec']}] = DROP_PORT; F[{sm['mcast_grp']}] = 0;", ind)
+
+    p_drop = p_mark_to_drop
+
+    def _check_true(self, ps: list[m.Value], ind: int, what: str) -> None:
+        self.emit(f"if (!{self.rv(ps[0])}) {{ p->rc = RC_ERR; p->msg = {_cstr(what + ' failed')}; }}", ind)
+        self.may_fail = True
+
+    def p_assert(self, ps: list[m.Value], ind: int) -> None:
+        self._check_true(ps, ind, "assert")
+
+    def p_assume(self, ps: list[m.Value], ind: int) -> None:
+        self._check_true(ps, ind, "assume")
+
+    def p_log_msg(self, ps: list[m.Value], ind: int) -> None:
+        msg = ps[0].value if isinstance(ps[0], m.String) else ""
+        values = ps[1].items if len(ps) > 1 and isinstance(ps[1], m.ValueList) else ()
+        v = self.tmp("L")
+        self.emit(f"{{ const u64 {v}[] = {{{', '.join(f'(u64){self.rv(x)}' for x in values) or '0'}}};", ind)
+        self.emit(f"push_log(p->E, {_cstr(msg)}, {v}, {len(values)}); }}", ind + 1)
+
+    def _named(self, v: m.Value, kind: str) -> str:
+        if not isinstance(v, m.Named) or v.kind != kind:
+            raise self.fail(f"expected a {kind}")
+        return v.name
+
+    def p_register_read(self, ps: list[m.Value], ind: int) -> None:
+        self.store(ps[0], self.rv(m.RegisterCell(self._named(ps[1], "register_array"), ps[2])), ind)
+
+    def p_register_write(self, ps: list[m.Value], ind: int) -> None:
+        name = self._named(ps[0], "register_array")
+        reg = self.reg_size[name]
+        i = self.tmp("i")
+        mask = f" & {(1 << reg.bitwidth) - 1:#x}ULL" if reg.bitwidth < 64 else ""
+        self.emit(f"{{ i128 {i} = {self.rv(ps[1])};", ind)
+        self.emit(f"if ({i} >= 0 && {i} < {reg.size}) p->E->reg[{self.cp.registers[name]}][(u64){i}] = "
+                  f"(u64)({self.rv(ps[2])}){mask}; }}", ind + 1)
+
+    def p_count(self, ps: list[m.Value], ind: int) -> None:
+        name = self._named(ps[0], "counter_array")
+        cid, i = self.cp.counters[name], self.tmp("i")
+        self.emit(f"{{ i128 {i} = {self.rv(ps[1])};", ind)
+        self.emit(f"if ({i} >= 0 && {i} < {self.counter_size[name]}) {{ p->E->cpk[{cid}][(u64){i}]++; "
+                  f"p->E->cby[{cid}][(u64){i}] += F[{self.L.sm['packet_length']}]; }} }}", ind + 1)
+
+    def meter_amount(self, kind: str) -> str:
+        return "1.0" if kind == "packets" else f"(double)F[{self.L.sm['packet_length']}]"
+
+    def p_execute_meter(self, ps: list[m.Value], ind: int) -> None:
+        name = self._named(ps[0], "meter_array")
+        meter = self.meters[name]
+        i = self.tmp("i")
+        self.emit(f"{{ i128 {i} = {self.rv(ps[1])};", ind)
+        self.store(ps[2], f"({i} >= 0 && {i} < {meter.size} ? meter_exec(&p->E->meters[{self.cp.meters[name]}]"
+                          f"[(u64){i}], {self.meter_amount(meter.type)}) : 0)", ind + 1)
+        self.emit("}", ind)
+
+    def calc(self, name: str, ind: int) -> str:
+        """Print the packing of calculation `name`'s inputs; a C expression for its hash (u64)."""
+        c = self.calcs.get(name)
+        if c is None:
+            raise self.fail(f"unknown calculation {name}")
+        algo = _ALGOS.get(c.algo)
+        if algo is None:
+            raise self.fail(f"hash algorithm {c.algo}")
+        buf, nb = self.tmp("hb"), self.tmp("nb")
+        parts: list[tuple[str, str, int | None]] = []  # (value, width, valid slot or None)
+        payload = False
+        most = 0
+        for v in c.input:
+            if isinstance(v, m.Field):
+                slot, ftype = self.L.field_slot(v)
+                hb = None if self.p.header(v.header).metadata else self.L.base[v.header]
+                if ftype is not None and ftype.width is None:  # a varbit: its current length
+                    t = self.L.header_type(v.header)
+                    parts.append((f"F[{slot}]", f"(int)F[{self.L.base[v.header] + 1 + len(t.fields)}]", hb))
+                    most += (t.max_length or 0) * 8
+                else:
+                    width = 1 if ftype is None else (ftype.width or 0)
+                    parts.append((f"(u64){self.rv(v)}", str(width), hb))
+                    most += width
+            elif isinstance(v, m.Const):
+                width = v.width if v.width is not None else max(v.value.bit_length(), 1)
+                value = v.value & ((1 << width) - 1)
+                for lo in range(0, width, MAX_BITS)[::-1]:
+                    w = min(MAX_BITS, width - lo)
+                    parts.append((f"{(value >> lo) & ((1 << w) - 1):#x}ULL", str(w), None))
+                most += width
+            elif isinstance(v, m.HeaderRef):
+                b = self.L.base[v.name]
+                for k, f in enumerate(self.L.header_type(v.name).fields):
+                    if f.width is not None:
+                        parts.append((f"F[{b + 1 + k}]", str(f.width), b))
+                        most += f.width
+            elif isinstance(v, m.Payload):
+                payload = True
+                break
+            else:
+                raise self.fail(f"a calculation cannot take a {type(v).__name__}")
+        self.emit(f"u8 {buf}[{most // 8 + 2}] = {{0}}; u32 {nb} = 0;", ind)
+        for value, width, valid in parts:
+            put = f"putbits({buf}, {nb}, {value}, {width}); {nb} += {width};"
+            self.emit(put if valid is None else f"if (F[{valid}]) {{ {put} }}", ind)
+        rest = "p->data + p->poff, p->len - p->poff" if payload else "NULL, 0"
+        return f"hash_{algo}({buf}, ({nb} + 7) / 8, {rest})"
+
+    def p_modify_field_with_hash_based_offset(self, ps: list[m.Value], ind: int) -> None:
+        dst, base, calc, size = ps
+        h, n = self.tmp("h"), self.tmp("n")
+        self.emit("{", ind)
+        self.emit(f"i128 {h} = (i128){self.calc(self._named(calc, 'calculation'), ind + 1)}, {n} = {self.rv(size)};",
+                  ind + 1)
+        self.store(dst, f"l_add({self.rv(base)}, {n} ? {h} % {n} : {h})", ind + 1)
+        self.emit("}", ind)
+
+    def p_modify_field_rng_uniform(self, ps: list[m.Value], ind: int) -> None:
+        lo, hi = self.tmp("lo"), self.tmp("hi")
+        self.emit(f"{{ i128 {lo} = {self.rv(ps[1])}, {hi} = {self.rv(ps[2])};", ind)
+        self.store(ps[0], f"({lo} <= {hi} ? (i128)rng_range(p->E, (u64){lo}, (u64){hi}) : {lo})", ind + 1)
+        self.emit("}", ind)
+
+    def p_generate_digest(self, ps: list[m.Value], ind: int) -> None:
+        lid = ps[1].value if isinstance(ps[1], m.Const) else None
+        ll = self.learn_lists.get(lid) if lid is not None else None
+        if ll is None:
+            raise self.fail(f"generate_digest names no learn list ({ps[1]})")
+        v = self.tmp("D")
+        values = ", ".join(f"(u64){self.rv(f)} & {(1 << max(self.L.width(f), 1)) - 1:#x}ULL" for f in ll.elements)
+        self.emit(f"{{ const u64 {v}[] = {{{values or '0'}}};", ind)
+        self.emit(f"push_digest(p->E, {self.p.learn_lists.index(ll)}, {v}, {len(ll.elements)}); }}", ind + 1)
+
+    def _field_list_id(self, v: m.Value | None) -> str:
+        return f"{v.value}ULL" if isinstance(v, m.Const) else "NO_FIELD_LIST"
+
+    def p_clone_ingress_pkt_to_egress(self, ps: list[m.Value], ind: int) -> None:
+        self._clone(ps, ind, "CLONE_I2E")
+
+    def p_clone_egress_pkt_to_egress(self, ps: list[m.Value], ind: int) -> None:
+        self._clone(ps, ind, "CLONE_E2E")
+
+    def _clone(self, ps: list[m.Value], ind: int, kind: str) -> None:
+        hid = self.L.hidden
+        fl = self._field_list_id(ps[1]) if len(ps) > 1 else "NONE64"
+        self.emit(f"F[{hid['clone_session']}] = (u64){self.rv(ps[0])}; F[{hid['clone_type']}] = {kind}; "
+                  f"F[{hid['clone_fl']}] = {fl};", ind)
+
+    def p_resubmit(self, ps: list[m.Value], ind: int) -> None:
+        self.emit(f"F[{self.L.hidden['resubmit']}] = {self._field_list_id(ps[0] if ps else None)};", ind)
+
+    def p_recirculate(self, ps: list[m.Value], ind: int) -> None:
+        self.emit(f"F[{self.L.hidden['recirculate']}] = {self._field_list_id(ps[0] if ps else None)};", ind)
+
+    def p_truncate(self, ps: list[m.Value], ind: int) -> None:
+        self.emit(f"F[{self.L.hidden['truncate']}] = (u64){self.rv(ps[0])};", ind)
+
+    # -- actions
+
+    def gen_action(self, a: m.Action) -> None:
+        self.ctx = "action"
+        self.emit(f"static void ac{a.id}(pk_t *p, const u64 *A) {{ /* action {a.name} */", 0)
+        self.emit("u64 *F = p->F; (void)F; (void)A;", 1)
+        for i, prim in enumerate(a.primitives):
+            self.emit(f"L{i}: ;", 0)
+            if prim.op == "_jump":
+                self.emit(f"goto L{self.jump_target(prim.parameters[0])};", 1)
+            elif prim.op == "_jump_if_zero":
+                self.emit(f"if (!{self.rv(prim.parameters[0])}) goto L{self.jump_target(prim.parameters[1])};", 1)
+                self.check(1)
+            else:
+                self.primitive(prim, 1)
+        self.emit(f"L{len(a.primitives)}: ;", 0)
+        self.emit("}", 0)
+
+    def jump_target(self, v: m.Value) -> int:
+        if not isinstance(v, m.Const):
+            raise self.fail("a jump to a computed place")
+        return v.value
+
+    # -- pipelines
+
+    def gen_pipeline(self, fname: str, pl: m.Pipeline) -> None:
+        nodes = {t.name: i for i, t in enumerate(pl.tables)}
+        nodes.update({c.name: len(pl.tables) + i for i, c in enumerate(pl.conditionals)})
+
+        def node(name: str | None) -> int:
+            return -1 if name is None else nodes[name]
+
+        for t in pl.tables:
+            self.gen_table(t, node)
+        self.ctx = "node"
+        self.emit(f"static void {fname}(pk_t *p) {{", 0)
+        self.emit("u64 *F = p->F; (void)F;", 1)
+        self.emit(f"int n = {node(pl.init_table)};", 1)
+        self.emit("while (n >= 0) {", 1)
+        self.emit("switch (n) {", 2)
+        for t in pl.tables:
+            self.emit(f"case {nodes[t.name]}: n = tb{t.id}(p); break; /* {t.name} */", 2)
+        for c in pl.conditionals:
+            self.emit(f"case {nodes[c.name]}: n = {self.rv(c.expression)} ? {node(c.true_next)} : "
+                      f"{node(c.false_next)}; break; /* {c.name} */", 2)
+        self.emit("default: return;", 2)
+        self.emit("}", 2)
+        self.emit("if (p->rc) return;", 2)
+        self.may_fail = False
+        self.emit("}", 1)
+        self.emit("}", 0)
+
+    def key_code(self, k: m.KeyElement) -> str:
+        if isinstance(k.target, m.HeaderRef):
+            return f"F[{self.L.base[k.target.name]}]"
+        slot, ftype = self.L.field_slot(k.target)
+        if ftype is None:
+            return f"F[{slot}]"
+        width = ftype.width or 0
+        mask = (1 << width) - 1 if k.mask is None else k.mask & ((1 << width) - 1)
+        return f"(F[{slot}] & {mask:#x}ULL)"
+
+    def gen_table(self, t: m.Table, node) -> None:
+        self.ctx = "table"
+        tid = self.cp.tables[t.name]
+        self.emit(f"static int tb{t.id}(pk_t *p) {{ /* table {t.name} */", 0)
+        self.emit(f"u64 *F = p->F; table_t *T = &p->E->tables[{tid}]; (void)F;", 1)
+        if t.key:
+            self.emit(f"const u64 K[] = {{{', '.join(self.key_code(k) for k in t.key)}}};", 1)
+            self.emit("entry_t *e = table_lookup(T, K);", 1)
+        else:
+            self.emit("entry_t *e = NULL;", 1)
+        self.emit("int act; const u64 *A;", 1)
+        self.emit("if (e) {", 1)
+        if t.support_timeout:
+            self.emit("e->last_hit = mono();", 2)
+        if any(c.is_direct and c.binding == t.name for c in self.p.counter_arrays):
+            self.emit(f"e->packets++; e->bytes += F[{self.L.sm['packet_length']}];", 2)
+        meter = next((mt for mt in self.p.meter_arrays if mt.name == t.direct_meters), None)
+        if meter is not None:
+            color = f"meter_exec(&e->meter, {self.meter_amount(meter.type)})"
+            if meter.result_target is not None:
+                self.store(meter.result_target, color, 2)
+            else:
+                self.emit(f"(void){color};", 2)
+        self.emit("act = e->action; A = e->args;", 2)
+        self.emit("} else { act = T->def_action; A = T->def_args; }", 1)
+        self.emit("p->act = act;", 1)
+        self.emit("switch (act) {", 1)
+        for aid in t.action_ids:
+            a = self.actions[aid]
+            self.emit(f"case {self.cp.actions[a.name]}: ac{aid}(p, A); break;", 1)
+        self.emit("default: break;", 1)
+        self.emit("}", 1)
+        self.emit("if (p->rc) return -1;", 1)
+        if "__HIT__" in t.next_tables or "__MISS__" in t.next_tables:
+            self.emit(f"return e ? {node(t.next_tables.get('__HIT__'))} : {node(t.next_tables.get('__MISS__'))};", 1)
+        else:
+            self.emit("switch (act) {", 1)
+            for name, target in t.next_tables.items():
+                if name in self.cp.actions:
+                    self.emit(f"case {self.cp.actions[name]}: return {node(target)};", 1)
+            self.emit(f"default: return {node(t.base_default_next)};", 1)
+            self.emit("}", 1)
+        self.emit("}", 0)
+
+    # -- parser, checksums, deparser
+
+    def field_layout(self, t: m.HeaderType, vl: str) -> tuple[list[tuple[int, str, str]], str]:
+        """Per field (index, bit offset, width) as C expressions, and the header's bytes; `vl`: varbit bits."""
+        out, off = [], "0"
+        for k, f in enumerate(t.fields):
+            w = str(f.width) if f.width is not None else vl
+            out.append((k, off, w))
+            off = str(int(off) + int(w)) if off.isdigit() and w.isdigit() else f"{off} + {w}"
+        nbytes = str(int(off) // 8) if off.isdigit() else f"({off}) / 8"
+        return out, nbytes
+
+    def extract_into(self, b: str, t: m.HeaderType, vl: str, ind: int) -> None:
+        too_short = self.error_code("PacketTooShort")
+        fields, nbytes = self.field_layout(t, vl)
+        self.emit(f"if ((u64)o + {nbytes} > p->len) {{ rcode = {too_short}; goto reject; }}", ind)
+        for k, off, w in fields:
+            self.emit(f"F[{b} + {1 + k}] = getbits(p->data + o, {off}, {w});", ind)
+        if t.max_length is not None:
+            self.emit(f"F[{b} + {1 + len(t.fields)}] = {vl};", ind)
+        self.emit(f"F[{b}] = 1; o += {nbytes};", ind)
+
+    def extract(self, target: m.Value, vl: str, ind: int) -> None:
+        oob = self.error_code("StackOutOfBounds")
+        self.emit("{", ind)
+        ind += 1
+        if isinstance(target, m.HeaderRef):
+            t = self.L.header_type(target.name)
+            b = str(self.L.base[target.name])
+            if t.max_length is not None and vl != "0":
+                fixed = sum(f.width or 0 for f in t.fields)
+                self.emit(f"i128 vl = {vl};", ind)
+                self.check(ind)
+                self.emit(f"if (vl % 8) {{ rcode = {self.error_code('ParserInvalidArgument')}; goto reject; }}", ind)
+                self.emit(f"if (vl + {fixed} > {t.max_length * 8}) {{ rcode = {self.error_code('HeaderTooShort')}; "
+                          "goto reject; }", ind)
+                vl = "(int)vl"
+            self.extract_into(b, t, vl, ind)
+            self.after_valid_change(target, b, ind)
+        elif isinstance(target, m.StackRef):
+            t = self.L.types[self.L.stack_type[target.name]]
+            nxt = self.L.next_index[target.name]
+            headers = self.L.stacks[target.name]
+            arr = self.stack(target.name, [self.L.base[h] for h in headers])
+            self.emit(f"if (F[{nxt}] >= {len(headers)}) {{ rcode = {oob}; goto reject; }}", ind)
+            self.emit(f"u64 b = {arr}[F[{nxt}]];", ind)
+            self.extract_into("b", t, vl, ind)
+            self.emit(f"F[{nxt}] += 1;", ind)
+        elif isinstance(target, m.UnionStackField):  # the member of the stack's next union
+            ut = self.L.union_stack_type[target.stack]
+            k = next((i for i, (name, _) in enumerate(ut.headers) if name == target.member), None)
+            if k is None:
+                raise self.fail(f"header union stack {target.stack} has no member {target.member}")
+            t = self.L.types[ut.headers[k][1]]
+            nxt = self.L.next_index[target.stack]
+            unions = self.L.union_stacks[target.stack]
+            arr = self.stack(f"{target.stack}__{k}", [self.L.base[self.L.unions[u][k]] for u in unions])
+            self.emit(f"if (F[{nxt}] >= {len(unions)}) {{ rcode = {oob}; goto reject; }}", ind)
+            self.emit(f"u64 b = {arr}[F[{nxt}]];", ind)
+            self.extract_into("b", t, vl, ind)
+            self.emit(f"F[{nxt}] += 1;", ind)
+        else:
+            raise self.fail(f"extract into a {type(target).__name__}")
+        self.emit("}", ind - 1)
+
+    def parser_op(self, op: m.ParserOp, ind: int) -> None:
+        ps = op.parameters
+        if op.op == "extract":
+            self.extract(ps[0], "0", ind)
+        elif op.op == "extract_VL":
+            self.extract(ps[0], self.rv(ps[1]), ind)
+        elif op.op == "set":
+            self.p_assign(ps, ind)
+        elif op.op == "verify":
+            self.emit(f"if (!{self.rv(ps[0])}) {{ rcode = (u64){self.rv(ps[1])}; goto reject; }}", ind)
+        elif op.op in ("advance", "shift"):
+            amount = self.rv(ps[0])
+            self.emit(f"{{ i128 no = (i128)o + ({amount}{' >> 3' if op.op == 'advance' else ''});", ind)
+            self.check(ind + 1)
+            self.emit(f"if (no > p->len) {{ o = p->len; rcode = {self.error_code('PacketTooShort')}; goto reject; }}",
+                      ind + 1)
+            self.emit("o = (u32)no; }", ind + 1)
+        elif op.op == "primitive":
+            name = ps[0]
+            assert isinstance(name, m.Named)
+            self.primitive(m.Primitive(name.name, ps[1:]), ind)
+        else:
+            raise self.fail(f"parser operation {op.op}")
+        self.check(ind)
+
+    def gen_parser(self, p: m.Parser) -> None:
+        self.ctx = "parser"
+        labels = {s.name: f"s{s.id}" for s in p.parse_states}
+        self.emit("static u32 g_parse(pk_t *p) {", 0)
+        self.emit("u64 *F = p->F; u32 o = 0; u64 rcode = NO_ERROR_CODE; int steps = 0; (void)F;", 1)
+        self.emit(f"goto {labels[p.init_state]};", 1)
+        timeout = self.error_code("ParserTimeout")
+        for s in p.parse_states:
+            self.emit(f"{labels[s.name]}: /* {s.name} */", 0)
+            self.emit(f"if (++steps > {MAX_PARSER_STATES}) {{ rcode = {timeout}; goto reject; }}", 1)
+            self.emit("{", 1)
+            for op in s.parser_ops:
+                self.parser_op(op, 2)
+            self.transitions(s, labels, 2)
+            self.emit("}", 1)
+        self.emit("accept: return o;", 0)
+        self.emit("reject:", 0)
+        self.emit(f"if (rcode != NO_ERROR_CODE) F[{self.L.sm['parser_error']}] = rcode;", 1)
+        self.emit("return o;", 1)
+        self.emit("}", 0)
+
+    def transitions(self, s: m.ParseState, labels: dict[str, str], ind: int) -> None:
+        def go(target: str | None) -> str:
+            return f"goto {labels[target] if target else 'accept'};"
+
+        if s.transition_key:
+            parts = []
+            for v in s.transition_key:
+                w = self.L.key_part_width(v)
+                parts.append((self.rv(v), w, (w + 7) // 8 * 8))
+            total = sum(part[2] for part in parts)
+            if total > 128:
+                raise self.fail(f"parser state {s.name}: a transition key of {total} bits (at most 128)")
+            code, pos = [], total
+            for c, w, padded in parts:
+                pos -= padded
+                code.append(f"((((u128)({c})) & {_u128((1 << w) - 1)}) << {pos})")
+            self.emit(f"u128 k = {' | '.join(code)};", ind)
+            self.check(ind)
+        for tr in s.transitions:
+            if tr.kind == "default":
+                self.emit(go(tr.next_state), ind)
+                return
+            if tr.kind == "parse_vset":
+                raise self.fail(f"parser value set {tr.vset}")
+            if tr.mask is None:
+                self.emit(f"if (k == {_u128(tr.value or 0)}) {go(tr.next_state)}", ind)
+            else:
+                self.emit(f"if ((k & {_u128(tr.mask)}) == {_u128((tr.value or 0) & tr.mask)}) {go(tr.next_state)}",
+                          ind)
+        self.emit(f"rcode = {self.error_code('NoMatch')}; goto reject;", ind)
+
+    def gen_checksums(self, fname: str, verify: bool) -> None:
+        self.ctx = "node"
+        self.emit(f"static void {fname}(pk_t *p) {{", 0)
+        self.emit("u64 *F = p->F; (void)F;", 1)
+        for c in self.p.checksums:
+            if not (c.verify if verify else c.update):
+                continue
+            self.emit(f"if ({self.rv(c.if_cond) if c.if_cond is not None else '1'}) {{", 1)
+            self.check(2)
+            value = self.calc(c.calculation, 2)
+            if verify:
+                target, ftype = self.field_lv(c.target)
+                self.emit(f"if ((i128){value} != {self.read(target, ftype)}) F[{self.L.sm['checksum_error']}] = 1;", 2)
+            else:
+                self.store(c.target, value, 2)
+            self.emit("}", 1)
+        self.emit("}", 0)
+
+    def gen_deparser(self, d: m.Deparser) -> int:
+        """Print g_deparse; the most bytes it writes."""
+        self.ctx = "deparser"
+        self.emit("static u32 g_deparse(pk_t *p, u8 *out) {", 0)
+        self.emit("u64 *F = p->F; u32 ob = 0; (void)F;", 1)
+        for prim in d.primitives:
+            self.primitive(prim, 1)
+        most = 0
+        for h in d.order:
+            b = self.L.base[h]
+            t = self.L.header_type(h)
+            vl = f"(int)F[{b + 1 + len(t.fields)}]" if t.max_length is not None else "0"
+            fields, nbytes = self.field_layout(t, vl)
+            most += t.max_length if t.max_length is not None else int(nbytes)
+            self.emit(f"if (F[{b}]) {{ /* {h} */", 1)
+            self.emit(f"memset(out + ob, 0, {nbytes});", 2)
+            for k, off, w in fields:
+                self.emit(f"putbits(out + ob, {off}, F[{b + 1 + k}], {w});", 2)
+            self.emit(f"ob += {nbytes};", 2)
+            self.emit("}", 1)
+        self.emit("return ob;", 1)
+        self.emit("}", 0)
+        return most
+
+    # -- the whole program
+
+    def generate(self) -> CProgram:
+        for a in self.p.actions:
+            self.gen_action(a)
+        self.gen_parser(self.p.parsers[0])
+        pipelines = {pl.name: pl for pl in self.p.pipelines}
+        for fname, name in (("g_ingress", "ingress"), ("g_egress", "egress")):
+            if name in pipelines:
+                self.gen_pipeline(fname, pipelines[name])
+            else:
+                self.emit(f"static void {fname}(pk_t *p) {{ (void)p; }}", 0)
+        self.gen_checksums("g_verify", verify=True)
+        self.gen_checksums("g_compute", verify=False)
+        hdr_max = self.gen_deparser(self.p.deparsers[0])
+        self.cp.source = "\n".join([self.prelude(hdr_max), *self.out, "DEFINE_PROGRAM();", ""])
+        return self.cp
+
+    def prelude(self, hdr_max: int) -> str:
+        """The descriptor's constants (DEFINE_PROGRAM in engine/program.h), the initial frame, stack arrays."""
+        L = self.L
+        init = []
+        for v in L.initial:
+            init.append("NONE64" if v is None else f"{int(v) if not isinstance(v, bytes) else 0}ULL")
+        lines = ['#include "lowered.h"', f"#define NSLOTS {len(L.initial)}", f"#define HDR_MAX {hdr_max}",
+                 f"#define NTABLES {len(self.cp.tables)}", f"#define NREGS {len(self.cp.registers)}",
+                 f"#define NCOUNTERS {len(self.cp.counters)}", f"#define NMETERS {len(self.cp.meters)}",
+                 f"#define META_FIRST {L.meta_range[0]}", f"#define META_END {L.meta_range[1]}"]
+        lines += [f"#define SM_{name.upper()} {L.sm.get(name, -1)}" for name in _SM_FIELDS]
+        lines += [f"#define H_{name.upper()} {L.hidden[name]}" for name in _HIDDEN_C]
+        lines.append(f"static const int SM_ALL[] = {{{', '.join(str(s) for s in L.sm.values())}}};")
+        lines.append(f"#define SM_COUNT {len(L.sm)}")
+        lines.append(f"static const u64 INIT[NSLOTS] = {{{', '.join(init)}}};")
+        lines.append("static const int FL_EMPTY[1] = {0};")
+        field_lists = {fl.id: [L.field_slot(f)[0] for f in fl.elements] for fl in self.p.field_lists}
+        for idx, slots in sorted(field_lists.items()):
+            lines.append(f"static const int FL_{idx}[] = {{{', '.join(map(str, slots)) or '0'}}};")
+        lines.append("static const int *field_list(u64 idx, int *n) {")
+        lines.append("    switch (idx) {")
+        for idx, slots in sorted(field_lists.items()):
+            lines.append(f"    case {idx}: *n = {len(slots)}; return FL_{idx};")
+        lines.append("    default: *n = 0; return FL_EMPTY;")
+        lines.append("    }")
+        lines.append("}")
+        regs = [r.size for r in self.p.register_arrays]
+        counters = list(self.counter_size.values())
+        meters = [mt.size for mt in self.meters.values()]
+        for name, sizes in (("REG_SIZE", regs), ("COUNTER_SIZE", counters), ("METER_SIZE", meters)):
+            lines.append(f"static const u64 {name}[] = {{{', '.join(map(str, sizes or [0]))}}};")
+        nkeys = [len(t.key) for pl in self.p.pipelines for t in pl.tables]
+        lines.append(f"static const int TABLE_KEYS[] = {{{', '.join(map(str, nkeys or [0]))}}};")
+        for arr, bases in self.stack_arrays.items():
+            lines.append(f"static const u32 {arr}[] = {{{', '.join(map(str, bases))}}};")
+        lines.append("static u32 g_parse(pk_t *p);")
+        lines.append("static u32 g_deparse(pk_t *p, u8 *out);")
+        lines += [f"static void {fname}(pk_t *p);" for fname in ("g_verify", "g_ingress", "g_egress", "g_compute")]
+        lines += [f"static void ac{a.id}(pk_t *p, const u64 *A);" for a in self.p.actions]
+        lines += [f"static int tb{t.id}(pk_t *p);" for pl in self.p.pipelines for t in pl.tables]
+        return "\n".join(lines)
+
+
+def generate_c(program: m.Program) -> CProgram:
+    """The C for lowered `program` (raises Unsupported naming the first construct the native engine lacks)."""
+    return _Printer(program).generate()

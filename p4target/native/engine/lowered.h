@@ -1,0 +1,102 @@
+/* lowered.h: the inline helpers of a program printed from the lowered form (p4c's BMv2 JSON,
+ * p4target/backends/c.py).
+ *
+ * BMv2 computes with integers of infinite precision and truncates a value when it writes it to a
+ * field; p4c's JSON masks (or `two_comp_mod`s) every result that could grow, so values stay within
+ * a few bits of the widest field. Here an expression is an i128 (fields are at most 64 bits wide),
+ * wrapping arithmetic is done unsigned (no undefined behaviour), and a field slot holds the u64 bit
+ * pattern of its value, masked to its width; a signed field is sign-extended when read. */
+#ifndef AGGNET_LOWERED_H
+#define AGGNET_LOWERED_H
+#include "runtime.h"
+
+__extension__ typedef __int128 i128;
+
+static inline i128 l_add(i128 a, i128 b) { return (i128)((u128)a + (u128)b); }
+static inline i128 l_sub(i128 a, i128 b) { return (i128)((u128)a - (u128)b); }
+static inline i128 l_mul(i128 a, i128 b) { return (i128)((u128)a * (u128)b); }
+static inline i128 l_shl(i128 a, i128 b) { return b < 0 || b >= 128 ? 0 : (i128)((u128)a << (int)b); }
+static inline i128 l_shr(i128 a, i128 b) { return b < 0 || b >= 127 ? (a < 0 ? -1 : 0) : a >> (int)b; }
+
+static inline i128 l_fail(pk_t *p, const char *msg) { p->rc = RC_ERR; p->msg = msg; return 0; }
+
+/* Division and modulo rounding toward minus infinity, as the Python reference does. */
+static inline i128 l_div(pk_t *p, i128 a, i128 b) {
+    if (!b) return l_fail(p, "division by zero");
+    i128 q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+static inline i128 l_mod(pk_t *p, i128 a, i128 b) {
+    if (!b) return l_fail(p, "modulo by zero");
+    i128 r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+/* two_comp_mod: `v` as a signed `w`-bit value. */
+static inline i128 l_sx(i128 v, i128 w) {
+    if (w <= 0) return 0;
+    if (w >= 128) return v;
+    u128 m = ((u128)1 << (int)w) - 1, x = (u128)v & m;
+    return (i128)((x >> (int)(w - 1)) & 1 ? x | ~m : x);
+}
+
+static inline i128 l_sat(i128 v, i128 w) {
+    if (w <= 0 || w >= 127) return v;
+    i128 hi = ((i128)1 << (int)(w - 1)) - 1, lo = -hi - 1;
+    return v > hi ? hi : v < lo ? lo : v;
+}
+
+static inline i128 l_usat(i128 v, i128 w) {
+    if (v < 0) return 0;
+    if (w >= 127) return v;
+    i128 hi = ((i128)1 << (int)w) - 1;
+    return v > hi ? hi : v;
+}
+
+/* A signed `w`-bit field's slot as its value. */
+static inline i128 l_signed(u64 v, int w) { return (i128)sx(v, w); }
+
+/* A header stack index, checked (an error drops the packet, as the Python reference's IndexError). */
+static inline u64 l_at(pk_t *p, i128 i, u64 n) {
+    if (i < 0 || i >= (i128)n) { p->rc = RC_ERR; p->msg = "header stack index out of range"; return 0; }
+    return (u64)i;
+}
+
+/* A register cell in an expression: 0 past the end. */
+static inline i128 l_reg(pk_t *p, int r, i128 i, u64 n) {
+    return i >= 0 && i < (i128)n ? (i128)p->E->reg[r][(u64)i] : 0;
+}
+
+/* lookahead: `w` (<= 64) bits starting `off` bits past byte `o`; a short packet rejects with `code`. */
+static inline u64 l_look(pk_t *p, u32 o, u32 off, int w, u64 code) {
+    u64 start = (u64)o * 8 + off, nbytes = (start + (u64)w + 7) / 8;
+    if (nbytes > p->len) { p->rc = RC_REJECT; p->rej = code; return 0; }
+    return getbits(p->data, (u32)start, w);
+}
+
+/* push_front (t > 0) / pop_front (t < 0) on a stack of `n` headers of `size` slots at `bases`. */
+static inline void l_shift_stack(u64 *F, const u32 *bases, u32 n, u32 size, i128 t, u64 *next) {
+    if (t >= 0) {
+        for (i128 i = (i128)n - 1; i >= 0; i--) {
+            if (i >= t) memmove(&F[bases[(u32)i]], &F[bases[(u32)(i - t)]], size * sizeof(u64));
+            else F[bases[(u32)i]] = 0;
+        }
+        *next = (i128)*next + t < (i128)n ? (u64)((i128)*next + t) : n;
+    } else {
+        i128 k = -t;
+        for (u32 i = 0; i < n; i++) {
+            if ((i128)i + k < (i128)n) memmove(&F[bases[i]], &F[bases[(u32)(i + k)]], size * sizeof(u64));
+            else F[bases[i]] = 0;
+        }
+        *next = (i128)*next > k ? (u64)((i128)*next - k) : 0;
+    }
+}
+
+/* The parser's check after an operation that can reject (a lookahead) or fail (an error drops). */
+#define L_PARSE_CHECK() do { \
+        if (p->rc == RC_REJECT) { p->rc = 0; rcode = p->rej; goto reject; } \
+        if (p->rc) return PARSE_DROP; \
+    } while (0)
+
+#endif
