@@ -28,6 +28,7 @@ from hosts import codec
 from p4target import state as st
 from p4target.frontend import load_program
 from p4target.lowered import bmv2_json
+from p4target.native.pipeline import make_pipeline
 from p4target.pipeline import Pipeline
 from p4target.stf import StfError, StfRunner, parse_stf
 from protocol import wire
@@ -106,14 +107,20 @@ def run_stf(target, stf: str) -> tuple[bmv2_ref.Observation, list[str]]:
 
 @pytest.mark.parametrize("program, stf", stf_cases())
 def test_stf_matches_bmv2(program, stf, p4c):
-    """Our front end's program, and p4c's JSON of it on our engine, against simple_switch on that JSON."""
+    """Our front end's program, and p4c's JSON of it on our Python and native engines, against simple_switch on
+    that JSON."""
     embedded = Pipeline(load_program(program))
     from_json = Pipeline(bmv2_json.load_file(p4c.json(program)))
-    with bmv2_twin(embedded, program, p4c) as bmv2:
-        theirs, their_log = run_stf(bmv2, stf)
-    for ours, our_log in (run_stf(embedded, stf), run_stf(from_json, stf)):
-        assert bmv2_ref.first_difference(ours, theirs) == ""
-        assert our_log == their_log
+    native_from_json = make_pipeline(bmv2_json.load_file(p4c.json(program)), "native")
+    assert native_from_json.engine_name == "native"
+    try:
+        with bmv2_twin(embedded, program, p4c) as bmv2:
+            theirs, their_log = run_stf(bmv2, stf)
+        for ours, our_log in (run_stf(embedded, stf), run_stf(from_json, stf), run_stf(native_from_json, stf)):
+            assert bmv2_ref.first_difference(ours, theirs) == ""
+            assert our_log == their_log
+    finally:
+        native_from_json.close()
 
 
 # --------------------------------------------------------------------------- aggnet.p4
@@ -319,15 +326,22 @@ def test_aggnet_matches_bmv2(lanes, p4c):
     embedded = fabric.switch(lanes)
     program = str(REPO / "p4src" / wire.program_name(lanes))
     from_json = Pipeline(bmv2_json.load_file(p4c.json(program)))  # p4c's lowering on our engine
+    native_from_json = make_pipeline(bmv2_json.load_file(p4c.json(program)), "native")  # ... printed as C
+    assert native_from_json.engine_name == "native"
     registers, counters = aggnet_cells(lanes, embedded.state.schema)
-    with bmv2_twin(embedded, program, p4c) as bmv2:
-        for sw in (embedded, from_json, bmv2):
-            install_roles(sw)
-        ours = bmv2_ref.observe(embedded, packets, registers, counters)
-        ours_from_json = bmv2_ref.observe(from_json, packets, registers, counters)
-        theirs = bmv2_ref.observe(bmv2, packets, registers, counters)
+    try:
+        with bmv2_twin(embedded, program, p4c) as bmv2:
+            for sw in (embedded, from_json, native_from_json, bmv2):
+                install_roles(sw)
+            ours = bmv2_ref.observe(embedded, packets, registers, counters)
+            ours_from_json = bmv2_ref.observe(from_json, packets, registers, counters)
+            native = bmv2_ref.observe(native_from_json, packets, registers, counters)
+            theirs = bmv2_ref.observe(bmv2, packets, registers, counters)
+    finally:
+        native_from_json.close()
     assert bmv2_ref.first_difference(ours, theirs) == ""
     assert bmv2_ref.first_difference(ours_from_json, theirs) == ""
+    assert bmv2_ref.first_difference(native, theirs) == ""
     # and the traffic reached every outcome: rounds completed, retransmissions answered, sums saturated
     for name in ("completed", "retx_answered", "duplicates", "overflows"):
         assert sum(packets for packets, _ in ours.counters[f"AggIngress.agg_{name}"]) > 0, name
