@@ -19,15 +19,14 @@ nodes (tables and conditionals), each giving the index of the next.
 """
 from __future__ import annotations
 
-from p4target.backends.layout import Layout, Unsupported, ident
+from p4target.backends.layout import ident
+from p4target.backends.printer import LoweredPrinter
 from p4target.lowered import model as m
 from p4target.native.cgen import MAX_PARSER_STATES, CProgram, _cstr
 
 MAX_BITS = 64
 _ALGOS = {"crc16": "crc16", "crc16_custom": "crc16", "crc32": "crc32", "crc32_custom": "crc32", "csum16": "csum16",
           "xor16": "xor16", "identity": "identity"}
-_INFIX = {"==", "!=", ">", ">=", "<", "<=", "&", "|", "^"}
-_WRAPPING = {"+": "l_add", "-": "l_sub", "*": "l_mul", "<<": "l_shl", ">>": "l_shr"}
 _SM_FIELDS = ("ingress_port", "egress_spec", "egress_port", "instance_type", "packet_length", "enq_qdepth",
               "deq_qdepth", "ingress_global_timestamp", "egress_global_timestamp", "mcast_grp", "egress_rid",
               "parser_error", "checksum_error")
@@ -52,14 +51,20 @@ def _u128(v: int) -> str:
     return f"(((u128){v >> 64:#x}ULL << 64) | {v & ((1 << 64) - 1):#x}ULL)"
 
 
-class _Printer:
+class _Printer(LoweredPrinter):
     """Lowered Program -> C source and the ids the control plane addresses it by."""
 
+    OPS = {"d2b": "({b} != 0)", "b2d": "{b}", "not": "(!{b})", "~": "(~{b})", "neg": "l_sub(0, {b})",
+           "?": "({c} ? {a} : {b})", "two_comp_mod": "l_sx({a}, {b})", "sat_cast": "l_sat({a}, {b})",
+           "usat_cast": "l_usat({a}, {b})", "/": "l_div(p, {a}, {b})", "%": "l_mod(p, {a}, {b})",
+           "and": "({a} && {b})", "or": "({a} || {b})", "+": "l_add({a}, {b})", "-": "l_sub({a}, {b})",
+           "*": "l_mul({a}, {b})", "<<": "l_shl({a}, {b})", ">>": "l_shr({a}, {b})",
+           **{op: f"({{a}} {op} {{b}})" for op in ("==", "!=", ">", ">=", "<", "<=", "&", "|", "^")}}
+    STACK_OPS = {"last_stack_index": "((i128)F[{n}] - 1)", "size_stack": "((i128)F[{n}])"}
+    NOT_SET, NO_FIELD_LIST, CLONE = "NONE64", "NO_FIELD_LIST", {"I2E": "CLONE_I2E", "E2E": "CLONE_E2E"}
+
     def __init__(self, p: m.Program):
-        if len(p.parsers) != 1 or len(p.deparsers) != 1:
-            raise Unsupported("a v1model program has one parser and one deparser", p.source)
-        self.p = p
-        self.L = Layout(p)
+        super().__init__(p)
         for t in p.header_types:
             for f in t.fields:
                 width = f.width if f.width is not None else (t.max_length or 0) * 8 - sum(x.width or 0 for x in t.fields)
@@ -70,13 +75,8 @@ class _Printer:
             for t in pl.tables:
                 if t.action_profile is not None:
                     raise self.fail(f"action profiles and selectors (table {t.name})")
-        self.errors = dict(p.errors)
-        self.out: list[str] = []
-        self._tmp = 0
         self.ctx = "action"  # where code is printed: a key of _LEAVE
-        self.actions = {a.id: a for a in p.actions}
-        self.calcs = {c.name: c for c in p.calculations}
-        self.learn_lists = {ll.id: ll for ll in p.learn_lists}
+        self.labels: dict[str, str] = {}  # parse state -> its label
         self.cp = CProgram("")
         for a in p.actions:
             self.cp.actions.setdefault(a.name, len(self.cp.actions))
@@ -95,19 +95,6 @@ class _Printer:
         self.cp.digests = [(ll.name, len(ll.elements)) for ll in p.learn_lists]
         self.stack_arrays: dict[str, list[int]] = {}
         self.may_fail = False
-
-    def fail(self, message: str) -> Unsupported:
-        return Unsupported(message, self.p.source)
-
-    def emit(self, line: str, ind: int) -> None:
-        self.out.append("    " * ind + line)
-
-    def tmp(self, prefix: str = "t") -> str:
-        self._tmp += 1
-        return f"{prefix}{self._tmp}"
-
-    def error_code(self, name: str) -> int:
-        return self.errors.get(name, 0)
 
     def check(self, ind: int) -> None:
         """After code that can set p->rc: leave the way the current context does."""
@@ -161,42 +148,9 @@ class _Printer:
         return f"((i128)F[{slot}])"
 
     def expr(self, e: m.Expr) -> str:
-        op, a, b = e.op, e.left, e.right
-        if op == "access_field":
-            slot, ftype = self.field_lv(e)
-            return self.read(slot, ftype)
-        if op in ("valid", "valid_union"):
-            return self.valid(b)
-        if op == "d2b":
-            return f"({self.rv(b)} != 0)"
-        if op == "b2d":
-            return self.rv(b)
-        if op == "not":
-            return f"(!{self.rv(b)})"
-        if op == "~":
-            return f"(~{self.rv(b)})"
-        if op == "-" and a is None:
-            return f"l_sub(0, {self.rv(b)})"
-        if op == "last_stack_index":
-            return f"((i128)F[{self.next_slot(b)}] - 1)"
-        if op == "size_stack":
-            return f"((i128)F[{self.next_slot(b)}])"
-        if op == "?":
-            return f"({self.rv(e.cond)} ? {self.rv(a)} : {self.rv(b)})"
-        if op == "two_comp_mod":
-            return f"l_sx({self.rv(a)}, {self.rv(b)})"
-        if op in ("sat_cast", "usat_cast"):
-            return f"l_{op[:-5]}({self.rv(a)}, {self.rv(b)})"
-        if op in ("/", "%"):
+        if e.op in ("/", "%"):
             self.may_fail = True
-            return f"{'l_div' if op == '/' else 'l_mod'}(p, {self.rv(a)}, {self.rv(b)})"
-        if op in ("and", "or"):
-            return f"({self.rv(a)} {'&&' if op == 'and' else '||'} {self.rv(b)})"
-        if op in _WRAPPING:
-            return f"{_WRAPPING[op]}({self.rv(a)}, {self.rv(b)})"
-        if op in _INFIX:
-            return f"({self.rv(a)} {op} {self.rv(b)})"
-        raise self.fail(f"expression operator {op} cannot be read as a value")
+        return super().expr(e)
 
     def valid(self, v: m.Value | None) -> str:
         if isinstance(v, m.UnionRef) or (isinstance(v, m.Expr) and v.op == "dereference_union_stack"):
@@ -217,11 +171,6 @@ class _Printer:
         return [f"{self.stack(f'{name}__{k}', [self.L.base[self.L.unions[un][k]] for un in unions])}[{u}]"
                 for k in range(len(ut.headers))]
 
-    def next_slot(self, v: m.Value | None) -> int:
-        if isinstance(v, (m.StackRef, m.UnionStackRef)):
-            return self.L.next_index[v.name]
-        raise self.fail("a stack operation needs a header stack")
-
     def header_base(self, v: m.Value | None) -> str:
         """A C expression for a header's base slot (its validity slot)."""
         if isinstance(v, m.HeaderRef):
@@ -236,37 +185,17 @@ class _Printer:
             return self.union_members(v.left)[v.right.value]
         raise self.fail(f"{type(v).__name__} does not name a header here")
 
-    def field_lv(self, v: m.Value | None) -> tuple[str, m.FieldType | None]:
-        """(slot expression, field type) of a writable field."""
-        if isinstance(v, m.Field):
-            slot, ftype = self.L.field_slot(v)
-            return str(slot), ftype
-        if isinstance(v, m.Expr) and v.op == "access_field" and isinstance(v.right, m.Const):
-            t = self.L.header_type_of(v.left)
-            k = v.right.value
-            if not 0 <= k < len(t.fields):
-                raise self.fail(f"field offset {k} is past header type {t.name}")
-            return f"{self.header_base(v.left)} + {1 + k}", t.fields[k]
-        raise self.fail(f"{type(v).__name__} is not a writable field")
-
     def store(self, dst: m.Value, code: str, ind: int) -> None:
         """Write `code` into a field, truncated to its width (a signed field keeps its bit pattern)."""
-        target, ftype = self.field_lv(dst)
-        if ftype is None:
-            raise self.fail("a header's $valid$ field cannot be written")
-        if ftype.width is None:
-            raise self.fail("a variable-length field is written with assign_VL")
-        mask = f" & {(1 << ftype.width) - 1:#x}ULL" if ftype.width < 64 else ""
-        self.emit(f"F[{target}] = (u64)({code}){mask};", ind)
+        slot, _, width = self.target(dst)
+        mask = f" & {(1 << width) - 1:#x}ULL" if width < 64 else ""
+        self.emit(f"F[{slot}] = (u64)({code}){mask};", ind)
         self.check(ind)
 
     # -- primitives
 
     def primitive(self, prim: m.Primitive, ind: int) -> None:
-        fn = getattr(self, "p_" + prim.op, None)
-        if fn is None:
-            raise self.fail(f"primitive {prim.op}")
-        fn(prim.parameters, ind)
+        super().primitive(prim, ind)
         self.check(ind)
 
     def p_assign(self, ps: list[m.Value], ind: int) -> None:
@@ -478,29 +407,8 @@ class _Printer:
         self.emit(f"{{ const u64 {v}[] = {{{values or '0'}}};", ind)
         self.emit(f"push_digest(p->E, {self.p.learn_lists.index(ll)}, {v}, {len(ll.elements)}); }}", ind + 1)
 
-    def _field_list_id(self, v: m.Value | None) -> str:
-        return f"{v.value}ULL" if isinstance(v, m.Const) else "NO_FIELD_LIST"
-
-    def p_clone_ingress_pkt_to_egress(self, ps: list[m.Value], ind: int) -> None:
-        self._clone(ps, ind, "CLONE_I2E")
-
-    def p_clone_egress_pkt_to_egress(self, ps: list[m.Value], ind: int) -> None:
-        self._clone(ps, ind, "CLONE_E2E")
-
-    def _clone(self, ps: list[m.Value], ind: int, kind: str) -> None:
-        hid = self.L.hidden
-        fl = self._field_list_id(ps[1]) if len(ps) > 1 else "NONE64"
-        self.emit(f"F[{hid['clone_session']}] = (u64){self.rv(ps[0])}; F[{hid['clone_type']}] = {kind}; "
-                  f"F[{hid['clone_fl']}] = {fl};", ind)
-
-    def p_resubmit(self, ps: list[m.Value], ind: int) -> None:
-        self.emit(f"F[{self.L.hidden['resubmit']}] = {self._field_list_id(ps[0] if ps else None)};", ind)
-
-    def p_recirculate(self, ps: list[m.Value], ind: int) -> None:
-        self.emit(f"F[{self.L.hidden['recirculate']}] = {self._field_list_id(ps[0] if ps else None)};", ind)
-
-    def p_truncate(self, ps: list[m.Value], ind: int) -> None:
-        self.emit(f"F[{self.L.hidden['truncate']}] = (u64){self.rv(ps[0])};", ind)
+    def set_slots(self, assignments: list[tuple[int, str]], ind: int) -> None:
+        self.emit(" ".join(f"F[{slot}] = (u64)({value});" for slot, value in assignments), ind)
 
     # -- actions
 
@@ -555,14 +463,8 @@ class _Printer:
         self.emit("}", 0)
 
     def key_code(self, k: m.KeyElement) -> str:
-        if isinstance(k.target, m.HeaderRef):
-            return f"F[{self.L.base[k.target.name]}]"
-        slot, ftype = self.L.field_slot(k.target)
-        if ftype is None:
-            return f"F[{slot}]"
-        width = ftype.width or 0
-        mask = (1 << width) - 1 if k.mask is None else k.mask & ((1 << width) - 1)
-        return f"(F[{slot}] & {mask:#x}ULL)"
+        slot, mask = self.key_mask(k)
+        return f"F[{slot}]" if mask is None else f"(F[{slot}] & {mask:#x}ULL)"
 
     def gen_table(self, t: m.Table, node) -> None:
         self.ctx = "table"
@@ -657,11 +559,7 @@ class _Printer:
             self.extract_into("b", t, vl, ind)
             self.emit(f"F[{nxt}] += 1;", ind)
         elif isinstance(target, m.UnionStackField):  # the member of the stack's next union
-            ut = self.L.union_stack_type[target.stack]
-            k = next((i for i, (name, _) in enumerate(ut.headers) if name == target.member), None)
-            if k is None:
-                raise self.fail(f"header union stack {target.stack} has no member {target.member}")
-            t = self.L.types[ut.headers[k][1]]
+            k, t = self.union_stack_member(target)
             nxt = self.L.next_index[target.stack]
             unions = self.L.union_stacks[target.stack]
             arr = self.stack(f"{target.stack}__{k}", [self.L.base[self.L.unions[u][k]] for u in unions])
@@ -674,33 +572,22 @@ class _Printer:
         self.emit("}", ind - 1)
 
     def parser_op(self, op: m.ParserOp, ind: int) -> None:
-        ps = op.parameters
-        if op.op == "extract":
-            self.extract(ps[0], "0", ind)
-        elif op.op == "extract_VL":
-            self.extract(ps[0], self.rv(ps[1]), ind)
-        elif op.op == "set":
-            self.p_assign(ps, ind)
-        elif op.op == "verify":
-            self.emit(f"if (!{self.rv(ps[0])}) {{ rcode = (u64){self.rv(ps[1])}; goto reject; }}", ind)
-        elif op.op in ("advance", "shift"):
-            amount = self.rv(ps[0])
-            self.emit(f"{{ i128 no = (i128)o + ({amount}{' >> 3' if op.op == 'advance' else ''});", ind)
-            self.check(ind + 1)
-            self.emit(f"if (no > p->len) {{ o = p->len; rcode = {self.error_code('PacketTooShort')}; goto reject; }}",
-                      ind + 1)
-            self.emit("o = (u32)no; }", ind + 1)
-        elif op.op == "primitive":
-            name = ps[0]
-            assert isinstance(name, m.Named)
-            self.primitive(m.Primitive(name.name, ps[1:]), ind)
-        else:
-            raise self.fail(f"parser operation {op.op}")
+        super().parser_op(op, ind)
         self.check(ind)
+
+    def verify(self, cond: str, code: str, ind: int) -> None:
+        self.emit(f"if (!{cond}) {{ rcode = (u64){code}; goto reject; }}", ind)
+
+    def advance(self, amount: str, bits: bool, ind: int) -> None:
+        self.emit(f"{{ i128 no = (i128)o + ({amount}{' >> 3' if bits else ''});", ind)
+        self.check(ind + 1)
+        self.emit(f"if (no > p->len) {{ o = p->len; rcode = {self.error_code('PacketTooShort')}; goto reject; }}",
+                  ind + 1)
+        self.emit("o = (u32)no; }", ind + 1)
 
     def gen_parser(self, p: m.Parser) -> None:
         self.ctx = "parser"
-        labels = {s.name: f"s{s.id}" for s in p.parse_states}
+        self.labels = labels = {s.name: f"s{s.id}" for s in p.parse_states}
         self.emit("static u32 g_parse(pk_t *p) {", 0)
         self.emit("u64 *F = p->F; u32 o = 0; u64 rcode = NO_ERROR_CODE; int steps = 0; (void)F;", 1)
         self.emit(f"goto {labels[p.init_state]};", 1)
@@ -711,7 +598,7 @@ class _Printer:
             self.emit("{", 1)
             for op in s.parser_ops:
                 self.parser_op(op, 2)
-            self.transitions(s, labels, 2)
+            self.transitions(s, 2)
             self.emit("}", 1)
         self.emit("accept: return o;", 0)
         self.emit("reject:", 0)
@@ -719,36 +606,24 @@ class _Printer:
         self.emit("return o;", 1)
         self.emit("}", 0)
 
-    def transitions(self, s: m.ParseState, labels: dict[str, str], ind: int) -> None:
-        def go(target: str | None) -> str:
-            return f"goto {labels[target] if target else 'accept'};"
+    def set_key(self, parts: list[tuple[str, int, int]], ind: int) -> None:
+        total = parts[0][2] + (parts[0][1] + 7) // 8 * 8
+        if total > 128:
+            raise self.fail(f"a parser transition key of {total} bits (at most 128)")
+        code = [f"((((u128)({c})) & {_u128((1 << w) - 1)}) << {pos})" for c, w, pos in parts]
+        self.emit(f"u128 k = {' | '.join(code)};", ind)
+        self.check(ind)
 
-        if s.transition_key:
-            parts = []
-            for v in s.transition_key:
-                w = self.L.key_part_width(v)
-                parts.append((self.rv(v), w, (w + 7) // 8 * 8))
-            total = sum(part[2] for part in parts)
-            if total > 128:
-                raise self.fail(f"parser state {s.name}: a transition key of {total} bits (at most 128)")
-            code, pos = [], total
-            for c, w, padded in parts:
-                pos -= padded
-                code.append(f"((((u128)({c})) & {_u128((1 << w) - 1)}) << {pos})")
-            self.emit(f"u128 k = {' | '.join(code)};", ind)
-            self.check(ind)
-        for tr in s.transitions:
-            if tr.kind == "default":
-                self.emit(go(tr.next_state), ind)
-                return
-            if tr.kind == "parse_vset":
-                raise self.fail(f"parser value set {tr.vset}")
-            if tr.mask is None:
-                self.emit(f"if (k == {_u128(tr.value or 0)}) {go(tr.next_state)}", ind)
-            else:
-                self.emit(f"if ((k & {_u128(tr.mask)}) == {_u128((tr.value or 0) & tr.mask)}) {go(tr.next_state)}",
-                          ind)
-        self.emit(f"rcode = {self.error_code('NoMatch')}; goto reject;", ind)
+    def goto(self, state: str | None) -> str:
+        return f"goto {self.labels[state] if state else 'accept'};"
+
+    def case(self, value: int, mask: int | None, then: str) -> str:
+        if mask is None:
+            return f"if (k == {_u128(value)}) {then}"
+        return f"if ((k & {_u128(mask)}) == {_u128(value & mask)}) {then}"
+
+    def reject(self, code: int) -> str:
+        return f"rcode = {code}; goto reject;"
 
     def gen_checksums(self, fname: str, verify: bool) -> None:
         self.ctx = "node"

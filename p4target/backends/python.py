@@ -15,7 +15,8 @@ import time
 from typing import Any
 
 from p4target import state as st
-from p4target.backends.layout import Layout, Unsupported, ident
+from p4target.backends.layout import ident
+from p4target.backends.printer import LoweredPrinter
 from p4target.interp import hashes
 from p4target.interp.codegen import Compiled, PacketError, _log_format, _Reject
 from p4target.lowered import model as m
@@ -113,17 +114,21 @@ def _copy_header(F: list, dst: int, src: int, n: int) -> None:
 
 # -- the printer ------------------------------------------------------------------------------
 
-class _Printer:
+class _Printer(LoweredPrinter):
     """Lowered Program -> Python source bound to one State (tables, registers, ...)."""
 
+    OPS = {"d2b": "({b} != 0)", "b2d": "int({b})", "not": "(not {b})", "~": "(~{b})", "neg": "(-{b})",
+           "?": "({a} if {c} else {b})", "two_comp_mod": "_sx({a}, {b})", "sat_cast": "_sat({a}, {b})",
+           "usat_cast": "_usat({a}, {b})", "<<": "_shl({a}, {b})", "/": "_div({a}, {b})", "%": "_mod({a}, {b})",
+           **{op: f"({{a}} {op} {{b}})" for op in ("+", "-", "*", ">>", "==", "!=", ">", ">=", "<", "<=", "&", "|",
+                                                  "^", "and", "or")}}
+    STACK_OPS = {"last_stack_index": "(F[{n}] - 1)", "size_stack": "F[{n}]"}
+    NOT_SET, NO_FIELD_LIST, CLONE = "None", "0", {"I2E": "'I2E'", "E2E": "'E2E'"}
+
     def __init__(self, p: m.Program, state: st.State, rng: random.Random):
-        if len(p.parsers) != 1 or len(p.deparsers) != 1:
-            raise Unsupported("a v1model program has one parser and one deparser", p.source)
-        self.p = p
+        super().__init__(p)
         self.state = state
-        self.L = Layout(p)
-        self.errors = dict(p.errors)
-        self.lines: list[str] = []
+        self.labels: dict[str, str] = {}  # parse state -> its function
         self.ns: dict[str, Any] = {
             "_Reject": _Reject, "_PacketError": PacketError, "_sx": _sx, "_sat": _sat, "_usat": _usat,
             "_shl": _shl, "_div": _div, "_mod": _mod, "_at": _at, "_bits": _bits, "_extract": _extract,
@@ -132,29 +137,10 @@ class _Printer:
         }
         for name, fn in hashes.ALGORITHMS.items():
             self.ns["_h_" + name] = fn
-        self.actions = {a.id: a for a in p.actions}
-        self.action_by_name = {a.name: a for a in p.actions}
-        self.field_lists = {fl.id: fl for fl in p.field_lists}
-        self.learn_lists = {ll.id: ll for ll in p.learn_lists}
-        self.calcs = {c.name: c for c in p.calculations}
-        self._tmp = 0
         for hname, t in self.L.types.items():
             self.ns[f"_FS_{ident(hname)}"] = tuple((f.width, f.signed) for f in t.fields)
         for s, headers in {**self.L.stacks, **self.L.unions, **self.L.union_stacks}.items():
             self.ns[f"_STK_{ident(s)}"] = tuple(self.L.base[h] if h in self.L.base else h for h in headers)
-
-    def fail(self, message: str) -> Unsupported:
-        return Unsupported(message, self.p.source)
-
-    def emit(self, line: str, ind: int) -> None:
-        self.lines.append("    " * ind + line)
-
-    def tmp(self) -> str:
-        self._tmp += 1
-        return f"_t{self._tmp}"
-
-    def error_code(self, name: str) -> int:
-        return self.errors.get(name, 0)
 
     # -- values
 
@@ -162,7 +148,7 @@ class _Printer:
         """A Python expression for a value read as data (int) or a boolean."""
         if isinstance(v, m.Field):
             slot, ftype = self.L.field_slot(v)
-            return f"int(F[{slot}])" if ftype is None else f"F[{slot}]"
+            return self.read(str(slot), ftype)
         if isinstance(v, m.Const):
             return str(v.value)
         if isinstance(v, m.BoolConst):
@@ -186,41 +172,8 @@ class _Printer:
             return self.expr(v)
         raise self.fail(f"a {type(v).__name__} cannot be read as a value here")
 
-    def expr(self, e: m.Expr) -> str:
-        op, a, b = e.op, e.left, e.right
-        if op == "access_field":
-            return self.field_lv(e)[0]
-        if op in ("valid", "valid_union"):
-            return self.valid(b)
-        if op == "d2b":
-            return f"({self.rv(b)} != 0)"
-        if op == "b2d":
-            return f"int({self.rv(b)})"
-        if op == "not":
-            return f"(not {self.rv(b)})"
-        if op == "~":
-            return f"(~{self.rv(b)})"
-        if op == "-" and a is None:
-            return f"(-{self.rv(b)})"
-        if op == "last_stack_index":
-            return f"(F[{self.next_slot(b)}] - 1)"
-        if op == "size_stack":
-            return f"F[{self.next_slot(b)}]"
-        if op == "?":
-            return f"({self.rv(a)} if {self.rv(e.cond)} else {self.rv(b)})"
-        if op == "two_comp_mod":
-            return f"_sx({self.rv(a)}, {self.rv(b)})"
-        if op in ("sat_cast", "usat_cast"):
-            return f"_{op[:-5]}({self.rv(a)}, {self.rv(b)})"
-        if op == "<<":
-            return f"_shl({self.rv(a)}, {self.rv(b)})"
-        if op in ("/", "%"):
-            return f"{'_div' if op == '/' else '_mod'}({self.rv(a)}, {self.rv(b)})"
-        if op in ("and", "or"):
-            return f"({self.rv(a)} {op} {self.rv(b)})"
-        if op in ("+", "-", "*", ">>", "==", "!=", ">", ">=", "<", "<=", "&", "|", "^"):
-            return f"({self.rv(a)} {op} {self.rv(b)})"
-        raise self.fail(f"expression operator {op} cannot be read as a value")
+    def read(self, slot: str, ftype: m.FieldType | None) -> str:
+        return f"int(F[{slot}])" if ftype is None else f"F[{slot}]"
 
     def valid(self, v: m.Value | None) -> str:
         if isinstance(v, m.UnionRef) or (isinstance(v, m.Expr) and v.op == "dereference_union_stack"):
@@ -240,11 +193,6 @@ class _Printer:
             name: tuple(self.L.base[h] for h in self.L.unions[name]) for name in first})
         return [f"_UM_{ident(v.left.name)}[{u}][{k}]" for k in range(len(ut.headers))]
 
-    def next_slot(self, v: m.Value | None) -> int:
-        if isinstance(v, (m.StackRef, m.UnionStackRef)):
-            return self.L.next_index[v.name]
-        raise self.fail("a stack operation needs a header stack")
-
     def header_base(self, v: m.Value | None) -> str:
         """A Python expression for a header's base slot (its validity slot)."""
         if isinstance(v, m.HeaderRef):
@@ -256,37 +204,14 @@ class _Printer:
             return self.union_members(v.left)[v.right.value]
         raise self.fail(f"{type(v).__name__} does not name a header here")
 
-    def field_lv(self, v: m.Value | None) -> tuple[str, m.FieldType | None]:
-        """(`F[...]` expression, field type) of a writable field."""
-        if isinstance(v, m.Field):
-            slot, ftype = self.L.field_slot(v)
-            return f"F[{slot}]", ftype
-        if isinstance(v, m.Expr) and v.op == "access_field" and isinstance(v.right, m.Const):
-            t = self.L.header_type_of(v.left)
-            k = v.right.value
-            if not 0 <= k < len(t.fields):
-                raise self.fail(f"field offset {k} is past header type {t.name}")
-            return f"F[{self.header_base(v.left)} + {1 + k}]", t.fields[k]
-        raise self.fail(f"{type(v).__name__} is not a writable field")
-
     def store(self, dst: m.Value, code: str, ind: int) -> None:
-        target, ftype = self.field_lv(dst)
-        if ftype is None:
-            raise self.fail("a header's $valid$ field cannot be written")
-        if ftype.width is None:
-            raise self.fail("a variable-length field is written with assign_VL")
+        slot, ftype, width = self.target(dst)
         if ftype.signed:
-            self.emit(f"{target} = _sx({code}, {ftype.width})", ind)
+            self.emit(f"F[{slot}] = _sx({code}, {width})", ind)
         else:
-            self.emit(f"{target} = ({code}) & {(1 << ftype.width) - 1:#x}", ind)
+            self.emit(f"F[{slot}] = ({code}) & {(1 << width) - 1:#x}", ind)
 
     # -- primitives
-
-    def primitive(self, prim: m.Primitive, ind: int) -> None:
-        fn = getattr(self, "p_" + prim.op, None)
-        if fn is None:
-            raise self.fail(f"primitive {prim.op} is not supported")
-        fn(prim.parameters, ind)
 
     def p_assign(self, ps: list[m.Value], ind: int) -> None:
         if isinstance(ps[1], m.BoolConst) or (isinstance(ps[1], m.Expr) and ps[1].op in _BOOL_OPS):
@@ -301,7 +226,7 @@ class _Printer:
         assert isinstance(dst, m.Field) and isinstance(src, m.Field)
         db, sb = self.L.base[dst.header], self.L.base[src.header]
         dn, sn = len(self.L.header_type(dst.header).fields), len(self.L.header_type(src.header).fields)
-        self.emit(f"{self.field_lv(dst)[0]} = {self.rv(src)}; F[{db + 1 + dn}] = F[{sb + 1 + sn}]", ind)
+        self.emit(f"F[{self.field_lv(dst)[0]}] = {self.rv(src)}; F[{db + 1 + dn}] = F[{sb + 1 + sn}]", ind)
 
     def p_assign_header(self, ps: list[m.Value], ind: int) -> None:
         dst, src = ps
@@ -495,29 +420,8 @@ class _Printer:
         values = "".join(f"{self.rv(f)} & {(1 << max(self.L.width(f), 1)) - 1:#x}, " for f in ll.elements)
         self.emit(f"_DG.append(({ll.name!r}, ({values})))", ind)
 
-    def _field_list_id(self, v: m.Value | None) -> str:
-        return str(v.value) if isinstance(v, m.Const) else "None"
-
-    def p_clone_ingress_pkt_to_egress(self, ps: list[m.Value], ind: int) -> None:
-        self._clone(ps, ind, "I2E")
-
-    def p_clone_egress_pkt_to_egress(self, ps: list[m.Value], ind: int) -> None:
-        self._clone(ps, ind, "E2E")
-
-    def _clone(self, ps: list[m.Value], ind: int, kind: str) -> None:
-        hid = self.L.hidden
-        fl = self._field_list_id(ps[1]) if len(ps) > 1 else "None"
-        self.emit(f"F[{hid['clone_session']}] = {self.rv(ps[0])}; F[{hid['clone_type']}] = {kind!r}; "
-                  f"F[{hid['clone_fl']}] = {fl}", ind)
-
-    def p_resubmit(self, ps: list[m.Value], ind: int) -> None:
-        self.emit(f"F[{self.L.hidden['resubmit']}] = {self._field_list_id(ps[0]) if ps else 0}", ind)
-
-    def p_recirculate(self, ps: list[m.Value], ind: int) -> None:
-        self.emit(f"F[{self.L.hidden['recirculate']}] = {self._field_list_id(ps[0]) if ps else 0}", ind)
-
-    def p_truncate(self, ps: list[m.Value], ind: int) -> None:
-        self.emit(f"F[{self.L.hidden['truncate']}] = {self.rv(ps[0])}", ind)
+    def set_slots(self, assignments: list[tuple[int, str]], ind: int) -> None:
+        self.emit("; ".join(f"F[{slot}] = {value}" for slot, value in assignments), ind)
 
     # -- actions
 
@@ -570,14 +474,8 @@ class _Printer:
         self.emit("n = n(F)", 2)
 
     def key_code(self, k: m.KeyElement) -> str:
-        if isinstance(k.target, m.HeaderRef):
-            return f"int(F[{self.L.base[k.target.name]}])"
-        slot, ftype = self.L.field_slot(k.target)
-        if ftype is None:
-            return f"int(F[{slot}])"
-        width = ftype.width or 0
-        mask = (1 << width) - 1 if k.mask is None else k.mask & ((1 << width) - 1)
-        return f"(F[{slot}] & {mask:#x})"
+        slot, mask = self.key_mask(k)
+        return f"int(F[{slot}])" if mask is None else f"(F[{slot}] & {mask:#x})"
 
     def gen_table(self, t: m.Table, nodes: dict[str, str]) -> None:
         obj = self.state.tables[t.name]
@@ -665,11 +563,7 @@ class _Printer:
             self.emit(f"o = _extract(F, _b, _FS_{ident(t.name)}, data, o, {vl}, {too_short})", ind)
             return
         elif isinstance(target, m.UnionStackField):  # the member of the stack's next union
-            ut = self.L.union_stack_type[target.stack]
-            k = next((i for i, (name, _) in enumerate(ut.headers) if name == target.member), None)
-            if k is None:
-                raise self.fail(f"header union stack {target.stack} has no member {target.member}")
-            t = self.L.types[ut.headers[k][1]]
+            k, t = self.union_stack_member(target)
             nxt = self.L.next_index[target.stack]
             size = len(self.L.union_stacks[target.stack])
             self.emit(f"if F[{nxt}] >= {size}: raise _Reject({self.error_code('StackOutOfBounds')}, o)", ind)
@@ -690,34 +584,22 @@ class _Printer:
         self.emit(f"o = _extract(F, {b}, _FS_{ident(t.name)}, data, o, {vl}, {too_short})", ind)
         self.after_valid_change(target, b, ind)
 
-    def parser_op(self, op: m.ParserOp, ind: int) -> None:
-        ps = op.parameters
-        if op.op == "extract":
-            self.extract(ps[0], "0", ind)
-        elif op.op == "extract_VL":
-            self.extract(ps[0], self.rv(ps[1]), ind)
-        elif op.op == "set":
-            self.p_assign(ps, ind)
-        elif op.op == "verify":
-            self.emit(f"if not {self.rv(ps[0])}: raise _Reject({self.rv(ps[1])}, o)", ind)
-        elif op.op in ("advance", "shift"):
-            amount = self.rv(ps[0])
-            self.emit(f"o += ({amount}) >> 3" if op.op == "advance" else f"o += {amount}", ind)
-            self.emit(f"if o > len(data): raise _Reject({self.error_code('PacketTooShort')}, len(data))", ind)
-        elif op.op == "primitive":
-            name = ps[0]
-            assert isinstance(name, m.Named)
-            self.primitive(m.Primitive(name.name, ps[1:]), ind)
+    def verify(self, cond: str, code: str, ind: int) -> None:
+        self.emit(f"if not {cond}: raise _Reject({code}, o)", ind)
+
+    def advance(self, amount: str, bits: bool, ind: int) -> None:
+        self.emit(f"o += ({amount}) >> 3" if bits else f"o += {amount}", ind)
+        self.emit(f"if o > len(data): raise _Reject({self.error_code('PacketTooShort')}, len(data))", ind)
 
     def gen_parser(self, p: m.Parser) -> None:
-        fnames = {s.name: f"ps{s.id}_{ident(s.name)}" for s in p.parse_states}
+        self.labels = {s.name: f"ps{s.id}_{ident(s.name)}" for s in p.parse_states}
         for s in p.parse_states:
-            self.emit(f"def {fnames[s.name]}(F, data, o):", 0)
+            self.emit(f"def {self.labels[s.name]}(F, data, o):", 0)
             for op in s.parser_ops:
                 self.parser_op(op, 1)
-            self.transitions(s, fnames, 1)
+            self.transitions(s, 1)
         self.emit("def parse(F, data):", 0)
-        self.emit(f"o = 0; s = {fnames[p.init_state]}; n = 0", 1)
+        self.emit(f"o = 0; s = {self.labels[p.init_state]}; n = 0", 1)
         self.emit("try:", 1)
         self.emit("while s is not None:", 2)
         self.emit("s, o = s(F, data, o)", 3)
@@ -728,32 +610,17 @@ class _Printer:
         self.emit("return r.offset", 2)
         self.emit("return o", 1)
 
-    def transitions(self, s: m.ParseState, fnames: dict[str, str], ind: int) -> None:
-        def go(target: str | None) -> str:
-            return f"return {fnames[target] if target else 'None'}, o"
+    def set_key(self, parts: list[tuple[str, int, int]], ind: int) -> None:
+        self.emit(f"_k = {' | '.join(f'(({c}) & {(1 << w) - 1:#x}) << {pos}' for c, w, pos in parts)}", ind)
 
-        if s.transition_key:
-            parts = []
-            for v in s.transition_key:
-                w = self.L.key_part_width(v)
-                parts.append((self.rv(v), w, (w + 7) // 8 * 8))
-            total = sum(p[2] for p in parts)
-            code, pos = [], total
-            for c, w, padded in parts:
-                pos -= padded
-                code.append(f"(({c}) & {(1 << w) - 1:#x}) << {pos}")
-            self.emit(f"_k = {' | '.join(code)}", ind)
-        for tr in s.transitions:
-            if tr.kind == "default":
-                self.emit(go(tr.next_state), ind)
-                return
-            if tr.kind == "parse_vset":
-                raise self.fail(f"parser value set {tr.vset} is not supported yet")
-            if tr.mask is None:
-                self.emit(f"if _k == {tr.value:#x}: {go(tr.next_state)}", ind)
-            else:
-                self.emit(f"if _k & {tr.mask:#x} == {(tr.value or 0) & tr.mask:#x}: {go(tr.next_state)}", ind)
-        self.emit(f"raise _Reject({self.error_code('NoMatch')}, o)", ind)
+    def goto(self, state: str | None) -> str:
+        return f"return {self.labels[state] if state else 'None'}, o"
+
+    def case(self, value: int, mask: int | None, then: str) -> str:
+        return f"if _k == {value:#x}: {then}" if mask is None else f"if _k & {mask:#x} == {value & mask:#x}: {then}"
+
+    def reject(self, code: int) -> str:
+        return f"raise _Reject({code}, o)"
 
     def gen_checksums(self, fname: str, verify: bool) -> bool:
         sums = [c for c in self.p.checksums if (c.verify if verify else c.update)]
@@ -765,7 +632,7 @@ class _Printer:
             self.emit(f"if {cond}:", 1)
             target, _ = self.field_lv(c.target)
             if verify:
-                self.emit(f"if {self.calc(c.calculation)} != {target}: F[{self.L.sm['checksum_error']}] = 1", 2)
+                self.emit(f"if {self.calc(c.calculation)} != F[{target}]: F[{self.L.sm['checksum_error']}] = 1", 2)
             else:
                 self.store(c.target, self.calc(c.calculation), 2)
         return True
@@ -796,7 +663,7 @@ class _Printer:
         if not self.gen_checksums("compute", verify=False):
             empty.add("compute")
         self.gen_deparser(self.p.deparsers[0])
-        source = "\n".join(self.lines) + "\n"
+        source = "\n".join(self.out) + "\n"
         exec(compile(source, f"<p4 {self.p.source}>", "exec"), self.ns)  # noqa: S102 - our own generated code
         for key in list(self.ns):
             if key.startswith("_AM"):
