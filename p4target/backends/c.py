@@ -22,7 +22,7 @@ from __future__ import annotations
 from p4target.backends.layout import ident
 from p4target.backends.printer import LoweredPrinter
 from p4target.lowered import model as m
-from p4target.native.cgen import MAX_PARSER_STATES, CProgram, _cstr
+from p4target.native.cgen import MAX_PARSER_STATES, CProgram, _cstr, parser_end_c, table_hit_c
 
 MAX_BITS = 64
 _ALGOS = {"crc16": "crc16", "crc16_custom": "crc16", "crc32": "crc32", "crc32_custom": "crc32", "csum16": "csum16",
@@ -61,6 +61,7 @@ class _Printer(LoweredPrinter):
            "*": "l_mul({a}, {b})", "<<": "l_shl({a}, {b})", ">>": "l_shr({a}, {b})",
            **{op: f"({{a}} {op} {{b}})" for op in ("==", "!=", ">", ">=", "<", "<=", "&", "|", "^")}}
     STACK_OPS = {"last_stack_index": "((i128)F[{n}] - 1)", "size_stack": "((i128)F[{n}])"}
+    VALID, OR, FALSE = "(F[{b}] != 0)", " || ", "0"
     NOT_SET, NO_FIELD_LIST, CLONE = "NONE64", "NO_FIELD_LIST", {"I2E": "CLONE_I2E", "E2E": "CLONE_E2E"}
 
     def __init__(self, p: m.Program):
@@ -152,38 +153,18 @@ class _Printer(LoweredPrinter):
             self.may_fail = True
         return super().expr(e)
 
-    def valid(self, v: m.Value | None) -> str:
-        if isinstance(v, m.UnionRef) or (isinstance(v, m.Expr) and v.op == "dereference_union_stack"):
-            members = self.union_members(v)
-            return "(" + " || ".join(f"F[{x}] != 0" for x in members) + ")" if members else "0"
-        return f"(F[{self.header_base(v)}] != 0)"
-
-    def union_members(self, v: m.Value) -> list[str]:
-        """C expressions for the base slots of a union's members."""
-        if isinstance(v, m.UnionRef):
-            return [str(self.L.base[h]) for h in self.L.unions[v.name]]
-        assert isinstance(v, m.Expr) and isinstance(v.left, m.UnionStackRef)
-        name = v.left.name
-        unions = self.L.union_stacks[name]
+    def union_stack_members(self, stack: str, index: m.Value | None) -> list[str]:
+        unions = self.L.union_stacks[stack]
         self.may_fail = True
-        u = f"l_at(p, {self.rv(v.right)}, {len(unions)})"
-        ut = self.L.union_stack_type[name]
-        return [f"{self.stack(f'{name}__{k}', [self.L.base[self.L.unions[un][k]] for un in unions])}[{u}]"
-                for k in range(len(ut.headers))]
+        u = f"l_at(p, {self.rv(index)}, {len(unions)})"
+        return [f"{self.stack(f'{stack}__{k}', [self.L.base[self.L.unions[un][k]] for un in unions])}[{u}]"
+                for k in range(len(self.L.union_stack_type[stack].headers))]
 
-    def header_base(self, v: m.Value | None) -> str:
-        """A C expression for a header's base slot (its validity slot)."""
-        if isinstance(v, m.HeaderRef):
-            return str(self.L.base[v.name])
-        if isinstance(v, m.Expr) and v.op == "dereference_header_stack" and isinstance(v.left, m.StackRef):
-            headers = self.L.stacks[v.left.name]
-            self.may_fail = True
-            arr = self.stack(v.left.name, [self.L.base[h] for h in headers])
-            return f"{arr}[l_at(p, {self.rv(v.right)}, {len(headers)})]"
-        if isinstance(v, m.Expr) and v.op == "access_union_header" and v.left is not None:
-            assert isinstance(v.right, m.Const)
-            return self.union_members(v.left)[v.right.value]
-        raise self.fail(f"{type(v).__name__} does not name a header here")
+    def stack_element(self, stack: str, index: m.Value | None) -> str:
+        headers = self.L.stacks[stack]
+        self.may_fail = True
+        arr = self.stack(stack, [self.L.base[h] for h in headers])
+        return f"{arr}[l_at(p, {self.rv(index)}, {len(headers)})]"
 
     def store(self, dst: m.Value, code: str, ind: int) -> None:
         """Write `code` into a field, truncated to its width (a signed field keeps its bit pattern)."""
@@ -203,59 +184,27 @@ class _Printer(LoweredPrinter):
 
     p_modify_field = p_assign
 
-    def p_assign_VL(self, ps: list[m.Value], ind: int) -> None:
-        dst, src = ps
-        assert isinstance(dst, m.Field) and isinstance(src, m.Field)
-        db, sb = self.L.base[dst.header], self.L.base[src.header]
-        dn, sn = len(self.L.header_type(dst.header).fields), len(self.L.header_type(src.header).fields)
-        self.emit(f"F[{self.field_lv(dst)[0]}] = F[{self.field_lv(src)[0]}]; F[{db + 1 + dn}] = F[{sb + 1 + sn}];",
-                  ind)
+    def bind(self, code: str, ind: int) -> str:
+        name = self.tmp("b")
+        self.emit(f"u64 {name} = {code};", ind)
+        return name
+
+    def log(self, msg: str, values: list[str], ind: int) -> None:
+        v = self.tmp("L")
+        self.emit(f"{{ const u64 {v}[] = {{{', '.join(f'(u64){x}' for x in values) or '0'}}};", ind)
+        self.emit(f"push_log(p->E, {_cstr(msg)}, {v}, {len(values)}); }}", ind + 1)
 
     def copy(self, dst: str, src: str, n: int, ind: int) -> None:
         self.emit(f"memmove(&F[{dst}], &F[{src}], {n * 8});", ind)
 
-    def p_assign_header(self, ps: list[m.Value], ind: int) -> None:
-        dst, src = ps
-        d = self.tmp("b")
-        self.emit(f"u64 {d} = {self.header_base(dst)};", ind)
-        s = self.header_base(src)
+    def invalidate_if_valid(self, base: str, others: list[int], ind: int) -> None:
+        self.emit(f"if (F[{base}]) {{ " + " ".join(f"F[{o}] = 0;" for o in others) + " }", ind)
+
+    def add_header(self, base: str, n: int, ind: int) -> str:
+        b = self.bind(base, ind)
         self.check(ind)
-        self.copy(d, s, self.L.slots(self.L.header_type_of(src)), ind)
-        self.after_valid_change(dst, d, ind)
-
-    def p_assign_union(self, ps: list[m.Value], ind: int) -> None:
-        dst, src = ps
-        if not isinstance(dst, m.UnionRef):
-            raise self.fail("assign_union needs header unions")
-        ut = self.L.union_type[dst.name]
-        for k, (_, tname) in enumerate(ut.headers):
-            self.copy(self.union_members(dst)[k], self.union_members(src)[k], self.L.slots(self.L.types[tname]), ind)
-
-    def p_assign_header_stack(self, ps: list[m.Value], ind: int) -> None:
-        dst, src = ps
-        assert isinstance(dst, m.StackRef) and isinstance(src, m.StackRef)
-        size = self.L.size[self.L.stacks[dst.name][0]]
-        for d, s in zip(self.L.stacks[dst.name], self.L.stacks[src.name]):
-            self.copy(str(self.L.base[d]), str(self.L.base[s]), size, ind)
-        self.emit(f"F[{self.L.next_index[dst.name]}] = F[{self.L.next_index[src.name]}];", ind)
-
-    def after_valid_change(self, dst: m.Value, base: str, ind: int) -> None:
-        """A union member made valid invalidates the union's other members, as BMv2 does."""
-        if isinstance(dst, m.HeaderRef) and dst.name in self.L.member_of:
-            others = [self.L.base[h] for h in self.L.unions[self.L.member_of[dst.name]] if h != dst.name]
-            if others:
-                self.emit(f"if (F[{base}]) {{ " + " ".join(f"F[{o}] = 0;" for o in others) + " }", ind)
-
-    def p_add_header(self, ps: list[m.Value], ind: int) -> None:
-        b = self.tmp("b")
-        self.emit(f"u64 {b} = {self.header_base(ps[0])};", ind)
-        self.check(ind)
-        n = self.L.slots(self.L.header_type_of(ps[0]))
         self.emit(f"if (!F[{b}]) {{ memset(&F[{b}], 0, {n * 8}); F[{b}] = 1; }}", ind)
-        self.after_valid_change(ps[0], b, ind)
-
-    def p_remove_header(self, ps: list[m.Value], ind: int) -> None:
-        self.emit(f"F[{self.header_base(ps[0])}] = 0;", ind)
+        return b
 
     def _stack_shift(self, ps: list[m.Value], ind: int, sign: str) -> None:
         stack, count = ps
@@ -280,33 +229,12 @@ class _Printer(LoweredPrinter):
 
     p_drop = p_mark_to_drop
 
-    def _check_true(self, ps: list[m.Value], ind: int, what: str) -> None:
-        self.emit(f"if (!{self.rv(ps[0])}) {{ p->rc = RC_ERR; p->msg = {_cstr(what + ' failed')}; }}", ind)
+    def fail_unless(self, cond: str, what: str, ind: int) -> None:
+        self.emit(f"if (!{cond}) {{ p->rc = RC_ERR; p->msg = {_cstr(what + ' failed')}; }}", ind)
         self.may_fail = True
 
-    def p_assert(self, ps: list[m.Value], ind: int) -> None:
-        self._check_true(ps, ind, "assert")
-
-    def p_assume(self, ps: list[m.Value], ind: int) -> None:
-        self._check_true(ps, ind, "assume")
-
-    def p_log_msg(self, ps: list[m.Value], ind: int) -> None:
-        msg = ps[0].value if isinstance(ps[0], m.String) else ""
-        values = ps[1].items if len(ps) > 1 and isinstance(ps[1], m.ValueList) else ()
-        v = self.tmp("L")
-        self.emit(f"{{ const u64 {v}[] = {{{', '.join(f'(u64){self.rv(x)}' for x in values) or '0'}}};", ind)
-        self.emit(f"push_log(p->E, {_cstr(msg)}, {v}, {len(values)}); }}", ind + 1)
-
-    def _named(self, v: m.Value, kind: str) -> str:
-        if not isinstance(v, m.Named) or v.kind != kind:
-            raise self.fail(f"expected a {kind}")
-        return v.name
-
-    def p_register_read(self, ps: list[m.Value], ind: int) -> None:
-        self.store(ps[0], self.rv(m.RegisterCell(self._named(ps[1], "register_array"), ps[2])), ind)
-
     def p_register_write(self, ps: list[m.Value], ind: int) -> None:
-        name = self._named(ps[0], "register_array")
+        name = self.named(ps[0], "register_array")
         reg = self.reg_size[name]
         i = self.tmp("i")
         mask = f" & {(1 << reg.bitwidth) - 1:#x}ULL" if reg.bitwidth < 64 else ""
@@ -315,7 +243,7 @@ class _Printer(LoweredPrinter):
                   f"(u64)({self.rv(ps[2])}){mask}; }}", ind + 1)
 
     def p_count(self, ps: list[m.Value], ind: int) -> None:
-        name = self._named(ps[0], "counter_array")
+        name = self.named(ps[0], "counter_array")
         cid, i = self.cp.counters[name], self.tmp("i")
         self.emit(f"{{ i128 {i} = {self.rv(ps[1])};", ind)
         self.emit(f"if ({i} >= 0 && {i} < {self.counter_size[name]}) {{ p->E->cpk[{cid}][(u64){i}]++; "
@@ -325,7 +253,7 @@ class _Printer(LoweredPrinter):
         return "1.0" if kind == "packets" else f"(double)F[{self.L.sm['packet_length']}]"
 
     def p_execute_meter(self, ps: list[m.Value], ind: int) -> None:
-        name = self._named(ps[0], "meter_array")
+        name = self.named(ps[0], "meter_array")
         meter = self.meters[name]
         i = self.tmp("i")
         self.emit(f"{{ i128 {i} = {self.rv(ps[1])};", ind)
@@ -386,7 +314,7 @@ class _Printer(LoweredPrinter):
         dst, base, calc, size = ps
         h, n = self.tmp("h"), self.tmp("n")
         self.emit("{", ind)
-        self.emit(f"i128 {h} = (i128){self.calc(self._named(calc, 'calculation'), ind + 1)}, {n} = {self.rv(size)};",
+        self.emit(f"i128 {h} = (i128){self.calc(self.named(calc, 'calculation'), ind + 1)}, {n} = {self.rv(size)};",
                   ind + 1)
         self.store(dst, f"l_add({self.rv(base)}, {n} ? {h} % {n} : {h})", ind + 1)
         self.emit("}", ind)
@@ -416,22 +344,19 @@ class _Printer(LoweredPrinter):
         self.ctx = "action"
         self.emit(f"static void ac{a.id}(pk_t *p, const u64 *A) {{ /* action {a.name} */", 0)
         self.emit("u64 *F = p->F; (void)F; (void)A;", 1)
-        for i, prim in enumerate(a.primitives):
-            self.emit(f"L{i}: ;", 0)
-            if prim.op == "_jump":
-                self.emit(f"goto L{self.jump_target(prim.parameters[0])};", 1)
-            elif prim.op == "_jump_if_zero":
-                self.emit(f"if (!{self.rv(prim.parameters[0])}) goto L{self.jump_target(prim.parameters[1])};", 1)
-                self.check(1)
-            else:
-                self.primitive(prim, 1)
+        self.action_body(a, 0)
         self.emit(f"L{len(a.primitives)}: ;", 0)
         self.emit("}", 0)
 
-    def jump_target(self, v: m.Value) -> int:
-        if not isinstance(v, m.Const):
+    def label(self, index: int, ind: int) -> int:
+        self.emit(f"L{index}: ;", ind)
+        return ind + 1
+
+    def jump(self, cond: str | None, target: m.Value, ind: int) -> None:
+        if not isinstance(target, m.Const):
             raise self.fail("a jump to a computed place")
-        return v.value
+        self.emit(f"{'' if cond is None else f'if (!{cond}) '}goto L{target.value};", ind)
+        self.check(ind)
 
     # -- pipelines
 
@@ -470,18 +395,10 @@ class _Printer(LoweredPrinter):
         self.ctx = "table"
         tid = self.cp.tables[t.name]
         self.emit(f"static int tb{t.id}(pk_t *p) {{ /* table {t.name} */", 0)
-        self.emit(f"u64 *F = p->F; table_t *T = &p->E->tables[{tid}]; (void)F;", 1)
-        if t.key:
-            self.emit(f"const u64 K[] = {{{', '.join(self.key_code(k) for k in t.key)}}};", 1)
-            self.emit("entry_t *e = table_lookup(T, K);", 1)
-        else:
-            self.emit("entry_t *e = NULL;", 1)
-        self.emit("int act; const u64 *A;", 1)
-        self.emit("if (e) {", 1)
-        if t.support_timeout:
-            self.emit("e->last_hit = mono();", 2)
-        if any(c.is_direct and c.binding == t.name for c in self.p.counter_arrays):
-            self.emit(f"e->packets++; e->bytes += F[{self.L.sm['packet_length']}];", 2)
+        counted = any(c.is_direct and c.binding == t.name for c in self.p.counter_arrays)
+        for line in table_hit_c(tid, [self.key_code(k) for k in t.key], t.support_timeout,
+                                self.L.sm["packet_length"] if counted else None):
+            self.emit(line, 1)
         meter = next((mt for mt in self.p.meter_arrays if mt.name == t.direct_meters), None)
         if meter is not None:
             color = f"meter_exec(&e->meter, {self.meter_amount(meter.type)})"
@@ -600,11 +517,7 @@ class _Printer(LoweredPrinter):
                 self.parser_op(op, 2)
             self.transitions(s, 2)
             self.emit("}", 1)
-        self.emit("accept: return o;", 0)
-        self.emit("reject:", 0)
-        self.emit(f"if (rcode != NO_ERROR_CODE) F[{self.L.sm['parser_error']}] = rcode;", 1)
-        self.emit("return o;", 1)
-        self.emit("}", 0)
+        self.out += parser_end_c(self.L.sm["parser_error"])
 
     def set_key(self, parts: list[tuple[str, int, int]], ind: int) -> None:
         total = parts[0][2] + (parts[0][1] + 7) // 8 * 8

@@ -18,6 +18,8 @@ class LoweredPrinter:
     OPS: dict[str, str] = {}
     # Stack queries by operator: {n} the stack's next-index slot.
     STACK_OPS: dict[str, str] = {}
+    VALID = ""  # a header's validity as a boolean: {b} its base slot
+    OR, FALSE = "", ""  # boolean or, false
     NOT_SET = ""  # a hidden slot's "not set" (a clone without a field list)
     NO_FIELD_LIST = ""  # resubmit/recirculate without a field list
     CLONE = {"I2E": "", "E2E": ""}  # the hidden clone_type slot's values
@@ -57,15 +59,51 @@ class LoweredPrinter:
         """An expression reading the slot of a field of type `ftype` (None: a validity slot)."""
         raise NotImplementedError
 
-    def header_base(self, v: m.Value | None) -> str:
-        """An expression for a header's base slot (its validity slot)."""
+    def stack_element(self, stack: str, index: m.Value | None) -> str:
+        """An expression for the base slot of element `index` of a header stack (checked)."""
         raise NotImplementedError
 
-    def set_slots(self, assignments: list[tuple[int, str]], ind: int) -> None:
+    def set_slots(self, assignments: list[tuple[int | str, str]], ind: int) -> None:
         """Print slot = value for each pair."""
         raise NotImplementedError
 
     def extract(self, target: m.Value, vl: str, ind: int) -> None:
+        raise NotImplementedError
+
+    def bind(self, code: str, ind: int) -> str:
+        """A name for the value of `code`, computed once here (or `code` itself where that is as cheap)."""
+        raise NotImplementedError
+
+    def log(self, msg: str, values: list[str], ind: int) -> None:
+        """Print log_msg's line: `msg` with its `{}`s filled by values."""
+        raise NotImplementedError
+
+    def store(self, dst: m.Value, code: str, ind: int) -> None:
+        """Print a write of `code` into a field, truncated to its width."""
+        raise NotImplementedError
+
+    def label(self, index: int, ind: int) -> int:
+        """Print the place primitive `index` of an action starts (a jump's target); the body's indentation."""
+        raise NotImplementedError
+
+    def jump(self, cond: str | None, target: m.Value, ind: int) -> None:
+        """Print a jump to primitive `target`, when `cond` is zero (always when None)."""
+        raise NotImplementedError
+
+    def fail_unless(self, cond: str, what: str, ind: int) -> None:
+        """Print: the packet is dropped with an error ("`what` failed") unless `cond`."""
+        raise NotImplementedError
+
+    def copy(self, dst: str, src: str, n: int, ind: int) -> None:
+        """Print a copy of `n` slots from `src` to `dst`."""
+        raise NotImplementedError
+
+    def invalidate_if_valid(self, base: str, others: list[int], ind: int) -> None:
+        """Print: when header `base` is valid, the headers at `others` become invalid."""
+        raise NotImplementedError
+
+    def add_header(self, base: str, n: int, ind: int) -> str:
+        """Print: header `base` (of `n` slots), unless valid, becomes valid with zero fields; a name for base."""
         raise NotImplementedError
 
     def p_assign(self, ps: list[m.Value], ind: int) -> None:
@@ -112,7 +150,33 @@ class LoweredPrinter:
                                c=self.rv(e.cond) if e.cond is not None else "")
 
     def valid(self, v: m.Value | None) -> str:
+        """Whether a header (any member of a union) is valid."""
+        if isinstance(v, m.UnionRef) or (isinstance(v, m.Expr) and v.op == "dereference_union_stack"):
+            members = [self.VALID.format(b=x) for x in self.union_members(v)]
+            return "(" + self.OR.join(members) + ")" if members else self.FALSE
+        return self.VALID.format(b=self.header_base(v))
+
+    def union_members(self, v: m.Value) -> list[str]:
+        """Expressions for the base slots of a union's members."""
+        if isinstance(v, m.UnionRef):
+            return [str(self.L.base[h]) for h in self.L.unions[v.name]]
+        assert isinstance(v, m.Expr) and isinstance(v.left, m.UnionStackRef)
+        return self.union_stack_members(v.left.name, v.right)
+
+    def union_stack_members(self, stack: str, index: m.Value | None) -> list[str]:
+        """Expressions for the base slots of the members of union `index` of a union stack."""
         raise NotImplementedError
+
+    def header_base(self, v: m.Value | None) -> str:
+        """An expression for a header's base slot (its validity slot)."""
+        if isinstance(v, m.HeaderRef):
+            return str(self.L.base[v.name])
+        if isinstance(v, m.Expr) and v.op == "dereference_header_stack" and isinstance(v.left, m.StackRef):
+            return self.stack_element(v.left.name, v.right)
+        if isinstance(v, m.Expr) and v.op == "access_union_header" and v.left is not None:
+            assert isinstance(v.right, m.Const)
+            return self.union_members(v.left)[v.right.value]
+        raise self.fail(f"{type(v).__name__} does not name a header here")
 
     def next_slot(self, v: m.Value | None) -> int:
         if isinstance(v, (m.StackRef, m.UnionStackRef)):
@@ -149,6 +213,69 @@ class LoweredPrinter:
             raise self.fail(f"primitive {prim.op} is not supported")
         fn(prim.parameters, ind)
 
+    def p_assign_VL(self, ps: list[m.Value], ind: int) -> None:
+        dst, src = ps
+        assert isinstance(dst, m.Field) and isinstance(src, m.Field)
+        db, sb = self.L.base[dst.header], self.L.base[src.header]
+        dn, sn = len(self.L.header_type(dst.header).fields), len(self.L.header_type(src.header).fields)
+        self.set_slots([(self.field_lv(dst)[0], f"F[{self.field_lv(src)[0]}]"),
+                        (db + 1 + dn, f"F[{sb + 1 + sn}]")], ind)
+
+    def p_assign_header(self, ps: list[m.Value], ind: int) -> None:
+        dst, src = ps
+        d = self.bind(self.header_base(dst), ind)
+        self.copy(d, self.header_base(src), self.L.slots(self.L.header_type_of(src)), ind)
+        self.after_valid_change(dst, d, ind)
+
+    def p_assign_union(self, ps: list[m.Value], ind: int) -> None:
+        dst, src = ps
+        if not isinstance(dst, m.UnionRef):
+            raise self.fail("assign_union needs header unions")
+        for k, (_, tname) in enumerate(self.L.union_type[dst.name].headers):
+            self.copy(self.union_members(dst)[k], self.union_members(src)[k], self.L.slots(self.L.types[tname]), ind)
+
+    def p_log_msg(self, ps: list[m.Value], ind: int) -> None:
+        msg = ps[0].value if isinstance(ps[0], m.String) else ""
+        values = ps[1].items if len(ps) > 1 and isinstance(ps[1], m.ValueList) else ()
+        self.log(msg, [self.rv(v) for v in values], ind)
+
+    def p_assert(self, ps: list[m.Value], ind: int) -> None:
+        self.fail_unless(self.rv(ps[0]), "assert", ind)
+
+    def p_assume(self, ps: list[m.Value], ind: int) -> None:
+        self.fail_unless(self.rv(ps[0]), "assume", ind)
+
+    def named(self, v: m.Value, kind: str) -> str:
+        """The name of a register/counter/meter array or calculation a primitive takes."""
+        if not isinstance(v, m.Named) or v.kind != kind:
+            raise self.fail(f"expected a {kind}")
+        return v.name
+
+    def p_register_read(self, ps: list[m.Value], ind: int) -> None:
+        self.store(ps[0], self.rv(m.RegisterCell(self.named(ps[1], "register_array"), ps[2])), ind)
+
+    def p_assign_header_stack(self, ps: list[m.Value], ind: int) -> None:
+        dst, src = ps
+        assert isinstance(dst, m.StackRef) and isinstance(src, m.StackRef)
+        size = self.L.size[self.L.stacks[dst.name][0]]
+        for d, s in zip(self.L.stacks[dst.name], self.L.stacks[src.name]):
+            self.copy(str(self.L.base[d]), str(self.L.base[s]), size, ind)
+        self.set_slots([(self.L.next_index[dst.name], f"F[{self.L.next_index[src.name]}]")], ind)
+
+    def after_valid_change(self, dst: m.Value, base: str, ind: int) -> None:
+        """A union member made valid invalidates the union's other members, as BMv2 does."""
+        if isinstance(dst, m.HeaderRef) and dst.name in self.L.member_of:
+            others = [self.L.base[h] for h in self.L.unions[self.L.member_of[dst.name]] if h != dst.name]
+            if others:
+                self.invalidate_if_valid(base, others, ind)
+
+    def p_add_header(self, ps: list[m.Value], ind: int) -> None:
+        b = self.add_header(self.header_base(ps[0]), self.L.slots(self.L.header_type_of(ps[0])), ind)
+        self.after_valid_change(ps[0], b, ind)
+
+    def p_remove_header(self, ps: list[m.Value], ind: int) -> None:
+        self.set_slots([(self.header_base(ps[0]), self.FALSE)], ind)
+
     def _field_list_id(self, v: m.Value | None, absent: str) -> str:
         return str(v.value) if isinstance(v, m.Const) else absent
 
@@ -174,6 +301,17 @@ class LoweredPrinter:
 
     def p_truncate(self, ps: list[m.Value], ind: int) -> None:
         self.set_slots([(self.L.hidden["truncate"], self.rv(ps[0]))], ind)
+
+    def action_body(self, a: m.Action, ind: int) -> None:
+        """An action's primitives, with p4c's jumps (its lowering of `if` inside an action) by index."""
+        for i, prim in enumerate(a.primitives):
+            body = self.label(i, ind)
+            if prim.op == "_jump":
+                self.jump(None, prim.parameters[0], body)
+            elif prim.op == "_jump_if_zero":
+                self.jump(self.rv(prim.parameters[0]), prim.parameters[1], body)
+            else:
+                self.primitive(prim, body)
 
     # -- parser
 

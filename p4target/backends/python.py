@@ -123,6 +123,7 @@ class _Printer(LoweredPrinter):
            **{op: f"({{a}} {op} {{b}})" for op in ("+", "-", "*", ">>", "==", "!=", ">", ">=", "<", "<=", "&", "|",
                                                   "^", "and", "or")}}
     STACK_OPS = {"last_stack_index": "(F[{n}] - 1)", "size_stack": "F[{n}]"}
+    VALID, OR, FALSE = "bool(F[{b}])", " or ", "False"
     NOT_SET, NO_FIELD_LIST, CLONE = "None", "0", {"I2E": "'I2E'", "E2E": "'E2E'"}
 
     def __init__(self, p: m.Program, state: st.State, rng: random.Random):
@@ -175,34 +176,15 @@ class _Printer(LoweredPrinter):
     def read(self, slot: str, ftype: m.FieldType | None) -> str:
         return f"int(F[{slot}])" if ftype is None else f"F[{slot}]"
 
-    def valid(self, v: m.Value | None) -> str:
-        if isinstance(v, m.UnionRef) or (isinstance(v, m.Expr) and v.op == "dereference_union_stack"):
-            members = self.union_members(v)
-            return "(" + " or ".join(f"F[{x}]" for x in members) + ")" if members else "False"
-        return f"bool(F[{self.header_base(v)}])"
-
-    def union_members(self, v: m.Value) -> list[str]:
-        if isinstance(v, m.UnionRef):
-            return [str(self.L.base[h]) for h in self.L.unions[v.name]]
-        assert isinstance(v, m.Expr) and isinstance(v.left, m.UnionStackRef)
-        u = f"_at(_STK_{ident(v.left.name)}, {self.rv(v.right)}, {v.left.name!r})"
-        ut = self.L.union_stack_type[v.left.name]
+    def union_stack_members(self, stack: str, index: m.Value | None) -> list[str]:
+        u = f"_at(_STK_{ident(stack)}, {self.rv(index)}, {stack!r})"
         # the stack's unions all have the same type: member k's base is found through the first union
-        first = self.L.union_stacks[v.left.name]
-        self.ns.setdefault(f"_UM_{ident(v.left.name)}", {
-            name: tuple(self.L.base[h] for h in self.L.unions[name]) for name in first})
-        return [f"_UM_{ident(v.left.name)}[{u}][{k}]" for k in range(len(ut.headers))]
+        self.ns.setdefault(f"_UM_{ident(stack)}", {
+            name: tuple(self.L.base[h] for h in self.L.unions[name]) for name in self.L.union_stacks[stack]})
+        return [f"_UM_{ident(stack)}[{u}][{k}]" for k in range(len(self.L.union_stack_type[stack].headers))]
 
-    def header_base(self, v: m.Value | None) -> str:
-        """A Python expression for a header's base slot (its validity slot)."""
-        if isinstance(v, m.HeaderRef):
-            return str(self.L.base[v.name])
-        if isinstance(v, m.Expr) and v.op == "dereference_header_stack" and isinstance(v.left, m.StackRef):
-            return f"_at(_STK_{ident(v.left.name)}, {self.rv(v.right)}, {v.left.name!r})"
-        if isinstance(v, m.Expr) and v.op == "access_union_header" and v.left is not None:
-            assert isinstance(v.right, m.Const)
-            return self.union_members(v.left)[v.right.value]
-        raise self.fail(f"{type(v).__name__} does not name a header here")
+    def stack_element(self, stack: str, index: m.Value | None) -> str:
+        return f"_at(_STK_{ident(stack)}, {self.rv(index)}, {stack!r})"
 
     def store(self, dst: m.Value, code: str, ind: int) -> None:
         slot, ftype, width = self.target(dst)
@@ -221,54 +203,22 @@ class _Printer(LoweredPrinter):
 
     p_modify_field = p_assign
 
-    def p_assign_VL(self, ps: list[m.Value], ind: int) -> None:
-        dst, src = ps
-        assert isinstance(dst, m.Field) and isinstance(src, m.Field)
-        db, sb = self.L.base[dst.header], self.L.base[src.header]
-        dn, sn = len(self.L.header_type(dst.header).fields), len(self.L.header_type(src.header).fields)
-        self.emit(f"F[{self.field_lv(dst)[0]}] = {self.rv(src)}; F[{db + 1 + dn}] = F[{sb + 1 + sn}]", ind)
+    def bind(self, code: str, ind: int) -> str:
+        return code
 
-    def p_assign_header(self, ps: list[m.Value], ind: int) -> None:
-        dst, src = ps
-        n = 1 + len(self.L.header_type_of(src).fields) + int(self.L.header_type_of(src).max_length is not None)
-        d = self.header_base(dst)
-        self.emit(f"_copy(F, {d}, {self.header_base(src)}, {n})", ind)
-        self.after_valid_change(dst, d, ind)
+    def log(self, msg: str, values: list[str], ind: int) -> None:
+        self.emit(f"_LOG.append(_logf({msg!r}, ({''.join(v + ', ' for v in values)})))", ind)
 
-    def p_assign_union(self, ps: list[m.Value], ind: int) -> None:
-        dst, src = ps
-        ut = self.L.union_type[dst.name] if isinstance(dst, m.UnionRef) else None
-        if ut is None:
-            raise self.fail("assign_union needs header unions")
-        for k, (_, tname) in enumerate(ut.headers):
-            size = 1 + len(self.L.types[tname].fields) + int(self.L.types[tname].max_length is not None)
-            self.emit(f"_copy(F, {self.union_members(dst)[k]}, {self.union_members(src)[k]}, {size})", ind)
+    def copy(self, dst: str, src: str, n: int, ind: int) -> None:
+        self.emit(f"_copy(F, {dst}, {src}, {n})", ind)
 
-    def p_assign_header_stack(self, ps: list[m.Value], ind: int) -> None:
-        dst, src = ps
-        assert isinstance(dst, m.StackRef) and isinstance(src, m.StackRef)
-        size = self.L.size[self.L.stacks[dst.name][0]]
-        for d, s in zip(self.L.stacks[dst.name], self.L.stacks[src.name]):
-            self.emit(f"_copy(F, {self.L.base[d]}, {self.L.base[s]}, {size})", ind)
-        self.emit(f"F[{self.L.next_index[dst.name]}] = F[{self.L.next_index[src.name]}]", ind)
+    def invalidate_if_valid(self, base: str, others: list[int], ind: int) -> None:
+        self.emit(f"if F[{base}]: " + "; ".join(f"F[{o}] = False" for o in others), ind)
 
-    def after_valid_change(self, dst: m.Value, base: str, ind: int) -> None:
-        """A union member made valid invalidates the union's other members, as BMv2 does."""
-        if isinstance(dst, m.HeaderRef) and dst.name in self.L.member_of:
-            others = [self.L.base[h] for h in self.L.unions[self.L.member_of[dst.name]] if h != dst.name]
-            if others:
-                self.emit(f"if F[{base}]: " + "; ".join(f"F[{o}] = False" for o in others), ind)
-
-    def p_add_header(self, ps: list[m.Value], ind: int) -> None:
-        b = self.header_base(ps[0])
-        t = self.L.header_type_of(ps[0])
-        n = len(t.fields) + int(t.max_length is not None)
-        self.emit(f"_b = {b}", ind)
-        self.emit(f"if not F[_b]: F[_b:_b + {n + 1}] = [True] + [0] * {n}", ind)
-        self.after_valid_change(ps[0], b, ind)
-
-    def p_remove_header(self, ps: list[m.Value], ind: int) -> None:
-        self.emit(f"F[{self.header_base(ps[0])}] = False", ind)
+    def add_header(self, base: str, n: int, ind: int) -> str:
+        self.emit(f"_b = {base}", ind)
+        self.emit(f"if not F[_b]: F[_b:_b + {n}] = [True] + [0] * {n - 1}", ind)
+        return "_b"
 
     def _stack_shift(self, ps: list[m.Value], ind: int, push: bool) -> None:
         stack, count = ps
@@ -311,30 +261,11 @@ class _Printer(LoweredPrinter):
     def p_drop(self, ps: list[m.Value], ind: int) -> None:
         self.p_mark_to_drop([m.HeaderRef("standard_metadata")], ind)
 
-    def _check(self, ps: list[m.Value], ind: int, what: str) -> None:
-        self.emit(f"if not {self.rv(ps[0])}: raise _PacketError('{what} failed')", ind)
-
-    def p_assert(self, ps: list[m.Value], ind: int) -> None:
-        self._check(ps, ind, "assert")
-
-    def p_assume(self, ps: list[m.Value], ind: int) -> None:
-        self._check(ps, ind, "assume")
-
-    def p_log_msg(self, ps: list[m.Value], ind: int) -> None:
-        msg = ps[0].value if isinstance(ps[0], m.String) else ""
-        values = ps[1].items if len(ps) > 1 and isinstance(ps[1], m.ValueList) else ()
-        self.emit(f"_LOG.append(_logf({msg!r}, ({''.join(self.rv(v) + ', ' for v in values)})))", ind)
-
-    def _named(self, v: m.Value, kind: str) -> str:
-        if not isinstance(v, m.Named) or v.kind != kind:
-            raise self.fail(f"expected a {kind}")
-        return v.name
-
-    def p_register_read(self, ps: list[m.Value], ind: int) -> None:
-        self.store(ps[0], self.rv(m.RegisterCell(self._named(ps[1], "register_array"), ps[2])), ind)
+    def fail_unless(self, cond: str, what: str, ind: int) -> None:
+        self.emit(f"if not {cond}: raise _PacketError('{what} failed')", ind)
 
     def p_register_write(self, ps: list[m.Value], ind: int) -> None:
-        name = self._named(ps[0], "register_array")
+        name = self.named(ps[0], "register_array")
         reg = self.state.registers[name]
         i = self.tmp()
         self.emit(f"{i} = {self.rv(ps[1])}", ind)
@@ -342,7 +273,7 @@ class _Printer(LoweredPrinter):
                   f"({self.rv(ps[2])}) & {(1 << reg.schema.bitwidth) - 1:#x}", ind)
 
     def p_count(self, ps: list[m.Value], ind: int) -> None:
-        name = self._named(ps[0], "counter_array")
+        name = self.named(ps[0], "counter_array")
         cnt = self.state.counters[name]
         i = self.tmp()
         self.emit(f"{i} = {self.rv(ps[1])}", ind)
@@ -353,7 +284,7 @@ class _Printer(LoweredPrinter):
         return "1" if kind == "packets" else f"F[{self.L.sm['packet_length']}]"
 
     def p_execute_meter(self, ps: list[m.Value], ind: int) -> None:
-        name = self._named(ps[0], "meter_array")
+        name = self.named(ps[0], "meter_array")
         meter = self.state.meters[name]
         i = self.tmp()
         self.emit(f"{i} = {self.rv(ps[1])}", ind)
@@ -404,7 +335,7 @@ class _Printer(LoweredPrinter):
     def p_modify_field_with_hash_based_offset(self, ps: list[m.Value], ind: int) -> None:
         dst, base, calc, size = ps
         h, n = self.tmp(), self.tmp()
-        self.emit(f"{h} = {self.calc(self._named(calc, 'calculation'))}; {n} = {self.rv(size)}", ind)
+        self.emit(f"{h} = {self.calc(self.named(calc, 'calculation'))}; {n} = {self.rv(size)}", ind)
         self.store(dst, f"({self.rv(base)} + ({h} % {n} if {n} else {h}))", ind)
 
     def p_modify_field_rng_uniform(self, ps: list[m.Value], ind: int) -> None:
@@ -441,17 +372,17 @@ class _Printer(LoweredPrinter):
         # p4c lowers `if` inside an action to jumps: run it as a little state machine over primitive indexes
         self.emit("pc = 0", 1)
         self.emit("while True:", 1)
-        for i, prim in enumerate(a.primitives):
-            self.emit(f"{'if' if i == 0 else 'elif'} pc == {i}:", 2)
-            if prim.op == "_jump":
-                self.emit(f"pc = {self.rv(prim.parameters[0])}; continue", 3)
-            elif prim.op == "_jump_if_zero":
-                self.emit(f"if not {self.rv(prim.parameters[0])}: pc = {self.rv(prim.parameters[1])}; continue", 3)
-            else:
-                self.primitive(prim, 3)
+        self.action_body(a, 2)
         self.emit("else:", 2)
         self.emit("return", 3)
         self.emit("pc += 1", 2)
+
+    def label(self, index: int, ind: int) -> int:
+        self.emit(f"{'if' if index == 0 else 'elif'} pc == {index}:", ind)
+        return ind + 1
+
+    def jump(self, cond: str | None, target: m.Value, ind: int) -> None:
+        self.emit(f"{'' if cond is None else f'if not {cond}: '}pc = {self.rv(target)}; continue", ind)
 
     # -- pipelines
 
