@@ -72,6 +72,13 @@ class _Printer(LoweredPrinter):
                 if width > MAX_BITS:
                     raise self.fail(f"field {t.name}.{f.name} of {width} bits (the native engine holds at most "
                                     f"{MAX_BITS})")
+        for a in p.actions:
+            for name, width in a.runtime_data:
+                if width > MAX_BITS:
+                    raise self.fail(f"action {a.name}'s parameter {name} of {width} bits")
+        for r in p.register_arrays:
+            if r.bitwidth > MAX_BITS:
+                raise self.fail(f"register array {r.name} of {r.bitwidth}-bit cells")
         for pl in p.pipelines:
             for t in pl.tables:
                 if t.action_profile is not None:
@@ -136,6 +143,8 @@ class _Printer(LoweredPrinter):
             k, ftype = self.L.field_index(self.L.stack_type[v.stack], v.field)
             return self.read(f"{b} + {1 + k}", ftype)
         if isinstance(v, m.Lookahead):
+            if v.width > MAX_BITS:
+                raise self.fail(f"a lookahead of {v.width} bits")
             self.may_fail = True
             return f"((i128)l_look(p, o, {v.offset}, {v.width}, {self.error_code('PacketTooShort')}))"
         if isinstance(v, m.Expr):
@@ -304,9 +313,19 @@ class _Printer(LoweredPrinter):
             else:
                 raise self.fail(f"a calculation cannot take a {type(v).__name__}")
         self.emit(f"u8 {buf}[{most // 8 + 2}] = {{0}}; u32 {nb} = 0;", ind)
-        for value, width, valid in parts:
-            put = f"putbits({buf}, {nb}, {value}, {width}); {nb} += {width};"
-            self.emit(put if valid is None else f"if (F[{valid}]) {{ {put} }}", ind)
+        guards = {valid for _, _, valid in parts}
+        if len(guards) == 1 and all(width.isdigit() for _, width, _ in parts):  # bits at fixed places
+            (valid,) = guards
+            puts, pos = [], 0
+            for value, width, _ in parts:
+                puts.append(f"putbits({buf}, {pos}, {value}, {width});")
+                pos += int(width)
+            self.emit(" ".join(puts) + f" {nb} = {pos};" if valid is None else
+                      f"if (F[{valid}]) {{ {' '.join(puts)} {nb} = {pos}; }}", ind)
+        else:
+            for value, width, valid in parts:
+                put = f"putbits({buf}, {nb}, {value}, {width}); {nb} += {width};"
+                self.emit(put if valid is None else f"if (F[{valid}]) {{ {put} }}", ind)
         rest = "p->data + p->poff, p->len - p->poff" if payload else "NULL, 0"
         return f"hash_{algo}({buf}, ({nb} + 7) / 8, {rest})"
 
