@@ -80,17 +80,17 @@ class _Printer(LoweredPrinter):
             if r.bitwidth > MAX_BITS:
                 raise self.fail(f"register array {r.name} of {r.bitwidth}-bit cells")
         for pl in p.pipelines:
-            for t in pl.tables:
-                if t.action_profile is not None:
-                    raise self.fail(f"action profiles and selectors (table {t.name})")
+            for table in pl.tables:
+                if table.action_profile is not None:
+                    raise self.fail(f"action profiles and selectors (table {table.name})")
         self.ctx = "action"  # where code is printed: a key of _LEAVE
         self.labels: dict[str, str] = {}  # parse state -> its label
         self.cp = CProgram("")
         for a in p.actions:
             self.cp.actions.setdefault(a.name, len(self.cp.actions))
         for pl in p.pipelines:
-            for t in pl.tables:
-                self.cp.tables[t.name] = len(self.cp.tables)
+            for table in pl.tables:
+                self.cp.tables[table.name] = len(self.cp.tables)
         self.reg_size = {r.name: r for r in p.register_arrays}
         for r in p.register_arrays:
             self.cp.registers[r.name] = len(self.cp.registers)
@@ -314,18 +314,18 @@ class _Printer(LoweredPrinter):
                 raise self.fail(f"a calculation cannot take a {type(v).__name__}")
         self.emit(f"u8 {buf}[{most // 8 + 2}] = {{0}}; u32 {nb} = 0;", ind)
         guards = {valid for _, _, valid in parts}
-        if len(guards) == 1 and all(width.isdigit() for _, width, _ in parts):  # bits at fixed places
-            (valid,) = guards
+        if len(guards) == 1 and all(bits.isdigit() for _, bits, _ in parts):  # bits at fixed places
+            (guard,) = guards
             puts, pos = [], 0
-            for value, width, _ in parts:
-                puts.append(f"putbits({buf}, {pos}, {value}, {width});")
-                pos += int(width)
-            self.emit(" ".join(puts) + f" {nb} = {pos};" if valid is None else
-                      f"if (F[{valid}]) {{ {' '.join(puts)} {nb} = {pos}; }}", ind)
+            for code, bits, _ in parts:
+                puts.append(f"putbits({buf}, {pos}, {code}, {bits});")
+                pos += int(bits)
+            self.emit(" ".join(puts) + f" {nb} = {pos};" if guard is None else
+                      f"if (F[{guard}]) {{ {' '.join(puts)} {nb} = {pos}; }}", ind)
         else:
-            for value, width, valid in parts:
-                put = f"putbits({buf}, {nb}, {value}, {width}); {nb} += {width};"
-                self.emit(put if valid is None else f"if (F[{valid}]) {{ {put} }}", ind)
+            for code, bits, guard in parts:
+                put = f"putbits({buf}, {nb}, {code}, {bits}); {nb} += {bits};"
+                self.emit(put if guard is None else f"if (F[{guard}]) {{ {put} }}", ind)
         rest = "p->data + p->poff, p->len - p->poff" if payload else "NULL, 0"
         return f"hash_{algo}({buf}, ({nb} + 7) / 8, {rest})"
 
@@ -354,7 +354,7 @@ class _Printer(LoweredPrinter):
         self.emit(f"{{ const u64 {v}[] = {{{values or '0'}}};", ind)
         self.emit(f"push_digest(p->E, {self.p.learn_lists.index(ll)}, {v}, {len(ll.elements)}); }}", ind + 1)
 
-    def set_slots(self, assignments: list[tuple[int, str]], ind: int) -> None:
+    def set_slots(self, assignments: list[tuple[int | str, str]], ind: int) -> None:
         self.emit(" ".join(f"F[{slot}] = (u64)({value});" for slot, value in assignments), ind)
 
     # -- actions

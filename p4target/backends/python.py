@@ -351,7 +351,7 @@ class _Printer(LoweredPrinter):
         values = "".join(f"{self.rv(f)} & {(1 << max(self.L.width(f), 1)) - 1:#x}, " for f in ll.elements)
         self.emit(f"_DG.append(({ll.name!r}, ({values})))", ind)
 
-    def set_slots(self, assignments: list[tuple[int, str]], ind: int) -> None:
+    def set_slots(self, assignments: list[tuple[int | str, str]], ind: int) -> None:
         self.emit("; ".join(f"F[{slot}] = {value}" for slot, value in assignments), ind)
 
     # -- actions
