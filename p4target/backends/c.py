@@ -60,6 +60,11 @@ class _Printer(LoweredPrinter):
            "and": "({a} && {b})", "or": "({a} || {b})", "+": "l_add({a}, {b})", "-": "l_sub({a}, {b})",
            "*": "l_mul({a}, {b})", "<<": "l_shl({a}, {b})", ">>": "l_shr({a}, {b})",
            **{op: f"({{a}} {op} {{b}})" for op in ("==", "!=", ">", ">=", "<", "<=", "&", "|", "^")}}
+    # the same where every value of the expression fits in 63 bits (`narrow`): int64_t arithmetic, no overflow
+    OPS64 = {**OPS, "neg": "(-{b})", "two_comp_mod": "l_sx64({a}, {b})", "sat_cast": "l_sat64({a}, {b})",
+             "usat_cast": "l_usat64({a}, {b})", "/": "l_div64(p, {a}, {b})", "%": "l_mod64(p, {a}, {b})",
+             "+": "({a} + {b})", "-": "({a} - {b})", "*": "({a} * {b})", "<<": "l_shl64({a}, {b})",
+             ">>": "l_shr64({a}, {b})"}
     STACK_OPS = {"last_stack_index": "((i128)F[{n}] - 1)", "size_stack": "((i128)F[{n}])"}
     VALID, OR, FALSE = "(F[{b}] != 0)", " || ", "0"
     NOT_SET, NO_FIELD_LIST, CLONE = "NONE64", "NO_FIELD_LIST", {"I2E": "CLONE_I2E", "E2E": "CLONE_E2E"}
@@ -103,6 +108,8 @@ class _Printer(LoweredPrinter):
         self.cp.digests = [(ll.name, len(ll.elements)) for ll in p.learn_lists]
         self.stack_arrays: dict[str, list[int]] = {}
         self.may_fail = False
+        self.narrow = False  # printing an expression in int64_t (see OPS64)
+        self.param_widths: list[int] = []  # the current action's parameters
 
     def check(self, ind: int) -> None:
         """After code that can set p->rc: leave the way the current context does."""
@@ -124,6 +131,8 @@ class _Printer(LoweredPrinter):
             slot, ftype = self.L.field_slot(v)
             return self.read(str(slot), ftype)
         if isinstance(v, m.Const):
+            if self.narrow:
+                return f"((i64){v.value}LL)"
             try:
                 return _lit(v.value)
             except ValueError:
@@ -131,12 +140,13 @@ class _Printer(LoweredPrinter):
         if isinstance(v, m.BoolConst):
             return "1" if v.value else "0"
         if isinstance(v, m.ActionParam):
-            return f"((i128)A[{v.index}])"
+            return f"(({'i64' if self.narrow else 'i128'})A[{v.index}])"
         if isinstance(v, m.RegisterCell):
             reg = self.reg_size.get(v.name)
             if reg is None:
                 raise self.fail(f"unknown register array {v.name}")
-            return f"l_reg(p, {self.cp.registers[v.name]}, {self.rv(v.index)}, {reg.size}ULL)"
+            code = f"l_reg(p, {self.cp.registers[v.name]}, {self.index(v.index)[2]}, {reg.size}ULL)"
+            return f"((i64){code})" if self.narrow else code
         if isinstance(v, m.StackField):
             b = self.header_base(m.Expr("dereference_header_stack", m.StackRef(v.stack),
                                         m.Expr("last_stack_index", None, m.StackRef(v.stack))))
@@ -146,21 +156,100 @@ class _Printer(LoweredPrinter):
             if v.width > MAX_BITS:
                 raise self.fail(f"a lookahead of {v.width} bits")
             self.may_fail = True
-            return f"((i128)l_look(p, o, {v.offset}, {v.width}, {self.error_code('PacketTooShort')}))"
+            return f"(({'i64' if self.narrow else 'i128'})l_look(p, o, {v.offset}, {v.width}, " \
+                   f"{self.error_code('PacketTooShort')}))"
         if isinstance(v, m.Expr):
             return self.expr(v)
         raise self.fail(f"a {type(v).__name__} cannot be read as a value here")
 
-    @staticmethod
-    def read(slot: str, ftype: m.FieldType | None) -> str:
+    def index(self, v: m.Value, name: str = "") -> tuple[str, str, str]:
+        """(C type, `name`, expression) of an index into a register, counter or meter array: i64 where it fits."""
+        if not self.fits64(v) or self.narrow:
+            return "i128", name, self.rv(v)
+        self.narrow = True
+        try:
+            return "i64", name, self.rv(v)
+        finally:
+            self.narrow = False
+
+    def read(self, slot: str, ftype: m.FieldType | None) -> str:
         if ftype is not None and ftype.signed and ftype.width:
-            return f"l_signed(F[{slot}], {ftype.width})"
-        return f"((i128)F[{slot}])"
+            return f"sx(F[{slot}], {ftype.width})" if self.narrow else f"l_signed(F[{slot}], {ftype.width})"
+        return f"((i64)F[{slot}])" if self.narrow else f"((i128)F[{slot}])"
+
+    def templates(self) -> dict[str, str]:
+        return self.OPS64 if self.narrow else self.OPS
 
     def expr(self, e: m.Expr) -> str:
         if e.op in ("/", "%"):
             self.may_fail = True
-        return super().expr(e)
+        if self.narrow or not self.fits64(e):
+            return super().expr(e)
+        self.narrow = True
+        try:
+            return f"((i128){super().expr(e)})"
+        finally:
+            self.narrow = False
+
+    def fits64(self, v: m.Value | None) -> bool:
+        """Whether every value of `v` and its operands fits in an int64_t (63 bits and a sign)."""
+        bits = self.bits(v)
+        if bits is None or bits > 63:
+            return False
+        if isinstance(v, m.Expr) and v.op in ("access_field", "valid", "valid_union"):
+            return isinstance(v.left if v.op == "access_field" else v.right, (m.HeaderRef, m.UnionRef))
+        if isinstance(v, m.Expr):
+            return all(self.fits64(x) for x in (v.left, v.right, v.cond) if x is not None)
+        return True
+
+    def bits(self, v: m.Value | None) -> int | None:
+        """Most bits (with a sign bit) a value can need; None when unknown."""
+        if isinstance(v, m.Field):
+            _, ftype = self.L.field_slot(v)
+            return 2 if ftype is None else (ftype.width or 0) + (0 if ftype.signed else 1)
+        if isinstance(v, m.Const):
+            return v.value.bit_length() + 1
+        if isinstance(v, m.BoolConst):
+            return 2
+        if isinstance(v, m.ActionParam):
+            return self.param_widths[v.index] + 1 if v.index < len(self.param_widths) else None
+        if isinstance(v, m.RegisterCell):
+            reg = self.reg_size.get(v.name)
+            return reg.bitwidth + 1 if reg is not None else None
+        if isinstance(v, m.Lookahead):
+            return v.width + 1
+        if isinstance(v, m.Expr):
+            return self.expr_bits(v)
+        return None
+
+    def expr_bits(self, e: m.Expr) -> int | None:
+        op = e.op
+        if op in ("==", "!=", ">", ">=", "<", "<=", "and", "or", "not", "d2b", "b2d", "valid", "valid_union"):
+            return 2
+        if op == "access_field":
+            fields = self.L.header_type_of(e.left).fields
+            k = e.right.value if isinstance(e.right, m.Const) else -1
+            ftype = fields[k] if 0 <= k < len(fields) else None
+            return None if ftype is None or ftype.width is None else ftype.width + (0 if ftype.signed else 1)
+        if op in ("two_comp_mod", "sat_cast", "usat_cast"):
+            width = e.right.value if isinstance(e.right, m.Const) else None
+            return None if width is None or width < 1 else width + (op == "usat_cast")
+        a, b = self.bits(e.left), self.bits(e.right)
+        if b is None or (a is None and e.left is not None):
+            return None
+        if e.left is None:  # ~ and unary minus
+            return b + 1
+        assert a is not None
+        if op == "<<":
+            return a + e.right.value if isinstance(e.right, m.Const) and e.right.value < 64 else None
+        if op in ("+", "-"):
+            return max(a, b) + 1
+        if op == "*":
+            return a + b
+        if op == "?":
+            c = self.bits(e.cond)
+            return None if c is None else max(a, b)
+        return max(a, b)  # & | ^ >> / %
 
     def union_stack_members(self, stack: str, index: m.Value | None) -> list[str]:
         unions = self.L.union_stacks[stack]
@@ -247,14 +336,14 @@ class _Printer(LoweredPrinter):
         reg = self.reg_size[name]
         i = self.tmp("i")
         mask = f" & {(1 << reg.bitwidth) - 1:#x}ULL" if reg.bitwidth < 64 else ""
-        self.emit(f"{{ i128 {i} = {self.rv(ps[1])};", ind)
+        self.emit("{{ {} {} = {};".format(*self.index(ps[1], i)), ind)
         self.emit(f"if ({i} >= 0 && {i} < {reg.size}) p->E->reg[{self.cp.registers[name]}][(u64){i}] = "
                   f"(u64)({self.rv(ps[2])}){mask}; }}", ind + 1)
 
     def p_count(self, ps: list[m.Value], ind: int) -> None:
         name = self.named(ps[0], "counter_array")
         cid, i = self.cp.counters[name], self.tmp("i")
-        self.emit(f"{{ i128 {i} = {self.rv(ps[1])};", ind)
+        self.emit("{{ {} {} = {};".format(*self.index(ps[1], i)), ind)
         self.emit(f"if ({i} >= 0 && {i} < {self.counter_size[name]}) {{ p->E->cpk[{cid}][(u64){i}]++; "
                   f"p->E->cby[{cid}][(u64){i}] += F[{self.L.sm['packet_length']}]; }} }}", ind + 1)
 
@@ -265,7 +354,7 @@ class _Printer(LoweredPrinter):
         name = self.named(ps[0], "meter_array")
         meter = self.meters[name]
         i = self.tmp("i")
-        self.emit(f"{{ i128 {i} = {self.rv(ps[1])};", ind)
+        self.emit("{{ {} {} = {};".format(*self.index(ps[1], i)), ind)
         self.store(ps[2], f"({i} >= 0 && {i} < {meter.size} ? meter_exec(&p->E->meters[{self.cp.meters[name]}]"
                           f"[(u64){i}], {self.meter_amount(meter.type)}) : 0)", ind + 1)
         self.emit("}", ind)
@@ -361,6 +450,7 @@ class _Printer(LoweredPrinter):
 
     def gen_action(self, a: m.Action) -> None:
         self.ctx = "action"
+        self.param_widths = [width for _, width in a.runtime_data]
         self.emit(f"static void ac{a.id}(pk_t *p, const u64 *A) {{ /* action {a.name} */", 0)
         self.emit("u64 *F = p->F; (void)F; (void)A;", 1)
         self.action_body(a, 0)

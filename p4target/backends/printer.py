@@ -143,11 +143,15 @@ class LoweredPrinter:
             return self.valid(b)
         if op in self.STACK_OPS:
             return self.STACK_OPS[op].format(n=self.next_slot(b))
-        template = self.OPS.get("neg" if op == "-" and a is None else op)
+        template = self.templates().get("neg" if op == "-" and a is None else op)
         if template is None:
             raise self.fail(f"expression operator {op} cannot be read as a value")
         return template.format(a=self.rv(a) if a is not None else "", b=self.rv(b),
                                c=self.rv(e.cond) if e.cond is not None else "")
+
+    def templates(self) -> dict[str, str]:
+        """The expression templates in use (OPS)."""
+        return self.OPS
 
     def valid(self, v: m.Value | None) -> str:
         """Whether a header (any member of a union) is valid."""

@@ -54,6 +54,35 @@ static inline i128 l_usat(i128 v, i128 w) {
     return v > hi ? hi : v;
 }
 
+/* The same for an expression whose every value fits in 63 bits (c.py proves it from the widths): int64_t. */
+typedef int64_t i64;
+static inline i64 l_shl64(i64 a, i64 b) { return b < 0 || b >= 64 ? 0 : (i64)((u64)a << b); }
+static inline i64 l_shr64(i64 a, i64 b) { return b < 0 || b >= 63 ? (a < 0 ? -1 : 0) : a >> b; }
+
+static inline i64 l_div64(pk_t *p, i64 a, i64 b) {
+    if (!b) return (i64)l_fail(p, "division by zero");
+    i64 q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+static inline i64 l_mod64(pk_t *p, i64 a, i64 b) {
+    if (!b) return (i64)l_fail(p, "modulo by zero");
+    i64 r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+static inline i64 l_sx64(i64 v, i64 w) { return w <= 0 ? 0 : sx((u64)v, (int)w); }
+
+static inline i64 l_sat64(i64 v, i64 w) {
+    i64 hi = ((i64)1 << (w - 1)) - 1, lo = -hi - 1;
+    return v > hi ? hi : v < lo ? lo : v;
+}
+
+static inline i64 l_usat64(i64 v, i64 w) {
+    i64 hi = ((i64)1 << w) - 1;
+    return v < 0 ? 0 : v > hi ? hi : v;
+}
+
 /* A signed `w`-bit field's slot as its value. */
 static inline i128 l_signed(u64 v, int w) { return (i128)sx(v, w); }
 
