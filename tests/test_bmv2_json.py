@@ -93,6 +93,23 @@ def test_corpus_program_passes_its_stf_natively_from_p4c_json(name, p4c, caplog)
             pipeline.close()
 
 
+def _with_action_profile(doc: dict) -> None:
+    pipeline = doc["pipelines"][0]
+    pipeline["action_profiles"] = [{"name": "MyIngress.profile", "id": 0, "max_size": 16}]
+    pipeline["tables"][_keyed(doc)].update(type="indirect", action_profile="MyIngress.profile")
+
+
+@needs_p4c
+def test_what_the_native_engine_lacks_is_one_warning_and_python_runs_it(ipv4_json, tmp_path, caplog):
+    path = _broken(ipv4_json, tmp_path, _with_action_profile)
+    pipeline = make_pipeline(bmv2_json.load_file(path), "native")
+    assert isinstance(pipeline, Pipeline)
+    table = next(t for t in pipeline.program.pipelines[0].tables if t.action_profile)
+    assert [r.getMessage() for r in caplog.records if r.name == "aggnet.native"] == [
+        f"{path}: running on the Python engine: the native engine lacks action profiles and selectors "
+        f"(table {table.name})"]
+
+
 @needs_p4c
 def test_aggnet_p4_stf_takes_a_json_program(p4c):
     name = "header-stack-ops-bmv2"
