@@ -7,11 +7,13 @@ is computed as an i128 (engine/lowered.h): BMv2's values have infinite precision
 result that could grow, so 128 bits hold every intermediate value of fields up to 64 bits wide, and
 `>>`, `/`, `%`, comparisons, `two_comp_mod` and the saturating casts see the same numbers as BMv2.
 
-What runs: fields up to 64 bits wide (a variable-length field too, up to 64 bits), every primitive
-and expression of the corpus but those listed next. What does not, raising `Unsupported` naming the
-construct (the program then runs on the Python engine): fields wider than 64 bits, action profiles
-and selectors, parser value sets, parser transition keys wider than 128 bits, and programs with other
-than one parser and one deparser.
+Fields wider than 64 bits take one slot per 64-bit chunk, least significant first
+(`Layout(chunk_bits=64)`): they are extracted, emitted, copied, hashed and moved between fields of
+their width at any width, and computed with (an i128) up to 127 bits. What does not run raises
+`Unsupported` naming the construct (the program then runs on the Python engine): arithmetic on
+fields of 128 bits or more, table keys, digests, action parameters and register cells wider than
+64 bits, action profiles and selectors, parser value sets, parser transition keys and lookaheads
+wider than 128 bits, and programs with other than one parser and one deparser.
 
 Control flow: `exit` sets p->rc = RC_EXIT, an error (division by zero, a stack index out of range, a
 failed assert) RC_ERR, and every caller returns when p->rc is set. A pipeline is a loop over its
@@ -67,16 +69,11 @@ class _Printer(LoweredPrinter):
              ">>": "l_shr64({a}, {b})"}
     STACK_OPS = {"last_stack_index": "((i128)F[{n}] - 1)", "size_stack": "((i128)F[{n}])"}
     VALID, OR, FALSE = "(F[{b}] != 0)", " || ", "0"
+    CHUNK_BITS = MAX_BITS
     NOT_SET, NO_FIELD_LIST, CLONE = "NONE64", "NO_FIELD_LIST", {"I2E": "CLONE_I2E", "E2E": "CLONE_E2E"}
 
     def __init__(self, p: m.Program):
         super().__init__(p)
-        for t in p.header_types:
-            for f in t.fields:
-                width = f.width if f.width is not None else (t.max_length or 0) * 8 - sum(x.width or 0 for x in t.fields)
-                if width > MAX_BITS:
-                    raise self.fail(f"field {t.name}.{f.name} of {width} bits (the native engine holds at most "
-                                    f"{MAX_BITS})")
         for a in p.actions:
             for name, width in a.runtime_data:
                 if width > MAX_BITS:
@@ -151,11 +148,13 @@ class _Printer(LoweredPrinter):
             b = self.header_base(m.Expr("dereference_header_stack", m.StackRef(v.stack),
                                         m.Expr("last_stack_index", None, m.StackRef(v.stack))))
             k, ftype = self.L.field_index(self.L.stack_type[v.stack], v.field)
-            return self.read(f"{b} + {1 + k}", ftype)
+            return self.read(f"{b} + {self.L.offsets[self.L.stack_type[v.stack]][k]}", ftype)
         if isinstance(v, m.Lookahead):
-            if v.width > MAX_BITS:
+            if v.width > 127:
                 raise self.fail(f"a lookahead of {v.width} bits")
             self.may_fail = True
+            if v.width > MAX_BITS:
+                return f"l_look_wide(p, o, {v.offset}, {v.width}, {self.error_code('PacketTooShort')})"
             return f"(({'i64' if self.narrow else 'i128'})l_look(p, o, {v.offset}, {v.width}, " \
                    f"{self.error_code('PacketTooShort')}))"
         if isinstance(v, m.Expr):
@@ -173,6 +172,10 @@ class _Printer(LoweredPrinter):
             self.narrow = False
 
     def read(self, slot: str, ftype: m.FieldType | None) -> str:
+        if ftype is not None and ftype.width is not None and ftype.width > MAX_BITS:
+            if ftype.width > 127:
+                raise self.fail(f"arithmetic on a {ftype.width}-bit field")
+            return f"l_wide(F[{slot}], F[{slot} + 1], {ftype.width}, {int(ftype.signed)})"
         if ftype is not None and ftype.signed and ftype.width:
             return f"sx(F[{slot}], {ftype.width})" if self.narrow else f"l_signed(F[{slot}], {ftype.width})"
         return f"((i64)F[{slot}])" if self.narrow else f"((i128)F[{slot}])"
@@ -267,8 +270,14 @@ class _Printer(LoweredPrinter):
     def store(self, dst: m.Value, code: str, ind: int) -> None:
         """Write `code` into a field, truncated to its width (a signed field keeps its bit pattern)."""
         slot, _, width = self.target(dst)
-        mask = f" & {(1 << width) - 1:#x}ULL" if width < 64 else ""
-        self.emit(f"F[{slot}] = (u64)({code}){mask};", ind)
+        if width > 2 * MAX_BITS:
+            raise self.fail(f"a computed value written to a {width}-bit field")
+        if width > MAX_BITS:
+            v, high = self.tmp("v"), f" & {(1 << (width - 64)) - 1:#x}ULL" if width < 128 else ""
+            self.emit(f"{{ i128 {v} = {code}; F[{slot}] = (u64){v}; F[{slot} + 1] = (u64)({v} >> 64){high}; }}", ind)
+        else:
+            mask = f" & {(1 << width) - 1:#x}ULL" if width < 64 else ""
+            self.emit(f"F[{slot}] = (u64)({code}){mask};", ind)
         self.check(ind)
 
     # -- primitives
@@ -278,7 +287,14 @@ class _Printer(LoweredPrinter):
         self.check(ind)
 
     def p_assign(self, ps: list[m.Value], ind: int) -> None:
-        self.store(ps[0], self.rv(ps[1]), ind)
+        dst, src = ps
+        slot, _, width = self.target(dst)
+        if width > MAX_BITS and (isinstance(src, m.Field) or isinstance(src, m.Expr) and src.op == "access_field"):
+            s, stype = self.field_lv(src)
+            if stype is not None and stype.width == width:  # a wide field moved: its chunks copied
+                self.copy(slot, s, -(-width // MAX_BITS), ind)
+                return
+        self.store(dst, self.rv(src), ind)
 
     p_modify_field = p_assign
 
@@ -375,10 +391,10 @@ class _Printer(LoweredPrinter):
             if isinstance(v, m.Field):
                 slot, ftype = self.L.field_slot(v)
                 hb = None if self.p.header(v.header).metadata else self.L.base[v.header]
-                if ftype is not None and ftype.width is None:  # a varbit: its current length
-                    t = self.L.header_type(v.header)
-                    parts.append((f"F[{slot}]", f"(int)F[{self.L.base[v.header] + 1 + len(t.fields)}]", hb))
-                    most += (t.max_length or 0) * 8
+                t = self.L.header_type(v.header)
+                if ftype is not None and (ftype.width is None or ftype.width > MAX_BITS):
+                    parts += self.chunk_parts(v.header, ftype, slot, hb)
+                    most += (t.max_length or 0) * 8 if ftype.width is None else ftype.width
                 else:
                     width = 1 if ftype is None else (ftype.width or 0)
                     parts.append((f"(u64){self.rv(v)}", str(width), hb))
@@ -392,9 +408,10 @@ class _Printer(LoweredPrinter):
                 most += width
             elif isinstance(v, m.HeaderRef):
                 b = self.L.base[v.name]
-                for k, f in enumerate(self.L.header_type(v.name).fields):
+                t = self.L.header_type(v.name)
+                for off, f in zip(self.L.offsets[t.name], t.fields):
                     if f.width is not None:
-                        parts.append((f"F[{b + 1 + k}]", str(f.width), b))
+                        parts += self.chunk_parts(v.name, f, b + off, b)
                         most += f.width
             elif isinstance(v, m.Payload):
                 payload = True
@@ -418,6 +435,15 @@ class _Printer(LoweredPrinter):
         rest = "p->data + p->poff, p->len - p->poff" if payload else "NULL, 0"
         return f"hash_{algo}({buf}, ({nb} + 7) / 8, {rest})"
 
+    def chunk_parts(self, header: str, f: m.FieldType, slot: int, valid: int | None) -> list[tuple[str, str, int | None]]:
+        """A field's (value, width, valid slot) parts of a calculation's input, most significant first."""
+        t = self.L.header_type(header)
+        n = self.L.chunks(t, f)
+        if f.width is None:  # a varbit: its current length
+            vl = f"(int)F[{self.L.base[header] + self.L.offsets[t.name][-1]}]"
+            return [(f"F[{slot + i}]", f"l_cw({vl}, {i})" if n > 1 else vl, valid) for i in reversed(range(n))]
+        return [(f"F[{slot + i}]", str(min(MAX_BITS, f.width - MAX_BITS * i)), valid) for i in reversed(range(n))]
+
     def p_modify_field_with_hash_based_offset(self, ps: list[m.Value], ind: int) -> None:
         dst, base, calc, size = ps
         h, n = self.tmp("h"), self.tmp("n")
@@ -438,6 +464,9 @@ class _Printer(LoweredPrinter):
         ll = self.learn_lists.get(lid) if lid is not None else None
         if ll is None:
             raise self.fail(f"generate_digest names no learn list ({ps[1]})")
+        wide = [f for f in ll.elements if self.L.width(f) > MAX_BITS]
+        if wide:
+            raise self.fail(f"a digest of the {self.L.width(wide[0])}-bit field {wide[0].header}.{wide[0].field}")
         v = self.tmp("D")
         values = ", ".join(f"(u64){self.rv(f)} & {(1 << max(self.L.width(f), 1)) - 1:#x}ULL" for f in ll.elements)
         self.emit(f"{{ const u64 {v}[] = {{{values or '0'}}};", ind)
@@ -498,6 +527,8 @@ class _Printer(LoweredPrinter):
 
     def key_code(self, k: m.KeyElement) -> str:
         slot, mask = self.key_mask(k)
+        if mask is not None and mask >> MAX_BITS:
+            raise self.fail(f"table key {k.name} of {mask.bit_length()} bits")
         return f"F[{slot}]" if mask is None else f"(F[{slot}] & {mask:#x}ULL)"
 
     def gen_table(self, t: m.Table, node) -> None:
@@ -552,10 +583,14 @@ class _Printer(LoweredPrinter):
         too_short = self.error_code("PacketTooShort")
         fields, nbytes = self.field_layout(t, vl)
         self.emit(f"if ((u64)o + {nbytes} > p->len) {{ rcode = {too_short}; goto reject; }}", ind)
+        offsets = self.L.offsets[t.name]
         for k, off, w in fields:
-            self.emit(f"F[{b} + {1 + k}] = getbits(p->data + o, {off}, {w});", ind)
+            n = self.L.chunks(t, t.fields[k])
+            for i in range(n):
+                get = f"l_getchunk(p->data + o, {off}, {w}, {i})" if n > 1 else f"getbits(p->data + o, {off}, {w})"
+                self.emit(f"F[{b} + {offsets[k] + i}] = {get};", ind)
         if t.max_length is not None:
-            self.emit(f"F[{b} + {1 + len(t.fields)}] = {vl};", ind)
+            self.emit(f"F[{b} + {offsets[-1]}] = {vl};", ind)
         self.emit(f"F[{b}] = 1; o += {nbytes};", ind)
 
     def extract(self, target: m.Value, vl: str, ind: int) -> None:
@@ -676,13 +711,18 @@ class _Printer(LoweredPrinter):
         for h in d.order:
             b = self.L.base[h]
             t = self.L.header_type(h)
-            vl = f"(int)F[{b + 1 + len(t.fields)}]" if t.max_length is not None else "0"
+            offsets = self.L.offsets[t.name]
+            vl = f"(int)F[{b + offsets[-1]}]" if t.max_length is not None else "0"
             fields, nbytes = self.field_layout(t, vl)
             most += t.max_length if t.max_length is not None else int(nbytes)
             self.emit(f"if (F[{b}]) {{ /* {h} */", 1)
             self.emit(f"memset(out + ob, 0, {nbytes});", 2)
             for k, off, w in fields:
-                self.emit(f"putbits(out + ob, {off}, F[{b + 1 + k}], {w});", 2)
+                n = self.L.chunks(t, t.fields[k])
+                for i in range(n):
+                    slot = b + offsets[k] + i
+                    self.emit(f"l_putchunk(out + ob, {off}, F[{slot}], {w}, {i});" if n > 1 else
+                              f"putbits(out + ob, {off}, F[{slot}], {w});", 2)
             self.emit(f"ob += {nbytes};", 2)
             self.emit("}", 1)
         self.emit("return ob;", 1)
@@ -707,6 +747,12 @@ class _Printer(LoweredPrinter):
         self.cp.source = "\n".join([self.prelude(hdr_max), *self.out, "DEFINE_PROGRAM();", ""])
         return self.cp
 
+    def field_slots(self, f: m.Field) -> range:
+        """Every slot of a field (one per 64-bit chunk)."""
+        slot, ftype = self.L.field_slot(f)
+        t = self.L.header_type(f.header)
+        return range(slot, slot + (1 if ftype is None else self.L.chunks(t, ftype)))
+
     def prelude(self, hdr_max: int) -> str:
         """The descriptor's constants (DEFINE_PROGRAM in engine/program.h), the initial frame, stack arrays."""
         L = self.L
@@ -723,7 +769,7 @@ class _Printer(LoweredPrinter):
         lines.append(f"#define SM_COUNT {len(L.sm)}")
         lines.append(f"static const u64 INIT[NSLOTS] = {{{', '.join(init)}}};")
         lines.append("static const int FL_EMPTY[1] = {0};")
-        field_lists = {fl.id: [L.field_slot(f)[0] for f in fl.elements] for fl in self.p.field_lists}
+        field_lists = {fl.id: [slot for f in fl.elements for slot in self.field_slots(f)] for fl in self.p.field_lists}
         for idx, slots in sorted(field_lists.items()):
             lines.append(f"static const int FL_{idx}[] = {{{', '.join(map(str, slots)) or '0'}}};")
         lines.append("static const int *field_list(u64 idx, int *n) {")

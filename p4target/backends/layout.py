@@ -3,8 +3,9 @@
 A packet is one array `F` of slots: per header instance a validity slot, then its fields in
 order, then (for a header with a variable-length field) that field's length in bits; then per
 header stack (and header union stack) its next index; then the per-packet bookkeeping slots
-the v1model flow needs (`HIDDEN`). The Python back end holds unbounded ints in the slots, the C
-back end u64 bit patterns; the slot numbers are the same.
+the v1model flow needs (`HIDDEN`). The Python back end holds an unbounded int per field; the C
+back end holds u64 bit patterns, a field wider than 64 bits in one slot per 64-bit chunk (least
+significant first): `Layout(program, chunk_bits=64)`.
 """
 from __future__ import annotations
 
@@ -26,9 +27,18 @@ def ident(name: str) -> str:
 class Layout:
     """Slots of every header instance, stack and bookkeeping value (see the module docstring)."""
 
-    def __init__(self, p: m.Program):
+    def __init__(self, p: m.Program, chunk_bits: int | None = None):
         self.p = p
         self.types = {t.name: t for t in p.header_types}
+        self.chunk_bits = chunk_bits
+        # per header type: each field's slot offset from the header's base, then the varbit length's offset
+        self.offsets: dict[str, list[int]] = {}
+        for t in p.header_types:
+            at, offsets = 1, []
+            for f in t.fields:
+                offsets.append(at)
+                at += self.chunks(t, f)
+            self.offsets[t.name] = offsets + [at]
         self.base: dict[str, int] = {}
         self.size: dict[str, int] = {}  # slots a header takes
         self.initial: list = []
@@ -40,9 +50,8 @@ class Layout:
                 self.meta_range = (len(self.initial), 0)
             t = self.types[h.header_type]
             self.base[h.name] = len(self.initial)
-            varbit = any(f.width is None for f in t.fields)
-            self.size[h.name] = 1 + len(t.fields) + int(varbit)
-            self.initial += [h.metadata] + [0] * (len(t.fields) + int(varbit))
+            self.size[h.name] = self.slots(t)
+            self.initial += [h.metadata] + [0] * (self.slots(t) - 1)
         self.meta_range = (self.meta_range[0] or len(self.initial), len(self.initial))
         by_id = {h.id: h.name for h in p.headers}
         self.stacks = {s.name: [by_id[i] for i in s.header_ids] for s in p.header_stacks}
@@ -68,7 +77,8 @@ class Layout:
         sm = self.base.get("standard_metadata")
         if sm is None:
             raise P4Error("the program has no standard_metadata header (not a v1model program?)", p.source)
-        self.sm = {f.name: sm + 1 + k for k, f in enumerate(self.types["standard_metadata"].fields)}
+        self.sm = {f.name: sm + off for f, off in zip(self.types["standard_metadata"].fields,
+                                                      self.offsets["standard_metadata"])}
 
     def header_type(self, name: str) -> m.HeaderType:
         return self.types[self.p.header(name).header_type]
@@ -80,7 +90,7 @@ class Layout:
             return b, None
         t = self.header_type(f.header)
         k = next(i for i, x in enumerate(t.fields) if x.name == f.field)
-        return b + 1 + k, t.fields[k]
+        return b + self.offsets[t.name][k], t.fields[k]
 
     def header_type_of(self, v: m.Value | None) -> m.HeaderType:
         """The type of the header a HeaderRef, stack element or union member names."""
@@ -104,7 +114,16 @@ class Layout:
 
     def slots(self, t: m.HeaderType) -> int:
         """Slots a header of type `t` takes: validity, fields, varbit length."""
-        return 1 + len(t.fields) + int(t.max_length is not None)
+        return self.offsets[t.name][-1] + int(t.max_length is not None)
+
+    @staticmethod
+    def field_bits(t: m.HeaderType, f: m.FieldType) -> int:
+        """A field's width, or the most bits of header type `t`'s variable-length field."""
+        return f.width if f.width is not None else (t.max_length or 0) * 8 - sum(x.width or 0 for x in t.fields)
+
+    def chunks(self, t: m.HeaderType, f: m.FieldType) -> int:
+        """Slots field `f` of header type `t` takes."""
+        return 1 if self.chunk_bits is None else max(1, -(-self.field_bits(t, f) // self.chunk_bits))
 
     def width(self, f: m.Field) -> int:
         """A field's width in bits (`$valid$` is 1, a varbit 0)."""

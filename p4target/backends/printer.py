@@ -23,12 +23,13 @@ class LoweredPrinter:
     NOT_SET = ""  # a hidden slot's "not set" (a clone without a field list)
     NO_FIELD_LIST = ""  # resubmit/recirculate without a field list
     CLONE = {"I2E": "", "E2E": ""}  # the hidden clone_type slot's values
+    CHUNK_BITS: int | None = None  # see Layout
 
     def __init__(self, p: m.Program):
         if len(p.parsers) != 1 or len(p.deparsers) != 1:
             raise Unsupported("a v1model program has one parser and one deparser", p.source)
         self.p = p
-        self.L = Layout(p)
+        self.L = Layout(p, self.CHUNK_BITS)
         self.errors = dict(p.errors)
         self.out: list[str] = []
         self._tmp = 0
@@ -197,7 +198,7 @@ class LoweredPrinter:
             k = v.right.value
             if not 0 <= k < len(t.fields):
                 raise self.fail(f"field offset {k} is past header type {t.name}")
-            return f"{self.header_base(v.left)} + {1 + k}", t.fields[k]
+            return f"{self.header_base(v.left)} + {self.L.offsets[t.name][k]}", t.fields[k]
         raise self.fail(f"{type(v).__name__} is not a writable field")
 
     def target(self, dst: m.Value) -> tuple[str, m.FieldType, int]:
@@ -220,10 +221,12 @@ class LoweredPrinter:
     def p_assign_VL(self, ps: list[m.Value], ind: int) -> None:
         dst, src = ps
         assert isinstance(dst, m.Field) and isinstance(src, m.Field)
-        db, sb = self.L.base[dst.header], self.L.base[src.header]
-        dn, sn = len(self.L.header_type(dst.header).fields), len(self.L.header_type(src.header).fields)
-        self.set_slots([(self.field_lv(dst)[0], f"F[{self.field_lv(src)[0]}]"),
-                        (db + 1 + dn, f"F[{sb + 1 + sn}]")], ind)
+        dt, st = self.L.header_type(dst.header), self.L.header_type(src.header)
+        (d, dtype), (s, stype) = self.field_lv(dst), self.field_lv(src)
+        assert dtype is not None and stype is not None
+        self.copy(d, s, min(self.L.chunks(dt, dtype), self.L.chunks(st, stype)), ind)
+        self.set_slots([(self.L.base[dst.header] + self.L.offsets[dt.name][-1],
+                         f"F[{self.L.base[src.header] + self.L.offsets[st.name][-1]}]")], ind)
 
     def p_assign_header(self, ps: list[m.Value], ind: int) -> None:
         dst, src = ps

@@ -83,6 +83,27 @@ static inline i64 l_usat64(i64 v, i64 w) {
     return v < 0 ? 0 : v > hi ? hi : v;
 }
 
+/* A field wider than 64 bits takes one slot per 64-bit chunk, least significant first: chunk i's width. */
+static inline int l_cw(int w, int i) { int cw = w - 64 * i; return cw <= 0 ? 0 : cw > 64 ? 64 : cw; }
+
+/* Chunk i of a `w`-bit field starting `off` bits into d, and the same written (d zeroed there). */
+static inline u64 l_getchunk(const u8 *d, u32 off, int w, int i) {
+    int cw = l_cw(w, i);
+    return cw ? getbits(d, off + (u32)(w - 64 * i - cw), cw) : 0;
+}
+
+static inline void l_putchunk(u8 *d, u32 off, u64 v, int w, int i) {
+    int cw = l_cw(w, i);
+    if (cw) putbits(d, off + (u32)(w - 64 * i - cw), v, cw);
+}
+
+/* A field of 65 to 127 bits (two chunks) as its value. */
+static inline i128 l_wide(u64 lo, u64 hi, int w, int is_signed) {
+    u128 v = ((u128)hi << 64) | lo;
+    if (is_signed && ((v >> (w - 1)) & 1)) v |= ~(u128)0 << w;
+    return (i128)v;
+}
+
 /* A signed `w`-bit field's slot as its value. */
 static inline i128 l_signed(u64 v, int w) { return (i128)sx(v, w); }
 
@@ -102,6 +123,12 @@ static inline u64 l_look(pk_t *p, u32 o, u32 off, int w, u64 code) {
     u64 start = (u64)o * 8 + off, nbytes = (start + (u64)w + 7) / 8;
     if (nbytes > p->len) { p->rc = RC_REJECT; p->rej = code; return 0; }
     return getbits(p->data, (u32)start, w);
+}
+
+/* The same for 65 to 127 bits. */
+static inline i128 l_look_wide(pk_t *p, u32 o, u32 off, int w, u64 code) {
+    u64 hi = l_look(p, o, off, w - 64, code), lo = l_look(p, o, off + (u32)(w - 64), 64, code);
+    return (i128)(((u128)hi << 64) | lo);
 }
 
 /* push_front (t > 0) / pop_front (t < 0) on a stack of `n` headers of `size` slots at `bases`. */
