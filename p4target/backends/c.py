@@ -21,6 +21,8 @@ nodes (tables and conditionals), each giving the index of the next.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from p4target.backends.layout import ident
 from p4target.backends.printer import LoweredPrinter
 from p4target.lowered import model as m
@@ -531,7 +533,7 @@ class _Printer(LoweredPrinter):
             raise self.fail(f"table key {k.name} of {mask.bit_length()} bits")
         return f"F[{slot}]" if mask is None else f"(F[{slot}] & {mask:#x}ULL)"
 
-    def gen_table(self, t: m.Table, node) -> None:
+    def gen_table(self, t: m.Table, node: Callable[[str | None], int]) -> None:
         self.ctx = "table"
         tid = self.cp.tables[t.name]
         self.emit(f"static int tb{t.id}(pk_t *p) {{ /* table {t.name} */", 0)
