@@ -7,10 +7,11 @@ tests/fabric.py) and a few rounds of contributions, retransmissions and both poo
 (p4target/native/fuzz/driver.c) linked with the sanitized engine and that program replays the trace,
 checking each packet's outputs against the recorded ones, then feeds it random, truncated, mutated
 and extended frames built from the traced packets (a fixed seed: a run repeats exactly). A sanitizer
-finding aborts the driver with its report; this script then prints it and exits 1.
+finding aborts the driver with its report; this script then prints it and exits 1. With --json the
+programs are p4c's BMv2 JSON of the same sources (p4c on PATH), printed as C by p4target/backends/c.py.
 
     python scripts/fuzz_engine.py                     # every corpus program and aggnet.p4, 1,000,000 frames
-    python scripts/fuzz_engine.py --frames 20000 --programs arith-bmv2,aggnet
+    python scripts/fuzz_engine.py --frames 20000 --programs arith-bmv2,aggnet [--json]
 """
 from __future__ import annotations
 
@@ -26,8 +27,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))  # fabric: how the controller installs a job on aggnet.p4
 
+from controller.p4c import CompileError, compile_bmv2  # noqa: E402
 from p4target.errors import P4Error  # noqa: E402
 from p4target.frontend import load_program  # noqa: E402
+from p4target.lowered import bmv2_json  # noqa: E402
 from p4target.native.build import BuildError, build_sanitized  # noqa: E402
 from p4target.native.cgen import Unsupported  # noqa: E402
 from p4target.native.engine import Trace  # noqa: E402
@@ -59,11 +62,19 @@ def corpus_names() -> list[str]:
             if n.removesuffix(".p4") in passing and (CORPUS / f"{n.removesuffix('.p4')}.stf").is_file()]
 
 
-def trace_stf(name: str) -> tuple[str, str] | None:
+def load(path: Path, json_dir: str | None):
+    """The program at `path`: our front end's IR, or (`json_dir` given) p4c's BMv2 JSON of it, compiled there."""
+    if json_dir is None:
+        return load_program(str(path))
+    compile_bmv2(str(path), os.path.join(json_dir, path.stem))
+    return bmv2_json.load_file(os.path.join(json_dir, path.stem, f"{path.stem}.json"))
+
+
+def trace_stf(name: str, json_dir: str | None = None) -> tuple[str, str] | None:
     """(generated C, trace) of a corpus program's STF test on the native engine; None if it cannot run there (a
     construct the native engine lacks; a BuildError is raised)."""
     try:
-        program = load_program(str(CORPUS / f"{name}.p4"))
+        program = load(CORPUS / f"{name}.p4", json_dir)
         trace = Trace()
         pipeline = NativePipeline(program, trace=trace)
     except (Unsupported, P4Error):
@@ -79,14 +90,14 @@ def trace_stf(name: str) -> tuple[str, str] | None:
         pipeline.close()
 
 
-def trace_aggnet() -> tuple[str, str]:
+def trace_aggnet(json_dir: str | None = None) -> tuple[str, str]:
     """(generated C, trace) of aggnet.p4 with one 4-host job and contributions that fill, complete and
     re-ask for slots of both pools (so mutated aggregation packets reach the register code)."""
     import fabric as fb
 
     hosts = 4
     trace = Trace()
-    pipeline = NativePipeline(load_program(str(REPO / "p4src" / "aggnet.p4")), trace=trace)
+    pipeline = NativePipeline(load(REPO / "p4src" / "aggnet.p4", json_dir), trace=trace)
     fb.install_job(pipeline, 1, 0, 8, [fb.Child(p, p - 1) for p in range(1, hosts + 1)])
     for p in range(1, hosts + 1):
         fb.install_host(pipeline, p, fb.host_mac(p), fb.host_ip(p))
@@ -119,14 +130,14 @@ def run(name: str, source: str, trace: str, frames: int, seed: int) -> Result:
     return Result(name, frames, True, proc.stdout.strip())
 
 
-def fuzz(names: list[str], frames: int, seed: int, report=print) -> list[Result]:
+def fuzz(names: list[str], frames: int, seed: int, report=print, json_dir: str | None = None) -> list[Result]:
     """Every program in `names` (corpus names, or AGGNET): half the frames to aggnet.p4 (when listed), the rest
-    shared by the corpus programs the native engine runs."""
+    shared by the corpus programs the native engine runs. `json_dir`: run p4c's JSON of them, compiled there."""
     traces, results = {}, []
     for name in names:
         try:
-            traced = trace_aggnet() if name == AGGNET else trace_stf(name)
-        except BuildError as exc:  # the generated code does not compile (with -Werror): a finding too
+            traced = trace_aggnet(json_dir) if name == AGGNET else trace_stf(name, json_dir)
+        except (BuildError, CompileError) as exc:  # the generated code does not compile (with -Werror): a finding
             results.append(Result(name, 0, False, str(exc)))
             report(f"{name}: FAILED\n{exc}")
             continue
@@ -153,9 +164,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frames", type=int, default=1_000_000, help="fuzzed frames in all (default 1,000,000)")
     parser.add_argument("--seed", type=int, default=1, help="the fuzzer's seed (default 1)")
     parser.add_argument("--programs", help="comma-separated corpus names and/or 'aggnet' (default: all)")
+    parser.add_argument("--json", action="store_true", help="run p4c's BMv2 JSON of the programs (p4c on PATH)")
     args = parser.parse_args(argv)
     names = args.programs.split(",") if args.programs else [*corpus_names(), AGGNET]
-    results = fuzz(names, args.frames, args.seed)
+    with tempfile.TemporaryDirectory(prefix="fuzz-json-") as json_dir:
+        results = fuzz(names, args.frames, args.seed, json_dir=json_dir if args.json else None)
     failed = [r.name for r in results if not r.ok]
     print(f"{len(results)} programs, {sum(r.frames for r in results)} fuzzed frames, seed {args.seed}: "
           + (f"{len(failed)} failed: {', '.join(failed)}" if failed else "no finding"))

@@ -1,8 +1,9 @@
 """The native engine built with AddressSanitizer and UndefinedBehaviorSanitizer (scripts/fuzz_engine.py), bounded:
 a sample of p4c's corpus and aggnet.p4 with a job installed replay their traces with the same outputs as the
-ordinary build, then take fuzzed frames with no finding. The full run (every corpus program, a million frames):
-`python scripts/fuzz_engine.py`."""
+ordinary build, then take fuzzed frames with no finding; the same for p4c's JSON of them (p4target/backends/c.py).
+The full run (every corpus program, a million frames): `python scripts/fuzz_engine.py [--json]`."""
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -33,6 +34,17 @@ def test_sample_replays_and_fuzzes_with_no_finding():
     assert sum(int(m.group(3)) for m in counts) == FRAMES
     aggnet = counts[-1]
     assert int(aggnet.group(1)) > 100 and int(aggnet.group(3)) == FRAMES // 2
+
+
+@pytest.mark.skipif(shutil.which("p4c") is None, reason="p4c is not on PATH (source /opt/p4ref/env.sh)")
+def test_sample_from_p4c_json_replays_and_fuzzes_with_no_finding(tmp_path):
+    sample = [*SAMPLE[:-1], "checksum1-bmv2", fz.AGGNET]  # checksum1: a varbit of 320 bits, in 64-bit chunks
+    lines: list[str] = []
+    results = fz.fuzz(sample, FRAMES, seed=1, report=lines.append, json_dir=str(tmp_path))
+    assert [r.name for r in results] == sample, lines
+    assert all(r.ok for r in results), "\n".join(lines)
+    counts = [COUNTS.match(r.line) for r in results]
+    assert all(counts) and all(int(m.group(1)) > 0 and int(m.group(2)) == 0 for m in counts), lines
 
 
 def test_the_sanitizer_reports_an_out_of_bounds_write():
