@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import logging.handlers
 import os
 import select
 import signal
@@ -30,6 +31,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from p4target.limits import DEFAULT_LOG_MAX_MB, DEFAULT_PCAP_MAX_MB, DEFAULT_STATE_CAP_MB
 from p4target.native.pipeline import ENGINES, NativePipeline
 from p4target.native.queues import NativeTrafficManager
 from p4target.ports import Port, PortError, parse_port_spec
@@ -53,8 +55,9 @@ class Switch:
     """Ports + traffic manager + (replaceable) pipeline, and the loop that moves packets."""
 
     def __init__(self, ports: dict[int, str], device_id: int = 0, cpu_port: int = DEFAULT_CPU_PORT,
-                 pcap_dir: str | None = None, clock: Callable[[], float] = time.monotonic):
+                 pcap_dir: str | None = None, clock: Callable[[], float] = time.monotonic, pcap_max_bytes: int = 0):
         self.device_id = device_id
+        self.pcap_max_bytes = pcap_max_bytes  # per pcap file, both engines; 0: no cap
         self.cpu_port = cpu_port
         self.tm = NativeTrafficManager(clock)
         self.lock = threading.Lock()
@@ -64,7 +67,7 @@ class Switch:
         self.ports: dict[int, Port] = {}
         try:
             for number, ifname in sorted(ports.items()):
-                self.ports[number] = Port(number, ifname, pcap_dir)
+                self.ports[number] = Port(number, ifname, pcap_dir, pcap_max_bytes)
         except PortError:
             self.close()
             raise
@@ -148,6 +151,7 @@ class Switch:
             port.hand_over()  # its pcap files closed first: the engine continues them
             engine.port_add(number, port.fileno(), *(port.pcap_paths or (None, None)))
         engine.set_cpu_port(self.cpu_port)
+        engine.set_pcap_cap(self.pcap_max_bytes)
         pipeline.state.on_packet_in = lambda _port, frame: self._transmit(self.cpu_port, frame)
         with self.lock:
             self.tm.attach(engine)
@@ -307,17 +311,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpu-port", type=int, default=DEFAULT_CPU_PORT,
                         help=f"port number of the controller (PacketIn/PacketOut), default {DEFAULT_CPU_PORT}")
     parser.add_argument("--thrift-port", type=int, default=None,
-                        help="side channel TCP port on 127.0.0.1 (default 9090 + device id)")
+                        help="side channel TCP port (default 9090 + device id); it listens on 127.0.0.1 only, "
+                             "never on other addresses: it has no authentication")
     parser.add_argument("--log", metavar="FILE", help="log to FILE (default: stderr)")
+    parser.add_argument("--log-max-mb", type=_positive_mb, default=DEFAULT_LOG_MAX_MB, metavar="MB",
+                        help=f"rotate --log at MB (one old file kept, FILE.1; default {DEFAULT_LOG_MAX_MB})")
     parser.add_argument("--pcap", metavar="DIR", help="write DIR/IFACE_in.pcap and DIR/IFACE_out.pcap per port")
+    parser.add_argument("--pcap-max-mb", type=_positive_mb, default=DEFAULT_PCAP_MAX_MB, metavar="MB",
+                        help=f"stop capturing into a pcap file once it holds MB (default {DEFAULT_PCAP_MAX_MB})")
+    parser.add_argument("--max-state-mb", type=_positive_mb, default=DEFAULT_STATE_CAP_MB, metavar="MB",
+                        help="refuse a program whose registers, counters, meters and tables (at their declared "
+                             f"sizes) may take more than MB in all (default {DEFAULT_STATE_CAP_MB})")
     parser.add_argument("--engine", choices=ENGINES, default="native",
                         help="native: the program compiled to C, no Python per packet (default; a program with a "
                              "construct it lacks runs on python, with one log line naming it); python: the "
                              "readable reference engine")
 
 
-def _setup_logging(path: str | None) -> None:
-    handler = logging.FileHandler(path) if path else logging.StreamHandler()
+def _positive_mb(text: str) -> int:
+    """An argparse type: a whole number of MiB, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of MB, at least 1")
+    return value
+
+
+def _setup_logging(path: str | None, max_mb: int = DEFAULT_LOG_MAX_MB) -> None:
+    handler: logging.Handler = logging.StreamHandler()
+    if path:
+        handler = logging.handlers.RotatingFileHandler(path, maxBytes=max_mb << 20, backupCount=1)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     root = logging.getLogger("aggnet")
     root.handlers[:] = [handler]
@@ -328,14 +353,14 @@ def run(args: argparse.Namespace) -> int:
     """Start the switch; return when SIGTERM/SIGINT arrives."""
     from p4target.sidechannel import SideChannelServer
 
-    _setup_logging(args.log)
+    _setup_logging(args.log, args.log_max_mb)
     ports = {}
     for spec in args.interface:
         number, ifname = parse_port_spec(spec)
         if number in ports:
             raise PortError(f"error: -i {spec}: port {number} is given twice")
         ports[number] = ifname
-    switch = Switch(ports, args.device_id, args.cpu_port, args.pcap)
+    switch = Switch(ports, args.device_id, args.cpu_port, args.pcap, pcap_max_bytes=args.pcap_max_mb << 20)
     thrift_port = args.thrift_port if args.thrift_port is not None else 9090 + args.device_id
     sidechannel = runtime = None
     try:
@@ -347,8 +372,9 @@ def run(args: argparse.Namespace) -> int:
                  ", ".join(f"{n}@{p.ifname}" for n, p in sorted(switch.ports.items())) or "none",
                  args.grpc_server_addr, thrift_port)
         switch.run()
-        log.info("stopping: %s; drops: no pipeline %d, no port %d, pipeline errors %d",
-                 switch.port_stats(), switch.dropped_no_pipeline, switch.dropped_no_port, switch.pipeline_errors)
+        log.info("stopping: %s; drops: no pipeline %d, no port %d, pipeline errors %d, unread stream messages %d",
+                 switch.port_stats(), switch.dropped_no_pipeline, switch.dropped_no_port, switch.pipeline_errors,
+                 runtime.stream_drops)
     finally:
         if runtime is not None:
             runtime.stop()
@@ -371,6 +397,7 @@ def _start_runtime(switch: Switch, args: argparse.Namespace) -> Any:
                            on_pipeline_set=switch.set_pipeline, packet_out=switch.inject, log_path=log_path,
                            engine=args.engine)
     switch.packet_in = lambda frame: server.packet_in(args.cpu_port, frame)
+    server.device.state_cap_mb = args.max_state_mb
     if args.program:
         try:
             with open(args.program, encoding="utf-8") as f:

@@ -705,8 +705,9 @@ void eng_q_stats(engine_t *E, int port, u64 *out) {
 
 /* ------------------------------------------------------------------ ports and the packet loop */
 
-static void pcap_write(FILE *f, const u8 *data, u32 len) {
-    if (!f) return;
+static void pcap_write(FILE *f, u64 *size, u64 cap, const u8 *data, u32 len) {
+    if (!f || (cap && *size + 16 + len > cap)) return;
+    *size += 16 + len;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     u32 rec[4] = {(u32)ts.tv_sec, (u32)((ts.tv_nsec + 500) / 1000), len, len};
@@ -715,13 +716,14 @@ static void pcap_write(FILE *f, const u8 *data, u32 len) {
     fwrite(data, 1, len, f);
 }
 
-static FILE *pcap_open(const char *path) {
+static FILE *pcap_open(const char *path, u64 *size) {
     if (!path || !*path) return NULL;
     FILE *f = fopen(path, "ab");
     if (f && fseek(f, 0, SEEK_END) == 0 && ftell(f) == 0) {
         u32 hdr[6] = {0xA1B2C3D4u, 2 | (4u << 16), 0, 0, 65535, 1};
         fwrite(hdr, sizeof(hdr), 1, f);
     }
+    if (f) *size = (u64)ftell(f);
     return f;
 }
 
@@ -804,8 +806,8 @@ int eng_port_add(engine_t *E, int number, int fd, const char *pcap_in, const cha
     if (E->ports[number]) return 0;  /* already given (a loop restarted) */
     port_t *pt = calloc(1, sizeof(port_t));
     pt->fd = fd;
-    pt->pin = pcap_open(pcap_in);
-    pt->pout = pcap_open(pcap_out);
+    pt->pin = pcap_open(pcap_in, &pt->pin_size);
+    pt->pout = pcap_open(pcap_out, &pt->pout_size);
     pt->txbuf = malloc((size_t)TX_BATCH * TX_FRAME);
     E->ports[number] = pt;
     return 0;
@@ -944,7 +946,7 @@ static void tx_frame(engine_t *E, u32 port, const u8 *data, u32 len) {
     }
     pt->tx_packets++;
     pt->tx_bytes += len;
-    pcap_write(pt->pout, data, len);
+    pcap_write(pt->pout, &pt->pout_size, E->pcap_cap, data, len);
     xsk_t *x = &pt->xsk;
     if (x->umem && len <= XSK_FRAME) {
         if (!x->nfree) xsk_reclaim(x);
@@ -1011,10 +1013,12 @@ void eng_stop(engine_t *E) {
 
 void eng_set_cpu_port(engine_t *E, int port) { E->cpu_port = port; }
 
+void eng_set_pcap_cap(engine_t *E, u64 bytes) { E->pcap_cap = bytes; }
+
 /* One frame of a port, received: counted, captured, into ingress (the caller holds the lock). */
 static void rx_take(engine_t *E, u32 port, port_t *pt, const u8 *d, u32 len) {
     pt->rx_packets++; pt->rx_bytes += len;
-    pcap_write(pt->pin, d, len);
+    pcap_write(pt->pin, &pt->pin_size, E->pcap_cap, d, len);
     rx_frame(E, port, d, len);
 }
 

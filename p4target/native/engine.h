@@ -95,6 +95,7 @@ typedef struct port {
     ring_t rx;           /* map NULL: no ring (not running, or an old kernel), recvmmsg on fd instead */
     xsk_t xsk;           /* umem NULL: no send ring, sendmmsg on fd */
     FILE *pin, *pout;
+    u64 pin_size, pout_size;  /* bytes in the pcap files: capture stops at the engine's pcap_cap */
     u64 rx_packets, rx_bytes, tx_packets, tx_bytes, tx_errors, rx_errors;
     int ntx;
     struct mmsghdr tx[TX_BATCH];
@@ -137,6 +138,7 @@ typedef struct engine {
     int ntm;
     port_t *ports[MAX_PORTS];
     int cpu_port;
+    u64 pcap_cap;          /* most bytes per pcap file, 0: no cap (aggnet switch --pcap-max-mb) */
     volatile int stopping;
     int wake[2];
     pthread_mutex_t injmu;
