@@ -315,7 +315,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "never on other addresses: it has no authentication")
     parser.add_argument("--log", metavar="FILE", help="log to FILE (default: stderr)")
     parser.add_argument("--log-max-mb", type=_positive_mb, default=DEFAULT_LOG_MAX_MB, metavar="MB",
-                        help=f"rotate --log at MB (one old file kept, FILE.1; default {DEFAULT_LOG_MAX_MB})")
+                        help=f"rotate --log and its P4Runtime request log at MB (one old file kept, FILE.1; "
+                             f"default {DEFAULT_LOG_MAX_MB})")
     parser.add_argument("--pcap", metavar="DIR", help="write DIR/IFACE_in.pcap and DIR/IFACE_out.pcap per port")
     parser.add_argument("--pcap-max-mb", type=_positive_mb, default=DEFAULT_PCAP_MAX_MB, metavar="MB",
                         help=f"stop capturing into a pcap file once it holds MB (default {DEFAULT_PCAP_MAX_MB})")
@@ -395,7 +396,7 @@ def _start_runtime(switch: Switch, args: argparse.Namespace) -> Any:
         log_path = f"{stem}-p4runtime-requests.txt"
     server = RuntimeServer(args.device_id, args.grpc_server_addr, args.cpu_port,
                            on_pipeline_set=switch.set_pipeline, packet_out=switch.inject, log_path=log_path,
-                           engine=args.engine)
+                           engine=args.engine, log_max_bytes=args.log_max_mb << 20)
     switch.packet_in = lambda frame: server.packet_in(args.cpu_port, frame)
     server.device.state_cap_mb = args.max_state_mb
     if args.program:

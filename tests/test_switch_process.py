@@ -1,6 +1,7 @@
 """`aggnet switch` as a real process on veth pairs: forwarding, pcap, SIGTERM, bad input."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -10,6 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+from finsy.proto import p4r
+from p4rt_raw import RawClient
 from procs import free_port
 
 from p4target.ports import read_pcap
@@ -109,3 +112,62 @@ def test_forwarding_pcap_and_clean_sigterm(veths, tmp_path):
     outs = [f for _, f in read_pcap(str(tmp_path / f"{SW[1]}_out.pcap"))]
     assert len(ins) == 2 and len(outs) == 1 and Ether(outs[0])[IP].ttl == 63
     assert "stopping" in log.read_text()
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_pcap_stops_at_its_cap_and_the_log_rotates(veths, tmp_path, engine):
+    """--pcap-max-mb 1: a port's capture keeps the frames that fit in 1 MiB and no more, on either
+    engine. --log-max-mb 1: the P4Runtime request log, written to by every Write, is renamed FILE.1 at 1 MiB
+    and begun anew."""
+    side_port, grpc_port = free_port(), free_port()
+    log = tmp_path / "s9.log"
+    proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "switch", "--device-id", "9", "--engine", engine,
+                             "-i", f"1@{SW[0]}", "-i", f"2@{SW[1]}", "--grpc-server-addr", f"127.0.0.1:{grpc_port}",
+                             "--thrift-port", str(side_port), "--log", str(log), "--log-max-mb", "1",
+                             "--pcap", str(tmp_path), "--pcap-max-mb", "1", str(PROGRAM)], cwd=REPO)
+    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    tx.bind((PEER[0], 0))
+    frame = ipv4_frame("10.9.9.9") + bytes(1000)
+    record = 16 + len(frame)
+    fit = ((1 << 20) - 24) // record  # frames of this size a 1 MiB capture holds
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                send_command(side_port, "port_stats", timeout=1)
+                break
+            except Exception:
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.1)
+        for _ in range(fit + 300):
+            tx.send(frame)
+        time.sleep(0.5)
+        received = json.loads(send_command(side_port, "port_stats"))["1"]["rx_packets"]
+        rotated = tmp_path / "s9-p4runtime-requests.txt.1"
+        client = RawClient(grpc_port, device_id=9)
+        try:
+            client.arbitrate(10)
+            info = client.get_pipeline(p4r.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE).p4info
+            updates = [p4r.Update(type=p4r.Update.MODIFY, entity=p4r.Entity(counter_entry=p4r.CounterEntry(
+                counter_id=info.counters[0].preamble.id, index=p4r.Index(index=i),
+                data=p4r.CounterData(packet_count=i))))
+                for i in range(16)]
+            for _ in range(2000):  # each Write is logged (about 2 KB) until the request log has rotated
+                client.write(updates)
+                if rotated.exists():
+                    break
+        finally:
+            client.close()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        tx.close()
+    captured = tmp_path / f"{SW[0]}_in.pcap"
+    assert captured.stat().st_size <= 1 << 20
+    assert len(read_pcap(str(captured))) == min(received, fit) and received > fit
+    assert rotated.exists() and (1 << 20) <= rotated.stat().st_size <= (1 << 20) + 8192
+    assert (tmp_path / "s9-p4runtime-requests.txt").stat().st_size < 1 << 20

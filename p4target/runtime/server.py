@@ -65,7 +65,7 @@ class RequestLog:
     text formatting is pure Python and, done for every update, cost more than applying it.
     """
 
-    def __init__(self, path: str | None, max_bytes: int = DEFAULT_LOG_MAX_MB << 20):
+    def __init__(self, path: str | None, max_bytes: int):
         self._path = path
         self._max_bytes = max_bytes
         self._file = open(path, "a", encoding="utf-8") if path else None
@@ -109,13 +109,14 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
                  on_pipeline_set: Callable[[object], None] | None = None,
                  packet_out: Callable[[int, bytes], None] | None = None,
                  log_path: str | None = None, digest_interval: float = 0.02, idle_sweep_interval: float = 1.0,
-                 max_workers: int = 32, engine: str = "python"):
+                 max_workers: int = 32, engine: str = "python",
+                 log_max_bytes: int = DEFAULT_LOG_MAX_MB << 20):
         self.device = Device(device_id, on_pipeline_set, engine)
         self.address = address
         self.cpu_port = cpu_port
         self.arbitration = Arbitration()
         self._packet_out = packet_out or self._process_locally
-        self._log = RequestLog(log_path)
+        self._log = RequestLog(log_path, log_max_bytes)
         self._digest_interval = digest_interval
         self._idle_sweep_interval = idle_sweep_interval
         self._sessions: set[Session] = set()
