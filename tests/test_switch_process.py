@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from finsy.proto import p4r
 from p4rt_raw import RawClient
-from procs import free_port
+from procs import free_port, wait_for
 
 from p4target.ports import read_pcap
 from p4target.sidechannel import send_command
@@ -171,3 +171,20 @@ def test_pcap_stops_at_its_cap_and_the_log_rotates(veths, tmp_path, engine):
     assert len(read_pcap(str(captured))) == min(received, fit) and received > fit
     assert rotated.exists() and (1 << 20) <= rotated.stat().st_size <= (1 << 20) + 8192
     assert (tmp_path / "s9-p4runtime-requests.txt").stat().st_size < 1 << 20
+
+
+def test_side_channel_listens_on_loopback_only_and_says_so(tmp_path):
+    """The side channel has no authentication: bound to 127.0.0.1, not to every address (127.0.0.2,
+    another loopback address, would answer a socket bound to 0.0.0.0), and its help says so."""
+    assert "listens on 127.0.0.1 only" in " ".join(aggnet("switch", "--help").stdout.split())
+    side_port, log = free_port(), tmp_path / "s9.log"
+    proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "switch", "--log", str(log),
+                             "--grpc-server-addr", f"127.0.0.1:{free_port()}", "--thrift-port", str(side_port)],
+                            cwd=REPO)
+    try:
+        wait_for(side_port, proc, log)
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.2", side_port)) != 0
+    finally:
+        proc.terminate()
+        proc.wait(10)
