@@ -1,6 +1,7 @@
 """`aggnet switch` as a real process on veth pairs: forwarding, pcap, SIGTERM, bad input."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -8,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -114,6 +116,18 @@ def test_forwarding_pcap_and_clean_sigterm(veths, tmp_path):
     assert "stopping" in log.read_text()
 
 
+@contextlib.contextmanager
+def switch_process(*args: str) -> Iterator[subprocess.Popen]:
+    """`aggnet switch ARGS` running; killed on the way out unless the test stopped it."""
+    proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "switch", *args], cwd=REPO)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 @pytest.mark.root
 @pytest.mark.parametrize("engine", ["native", "python"])
 def test_pcap_stops_at_its_cap_and_the_log_rotates(veths, tmp_path, engine):
@@ -121,30 +135,19 @@ def test_pcap_stops_at_its_cap_and_the_log_rotates(veths, tmp_path, engine):
     engine. --log-max-mb 1: the P4Runtime request log, written to by every Write, is renamed FILE.1 at 1 MiB
     and begun anew."""
     side_port, grpc_port = free_port(), free_port()
-    log = tmp_path / "s9.log"
-    proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "switch", "--device-id", "9", "--engine", engine,
-                             "-i", f"1@{SW[0]}", "-i", f"2@{SW[1]}", "--grpc-server-addr", f"127.0.0.1:{grpc_port}",
-                             "--thrift-port", str(side_port), "--log", str(log), "--log-max-mb", "1",
-                             "--pcap", str(tmp_path), "--pcap-max-mb", "1", str(PROGRAM)], cwd=REPO)
-    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
-    tx.bind((PEER[0], 0))
+    log, rotated = tmp_path / "s9.log", tmp_path / "s9-p4runtime-requests.txt.1"
     frame = ipv4_frame("10.9.9.9") + bytes(1000)
-    record = 16 + len(frame)
-    fit = ((1 << 20) - 24) // record  # frames of this size a 1 MiB capture holds
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                send_command(side_port, "port_stats", timeout=1)
-                break
-            except Exception:
-                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-                time.sleep(0.1)
+    fit = ((1 << 20) - 24) // (16 + len(frame))  # frames of this size a 1 MiB capture holds
+    with switch_process("--device-id", "9", "--engine", engine, "-i", f"1@{SW[0]}", "-i", f"2@{SW[1]}",
+                        "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--thrift-port", str(side_port),
+                        "--log", str(log), "--log-max-mb", "1", "--pcap", str(tmp_path), "--pcap-max-mb", "1",
+                        str(PROGRAM)) as proc, socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0) as tx:
+        wait_for(side_port, proc, log)  # listening once PROG is loaded
+        tx.bind((PEER[0], 0))
         for _ in range(fit + 300):
             tx.send(frame)
         time.sleep(0.5)
         received = json.loads(send_command(side_port, "port_stats"))["1"]["rx_packets"]
-        rotated = tmp_path / "s9-p4runtime-requests.txt.1"
         client = RawClient(grpc_port, device_id=9)
         try:
             client.arbitrate(10)
@@ -161,11 +164,6 @@ def test_pcap_stops_at_its_cap_and_the_log_rotates(veths, tmp_path, engine):
             client.close()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        tx.close()
     captured = tmp_path / f"{SW[0]}_in.pcap"
     assert captured.stat().st_size <= 1 << 20
     assert len(read_pcap(str(captured))) == min(received, fit) and received > fit
@@ -178,13 +176,7 @@ def test_side_channel_listens_on_loopback_only_and_says_so(tmp_path):
     another loopback address, would answer a socket bound to 0.0.0.0), and its help says so."""
     assert "listens on 127.0.0.1 only" in " ".join(aggnet("switch", "--help").stdout.split())
     side_port, log = free_port(), tmp_path / "s9.log"
-    proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "switch", "--log", str(log),
-                             "--grpc-server-addr", f"127.0.0.1:{free_port()}", "--thrift-port", str(side_port)],
-                            cwd=REPO)
-    try:
+    with switch_process("--log", str(log), "--grpc-server-addr", f"127.0.0.1:{free_port()}",
+                        "--thrift-port", str(side_port)) as proc, socket.socket() as s:
         wait_for(side_port, proc, log)
-        with socket.socket() as s:
-            assert s.connect_ex(("127.0.0.2", side_port)) != 0
-    finally:
-        proc.terminate()
-        proc.wait(10)
+        assert s.connect_ex(("127.0.0.2", side_port)) != 0
