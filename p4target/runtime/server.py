@@ -65,7 +65,7 @@ class RequestLog:
     text formatting is pure Python and, done for every update, cost more than applying it.
     """
 
-    def __init__(self, path: str | None, max_bytes: int):
+    def __init__(self, path: str | None, max_bytes: int = DEFAULT_LOG_MAX_MB << 20):
         self._path = path
         self._max_bytes = max_bytes
         self._file = open(path, "a", encoding="utf-8") if path else None
