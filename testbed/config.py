@@ -35,6 +35,8 @@ class NetworkConfig:
     loss: float | None = option(None, minimum=0, help="drop this percentage of packets at every switch port")
     lanes: int = option(DEFAULT_LANES, choices=LANE_COUNTS, help="values per aggregation packet (" + ", ".join(
         f"{program_name(n)}: {n}" for n in LANE_COUNTS) + ")")
+    tls: str | None = option(None, help="DIR: make a throwaway CA and certificates there; every switch serves "
+                                        "P4Runtime over mutual TLS and the controller connects with them")
 
     def __post_init__(self) -> None:
         if self.loss is not None and self.loss >= 100:

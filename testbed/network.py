@@ -31,6 +31,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import IO, Any
 
+from p4target.runtime.tls import TlsFiles
 from p4target.tm import DEFAULT_BURST_S, DEFAULT_DEPTH
 from testbed import clean
 from testbed.nodes import AggNetHost, P4Switch, SwitchDied, TargetUnsupported, check_target, switch_class
@@ -153,7 +154,8 @@ class Testbed:
     __test__ = False  # not a pytest test class despite the name
 
     def __init__(self, topology: Any, target: str = "embedded", run_dir: str | None = None,
-                 program: str | None = None, pcap: bool = False, start_timeout: float = 30.0):
+                 program: str | None = None, pcap: bool = False, start_timeout: float = 30.0,
+                 tls: TlsFiles | None = None):
         check_links(topology, target)
         if program and not switch_class(target).takes_program:
             raise TargetUnsupported(f"{program}: {target} switches start without a program; the controller "
@@ -165,6 +167,7 @@ class Testbed:
         self.program = program
         self.pcap = pcap
         self.start_timeout = start_timeout
+        self.tls = tls  # the switches' certificate, key and client CA: P4Runtime over mutual TLS
         self.net: Any = None  # a mininet.net.Mininet once built (Mininet has no type hints)
         self._record: dict | None = None
         self._old_sigterm: Callable[[int, FrameType | None], Any] | int | None = None
@@ -236,7 +239,7 @@ class Testbed:
             self.net.addSwitch(s.name, cls=self.switch_class, device_id=s.device_id, grpc_port=s.grpc_port,
                                side_channel_port=self.side_channel_port(s.name), log_file=self.log_file(s.name),
                                program=self.program, pcap_dir=self.pcaps_dir if self.pcap else None,
-                               start_timeout=self.start_timeout)
+                               start_timeout=self.start_timeout, tls=self.tls)
         interfaces = []
         for link in topo.links:
             names = (topo.intf_name(link.a, link.a_port), topo.intf_name(link.b, link.b_port))

@@ -210,6 +210,7 @@ class Run:
         self.queues: dict = {}
         self.meter: Any = None  # testbed.fidelity.CpuMeter over the switch and host processes
         self.fidelity: dict = {}
+        self.pki: Any = None  # testbed.tls.RunPki with --tls
 
     # -- plan: every input check, before anything starts
 
@@ -309,14 +310,20 @@ class Run:
     def network(self) -> Any:
         from testbed.network import Testbed
 
-        return Testbed(self.topo, self.cfg.network.target, str(self.run_dir))
+        if self.cfg.network.tls:
+            from testbed.tls import make_pki
+
+            self.pki = make_pki(self.cfg.network.tls)
+            self.reporter.status(f"P4Runtime over mutual TLS, certificates in {self.cfg.network.tls}")
+        return Testbed(self.topo, self.cfg.network.target, str(self.run_dir),
+                       tls=self.pki.server if self.pki else None)
 
     def connect(self) -> None:
         from controller.installer import connect_all
 
         self.conns = connect_all(self.topo, side_channel_ports={s: self.tb.side_channel_port(s)
                                                                 for s in self.topo.switches},
-                                 target=self.cfg.network.target)
+                                 target=self.cfg.network.target, tls=self.pki.client if self.pki else None)
 
     def push_pipeline(self) -> None:
         """The program and routes on every switch; link queues where the target needs the program first."""

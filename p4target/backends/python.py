@@ -12,6 +12,8 @@ tables and conditionals, one function per node returning the next node (None at 
 """
 from __future__ import annotations
 
+import collections
+import functools
 import random
 import time
 from typing import Any
@@ -66,8 +68,12 @@ def _mod(a: int, b: int) -> int:
 
 
 def _at(items: tuple, index: int, what: str) -> Any:
-    if not 0 <= index < len(items):
-        raise PacketError(f"index {index} out of range for {what}")
+    """Element `index` of a stack; out of range (P4: an undefined value), the stack's scratch header,
+    which reads as invalid zeros and takes writes that nothing reads back meaningfully."""
+    if not 0 <= index < len(items) - 1:
+        if isinstance(items[-1], str):  # union stacks have no scratch element
+            raise PacketError(f"index {index} out of range for {what}")
+        return items[-1]
     return items[index]
 
 
@@ -84,7 +90,7 @@ def _bits(data: bytes, o: int, offset: int, width: int, too_short: int) -> int:
 FieldSpec = tuple[tuple[int | None, bool], ...]  # per field: (width or None for varbit, signed)
 
 
-def _extract(F: list, b: int, fields: FieldSpec, data: bytes, o: int, vl: int, too_short: int) -> int:
+def _extract(fields: FieldSpec, F: list, b: int, data: bytes, o: int, vl: int, too_short: int) -> int:
     """Fill header `b`'s fields from `data` at byte `o`; the new offset. `vl`: varbit bits."""
     total = sum(w if w is not None else vl for w, _ in fields)
     end = o + total // 8
@@ -103,7 +109,7 @@ def _extract(F: list, b: int, fields: FieldSpec, data: bytes, o: int, vl: int, t
     return end
 
 
-def _packed(F: list, b: int, fields: FieldSpec) -> bytes:
+def _packed(fields: FieldSpec, F: list, b: int) -> bytes:
     """Header `b`'s fields as wire bytes."""
     value = total = 0
     for k, (w, _) in enumerate(fields):
@@ -112,6 +118,10 @@ def _packed(F: list, b: int, fields: FieldSpec) -> bytes:
         total += width
     pad = -total % 8
     return (value << pad).to_bytes((total + pad) // 8, "big")
+
+
+def _constant(value: Any) -> Any:
+    return value
 
 
 def _copy_header(F: list, dst: int, src: int, n: int) -> None:
@@ -145,17 +155,21 @@ class _Layout:
         self.stacks = {s.name: [by_id[i] for i in s.header_ids] for s in p.header_stacks}
         self.stack_type = {s.name: s.header_type for s in p.header_stacks}
         self.next_index = {}
+        self.scratch: dict[str, int] = {}  # per stack: a header taking out-of-range accesses
         for s in p.header_stacks:
             self.next_index[s.name] = len(self.initial)
             self.initial.append(0)
+            t = self.types[s.header_type]
+            self.scratch[s.name] = len(self.initial)
+            self.initial += [False] + [0] * (len(t.fields) + int(any(f.width is None for f in t.fields)))
         union_types = {u.name: u for u in p.header_union_types}
         self.unions = {u.name: [by_id[i] for i in u.header_ids] for u in p.header_unions}
         self.union_type = {u.name: union_types[u.union_type] for u in p.header_unions}
         union_by_id = {u.id: u.name for u in p.header_unions}
-        self.union_stacks = {s.name: [union_by_id[i] for i in s.header_union_ids] for s in p.header_union_stacks}
-        self.union_stack_type = {s.name: union_types[s.union_type] for s in p.header_union_stacks}
-        for s in p.header_union_stacks:
-            self.next_index[s.name] = len(self.initial)
+        self.union_stacks = {us.name: [union_by_id[i] for i in us.header_union_ids] for us in p.header_union_stacks}
+        self.union_stack_type = {us.name: union_types[us.union_type] for us in p.header_union_stacks}
+        for us in p.header_union_stacks:
+            self.next_index[us.name] = len(self.initial)
             self.initial.append(0)
         self.member_of = {h: u for u, hs in self.unions.items() for h in hs}
         self.hidden = {}
@@ -205,16 +219,30 @@ class _Printer:
         self.learn_lists = {ll.id: ll for ll in p.learn_lists}
         self.calcs = {c.name: c for c in p.calculations}
         self._tmp = 0
+        self._bound: dict[int, str] = {}
+        self.printed: set[str] = set()
+        self.header_lines: list[str] = []  # per header type extract/emit functions
+        self.next_maps: dict[str, tuple[dict[str, str | None], str | None]] = {}
         for hname, t in self.L.types.items():
             self.ns[f"_FS_{_ident(hname)}"] = tuple((f.width, f.signed) for f in t.fields)
-        for s, headers in {**self.L.stacks, **self.L.unions, **self.L.union_stacks}.items():
-            self.ns[f"_STK_{_ident(s)}"] = tuple(self.L.base[h] if h in self.L.base else h for h in headers)
+        for s, headers in self.L.stacks.items():
+            self.ns[f"_STK_{_ident(s)}"] = tuple(self.L.base[h] for h in headers) + (self.L.scratch[s],)
+        for s, names in {**self.L.unions, **self.L.union_stacks}.items():
+            self.ns[f"_STK_{_ident(s)}"] = tuple(self.L.base.get(h, h) for h in names) + ("",)
 
     def fail(self, message: str) -> Unsupported:
         return Unsupported(message, self.p.source)
 
     def emit(self, line: str, ind: int) -> None:
         self.lines.append("    " * ind + line)
+
+    def bind(self, prefix: str, obj: object) -> str:
+        """`obj` as a global of the printed module (once per object): no lookups by name per packet."""
+        name = self._bound.get(id(obj))
+        if name is None:
+            name = self._bound[id(obj)] = f"{prefix}{len(self._bound)}"
+            self.ns[name] = obj
+        return name
 
     def tmp(self) -> str:
         self._tmp += 1
@@ -241,7 +269,7 @@ class _Printer:
             if reg is None:
                 raise self.fail(f"unknown register array {v.name}")
             i = self.rv(v.index)
-            return f"(_S.registers[{v.name!r}].values[{i}] if {i} < {reg.schema.size} else 0)"
+            return f"({self.bind('_R', reg.values)}[{i}] if {i} < {reg.schema.size} else 0)"
         if isinstance(v, m.StackField):
             b = self.header_base(m.Expr("dereference_header_stack", m.StackRef(v.stack),
                                         m.Expr("last_stack_index", None, m.StackRef(v.stack))))
@@ -318,7 +346,7 @@ class _Printer:
             return str(self.L.base[v.name])
         if isinstance(v, m.Expr) and v.op == "dereference_header_stack" and isinstance(v.left, m.StackRef):
             return f"_at(_STK_{_ident(v.left.name)}, {self.rv(v.right)}, {v.left.name!r})"
-        if isinstance(v, m.Expr) and v.op == "access_union_header":
+        if isinstance(v, m.Expr) and v.op == "access_union_header" and v.left is not None:
             assert isinstance(v.right, m.Const)
             return self.union_members(v.left)[v.right.value]
         raise self.fail(f"{type(v).__name__} does not name a header here")
@@ -498,7 +526,7 @@ class _Printer:
         reg = self.state.registers[name]
         i = self.tmp()
         self.emit(f"{i} = {self.rv(ps[1])}", ind)
-        self.emit(f"if {i} < {reg.schema.size}: _S.registers[{name!r}].values[{i}] = "
+        self.emit(f"if {i} < {reg.schema.size}: {self.bind('_R', reg.values)}[{i}] = "
                   f"({self.rv(ps[2])}) & {(1 << reg.schema.bitwidth) - 1:#x}", ind)
 
     def p_count(self, ps: list[m.Value], ind: int) -> None:
@@ -506,8 +534,8 @@ class _Printer:
         cnt = self.state.counters[name]
         i = self.tmp()
         self.emit(f"{i} = {self.rv(ps[1])}", ind)
-        self.emit(f"if {i} < {cnt.schema.size}: _S.counters[{name!r}].packets[{i}] += 1; "
-                  f"_S.counters[{name!r}].bytes[{i}] += F[{self.L.sm['packet_length']}]", ind)
+        self.emit(f"if {i} < {cnt.schema.size}: {self.bind('_CP', cnt.packets)}[{i}] += 1; "
+                  f"{self.bind('_CB', cnt.bytes)}[{i}] += F[{self.L.sm['packet_length']}]", ind)
 
     def meter_amount(self, kind: str) -> str:
         return "1" if kind == "packets" else f"F[{self.L.sm['packet_length']}]"
@@ -518,7 +546,7 @@ class _Printer:
         i = self.tmp()
         self.emit(f"{i} = {self.rv(ps[1])}", ind)
         amount = self.meter_amount(meter.schema.type)
-        self.store(ps[2], f"(_S.meters[{name!r}].cells[{i}].execute({amount}, _now()) "
+        self.store(ps[2], f"({self.bind('_M', meter.cells)}[{i}].execute({amount}, _now()) "
                           f"if {i} < {meter.schema.size} else 0)", ind)
 
     def calc(self, name: str) -> str:
@@ -542,11 +570,11 @@ class _Printer:
                     vlen = f"F[{hb + 1 + len(self.L.header_type(v.header).fields)}]"
                     part = f"(F[{slot}], {vlen})"
                 else:
-                    width = 1 if ftype is None else ftype.width
+                    width = 1 if ftype is None else (ftype.width or 0)
                     part = f"(({self.rv(v)}) & {(1 << width) - 1:#x}, {width})"
                 parts.append(part if self.p.header(v.header).metadata else f"*(({part},) if F[{hb}] else ())")
             elif isinstance(v, m.Const):
-                width = v.width or max(v.value.bit_length(), 1)
+                width = v.width if v.width is not None else max(v.value.bit_length(), 1)
                 parts.append(f"({v.value & ((1 << width) - 1)}, {width})")
             elif isinstance(v, m.HeaderRef):
                 b = self.L.base[v.name]
@@ -623,20 +651,30 @@ class _Printer:
                 self.primitive(prim, 1)
             self.emit("return", 1)
             return
-        # p4c lowers `if` inside an action to jumps: run it as a little state machine over primitive indexes
+        # p4c lowers `if` inside an action to jumps: run its basic blocks as a little state machine
+        # (flat `if pc == START` blocks: an elif chain per primitive would nest too deep for Python)
+        prims = a.primitives
+        leaders = {0}
+        for i, prim in enumerate(prims):
+            if prim.op in ("_jump", "_jump_if_zero"):
+                leaders.add(i + 1)
+                target = prim.parameters[-1]
+                leaders.add(target.value if isinstance(target, m.Const) else len(prims))
+        starts = sorted(x for x in leaders if x < len(prims))
         self.emit("pc = 0", 1)
         self.emit("while True:", 1)
-        for i, prim in enumerate(a.primitives):
-            self.emit(f"{'if' if i == 0 else 'elif'} pc == {i}:", 2)
-            if prim.op == "_jump":
-                self.emit(f"pc = {self.rv(prim.parameters[0])}; continue", 3)
-            elif prim.op == "_jump_if_zero":
-                self.emit(f"if not {self.rv(prim.parameters[0])}: pc = {self.rv(prim.parameters[1])}; continue", 3)
-            else:
-                self.primitive(prim, 3)
-        self.emit("else:", 2)
-        self.emit("return", 3)
-        self.emit("pc += 1", 2)
+        for start, end in zip(starts, starts[1:] + [len(prims)]):
+            self.emit(f"if pc == {start}:", 2)
+            for prim in prims[start:end]:
+                if prim.op == "_jump":
+                    self.emit(f"pc = {self.rv(prim.parameters[0])}; continue", 3)
+                elif prim.op == "_jump_if_zero":
+                    self.emit(f"if not {self.rv(prim.parameters[0])}: pc = {self.rv(prim.parameters[1])}; continue",
+                              3)
+                else:
+                    self.primitive(prim, 3)
+            self.emit(f"pc = {end}; continue", 3)
+        self.emit("return", 2)
 
     # -- pipelines
 
@@ -681,9 +719,19 @@ class _Printer:
         miss_next = t.next_tables.get("__MISS__")
         by_hit = "__HIT__" in t.next_tables or "__MISS__" in t.next_tables
         nexts = f"_NX{t.id}"
-        self.ns[nexts] = {a: v for a, v in t.next_tables.items()}
+        self.next_maps[nexts] = (t.next_tables, t.base_default_next)
         self.emit(f"def {nodes[t.name]}(F):", 0)
         self.emit(f"# table {t.name}", 1)
+        exit_slot = self.L.hidden["exit"]
+        default = t.default_entry
+        if not t.key and default is not None and default.action_entry_const and obj.profile is None:
+            # a keyless table whose action nobody can change: p4c's synthesized "tbl_act" tables
+            action = self.actions[default.action_id]
+            args = "".join(f", {v}" for v in default.action_data)
+            self.emit(f"{self.action_fn(action)}(F{args})", 1)
+            target = t.next_tables.get("__MISS__") if by_hit else t.next_tables.get(action.name, t.base_default_next)
+            self.emit(f"return None if F[{exit_slot}] else {self.node_fn(target, nodes)}", 1)
+            return
 
         def leave(hit: bool, action: str) -> None:
             target = (hit_next if hit else miss_next) if by_hit else None
@@ -692,7 +740,7 @@ class _Printer:
             if by_hit:
                 self.emit(f"return {self.node_fn(target, nodes)}", 2 if hit else 1)
             else:
-                self.emit(f"return _NODES.get({nexts}.get({action}, {t.base_default_next!r}))", 2 if hit else 1)
+                self.emit(f"return {nexts}[{action}]", 2 if hit else 1)
 
         if t.key:
             values = ", ".join(self.key_code(k) for k in t.key)
@@ -718,8 +766,7 @@ class _Printer:
             self.emit(f"{amap}[_d.action](F, *_d.args)", 1)
             leave(False, "_d.action")
         else:
-            self.emit(f"return _NODES.get({t.base_default_next!r})" if not by_hit
-                      else f"return {self.node_fn(miss_next, nodes)}", 1)
+            self.emit(f"return {self.node_fn(t.base_default_next if not by_hit else miss_next, nodes)}", 1)
 
     def indirect_hit(self, t: m.Table, profile: st.ActionProfile, amap: str, ind: int) -> None:
         pv = f"_P{t.id}"
@@ -751,7 +798,7 @@ class _Printer:
             size = len(self.L.stacks[target.name])
             self.emit(f"if F[{nxt}] >= {size}: raise _Reject({self.error_code('StackOutOfBounds')}, o)", ind)
             self.emit(f"_b = _STK_{_ident(target.name)}[F[{nxt}]]; F[{nxt}] += 1", ind)
-            self.emit(f"o = _extract(F, _b, _FS_{_ident(t.name)}, data, o, {vl}, {too_short})", ind)
+            self.emit(f"o = {self.extractor(t)}(F, _b, data, o, {vl}, {too_short})", ind)
             return
         elif isinstance(target, m.UnionStackField):  # the member of the stack's next union
             ut = self.L.union_stack_type[target.stack]
@@ -765,7 +812,7 @@ class _Printer:
             members = self.union_members(m.Expr("dereference_union_stack", m.UnionStackRef(target.stack),
                                                 m.Expr("size_stack", None, m.UnionStackRef(target.stack))))
             self.emit(f"_b = {members[k]}; F[{nxt}] += 1", ind)
-            self.emit(f"o = _extract(F, _b, _FS_{_ident(t.name)}, data, o, {vl}, {too_short})", ind)
+            self.emit(f"o = {self.extractor(t)}(F, _b, data, o, {vl}, {too_short})", ind)
             return
         else:
             raise self.fail(f"cannot extract into a {type(target).__name__}")
@@ -776,8 +823,52 @@ class _Printer:
             self.emit(f"if _vl + {fixed} > {t.max_length * 8}: raise _Reject({self.error_code('HeaderTooShort')}, o)",
                       ind)
             vl = "_vl"
-        self.emit(f"o = _extract(F, {b}, _FS_{_ident(t.name)}, data, o, {vl}, {too_short})", ind)
+        self.emit(f"o = {self.extractor(t)}(F, {b}, data, o, {vl}, {too_short})", ind)
         self.after_valid_change(target, b, ind)
+
+    def extractor(self, t: m.HeaderType) -> str:
+        """The function filling a header of type `t` from the packet: printed straight-line for
+        fixed-width types (the parser's hot path), the generic `_extract` for a varbit."""
+        name = f"_ex_{_ident(t.name)}"
+        if any(f.width is None for f in t.fields):
+            self.ns.setdefault(name, functools.partial(_extract, self.ns[f"_FS_{_ident(t.name)}"]))
+            return name
+        if name not in self.printed:
+            self.printed.add(name)
+            nbytes = sum(f.width or 0 for f in t.fields) // 8
+            lines = [f"def {name}(F, b, data, o, vl, too_short):", f"    end = o + {nbytes}",
+                     "    if end > len(data): raise _Reject(too_short, o)",
+                     "    v = int.from_bytes(data[o:end], 'big')"]
+            pos = nbytes * 8
+            for k, f in enumerate(t.fields):
+                w = f.width or 0
+                pos -= w
+                value = f"(v >> {pos}) & {_mask(w):#x}" if pos else f"v & {_mask(w):#x}"
+                if f.signed:
+                    value = f"(({value}) ^ {1 << (w - 1):#x}) - {1 << (w - 1):#x}"
+                lines.append(f"    F[b + {1 + k}] = {value}")
+            lines += ["    F[b] = True", "    return end"]
+            self.header_lines += lines
+        return name
+
+    def emitter(self, t: m.HeaderType) -> str:
+        """The function writing a header of type `t` as bytes (printed for fixed-width types)."""
+        name = f"_em_{_ident(t.name)}"
+        if any(f.width is None for f in t.fields):
+            self.ns.setdefault(name, functools.partial(_packed, self.ns[f"_FS_{_ident(t.name)}"]))
+            return name
+        if name not in self.printed:
+            self.printed.add(name)
+            total = sum(f.width or 0 for f in t.fields)
+            pad = -total % 8
+            parts, pos = [], total + pad
+            for k, f in enumerate(t.fields):
+                w = f.width or 0
+                pos -= w
+                parts.append(f"(F[b + {1 + k}] & {_mask(w):#x}) << {pos}" if pos else f"(F[b + {1 + k}] & {_mask(w):#x})")
+            self.header_lines += [f"def {name}(F, b):",
+                                  f"    return ({' | '.join(parts) or '0'}).to_bytes({(total + pad) // 8}, 'big')"]
+        return name
 
     def parser_op(self, op: m.ParserOp, ind: int) -> None:
         ps = op.parameters
@@ -875,7 +966,7 @@ class _Printer:
             self.primitive(prim, 1)
         for h in d.order:
             b = self.L.base[h]
-            self.emit(f"if F[{b}]: out.append(_packed(F, {b}, _FS_{_ident(self.p.header(h).header_type)}))", 1)
+            self.emit(f"if F[{b}]: out.append({self.emitter(self.L.types[self.p.header(h).header_type])}(F, {b}))", 1)
         self.emit("return out", 1)
 
     def compile(self) -> Compiled:
@@ -894,7 +985,7 @@ class _Printer:
         if not self.gen_checksums("compute", verify=False):
             empty.add("compute")
         self.gen_deparser(self.p.deparsers[0])
-        source = "\n".join(self.lines) + "\n"
+        source = "\n".join(self.header_lines + self.lines) + "\n"
         exec(compile(source, f"<p4 {self.p.source}>", "exec"), self.ns)  # noqa: S102 - our own generated code
         for key in list(self.ns):
             if key.startswith("_AM"):
@@ -905,13 +996,20 @@ class _Printer:
                 node_names[t.name] = self.ns[f"tb{t.id}_{_ident(t.name)}"]
             for c in pl.conditionals:
                 node_names[c.name] = self.ns[f"cd{c.id}_{_ident(c.name)}"]
-        self.ns["_NODES"] = node_names
+        for var, (targets, fallback) in self.next_maps.items():  # action -> next node, as functions
+            fallback_node = node_names.get(fallback) if fallback else None
+            self.ns[var] = collections.defaultdict(functools.partial(_constant, fallback_node),
+                                                   {a: node_names[n] if n else None for a, n in targets.items()})
         field_lists = {fl.id: [self.L.field_slot(f)[0] for f in fl.elements] for fl in self.p.field_lists}
         return Compiled(source, self.ns, self.L.initial, self.L.sm, self.L.hidden, field_lists,
                         self.L.meta_range, empty)
 
 
 _BOOL_OPS = frozenset({"==", "!=", ">", ">=", "<", "<=", "and", "or", "not", "d2b", "valid", "valid_union"})
+
+
+def _mask(width: int) -> int:
+    return (1 << width) - 1
 
 
 def _ident(name: str) -> str:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 
 from p4target.frontend import ir
-from p4target.lowered import model as lowered
 from p4target.interp.schema import build_schema
+from p4target.lowered import model as lowered
 from p4target.native.build import BuildError, build
 from p4target.native.cgen import CProgram, Unsupported, generate_c
 from p4target.native.engine import Engine

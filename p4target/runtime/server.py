@@ -7,6 +7,7 @@ Use from a switch process:
                            packet_out=switch.inject,                # (port, frame) -> ingress
                            log_path="logs/s1-p4runtime-requests.txt")
     port = server.start()                     # returns the bound TCP port (address may use :0)
+    # TLS: RuntimeServer(..., credentials=p4target.runtime.tls.server_credentials(files, require_client_auth))
     server.load_source(text, "prog.p4")       # optional: a pipeline before any client sets one
     server.packet_in(255, frame)              # a frame the pipeline sent to the CPU port
     server.stop()
@@ -49,6 +50,7 @@ from p4target.limits import DEFAULT_LOG_MAX_MB
 from p4target.runtime.arbitration import STREAM_QUEUE, Arbitration, Session, election_id_of
 from p4target.runtime.device import Device
 from p4target.runtime.errors import RuntimeStatus, abort, batch_status, code_number
+from p4target.runtime.roles import RoleScope
 
 P4RUNTIME_API_VERSION = "1.5.0"
 READ_CHUNK = 1000  # entities per ReadResponse
@@ -109,10 +111,11 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
                  on_pipeline_set: Callable[[object], None] | None = None,
                  packet_out: Callable[[int, bytes], None] | None = None,
                  log_path: str | None = None, digest_interval: float = 0.02, idle_sweep_interval: float = 1.0,
-                 max_workers: int = 32, engine: str = "python",
+                 max_workers: int = 32, engine: str = "python", credentials: grpc.ServerCredentials | None = None,
                  log_max_bytes: int = DEFAULT_LOG_MAX_MB << 20):
         self.device = Device(device_id, on_pipeline_set, engine)
         self.address = address
+        self._credentials = credentials
         self.cpu_port = cpu_port
         self.arbitration = Arbitration()
         self._packet_out = packet_out or self._process_locally
@@ -131,7 +134,10 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
 
     def start(self) -> int:
         """Start serving; returns the bound port. Raises RuntimeError if the address is taken."""
-        port = self._server.add_insecure_port(self.address)
+        if self._credentials is None:
+            port = self._server.add_insecure_port(self.address)
+        else:
+            port = self._server.add_secure_port(self.address, self._credentials)
         if port == 0:
             raise RuntimeError(f"cannot listen for P4Runtime on {self.address}")
         self._server.start()
@@ -194,7 +200,7 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
     def _send_to_primaries(self, messages) -> None:
         """Offer each message to the primaries; one that stopped reading loses it (counted, one warning)."""
         for message in messages:
-            for session in self.arbitration.primaries():
+            for session in self.arbitration.recipients(message):
                 if not session.offer(message):
                     self.stream_drops += 1
                     if session.dropped == 1:
@@ -216,6 +222,7 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
         try:
             self.device.check_device_id(request.device_id)
             self.arbitration.check_primary(request.role, election_id_of(request))
+            self.arbitration.check_pipeline(request.role)
             self.device.set_pipeline(request.action, request.config)
         except RuntimeStatus as failure:
             abort(context, failure.code, failure.message)
@@ -235,6 +242,7 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
         try:
             self.device.check_device_id(request.device_id)
             self.arbitration.check_primary(request.role, election_id_of(request))
+            self.arbitration.check_write(request.role, list(request.updates))
             failures = self.device.write(request.updates, request.atomicity)
         except RuntimeStatus as failure:
             abort(context, failure.code, failure.message)
@@ -247,7 +255,7 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
         self._log.write("Read", request)
         try:
             self.device.check_device_id(request.device_id)
-            entities = self.device.read(request.entities)
+            entities = self.arbitration.readable(request.role, self.device.read(request.entities))
         except RuntimeStatus as failure:
             abort(context, failure.code, failure.message)
         for start in range(0, max(len(entities), 1), READ_CHUNK):
@@ -298,7 +306,9 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
 
     def _arbitrate(self, session: Session, update: p4r.MasterArbitrationUpdate) -> None:
         self.device.check_device_id(update.device_id)
-        self.arbitration.update(session, update.role.name, election_id_of(update))
+        role = update.role
+        scope = RoleScope.parse(role.name, role.config) if role.HasField("config") else None
+        self.arbitration.update(session, role.name, election_id_of(update), scope)
 
     def _packet_out_message(self, session: Session, packet: p4r.PacketOut) -> None:
         if not self.arbitration.is_primary(session):
