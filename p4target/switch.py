@@ -37,6 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 from p4target.constants import DEFAULT_CPU_PORT, IDLE_WAKE_S, RX_BATCH
+from p4target.limits import DEFAULT_LOG_MAX_MB, DEFAULT_PCAP_MAX_MB, DEFAULT_STATE_CAP_MB
 from p4target.native.pipeline import ENGINES, NativePipeline
 from p4target.native.queues import NativeTrafficManager
 from p4target.ports import Port, PortError, parse_port_spec
@@ -56,8 +57,9 @@ class Switch:
     """Ports + traffic manager + (replaceable) pipeline, and the loop that moves packets."""
 
     def __init__(self, ports: dict[int, str], device_id: int = 0, cpu_port: int = DEFAULT_CPU_PORT,
-                 pcap_dir: str | None = None, clock: Callable[[], float] = time.monotonic):
+                 pcap_dir: str | None = None, clock: Callable[[], float] = time.monotonic, pcap_max_bytes: int = 0):
         self.device_id = device_id
+        self.pcap_max_bytes = pcap_max_bytes  # per pcap file, both engines; 0: no cap
         self.cpu_port = cpu_port
         self.tm = NativeTrafficManager(clock)
         self.lock = threading.Lock()
@@ -67,7 +69,7 @@ class Switch:
         self.ports: dict[int, Port] = {}
         try:
             for number, ifname in sorted(ports.items()):
-                self.ports[number] = Port(number, ifname, pcap_dir)
+                self.ports[number] = Port(number, ifname, pcap_dir, pcap_max_bytes)
         except PortError:
             self.close()
             raise
@@ -151,6 +153,7 @@ class Switch:
             port.hand_over()  # its pcap files closed first: the engine continues them
             engine.port_add(number, port.fileno(), *(port.pcap_paths or (None, None)))
         engine.set_cpu_port(self.cpu_port)
+        engine.set_pcap_cap(self.pcap_max_bytes)
         pipeline.state.on_packet_in = lambda _port, frame: self._transmit(self.cpu_port, frame)
         with self.lock:
             self.tm.attach(engine)
@@ -315,7 +318,8 @@ BMV2_LOG_SUFFIX = ".txt"  # simple_switch_grpc --log-file BASE writes BASE.txt (
 # Integer options: (lowest, highest) accepted; checked after parsing so a bad one is one line.
 INT_OPTIONS: dict[str, tuple[int, int]] = {
     "device_id": (0, 2**64 - 1), "cpu_port": (1, 510), "thrift_port": (1, 65535), "drop_port": (0, 511),
-    "priority_queues": (1, 8), "log_file_max_size": (1, 2**63 - 1), "log_file_max_files": (0, 10_000)}
+    "priority_queues": (1, 8), "log_file_max_size": (1, 2**63 - 1), "log_file_max_files": (0, 10_000),
+    "log_max_mb": (1, 2**30), "pcap_max_mb": (1, 2**30), "max_state_mb": (1, 2**30)}
 
 
 def normalize_argv(argv: list[str]) -> list[str]:
@@ -335,16 +339,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="start without a program, even if PROG is given (as simple_switch_grpc)")
     parser.add_argument("--device-id", default="0", help="P4Runtime device id (default 0)")
     parser.add_argument("--thrift-port", default=None,
-                        help="side channel TCP port on 127.0.0.1 (default 9090 + device id)")
+                        help="side channel TCP port (default 9090 + device id); it listens on 127.0.0.1 only, "
+                             "never on other addresses: it has no authentication")
     parser.add_argument("--pcap", nargs="?", const=".", metavar="DIR",
                         help="write DIR/IFACE_in.pcap and DIR/IFACE_out.pcap per port (DIR defaults to .)")
+    parser.add_argument("--pcap-max-mb", default=str(DEFAULT_PCAP_MAX_MB), metavar="MB",
+                        help=f"stop capturing into a pcap file once it holds MB (default {DEFAULT_PCAP_MAX_MB})")
+    parser.add_argument("--max-state-mb", default=str(DEFAULT_STATE_CAP_MB), metavar="MB",
+                        help="refuse a program whose registers, counters, meters and tables (at their declared "
+                             f"sizes) may take more than MB in all (default {DEFAULT_STATE_CAP_MB})")
     parser.add_argument("--engine", choices=ENGINES, default="native",
                         help="native: the program compiled to C, no Python per packet (default; a program with a "
                              "construct it lacks runs on python, with one log line naming it); python: the "
                              "readable reference engine")
     logs = parser.add_argument_group("logging (default: stderr at level info)")
     logs.add_argument("--log", metavar="FILE", help="log to FILE, and P4Runtime requests to FILE's stem + "
-                                                    "-p4runtime-requests.txt")
+                                                    "-p4runtime-requests.txt; both rotated at --log-max-mb")
+    logs.add_argument("--log-max-mb", default=str(DEFAULT_LOG_MAX_MB), metavar="MB",
+                      help=f"rotate --log and its request log at MB, one old file kept (FILE.1; default "
+                           f"{DEFAULT_LOG_MAX_MB})")
     logs.add_argument("--log-file", metavar="BASE", help=f"log to BASE{BMV2_LOG_SUFFIX} (simple_switch_grpc's name for it), "
                                                                  "rotated at --log-file-max-size")
     logs.add_argument("--log-console", action="store_true", help="log to stdout")
@@ -432,7 +445,7 @@ def _setup_logging(args: argparse.Namespace) -> None:
     stderr when none is given."""
     handlers: list[logging.Handler] = []
     if args.log:
-        handlers.append(logging.FileHandler(args.log))
+        handlers.append(logging.handlers.RotatingFileHandler(args.log, maxBytes=args.log_max_mb << 20, backupCount=1))
     if args.log_file:
         handlers.append(logging.handlers.RotatingFileHandler(
             args.log_file + BMV2_LOG_SUFFIX, maxBytes=args.log_file_max_size, backupCount=args.log_file_max_files))
@@ -468,7 +481,7 @@ def run(args: argparse.Namespace) -> int:
         if number in ports:
             raise PortError(f"error: -i {spec}: port {number} is given twice")
         ports[number] = ifname
-    switch = Switch(ports, args.device_id, args.cpu_port, args.pcap)
+    switch = Switch(ports, args.device_id, args.cpu_port, args.pcap, pcap_max_bytes=args.pcap_max_mb << 20)
     thrift_port = args.thrift_port if args.thrift_port is not None else 9090 + args.device_id
     sidechannel = runtime = None
     try:
@@ -480,8 +493,9 @@ def run(args: argparse.Namespace) -> int:
                  ", ".join(f"{n}@{p.ifname}" for n, p in sorted(switch.ports.items())) or "none",
                  args.grpc_server_addr, _security(args), thrift_port)
         switch.run()
-        log.info("stopping: %s; drops: no pipeline %d, no port %d, pipeline errors %d",
-                 switch.port_stats(), switch.dropped_no_pipeline, switch.dropped_no_port, switch.pipeline_errors)
+        log.info("stopping: %s; drops: no pipeline %d, no port %d, pipeline errors %d, unread stream messages %d",
+                 switch.port_stats(), switch.dropped_no_pipeline, switch.dropped_no_port, switch.pipeline_errors,
+                 runtime.stream_drops)
     finally:
         if runtime is not None:
             runtime.stop()
@@ -513,8 +527,9 @@ def _start_runtime(switch: Switch, args: argparse.Namespace) -> Any:
                                                   args.grpc_server_key), args.grpc_server_with_client_auth)
     server = RuntimeServer(args.device_id, args.grpc_server_addr, args.cpu_port,
                            on_pipeline_set=switch.set_pipeline, packet_out=switch.inject, log_path=log_path,
-                           engine=args.engine, credentials=credentials)
+                           engine=args.engine, credentials=credentials, log_max_bytes=args.log_max_mb << 20)
     switch.packet_in = lambda frame: server.packet_in(args.cpu_port, frame)
+    server.device.state_cap_mb = args.max_state_mb
     if args.program:
         try:
             with open(args.program, encoding="utf-8") as f:

@@ -25,7 +25,8 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("counters", "testbed.counters_cli", "read the per-job and per-port counters of a running network"),
     ("p4", "p4target.cli", "P4 programs on the embedded target: compile (check + P4Info), stf (packet tests)"),
     ("switch", "p4target.switch", "run one embedded P4 switch on Linux interfaces (like simple_switch_grpc)"),
-    ("clean", "testbed.clean", "remove leftovers of AggNet networks: switch processes, veths, host namespaces"),
+    ("clean", "testbed.clean", "remove leftovers of AggNet networks (switch processes, veths, host namespaces); "
+              "--runs 7d: old run folders"),
 ]
 
 

@@ -44,6 +44,7 @@ _SIGNATURES = {
     "eng_port_add": (c_int, [c_void_p, c_int, c_int, c_char_p, c_char_p]),
     "eng_port_stats": (None, [c_void_p, c_int, _U64]),
     "eng_set_cpu_port": (None, [c_void_p, c_int]),
+    "eng_set_pcap_cap": (None, [c_void_p, c_uint64]),
     "eng_run": (c_int, [c_void_p]),
     "eng_ports_release": (None, [c_void_p]),
     "eng_stop": (None, [c_void_p]),
@@ -273,6 +274,10 @@ class Engine:
 
     def set_cpu_port(self, port: int) -> None:
         self.lib.eng_set_cpu_port(self.ptr, port)
+
+    def set_pcap_cap(self, nbytes: int) -> None:
+        """Stop capturing into a pcap file once it holds `nbytes` (0: no cap)."""
+        self.lib.eng_set_pcap_cap(self.ptr, nbytes)
 
     def run(self) -> None:
         """Move packets until stop() (blocks; ctypes releases the GIL meanwhile)."""

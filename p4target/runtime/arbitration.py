@@ -24,6 +24,7 @@ from p4target.runtime.errors import RuntimeStatus, code_number
 from p4target.runtime.roles import RoleScope, check_writable, entity_p4_id
 
 _CLOSE = object()
+STREAM_QUEUE = 1024  # PacketIns, digests and notifications waiting for one client; more are dropped
 
 
 class Session:
@@ -36,9 +37,20 @@ class Session:
         self.election_id: int | None = None
         self.arbitrated = False
         self._outbox: queue.Queue = queue.Queue()
+        self.dropped = 0  # messages offer() refused: the client was STREAM_QUEUE messages behind
 
     def send(self, message: p4r.StreamMessageResponse) -> None:
+        """Queue an arbitration update or a stream error: always kept."""
         self._outbox.put(message)
+
+    def offer(self, message: p4r.StreamMessageResponse) -> bool:
+        """Queue a PacketIn, digest list or notification unless STREAM_QUEUE are waiting already;
+        False (and counted) if dropped, so a client that stops reading never holds up the caller."""
+        if self._outbox.qsize() >= STREAM_QUEUE:
+            self.dropped += 1
+            return False
+        self._outbox.put(message)
+        return True
 
     def close(self, failure: RuntimeStatus | None = None) -> None:
         """End the stream (with `failure` as its status when given)."""

@@ -18,7 +18,10 @@ Use from a switch process:
   the current pipeline itself and turns outputs on the CPU port into PacketIns (outputs
   to other ports are dropped: there are no ports); that is what in-process tests use.
 - PacketIn: `packet_in(port, frame)` strips and parses the `packet_in` header and sends
-  the PacketIn to the primary client of every role.
+  the PacketIn to the primary client of every role. Each client has STREAM_QUEUE messages
+  (PacketIns, digest lists, notifications) waiting at most; past that its messages are
+  dropped and counted (`stream_drops`, one log line), so a client that stops reading
+  holds up neither the data path nor the other clients.
 - Digests: a poller drains the state's digest queue every `digest_interval` seconds and
   sends DigestLists for the digests a client configured with a DigestEntry.
 - Idle timeouts: every `idle_sweep_interval` seconds (1 s, BMv2's ageing sweep) the same
@@ -32,6 +35,8 @@ by size only, large Write batches by their first LOGGED_UPDATES updates and a co
 """
 from __future__ import annotations
 
+import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -41,7 +46,8 @@ import grpc
 from finsy.proto import p4r, p4r_grpc
 from google.protobuf import text_format
 
-from p4target.runtime.arbitration import Arbitration, Session, election_id_of
+from p4target.limits import DEFAULT_LOG_MAX_MB
+from p4target.runtime.arbitration import STREAM_QUEUE, Arbitration, Session, election_id_of
 from p4target.runtime.device import Device
 from p4target.runtime.errors import RuntimeStatus, abort, batch_status, code_number
 from p4target.runtime.roles import RoleScope
@@ -50,15 +56,20 @@ P4RUNTIME_API_VERSION = "1.5.0"
 READ_CHUNK = 1000  # entities per ReadResponse
 LOGGED_UPDATES = 16  # updates of a Write shown in the request log
 
+log = logging.getLogger("aggnet.p4runtime")
+
 
 class RequestLog:
-    """Appends requests to a text file (thread-safe); does nothing without a path.
+    """Appends requests to a text file (thread-safe); does nothing without a path. Past `max_bytes`
+    the file is renamed PATH.1 (replacing the one before) and a new one begun, so it stays bounded.
 
     A Write shows its first LOGGED_UPDATES updates and the count of the rest: protobuf
     text formatting is pure Python and, done for every update, cost more than applying it.
     """
 
-    def __init__(self, path: str | None):
+    def __init__(self, path: str | None, max_bytes: int = DEFAULT_LOG_MAX_MB << 20):
+        self._path = path
+        self._max_bytes = max_bytes
         self._file = open(path, "a", encoding="utf-8") if path else None
         self._lock = threading.Lock()
 
@@ -82,6 +93,10 @@ class RequestLog:
         with self._lock:
             self._file.write(f"[{stamp}] {what}\n{text_format.MessageToString(message)}{note}---\n")
             self._file.flush()
+            if self._path is not None and self._file.tell() >= self._max_bytes:
+                self._file.close()
+                os.replace(self._path, self._path + ".1")
+                self._file = open(self._path, "a", encoding="utf-8")
 
     def close(self) -> None:
         if self._file is not None:
@@ -96,14 +111,15 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
                  on_pipeline_set: Callable[[object], None] | None = None,
                  packet_out: Callable[[int, bytes], None] | None = None,
                  log_path: str | None = None, digest_interval: float = 0.02, idle_sweep_interval: float = 1.0,
-                 max_workers: int = 32, engine: str = "python", credentials: grpc.ServerCredentials | None = None):
+                 max_workers: int = 32, engine: str = "python", credentials: grpc.ServerCredentials | None = None,
+                 log_max_bytes: int = DEFAULT_LOG_MAX_MB << 20):
         self.device = Device(device_id, on_pipeline_set, engine)
         self.address = address
         self._credentials = credentials
         self.cpu_port = cpu_port
         self.arbitration = Arbitration()
         self._packet_out = packet_out or self._process_locally
-        self._log = RequestLog(log_path)
+        self._log = RequestLog(log_path, log_max_bytes)
         self._digest_interval = digest_interval
         self._idle_sweep_interval = idle_sweep_interval
         self._sessions: set[Session] = set()
@@ -112,6 +128,7 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="p4rt"))
         p4r_grpc.add_P4RuntimeServicer_to_server(self, self._server)
         self._poller: threading.Thread | None = None
+        self.stream_drops = 0  # PacketIn/digest/notification messages dropped for clients that did not read
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -181,9 +198,15 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
                                         for n in self.device.idle_timeout_notifications())
 
     def _send_to_primaries(self, messages) -> None:
+        """Offer each message to the primaries; one that stopped reading loses it (counted, one warning)."""
         for message in messages:
             for session in self.arbitration.recipients(message):
-                session.send(message)
+                if not session.offer(message):
+                    self.stream_drops += 1
+                    if session.dropped == 1:
+                        log.warning("P4Runtime client of role '%s' (election id %s) is not reading its stream: "
+                                    "dropping its PacketIn/digest messages past %d queued",
+                                    session.role, session.election_id, STREAM_QUEUE)
 
     def _send_digests(self) -> None:
         self._send_to_primaries(p4r.StreamMessageResponse(digest=d) for d in self.device.digest_lists())
@@ -253,6 +276,9 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
         except RuntimeStatus as failure:
             abort(context, failure.code, failure.message)
         finally:
+            if session.dropped:
+                log.warning("P4Runtime stream of role '%s' (election id %s) closed: %d PacketIn/digest messages "
+                            "were dropped while it did not read", session.role, session.election_id, session.dropped)
             self.arbitration.remove(session)
             with self._sessions_lock:
                 self._sessions.discard(session)

@@ -54,6 +54,7 @@ ENG_API void eng_event_wake(engine_t *E);
 ENG_API int eng_port_add(engine_t *E, int number, int fd, const char *pcap_in, const char *pcap_out);
 ENG_API void eng_port_stats(engine_t *E, int number, u64 *out);
 ENG_API void eng_set_cpu_port(engine_t *E, int port);
+ENG_API void eng_set_pcap_cap(engine_t *E, u64 bytes);  /* most bytes per pcap file, 0: no cap */
 ENG_API int eng_run(engine_t *E);
 ENG_API void eng_ports_release(engine_t *E);
 ENG_API void eng_stop(engine_t *E);

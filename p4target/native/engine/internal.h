@@ -86,6 +86,7 @@ typedef struct port {
     ring_t rx;           /* map NULL: no ring (not running, or an old kernel), recvmmsg on fd instead */
     xsk_t xsk;           /* umem NULL: no send ring, sendmmsg on fd */
     FILE *pin, *pout;
+    u64 pin_size, pout_size;  /* bytes in the pcap files: capture stops at the engine's pcap_cap */
     u64 rx_packets, rx_bytes, tx_packets, tx_bytes, tx_errors, rx_errors;
     int ntx;
     struct mmsghdr tx[TX_BATCH];
@@ -124,6 +125,7 @@ struct engine {
     int ntm;
     port_t *ports[MAX_PORTS];
     int cpu_port;
+    u64 pcap_cap;          /* most bytes per pcap file, 0: no cap (aggnet switch --pcap-max-mb) */
     volatile int stopping;
     int wake[2];
     pthread_mutex_t injmu;
@@ -172,7 +174,7 @@ void tm_free(tmq_t *q);
 /* ports.c */
 void tx_frame(engine_t *E, u32 port, const u8 *data, u32 len);
 void tx_flush(port_t *pt);
-void pcap_write(FILE *f, const u8 *data, u32 len);
+void pcap_write(FILE *f, u64 *size, u64 cap, const u8 *data, u32 len);
 int rx_ring_open(port_t *pt);
 int xsk_open(port_t *pt);
 void port_free(port_t *pt);

@@ -23,10 +23,12 @@ void eng_stop(engine_t *E) {
 
 void eng_set_cpu_port(engine_t *E, int port) { E->cpu_port = port; }
 
+void eng_set_pcap_cap(engine_t *E, u64 bytes) { E->pcap_cap = bytes; }
+
 /* One frame of a port, received: counted, captured, into ingress (the caller holds the lock). */
 static void rx_take(engine_t *E, u32 port, port_t *pt, const u8 *d, u32 len) {
     pt->rx_packets++; pt->rx_bytes += len;
-    pcap_write(pt->pin, d, len);
+    pcap_write(pt->pin, &pt->pin_size, E->pcap_cap, d, len);
     rx_frame(E, port, d, len);
 }
 

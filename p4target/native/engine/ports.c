@@ -2,8 +2,9 @@
  * kernel has neither. */
 #include "internal.h"
 
-void pcap_write(FILE *f, const u8 *data, u32 len) {
-    if (!f) return;
+void pcap_write(FILE *f, u64 *size, u64 cap, const u8 *data, u32 len) {
+    if (!f || (cap && *size + 16 + len > cap)) return;
+    *size += 16 + len;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     u32 rec[4] = {(u32)ts.tv_sec, (u32)((ts.tv_nsec + 500) / 1000), len, len};
@@ -12,12 +13,16 @@ void pcap_write(FILE *f, const u8 *data, u32 len) {
     fwrite(data, 1, len, f);
 }
 
-static FILE *pcap_open(const char *path) {
+static FILE *pcap_open(const char *path, u64 *size) {
     if (!path || !*path) return NULL;
     FILE *f = fopen(path, "ab");
     if (f && fseek(f, 0, SEEK_END) == 0 && ftell(f) == 0) {
         u32 hdr[6] = {0xA1B2C3D4u, 2 | (4u << 16), 0, 0, 65535, 1};
         fwrite(hdr, sizeof(hdr), 1, f);
+    }
+    if (f) {
+        long at = ftell(f);
+        *size = at > 0 ? (u64)at : 0;
     }
     return f;
 }
@@ -102,8 +107,8 @@ int eng_port_add(engine_t *E, int number, int fd, const char *pcap_in, const cha
     if (!pt) return -1;
     pt->fd = fd;
     pt->txbuf = malloc((size_t)TX_BATCH * TX_FRAME);
-    pt->pin = pcap_open(pcap_in);
-    pt->pout = pcap_open(pcap_out);
+    pt->pin = pcap_open(pcap_in, &pt->pin_size);
+    pt->pout = pcap_open(pcap_out, &pt->pout_size);
     if (!pt->txbuf) { port_free(pt); return -1; }
     E->ports[number] = pt;
     return 0;
@@ -256,7 +261,7 @@ void tx_frame(engine_t *E, u32 port, const u8 *data, u32 len) {
     }
     pt->tx_packets++;
     pt->tx_bytes += len;
-    pcap_write(pt->pout, data, len);
+    pcap_write(pt->pout, &pt->pout_size, E->pcap_cap, data, len);
     xsk_t *x = &pt->xsk;
     if (x->umem && len <= XSK_FRAME) {
         if (!x->nfree) xsk_reclaim(x);
