@@ -35,6 +35,7 @@ from controller.p4rt import diff_entities, entry_key, load_schema
 from controller.placement import AggTree, JobPlacement
 from controller.routing import Route, compute_routes
 from controller.topology import Topology
+from p4target.runtime.tls import TlsFiles
 from protocol.job import MAX_JOBS, JobSpec, WorkerSpec
 from protocol.wire import AGG_PORT
 
@@ -481,12 +482,13 @@ def _same_tree(a: JobPlan, b: JobPlan) -> bool:
 
 def connect_all(topo: Topology, host: str = "127.0.0.1", election_id: tuple[int, int] = (0, 1),
                 side_channel_ports: Mapping[str, int] | None = None, target: str = "embedded",
-                addresses: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """A primary SwitchConnection to every switch at host:grpc_port (closes them all if one fails).
+                addresses: Mapping[str, str] | None = None, tls: TlsFiles | None = None) -> dict[str, Any]:
+    """A primary SwitchConnection to every switch at host:grpc_port (closes them all if one fails),
+    over TLS with `tls` (the controller's certificate and key, and the CA that signed the switches').
 
     A switch listed in `side_channel_ports` gets its `target`'s side channel on that port
-    (registers and queues: the embedded switch's TCP port, BMv2's Thrift port). A switch listed in
-    `addresses` is reached at that address instead of `host` (a switch on another server).
+    (registers and queues: the embedded switch's TCP port, BMv2's Thrift port), always on this
+    machine. A switch listed in `addresses` has its P4Runtime server there instead of at `host`.
     """
     from controller.p4rt import SwitchConnection
     from controller.switch_cli import side_channel
@@ -496,9 +498,9 @@ def connect_all(topo: Topology, host: str = "127.0.0.1", election_id: tuple[int,
     try:
         for name, sw in topo.switches.items():
             address = (addresses or {}).get(name, host)
-            side = side_channel(target, ports[name], address) if name in ports else None
+            side = side_channel(target, ports[name]) if name in ports else None
             conns[name] = SwitchConnection(f"{address}:{sw.grpc_port}", sw.device_id, election_id, name=name,
-                                           side_channel=side)
+                                           side_channel=side, tls=tls)
     except BaseException:
         for conn in conns.values():
             conn.close()

@@ -23,6 +23,10 @@ finsy alone decodes to aliases (a table's shortest unique suffix; a match field'
 which is not unique in general) and leaves three canonical-form rules of P4Runtime to the caller
 (ternary values masked, a full range omitted, low <= high); `normalize` adds them.
 
+`SwitchConnection(..., tls=TlsFiles(cacert, cert, key))` connects over TLS: `cacert` checks the
+switch's certificate, `cert` and `key` are the controller's own for a switch that requires client
+certificates (`aggnet switch --grpc-server-with-client-auth`).
+
 `SwitchConnection(address, device_id, read_only=True)` opens no stream and takes no part in
 arbitration, so it can read (counters, tables, registers) from a switch another controller
 owns without taking the primary role away; P4Runtime allows Read from any client. Without a
@@ -72,6 +76,7 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 from controller.switch_cli import SideChannel
+from p4target.runtime.tls import TlsFiles, channel_credentials
 from p4target.sidechannel import SideChannelError
 
 INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
@@ -292,7 +297,8 @@ class SwitchConnection:
 
     def __init__(self, address: str, device_id: int, election_id: tuple[int, int] = (0, 1),
                  name: str | None = None, p4info: p4i.P4Info | None = None, side_channel: SideChannel | None = None,
-                 arbitration_timeout: float = ARBITRATION_TIMEOUT_S, read_only: bool = False):
+                 arbitration_timeout: float = ARBITRATION_TIMEOUT_S, read_only: bool = False,
+                 tls: TlsFiles | None = None):
         self.address = address
         self.device_id = device_id
         self.name = name or f"device {device_id} at {address}"
@@ -304,7 +310,12 @@ class SwitchConnection:
         self.stream_errors: queue.Queue[p4r.StreamError] = queue.Queue()
         self._requests: queue.Queue[p4r.StreamMessageRequest | None] = queue.Queue()
         self._arbitration: queue.Queue[p4r.MasterArbitrationUpdate | Exception] = queue.Queue()
-        self._channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+        if tls is None:
+            self._transport = "insecure"
+            self._channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+        else:
+            self._transport = "TLS" + (" client-certificate" if tls.cert else "")
+            self._channel = grpc.secure_channel(address, channel_credentials(tls), options=_CHANNEL_OPTIONS)
         self._stub = p4r_grpc.P4RuntimeStub(self._channel)
         self._stream: Any = None  # grpc's response iterator, which also has cancel()
         self._thread = threading.Thread(target=self._receive, name=f"p4rt-{self.name}", daemon=True)
@@ -351,7 +362,7 @@ class SwitchConnection:
                     self.stream_errors.put(message.error)
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
-                self._arbitration.put(P4RuntimeError(f"{self.name}: stream: {_rpc_text(exc)}"))
+                self._arbitration.put(P4RuntimeError(f"{self.name}: stream: {_rpc_text(exc, self._transport)}"))
 
     @property
     def alive(self) -> bool:
@@ -405,7 +416,7 @@ class SwitchConnection:
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
                 return None
-            raise P4RuntimeError(f"{self.name}: GetForwardingPipelineConfig: {_rpc_text(exc)}") from None
+            raise P4RuntimeError(f"{self.name}: GetForwardingPipelineConfig: {_rpc_text(exc, self._transport)}") from None
         return reply.config.cookie.cookie if reply.config.HasField("cookie") else None
 
     def use_p4info(self, p4info: p4i.P4Info) -> None:
@@ -479,7 +490,7 @@ class SwitchConnection:
     def _write_failure(self, exc: grpc.RpcError, updates: Sequence[p4r.Update]) -> str:
         failed = [(i, update, error) for i, (update, error) in enumerate(zip(updates, _status_errors(exc)))
                   if error.canonical_code != 0]
-        lines = [f"{self.name}: Write failed: {_rpc_text(exc)}"]
+        lines = [f"{self.name}: Write failed: {_rpc_text(exc, self._transport)}"]
         for i, update, error in failed[:MAX_ERROR_LINES]:
             lines.append(f"  update {i} ({_UPDATE_NAMES.get(update.type, update.type)} "
                          f"{describe(self.decode(update.entity))}): {render_error(error)}")
@@ -493,7 +504,7 @@ class SwitchConnection:
         try:
             replies = [e for reply in self._stub.Read(request, timeout=RPC_TIMEOUT_S) for e in reply.entities]
         except grpc.RpcError as exc:
-            raise P4RuntimeError(f"{self.name}: Read failed: {_rpc_text(exc)}") from None
+            raise P4RuntimeError(f"{self.name}: Read failed: {_rpc_text(exc, self._transport)}") from None
         return [self.decode(e) for e in replies]
 
     # ------------------------------------------------------------------ reads by name
@@ -599,7 +610,7 @@ class SwitchConnection:
         try:
             return rpc(request, timeout=RPC_TIMEOUT_S)
         except grpc.RpcError as exc:
-            raise P4RuntimeError(f"{self.name}: {what} failed: {_rpc_text(exc)}") from None
+            raise P4RuntimeError(f"{self.name}: {what} failed: {_rpc_text(exc, self._transport)}") from None
 
 
 def _status_errors(exc: grpc.RpcError) -> list[p4r.Error]:
@@ -616,6 +627,10 @@ def _status_errors(exc: grpc.RpcError) -> list[p4r.Error]:
     return []
 
 
-def _rpc_text(exc: grpc.RpcError) -> str:
+def _rpc_text(exc: grpc.RpcError, transport: str) -> str:
+    """`CODE: details`; for a switch that cannot be reached, also how we tried (a TLS mismatch looks like that)."""
     code = exc.code()
-    return f"{code.name if code else 'UNKNOWN'}: {exc.details() or 'no details'}"
+    text = f"{code.name if code else 'UNKNOWN'}: {exc.details() or 'no details'}"
+    if code == grpc.StatusCode.UNAVAILABLE:
+        text += f" (switch down, or it refused this {transport} connection)"
+    return text

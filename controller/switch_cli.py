@@ -5,8 +5,7 @@ P4Runtime has no message for queue settings, and BMv2's P4Runtime server answers
 reads and writes with UNIMPLEMENTED (p4lang/PI#376). Both targets take these operations as
 `simple_switch_CLI` command lines instead:
 
-- embedded: `TcpSideChannel`, the switch's own line protocol on TCP HOST:PORT (127.0.0.1 unless the
-  switch runs on another server)
+- embedded: `TcpSideChannel`, the switch's own line protocol on TCP 127.0.0.1:PORT
   (p4target.sidechannel), which speaks the CLI's verbs natively.
 - bmv2: `Bmv2Cli`, which feeds the lines to `simple_switch_CLI --thrift-port PORT` and turns its
   printed output back into the replies the embedded switch gives, so callers never see the
@@ -57,14 +56,13 @@ class SideChannel(Protocol):
 
 
 class TcpSideChannel:
-    """The embedded switch's side channel on host:port."""
+    """The embedded switch's side channel on 127.0.0.1:port."""
 
-    def __init__(self, port: int, host: str = "127.0.0.1"):
+    def __init__(self, port: int):
         self.port = port
-        self.host = host
 
     def run(self, lines: Sequence[str]) -> list[str]:
-        return send_commands(self.port, lines, self.host)
+        return send_commands(self.port, lines)
 
 
 class Bmv2Cli:
@@ -151,13 +149,12 @@ def parse_reply(line: str, output: str) -> str:
     raise SideChannelError(f"{line!r}: {output.splitlines()[0] if output else 'no output'}")
 
 
-def side_channel(target: str, port: int, host: str = "127.0.0.1") -> SideChannel:
-    """The side channel of a switch of `target` listening on side-channel port `port` (BMv2: its Thrift port)
-    at `host` (the embedded target's switches on other servers; BMv2 runs on this machine)."""
+def side_channel(target: str, port: int) -> SideChannel:
+    """The side channel of a switch of `target` listening on side-channel port `port` (BMv2: its Thrift port)."""
     if target == "bmv2":
         return Bmv2Cli(port)
     if target == "embedded":
-        return TcpSideChannel(port, host)
+        return TcpSideChannel(port)
     raise SideChannelError(f"error: unknown target {target!r} (embedded or bmv2)")
 
 

@@ -30,6 +30,7 @@ class Window:
 
     def __init__(self, limit: int):
         self.limit = limit
+        self.smallest = limit  # the least capacity it has had: how far pacing backed off (reported per worker)
         self._cut_at = -math.inf  # when the last loss burst shrank the window
 
     def capacity(self) -> int:
@@ -72,6 +73,7 @@ class Aimd(Window):
 
     def on_loss(self) -> None:
         self.cwnd = max(1.0, self.cwnd / 2)
+        self.smallest = min(self.smallest, self.capacity())
 
 
 def make_window(pacing: str, limit: int, weight: float = 1.0) -> Window:

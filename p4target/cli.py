@@ -1,9 +1,10 @@
 """`aggnet p4 compile` and `aggnet p4 stf`: the embedded target's front end and packet tests.
 
-    aggnet p4 compile PROG.p4 --p4info OUT.txtpb --device-config OUT.p4
-                                                   check a program; write its P4Info and the
+    aggnet p4 compile PROG.p4 --p4info OUT.txtpb --device-config OUT.p4 --bmv2-json OUT.json
+                                                   check a program; write its P4Info, the
                                                    self-contained source a P4Runtime client pushes
-                                                   as its device config (exit 0 / 2)
+                                                   as its device config, and its lowering as BMv2
+                                                   JSON (exit 0 / 2)
     aggnet p4 stf [--engine native|python] PROG.p4 TEST.stf
                                                    run an STF test (exit 0 pass, 1 mismatch, 2 error)
 """
@@ -25,11 +26,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     compile_.add_argument("--device-config", metavar="OUT.p4",
                           help="where to write the device config a P4Runtime client pushes to `aggnet switch`: "
                                "the program's source with its local #includes inlined")
+    compile_.add_argument("--bmv2-json", metavar="OUT.json",
+                          help="where to write the program lowered as BMv2 JSON (what simple_switch runs; "
+                               "p4c --target bmv2 writes the same shape)")
     compile_.set_defaults(_p4_run=_compile)
     stf = sub.add_parser("stf", help="run a p4c-style STF packet test",
                          description="Run an STF test on the embedded pipeline: "
                                      "exit 0 pass, 1 mismatch (with a diff), 2 malformed test or program.")
-    stf.add_argument("program", metavar="PROG.p4")
+    stf.add_argument("program", metavar="PROG.p4|PROG.json", help="P4 source, or p4c's BMv2 JSON")
     stf.add_argument("test", metavar="TEST.stf")
     stf.add_argument("-v", "--verbose", action="store_true", help="also print register/counter values read")
     stf.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
@@ -55,12 +59,18 @@ def _compile(args: argparse.Namespace) -> int:
     from p4target.frontend import load_program
     from p4target.p4info import build_p4info, p4info_text
 
-    info = build_p4info(load_program(args.program, defines=_defines(args)))
+    program = load_program(args.program, defines=_defines(args))
+    info = build_p4info(program)
     outputs = []
     if args.p4info:
         outputs.append(("P4Info", args.p4info, p4info_text(info)))
     if args.device_config:
         outputs.append(("device config", args.device_config, device_config_source(args.program)))
+    if args.bmv2_json:
+        from p4target.lowered import to_json
+        from p4target.lowered.from_ir import lower_program
+
+        outputs.append(("BMv2 JSON", args.bmv2_json, to_json.dumps(lower_program(program))))
     for _what, path, text in outputs:
         _write(path, text)
     print(f"{args.program}: ok ({len(info.tables)} tables, {len(info.actions)} actions)"

@@ -21,15 +21,13 @@ from dataclasses import dataclass
 
 from p4target import state as st
 from p4target.backends.python import compile_program
+from p4target.constants import DROP_PORT, E2E_CLONE, I2E_CLONE, MAX_LOOPS, NORMAL, RECIRCULATED, REPLICATED, RESUBMITTED
 from p4target.frontend import ir
-from p4target.interp.codegen import DROP_PORT, Compiler, PacketError
+from p4target.interp.codegen import Compiler, PacketError
 from p4target.interp.schema import build_schema
 from p4target.lowered import model as lowered
 from p4target.lowered.schema import build_schema as build_lowered_schema
 
-# BMv2's standard_metadata.instance_type values.
-NORMAL, I2E_CLONE, E2E_CLONE, RECIRCULATED, REPLICATED, RESUBMITTED = 0, 1, 2, 4, 5, 6
-MAX_LOOPS = 16  # resubmit/recirculate/clone generations per original packet
 TIMESTAMP_MASK = (1 << 48) - 1
 
 

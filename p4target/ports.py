@@ -45,14 +45,18 @@ def parse_port_spec(spec: str) -> tuple[int, str]:
 class PcapWriter:
     """Append Ethernet frames to a classic pcap file (microsecond timestamps).
 
-    `append`: continue a capture file someone else wrote (the native engine, between engines)."""
+    `append`: continue a capture file someone else wrote (the native engine, between engines).
+    `max_bytes`: frames that would take the file past that many bytes are not recorded (0: no cap),
+    so a capture left on for hours stays bounded; the first ones are kept, as `tcpdump -c` would."""
 
-    def __init__(self, path: str, snaplen: int = MAX_FRAME, append: bool = False):
+    def __init__(self, path: str, snaplen: int = MAX_FRAME, append: bool = False, max_bytes: int = 0):
         self.path = path
         self.snaplen = snaplen
+        self.max_bytes = max_bytes
         self._file = open(path, "ab" if append else "wb")
         if self._file.tell() == 0:
             self._file.write(struct.pack("<IHHiIII", PCAP_MAGIC, 2, 4, 0, 0, snaplen, LINKTYPE_ETHERNET))
+        self._size = self._file.tell()
 
     def write(self, data: bytes, timestamp: float | None = None) -> None:
         """Record one frame, stamped now unless a timestamp is given."""
@@ -62,6 +66,9 @@ class PcapWriter:
         if usec >= 1_000_000:
             sec, usec = sec + 1, usec - 1_000_000
         captured = data[: self.snaplen]
+        if self.max_bytes and self._size + 16 + len(captured) > self.max_bytes:
+            return
+        self._size += 16 + len(captured)
         self._file.write(struct.pack("<IIII", sec, usec, len(captured), len(data)))
         self._file.write(captured)
 
@@ -111,8 +118,9 @@ class Port:
     the port is where packets are really seen.
     """
 
-    def __init__(self, number: int, ifname: str, pcap_dir: str | None = None):
+    def __init__(self, number: int, ifname: str, pcap_dir: str | None = None, pcap_max_bytes: int = 0):
         self.number = number
+        self.pcap_max_bytes = pcap_max_bytes
         self.ifname = ifname
         self.rx_packets = self.rx_bytes = self.tx_packets = self.tx_bytes = self.tx_errors = self.rx_errors = 0
         try:
@@ -137,7 +145,7 @@ class Port:
         if pcap_dir:
             os.makedirs(pcap_dir, exist_ok=True)
             self.pcap_paths = (os.path.join(pcap_dir, f"{ifname}_in.pcap"), os.path.join(pcap_dir, f"{ifname}_out.pcap"))
-            self.pcap_in, self.pcap_out = (PcapWriter(p) for p in self.pcap_paths)
+            self.pcap_in, self.pcap_out = (PcapWriter(p, max_bytes=pcap_max_bytes) for p in self.pcap_paths)
 
     def fileno(self) -> int:
         return self._sock.fileno()
@@ -189,7 +197,8 @@ class Port:
         for name in ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "tx_errors", "rx_errors"):
             setattr(self, name, getattr(self, name) + engine_counts[name])
         if self.pcap_paths:
-            self.pcap_in, self.pcap_out = (PcapWriter(p, append=True) for p in self.pcap_paths)
+            self.pcap_in, self.pcap_out = (PcapWriter(p, append=True, max_bytes=self.pcap_max_bytes)
+                                           for p in self.pcap_paths)
 
     def close(self) -> None:
         for pcap in (self.pcap_in, self.pcap_out):

@@ -1,8 +1,14 @@
-"""Side channel: run-time control of a running switch over a tiny line protocol.
+"""Side channel: run-time control of a running switch on TCP 127.0.0.1:THRIFT_PORT.
 
-P4Runtime has no message for queue rates, and BMv2 users know these operations from
-`simple_switch_CLI` (Thrift). The embedded switch serves the same verbs on TCP
-127.0.0.1:THRIFT_PORT, one command per line, one reply line per command:
+Two protocols share the port; the first byte of a connection tells which one it speaks:
+- BMv2's Thrift runtime API (p4target.runtime.bmv2_thrift), so that `simple_switch_CLI
+  --thrift-port THRIFT_PORT` and p4-utils work unchanged against the switch;
+- a tiny line protocol of our own, with verbs BMv2 lacks (delay, loss, ingress delay,
+  queue and port statistics), which the controller and `aggnet counters` use.
+BMv2 listens on every address; this switch listens on loopback only (control stays on
+the machine).
+
+The line protocol: one command per line, one reply line per command:
 
     set_queue_rate RATE_PPS [PORT]        packets/s, 0 = unlimited; no PORT = all ports
     set_queue_rate_bps RATE_BPS [PORT]    bits/s of frame bytes, 0 = unlimited
@@ -217,6 +223,15 @@ class Commands:
 
 class _Handler(socketserver.StreamRequestHandler):
     def handle(self) -> None:
+        """A Thrift client's first byte is 0x80 (a strict binary message); a command's is text."""
+        thrift = self.server.thrift  # type: ignore[attr-defined]
+        try:
+            first = self.request.recv(1, socket.MSG_PEEK)
+        except OSError:
+            return
+        if first and first[0] == thrift.FIRST_BYTE:
+            thrift.serve(self.rfile.read, self.wfile.write)
+            return
         commands: Commands = self.server.commands  # type: ignore[attr-defined]
         for raw in self.rfile:
             reply = commands.run(raw.decode("utf-8", "replace").strip())
@@ -224,7 +239,7 @@ class _Handler(socketserver.StreamRequestHandler):
 
 
 class SideChannelServer(socketserver.ThreadingTCPServer):
-    """The TCP server; `start()` serves from a daemon thread, `stop()` closes it."""
+    """The TCP server of both protocols; `start()` serves from a daemon thread, `stop()` closes it."""
 
     daemon_threads = True
     allow_reuse_address = True
@@ -234,7 +249,10 @@ class SideChannelServer(socketserver.ThreadingTCPServer):
             super().__init__((host, port), _Handler)
         except OSError as exc:
             raise SideChannelError(f"error: side channel {host}:{port}: {exc.strerror}") from None
+        from p4target.runtime.bmv2_thrift.service import BmRuntime  # here: clients of this module need no gRPC
+
         self.commands = Commands(switch)
+        self.thrift = BmRuntime(switch, port)
         self._thread = threading.Thread(target=self.serve_forever, name="sidechannel", daemon=True)
 
     def start(self) -> SideChannelServer:

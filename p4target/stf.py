@@ -126,11 +126,10 @@ def run_stf_file(program_path: str, stf_path: str, engine: str = "python",
     except OSError as exc:
         raise StfError(f"cannot read STF file: {exc.strerror}", stf_path) from None
     commands = parse_stf(text, stf_path)  # a malformed test is reported before loading the program
-    if program_path.endswith(".json"):
-        program = bmv2_json.load_file(program_path)  # p4c's BMv2 JSON, as simple_switch takes it
+    if program_path.endswith(".json"):  # p4c's BMv2 JSON, as simple_switch takes it
+        pipeline = make_pipeline(bmv2_json.load_file(program_path), engine)
     else:
-        program = load_program(program_path, defines=defines)
-    pipeline = make_pipeline(program, engine)
+        pipeline = make_pipeline(load_program(program_path, defines=defines), engine)
     return StfRunner(pipeline, stf_path).run(commands)
 
 

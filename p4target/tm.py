@@ -22,8 +22,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-DEFAULT_DEPTH = 64          # packets, BMv2's default queue depth
-DEFAULT_BURST_S = 0.005     # a bucket holds this much time's worth of tokens
+from p4target.constants import DEFAULT_BURST_S, DEFAULT_DEPTH
 
 
 class TokenBucket:

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Switch process packet rates on veth ports, side by side: the embedded switch on its native
-and Python engines, BMv2 simple_switch (default and speed builds), and a Linux bridge. Root only.
+and Python engines, the native engine on p4c's BMv2 JSON of the program (`native_json`: the
+lowered form printed as C by p4target/backends/c.py, against `native`: our front end's IR by
+p4target/native/cgen.py), BMv2 simple_switch (default and speed builds), and a Linux bridge. Root only.
 
 Two network namespaces hold the far ends of two veth pairs; the switch (pinned to CPU 0) owns
 the near ends as ports 1 and 2. A C sender (scripts/bench_sender.c, AF_PACKET sendmmsg, pinned
@@ -190,14 +192,15 @@ def wait_until(ready, proc: subprocess.Popen, what: str, timeout: float = 120) -
         time.sleep(0.2)
 
 
-def start_embedded(engine: str, prog: dict, tmp: Path):
+def start_embedded(engine: str, prog: dict, tmp: Path, program: Path | None = None):
+    """`aggnet switch` on `engine`, running `program` (default: the P4 source)."""
     from p4target.sidechannel import SideChannelError, send_command
 
     thrift = free_port()
-    log = tmp / f"switch-{engine}.log"
+    log = tmp / f"switch-{engine}-{(program or prog['p4']).suffix[1:]}.log"
     proc = subprocess.Popen(["taskset", "-c", str(SWITCH_CPU), sys.executable, "-m", "testbed.cli", "switch",
                              "--engine", engine, "-i", f"1@{SW[0]}", "-i", f"2@{SW[1]}", "--thrift-port", str(thrift),
-                             "--grpc-server-addr", f"127.0.0.1:{free_port()}", "--log", str(log), str(prog["p4"])],
+                             "--grpc-server-addr", f"127.0.0.1:{free_port()}", "--log", str(log), str(program or prog["p4"])],
                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def ready() -> bool:
@@ -223,13 +226,19 @@ def start_embedded(engine: str, prog: dict, tmp: Path):
     return proc, processed
 
 
-def start_bmv2(binary: Path, prog: dict, tmp: Path):
+def p4c_json(prog: dict, tmp: Path) -> Path:
+    """p4c's BMv2 JSON of the program (compiled once per run)."""
     out = tmp / "p4c" / prog["p4"].stem
     json_path = out / (prog["p4"].stem + ".json")
     if not json_path.exists():
         out.mkdir(parents=True, exist_ok=True)
         sh(str(P4C), "--target", "bmv2", "--arch", "v1model", "-I", str(prog["p4"].parent), "-o", str(out),
            str(prog["p4"]))
+    return json_path
+
+
+def start_bmv2(binary: Path, prog: dict, tmp: Path):
+    json_path = p4c_json(prog, tmp)
     thrift = free_port()
     proc = subprocess.Popen(["taskset", "-c", str(SWITCH_CPU), str(binary), "--thrift-port", str(thrift),
                              "--notifications-addr", f"ipc://{BMV2_NOTIFICATIONS}",
@@ -313,6 +322,8 @@ def measure(target: str, prog: dict, sender: Path, frames: Path, tmp: Path, runs
         bridge_up()
     elif target in BMV2:
         proc, processed = start_bmv2(BMV2[target], prog, tmp)
+    elif target == "native_json":
+        proc, processed = start_embedded("native", prog, tmp, p4c_json(prog, tmp))
     else:
         proc, processed = start_embedded(target, prog, tmp)
     try:
@@ -339,7 +350,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--window", type=float, default=3.0, help="seconds per measured window (default 3)")
     parser.add_argument("--runs", type=int, default=3, help="windows per target, the median is reported (default 3)")
-    parser.add_argument("--targets", default="native,python,bmv2,bmv2_perf,bridge")
+    parser.add_argument("--targets", default="native,native_json,python,bmv2,bmv2_perf,bridge")
     parser.add_argument("--programs", default="ipv4_lpm,aggnet_l32,aggnet_l256")
     parser.add_argument("--out", help="write the JSON here")
     args = parser.parse_args()
@@ -349,7 +360,9 @@ def main() -> int:
     from p4target.native.build import build_tool
 
     sender = build_tool(REPO / "scripts" / "bench_sender.c")
-    targets = [t for t in args.targets.split(",") if t not in BMV2 or BMV2[t].exists() and P4C.exists()]
+    with_p4c = {*BMV2, "native_json"}  # targets that run p4c's output
+    targets = [t for t in args.targets.split(",")
+               if t not in with_p4c or P4C.exists() and (t not in BMV2 or BMV2[t].exists())]
     progs = programs(args.programs.split(","))
     result: dict = {"benchmark": "switch_process_veth", "window_s": args.window, "runs": args.runs,
                     "switch_cpu": SWITCH_CPU, "sender_cpu": SENDER_CPU, "programs": {}}
@@ -381,13 +394,13 @@ def main() -> int:
     ratios = {"native_vs_bridge_forwarding": ratio(med(fwd, "native"), med(fwd, "bridge")),
               "aggnet_l256_vs_forwarding_native": ratio(med("aggnet_l256", "native"), med(fwd, "native"))}
     for prog in result["programs"]:
-        for other in ("python", "bmv2", "bmv2_perf"):
+        for other in ("native_json", "python", "bmv2", "bmv2_perf"):
             ratios[f"native_vs_{other}_{prog}"] = ratio(med(prog, "native"), med(prog, other))
     def cap(prog: str, target: str) -> float | None:
         return result["programs"].get(prog, {}).get(target, {}).get("median_per_cpu_s")
 
     for prog in result["programs"]:  # the same ratios per CPU-second of the switch process
-        for other in ("python", "bmv2", "bmv2_perf"):
+        for other in ("native_json", "python", "bmv2", "bmv2_perf"):
             ratios[f"per_cpu_native_vs_{other}_{prog}"] = ratio(cap(prog, "native"), cap(prog, other))
     ratios["per_cpu_aggnet_l256_vs_forwarding_native"] = ratio(cap("aggnet_l256", "native"), cap(fwd, "native"))
     result["ratios"] = ratios

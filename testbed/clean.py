@@ -7,6 +7,9 @@ testbed recorded, plus root-namespace veths named like Mininet's (`*-eth*`), orp
 Mininet host shells, and switch processes a testbed started that no live testbed claims.
 A switch someone started by hand (`aggnet switch` under nohup or systemd) carries no such
 mark and is never touched. Running it twice is harmless.
+
+`aggnet clean --runs 7d` does something else: it removes the run folders not written to for
+7 days (testbed.prune), or with `--dry-run` lists them.
 """
 from __future__ import annotations
 
@@ -228,9 +231,29 @@ def orphan_processes(claimed_pids: set[int], all_records: bool = False) -> list[
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all", action="store_true",
                         help="also tear down networks whose testbed process is still running")
+    parser.add_argument("--runs", metavar="OLDER_THAN",
+                        help="instead: remove the run folders (RUNS_DIR/YYYYMMDD-HHMMSS) nothing was written to "
+                             "for OLDER_THAN, e.g. 7d, 12h, 30m")
+    parser.add_argument("--runs-dir", default="runs", help="the folder of run folders (default: runs)")
+    parser.add_argument("--dry-run", action="store_true", help="with --runs: list what would be removed, remove nothing")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.runs is not None:
+        return _prune(args.runs_dir, args.runs, args.dry_run)
     for item in clean(args.all):
         print(f"removed {item}")
+    return 0
+
+
+def _prune(root: str, older_than: str, dry_run: bool) -> int:
+    from testbed.prune import describe, parse_age, prune_runs
+
+    now = time.time()
+    runs = prune_runs(root, parse_age(older_than), dry_run, now)
+    verb = "would remove" if dry_run else "removed"
+    for r in runs:
+        print(f"{verb} {describe(r, now)}")
+    print(f"{verb} {len(runs)} run folder(s), {sum(r.size for r in runs) / (1 << 20):.1f} MB "
+          f"(not written for {older_than}, in {root})")
     return 0

@@ -1,7 +1,9 @@
 """The `aggnet` command line: one entry point, a subcommand per thing a user does.
 
 Each subcommand lives in the module that owns it and exposes two functions:
-`add_arguments(parser)` and `run(args) -> int` (the exit code). Errors meant for the
+`add_arguments(parser)` and `run(args) -> int` (the exit code), and may have
+`normalize_argv(argv) -> argv` for a command line argparse cannot take as it is (`aggnet switch`
+takes simple_switch_grpc's `OPTIONS -- TARGET-OPTIONS`). Errors meant for the
 user are exceptions with an `exit_code` attribute; their message is printed as one
 line, never as a traceback.
 """
@@ -23,7 +25,8 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("counters", "testbed.counters_cli", "read the per-job and per-port counters of a running network"),
     ("p4", "p4target.cli", "P4 programs on the embedded target: compile (check + P4Info), stf (packet tests)"),
     ("switch", "p4target.switch", "run one embedded P4 switch on Linux interfaces (like simple_switch_grpc)"),
-    ("clean", "testbed.clean", "remove leftovers of AggNet networks: switch processes, veths, host namespaces"),
+    ("clean", "testbed.clean", "remove leftovers of AggNet networks (switch processes, veths, host namespaces); "
+              "--runs 7d: old run folders"),
 ]
 
 
@@ -54,7 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     no_grpc_fork_handlers()
     command = next((a for a in argv if not a.startswith("-")), None)
-    args = build_parser(command).parse_args(argv)
+    parser = build_parser(command)
+    module = next((importlib.import_module(m) for name, m, _ in COMMANDS if name == command), None)
+    normalize = getattr(module, "normalize_argv", None)
+    args = parser.parse_args(normalize(argv) if normalize else argv)
     # Ctrl-C must stop a run and tear its network down even when the shell that started us ignores
     # SIGINT (a background job): Python keeps an inherited SIG_IGN unless told otherwise.
     signal.signal(signal.SIGINT, signal.default_int_handler)

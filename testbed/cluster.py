@@ -5,8 +5,10 @@
 As in the cluster edition, a node on another server is this machine's node class with a
 RemoteMixin: its shell, its processes and the commands for its server's root namespace run
 through ssh, and a link between two servers is a tunnel (cluster.py's RemoteLink.makeTunnel).
-The controller stays here and reaches each switch's P4Runtime server and side channel at its
-server's address. Where this differs from cluster.py, and why:
+The controller stays here and reaches each switch's P4Runtime server at its server's address;
+a switch's side channel has no authentication and listens on its server's loopback only, so it
+is forwarded here over ssh, to the same port on this machine's loopback. Where this differs from
+cluster.py, and why:
 
 - Tunnels are VXLAN (VxlanLink), in the kernel like cluster.py's GRE: this machine's kernel has
   no gretap (`ip link add ... type gretap` says "Unknown device type"), and cluster.py's SSH
@@ -33,6 +35,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +44,9 @@ from typing import IO, Any
 from mininet.examples.cluster import RemoteLink, SwitchBinPlacer
 from mininet.link import Link
 
+from p4target.sidechannel import SideChannelError, send_command
 from testbed.network import Testbed
-from testbed.nodes import PR_SET_PDEATHSIG, AggNetHost, EmbeddedSwitch
+from testbed.nodes import PR_SET_PDEATHSIG, AggNetHost, EmbeddedSwitch, SwitchStartError, log_tail
 
 REPO = Path(__file__).resolve().parent.parent
 TETHER = REPO / "testbed" / "tether.py"
@@ -232,10 +236,12 @@ class RemoteHost(RemoteMixin, AggNetHost):
 
 
 class RemoteSwitch(RemoteMixin, EmbeddedSwitch):
-    """An EmbeddedSwitch on any server: there it listens on the server's address and logs to ssh."""
+    """An EmbeddedSwitch on any server: there its P4Runtime server listens on the server's address,
+    its side channel is forwarded over ssh (`forward`), and it logs to ssh."""
 
     def __init__(self, name: str, server: Server, **params: Any):
         super().__init__(name, server, **params)
+        self.forward: subprocess.Popen | None = None
         if not server.local:
             self.address = server.address
 
@@ -245,7 +251,26 @@ class RemoteSwitch(RemoteMixin, EmbeddedSwitch):
     def launch(self, argv: list[str], log: IO[bytes]) -> subprocess.Popen:
         if self.server.local:
             return super().launch(argv, log)
-        return self._popen(argv, tty=False, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.PIPE)
+        process = self._popen(argv, tty=False, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.PIPE)
+        port = self.side_channel_port
+        self.forward = subprocess.Popen(
+            self.server.ssh("-N", "-o", "ExitOnForwardFailure=yes", "-L", f"127.0.0.1:{port}:127.0.0.1:{port}"),
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_leave_with_parent)
+        return process
+
+    def wait_ready(self) -> None:
+        """Also until the side channel answers through the forward (which listens before the switch does)."""
+        super().wait_ready()
+        deadline = time.monotonic() + self.start_timeout
+        while self.forward is not None:
+            try:
+                send_command(self.side_channel_port, "port_stats")
+                return
+            except SideChannelError as exc:
+                if time.monotonic() > deadline or self.forward.poll() is not None:
+                    raise SwitchStartError(f"{self.name}: side channel not reachable over ssh: {exc}; "
+                                           f"log tail: {log_tail(self.log_file)}") from None
+                time.sleep(0.05)
 
     def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's signature
         """On another server, end the ssh session: the tether stops the switch, and its last log lines
@@ -254,6 +279,10 @@ class RemoteSwitch(RemoteMixin, EmbeddedSwitch):
             self.process.stdin.close()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(STOP_WAIT_S)
+        if self.forward is not None:
+            self.forward.terminate()
+            self.forward.wait()
+            self.forward = None
         super().stop(deleteIntfs)
 
 

@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--schemes", default="innet,ps,ring", help="comma-separated schemes, first is the baseline "
                                                                   "the others are compared to (default innet,ps,ring)")
-    run_cli.add_arguments(parser)
+    run_cli.add_run_options(parser)
 
 
 def compare_dir(root: str) -> Path:

@@ -42,6 +42,8 @@ class NetworkConfig:
                                        help="NODE=SERVER: put NODE there (default: switches in even bins over "
                                             "--servers in topology order, each host with its switch)")
     ssh_config: str | None = option(None, help="ssh_config file for reaching --servers (ssh -F)")
+    tls: str | None = option(None, help="DIR: make a throwaway CA and certificates there; every switch serves "
+                                        "P4Runtime over mutual TLS and the controller connects with them")
 
     def __post_init__(self) -> None:
         if self.loss is not None and self.loss >= 100:
@@ -54,6 +56,8 @@ class NetworkConfig:
                                                 f"({', '.join(self.servers)})")
         if self.servers and self.target != "embedded":
             raise FieldProblem("servers", f"runs the embedded target on several servers, not {self.target}")
+        if self.servers and self.tls:
+            raise FieldProblem("tls", "not with --servers yet (the switches there would need the certificates)")
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ The network is found through the records running testbeds keep in /run/aggnet
 (testbed/clean.py): the record names the run folder and the switch processes, and each
 switch's command line (`--device-id`, `-i PORT@IFACE`, `--grpc-server-addr`, the same flags
 for the embedded switch and simple_switch_grpc) says where its P4Runtime server listens and
-which ports it has. Counters are read over P4Runtime by a read-only
+which ports it has (a switch started with `--grpc-server-ssl` is read over TLS with the controller's
+certificate that `aggnet run --tls` left beside the switch's CA). Counters are read over P4Runtime by a read-only
 `controller.p4rt.SwitchConnection` (`read_only=True`): it never asks to be primary, so the
 controller of the run keeps its session. With the topology (`--topo`, or RUN_DIR/topology.yaml) each port is labelled
 with the node on its other end.
@@ -16,7 +17,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from p4target.runtime.tls import TlsFiles
 from testbed import clean
+from testbed.tls import pki_files
 
 
 class CountersError(Exception):
@@ -33,11 +36,12 @@ class SwitchProcess:
     device_id: int
     grpc_address: str
     ports: dict[int, str] = field(default_factory=dict)  # port number -> interface
+    tls: TlsFiles | None = None  # the controller's files when the switch serves TLS
 
 
 def parse_switch_command(name: str, argv: list[str]) -> SwitchProcess | None:
     """The switch a command line starts; None when it is not a switch (a Mininet host shell)."""
-    device_id, address, ports = 0, None, {}
+    device_id, address, ports, cacert = 0, None, {}, None
     for flag, value in zip(argv, argv[1:]):
         if flag == "--device-id":
             device_id = int(value)
@@ -46,7 +50,12 @@ def parse_switch_command(name: str, argv: list[str]) -> SwitchProcess | None:
         elif flag == "-i" and "@" in value:
             port, iface = value.split("@", 1)
             ports[int(port)] = iface
-    return SwitchProcess(name, device_id, address, ports) if address else None
+        elif flag == "--grpc-server-cacert":
+            cacert = value
+    tls = None
+    if "--grpc-server-ssl" in argv:
+        tls = pki_files(os.path.dirname(cacert)).client if cacert else TlsFiles()
+    return SwitchProcess(name, device_id, address, ports, tls) if address else None
 
 
 def switch_processes(record: dict) -> list[SwitchProcess]:
@@ -96,7 +105,7 @@ def read_switches(switches: list[SwitchProcess], job_ids: list[int] | None = Non
 
     counters = {}
     for sw in switches:
-        with SwitchConnection(sw.grpc_address, sw.device_id, name=sw.name, read_only=True) as reader:
+        with SwitchConnection(sw.grpc_address, sw.device_id, name=sw.name, read_only=True, tls=sw.tls) as reader:
             try:
                 counters[sw.name] = report.read_switch(reader, sw.ports, job_ids)
             except EntityError as exc:  # the switch runs a program without aggnet.p4's counters

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import IO, Any
 
+from p4target.runtime.tls import TlsFiles
 from p4target.tm import DEFAULT_BURST_S, DEFAULT_DEPTH
 from testbed import clean
 from testbed.nodes import AggNetHost, P4Switch, SwitchDied, TargetUnsupported, check_target, switch_class
@@ -158,7 +159,8 @@ class Testbed:
     link_class: type | None = None  # None: Mininet's veth pair
 
     def __init__(self, topology: Any, target: str = "embedded", run_dir: str | None = None,
-                 program: str | None = None, pcap: bool = False, start_timeout: float = 30.0):
+                 program: str | None = None, pcap: bool = False, start_timeout: float = 30.0,
+                 tls: TlsFiles | None = None):
         check_links(topology, target)
         if program and not switch_class(target).takes_program:
             raise TargetUnsupported(f"{program}: {target} switches start without a program; the controller "
@@ -170,6 +172,7 @@ class Testbed:
         self.program = program
         self.pcap = pcap
         self.start_timeout = start_timeout
+        self.tls = tls  # the switches' certificate, key and client CA: P4Runtime over mutual TLS
         self.net: Any = None  # a mininet.net.Mininet once built (Mininet has no type hints)
         self._record: dict | None = None
         self._old_sigterm: Callable[[int, FrameType | None], Any] | int | None = None
@@ -195,7 +198,7 @@ class Testbed:
         return SIDE_CHANNEL_PORT_BASE + self.topology.switches[switch].device_id
 
     def switch_address(self, switch: str) -> str:  # noqa: ARG002 - one machine: all on loopback
-        """Where `switch`'s P4Runtime server and side channel listen."""
+        """Where `switch`'s P4Runtime server listens (its side channel: on this machine's loopback)."""
         return "127.0.0.1"
 
     def node_params(self, node: str) -> dict[str, Any]:  # noqa: ARG002 - one machine: nothing to add
@@ -253,7 +256,7 @@ class Testbed:
             self.net.addSwitch(s.name, cls=self.switch_class, device_id=s.device_id, grpc_port=s.grpc_port,
                                side_channel_port=self.side_channel_port(s.name), log_file=self.log_file(s.name),
                                program=self.program, pcap_dir=self.pcaps_dir if self.pcap else None,
-                               start_timeout=self.start_timeout, **self.node_params(s.name))
+                               start_timeout=self.start_timeout, tls=self.tls, **self.node_params(s.name))
         interfaces = []
         for link in topo.links:
             names = (topo.intf_name(link.a, link.a_port), topo.intf_name(link.b, link.b_port))
@@ -320,7 +323,7 @@ class Testbed:
                         drops[self.topology.intf_name(node, port)] = link.loss / 100.0
         for switch, lines in commands.items():
             if lines:
-                side_channel(self.target, self.side_channel_port(switch), self.switch_address(switch)).run(lines)
+                side_channel(self.target, self.side_channel_port(switch)).run(lines)
         if drops:
             subprocess.run(["nft", "-f", "-"], input=kernel_loss_script(drops), text=True, check=True,
                            capture_output=True)

@@ -25,6 +25,7 @@ from typing import IO
 
 from mininet.node import Host, Switch
 
+from p4target.runtime.tls import TlsFiles
 from testbed.clean import testbed_environment
 
 PR_SET_PDEATHSIG = 1
@@ -81,11 +82,12 @@ class P4Switch(Switch):
 
     programs: tuple[str, ...] = ()  # what must be on PATH to run this kind of switch
     takes_program = True  # whether it can start with the P4 program (else the controller pushes it)
-    address = "127.0.0.1"  # where its P4Runtime server and side channel listen (testbed.cluster: its server's)
+    address = "127.0.0.1"  # where its P4Runtime server listens (testbed.cluster: its server's); side channel: loopback
+    tls: TlsFiles | None = None  # the certificate, key and client CA it serves P4Runtime with (mutual TLS)
 
     def __init__(self, name: str, device_id: int, grpc_port: int, side_channel_port: int, log_file: str,
                  program: str | None = None, pcap_dir: str | None = None, cpu_port: int = 255,
-                 start_timeout: float = 30.0, **params):
+                 start_timeout: float = 30.0, tls: TlsFiles | None = None, **params):
         super().__init__(name, **params)
         self.device_id = device_id
         self.grpc_port = grpc_port
@@ -95,6 +97,7 @@ class P4Switch(Switch):
         self.pcap_dir = pcap_dir
         self.cpu_port = cpu_port
         self.start_timeout = start_timeout
+        self.tls = tls
         self.process: subprocess.Popen | None = None
 
     def port_args(self) -> list[str]:
@@ -108,6 +111,13 @@ class P4Switch(Switch):
     def log_args(self) -> list[str]:
         """Where the process logs (testbed.cluster: a switch on another server logs to its output instead)."""
         return ["--log", self.log_file]
+
+    def tls_args(self) -> list[str]:
+        """simple_switch_grpc's target options for mutual TLS with `tls` (none without it)."""
+        if self.tls is None:
+            return []
+        return ["--grpc-server-ssl", "--grpc-server-cert", str(self.tls.cert), "--grpc-server-key", str(self.tls.key),
+                "--grpc-server-cacert", str(self.tls.cacert), "--grpc-server-with-client-auth"]
 
     def start(self, controllers) -> None:  # noqa: ARG002 - P4 switches have no OpenFlow controller
         for intf in self.intfList():
@@ -127,7 +137,7 @@ class P4Switch(Switch):
         """Block until the P4Runtime and side-channel ports answer, or fail with the log tail."""
         assert self.process is not None, "wait_ready runs after start"
         deadline = time.monotonic() + self.start_timeout
-        while not (port_open(self.grpc_port, self.address) and port_open(self.side_channel_port, self.address)):
+        while not (port_open(self.grpc_port, self.address) and port_open(self.side_channel_port)):
             code = self.process.poll()
             if code is not None:
                 raise SwitchStartError(f"{self.name}: switch exited with code {code} while starting; "
@@ -161,7 +171,7 @@ class EmbeddedSwitch(P4Switch):
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "testbed.cli", "switch", "--device-id", str(self.device_id),
                *self.port_args(), "--grpc-server-addr", f"{self.address}:{self.grpc_port}", "--cpu-port",
-               str(self.cpu_port), "--thrift-port", str(self.side_channel_port), *self.log_args()]
+               str(self.cpu_port), "--thrift-port", str(self.side_channel_port), *self.log_args(), *self.tls_args()]
         if self.pcap_dir:
             cmd += ["--pcap", self.pcap_dir]
         return cmd + ([self.program] if self.program else [])
@@ -182,7 +192,7 @@ class Bmv2Switch(P4Switch):
         if self.pcap_dir:
             cmd += ["--pcap", self.pcap_dir]
         return cmd + ["--no-p4", "--", "--grpc-server-addr", f"{self.address}:{self.grpc_port}", "--cpu-port",
-                      str(self.cpu_port)]
+                      str(self.cpu_port), *self.tls_args()]
 
 
 SWITCHES: dict[str, type[P4Switch]] = {"embedded": EmbeddedSwitch, "bmv2": Bmv2Switch}

@@ -172,6 +172,7 @@ REQUIRED = {
     "train": ("config", "seeds", "final_accuracy", "steps", "step_time_s", "link_bytes", "counters", "versions"),
     "allreduce": ("config", "seeds", "allreduce_exact", "elements", "workers", "seconds", "goodput_elements_per_s",
                   "counters", "versions"),
+    "script": ("config", "seeds", "script", "workers", "link_bytes", "counters", "versions"),
 }
 
 

@@ -6,7 +6,8 @@
 
 `Run` is `aggnet run`: one job, training or the all-reduce benchmark. The other ways to run are
 variants that override a phase or two, the way Mininet's switches share start/stop:
-testbed.faults.FaultRun (inject faults while watching, recover, restart the workers) and
+testbed.faults.FaultRun (inject faults while watching, recover, restart the workers),
+testbed.script_run.ScriptRun (a user's torch.distributed script as every worker) and
 testbed.scenario.ModeRun (several jobs, background traffic, the adaptation loop). Teardown
 always runs (errors, Ctrl-C, SIGTERM); the first process or switch that fails is named in a
 one-line RunFailed. The run folder gets the agent configs, results.json (written also when a
@@ -98,12 +99,14 @@ def _last_line(path: Path) -> str:
     return lines[-1] if lines else ""
 
 
-def start_process(tb: Any, host: str, name: str, argv: list[str], logs: Path) -> HostProcess:
-    """`python -m ...` inside host's network namespace, with the interpreter running us (the .venv one)."""
+def start_process(tb: Any, host: str, name: str, argv: list[str], logs: Path,
+                  env: dict[str, str] | None = None) -> HostProcess:
+    """`python ARGV` inside host's network namespace, with the interpreter running us (the .venv one);
+    `env`: its whole environment (default: ours)."""
     output = logs / f"{name}.out"
     with open(output, "wb") as out:
         popen = tb.host(host).popen([sys.executable, *argv], stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, cwd=str(REPO))
+                                    stdin=subprocess.DEVNULL, cwd=str(REPO), env=env)
     return HostProcess(name, host, popen, output)
 
 
@@ -210,6 +213,7 @@ class Run:
         self.queues: dict = {}
         self.meter: Any = None  # testbed.fidelity.CpuMeter over the switch and host processes
         self.fidelity: dict = {}
+        self.pki: Any = None  # testbed.tls.RunPki with --tls
 
     # -- plan: every input check, before anything starts
 
@@ -316,14 +320,20 @@ class Run:
             tb = ClusterTestbed(self.topo, net.servers, net.placement, net.target, str(self.run_dir), net.ssh_config)
             self.reporter.status(f"nodes on servers: {tb.describe()}")
             return tb
-        return Testbed(self.topo, self.cfg.network.target, str(self.run_dir))
+        if self.cfg.network.tls:
+            from testbed.tls import make_pki
+
+            self.pki = make_pki(self.cfg.network.tls)
+            self.reporter.status(f"P4Runtime over mutual TLS, certificates in {self.cfg.network.tls}")
+        return Testbed(self.topo, self.cfg.network.target, str(self.run_dir),
+                       tls=self.pki.server if self.pki else None)
 
     def connect(self) -> None:
         from controller.installer import connect_all
 
         self.conns = connect_all(self.topo, side_channel_ports={s: self.tb.side_channel_port(s)
                                                                 for s in self.topo.switches},
-                                 target=self.cfg.network.target,
+                                 target=self.cfg.network.target, tls=self.pki.client if self.pki else None,
                                  addresses={s: self.tb.switch_address(s) for s in self.topo.switches})
 
     def push_pipeline(self) -> None:
@@ -371,8 +381,13 @@ class Run:
         for role, host in reversed(list(zip(("hostagg", "replica"), job.aggregators))):
             name = f"{'agg' if role == 'hostagg' else 'replica'}@{host}"
             job.processes.append(self.start(host, name, [role, "--config", str(config), "--out", str(job.out)]))
-        for h in job.workers:
-            job.processes.append(self.start(h, f"{job.prefix}{h}", self.worker_argv(job, h, config)))
+        for rank in range(len(job.workers)):
+            job.processes.append(self.start_worker(job, rank, config))
+
+    def start_worker(self, job: JobRun, rank: int, config: Path) -> HostProcess:
+        """The agent of worker `rank` (`python -m hosts worker|bench`)."""
+        host = job.workers[rank]
+        return self.start(host, f"{job.prefix}{host}", self.worker_argv(job, host, config))
 
     def worker_argv(self, job: JobRun, host: str, config: Path) -> list[str]:
         w = self.cfg.workload
@@ -505,8 +520,12 @@ class Run:
                            aggregation=read_aggregation_stats(job.out))
         if error is not None:
             results["error"] = str(error)
-        results.update(self.train_results(job) if cfg.workload.workload == "train" else self.bench_results(job))
+        results.update(self.workload_results(job))
         return results
+
+    def workload_results(self, job: JobRun) -> dict:
+        """What the workers did: training's accuracy and steps, or the benchmark's verdict and speed."""
+        return self.train_results(job) if self.cfg.workload.workload == "train" else self.bench_results(job)
 
     def placement_json(self, job: JobRun) -> dict | None:
         if job.placement is None or job.spec is None:

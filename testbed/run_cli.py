@@ -3,10 +3,12 @@
     aggnet run                                    # star4, 4 workers, in-network, digits MLP
     aggnet run --workload allreduce --elements 1000000 --loss 1
     aggnet run --topo tree2 --workers 8 --scheme ring --link-mbps 20
+    aggnet run --workers 2 --script train.py --epochs 3   # your torch.distributed script (last option)
 
 Shows a progress bar over the training steps (epoch, loss, test accuracy, step time), then
 the switch counters (per job, per port), and leaves runs/<ts>/ with results.json, logs/
-and PNG plots. Exit 0 on success, 1 when the run failed (the failing process or switch is
+and PNG plots. With --script, every worker host runs that script with torchrun's environment
+(testbed.script_run; backend "aggnet" joins the run's job). Exit 0 on success, 1 when the run failed (the failing process or switch is
 named) or an all-reduce sum was wrong, 2 on bad input. The run itself is testbed.run.Run;
 this module is the command line and the live display.
 """
@@ -22,12 +24,20 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of `aggnet run` (also used by `aggnet compare`): one per field of testbed.config.RunConfig."""
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options of one run (`aggnet run`, `aggnet compare`): one per field of testbed.config.RunConfig."""
     from config import add_options
     from testbed.config import RunConfig
 
     add_options(parser, RunConfig)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`aggnet run`'s options: a run's, and --script (last: everything after it is the script's)."""
+    add_run_options(parser)
+    parser.add_argument("--script", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS]",
+                        help="run this torch.distributed script on every worker host, with torchrun's environment "
+                             "(backend \"aggnet\" joins the run's job); the last option, the rest are its arguments")
 
 
 def config_from_args(args: argparse.Namespace, defaults: Any = None) -> Any:
@@ -81,7 +91,10 @@ def summarize(results: dict, console: Any) -> None:
     if results.get("staleness_bound") is not None:
         console.print(f"host aggregation on {', '.join(results['aggregators'])}, staleness bound "
                       f"{results['staleness_bound']}")
-    if "final_accuracy" in results:
+    if "script" in results:
+        console.print(f"[bold]{' '.join(results['script'])}[/bold] finished on {results['workers']} workers; "
+                      f"their output in {run_dir}/logs, results in {run_dir}/results.json")
+    elif "final_accuracy" in results:
         console.print(f"[bold]final test accuracy {results['final_accuracy']:.4f}[/bold] after {results['steps']} "
                       f"steps; median step {results['step_time_s'] * 1000:.1f} ms; results in {run_dir}/results.json")
     else:
@@ -103,12 +116,14 @@ def plot_run(results: dict) -> None:
     plots.plot_link_bytes(results["link_bytes"], run_dir / "link_bytes.png")
 
 
-def execute(cfg: Any, console: Any) -> dict:
-    """Run one experiment with the live display; print counters and summary; write plots."""
+def execute(cfg: Any, console: Any, script: list[str] | None = None) -> dict:
+    """Run one experiment (`script` and its arguments on every worker, if given) with the live
+    display; print counters and summary; write plots."""
     from testbed import report
     from testbed.run import Run
+    from testbed.script_run import ScriptRun
 
-    run = Run(cfg, RichReporter(console))
+    run = Run(cfg, RichReporter(console)) if script is None else ScriptRun(cfg, script, RichReporter(console))
     results = run.execute()
     report.print_counters(results["counters"], run.topo, console)
     plot_run(results)
@@ -119,5 +134,5 @@ def execute(cfg: Any, console: Any) -> dict:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    execute(config_from_args(args), Console())
+    execute(config_from_args(args), Console(), args.script)
     return 0

@@ -109,9 +109,10 @@ class Compiler:
     drops the compiles not started yet.
     """
 
-    def __init__(self, cache_dir: str):
+    def __init__(self, cache_dir: str, workers: int = 1):
+        """`workers`: p4c processes at once (one keeps the tests' order; more for many small programs)."""
         self.cache_dir = cache_dir
-        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="p4c")
+        self._pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="p4c")
         self._jobs: dict[str, concurrent.futures.Future] = {}
         self._lock = threading.Lock()
 

@@ -3,9 +3,12 @@
 Tests `import procs` (pytest puts tests/ on sys.path)."""
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -25,3 +28,46 @@ def wait_for(port: int, proc: subprocess.Popen, log: Path, timeout_s: float = 60
                 return
         assert proc.poll() is None and time.monotonic() < deadline, log.read_text() if log.exists() else "no log"
         time.sleep(0.1)
+
+
+def stop_process(proc: subprocess.Popen, grace_s: float = 10) -> None:
+    """SIGTERM (a switch then closes its ports and logs), SIGKILL after `grace_s`; safe on an exited process."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextlib.contextmanager
+def running_switch(program: Path, log: Path, *interfaces: str, device_id: int = 1) -> Iterator[tuple[int, int]]:
+    """An `aggnet switch` process running `program` (ports `N@IFACE`); yields (thrift port, gRPC port).
+    Stopped with SIGTERM (killed if it hangs) when the block ends, also on failure."""
+    thrift_port, grpc_port = free_port(), free_port()
+    args = [arg for spec in interfaces for arg in ("-i", spec)]
+    proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "switch", "--device-id", str(device_id), *args,
+                             "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--thrift-port", str(thrift_port),
+                             "--log", str(log), str(program)], cwd=Path(__file__).resolve().parent.parent)
+    try:
+        wait_for(thrift_port, proc, log)
+        yield thrift_port, grpc_port
+    finally:
+        stop_process(proc)
+
+
+@contextlib.contextmanager
+def veth_pairs(pairs: list[tuple[str, str]]) -> Iterator[None]:
+    """Veth pairs (switch side, peer side), up and without IPv6 chatter; deleted when the block ends.
+    The caller skips without root and runs under flock /tmp/aggnet-net.lock."""
+    try:
+        for sw, peer in pairs:
+            subprocess.run(["ip", "link", "add", sw, "type", "veth", "peer", "name", peer], check=True)
+            for ifname in (sw, peer):
+                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{ifname}.disable_ipv6=1"], check=True)
+                subprocess.run(["ip", "link", "set", ifname, "up"], check=True)
+        yield
+    finally:
+        for sw, _ in pairs:
+            subprocess.run(["ip", "link", "del", sw], check=False, capture_output=True)

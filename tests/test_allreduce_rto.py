@@ -1,5 +1,7 @@
 """The all-reduce client's retransmission timeout: TCP estimate, Karn's algorithm, exponential backoff."""
 
+import time
+
 import fabric as fb
 import numpy as np
 from test_allreduce_loopback import make_job, run_workers, star_fabric
@@ -44,21 +46,36 @@ def test_a_burst_of_expiries_doubles_once():
     assert abs(t.rto - 0.2) < 1e-12
 
 
+def timeouts_within(seconds: float, min_rto: float) -> int:
+    """How many times a chunk can time out in `seconds` at most: each wait is the backed-off RTO
+    (0.05, 0.1, 0.2, 0.4, 0.8 s, then every 1 s), and a timer fires late, never early."""
+    timer, elapsed, count = RetransmitTimer(min_rto), 0.0, 0
+    while elapsed + timer.rto <= seconds:
+        sent, elapsed = elapsed, elapsed + timer.rto
+        timer.timeout(sent, elapsed)  # the resend goes out now
+        count += 1
+    return count
+
+
 def test_late_peer_costs_few_resends():
-    """One worker starts 1.5 s late: with backoff the early workers resend their window a
-    handful of times (0.05, 0.1, 0.2, 0.4, 0.8 s, then every 1 s), not every 50 ms (30 times)."""
+    """One worker starts 1.5 s late: with backoff the early worker resends its window at most as
+    often as the backed-off timeouts fit in the time it waited (5 or 6 times, however busy the machine
+    makes that wait), not every 50 ms (30 times); and it does resend (the peer is 30 RTOs late)."""
     fabric, socks = star_fabric(2, slot_count=8)
     job = make_job(fabric, socks, slot_count=8, timeout_s=0.05)
     inputs = [np.arange(8 * 32, dtype=np.int32), np.ones(8 * 32, dtype=np.int32)]
     fabric.start()
     try:
+        started = time.monotonic()
         results, errors = run_workers(job, socks, inputs, delays=[0, 1.5])
+        waited = time.monotonic() - started  # the early worker waited no longer than this
     finally:
         fabric.close()
     assert errors == [] and fabric.errors == []
     np.testing.assert_array_equal(results[0][0], inputs[0] + 1)
     early = results[0][-1]
-    assert 8 * 4 <= early.retransmissions <= 8 * 7  # 5..6 timeouts of the whole window
+    assert timeouts_within(1.5, 0.05) == 4 and timeouts_within(30, 0.05) < 35  # the schedule above
+    assert 8 <= early.retransmissions - early.fast_retransmits <= 8 * timeouts_within(waited, job.timeout_s)
     assert fb.counter(fabric.switches["s1"], "completed") == 8
 
 

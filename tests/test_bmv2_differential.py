@@ -27,6 +27,9 @@ import pytest
 from hosts import codec
 from p4target import state as st
 from p4target.frontend import load_program
+from p4target.lowered import bmv2_json, to_json
+from p4target.lowered.from_ir import lower_program
+from p4target.native.pipeline import make_pipeline
 from p4target.pipeline import Pipeline
 from p4target.stf import StfError, StfRunner, parse_stf
 from protocol import wire
@@ -61,6 +64,13 @@ def program_of(item) -> str:
 def bmv2_twin(embedded: Pipeline, program: str, p4c: bmv2_ref.Compiler) -> bmv2_ref.Bmv2Switch:
     """simple_switch running `program`, the source of the embedded pipeline."""
     return bmv2_ref.Bmv2Switch(p4c.json(program), embedded.state.schema)
+
+
+def bmv2_on_our_json(embedded: Pipeline, program: str, folder: Path) -> bmv2_ref.Bmv2Switch:
+    """simple_switch running OUR lowering of `program` (`aggnet p4 compile --bmv2-json`)."""
+    path = folder / (Path(program).stem + ".aggnet.json")
+    path.write_text(to_json.dumps(lower_program(load_program(program))))
+    return bmv2_ref.Bmv2Switch(str(path), embedded.state.schema)
 
 
 # --------------------------------------------------------------------------- STF tests
@@ -104,13 +114,27 @@ def run_stf(target, stf: str) -> tuple[bmv2_ref.Observation, list[str]]:
 
 
 @pytest.mark.parametrize("program, stf", stf_cases())
-def test_stf_matches_bmv2(program, stf, p4c):
+def test_stf_matches_bmv2(program, stf, p4c, tmp_path):
+    """simple_switch on p4c's JSON against: our front end's program; p4c's JSON on our Python and native
+    engines; our lowering on both engines; and simple_switch on our lowering's JSON."""
     embedded = Pipeline(load_program(program))
-    with bmv2_twin(embedded, program, p4c) as bmv2:
-        theirs, their_log = run_stf(bmv2, stf)
-    ours, our_log = run_stf(embedded, stf)
-    assert bmv2_ref.first_difference(ours, theirs) == ""
-    assert our_log == their_log
+    from_json = Pipeline(bmv2_json.load_file(p4c.json(program)))
+    lowered = Pipeline(lower_program(load_program(program)))
+    natives = [make_pipeline(bmv2_json.load_file(p4c.json(program)), "native"),
+               make_pipeline(lower_program(load_program(program)), "native")]
+    assert [n.engine_name for n in natives] == ["native", "native"]
+    try:
+        with bmv2_twin(embedded, program, p4c) as bmv2:
+            theirs, their_log = run_stf(bmv2, stf)
+        with bmv2_on_our_json(embedded, program, tmp_path) as bmv2_ours:
+            on_our_json = run_stf(bmv2_ours, stf)
+        for ours, our_log in [run_stf(embedded, stf), run_stf(from_json, stf), run_stf(lowered, stf), on_our_json,
+                              *(run_stf(n, stf) for n in natives)]:
+            assert bmv2_ref.first_difference(ours, theirs) == ""
+            assert our_log == their_log
+    finally:
+        for n in natives:
+            n.close()
 
 
 # --------------------------------------------------------------------------- aggnet.p4
@@ -311,16 +335,35 @@ PACKETS = {32: 3000, 64: 2000, 128: 1200, 256: 800, 364: 600}
 
 @pytest.mark.slow
 @pytest.mark.parametrize("lanes", wire.LANE_COUNTS)
-def test_aggnet_matches_bmv2(lanes, p4c):
+def test_aggnet_matches_bmv2(lanes, p4c, tmp_path):
     packets = Traffic(lanes, seed=lanes).packets(PACKETS[lanes])
     embedded = fabric.switch(lanes)
+    program = str(REPO / "p4src" / wire.program_name(lanes))
+    from_json = Pipeline(bmv2_json.load_file(p4c.json(program)))  # p4c's lowering on our engine
+    lowered = Pipeline(lower_program(load_program(program)))  # our lowering on the same engine
+    native_from_json = make_pipeline(bmv2_json.load_file(p4c.json(program)), "native")  # ... printed as C
+    assert native_from_json.engine_name == "native"
     registers, counters = aggnet_cells(lanes, embedded.state.schema)
-    with bmv2_twin(embedded, str(REPO / "p4src" / wire.program_name(lanes)), p4c) as bmv2:
-        for sw in (embedded, bmv2):
-            install_roles(sw)
-        ours = bmv2_ref.observe(embedded, packets, registers, counters)
-        theirs = bmv2_ref.observe(bmv2, packets, registers, counters)
+    try:
+        with bmv2_twin(embedded, program, p4c) as bmv2:
+            for sw in (embedded, from_json, lowered, native_from_json, bmv2):
+                install_roles(sw)
+            ours = bmv2_ref.observe(embedded, packets, registers, counters)
+            ours_from_json = bmv2_ref.observe(from_json, packets, registers, counters)
+            ours_lowered = bmv2_ref.observe(lowered, packets, registers, counters)
+            native = bmv2_ref.observe(native_from_json, packets, registers, counters)
+            theirs = bmv2_ref.observe(bmv2, packets, registers, counters)
+    finally:
+        native_from_json.close()
     assert bmv2_ref.first_difference(ours, theirs) == ""
+    assert bmv2_ref.first_difference(ours_from_json, theirs) == ""
+    assert bmv2_ref.first_difference(ours_lowered, theirs) == ""
+    assert bmv2_ref.first_difference(native, theirs) == ""
+    if lanes in (wire.LANE_COUNTS[0], wire.LANE_COUNTS[-1]):  # BMv2 is slow: the smallest and largest suffice
+        with bmv2_on_our_json(embedded, program, tmp_path) as bmv2_ours:
+            install_roles(bmv2_ours)
+            on_our_json = bmv2_ref.observe(bmv2_ours, packets, registers, counters)
+        assert bmv2_ref.first_difference(on_our_json, theirs) == ""
     # and the traffic reached every outcome: rounds completed, retransmissions answered, sums saturated
     for name in ("completed", "retx_answered", "duplicates", "overflows"):
         assert sum(packets for packets, _ in ours.counters[f"AggIngress.agg_{name}"]) > 0, name

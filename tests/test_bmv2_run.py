@@ -15,6 +15,7 @@ import pytest
 
 from controller.switch_cli import cli_line
 from controller.topology import load_topology
+from p4target.runtime.tls import TlsFiles
 from testbed.network import (
     Testbed,
     check_links,
@@ -71,6 +72,9 @@ def test_bmv2_switches_start_empty_for_the_controller_to_push():
     assert switch.command() == ["simple_switch_grpc", "--device-id", "3", "--thrift-port", "9093", "--log-console",
                                 "--log-level", "warn", "--no-p4", "--", "--grpc-server-addr", "127.0.0.1:50003",
                                 "--cpu-port", "255"]
+    switch.tls = TlsFiles("ca.pem", "switch.pem", "switch.key")  # target options: after `--`, as BMv2 wants them
+    assert switch.command()[-8:] == ["--grpc-server-ssl", "--grpc-server-cert", "switch.pem", "--grpc-server-key",
+                                     "switch.key", "--grpc-server-cacert", "ca.pem", "--grpc-server-with-client-auth"]
 
 
 def test_link_rate_and_depth_become_bmv2_queue_commands():

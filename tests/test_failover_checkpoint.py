@@ -1,6 +1,7 @@
 """Per-step checkpoints: a run resumed from step N ends with the weights of an uninterrupted
 run, workers agree on the newest step they all have, and the agent config carries the new
 options (scheme hostagg, staleness, stragglers) with one-line errors."""
+import dataclasses
 import json
 
 import pytest
@@ -56,16 +57,35 @@ def test_every_checkpointed_step_has_its_metrics_record(tmp_path):
     assert ck.steps() == [2, 3] and recorded == [0, 1, 2, 3]
 
 
+@dataclasses.dataclass(frozen=True)
+class RecordedStraggler(Straggler):
+    """A straggler that notes each pause, so the test sees where in the step it falls."""
+
+    events: list[str] = dataclasses.field(default_factory=list)
+
+    def after_compute(self, compute_s: float) -> None:
+        super().after_compute(compute_s)
+        self.events.append("pause")
+
+
 def test_straggler_delay_lengthens_steps_not_results():
+    """The pause is part of the step and not of its communication: each step pauses once, before it
+    communicates, and its step time exceeds its communication time by at least the set delay."""
     data = load_dataset(CONFIG.dataset, CONFIG.seed)
     sharder = Sharder(len(data.y_train), 1, CONFIG.batch_size, CONFIG.seed)
     config = TrainConfig(**{**CONFIG.__dict__, "steps": 3})
-    times = []
-    slow = run_training(config, data, sharder.global_batch, lambda g: g, sharder.batches_per_epoch,
+    times, events = [], []
+
+    def communicate(g):
+        events.append("comm")
+        return g
+
+    slow = run_training(config, data, sharder.global_batch, communicate, sharder.batches_per_epoch,
                         on_step=lambda r: times.append((r["step_time_s"], r["comm_time_s"])),
-                        straggler=Straggler(delay_s=0.1))
+                        straggler=RecordedStraggler(delay_s=0.1, events=events))
     fast = run_training(config, data, sharder.global_batch, lambda g: g, sharder.batches_per_epoch)
-    assert all(step >= 0.1 and comm < 0.1 for step, comm in times)
+    assert events == ["pause", "comm"] * 3
+    assert len(times) == 3 and all(step - comm >= 0.1 for step, comm in times)
     assert torch.equal(flat_params(slow), flat_params(fast))
 
 

@@ -12,7 +12,7 @@ from controller.topology import load_topology
 from hosts.agent_config import TrainConfig, load_config
 from testbed.cli import build_parser
 from testbed.config import Fault, RunConfig, parse_fault, resolve_topology
-from testbed.faults import DEFAULTS, CpuThrottle, FaultError, FaultRun, check_fault
+from testbed.faults import DEFAULTS, THROTTLE_PERIOD_S, CpuThrottle, FaultError, FaultRun, check_fault
 from testbed.run import REPO
 from testbed.run_cli import config_from_args
 
@@ -88,30 +88,49 @@ def test_agent_config_carries_every_training_field(tmp_path):
     assert load_config(run.write_agent_config(run.jobs[0], "agent-0.json")).train == train
 
 
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / 100.0  # utime + stime in clock ticks
+SPINNER = """
+import signal, sys, time
+gap, last = 0.0, time.monotonic()
+def report(*_):
+    print(gap, flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, report)
+print("spinning", flush=True)
+while True:
+    now = time.monotonic()
+    gap, last = max(gap, now - last), now
+"""
 
 
-def test_cpu_throttle_limits_a_busy_process():
-    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+def process_state(pid: int) -> str:
+    return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+
+
+def test_cpu_throttle_stops_a_busy_process_for_its_share_and_lets_it_go():
+    """Counted, not timed: the throttle stops the spinning process (state T) and continues it, again
+    and again; a stop lasts at least (1 - share) of the period (the process itself sees that gap:
+    a lower bound that follows from the settings); stopping the throttle leaves it running."""
+    share = 0.2
+    proc = subprocess.Popen([sys.executable, "-c", SPINNER], stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(0.3)
-        before = cpu_seconds(proc.pid)
-        time.sleep(1.0)
-        free = cpu_seconds(proc.pid) - before
-        throttle = CpuThrottle(proc.pid, 0.2)
-        before = cpu_seconds(proc.pid)
-        time.sleep(2.0)
-        limited = (cpu_seconds(proc.pid) - before) / 2.0
-        throttle.stop()
-        assert free > 0.1  # it spins (less than a full core when the machine is busy)
-        assert limited < 0.4 * free, (free, limited)
+        assert proc.stdout is not None and proc.stdout.readline() == "spinning\n"
+        throttle = CpuThrottle(proc.pid, share)
+        try:
+            transitions, previous = 0, process_state(proc.pid) == "T"
+            hang_guard = time.monotonic() + 60  # not a rate: the first stop is due within 0.1 s
+            while transitions < 4:  # stopped, continued, stopped, continued
+                assert time.monotonic() < hang_guard, f"only {transitions} stop/continue transitions seen"
+                time.sleep(0.001)
+                stopped = process_state(proc.pid) == "T"
+                transitions += stopped != previous
+                previous = stopped
+        finally:
+            throttle.stop()
         time.sleep(0.2)
-        assert proc.poll() is None  # stopped throttling leaves it running (SIGCONT)
-        state = open(f"/proc/{proc.pid}/stat").read().rsplit(")", 1)[1].split()[0]
-        assert state in "RS"
+        assert process_state(proc.pid) in "RS"  # stopped throttling leaves it running (SIGCONT)
+        proc.terminate()
+        longest_gap = float(proc.communicate(timeout=30)[0])
+        assert longest_gap >= (1 - share) * THROTTLE_PERIOD_S, longest_gap
     finally:
         proc.kill()
         proc.wait()

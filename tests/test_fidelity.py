@@ -80,21 +80,30 @@ def test_a_process_restarted_under_its_name_adds_its_lives(monkeypatch):
 
 
 def test_cpu_meter_measures_a_busy_and_an_idle_process_on_its_own_thread():
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    """Counted, not timed: the meter's own thread keeps sampling until the spinning process has used
+    0.2 s of CPU by its samples; in that window the sleeping one (past its start-up) used next to none."""
+    ready = "import sys; print('up', flush=True); sys.stdout.close(); "
+    busy = subprocess.Popen([sys.executable, "-c", ready + "\nwhile True: pass"], stdout=subprocess.PIPE, text=True)
+    idle = subprocess.Popen([sys.executable, "-c", ready + "import time; time.sleep(60)"],
+                            stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(0.5)  # both past the interpreter's start-up
+        for proc in (busy, idle):
+            assert proc.stdout is not None and proc.stdout.readline() == "up\n"  # past the interpreter's start-up
         meter = fidelity.CpuMeter(lambda: {"busy": busy.pid, "idle": idle.pid}).start()
-        time.sleep(1.0)
+        hang_guard = time.monotonic() + 120  # not a rate: only so that a broken meter fails instead of hanging
+        while True:
+            series = list(meter.series[("busy", busy.pid)])
+            if len(series) >= 10 and series[-1][1] - series[0][1] >= 0.2:
+                break
+            assert time.monotonic() < hang_guard, series
+            time.sleep(0.05)
         meter.stop()
     finally:
         for proc in (busy, idle):
             proc.kill()
             proc.wait()
-    window = meter.span()
-    assert window[1] - window[0] >= 1.0 and len(meter.series[("busy", busy.pid)]) >= 10  # sampled every SAMPLE_S
-    used = meter.used(window)
-    assert used["busy"] > 10 * used["idle"] and used["idle"] < 0.05  # a spinning process shows, a sleeping one not
+    used = meter.used(meter.span())
+    assert used["busy"] >= 0.2 and used["idle"] < 0.05  # a spinning process shows, a sleeping one not
     assert used[fidelity.MACHINE] >= used["busy"]  # the cores did at least what the busy process did
     assert fidelity.cpu_seconds(busy.pid) is None
 

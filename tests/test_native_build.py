@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from p4target.frontend import load_source
-from p4target.native.build import build, compiler
+from p4target.native.build import build, compiler, engine_library
 from p4target.native.cgen import generate_c
 from p4target.native.pipeline import NativePipeline, make_pipeline
 from p4target.pipeline import Pipeline
@@ -47,7 +47,9 @@ def test_concurrent_builds_of_one_program_agree(tmp_path, monkeypatch):
         paths = pool.map(_build, [source, source])
     assert paths[0] == paths[1] and paths[0].startswith(str(tmp_path))
     left = sorted(p.name for p in (tmp_path / "aggnet" / "native").iterdir())
-    assert left == sorted([Path(paths[0]).name, Path(paths[0]).stem + ".lock"])  # no temporaries left
+    engine = engine_library().name  # the engine library both were linked with, built once
+    assert left == sorted([Path(paths[0]).name, Path(paths[0]).stem + ".lock", engine, engine + ".lock"])
+    assert sorted(p.name for p in (tmp_path / "aggnet" / "native" / engine).iterdir()) == ["constants.h", "libengine.a"]
     pipeline = NativePipeline(load_source(PROGRAM % ("", ""), "p.p4"))
     assert pipeline.process(1, bytes([7, 0, 9])) == [(2, bytes([7, 8, 9]))]
 

@@ -3,6 +3,7 @@ fallback): arithmetic, checksums, exits, header unions, parser errors, saturatio
 of every match kind. The whole corpus: `aggnet p4 stf --engine native` over PASS_ON_BMV2.txt."""
 import os
 
+import corpus
 import pytest
 
 from p4target.frontend import load_program
@@ -10,16 +11,14 @@ from p4target.native.build import compiler
 from p4target.native.pipeline import NativePipeline, make_pipeline
 from p4target.stf import StfRunner, parse_stf
 
-CORPUS = os.environ.get("AGGNET_P4C_CORPUS") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                                              "shared", "p4c-corpus")
+CORPUS = str(corpus.CORPUS)
 SAMPLE = ["arith-bmv2", "checksum2-bmv2", "gauntlet_exit_combination_1-bmv2", "gauntlet_side_effect_order_1-bmv2",
           "gauntlet_exit_combination_3-bmv2", "issue2225-bmv2",  # an action that exits copies its inout args out
           "issue1755-bmv2", "parser_error-bmv2", "saturated-bmv2", "table-entries-lpm-bmv2",
           "table-entries-range-bmv2", "table-entries-ternary-bmv2", "table-entries-optional-bmv2", "union-valid-bmv2",
           "v1model-const-entries-bmv2"]
 
-pytestmark = [pytest.mark.skipif(not os.path.isdir(CORPUS),
-                                 reason="p4c's corpus is not at ../shared/p4c-corpus (or $AGGNET_P4C_CORPUS)"),
+pytestmark = [pytest.mark.skipif(bool(corpus.MISSING), reason=corpus.MISSING or "-"),
               pytest.mark.skipif(compiler() is None, reason="no C compiler for the native engine")]
 
 

@@ -97,14 +97,27 @@ def test_native_switch_forwards_counts_captures_and_stops(veths, tmp_path):
         assert send_command(thrift, "counter_read port_out 2").startswith("packets=20 ")
         stats = json.loads(send_command(thrift, "port_stats"))
         assert stats["1"]["rx_packets"] >= 21 and stats["2"]["tx_packets"] == 20
-        # a queue of 1 packet drained at 5 packets/s: a burst loses all but about the first
+        # a queue of 1 packet drained at 5 packets/s: a burst of 10 loses most. Counted, not timed: once
+        # all 10 are in, each was dropped, sent or is queued, and no more left than the rate allows
+        # (one token in the bucket plus 5 a second since the burst began).
         send_command(thrift, "set_queue_depth 1 2")
         send_command(thrift, "set_queue_rate 5 2")
+        base = json.loads(send_command(thrift, "queue_stats 2"))["2"]
+        began = time.monotonic()
         for n in range(10):
             tx.send(ipv4_frame("10.0.0.2", 100 + n))
-        time.sleep(0.5)
-        q = json.loads(send_command(thrift, "queue_stats 2"))["2"]
-        assert q["depth"] == 1 and q["rate_pps"] == 5.0 and q["tail_drops"] >= 5
+        hang_guard = began + 60  # not a rate: only so that lost frames fail the test instead of hanging it
+        while True:
+            q = json.loads(send_command(thrift, "queue_stats 2"))["2"]
+            ended = time.monotonic()
+            took = {k: q[k] - base[k] for k in ("enqueued", "dequeued", "tail_drops")}
+            if took["enqueued"] + took["tail_drops"] == 10:
+                break
+            assert ended < hang_guard, took
+            time.sleep(0.05)
+        assert q["depth"] == 1 and q["rate_pps"] == 5.0
+        assert took["enqueued"] == took["dequeued"] + q["qdepth"] - base["qdepth"] and q["qdepth"] <= 1
+        assert took["dequeued"] <= 1 + 5 * (ended - began) and took["tail_drops"] >= 1
         # seeded loss: the engine draws Python's random.Random(seed) sequence, one draw per packet
         send_command(thrift, "set_queue_rate 0 2")
         send_command(thrift, "set_queue_depth 64 2")

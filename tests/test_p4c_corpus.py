@@ -12,12 +12,11 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
+import corpus
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CORPUS = os.environ.get("AGGNET_P4C_CORPUS", os.path.join(os.path.dirname(ROOT), "shared", "p4c-corpus"))
-if not os.path.isdir(CORPUS):
-    CORPUS = "/work/shared/p4c-corpus"
+CORPUS = str(corpus.CORPUS)
 EXPECTED = os.path.join(ROOT, "tests", "data", "p4c_corpus_pass.txt")
 
 

@@ -23,12 +23,11 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import corpus
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = Path(os.environ.get("AGGNET_P4C_CORPUS", ROOT.parent / "shared" / "p4c-corpus"))
-if not CORPUS.is_dir():
-    CORPUS = Path("/work/shared/p4c-corpus")
+CORPUS = corpus.CORPUS
 P4C = shutil.which("p4c") or next((p for p in ["/opt/p4ref/bin/p4c"] if os.access(p, os.X_OK)), None)
 # `p4c --target bmv2 --arch v1model` runs p4c-bm2-ss; calling it directly skips the driver (a third faster)
 BMV2_COMPILER = next((c for c in [os.path.join(os.path.dirname(P4C), "p4c-bm2-ss")] if os.access(c, os.X_OK)),

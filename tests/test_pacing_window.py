@@ -8,7 +8,7 @@ from protocol.job import JobSpec, JobSpecError
 def test_fixed_window_always_allows_the_whole_slot_window():
     w = make_window("fixed", 8)
     w.on_loss()
-    assert type(w) is Window and w.allows(7) and not w.allows(8)
+    assert type(w) is Window and w.allows(7) and not w.allows(8) and w.smallest == 8
 
 
 def test_aimd_halves_on_loss_and_never_drops_below_one_chunk():
@@ -19,6 +19,9 @@ def test_aimd_halves_on_loss_and_never_drops_below_one_chunk():
     for _ in range(10):
         w.on_loss()
     assert w.cwnd == 1 and w.allows(0) and not w.allows(1)
+    for _ in range(10_000):
+        w.on_results()
+    assert w.cwnd == 32 and w.smallest == 1  # grown back; how far it backed off is remembered
 
 
 def test_aimd_grows_by_weight_chunks_per_window_of_results_up_to_the_slot_window():

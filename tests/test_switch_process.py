@@ -1,16 +1,21 @@
 """`aggnet switch` as a real process on veth pairs: forwarding, pcap, SIGTERM, bad input."""
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from procs import free_port
+from finsy.proto import p4r
+from p4rt_raw import RawClient
+from procs import free_port, wait_for
 
 from p4target.ports import read_pcap
 from p4target.sidechannel import send_command
@@ -109,3 +114,69 @@ def test_forwarding_pcap_and_clean_sigterm(veths, tmp_path):
     outs = [f for _, f in read_pcap(str(tmp_path / f"{SW[1]}_out.pcap"))]
     assert len(ins) == 2 and len(outs) == 1 and Ether(outs[0])[IP].ttl == 63
     assert "stopping" in log.read_text()
+
+
+@contextlib.contextmanager
+def switch_process(*args: str) -> Iterator[subprocess.Popen]:
+    """`aggnet switch ARGS` running; killed on the way out unless the test stopped it."""
+    proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "switch", *args], cwd=REPO)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_pcap_stops_at_its_cap_and_the_log_rotates(veths, tmp_path, engine):
+    """--pcap-max-mb 1: a port's capture keeps the frames that fit in 1 MiB and no more, on either
+    engine. --log-max-mb 1: the P4Runtime request log, written to by every Write, is renamed FILE.1 at 1 MiB
+    and begun anew."""
+    side_port, grpc_port = free_port(), free_port()
+    log, rotated = tmp_path / "s9.log", tmp_path / "s9-p4runtime-requests.txt.1"
+    frame = ipv4_frame("10.9.9.9") + bytes(1000)
+    fit = ((1 << 20) - 24) // (16 + len(frame))  # frames of this size a 1 MiB capture holds
+    with switch_process("--device-id", "9", "--engine", engine, "-i", f"1@{SW[0]}", "-i", f"2@{SW[1]}",
+                        "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--thrift-port", str(side_port),
+                        "--log", str(log), "--log-max-mb", "1", "--pcap", str(tmp_path), "--pcap-max-mb", "1",
+                        str(PROGRAM)) as proc, socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0) as tx:
+        wait_for(side_port, proc, log)  # listening once PROG is loaded
+        tx.bind((PEER[0], 0))
+        for _ in range(fit + 300):
+            tx.send(frame)
+        time.sleep(0.5)
+        received = json.loads(send_command(side_port, "port_stats"))["1"]["rx_packets"]
+        client = RawClient(grpc_port, device_id=9)
+        try:
+            client.arbitrate(10)
+            info = client.get_pipeline(p4r.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE).p4info
+            updates = [p4r.Update(type=p4r.Update.MODIFY, entity=p4r.Entity(counter_entry=p4r.CounterEntry(
+                counter_id=info.counters[0].preamble.id, index=p4r.Index(index=i),
+                data=p4r.CounterData(packet_count=i))))
+                for i in range(16)]
+            for _ in range(2000):  # each Write is logged (about 2 KB) until the request log has rotated
+                client.write(updates)
+                if rotated.exists():
+                    break
+        finally:
+            client.close()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    captured = tmp_path / f"{SW[0]}_in.pcap"
+    assert captured.stat().st_size <= 1 << 20
+    assert len(read_pcap(str(captured))) == min(received, fit) and received > fit
+    assert rotated.exists() and (1 << 20) <= rotated.stat().st_size <= (1 << 20) + 8192
+    assert (tmp_path / "s9-p4runtime-requests.txt").stat().st_size < 1 << 20
+
+
+def test_side_channel_listens_on_loopback_only_and_says_so(tmp_path):
+    """The side channel has no authentication: bound to 127.0.0.1, not to every address (127.0.0.2,
+    another loopback address, would answer a socket bound to 0.0.0.0), and its help says so."""
+    assert "listens on 127.0.0.1 only" in " ".join(aggnet("switch", "--help").stdout.split())
+    side_port, log = free_port(), tmp_path / "s9.log"
+    with switch_process("--log", str(log), "--grpc-server-addr", f"127.0.0.1:{free_port()}",
+                        "--thrift-port", str(side_port)) as proc, socket.socket() as s:
+        wait_for(side_port, proc, log)
+        assert s.connect_ex(("127.0.0.2", side_port)) != 0

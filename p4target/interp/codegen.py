@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from p4target import state as st
+from p4target.constants import DROP_PORT
 from p4target.errors import P4Error
 from p4target.frontend import ir
 from p4target.interp import hashes
@@ -51,7 +52,6 @@ from p4target.interp.vectorize import Vectorizer
 
 MAX_PARSER_STATES = 1000  # per packet; more means a parser loop that never ends (ParserTimeout)
 MAX_DIGESTS_QUEUED = 65536
-DROP_PORT = 511
 
 
 class _Exit(Exception):

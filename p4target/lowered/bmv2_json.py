@@ -79,10 +79,17 @@ class _Reader:
         return value
 
     def each(self, obj: Any, name: str, fn: Callable[[Any], T]) -> list[T]:
-        items = self.key(obj, name, list, [])
-        out = []
+        """`fn` of every item of the list `obj[name]` (absent: none)."""
+        return self.over(self.key(obj, name, list, []), f".{name}", fn)
+
+    def over(self, items: list, where: str, fn: Callable[[Any], T]) -> list[T]:
+        out: list[T] = []
         for i, item in enumerate(items):
-            out.append(self.at(f".{name}[{i}]", lambda item=item: fn(item)))
+            self.path.append(f"{where}[{i}]")
+            try:
+                out.append(fn(item))
+            finally:
+                self.path.pop()
         return out
 
     def hexint(self, text: Any) -> int:
@@ -167,7 +174,7 @@ class _Reader:
         if kind == "parameters_vector":
             if not isinstance(raw, list):
                 raise self.fail("parameters_vector must be a list")
-            return m.ValueList(tuple(self.at(f"[{i}]", lambda v=v: self.value(v)) for i, v in enumerate(raw)))
+            return m.ValueList(tuple(self.over(raw, "", self.value)))
         if kind == "expression":
             return self.value(raw)
         raise self.fail(f"unknown value type '{kind}'")
@@ -180,8 +187,8 @@ class _Reader:
             offset = obj.get("right")
             if not isinstance(offset, int):
                 raise self.fail(f"'{op}' needs an integer offset")
-            left = self.at(".left", lambda: self.value(obj.get("left")))
-            return m.Expr(op, left, m.Const(offset))
+            header = self.at(".left", lambda: self.value(obj.get("left")))
+            return m.Expr(op, header, m.Const(offset))
 
         def operand(name: str) -> m.Value | None:
             raw = obj.get(name)
@@ -225,7 +232,7 @@ class _Reader:
         p.errors = self.each(doc, "errors", self.named_number)
         p.enums = {e[0]: dict(e[1]) for e in self.each(doc, "enums", self.enum)}
         p.field_lists = self.each(doc, "field_lists", self.field_list)
-        p.learn_lists = self.each(doc, "learn_lists", self.field_list)
+        p.learn_lists = self.each(doc, "learn_lists", self.learn_list)
         p.parse_vsets = self.each(doc, "parse_vsets", self.parse_vset)
         p.parsers = self.each(doc, "parsers", self.parser)
         p.deparsers = self.each(doc, "deparsers", self.deparser)
@@ -297,6 +304,10 @@ class _Reader:
             return value
         return m.FieldList(self.key(o, "id", int), self.key(o, "name", str), self.each(o, "elements", element))
 
+    def learn_list(self, o: Any) -> m.LearnList:
+        fields = self.field_list(o)
+        return m.LearnList(fields.id, fields.name, fields.elements)
+
     def parse_vset(self, o: Any) -> m.ParseVset:
         return m.ParseVset(self.key(o, "name", str), self.key(o, "id", int), self.key(o, "compressed_bitwidth", int),
                            self.key(o, "max_size", int, 0))
@@ -337,8 +348,7 @@ class _Reader:
         return m.Transition(kind, self.at(".value", lambda: self.hexint(o.get("value"))), mask_v, nxt)
 
     def deparser(self, o: Any) -> m.Deparser:
-        order = [self.at(f".order[{i}]", lambda h=h: self._name(h, self.headers, "header"))
-                 for i, h in enumerate(self.key(o, "order", list))]
+        order = self.over(self.key(o, "order", list), ".order", lambda h: self._name(h, self.headers, "header"))
         return m.Deparser(self.key(o, "name", str), self.key(o, "id", int), order,
                           self.each(o, "primitives", self.primitive))
 
@@ -348,12 +358,12 @@ class _Reader:
         kind = self.key(o, "type", str)
         if kind not in ("bytes", "packets"):
             raise self.fail(f"type: a meter counts bytes or packets, not '{kind}'")
-        return m.MeterArray(self.key(o, "name", str), self.key(o, "id", int), self.key(o, "size", int), kind,
+        return m.MeterArray(self.key(o, "name", str), self.key(o, "id", int), self.key(o, "size", int, 0), kind,
                             self.key(o, "rate_count", int, 2), self.key(o, "is_direct", bool),
                             self.key(o, "binding", str, None), result)
 
     def counter_array(self, o: Any) -> m.CounterArray:
-        return m.CounterArray(self.key(o, "name", str), self.key(o, "id", int), self.key(o, "size", int),
+        return m.CounterArray(self.key(o, "name", str), self.key(o, "id", int), self.key(o, "size", int, 0),
                               self.key(o, "is_direct", bool), self.key(o, "binding", str, None))
 
     def register_array(self, o: Any) -> m.RegisterArray:
@@ -408,8 +418,7 @@ class _Reader:
         return m.KeyElement(kind, target, None if mask is None else self.at(".mask", lambda: self.hexint(mask)), name)
 
     def action_data(self, o: Any) -> list[int]:
-        return [self.at(f".action_data[{i}]", lambda v=v: self.hexint(v))
-                for i, v in enumerate(self.key(o, "action_data", list, []))]
+        return self.each(o, "action_data", self.hexint)
 
     def default_entry(self, o: Any) -> m.DefaultEntry:
         return m.DefaultEntry(self.key(o, "action_id", int), self.key(o, "action_const", bool, False),
@@ -452,10 +461,7 @@ class _Reader:
                           None if cond is None else self.at(".if_cond", lambda: self.value(cond)))
 
     def extern_instance(self, o: Any) -> m.ExternInstance:
-        attrs = {}
-        for i, a in enumerate(self.key(o, "attribute_values", list, [])):
-            name = self.at(f".attribute_values[{i}]", lambda a=a: self.key(a, "name", str))
-            attrs[name] = self.at(f".attribute_values[{i}]", lambda a=a: self.value(a))
+        attrs = dict(self.each(o, "attribute_values", lambda a: (self.key(a, "name", str), self.value(a))))
         return m.ExternInstance(self.key(o, "name", str), self.key(o, "id", int), self.key(o, "type", str), attrs)
 
     def field_alias(self, o: Any) -> tuple[str, m.Field]:
@@ -500,14 +506,14 @@ def _check_references(r: _Reader, p: m.Program) -> None:
             for nxt in (c.true_next, c.false_next):
                 if nxt is not None and nxt not in nodes:
                     raise r.fail(f"pipelines[{i}].conditionals[{j}]: unknown node '{nxt}'")
-    for i, c in enumerate(p.checksums):
-        if c.calculation not in calcs:
-            raise r.fail(f"checksums[{i}].calculation: unknown calculation '{c.calculation}'")
+    for i, csum in enumerate(p.checksums):
+        if csum.calculation not in calcs:
+            raise r.fail(f"checksums[{i}].calculation: unknown calculation '{csum.calculation}'")
     for i, ps in enumerate(p.parsers):
         states = {s.name for s in ps.parse_states}
         if ps.init_state not in states:
             raise r.fail(f"parsers[{i}].init_state: unknown state '{ps.init_state}'")
         for j, s in enumerate(ps.parse_states):
-            for t in s.transitions:
-                if t.next_state is not None and t.next_state not in states:
-                    raise r.fail(f"parsers[{i}].parse_states[{j}]: unknown next state '{t.next_state}'")
+            for tr in s.transitions:
+                if tr.next_state is not None and tr.next_state not in states:
+                    raise r.fail(f"parsers[{i}].parse_states[{j}]: unknown next state '{tr.next_state}'")

@@ -30,9 +30,10 @@ def field_width(program: m.Program, f: m.Field) -> int:
 
 
 def _match(kind: str, v: m.MatchValue, width: int) -> st.Match | None:
-    if kind in ("exact", "optional", "valid"):
-        value = int(v.key or 0)
-        return st.Exact(value) if kind != "optional" else st.Optional(value)
+    if kind == "optional":  # a lowered-form extension (p4c writes ternary): mask 0 is the wildcard
+        return None if v.mask == 0 else st.Optional(v.key or 0)
+    if kind in ("exact", "valid"):
+        return st.Exact(int(v.key or 0))
     if kind == "lpm":
         plen = v.prefix_length or 0
         host_mask = (1 << (width - plen)) - 1
@@ -70,7 +71,7 @@ def _table(program: m.Program, t: m.Table, counters: dict[str, m.CounterArray],
         action, params = _params(program, e.action_entry.action_id, e.action_entry.action_data)
         # BMv2's JSON puts the highest priority first (lowest number); the State, as P4Runtime, the other way
         entries.append(st.TableEntry(match, action, params, lowest + 1 - e.priority if prioritized else 0))
-    default_action, default_params = "NoAction", {}
+    default_action, default_params = "NoAction", dict[str, int]()
     if t.default_entry is not None:
         default_action, default_params = _params(program, t.default_entry.action_id, t.default_entry.action_data)
     direct_counter = next((c.name for c in counters.values() if c.is_direct and c.binding == t.name), None)

@@ -1,13 +1,15 @@
-"""Build a generated program into a shared library with the system C compiler, cached.
+"""Build the engine library and each generated program linked against it, with the system C compiler, cached.
 
-The cache key is a hash of everything that goes into the library (the generated C, the
-engine's sources, the compiler's version and flags), so a program is compiled once per
-machine. Libraries live in $XDG_CACHE_HOME/aggnet/native (default ~/.cache/aggnet/native).
-Concurrent builds of the same program do not race or repeat work: the first takes a lock
-file for that key and compiles into a temporary file renamed into place (atomic); the
-others wait for the lock and find the library. -O1: a 364-lane program's C is large, and
-switches compile it at start-up (`python -m p4target.native.build PROG.p4...` warms the
-cache beforehand; scripts/setup.sh does it for p4src/).
+The engine (engine/*.c, its interface in engine/api.h and engine/program.h) is compiled once per
+change of its sources, p4target/constants.py (written as constants.h) or the flags, into a static
+library; a generated program is compiled and linked with it into a shared library Python loads
+(engine.py). Cache keys hash everything that goes into an output (sources, the compiler's
+identity and flags), so each is built once per machine. Outputs live in $XDG_CACHE_HOME/aggnet/native
+(default ~/.cache/aggnet/native). Concurrent builds of the same output do not race or repeat work:
+the first takes a lock file for that key and builds in a temporary directory renamed into place
+(atomic); the others wait for the lock and find the output. Programs build at -O1: a 364-lane
+program's C is large, and switches compile it at start-up (`python -m p4target.native.build
+PROG.p4...` warms the cache beforehand; scripts/setup.sh does it for p4src/).
 """
 from __future__ import annotations
 
@@ -17,11 +19,20 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
+from p4target.constants import c_header
+
 HERE = Path(__file__).resolve().parent
-SOURCES = ("runtime.h", "engine.h", "engine.c")
-CFLAGS = ("-O1", "-fPIC", "-shared", "-pthread", "-fno-strict-aliasing", "-w")
+ENGINE = HERE / "engine"
+COMMON = ("-fPIC", "-pthread", "-fno-strict-aliasing", "-fvisibility=hidden", "-std=gnu11")
+ENGINE_CFLAGS = ("-O2", *COMMON, "-Wall", "-Wextra", "-Werror")
+# The generated code: -Wall -Wextra as errors but for unused names (cgen declares every local, label and action
+# parameter a P4 block might use; over p4src/ and p4c's corpus those are the only warnings it trips).
+PROGRAM_CFLAGS = ("-O1", *COMMON, "-Wall", "-Wextra", "-Werror", "-Wno-unused-variable", "-Wno-unused-label",
+                  "-Wno-unused-but-set-variable", "-Wno-unused-parameter")
+SANITIZE = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g")
 
 
 class BuildError(Exception):
@@ -49,61 +60,113 @@ def _identity(cc: str) -> str:
     return f"{path}:{st.st_size}:{st.st_mtime_ns}"
 
 
-def build(source: str) -> Path:
-    """The path of the shared library for generated C `source` (built now unless cached)."""
+def _cc() -> str:
     cc = compiler()
     if cc is None:
         raise BuildError("no C compiler (gcc) found; scripts/setup.sh installs it")
+    return cc
+
+
+def _run(cmd: list[str], what: str, keep: tuple[Path, str] | None = None) -> None:
+    """Run the compiler; on failure a BuildError with its first error line (`keep`: a source saved for debugging)."""
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        where = ""
+        if keep is not None:
+            keep[0].write_text(keep[1])
+            where = f" ({keep[0]})"
+        first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr.strip()[:300])
+        raise BuildError(f"C compiler failed on {what}{where}: {first}")
+
+
+def _cached(name: str, parts: list[str], make: Callable[[Path], None]) -> Path:
+    """The cache entry `name`-KEY (KEY hashes `parts`), made by make(temporary path) unless there already."""
     h = hashlib.sha256()
-    for part in [source, _identity(cc), " ".join(CFLAGS)] + [(HERE / f).read_text() for f in SOURCES]:
+    for part in parts:
         h.update(part.encode())
         h.update(b"\0")
-    key = h.hexdigest()[:32]
     out_dir = cache_dir()
-    lib = out_dir / f"p4-{key}.so"
-    if lib.exists():
-        return lib
+    stem, dot, ext = name.partition(".")
+    path = out_dir / f"{stem}-{h.hexdigest()[:32]}{dot}{ext}"
+    if path.exists():
+        return path
     out_dir.mkdir(parents=True, exist_ok=True)
-    with open(out_dir / f"p4-{key}.lock", "w") as lock:
+    with open(path.with_name(path.name.partition(".")[0] + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if we die
-        if not lib.exists():
-            _compile(cc, source, out_dir, key, lib)
-    return lib
+        if not path.exists():
+            with tempfile.TemporaryDirectory(prefix="aggnet-cc-", dir=out_dir) as tmp:
+                made = Path(tmp) / path.name
+                make(made)
+                os.replace(made, path)
+    return path
 
 
-def _compile(cc: str, source: str, out_dir: Path, key: str, lib: Path) -> None:
-    """Compile into a temporary directory, then rename the library into place."""
-    with tempfile.TemporaryDirectory(prefix="aggnet-cc-", dir=out_dir) as tmp:
-        src = Path(tmp) / "program.c"
+def engine_library(sanitize: bool = False) -> Path:
+    """The engine's directory in the cache: libengine.a and the constants.h the programs include."""
+    cc = _cc()
+    flags = [*ENGINE_CFLAGS, *(SANITIZE if sanitize else ())]
+    sources = sorted(ENGINE.glob("*.[ch]"))
+
+    def make(out: Path) -> None:
+        out.mkdir()
+        (out / "constants.h").write_text(c_header())
+        objects = []
+        for src in sorted(ENGINE.glob("*.c")):
+            obj = out / f"{src.stem}.o"
+            _run([cc, *flags, "-I", str(out), "-c", "-o", str(obj), str(src)], f"the engine's {src.name}")
+            objects.append(str(obj))
+        _run(["ar", "rcs", str(out / "libengine.a"), *objects], "the engine library")
+        for obj in objects:
+            os.unlink(obj)
+
+    parts = [_identity(cc), " ".join(flags), c_header()] + [f"{p.name}\0{p.read_text()}" for p in sources]
+    return _cached("engine-asan" if sanitize else "engine", parts, make)
+
+
+def _program_cmd(cc: str, lib: Path, flags: list[str], out: Path, *sources: Path) -> list[str]:
+    return [cc, *flags, "-I", str(ENGINE), "-I", str(lib), "-o", str(out), *map(str, sources),
+            "-Wl,--whole-archive", str(lib / "libengine.a"), "-Wl,--no-whole-archive", "-lm"]
+
+
+def build(source: str) -> Path:
+    """The path of the shared library for generated C `source`, linked with the engine (built now unless cached)."""
+    cc = _cc()
+    lib = engine_library()
+
+    def make(out: Path) -> None:
+        src = out.with_name("program.c")
         src.write_text(source)
-        tmp_lib = Path(tmp) / "program.so"
-        cmd = [cc, *CFLAGS, "-I", str(HERE), "-o", str(tmp_lib), str(src), "-lm"]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            (out_dir / f"p4-{key}.c").write_text(source)  # kept for debugging the generator
-            first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr.strip()[:300])
-            raise BuildError(f"C compiler failed on the generated program ({out_dir / f'p4-{key}.c'}): {first}")
-        os.replace(tmp_lib, lib)
+        _run(_program_cmd(cc, lib, [*PROGRAM_CFLAGS, "-shared"], out, src), "the generated program",
+             keep=(cache_dir() / f"{out.stem}.c", source))
+
+    return _cached("p4.so", [source, _identity(cc), " ".join(PROGRAM_CFLAGS), lib.name], make)
+
+
+def build_sanitized(source: str, driver: Path) -> Path:
+    """An executable of `driver` (a main()), the generated program and the engine, all built with AddressSanitizer
+    and UndefinedBehaviorSanitizer (see scripts/fuzz_engine.py)."""
+    cc = _cc()
+    lib = engine_library(sanitize=True)
+    flags = [*PROGRAM_CFLAGS, *SANITIZE]
+
+    def make(out: Path) -> None:
+        src = out.with_name("program.c")
+        src.write_text(source)
+        _run(_program_cmd(cc, lib, flags, out, src, driver), "the sanitized program",
+             keep=(cache_dir() / f"{out.stem}.c", source))
+
+    return _cached("p4-asan", [source, driver.read_text(), _identity(cc), " ".join(flags), lib.name], make)
 
 
 def build_tool(source: Path) -> Path:
     """A standalone C program (e.g. the switch benchmark's sender), compiled once and cached
     beside the program libraries."""
-    cc = compiler()
-    if cc is None:
-        raise BuildError("no C compiler (gcc) found; scripts/setup.sh installs it")
-    text = source.read_text()
-    key = hashlib.sha256((text + _identity(cc)).encode()).hexdigest()[:32]
-    exe = cache_dir() / f"{source.stem}-{key}"
-    if exe.exists():
-        return exe
-    exe.parent.mkdir(parents=True, exist_ok=True)
-    tmp = exe.with_name(f"{exe.name}.{os.getpid()}.tmp")
-    proc = subprocess.run([cc, "-O2", "-o", str(tmp), str(source)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise BuildError(f"C compiler failed on {source}: {proc.stderr.strip()[:300]}")
-    os.replace(tmp, exe)
-    return exe
+    cc = _cc()
+
+    def make(out: Path) -> None:
+        _run([cc, "-O2", "-o", str(out), str(source)], str(source))
+
+    return _cached(source.stem, [source.read_text(), _identity(cc)], make)
 
 
 def main(argv: list[str] | None = None) -> int:

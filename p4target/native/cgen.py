@@ -1,4 +1,4 @@
-"""Compile a checked v1model program's IR into C, for the native engine (engine.c).
+"""Compile a checked v1model program's IR into C, for the native engine (native/engine/).
 
 The same IR the Python engine compiles (interp/codegen.py), the same frame layout
 (interp/layout.py: one slot per scalar, fixed at compile time), but slots are `u64` and
@@ -8,11 +8,12 @@ casts, which sign-extend with `sx`). A bit<W> wider than 64 bits lives in 32-bit
 (layout.WideLayout); the engine supports moving such fields (extract, emit, copy,
 compare) and slices of at most 64 bits, nothing else.
 
-The output defines, for engine.c (included at the end of the same translation unit):
+The output defines, for the engine library it is linked with (the contract is engine/program.h):
 
     g_parse(p) -> payload offset (or PARSE_DROP), g_verify/g_ingress/g_egress/g_compute(p),
     g_deparse(p, out) -> bytes written, and the constants the engine needs (slots of
-    standard metadata and hidden bookkeeping, the initial frame, field lists, sizes).
+    standard metadata and hidden bookkeeping, the initial frame, field lists, sizes), and
+    gathers them into the descriptor `aggnet_prog` (DEFINE_PROGRAM).
 
 Control flow: `exit` sets p->rc = RC_EXIT, an error (division by zero, failed assert)
 RC_ERR; every call site returns when p->rc is set, as the Python engine unwinds with
@@ -950,23 +951,12 @@ class CGen:
                               t.loc.file, t.loc.line, t.loc.col)
             acts.append((self.cp.actions[a.control_plane_name], self.action_fn(a)))
         self.emit(f"static int {self._tables[id(t)]}(pk_t *p) {{", 0)
-        self.emit("u64 *F = p->F; (void)F;", 1)
-        self.emit(f"table_t *T = &p->E->tables[{tid}];", 1)
-        keys = match_keys(t)
-        if keys:
-            for k in keys:
-                width(k.expr.type, k.loc)
-            keys = ", ".join(self.x(k.expr) for k in keys)
-            self.emit(f"const u64 K[] = {{{keys}}};", 1)
-            self.emit("entry_t *e = table_lookup(T, K);", 1)
-        else:
-            self.emit("entry_t *e = NULL;", 1)
-        self.emit("int act; const u64 *A;", 1)
-        self.emit("if (e) {", 1)
-        if supports_timeout(t):
-            self.emit("e->last_hit = mono();", 2)
-        if t.direct_counter is not None:
-            self.emit(f"e->packets++; e->bytes += F[{self.sm['packet_length']}];", 2)
+        for k in match_keys(t):
+            width(k.expr.type, k.loc)
+        keys = [self.x(k.expr) for k in match_keys(t)]
+        for line in table_hit_c(tid, keys, supports_timeout(t),
+                                self.sm["packet_length"] if t.direct_counter is not None else None):
+            self.emit(line, 1)
         if t.direct_meter is not None:
             dm = t.direct_meter
             self.emit(f"F[{self.meter_color(dm)}] = meter_exec(&e->meter, {self.meter_amount(dm)});", 2)
@@ -1008,11 +998,7 @@ class CGen:
                 self.stmt(x, 2)
             self.transition(s.transition, 2)
             self.emit("}", 1)
-        self.emit("accept: return o;", 0)
-        self.emit("reject:", 0)
-        self.emit(f"if (rcode != NO_ERROR_CODE) F[{self.sm['parser_error']}] = rcode;", 1)
-        self.emit("return o;", 1)
-        self.emit("}", 0)
+        self.out += parser_end_c(self.sm["parser_error"])
         self.in_parser = False
 
     def transition(self, tr: ir.Transition, ind: int) -> None:
@@ -1094,11 +1080,12 @@ class CGen:
         self.gen_deparser(m.deparser)
         self._drain_pending()
         body = "\n".join(self.out)
-        self.cp.source = "\n".join([self.prelude(), "\n".join(self.funcs), body, '#include "engine.c"', ""])
+        self.cp.source = "\n".join([self.prelude(), "\n".join(self.funcs), body, 'DEFINE_PROGRAM();', ""])
         return self.cp
 
     def prelude(self) -> str:
-        """Constants for engine.c, the forward declarations, the initial frame."""
+        """Constants for the engine (see DEFINE_PROGRAM in engine/program.h), the forward declarations, the initial
+        frame."""
         sm, hid = self.sm, self.hidden
         init = []
         for v in self.frame.initial:
@@ -1140,7 +1127,6 @@ class CGen:
         for t in self.p.all_tables():
             nkeys[self.cp.tables[t.control_plane_name]] = len(match_keys(t))
         lines.append("static const int TABLE_KEYS[] = {" + ", ".join(map(str, nkeys or [0])) + "};")
-        lines.append('#include "engine.h"')
         lines.append("static u32 g_parse(pk_t *p);")
         lines.append("static u32 g_deparse(pk_t *p, u8 *out);")
         for fname in ("g_verify", "g_ingress", "g_egress", "g_compute"):
@@ -1150,6 +1136,28 @@ class CGen:
         for name in list(self._tables.values()):
             lines.append(f"static int {name}(pk_t *p);")
         return "\n".join(lines)
+
+
+def parser_end_c(parser_error_slot: int) -> list[str]:
+    """The end of g_parse: its `accept` and `reject` labels (a reject sets parser_error unless told not to)."""
+    return ["accept: return o;", "reject:", f"    if (rcode != NO_ERROR_CODE) F[{parser_error_slot}] = rcode;",
+            "    return o;", "}"]
+
+
+def table_hit_c(tid: int, keys: list[str], timeout: bool, counter_slot: int | None) -> list[str]:
+    """The start of a table's C function: look `keys` up in table `tid` and, inside `if (e) {`, touch the entry
+    hit (its last-hit time, its direct counter by the bytes in slot `counter_slot`)."""
+    lines = ["u64 *F = p->F; (void)F;", f"table_t *T = &p->E->tables[{tid}];"]
+    if keys:
+        lines += [f"const u64 K[] = {{{', '.join(keys)}}};", "entry_t *e = table_lookup(T, K);"]
+    else:
+        lines.append("entry_t *e = NULL;")
+    lines += ["int act; const u64 *A;", "if (e) {"]
+    if timeout:
+        lines.append("    e->last_hit = mono();")
+    if counter_slot is not None:
+        lines.append(f"    e->packets++; e->bytes += F[{counter_slot}];")
+    return lines
 
 
 def _has_wide(t: ir.Type) -> bool:

@@ -1,4 +1,4 @@
-"""The one interface between Python and a native engine: ctypes calls into engine.c.
+"""The one interface between Python and a native engine: ctypes calls into the engine library.
 
 `Engine` owns one engine instance of a built program library. Everything the control
 plane and the switch do to native state goes through its methods; registers and
@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 
-EV_PACKET_IN, EV_LOG, EV_DIGEST = 1, 2, 3
 EVENT_BUFFER = 1 << 17
 _U64 = POINTER(c_uint64)
 _U32 = POINTER(c_uint32)
@@ -27,15 +26,15 @@ _SIGNATURES = {
     "eng_table_add": (c_int, [c_void_p, c_int, _U64, _U64, _U64, POINTER(c_uint8), c_int64, c_int, _U64, c_int]),
     "eng_table_modify": (None, [c_void_p, c_int, c_int, _U64, c_int]),
     "eng_table_delete": (None, [c_void_p, c_int, c_int]),
-    "eng_table_default": (None, [c_void_p, c_int, c_int, _U64, c_int]),
+    "eng_table_default": (c_int, [c_void_p, c_int, c_int, _U64, c_int]),
     "eng_entry_counters": (_U64, [c_void_p, c_int]),
     "eng_entry_last_hit": (POINTER(c_double), [c_void_p, c_int]),
     "eng_register": (_U64, [c_void_p, c_int]),
     "eng_counter": (_U64, [c_void_p, c_int, c_int]),
     "eng_meter_set": (None, [c_void_p, c_int, c_uint64, c_int, c_double, c_double, c_double, c_double]),
     "eng_direct_meter_set": (None, [c_void_p, c_int, c_int, c_double, c_double, c_double, c_double]),
-    "eng_mc_set": (None, [c_void_p, c_int, c_int, _U32, _U32]),
-    "eng_clone_set": (None, [c_void_p, c_uint64, c_int, _U32, _U32, c_uint32]),
+    "eng_mc_set": (c_int, [c_void_p, c_int, c_int, _U32, _U32]),
+    "eng_clone_set": (c_int, [c_void_p, c_uint64, c_int, _U32, _U32, c_uint32]),
     "eng_process": (c_int, [c_void_p, c_uint32, c_char_p, c_uint32]),
     "eng_output": (POINTER(c_uint8), [c_void_p, c_int, _U32, _U32]),
     "eng_clear_outputs": (None, [c_void_p]),
@@ -45,10 +44,11 @@ _SIGNATURES = {
     "eng_port_add": (c_int, [c_void_p, c_int, c_int, c_char_p, c_char_p]),
     "eng_port_stats": (None, [c_void_p, c_int, _U64]),
     "eng_set_cpu_port": (None, [c_void_p, c_int]),
+    "eng_set_pcap_cap": (None, [c_void_p, c_uint64]),
     "eng_run": (c_int, [c_void_p]),
     "eng_ports_release": (None, [c_void_p]),
     "eng_stop": (None, [c_void_p]),
-    "eng_inject": (None, [c_void_p, c_uint32, c_char_p, c_uint32]),
+    "eng_inject": (c_int, [c_void_p, c_uint32, c_char_p, c_uint32]),
     "eng_q_rate": (None, [c_void_p, c_int, c_int, c_double]),
     "eng_q_depth": (None, [c_void_p, c_int, c_uint32]),
     "eng_q_delay": (None, [c_void_p, c_int, c_double]),
@@ -88,14 +88,73 @@ def seed_key(seed: int) -> list[int]:
             return key
 
 
-class Engine:
-    """One native engine instance (see module docstring)."""
+class Trace:
+    """The calls that change an engine's state, and its packets with their outputs, as text lines a C program can
+    replay (the sanitizer and fuzz driver, p4target/native/fuzz/driver.c): `name arg...`, an array as its length
+    then its values, bytes as their length then hex. Register cells written outside the engine (numpy views) are
+    `reg RID INDEX VALUE` lines before the next packet, for the arrays given to `watch`."""
 
-    def __init__(self, library: Path, seed: int = 0):
-        self.lib = ctypes.CDLL(str(library))
+    RECORDED = ("eng_table_setup", "eng_table_add", "eng_table_modify", "eng_table_delete", "eng_table_default",
+                "eng_meter_set", "eng_direct_meter_set", "eng_mc_set", "eng_clone_set", "eng_set_cpu_port",
+                "eng_process")
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._registers: list[tuple[int, np.ndarray, np.ndarray]] = []
+
+    def watch(self, rid: int, values: np.ndarray) -> None:
+        self._registers.append((rid, values, values.copy()))
+
+    def call(self, fn, name: str, args: tuple):
+        if name == "eng_process":
+            self._register_writes()
+        result = fn(*args)
+        if name in self.RECORDED:
+            self.lines.append(" ".join([name.removeprefix("eng_"), *map(_token, args[1:])]))
+        elif name == "eng_output":  # args: engine, index, byref(port), byref(length)
+            port, length = args[2]._obj.value, args[3]._obj.value
+            self.lines.append(f"out {port} {_token(ctypes.string_at(result, length))}")
+        return result
+
+    def _register_writes(self) -> None:
+        for rid, values, seen in self._registers:
+            for i in np.flatnonzero(values != seen):
+                self.lines.append(f"reg {rid} {i} {int(values[i])}")
+            seen[:] = values
+
+    def text(self) -> str:
+        self._register_writes()
+        return "\n".join(self.lines) + "\n"
+
+
+def _token(arg) -> str:
+    if isinstance(arg, ctypes.Array):
+        return " ".join([str(len(arg)), *(str(v) for v in arg)])
+    if isinstance(arg, bytes):
+        return f"{len(arg)} {arg.hex() or '-'}"
+    return repr(float(arg)) if isinstance(arg, float) else str(int(arg))
+
+
+class _Traced:
+    """A loaded library whose calls also go to a Trace."""
+
+    def __init__(self, lib: ctypes.CDLL, trace: Trace):
+        self._lib, self._trace = lib, trace
+
+    def __getattr__(self, name: str):
+        fn = getattr(self._lib, name)
+        return lambda *args: self._trace.call(fn, name, args)
+
+
+class Engine:
+    """One native engine instance (see module docstring); `trace` records what it is told (see Trace)."""
+
+    def __init__(self, library: Path, seed: int = 0, trace: Trace | None = None):
+        lib = ctypes.CDLL(str(library))
         for name, (restype, argtypes) in _SIGNATURES.items():
-            fn = getattr(self.lib, name)
+            fn = getattr(lib, name)
             fn.restype, fn.argtypes = restype, argtypes
+        self.lib = lib if trace is None else _Traced(lib, trace)
         self.ptr = self.lib.eng_new(seed & (2 ** 64 - 1))
         if not self.ptr:
             raise MemoryError("cannot create the native engine")
@@ -134,7 +193,8 @@ class Engine:
         self.lib.eng_table_delete(self.ptr, tid, handle)
 
     def table_default(self, tid: int, action: int, args: tuple[int, ...]) -> None:
-        self.lib.eng_table_default(self.ptr, tid, action, _u64s(args), len(args))
+        if self.lib.eng_table_default(self.ptr, tid, action, _u64s(args), len(args)):
+            raise MemoryError("native engine: out of memory setting a default action")
 
     def entry_counters(self, handle: int) -> ctypes.Array:
         """The (packets, bytes) direct-counter cells of an entry, as a live 2-element view."""
@@ -163,13 +223,15 @@ class Engine:
     def mc_set(self, group: int, replicas: list[tuple[int, int]] | None) -> None:
         """Set multicast group `group` to (port, rid) replicas; None deletes it."""
         reps = replicas or []
-        self.lib.eng_mc_set(self.ptr, group, -1 if replicas is None else len(reps),
-                            _u32s(p for p, _ in reps), _u32s(r for _, r in reps))
+        if self.lib.eng_mc_set(self.ptr, group, -1 if replicas is None else len(reps),
+                               _u32s(p for p, _ in reps), _u32s(r for _, r in reps)):
+            raise MemoryError("native engine: out of memory setting a multicast group")
 
     def clone_set(self, session: int, replicas: list[tuple[int, int]] | None, packet_length: int = 0) -> None:
         reps = replicas or []
-        self.lib.eng_clone_set(self.ptr, session, -1 if replicas is None else len(reps),
-                               _u32s(p for p, _ in reps), _u32s(r for _, r in reps), packet_length)
+        if self.lib.eng_clone_set(self.ptr, session, -1 if replicas is None else len(reps),
+                                  _u32s(p for p, _ in reps), _u32s(r for _, r in reps), packet_length):
+            raise MemoryError("native engine: out of memory setting a clone session")
 
     # -- packets
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
@@ -213,9 +275,14 @@ class Engine:
     def set_cpu_port(self, port: int) -> None:
         self.lib.eng_set_cpu_port(self.ptr, port)
 
+    def set_pcap_cap(self, nbytes: int) -> None:
+        """Stop capturing into a pcap file once it holds `nbytes` (0: no cap)."""
+        self.lib.eng_set_pcap_cap(self.ptr, nbytes)
+
     def run(self) -> None:
         """Move packets until stop() (blocks; ctypes releases the GIL meanwhile)."""
-        self.lib.eng_run(self.ptr)
+        if self.lib.eng_run(self.ptr):
+            raise MemoryError("native engine: out of memory starting the packet loop")
 
     def stop(self) -> None:
         self.lib.eng_stop(self.ptr)
@@ -226,7 +293,8 @@ class Engine:
         self.lib.eng_ports_release(self.ptr)
 
     def inject(self, port: int, data: bytes) -> None:
-        self.lib.eng_inject(self.ptr, port, data, len(data))
+        if self.lib.eng_inject(self.ptr, port, data, len(data)):
+            raise MemoryError("native engine: out of memory queueing a PacketOut")
 
     def queue_rate(self, port: int, rate: float | None, bits: bool) -> None:
         self.lib.eng_q_rate(self.ptr, port, int(bits), float(rate or 0))

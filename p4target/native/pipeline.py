@@ -1,7 +1,8 @@
 """The native engine's pipeline object, and the one place that chooses an engine.
 
 `make_pipeline(program, engine)` returns a `NativePipeline` (the program compiled to C,
-p4target/native/cgen.py, built and loaded) or the Python engine's `Pipeline`; a program
+built and loaded: our front end's IR by p4target/native/cgen.py, the lowered form read from
+p4c's BMv2 JSON by p4target/backends/c.py) or the Python engine's `Pipeline`; a program
 the native engine cannot run goes to the Python engine with ONE warning line naming the
 construct. Both offer `.state` (a State) and `.process(port, data)`; the switch process
 drives a NativePipeline's packet loop in C (p4target/switch.py).
@@ -10,12 +11,15 @@ from __future__ import annotations
 
 import logging
 
+from p4target.backends import c as lowered_c
+from p4target.backends.layout import Unsupported as LoweredUnsupported
 from p4target.frontend import ir
-from p4target.lowered import model as lowered
 from p4target.interp.schema import build_schema
+from p4target.lowered import model as lowered
+from p4target.lowered.schema import build_schema as build_lowered_schema
 from p4target.native.build import BuildError, build
 from p4target.native.cgen import CProgram, Unsupported, generate_c
-from p4target.native.engine import Engine
+from p4target.native.engine import Engine, Trace
 from p4target.native.store import NativeState
 
 ENGINES = ("native", "python")
@@ -27,14 +31,18 @@ class NativePipeline:
 
     engine_name = "native"
 
-    def __init__(self, program: ir.Program, seed: int = 0, cprog: CProgram | None = None):
+    def __init__(self, program: ir.Program | lowered.Program, seed: int = 0, cprog: CProgram | None = None,
+                 trace: Trace | None = None):
         self.program = program
-        cprog = cprog or generate_c(program)
+        cprog = cprog or _generate(program)
         self.source = cprog.source  # the generated C, for debugging
-        self.engine = Engine(build(cprog.source), seed)
-        schema = build_schema(program)
+        self.engine = Engine(build(cprog.source), seed, trace)
+        schema = build_lowered_schema(program) if isinstance(program, lowered.Program) else build_schema(program)
         schema.digests = tuple(sorted(name for name, _ in cprog.digests))
         self.state = NativeState(schema, self.engine, cprog)
+        if trace is not None:
+            for name, register in self.state.registers.items():
+                trace.watch(cprog.registers[name], register.values)
 
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
         """The whole pipeline with empty queues: the packets that leave, in order."""
@@ -48,27 +56,30 @@ class NativePipeline:
         self.engine.close()
 
 
-def native_or_reason(program: ir.Program, seed: int = 0) -> tuple[NativePipeline | None, str]:
+def _generate(program: ir.Program | lowered.Program) -> CProgram:
+    """The C of either form of a program."""
+    return lowered_c.generate_c(program) if isinstance(program, lowered.Program) else generate_c(program)
+
+
+def native_or_reason(program: ir.Program | lowered.Program, seed: int = 0) -> tuple[NativePipeline | None, str]:
     """A NativePipeline for `program`, or None and why the native engine cannot run it."""
     try:
-        return NativePipeline(program, seed, generate_c(program)), ""
+        return NativePipeline(program, seed, _generate(program)), ""
     except Unsupported as exc:
         return None, f"the native engine lacks {exc}"
+    except LoweredUnsupported as exc:
+        return None, f"the native engine lacks {exc.message}"
     except BuildError as exc:
         return None, str(exc)
 
 
 def make_pipeline(program: ir.Program | lowered.Program, engine: str = "native", seed: int = 0):
-    """A pipeline on `engine` ('native' or 'python'); native falls back to python with one warning
-    (always, for now, for the lowered form read from p4c's BMv2 JSON)."""
+    """A pipeline on `engine` ('native' or 'python'); native falls back to python with one warning."""
     from p4target.pipeline import Pipeline
 
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r} (expected one of {', '.join(ENGINES)})")
-    if engine == "native" and isinstance(program, lowered.Program):
-        log.warning("%s: running on the Python engine: the native engine does not run p4c's BMv2 JSON yet",
-                    program.source)
-    elif engine == "native":
+    if engine == "native":
         pipeline, reason = native_or_reason(program, seed)
         if pipeline is not None:
             return pipeline

@@ -1,6 +1,6 @@
 """The traffic manager's settings as the switch keeps them, mirrored into a native engine.
 
-The packet queues themselves live in the engine (engine.c) while it runs the switch; the
+The packet queues themselves live in the engine (engine/tm.c) while it runs the switch; the
 Python TrafficManager stays the model the side channel validates and reads. `NativeQueue`
 is a PortQueue (so the Python engine can still use it when a program falls back) whose
 setters also reach the attached engine and whose stats add the engine's counts.

@@ -16,8 +16,9 @@ from collections.abc import Callable
 import numpy as np
 
 from p4target import state as st
+from p4target.constants import EV_DIGEST, EV_LOG, EV_PACKET_IN
 from p4target.native.cgen import CProgram
-from p4target.native.engine import EV_DIGEST, EV_LOG, EV_PACKET_IN, Engine
+from p4target.native.engine import Engine
 
 MAX_DIGESTS_QUEUED = 65536
 

@@ -8,8 +8,8 @@ primary's election id). When the primary leaves, the backups get NOT_FOUND with 
 election id seen, so one of them can claim primacy by re-announcing that id (what finsy does).
 Two sessions of one role may not use the same election id: the second stream is ended with
 INVALID_ARGUMENT ("Election id already in use"). A session without an election id is a
-permanent backup. Role configs are accepted and not enforced: any role's primary may write
-every entity.
+permanent backup. A role's scope is the config (p4target.runtime.roles) its primary announced:
+`check_write` and `check_pipeline` enforce it, `recipients` picks who gets a stream message.
 """
 from __future__ import annotations
 
@@ -21,8 +21,10 @@ import grpc
 from finsy.proto import p4r, rpc_status
 
 from p4target.runtime.errors import RuntimeStatus, code_number
+from p4target.runtime.roles import RoleScope, check_writable, entity_p4_id
 
 _CLOSE = object()
+STREAM_QUEUE = 1024  # PacketIns, digests and notifications waiting for one client; more are dropped
 
 
 class Session:
@@ -31,12 +33,24 @@ class Session:
     def __init__(self, device_id: int):
         self.device_id = device_id
         self.role = ""
+        self.scope: RoleScope | None = None  # the role config this session announced
         self.election_id: int | None = None
         self.arbitrated = False
         self._outbox: queue.Queue = queue.Queue()
+        self.dropped = 0  # messages offer() refused: the client was STREAM_QUEUE messages behind
 
     def send(self, message: p4r.StreamMessageResponse) -> None:
+        """Queue an arbitration update or a stream error: always kept."""
         self._outbox.put(message)
+
+    def offer(self, message: p4r.StreamMessageResponse) -> bool:
+        """Queue a PacketIn, digest list or notification unless STREAM_QUEUE are waiting already;
+        False (and counted) if dropped, so a client that stops reading never holds up the caller."""
+        if self._outbox.qsize() >= STREAM_QUEUE:
+            self.dropped += 1
+            return False
+        self._outbox.put(message)
+        return True
 
     def close(self, failure: RuntimeStatus | None = None) -> None:
         """End the stream (with `failure` as its status when given)."""
@@ -72,9 +86,10 @@ class Arbitration:
         self._sessions: list[Session] = []
         self._primary: dict[str, Session] = {}
         self._highest: dict[str, int] = {}
+        self._scopes: dict[str, RoleScope] = {}  # per role with a config: its primary's
 
-    def update(self, session: Session, role: str, election_id: int | None) -> None:
-        """Apply a MasterArbitrationUpdate from `session` and notify whoever must know.
+    def update(self, session: Session, role: str, election_id: int | None, scope: RoleScope | None = None) -> None:
+        """Apply a MasterArbitrationUpdate from `session` (its role config as `scope`) and notify whoever must know.
 
         Raises RuntimeStatus(INVALID_ARGUMENT) when another session of the role uses the id.
         """
@@ -87,11 +102,16 @@ class Arbitration:
             if session.arbitrated:
                 self._leave(session)
             session.role, session.election_id, session.arbitrated = role, election_id, True
+            session.scope = scope
             self._sessions.append(session)
             highest = self._highest.get(role)
             if election_id is not None and (highest is None or election_id >= highest):
                 self._highest[role] = election_id
                 self._primary[role] = session
+                if scope is None:
+                    self._scopes.pop(role, None)
+                else:
+                    self._scopes[role] = scope
                 self._notify_role(role)
             else:
                 session.send(self._message_for(session))
@@ -118,14 +138,36 @@ class Arbitration:
                 raise RuntimeStatus(grpc.StatusCode.PERMISSION_DENIED,
                                     f"Not primary: election id {election_id} for role '{role}' ({who})")
 
+    def check_write(self, role: str, updates: list[p4r.Update]) -> None:
+        """Raise PERMISSION_DENIED when an update is outside the role's scope."""
+        with self._lock:
+            scopes = dict(self._scopes)
+        check_writable(role, scopes, updates)
+
+    def readable(self, role: str, entities: list[p4r.Entity]) -> list[p4r.Entity]:
+        """The entities a Read naming `role` returns: all of them, or those in the role's scope."""
+        with self._lock:
+            scope = self._scopes.get(role) if role else None
+        return entities if scope is None else [e for e in entities if scope.covers(entity_p4_id(e))]
+
+    def check_pipeline(self, role: str) -> None:
+        """Raise PERMISSION_DENIED when the role's config does not let it push a pipeline."""
+        with self._lock:
+            scope = self._scopes.get(role) if role else None
+        if scope is not None and not scope.can_push_pipeline:
+            raise RuntimeStatus(grpc.StatusCode.PERMISSION_DENIED,
+                                f"role '{role}' may not set the forwarding pipeline (its config has no "
+                                "can_push_pipeline)")
+
     def is_primary(self, session: Session) -> bool:
         with self._lock:
             return self._primary.get(session.role) is session
 
-    def primaries(self) -> list[Session]:
-        """Sessions that receive PacketIn and digests: the primary of every role."""
+    def recipients(self, message: p4r.StreamMessageResponse) -> list[Session]:
+        """Who gets a PacketIn, digest or idle-timeout notification: every role's primary whose scope takes it."""
         with self._lock:
-            return list(self._primary.values())
+            return [s for role, s in self._primary.items()
+                    if role not in self._scopes or self._scopes[role].receives(message)]
 
     def _notify_role(self, role: str) -> None:
         for session in self._sessions:

@@ -22,9 +22,11 @@ from finsy.proto import p4i, p4r
 from google.protobuf.descriptor import FieldDescriptor
 
 from p4target.errors import P4Error
+from p4target.limits import DEFAULT_STATE_CAP_MB, check_state_cap
 from p4target.runtime import codec
 from p4target.runtime.errors import RuntimeStatus, invalid
 from p4target.runtime.translate import MODIFY, Translator
+from p4target.state import StateError
 
 DEVICE_CONFIG_FILENAME = "device_config.p4"
 Action = p4r.SetForwardingPipelineConfigRequest
@@ -47,31 +49,47 @@ class LoadedConfig:
     translator: Translator
 
 
-def compile_source(source: str, filename: str, engine: str = "python") -> tuple[p4i.P4Info, Any]:
-    """(P4Info, pipeline on `engine`) of a P4 program; INVALID_ARGUMENT carrying the "FILE:LINE:COL: error:" line."""
+def compile_source(source: str, filename: str, engine: str = "python",
+                   state_cap_mb: int = DEFAULT_STATE_CAP_MB) -> tuple[p4i.P4Info, Any]:
+    """(P4Info, pipeline on `engine`) of a P4 program; INVALID_ARGUMENT carrying the "FILE:LINE:COL: error:" line,
+    RESOURCE_EXHAUSTED when its state may exceed `state_cap_mb`."""
     from p4target.frontend import load_source
-    from p4target.native.pipeline import make_pipeline
     from p4target.p4info import build_p4info
 
     try:
         program = load_source(source, filename)
-        return build_p4info(program), make_pipeline(program, engine)
+        return build_p4info(program), _capped_pipeline(program, filename, engine, state_cap_mb)
     except P4Error as exc:
         raise invalid(str(exc)) from None
 
 
-def load_bmv2_json(data: bytes, filename: str, engine: str = "python") -> Any:
+def load_bmv2_json(data: bytes, filename: str, engine: str = "python", state_cap_mb: int = DEFAULT_STATE_CAP_MB) -> Any:
     """A pipeline running p4c's BMv2 JSON; INVALID_ARGUMENT naming the JSON path of a malformed part."""
     from p4target.lowered import bmv2_json
-    from p4target.native.pipeline import make_pipeline
 
     try:
-        return make_pipeline(bmv2_json.loads(data, filename), engine)
+        return _capped_pipeline(bmv2_json.loads(data, filename), filename, engine, state_cap_mb)
     except P4Error as exc:
         raise invalid(str(exc)) from None
 
 
-def compile_config(config: p4r.ForwardingPipelineConfig, engine: str = "python") -> LoadedConfig:
+def _capped_pipeline(program: Any, filename: str, engine: str, state_cap_mb: int) -> Any:
+    """The program's pipeline, once its declared state is known to fit the switch's cap (nothing allocated before)."""
+    from p4target.interp.schema import build_schema
+    from p4target.lowered import model as lowered
+    from p4target.lowered.schema import build_schema as build_lowered_schema
+    from p4target.native.pipeline import make_pipeline
+
+    schema = build_lowered_schema(program) if isinstance(program, lowered.Program) else build_schema(program)
+    try:
+        check_state_cap(schema, state_cap_mb)
+    except StateError as exc:
+        raise RuntimeStatus(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{filename}: error: {exc}") from None
+    return make_pipeline(program, engine)
+
+
+def compile_config(config: p4r.ForwardingPipelineConfig, engine: str = "python",
+                   state_cap_mb: int = DEFAULT_STATE_CAP_MB) -> LoadedConfig:
     """Compile the config's program (P4 source, or p4c's BMv2 JSON as BMv2 takes it) and check its
     P4Info; INVALID_ARGUMENT if either fails. With JSON, the client's P4Info names the objects."""
     from p4target.device_config import bmv2_json_in
@@ -81,7 +99,7 @@ def compile_config(config: p4r.ForwardingPipelineConfig, engine: str = "python")
     cookie = config.cookie.cookie if config.HasField("cookie") else None
     json_data = bmv2_json_in(config.p4_device_config)
     if json_data is not None:
-        pipeline = load_bmv2_json(json_data, "p4_device_config.json", engine)
+        pipeline = load_bmv2_json(json_data, "p4_device_config.json", engine, state_cap_mb)
         return LoadedConfig(config.p4info, config.p4_device_config, cookie, pipeline,
                             Translator(config.p4info, pipeline.state))
     try:
@@ -90,7 +108,7 @@ def compile_config(config: p4r.ForwardingPipelineConfig, engine: str = "python")
         raise invalid(f"p4_device_config must be the P4 source as UTF-8 text: {exc}") from None
     if not source.strip():
         raise invalid("p4_device_config is empty: it must carry the P4 program's source text")
-    ours, pipeline = compile_source(source, DEVICE_CONFIG_FILENAME, engine)
+    ours, pipeline = compile_source(source, DEVICE_CONFIG_FILENAME, engine, state_cap_mb)
     differences = p4info_differences(config.p4info, ours)
     if differences:
         shown = "; ".join(differences[:3]) + (f"; and {len(differences) - 3} more" if len(differences) > 3 else "")
@@ -162,6 +180,7 @@ class Device:
                  engine: str = "python"):
         self.device_id = device_id
         self.engine = engine  # which engine runs the programs committed here: python or native
+        self.state_cap_mb = DEFAULT_STATE_CAP_MB  # the most a program's state may take (aggnet switch --max-state-mb)
         self.on_pipeline_set = on_pipeline_set
         self.lock = threading.RLock()
         self.current: LoadedConfig | None = None
@@ -185,11 +204,11 @@ class Device:
         """SetForwardingPipelineConfig semantics for every action the spec defines."""
         with self.lock:
             if action == Action.VERIFY:
-                compile_config(config, self.engine)
+                compile_config(config, self.engine, self.state_cap_mb)
             elif action == Action.VERIFY_AND_SAVE:
-                self.saved = compile_config(config, self.engine)
+                self.saved = compile_config(config, self.engine, self.state_cap_mb)
             elif action == Action.VERIFY_AND_COMMIT:
-                self._commit(compile_config(config, self.engine))
+                self._commit(compile_config(config, self.engine, self.state_cap_mb))
             elif action == Action.COMMIT:
                 if config.ByteSize():
                     raise invalid("COMMIT takes no config: it commits the one saved by VERIFY_AND_SAVE")
@@ -198,7 +217,7 @@ class Device:
                                         "COMMIT without a saved config (send VERIFY_AND_SAVE first)")
                 self._commit(self.saved)
             elif action == Action.RECONCILE_AND_COMMIT:
-                loaded = compile_config(config, self.engine)
+                loaded = compile_config(config, self.engine, self.state_cap_mb)
                 if self.current is not None:
                     self._carry_state(self.current, loaded)
                 self._commit(loaded)
@@ -212,10 +231,10 @@ class Device:
 
         json_data = bmv2_json_in(source.encode())
         if json_data is not None:
-            pipeline = load_bmv2_json(json_data, filename, self.engine)
+            pipeline = load_bmv2_json(json_data, filename, self.engine, self.state_cap_mb)
             p4info = p4i.P4Info()
         else:
-            p4info, pipeline = compile_source(source, filename, self.engine)
+            p4info, pipeline = compile_source(source, filename, self.engine, self.state_cap_mb)
         with self.lock:
             self._commit(LoadedConfig(p4info, source.encode(), None, pipeline, Translator(p4info, pipeline.state)))
 

@@ -7,6 +7,7 @@ Use from a switch process:
                            packet_out=switch.inject,                # (port, frame) -> ingress
                            log_path="logs/s1-p4runtime-requests.txt")
     port = server.start()                     # returns the bound TCP port (address may use :0)
+    # TLS: RuntimeServer(..., credentials=p4target.runtime.tls.server_credentials(files, require_client_auth))
     server.load_source(text, "prog.p4")       # optional: a pipeline before any client sets one
     server.packet_in(255, frame)              # a frame the pipeline sent to the CPU port
     server.stop()
@@ -17,7 +18,10 @@ Use from a switch process:
   the current pipeline itself and turns outputs on the CPU port into PacketIns (outputs
   to other ports are dropped: there are no ports); that is what in-process tests use.
 - PacketIn: `packet_in(port, frame)` strips and parses the `packet_in` header and sends
-  the PacketIn to the primary client of every role.
+  the PacketIn to the primary client of every role. Each client has STREAM_QUEUE messages
+  (PacketIns, digest lists, notifications) waiting at most; past that its messages are
+  dropped and counted (`stream_drops`, one log line), so a client that stops reading
+  holds up neither the data path nor the other clients.
 - Digests: a poller drains the state's digest queue every `digest_interval` seconds and
   sends DigestLists for the digests a client configured with a DigestEntry.
 - Idle timeouts: every `idle_sweep_interval` seconds (1 s, BMv2's ageing sweep) the same
@@ -31,6 +35,8 @@ by size only, large Write batches by their first LOGGED_UPDATES updates and a co
 """
 from __future__ import annotations
 
+import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -40,23 +46,30 @@ import grpc
 from finsy.proto import p4r, p4r_grpc
 from google.protobuf import text_format
 
-from p4target.runtime.arbitration import Arbitration, Session, election_id_of
+from p4target.limits import DEFAULT_LOG_MAX_MB
+from p4target.runtime.arbitration import STREAM_QUEUE, Arbitration, Session, election_id_of
 from p4target.runtime.device import Device
 from p4target.runtime.errors import RuntimeStatus, abort, batch_status, code_number
+from p4target.runtime.roles import RoleScope
 
 P4RUNTIME_API_VERSION = "1.5.0"
 READ_CHUNK = 1000  # entities per ReadResponse
 LOGGED_UPDATES = 16  # updates of a Write shown in the request log
 
+log = logging.getLogger("aggnet.p4runtime")
+
 
 class RequestLog:
-    """Appends requests to a text file (thread-safe); does nothing without a path.
+    """Appends requests to a text file (thread-safe); does nothing without a path. Past `max_bytes`
+    the file is renamed PATH.1 (replacing the one before) and a new one begun, so it stays bounded.
 
     A Write shows its first LOGGED_UPDATES updates and the count of the rest: protobuf
     text formatting is pure Python and, done for every update, cost more than applying it.
     """
 
-    def __init__(self, path: str | None):
+    def __init__(self, path: str | None, max_bytes: int = DEFAULT_LOG_MAX_MB << 20):
+        self._path = path
+        self._max_bytes = max_bytes
         self._file = open(path, "a", encoding="utf-8") if path else None
         self._lock = threading.Lock()
 
@@ -80,6 +93,10 @@ class RequestLog:
         with self._lock:
             self._file.write(f"[{stamp}] {what}\n{text_format.MessageToString(message)}{note}---\n")
             self._file.flush()
+            if self._path is not None and self._file.tell() >= self._max_bytes:
+                self._file.close()
+                os.replace(self._path, self._path + ".1")
+                self._file = open(self._path, "a", encoding="utf-8")
 
     def close(self) -> None:
         if self._file is not None:
@@ -94,13 +111,15 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
                  on_pipeline_set: Callable[[object], None] | None = None,
                  packet_out: Callable[[int, bytes], None] | None = None,
                  log_path: str | None = None, digest_interval: float = 0.02, idle_sweep_interval: float = 1.0,
-                 max_workers: int = 32, engine: str = "python"):
+                 max_workers: int = 32, engine: str = "python", credentials: grpc.ServerCredentials | None = None,
+                 log_max_bytes: int = DEFAULT_LOG_MAX_MB << 20):
         self.device = Device(device_id, on_pipeline_set, engine)
         self.address = address
+        self._credentials = credentials
         self.cpu_port = cpu_port
         self.arbitration = Arbitration()
         self._packet_out = packet_out or self._process_locally
-        self._log = RequestLog(log_path)
+        self._log = RequestLog(log_path, log_max_bytes)
         self._digest_interval = digest_interval
         self._idle_sweep_interval = idle_sweep_interval
         self._sessions: set[Session] = set()
@@ -109,12 +128,16 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="p4rt"))
         p4r_grpc.add_P4RuntimeServicer_to_server(self, self._server)
         self._poller: threading.Thread | None = None
+        self.stream_drops = 0  # PacketIn/digest/notification messages dropped for clients that did not read
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> int:
         """Start serving; returns the bound port. Raises RuntimeError if the address is taken."""
-        port = self._server.add_insecure_port(self.address)
+        if self._credentials is None:
+            port = self._server.add_insecure_port(self.address)
+        else:
+            port = self._server.add_secure_port(self.address, self._credentials)
         if port == 0:
             raise RuntimeError(f"cannot listen for P4Runtime on {self.address}")
         self._server.start()
@@ -175,9 +198,15 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
                                         for n in self.device.idle_timeout_notifications())
 
     def _send_to_primaries(self, messages) -> None:
+        """Offer each message to the primaries; one that stopped reading loses it (counted, one warning)."""
         for message in messages:
-            for session in self.arbitration.primaries():
-                session.send(message)
+            for session in self.arbitration.recipients(message):
+                if not session.offer(message):
+                    self.stream_drops += 1
+                    if session.dropped == 1:
+                        log.warning("P4Runtime client of role '%s' (election id %s) is not reading its stream: "
+                                    "dropping its PacketIn/digest messages past %d queued",
+                                    session.role, session.election_id, STREAM_QUEUE)
 
     def _send_digests(self) -> None:
         self._send_to_primaries(p4r.StreamMessageResponse(digest=d) for d in self.device.digest_lists())
@@ -193,6 +222,7 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
         try:
             self.device.check_device_id(request.device_id)
             self.arbitration.check_primary(request.role, election_id_of(request))
+            self.arbitration.check_pipeline(request.role)
             self.device.set_pipeline(request.action, request.config)
         except RuntimeStatus as failure:
             abort(context, failure.code, failure.message)
@@ -212,6 +242,7 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
         try:
             self.device.check_device_id(request.device_id)
             self.arbitration.check_primary(request.role, election_id_of(request))
+            self.arbitration.check_write(request.role, list(request.updates))
             failures = self.device.write(request.updates, request.atomicity)
         except RuntimeStatus as failure:
             abort(context, failure.code, failure.message)
@@ -224,7 +255,7 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
         self._log.write("Read", request)
         try:
             self.device.check_device_id(request.device_id)
-            entities = self.device.read(request.entities)
+            entities = self.arbitration.readable(request.role, self.device.read(request.entities))
         except RuntimeStatus as failure:
             abort(context, failure.code, failure.message)
         for start in range(0, max(len(entities), 1), READ_CHUNK):
@@ -245,6 +276,9 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
         except RuntimeStatus as failure:
             abort(context, failure.code, failure.message)
         finally:
+            if session.dropped:
+                log.warning("P4Runtime stream of role '%s' (election id %s) closed: %d PacketIn/digest messages "
+                            "were dropped while it did not read", session.role, session.election_id, session.dropped)
             self.arbitration.remove(session)
             with self._sessions_lock:
                 self._sessions.discard(session)
@@ -272,7 +306,9 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
 
     def _arbitrate(self, session: Session, update: p4r.MasterArbitrationUpdate) -> None:
         self.device.check_device_id(update.device_id)
-        self.arbitration.update(session, update.role.name, election_id_of(update))
+        role = update.role
+        scope = RoleScope.parse(role.name, role.config) if role.HasField("config") else None
+        self.arbitration.update(session, role.name, election_id_of(update), scope)
 
     def _packet_out_message(self, session: Session, packet: p4r.PacketOut) -> None:
         if not self.arbitration.is_primary(session):

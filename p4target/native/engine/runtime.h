@@ -1,94 +1,11 @@
-/* runtime.h: types and inline helpers the generated program code (cgen.py) uses.
+/* runtime.h: the inline helpers the generated program's code (cgen.py) uses.
  *
  * Every P4 value is a u64 holding its unsigned bit pattern; `sx` reads an int<W> signed.
- * The engine proper (tables, replication, traffic manager, ports) is engine.c, included
- * at the end of the generated file so the whole switch is one translation unit. */
-#define _GNU_SOURCE
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-typedef uint64_t u64;
-typedef uint32_t u32;
-typedef uint16_t u16;
-typedef uint8_t u8;
-typedef unsigned __int128 u128;
-
-#define NONE64 UINT64_MAX              /* hidden slot not set (Python's None) */
-#define NO_FIELD_LIST (UINT64_MAX - 1) /* resubmit/recirculate without a field list */
-#define NO_ERROR_CODE UINT64_MAX       /* `transition reject`: parser_error unchanged */
-#define DROP_PORT 511
-#define CLONE_I2E 1
-#define CLONE_E2E 2
-#define RC_EXIT 1
-#define RC_ERR 2
-#define RC_REJECT 3
-#define PARSE_DROP UINT32_MAX
-
-struct engine;
-typedef struct table table_t;
-typedef struct entry entry_t;
-
-/* One packet on its way through a stage. */
-typedef struct pk {
-    u64 *F;             /* the frame: one slot per value */
-    const u8 *data;     /* the packet as it entered the parser */
-    u32 len;
-    u32 poff;           /* offset of the unparsed payload */
-    struct engine *E;
-    int rc;             /* 0, RC_EXIT, RC_ERR (packet dropped), RC_REJECT (parser) */
-    int act;            /* action the last table applied ran */
-    u64 rej;            /* parser error code of an RC_REJECT */
-    const char *msg;    /* why an RC_ERR */
-} pk_t;
-
-/* A two-rate three-color marker (RFC 2698, color-blind), as state.MeterCell runs it. */
-typedef struct meter { int on; double cir, cburst, pir, pburst, committed, peak, last; } meter_t;
-
-struct entry {
-    entry_t *hnext;     /* next in its hash bucket */
-    struct level *lvl;
-    int32_t handle;
-    int32_t action;
-    int64_t prio;
-    u64 seq;
-    u64 packets, bytes; /* direct counter cells */
-    meter_t meter;      /* direct meter cell */
-    double last_hit;    /* CLOCK_MONOTONIC of the last hit (tables with support_timeout) */
-    u64 *args;
-    u64 *v, *m, *hi;    /* per key: value (or range low), mask, range high */
-    u8 *kind;           /* per key: 0 wildcard, 1 value & mask, 2 range */
-};
-
-typedef struct level {  /* entries sharing one mask (exact/lpm tables): a hash table */
-    int plen;
-    u64 *mask;
-    entry_t **b;
-    u32 nb, n;
-    struct level *next; /* longer prefixes first */
-} level_t;
-
-struct table {
-    int nkeys;
-    int lpm;            /* index of the lpm key, -1 if none */
-    int lpm_width;
-    int prio_mode;      /* ternary/range/optional (or several lpm) keys: scan by priority */
-    level_t *levels;
-    entry_t **sorted;   /* prio_mode: by priority (largest first), then insertion order */
-    u32 nsorted, capsorted;
-    int def_action;
-    u64 *def_args;
-    u64 seq;
-};
-
-static entry_t *table_lookup(table_t *t, const u64 *key);
-static void push_digest(struct engine *E, int id, const u64 *vals, int n);
-static void push_log(struct engine *E, const char *fmt, const u64 *vals, int n);
-static u32 rng_u32(struct engine *E);
-static u64 rng_range(struct engine *E, u64 lo, u64 hi);
-static u64 meter_exec(meter_t *m, double amount);
-static double mono(void);
+ * What the program and the engine library exchange (types, the functions each side
+ * provides) is program.h. */
+#ifndef AGGNET_RUNTIME_H
+#define AGGNET_RUNTIME_H
+#include "program.h"
 
 static inline int64_t sx(u64 v, int w) {
     return w >= 64 ? (int64_t)v : ((int64_t)(v << (64 - w))) >> (64 - w);
@@ -202,3 +119,5 @@ static inline u64 hash_identity(const u8 *a, u32 na, const u8 *b, u32 nb) {
     }
     return x;
 }
+
+#endif

@@ -1,4 +1,7 @@
-/* engine.h: the engine's types (they depend on the program's constants, see cgen.py's prelude). */
+/* internal.h: the engine library's own types and the functions its files share. */
+#ifndef AGGNET_INTERNAL_H
+#define AGGNET_INTERNAL_H
+#include "api.h"
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
@@ -16,16 +19,8 @@
 #include <linux/if_packet.h>
 #include <linux/if_xdp.h>
 
-#define NORMAL 0
-#define I2E_CLONE 1
-#define E2E_CLONE 2
-#define RECIRCULATED 4
-#define REPLICATED 5
-#define RESUBMITTED 6
-#define MAX_LOOPS 16
 #define MAX_PORTS 512
 #define MAX_EVENTS 65536
-#define RX_BATCH 32
 #define RX_RING_BATCH 256  /* frames read from one port's ring per turn of the loop (no system call each) */
 #define TX_BATCH 64
 #define RX_BUF 65536
@@ -34,12 +29,8 @@
 #define XSK_RING 512               /* per port: send ring slots (AF_XDP) */
 #define XSK_FRAMES 1024            /* per port: its frames of XSK_FRAME bytes (2 MB, pinned) */
 #define XSK_FRAME 2048             /* a bigger frame goes out through the port's socket */
-#define DEFAULT_DEPTH 64
-#define DEFAULT_BURST_S 0.005
-#define IDLE_WAKE_S 1.0
-#define EV_PACKET_IN 1
-#define EV_LOG 2
-#define EV_DIGEST 3
+#define MC_GROUPS 65536
+#define PROG aggnet_prog
 
 typedef struct rep { u32 port, rid; } rep_t;
 typedef struct session { u64 id; u32 n, pktlen; rep_t *reps; } session_t;
@@ -52,8 +43,8 @@ typedef struct item {
     u32 dlen, poff;      /* the parsed packet and where its payload starts */
     u64 enq_qdepth;
     double t;            /* delay line: when it may join the queue (or, held on arrival, enter ingress) */
-    u64 F[NSLOTS];
-    u8 data[];
+    u8 *data;            /* the packet, after the frame */
+    u64 F[];             /* PROG.nslots slots (none in a bare item, see frame_item) */
 } item_t;
 
 typedef struct { item_t *head, *tail; u32 n; } fifo_t;
@@ -95,6 +86,7 @@ typedef struct port {
     ring_t rx;           /* map NULL: no ring (not running, or an old kernel), recvmmsg on fd instead */
     xsk_t xsk;           /* umem NULL: no send ring, sendmmsg on fd */
     FILE *pin, *pout;
+    u64 pin_size, pout_size;  /* bytes in the pcap files: capture stops at the engine's pcap_cap */
     u64 rx_packets, rx_bytes, tx_packets, tx_bytes, tx_errors, rx_errors;
     int ntx;
     struct mmsghdr tx[TX_BATCH];
@@ -106,12 +98,9 @@ typedef struct ev { struct ev *next; int kind, arg; u32 len; u8 data[]; } ev_t;
 
 typedef struct out { u32 port, len; u8 *data; } out_t;
 
-typedef struct engine {
+struct engine {
+    prog_state_t st;       /* first: the program's code reaches it as pk_t.E */
     pthread_mutex_t mu;
-    table_t tables[NTABLES ? NTABLES : 1];
-    u64 *reg[NREGS ? NREGS : 1];
-    u64 *cpk[NCOUNTERS ? NCOUNTERS : 1], *cby[NCOUNTERS ? NCOUNTERS : 1];
-    meter_t *meters[NMETERS ? NMETERS : 1];
     entry_t **handles;
     u32 nhandles, caphandles;
     int32_t *freeh;
@@ -130,18 +119,65 @@ typedef struct engine {
     /* process(): outputs collected in order */
     out_t *outs;
     u32 nouts, capouts;
-    int collect;
     /* the switch */
     tmq_t *tm[MAX_PORTS];
     int tmorder[MAX_PORTS];
     int ntm;
     port_t *ports[MAX_PORTS];
     int cpu_port;
+    u64 pcap_cap;          /* most bytes per pcap file, 0: no cap (aggnet switch --pcap-max-mb) */
     volatile int stopping;
     int wake[2];
     pthread_mutex_t injmu;
     item_t *injh, *injt;   /* PacketOuts (bare, see frame_item) */
     u64 dropped_no_port, pipeline_errors;
-    u8 *scratch;           /* deparser output */
-} engine_t;
+};
 
+#pragma GCC visibility push(hidden)
+
+/* The engine behind the program's view of it (its first member). */
+static inline engine_t *engine_of(prog_state_t *S) { return (engine_t *)S; }
+
+/* rng.c */
+u64 now_us(engine_t *E);
+void mt_seed(mt_t *m, const u32 *key, int n);
+double mt_random(mt_t *m);
+
+/* events.c */
+void push_event(engine_t *E, int kind, int arg, const void *data, u32 len);
+void packet_error(engine_t *E, const char *stage, const char *msg);
+
+/* tables.c */
+void table_free(table_t *t);
+
+/* externs.c */
+session_t *session_find(engine_t *E, u64 id);
+
+/* flow.c: the v1model flow; a sink takes each packet leaving egress */
+struct carry;
+typedef void (*sink_fn)(engine_t *E, u32 port, const u8 *data, u32 len);
+void fifo_push(fifo_t *f, item_t *it);
+item_t *fifo_pop(fifo_t *f);
+void fifo_free(fifo_t *f);
+item_t *frame_item(u32 port, const u8 *data, u32 len);
+void run_ingress(engine_t *E, u32 port, const u8 *data, u32 len, u64 itype, const struct carry *c, u64 gen,
+                 fifo_t *out);
+void run_egress(engine_t *E, u64 *F, const u8 *data, u32 dlen, u32 poff, u64 gen, u64 enq, u64 deq, sink_fn sink);
+
+/* tm.c */
+void ingress_enqueue(engine_t *E, u32 port, const u8 *data, u32 len);
+void rx_frame(engine_t *E, u32 port, const u8 *data, u32 len);
+void tm_serve(engine_t *E);
+double tm_next_event(engine_t *E);
+void tm_free(tmq_t *q);
+
+/* ports.c */
+void tx_frame(engine_t *E, u32 port, const u8 *data, u32 len);
+void tx_flush(port_t *pt);
+void pcap_write(FILE *f, u64 *size, u64 cap, const u8 *data, u32 len);
+int rx_ring_open(port_t *pt);
+int xsk_open(port_t *pt);
+void port_free(port_t *pt);
+
+#pragma GCC visibility pop
+#endif

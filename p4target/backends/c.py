@@ -1,0 +1,802 @@
+"""The lowered form printed as C, for the native engine: p4c's BMv2 JSON with no Python per packet.
+
+The twin of `p4target.backends.python` (the readable reference): the same slot layout
+(`p4target.backends.layout`), the same v1model flow (the engine's, engine/flow.c), printed against
+engine/program.h. Slots are u64 and hold each value's bit pattern masked to its width; an expression
+is computed as an i128 (engine/lowered.h): BMv2's values have infinite precision and p4c masks every
+result that could grow, so 128 bits hold every intermediate value of fields up to 64 bits wide, and
+`>>`, `/`, `%`, comparisons, `two_comp_mod` and the saturating casts see the same numbers as BMv2.
+
+Fields wider than 64 bits take one slot per 64-bit chunk, least significant first
+(`Layout(chunk_bits=64)`): they are extracted, emitted, copied, hashed and moved between fields of
+their width at any width, and computed with (an i128) up to 127 bits. What does not run raises
+`Unsupported` naming the construct (the program then runs on the Python engine): arithmetic on
+fields of 128 bits or more, table keys, digests, action parameters and register cells wider than
+64 bits, action profiles and selectors, parser value sets, parser transition keys and lookaheads
+wider than 128 bits, and programs with other than one parser and one deparser.
+
+Control flow: `exit` sets p->rc = RC_EXIT, an error (division by zero, a stack index out of range, a
+failed assert) RC_ERR, and every caller returns when p->rc is set. A pipeline is a loop over its
+nodes (tables and conditionals), each giving the index of the next.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from p4target.backends.layout import ident
+from p4target.backends.printer import LoweredPrinter
+from p4target.lowered import model as m
+from p4target.native.cgen import MAX_PARSER_STATES, CProgram, _cstr, parser_end_c, table_hit_c
+
+MAX_BITS = 64
+_ALGOS = {"crc16": "crc16", "crc16_custom": "crc16", "crc32": "crc32", "crc32_custom": "crc32", "csum16": "csum16",
+          "xor16": "xor16", "identity": "identity"}
+_SM_FIELDS = ("ingress_port", "egress_spec", "egress_port", "instance_type", "packet_length", "enq_qdepth",
+              "deq_qdepth", "ingress_global_timestamp", "egress_global_timestamp", "mcast_grp", "egress_rid",
+              "parser_error", "checksum_error")
+# how code leaves on an error, by where it is printed (the function's return type)
+_LEAVE = {"parser": "L_PARSE_CHECK();", "action": "if (p->rc) return;", "node": "if (p->rc) return;",
+          "table": "if (p->rc) return -1;", "deparser": "if (p->rc) return 0;"}
+_HIDDEN_C = ("clone_session", "clone_type", "clone_fl", "resubmit", "recirculate", "truncate")
+
+
+def _lit(v: int) -> str:
+    """An i128 constant."""
+    if -(1 << 63) < v < (1 << 63):
+        return f"((i128){v}LL)"
+    if v < 0:
+        return f"(-{_lit(-v)})"
+    if v >> 128:
+        raise ValueError(v)
+    return f"((i128)(((u128){v >> 64:#x}ULL << 64) | {v & ((1 << 64) - 1):#x}ULL))"
+
+
+def _u128(v: int) -> str:
+    return f"(((u128){v >> 64:#x}ULL << 64) | {v & ((1 << 64) - 1):#x}ULL)"
+
+
+class _Printer(LoweredPrinter):
+    """Lowered Program -> C source and the ids the control plane addresses it by."""
+
+    OPS = {"d2b": "({b} != 0)", "b2d": "{b}", "not": "(!{b})", "~": "(~{b})", "neg": "l_sub(0, {b})",
+           "?": "({c} ? {a} : {b})", "two_comp_mod": "l_sx({a}, {b})", "sat_cast": "l_sat({a}, {b})",
+           "usat_cast": "l_usat({a}, {b})", "/": "l_div(p, {a}, {b})", "%": "l_mod(p, {a}, {b})",
+           "and": "({a} && {b})", "or": "({a} || {b})", "+": "l_add({a}, {b})", "-": "l_sub({a}, {b})",
+           "*": "l_mul({a}, {b})", "<<": "l_shl({a}, {b})", ">>": "l_shr({a}, {b})",
+           **{op: f"({{a}} {op} {{b}})" for op in ("==", "!=", ">", ">=", "<", "<=", "&", "|", "^")}}
+    # the same where every value of the expression fits in 63 bits (`narrow`): int64_t arithmetic, no overflow
+    OPS64 = {**OPS, "neg": "(-{b})", "two_comp_mod": "l_sx64({a}, {b})", "sat_cast": "l_sat64({a}, {b})",
+             "usat_cast": "l_usat64({a}, {b})", "/": "l_div64(p, {a}, {b})", "%": "l_mod64(p, {a}, {b})",
+             "+": "({a} + {b})", "-": "({a} - {b})", "*": "({a} * {b})", "<<": "l_shl64({a}, {b})",
+             ">>": "l_shr64({a}, {b})"}
+    STACK_OPS = {"last_stack_index": "((i128)F[{n}] - 1)", "size_stack": "((i128)F[{n}])"}
+    VALID, OR, FALSE = "(F[{b}] != 0)", " || ", "0"
+    CHUNK_BITS = MAX_BITS
+    NOT_SET, NO_FIELD_LIST, CLONE = "NONE64", "NO_FIELD_LIST", {"I2E": "CLONE_I2E", "E2E": "CLONE_E2E"}
+
+    def __init__(self, p: m.Program):
+        super().__init__(p)
+        for a in p.actions:
+            for name, width in a.runtime_data:
+                if width > MAX_BITS:
+                    raise self.fail(f"action {a.name}'s parameter {name} of {width} bits")
+        for r in p.register_arrays:
+            if r.bitwidth > MAX_BITS:
+                raise self.fail(f"register array {r.name} of {r.bitwidth}-bit cells")
+        for pl in p.pipelines:
+            for table in pl.tables:
+                if table.action_profile is not None:
+                    raise self.fail(f"action profiles and selectors (table {table.name})")
+        self.ctx = "action"  # where code is printed: a key of _LEAVE
+        self.labels: dict[str, str] = {}  # parse state -> its label
+        self.cp = CProgram("")
+        for a in p.actions:
+            self.cp.actions.setdefault(a.name, len(self.cp.actions))
+        for pl in p.pipelines:
+            for table in pl.tables:
+                self.cp.tables[table.name] = len(self.cp.tables)
+        self.reg_size = {r.name: r for r in p.register_arrays}
+        for r in p.register_arrays:
+            self.cp.registers[r.name] = len(self.cp.registers)
+        self.counter_size = {c.name: c.size for c in p.counter_arrays if not (c.is_direct and c.binding)}
+        for name in self.counter_size:
+            self.cp.counters[name] = len(self.cp.counters)
+        self.meters = {mt.name: mt for mt in p.meter_arrays if not (mt.is_direct and mt.binding)}
+        for name in self.meters:
+            self.cp.meters[name] = len(self.cp.meters)
+        self.cp.digests = [(ll.name, len(ll.elements)) for ll in p.learn_lists]
+        self.stack_arrays: dict[str, list[int]] = {}
+        self.may_fail = False
+        self.narrow = False  # printing an expression in int64_t (see OPS64)
+        self.param_widths: list[int] = []  # the current action's parameters
+
+    def check(self, ind: int) -> None:
+        """After code that can set p->rc: leave the way the current context does."""
+        if self.may_fail:
+            self.emit(_LEAVE[self.ctx], ind)
+        self.may_fail = False
+
+    def stack(self, name: str, headers: list[int]) -> str:
+        """The C array of a stack's (or a union's member's) header bases."""
+        arr = f"STK_{ident(name)}"
+        self.stack_arrays[arr] = headers
+        return arr
+
+    # -- values
+
+    def rv(self, v: m.Value | None) -> str:
+        """A C expression (i128) for a value read as data or a boolean."""
+        if isinstance(v, m.Field):
+            slot, ftype = self.L.field_slot(v)
+            return self.read(str(slot), ftype)
+        if isinstance(v, m.Const):
+            if self.narrow:
+                return f"((i64){v.value}LL)"
+            try:
+                return _lit(v.value)
+            except ValueError:
+                raise self.fail(f"constant {v.value:#x} wider than 128 bits") from None
+        if isinstance(v, m.BoolConst):
+            return "1" if v.value else "0"
+        if isinstance(v, m.ActionParam):
+            return f"(({'i64' if self.narrow else 'i128'})A[{v.index}])"
+        if isinstance(v, m.RegisterCell):
+            reg = self.reg_size.get(v.name)
+            if reg is None:
+                raise self.fail(f"unknown register array {v.name}")
+            code = f"l_reg(p, {self.cp.registers[v.name]}, {self.index(v.index)[2]}, {reg.size}ULL)"
+            return f"((i64){code})" if self.narrow else code
+        if isinstance(v, m.StackField):
+            b = self.header_base(m.Expr("dereference_header_stack", m.StackRef(v.stack),
+                                        m.Expr("last_stack_index", None, m.StackRef(v.stack))))
+            k, ftype = self.L.field_index(self.L.stack_type[v.stack], v.field)
+            return self.read(f"{b} + {self.L.offsets[self.L.stack_type[v.stack]][k]}", ftype)
+        if isinstance(v, m.Lookahead):
+            if v.width > 127:
+                raise self.fail(f"a lookahead of {v.width} bits")
+            self.may_fail = True
+            if v.width > MAX_BITS:
+                return f"l_look_wide(p, o, {v.offset}, {v.width}, {self.error_code('PacketTooShort')})"
+            return f"(({'i64' if self.narrow else 'i128'})l_look(p, o, {v.offset}, {v.width}, " \
+                   f"{self.error_code('PacketTooShort')}))"
+        if isinstance(v, m.Expr):
+            return self.expr(v)
+        raise self.fail(f"a {type(v).__name__} cannot be read as a value here")
+
+    def index(self, v: m.Value, name: str = "") -> tuple[str, str, str]:
+        """(C type, `name`, expression) of an index into a register, counter or meter array: i64 where it fits."""
+        if not self.fits64(v) or self.narrow:
+            return "i128", name, self.rv(v)
+        self.narrow = True
+        try:
+            return "i64", name, self.rv(v)
+        finally:
+            self.narrow = False
+
+    def read(self, slot: str, ftype: m.FieldType | None) -> str:
+        if ftype is not None and ftype.width is not None and ftype.width > MAX_BITS:
+            if ftype.width > 127:
+                raise self.fail(f"arithmetic on a {ftype.width}-bit field")
+            return f"l_wide(F[{slot}], F[{slot} + 1], {ftype.width}, {int(ftype.signed)})"
+        if ftype is not None and ftype.signed and ftype.width:
+            return f"sx(F[{slot}], {ftype.width})" if self.narrow else f"l_signed(F[{slot}], {ftype.width})"
+        return f"((i64)F[{slot}])" if self.narrow else f"((i128)F[{slot}])"
+
+    def templates(self) -> dict[str, str]:
+        return self.OPS64 if self.narrow else self.OPS
+
+    def expr(self, e: m.Expr) -> str:
+        if e.op in ("/", "%"):
+            self.may_fail = True
+        if self.narrow or not self.fits64(e):
+            return super().expr(e)
+        self.narrow = True
+        try:
+            return f"((i128){super().expr(e)})"
+        finally:
+            self.narrow = False
+
+    def fits64(self, v: m.Value | None) -> bool:
+        """Whether every value of `v` and its operands fits in an int64_t (63 bits and a sign)."""
+        bits = self.bits(v)
+        if bits is None or bits > 63:
+            return False
+        if isinstance(v, m.Expr) and v.op in ("access_field", "valid", "valid_union"):
+            return isinstance(v.left if v.op == "access_field" else v.right, (m.HeaderRef, m.UnionRef))
+        if isinstance(v, m.Expr):
+            return all(self.fits64(x) for x in (v.left, v.right, v.cond) if x is not None)
+        return True
+
+    def bits(self, v: m.Value | None) -> int | None:
+        """Most bits (with a sign bit) a value can need; None when unknown."""
+        if isinstance(v, m.Field):
+            _, ftype = self.L.field_slot(v)
+            return 2 if ftype is None else (ftype.width or 0) + (0 if ftype.signed else 1)
+        if isinstance(v, m.Const):
+            return v.value.bit_length() + 1
+        if isinstance(v, m.BoolConst):
+            return 2
+        if isinstance(v, m.ActionParam):
+            return self.param_widths[v.index] + 1 if v.index < len(self.param_widths) else None
+        if isinstance(v, m.RegisterCell):
+            reg = self.reg_size.get(v.name)
+            return reg.bitwidth + 1 if reg is not None else None
+        if isinstance(v, m.Lookahead):
+            return v.width + 1
+        if isinstance(v, m.Expr):
+            return self.expr_bits(v)
+        return None
+
+    def expr_bits(self, e: m.Expr) -> int | None:
+        op = e.op
+        if op in ("==", "!=", ">", ">=", "<", "<=", "and", "or", "not", "d2b", "b2d", "valid", "valid_union"):
+            return 2
+        if op == "access_field":
+            fields = self.L.header_type_of(e.left).fields
+            k = e.right.value if isinstance(e.right, m.Const) else -1
+            ftype = fields[k] if 0 <= k < len(fields) else None
+            return None if ftype is None or ftype.width is None else ftype.width + (0 if ftype.signed else 1)
+        if op in ("two_comp_mod", "sat_cast", "usat_cast"):
+            width = e.right.value if isinstance(e.right, m.Const) else None
+            return None if width is None or width < 1 else width + (op == "usat_cast")
+        a, b = self.bits(e.left), self.bits(e.right)
+        if b is None or (a is None and e.left is not None):
+            return None
+        if e.left is None:  # ~ and unary minus
+            return b + 1
+        assert a is not None
+        if op == "<<":
+            return a + e.right.value if isinstance(e.right, m.Const) and e.right.value < 64 else None
+        if op in ("+", "-"):
+            return max(a, b) + 1
+        if op == "*":
+            return a + b
+        if op == "?":
+            c = self.bits(e.cond)
+            return None if c is None else max(a, b)
+        return max(a, b)  # & | ^ >> / %
+
+    def union_stack_members(self, stack: str, index: m.Value | None) -> list[str]:
+        unions = self.L.union_stacks[stack]
+        self.may_fail = True
+        u = f"l_at(p, {self.rv(index)}, {len(unions)})"
+        return [f"{self.stack(f'{stack}__{k}', [self.L.base[self.L.unions[un][k]] for un in unions])}[{u}]"
+                for k in range(len(self.L.union_stack_type[stack].headers))]
+
+    def stack_element(self, stack: str, index: m.Value | None) -> str:
+        headers = self.L.stacks[stack]
+        arr = self.stack(stack, [self.L.base[h] for h in headers] + [self.L.scratch[stack]])
+        return f"{arr}[l_idx({self.rv(index)}, {len(headers)})]"
+
+    def store(self, dst: m.Value, code: str, ind: int) -> None:
+        """Write `code` into a field, truncated to its width (a signed field keeps its bit pattern)."""
+        slot, _, width = self.target(dst)
+        if width > 2 * MAX_BITS:
+            raise self.fail(f"a computed value written to a {width}-bit field")
+        if width > MAX_BITS:
+            v, high = self.tmp("v"), f" & {(1 << (width - 64)) - 1:#x}ULL" if width < 128 else ""
+            self.emit(f"{{ i128 {v} = {code}; F[{slot}] = (u64){v}; F[{slot} + 1] = (u64)({v} >> 64){high}; }}", ind)
+        else:
+            mask = f" & {(1 << width) - 1:#x}ULL" if width < 64 else ""
+            self.emit(f"F[{slot}] = (u64)({code}){mask};", ind)
+        self.check(ind)
+
+    # -- primitives
+
+    def primitive(self, prim: m.Primitive, ind: int) -> None:
+        super().primitive(prim, ind)
+        self.check(ind)
+
+    def p_assign(self, ps: list[m.Value], ind: int) -> None:
+        dst, src = ps
+        slot, _, width = self.target(dst)
+        if width > MAX_BITS and (isinstance(src, m.Field) or isinstance(src, m.Expr) and src.op == "access_field"):
+            s, stype = self.field_lv(src)
+            if stype is not None and stype.width == width:  # a wide field moved: its chunks copied
+                self.copy(slot, s, -(-width // MAX_BITS), ind)
+                return
+        self.store(dst, self.rv(src), ind)
+
+    p_modify_field = p_assign
+
+    def bind(self, code: str, ind: int) -> str:
+        name = self.tmp("b")
+        self.emit(f"u64 {name} = {code};", ind)
+        return name
+
+    def log(self, msg: str, values: list[str], ind: int) -> None:
+        v = self.tmp("L")
+        self.emit(f"{{ const u64 {v}[] = {{{', '.join(f'(u64){x}' for x in values) or '0'}}};", ind)
+        self.emit(f"push_log(p->E, {_cstr(msg)}, {v}, {len(values)}); }}", ind + 1)
+
+    def copy(self, dst: str, src: str, n: int, ind: int) -> None:
+        self.emit(f"memmove(&F[{dst}], &F[{src}], {n * 8});", ind)
+
+    def invalidate_if_valid(self, base: str, others: list[int], ind: int) -> None:
+        self.emit(f"if (F[{base}]) {{ " + " ".join(f"F[{o}] = 0;" for o in others) + " }", ind)
+
+    def add_header(self, base: str, n: int, ind: int) -> str:
+        b = self.bind(base, ind)
+        self.check(ind)
+        self.emit(f"if (!F[{b}]) {{ memset(&F[{b}], 0, {n * 8}); F[{b}] = 1; }}", ind)
+        return b
+
+    def _stack_shift(self, ps: list[m.Value], ind: int, sign: str) -> None:
+        stack, count = ps
+        assert isinstance(stack, m.StackRef)
+        headers = self.L.stacks[stack.name]
+        arr = self.stack(stack.name, [self.L.base[h] for h in headers])
+        self.emit(f"l_shift_stack(F, {arr}, {len(headers)}, {self.L.size[headers[0]]}, {sign}{self.rv(count)}, "
+                  f"&F[{self.L.next_index[stack.name]}]);", ind)
+
+    def p_push(self, ps: list[m.Value], ind: int) -> None:
+        self._stack_shift(ps, ind, "")
+
+    def p_pop(self, ps: list[m.Value], ind: int) -> None:
+        self._stack_shift(ps, ind, "-")
+
+    def p_exit(self, ps: list[m.Value], ind: int) -> None:
+        self.emit("p->rc = RC_EXIT; return;", ind)
+
+    def p_mark_to_drop(self, ps: list[m.Value], ind: int) -> None:
+        sm = self.L.sm
+        self.emit(f"F[{sm['egress_spec']}] = DROP_PORT; F[{sm['mcast_grp']}] = 0;", ind)
+
+    p_drop = p_mark_to_drop
+
+    def fail_unless(self, cond: str, what: str, ind: int) -> None:
+        self.emit(f"if (!{cond}) {{ p->rc = RC_ERR; p->msg = {_cstr(what + ' failed')}; }}", ind)
+        self.may_fail = True
+
+    def p_register_write(self, ps: list[m.Value], ind: int) -> None:
+        name = self.named(ps[0], "register_array")
+        reg = self.reg_size[name]
+        i = self.tmp("i")
+        mask = f" & {(1 << reg.bitwidth) - 1:#x}ULL" if reg.bitwidth < 64 else ""
+        self.emit("{{ {} {} = {};".format(*self.index(ps[1], i)), ind)
+        self.emit(f"if ({i} >= 0 && {i} < {reg.size}) p->E->reg[{self.cp.registers[name]}][(u64){i}] = "
+                  f"(u64)({self.rv(ps[2])}){mask}; }}", ind + 1)
+
+    def p_count(self, ps: list[m.Value], ind: int) -> None:
+        name = self.named(ps[0], "counter_array")
+        cid, i = self.cp.counters[name], self.tmp("i")
+        self.emit("{{ {} {} = {};".format(*self.index(ps[1], i)), ind)
+        self.emit(f"if ({i} >= 0 && {i} < {self.counter_size[name]}) {{ p->E->cpk[{cid}][(u64){i}]++; "
+                  f"p->E->cby[{cid}][(u64){i}] += F[{self.L.sm['packet_length']}]; }} }}", ind + 1)
+
+    def meter_amount(self, kind: str) -> str:
+        return "1.0" if kind == "packets" else f"(double)F[{self.L.sm['packet_length']}]"
+
+    def p_execute_meter(self, ps: list[m.Value], ind: int) -> None:
+        name = self.named(ps[0], "meter_array")
+        meter = self.meters[name]
+        i = self.tmp("i")
+        self.emit("{{ {} {} = {};".format(*self.index(ps[1], i)), ind)
+        self.store(ps[2], f"({i} >= 0 && {i} < {meter.size} ? meter_exec(&p->E->meters[{self.cp.meters[name]}]"
+                          f"[(u64){i}], {self.meter_amount(meter.type)}) : 0)", ind + 1)
+        self.emit("}", ind)
+
+    def calc(self, name: str, ind: int) -> str:
+        """Print the packing of calculation `name`'s inputs; a C expression for its hash (u64)."""
+        c = self.calcs.get(name)
+        if c is None:
+            raise self.fail(f"unknown calculation {name}")
+        algo = _ALGOS.get(c.algo)
+        if algo is None:
+            raise self.fail(f"hash algorithm {c.algo}")
+        buf, nb = self.tmp("hb"), self.tmp("nb")
+        parts: list[tuple[str, str, int | None]] = []  # (value, width, valid slot or None)
+        payload = False
+        most = 0
+        for v in c.input:
+            if isinstance(v, m.Field):
+                slot, ftype = self.L.field_slot(v)
+                hb = None if self.p.header(v.header).metadata else self.L.base[v.header]
+                t = self.L.header_type(v.header)
+                if ftype is not None and (ftype.width is None or ftype.width > MAX_BITS):
+                    parts += self.chunk_parts(v.header, ftype, slot, hb)
+                    most += (t.max_length or 0) * 8 if ftype.width is None else ftype.width
+                else:
+                    width = 1 if ftype is None else (ftype.width or 0)
+                    parts.append((f"(u64){self.rv(v)}", str(width), hb))
+                    most += width
+            elif isinstance(v, m.Const):
+                width = v.width if v.width is not None else max(v.value.bit_length(), 1)
+                value = v.value & ((1 << width) - 1)
+                for lo in range(0, width, MAX_BITS)[::-1]:
+                    w = min(MAX_BITS, width - lo)
+                    parts.append((f"{(value >> lo) & ((1 << w) - 1):#x}ULL", str(w), None))
+                most += width
+            elif isinstance(v, m.HeaderRef):
+                b = self.L.base[v.name]
+                t = self.L.header_type(v.name)
+                for off, f in zip(self.L.offsets[t.name], t.fields):
+                    if f.width is not None:
+                        parts += self.chunk_parts(v.name, f, b + off, b)
+                        most += f.width
+            elif isinstance(v, m.Payload):
+                payload = True
+                break
+            else:
+                raise self.fail(f"a calculation cannot take a {type(v).__name__}")
+        self.emit(f"u8 {buf}[{most // 8 + 2}] = {{0}}; u32 {nb} = 0;", ind)
+        guards = {valid for _, _, valid in parts}
+        if len(guards) == 1 and all(bits.isdigit() for _, bits, _ in parts):  # bits at fixed places
+            (guard,) = guards
+            puts, pos = [], 0
+            for code, bits, _ in parts:
+                puts.append(f"putbits({buf}, {pos}, {code}, {bits});")
+                pos += int(bits)
+            self.emit(" ".join(puts) + f" {nb} = {pos};" if guard is None else
+                      f"if (F[{guard}]) {{ {' '.join(puts)} {nb} = {pos}; }}", ind)
+        else:
+            for code, bits, guard in parts:
+                put = f"putbits({buf}, {nb}, {code}, {bits}); {nb} += {bits};"
+                self.emit(put if guard is None else f"if (F[{guard}]) {{ {put} }}", ind)
+        rest = "p->data + p->poff, p->len - p->poff" if payload else "NULL, 0"
+        return f"hash_{algo}({buf}, ({nb} + 7) / 8, {rest})"
+
+    def chunk_parts(self, header: str, f: m.FieldType, slot: int, valid: int | None) -> list[tuple[str, str, int | None]]:
+        """A field's (value, width, valid slot) parts of a calculation's input, most significant first."""
+        t = self.L.header_type(header)
+        n = self.L.chunks(t, f)
+        if f.width is None:  # a varbit: its current length
+            vl = f"(int)F[{self.L.base[header] + self.L.offsets[t.name][-1]}]"
+            return [(f"F[{slot + i}]", f"l_cw({vl}, {i})" if n > 1 else vl, valid) for i in reversed(range(n))]
+        return [(f"F[{slot + i}]", str(min(MAX_BITS, f.width - MAX_BITS * i)), valid) for i in reversed(range(n))]
+
+    def p_modify_field_with_hash_based_offset(self, ps: list[m.Value], ind: int) -> None:
+        dst, base, calc, size = ps
+        h, n = self.tmp("h"), self.tmp("n")
+        self.emit("{", ind)
+        self.emit(f"i128 {h} = (i128){self.calc(self.named(calc, 'calculation'), ind + 1)}, {n} = {self.rv(size)};",
+                  ind + 1)
+        self.store(dst, f"l_add({self.rv(base)}, {n} ? {h} % {n} : {h})", ind + 1)
+        self.emit("}", ind)
+
+    def p_modify_field_rng_uniform(self, ps: list[m.Value], ind: int) -> None:
+        lo, hi = self.tmp("lo"), self.tmp("hi")
+        self.emit(f"{{ i128 {lo} = {self.rv(ps[1])}, {hi} = {self.rv(ps[2])};", ind)
+        self.store(ps[0], f"({lo} <= {hi} ? (i128)rng_range(p->E, (u64){lo}, (u64){hi}) : {lo})", ind + 1)
+        self.emit("}", ind)
+
+    def p_generate_digest(self, ps: list[m.Value], ind: int) -> None:
+        lid = ps[1].value if isinstance(ps[1], m.Const) else None
+        ll = self.learn_lists.get(lid) if lid is not None else None
+        if ll is None:
+            raise self.fail(f"generate_digest names no learn list ({ps[1]})")
+        wide = [f for f in ll.elements if self.L.width(f) > MAX_BITS]
+        if wide:
+            raise self.fail(f"a digest of the {self.L.width(wide[0])}-bit field {wide[0].header}.{wide[0].field}")
+        v = self.tmp("D")
+        values = ", ".join(f"(u64){self.rv(f)} & {(1 << max(self.L.width(f), 1)) - 1:#x}ULL" for f in ll.elements)
+        self.emit(f"{{ const u64 {v}[] = {{{values or '0'}}};", ind)
+        self.emit(f"push_digest(p->E, {self.p.learn_lists.index(ll)}, {v}, {len(ll.elements)}); }}", ind + 1)
+
+    def set_slots(self, assignments: list[tuple[int | str, str]], ind: int) -> None:
+        self.emit(" ".join(f"F[{slot}] = (u64)({value});" for slot, value in assignments), ind)
+
+    # -- actions
+
+    def gen_action(self, a: m.Action) -> None:
+        self.ctx = "action"
+        self.param_widths = [width for _, width in a.runtime_data]
+        self.emit(f"static void ac{a.id}(pk_t *p, const u64 *A) {{ /* action {a.name} */", 0)
+        self.emit("u64 *F = p->F; (void)F; (void)A;", 1)
+        self.action_body(a, 0)
+        self.emit(f"L{len(a.primitives)}: ;", 0)
+        self.emit("}", 0)
+
+    def label(self, index: int, ind: int) -> int:
+        self.emit(f"L{index}: ;", ind)
+        return ind + 1
+
+    def jump(self, cond: str | None, target: m.Value, ind: int) -> None:
+        if not isinstance(target, m.Const):
+            raise self.fail("a jump to a computed place")
+        self.emit(f"{'' if cond is None else f'if (!{cond}) '}goto L{target.value};", ind)
+        self.check(ind)
+
+    # -- pipelines
+
+    def gen_pipeline(self, fname: str, pl: m.Pipeline) -> None:
+        nodes = {t.name: i for i, t in enumerate(pl.tables)}
+        nodes.update({c.name: len(pl.tables) + i for i, c in enumerate(pl.conditionals)})
+
+        def node(name: str | None) -> int:
+            return -1 if name is None else nodes[name]
+
+        for t in pl.tables:
+            self.gen_table(t, node)
+        self.ctx = "node"
+        self.emit(f"static void {fname}(pk_t *p) {{", 0)
+        self.emit("u64 *F = p->F; (void)F;", 1)
+        self.emit(f"int n = {node(pl.init_table)};", 1)
+        self.emit("while (n >= 0) {", 1)
+        self.emit("switch (n) {", 2)
+        for t in pl.tables:
+            self.emit(f"case {nodes[t.name]}: n = tb{t.id}(p); break; /* {t.name} */", 2)
+        for c in pl.conditionals:
+            self.emit(f"case {nodes[c.name]}: n = {self.rv(c.expression)} ? {node(c.true_next)} : "
+                      f"{node(c.false_next)}; break; /* {c.name} */", 2)
+        self.emit("default: return;", 2)
+        self.emit("}", 2)
+        self.emit("if (p->rc) return;", 2)
+        self.may_fail = False
+        self.emit("}", 1)
+        self.emit("}", 0)
+
+    def key_code(self, k: m.KeyElement) -> str:
+        slot, mask = self.key_mask(k)
+        if mask is not None and mask >> MAX_BITS:
+            raise self.fail(f"table key {k.name} of {mask.bit_length()} bits")
+        return f"F[{slot}]" if mask is None else f"(F[{slot}] & {mask:#x}ULL)"
+
+    def gen_table(self, t: m.Table, node: Callable[[str | None], int]) -> None:
+        self.ctx = "table"
+        tid = self.cp.tables[t.name]
+        self.emit(f"static int tb{t.id}(pk_t *p) {{ /* table {t.name} */", 0)
+        counted = any(c.is_direct and c.binding == t.name for c in self.p.counter_arrays)
+        for line in table_hit_c(tid, [self.key_code(k) for k in t.key], t.support_timeout,
+                                self.L.sm["packet_length"] if counted else None):
+            self.emit(line, 1)
+        meter = next((mt for mt in self.p.meter_arrays if mt.name == t.direct_meters), None)
+        if meter is not None:
+            color = f"meter_exec(&e->meter, {self.meter_amount(meter.type)})"
+            if meter.result_target is not None:
+                self.store(meter.result_target, color, 2)
+            else:
+                self.emit(f"(void){color};", 2)
+        self.emit("act = e->action; A = e->args;", 2)
+        self.emit("} else { act = T->def_action; A = T->def_args; }", 1)
+        self.emit("p->act = act;", 1)
+        self.emit("switch (act) {", 1)
+        for aid in t.action_ids:
+            a = self.actions[aid]
+            self.emit(f"case {self.cp.actions[a.name]}: ac{aid}(p, A); break;", 1)
+        self.emit("default: break;", 1)
+        self.emit("}", 1)
+        self.emit("if (p->rc) return -1;", 1)
+        if "__HIT__" in t.next_tables or "__MISS__" in t.next_tables:
+            self.emit(f"return e ? {node(t.next_tables.get('__HIT__'))} : {node(t.next_tables.get('__MISS__'))};", 1)
+        else:
+            self.emit("switch (act) {", 1)
+            for name, target in t.next_tables.items():
+                if name in self.cp.actions:
+                    self.emit(f"case {self.cp.actions[name]}: return {node(target)};", 1)
+            self.emit(f"default: return {node(t.base_default_next)};", 1)
+            self.emit("}", 1)
+        self.emit("}", 0)
+
+    # -- parser, checksums, deparser
+
+    def field_layout(self, t: m.HeaderType, vl: str) -> tuple[list[tuple[int, str, str]], str]:
+        """Per field (index, bit offset, width) as C expressions, and the header's bytes; `vl`: varbit bits."""
+        out, off = [], "0"
+        for k, f in enumerate(t.fields):
+            w = str(f.width) if f.width is not None else vl
+            out.append((k, off, w))
+            off = str(int(off) + int(w)) if off.isdigit() and w.isdigit() else f"{off} + {w}"
+        nbytes = str(int(off) // 8) if off.isdigit() else f"({off}) / 8"
+        return out, nbytes
+
+    def extract_into(self, b: str, t: m.HeaderType, vl: str, ind: int) -> None:
+        too_short = self.error_code("PacketTooShort")
+        fields, nbytes = self.field_layout(t, vl)
+        self.emit(f"if ((u64)o + {nbytes} > p->len) {{ rcode = {too_short}; goto reject; }}", ind)
+        offsets = self.L.offsets[t.name]
+        for k, off, w in fields:
+            n = self.L.chunks(t, t.fields[k])
+            for i in range(n):
+                get = f"l_getchunk(p->data + o, {off}, {w}, {i})" if n > 1 else f"getbits(p->data + o, {off}, {w})"
+                self.emit(f"F[{b} + {offsets[k] + i}] = {get};", ind)
+        if t.max_length is not None:
+            self.emit(f"F[{b} + {offsets[-1]}] = {vl};", ind)
+        self.emit(f"F[{b}] = 1; o += {nbytes};", ind)
+
+    def extract(self, target: m.Value, vl: str, ind: int) -> None:
+        oob = self.error_code("StackOutOfBounds")
+        self.emit("{", ind)
+        ind += 1
+        if isinstance(target, m.HeaderRef):
+            t = self.L.header_type(target.name)
+            b = str(self.L.base[target.name])
+            if t.max_length is not None and vl != "0":
+                fixed = sum(f.width or 0 for f in t.fields)
+                self.emit(f"i128 vl = {vl};", ind)
+                self.check(ind)
+                self.emit(f"if (vl % 8) {{ rcode = {self.error_code('ParserInvalidArgument')}; goto reject; }}", ind)
+                self.emit(f"if (vl + {fixed} > {t.max_length * 8}) {{ rcode = {self.error_code('HeaderTooShort')}; "
+                          "goto reject; }", ind)
+                vl = "(int)vl"
+            self.extract_into(b, t, vl, ind)
+            self.after_valid_change(target, b, ind)
+        elif isinstance(target, m.StackRef):
+            t = self.L.types[self.L.stack_type[target.name]]
+            nxt = self.L.next_index[target.name]
+            headers = self.L.stacks[target.name]
+            arr = self.stack(target.name, [self.L.base[h] for h in headers])
+            self.emit(f"if (F[{nxt}] >= {len(headers)}) {{ rcode = {oob}; goto reject; }}", ind)
+            self.emit(f"u64 b = {arr}[F[{nxt}]];", ind)
+            self.extract_into("b", t, vl, ind)
+            self.emit(f"F[{nxt}] += 1;", ind)
+        elif isinstance(target, m.UnionStackField):  # the member of the stack's next union
+            k, t = self.union_stack_member(target)
+            nxt = self.L.next_index[target.stack]
+            unions = self.L.union_stacks[target.stack]
+            arr = self.stack(f"{target.stack}__{k}", [self.L.base[self.L.unions[u][k]] for u in unions])
+            self.emit(f"if (F[{nxt}] >= {len(unions)}) {{ rcode = {oob}; goto reject; }}", ind)
+            self.emit(f"u64 b = {arr}[F[{nxt}]];", ind)
+            self.extract_into("b", t, vl, ind)
+            self.emit(f"F[{nxt}] += 1;", ind)
+        else:
+            raise self.fail(f"extract into a {type(target).__name__}")
+        self.emit("}", ind - 1)
+
+    def parser_op(self, op: m.ParserOp, ind: int) -> None:
+        super().parser_op(op, ind)
+        self.check(ind)
+
+    def verify(self, cond: str, code: str, ind: int) -> None:
+        self.emit(f"if (!{cond}) {{ rcode = (u64){code}; goto reject; }}", ind)
+
+    def advance(self, amount: str, bits: bool, ind: int) -> None:
+        self.emit(f"{{ i128 no = (i128)o + ({amount}{' >> 3' if bits else ''});", ind)
+        self.check(ind + 1)
+        self.emit(f"if (no > p->len) {{ o = p->len; rcode = {self.error_code('PacketTooShort')}; goto reject; }}",
+                  ind + 1)
+        self.emit("o = (u32)no; }", ind + 1)
+
+    def gen_parser(self, p: m.Parser) -> None:
+        self.ctx = "parser"
+        self.labels = labels = {s.name: f"s{s.id}" for s in p.parse_states}
+        self.emit("static u32 g_parse(pk_t *p) {", 0)
+        self.emit("u64 *F = p->F; u32 o = 0; u64 rcode = NO_ERROR_CODE; int steps = 0; (void)F;", 1)
+        self.emit(f"goto {labels[p.init_state]};", 1)
+        timeout = self.error_code("ParserTimeout")
+        for s in p.parse_states:
+            self.emit(f"{labels[s.name]}: /* {s.name} */", 0)
+            self.emit(f"if (++steps > {MAX_PARSER_STATES}) {{ rcode = {timeout}; goto reject; }}", 1)
+            self.emit("{", 1)
+            for op in s.parser_ops:
+                self.parser_op(op, 2)
+            self.transitions(s, 2)
+            self.emit("}", 1)
+        self.out += parser_end_c(self.L.sm["parser_error"])
+
+    def set_key(self, parts: list[tuple[str, int, int]], ind: int) -> None:
+        total = parts[0][2] + (parts[0][1] + 7) // 8 * 8
+        if total > 128:
+            raise self.fail(f"a parser transition key of {total} bits (at most 128)")
+        code = [f"((((u128)({c})) & {_u128((1 << w) - 1)}) << {pos})" for c, w, pos in parts]
+        self.emit(f"u128 k = {' | '.join(code)};", ind)
+        self.check(ind)
+
+    def goto(self, state: str | None) -> str:
+        return f"goto {self.labels[state] if state else 'accept'};"
+
+    def case(self, value: int, mask: int | None, then: str) -> str:
+        if mask is None:
+            return f"if (k == {_u128(value)}) {then}"
+        return f"if ((k & {_u128(mask)}) == {_u128(value & mask)}) {then}"
+
+    def reject(self, code: int) -> str:
+        return f"rcode = {code}; goto reject;"
+
+    def gen_checksums(self, fname: str, verify: bool) -> None:
+        self.ctx = "node"
+        self.emit(f"static void {fname}(pk_t *p) {{", 0)
+        self.emit("u64 *F = p->F; (void)F;", 1)
+        for c in self.p.checksums:
+            if not (c.verify if verify else c.update):
+                continue
+            self.emit(f"if ({self.rv(c.if_cond) if c.if_cond is not None else '1'}) {{", 1)
+            self.check(2)
+            value = self.calc(c.calculation, 2)
+            if verify:
+                target, ftype = self.field_lv(c.target)
+                self.emit(f"if ((i128){value} != {self.read(target, ftype)}) F[{self.L.sm['checksum_error']}] = 1;", 2)
+            else:
+                self.store(c.target, value, 2)
+            self.emit("}", 1)
+        self.emit("}", 0)
+
+    def gen_deparser(self, d: m.Deparser) -> int:
+        """Print g_deparse; the most bytes it writes."""
+        self.ctx = "deparser"
+        self.emit("static u32 g_deparse(pk_t *p, u8 *out) {", 0)
+        self.emit("u64 *F = p->F; u32 ob = 0; (void)F;", 1)
+        for prim in d.primitives:
+            self.primitive(prim, 1)
+        most = 0
+        for h in d.order:
+            b = self.L.base[h]
+            t = self.L.header_type(h)
+            offsets = self.L.offsets[t.name]
+            vl = f"(int)F[{b + offsets[-1]}]" if t.max_length is not None else "0"
+            fields, nbytes = self.field_layout(t, vl)
+            most += t.max_length if t.max_length is not None else int(nbytes)
+            self.emit(f"if (F[{b}]) {{ /* {h} */", 1)
+            self.emit(f"memset(out + ob, 0, {nbytes});", 2)
+            for k, off, w in fields:
+                n = self.L.chunks(t, t.fields[k])
+                for i in range(n):
+                    slot = b + offsets[k] + i
+                    self.emit(f"l_putchunk(out + ob, {off}, F[{slot}], {w}, {i});" if n > 1 else
+                              f"putbits(out + ob, {off}, F[{slot}], {w});", 2)
+            self.emit(f"ob += {nbytes};", 2)
+            self.emit("}", 1)
+        self.emit("return ob;", 1)
+        self.emit("}", 0)
+        return most
+
+    # -- the whole program
+
+    def generate(self) -> CProgram:
+        for a in self.p.actions:
+            self.gen_action(a)
+        self.gen_parser(self.p.parsers[0])
+        pipelines = {pl.name: pl for pl in self.p.pipelines}
+        for fname, name in (("g_ingress", "ingress"), ("g_egress", "egress")):
+            if name in pipelines:
+                self.gen_pipeline(fname, pipelines[name])
+            else:
+                self.emit(f"static void {fname}(pk_t *p) {{ (void)p; }}", 0)
+        self.gen_checksums("g_verify", verify=True)
+        self.gen_checksums("g_compute", verify=False)
+        hdr_max = self.gen_deparser(self.p.deparsers[0])
+        self.cp.source = "\n".join([self.prelude(hdr_max), *self.out, "DEFINE_PROGRAM();", ""])
+        return self.cp
+
+    def field_slots(self, f: m.Field) -> range:
+        """Every slot of a field (one per 64-bit chunk)."""
+        slot, ftype = self.L.field_slot(f)
+        t = self.L.header_type(f.header)
+        return range(slot, slot + (1 if ftype is None else self.L.chunks(t, ftype)))
+
+    def prelude(self, hdr_max: int) -> str:
+        """The descriptor's constants (DEFINE_PROGRAM in engine/program.h), the initial frame, stack arrays."""
+        L = self.L
+        init = []
+        for v in L.initial:
+            init.append("NONE64" if v is None else f"{int(v) if not isinstance(v, bytes) else 0}ULL")
+        lines = ['#include "lowered.h"', f"#define NSLOTS {len(L.initial)}", f"#define HDR_MAX {hdr_max}",
+                 f"#define NTABLES {len(self.cp.tables)}", f"#define NREGS {len(self.cp.registers)}",
+                 f"#define NCOUNTERS {len(self.cp.counters)}", f"#define NMETERS {len(self.cp.meters)}",
+                 f"#define META_FIRST {L.meta_range[0]}", f"#define META_END {L.meta_range[1]}"]
+        lines += [f"#define SM_{name.upper()} {L.sm.get(name, -1)}" for name in _SM_FIELDS]
+        lines += [f"#define H_{name.upper()} {L.hidden[name]}" for name in _HIDDEN_C]
+        lines.append(f"static const int SM_ALL[] = {{{', '.join(str(s) for s in L.sm.values())}}};")
+        lines.append(f"#define SM_COUNT {len(L.sm)}")
+        lines.append(f"static const u64 INIT[NSLOTS] = {{{', '.join(init)}}};")
+        lines.append("static const int FL_EMPTY[1] = {0};")
+        field_lists = {fl.id: [slot for f in fl.elements for slot in self.field_slots(f)] for fl in self.p.field_lists}
+        for idx, slots in sorted(field_lists.items()):
+            lines.append(f"static const int FL_{idx}[] = {{{', '.join(map(str, slots)) or '0'}}};")
+        lines.append("static const int *field_list(u64 idx, int *n) {")
+        lines.append("    switch (idx) {")
+        for idx, slots in sorted(field_lists.items()):
+            lines.append(f"    case {idx}: *n = {len(slots)}; return FL_{idx};")
+        lines.append("    default: *n = 0; return FL_EMPTY;")
+        lines.append("    }")
+        lines.append("}")
+        regs = [r.size for r in self.p.register_arrays]
+        counters = list(self.counter_size.values())
+        meters = [mt.size for mt in self.meters.values()]
+        for name, sizes in (("REG_SIZE", regs), ("COUNTER_SIZE", counters), ("METER_SIZE", meters)):
+            lines.append(f"static const u64 {name}[] = {{{', '.join(map(str, sizes or [0]))}}};")
+        nkeys = [len(t.key) for pl in self.p.pipelines for t in pl.tables]
+        lines.append(f"static const int TABLE_KEYS[] = {{{', '.join(map(str, nkeys or [0]))}}};")
+        for arr, bases in self.stack_arrays.items():
+            lines.append(f"static const u32 {arr}[] = {{{', '.join(map(str, bases))}}};")
+        lines.append("static u32 g_parse(pk_t *p);")
+        lines.append("static u32 g_deparse(pk_t *p, u8 *out);")
+        lines += [f"static void {fname}(pk_t *p);" for fname in ("g_verify", "g_ingress", "g_egress", "g_compute")]
+        lines += [f"static void ac{a.id}(pk_t *p, const u64 *A);" for a in self.p.actions]
+        lines += [f"static int tb{t.id}(pk_t *p);" for pl in self.p.pipelines for t in pl.tables]
+        return "\n".join(lines)
+
+
+def generate_c(program: m.Program) -> CProgram:
+    """The C for lowered `program` (raises Unsupported naming the first construct the native engine lacks)."""
+    return _Printer(program).generate()

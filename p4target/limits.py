@@ -1,0 +1,58 @@
+"""Bounds of a switch left running: the cap on its program's state, its log and capture sizes.
+
+The state cap is checked before any of the state exists.
+
+A program declares its registers, counters, meters and table sizes; a typo such as
+`register<bit<32>>(1 << 30)` would otherwise make the switch allocate gigabytes (or die
+trying) when the pipeline loads. `check_state_cap` adds up what each object may hold at
+most, in bytes per cell as the engines store them, and refuses the program with one line
+naming the largest object and the cap (`aggnet switch --max-state-mb`).
+"""
+from __future__ import annotations
+
+from p4target.state import ProgramSchema, ResourceExhausted
+
+DEFAULT_STATE_CAP_MB = 1024
+DEFAULT_LOG_MAX_MB = 64     # the switch log and its P4Runtime request log rotate there (one old file kept)
+DEFAULT_PCAP_MAX_MB = 256   # per pcap file: a capture left on stays bounded
+REGISTER_CELL_BYTES = 8    # a 64-bit slot per cell (wider registers take their width)
+COUNTER_CELL_BYTES = 16    # packets and bytes
+METER_CELL_BYTES = 64      # two token buckets and their configuration
+TABLE_ENTRY_BYTES = 256    # an entry's key, action data, index slot and bookkeeping, at most its key/params more
+PROFILE_MEMBER_BYTES = 128
+
+
+def state_footprint(schema: ProgramSchema) -> dict[str, int]:
+    """Bytes each stateful object of the program may take at most, by "kind name"."""
+    out: dict[str, int] = {}
+    for r in schema.registers.values():
+        out[f"register {r.name}"] = r.size * max(REGISTER_CELL_BYTES, (r.bitwidth + 7) // 8)
+    for c in schema.counters.values():
+        out[f"counter {c.name}"] = c.size * COUNTER_CELL_BYTES
+    for m in schema.meters.values():
+        out[f"meter {m.name}"] = m.size * METER_CELL_BYTES
+    for t in schema.tables.values():
+        key_bytes = sum((k.bitwidth + 7) // 8 for k in t.keys)
+        params = max((sum((w + 7) // 8 for _, w in schema.actions[a].params) for a in t.actions
+                      if a in schema.actions), default=0)
+        direct = (COUNTER_CELL_BYTES if t.direct_counter else 0) + (METER_CELL_BYTES if t.direct_meter else 0)
+        out[f"table {t.name}"] = t.size * (TABLE_ENTRY_BYTES + 2 * key_bytes + params + direct)
+    for p in schema.action_profiles.values():
+        out[f"action profile {p.name}"] = p.size * PROFILE_MEMBER_BYTES
+    return out
+
+
+def check_state_cap(schema: ProgramSchema, cap_mb: int) -> None:
+    """ResourceExhausted (one line) when the program's state may exceed `cap_mb` MiB in all."""
+    footprint = state_footprint(schema)
+    total = sum(footprint.values())
+    if total <= cap_mb << 20:
+        return
+    largest = max(footprint, key=footprint.__getitem__)
+    raise ResourceExhausted(f"{largest} needs {_mib(footprint[largest])} MiB, the program's state "
+                            f"{_mib(total)} MiB in all: over the switch's state cap of {cap_mb} MiB "
+                            f"(aggnet switch --max-state-mb)")
+
+
+def _mib(nbytes: int) -> str:
+    return f"{nbytes / (1 << 20):.0f}" if nbytes >= 1 << 20 else f"{nbytes / (1 << 20):.2f}"

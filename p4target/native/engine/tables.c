@@ -1,0 +1,195 @@
+/* tables.c: match-action tables (hashed levels for exact/lpm keys, a priority scan otherwise). */
+#include "internal.h"
+
+static u64 hash_key(const u64 *k, const u64 *mask, int n) {
+    u64 h = 0x9E3779B97F4A7C15ULL;
+    for (int i = 0; i < n; i++) {
+        u64 x = (k[i] & mask[i]) + h;
+        x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+        h = x ^ (x >> 31);
+    }
+    return h;
+}
+
+entry_t *table_lookup(table_t *t, const u64 *key) {
+    int n = t->nkeys;
+    if (t->prio_mode) {
+        for (u32 s = 0; s < t->nsorted; s++) {
+            entry_t *e = t->sorted[s];
+            int ok = 1;
+            for (int i = 0; i < n && ok; i++) {
+                if (e->kind[i] == 1) ok = (key[i] & e->m[i]) == e->v[i];
+                else if (e->kind[i] == 2) ok = e->v[i] <= key[i] && key[i] <= e->hi[i];
+            }
+            if (ok) return e;
+        }
+        return NULL;
+    }
+    for (level_t *l = t->levels; l; l = l->next) {
+        u64 h = hash_key(key, l->mask, n);
+        for (entry_t *e = l->b[h & (l->nb - 1)]; e; e = e->hnext) {
+            int ok = 1;
+            for (int i = 0; i < n && ok; i++) ok = (key[i] & l->mask[i]) == e->v[i];
+            if (ok) return e;
+        }
+    }
+    return NULL;
+}
+
+/* A bigger array for *arr (cap elements of size each, doubled or `first`): 0, or -1 with *arr unchanged. */
+static int grow(void **arr, u32 *cap, size_t size, u32 first) {
+    u32 n = *cap ? *cap * 2 : first;
+    void *bigger = realloc(*arr, size * n);
+    if (!bigger) return -1;
+    *arr = bigger;
+    *cap = n;
+    return 0;
+}
+
+static void level_insert(level_t *l, entry_t *e, int n) {
+    u32 nb = l->nb * 2;
+    entry_t **b = l->n + 1 > l->nb ? calloc(nb, sizeof(entry_t *)) : NULL;
+    if (b) {  /* rehashed into twice the buckets (without memory, the chains just grow longer) */
+        for (u32 i = 0; i < l->nb; i++) {
+            for (entry_t *x = l->b[i], *next; x; x = next) {
+                next = x->hnext;
+                u64 h = hash_key(x->v, l->mask, n) & (nb - 1);
+                x->hnext = b[h]; b[h] = x;
+            }
+        }
+        free(l->b); l->b = b; l->nb = nb;
+    }
+    u64 h = hash_key(e->v, l->mask, n) & (l->nb - 1);
+    e->hnext = l->b[h]; l->b[h] = e;
+    e->lvl = l;
+    l->n++;
+}
+
+static void level_free(level_t *l) {
+    if (l) { free(l->b); free(l->mask); }
+    free(l);
+}
+
+/* The level of prefix length plen (created, NULL without memory). */
+static level_t *level_for(table_t *t, int plen, const u64 *mask) {
+    level_t **pp = &t->levels;
+    while (*pp && (*pp)->plen > plen) pp = &(*pp)->next;
+    if (*pp && (*pp)->plen == plen) return *pp;
+    level_t *l = calloc(1, sizeof(level_t));
+    if (l) {
+        l->mask = malloc(sizeof(u64) * (t->nkeys ? (size_t)t->nkeys : 1));
+        l->nb = 16;
+        l->b = calloc(l->nb, sizeof(entry_t *));
+    }
+    if (!l || !l->mask || !l->b) { level_free(l); return NULL; }
+    l->plen = plen;
+    memcpy(l->mask, mask, sizeof(u64) * (size_t)t->nkeys);
+    l->next = *pp;
+    *pp = l;
+    return l;
+}
+
+void eng_table_setup(engine_t *E, int tid, int lpm, int lpm_width, int prio_mode) {
+    table_t *t = &E->st.tables[tid];
+    t->lpm = lpm; t->lpm_width = lpm_width; t->prio_mode = prio_mode;
+}
+
+int eng_table_add(engine_t *E, int tid, const u64 *v, const u64 *m, const u64 *hi, const u8 *kind,
+                  int64_t prio, int action, const u64 *args, int nargs) {
+    table_t *t = &E->st.tables[tid];
+    int n = t->nkeys;
+    entry_t *e = calloc(1, sizeof(entry_t) + sizeof(u64) * (size_t)(nargs + 3 * n) + (size_t)n + 8);
+    if (!e) return -1;
+    e->args = (u64 *)(e + 1);
+    e->v = e->args + nargs; e->m = e->v + n; e->hi = e->m + n;
+    e->kind = (u8 *)(e->hi + n);
+    memcpy(e->args, args, sizeof(u64) * (size_t)nargs);
+    memcpy(e->v, v, sizeof(u64) * (size_t)n); memcpy(e->m, m, sizeof(u64) * (size_t)n);
+    memcpy(e->hi, hi, sizeof(u64) * (size_t)n); memcpy(e->kind, kind, (size_t)n);
+    e->action = action; e->prio = prio;
+    /* room first (a handle, a place in the table), so running out of memory leaves the table as it was */
+    u32 cap = E->caphandles;
+    if (!E->nfree && E->nhandles == E->caphandles
+        && (grow((void **)&E->freeh, &cap, sizeof(int32_t), 256)
+            || grow((void **)&E->handles, &E->caphandles, sizeof(entry_t *), 256))) {
+        free(e);
+        return -1;
+    }
+    level_t *l = NULL;
+    u64 mask[n ? n : 1];
+    for (int i = 0; i < n; i++) mask[i] = kind[i] == 1 ? m[i] : 0;
+    int plen = t->lpm >= 0 && kind[t->lpm] == 1 ? __builtin_popcountll(m[t->lpm]) : 0;
+    if (t->prio_mode ? t->nsorted == t->capsorted && grow((void **)&t->sorted, &t->capsorted, sizeof(entry_t *), 16)
+                     : !(l = level_for(t, plen, mask))) {
+        free(e);
+        return -1;
+    }
+    e->seq = t->seq++;
+    if (l) {
+        level_insert(l, e, n);
+    } else {
+        u32 at = t->nsorted;
+        while (at > 0 && t->sorted[at - 1]->prio < prio) at--;
+        memmove(&t->sorted[at + 1], &t->sorted[at], sizeof(entry_t *) * (t->nsorted - at));
+        t->sorted[at] = e;
+        t->nsorted++;
+    }
+    e->handle = E->nfree ? E->freeh[--E->nfree] : (int32_t)E->nhandles++;
+    E->handles[e->handle] = e;
+    return e->handle;
+}
+
+void eng_table_modify(engine_t *E, int handle, int action, const u64 *args, int nargs) {
+    entry_t *e = E->handles[handle];
+    e->action = action;
+    memcpy(e->args, args, sizeof(u64) * (size_t)nargs);
+}
+
+void eng_table_delete(engine_t *E, int tid, int handle) {
+    table_t *t = &E->st.tables[tid];
+    entry_t *e = E->handles[handle];
+    if (t->prio_mode) {
+        for (u32 s = 0; s < t->nsorted; s++) {
+            if (t->sorted[s] == e) {
+                memmove(&t->sorted[s], &t->sorted[s + 1], sizeof(entry_t *) * (t->nsorted - s - 1));
+                t->nsorted--;
+                break;
+            }
+        }
+    } else {
+        level_t *l = e->lvl;
+        u64 h = hash_key(e->v, l->mask, t->nkeys) & (l->nb - 1);
+        for (entry_t **pp = &l->b[h]; *pp; pp = &(*pp)->hnext) {
+            if (*pp == e) { *pp = e->hnext; break; }
+        }
+        if (--l->n == 0) {
+            for (level_t **pl = &t->levels; *pl; pl = &(*pl)->next) {
+                if (*pl == l) { *pl = l->next; break; }
+            }
+            level_free(l);
+        }
+    }
+    E->handles[handle] = NULL;
+    E->freeh[E->nfree++] = handle;
+    free(e);
+}
+
+int eng_table_default(engine_t *E, int tid, int action, const u64 *args, int nargs) {
+    table_t *t = &E->st.tables[tid];
+    u64 *copy = calloc(nargs ? (size_t)nargs : 1, sizeof(u64));
+    if (!copy) return -1;
+    memcpy(copy, args, sizeof(u64) * (size_t)nargs);
+    free(t->def_args);
+    t->def_args = copy;
+    t->def_action = action;
+    return 0;
+}
+
+u64 *eng_entry_counters(engine_t *E, int handle) { return &E->handles[handle]->packets; }
+double *eng_entry_last_hit(engine_t *E, int handle) { return &E->handles[handle]->last_hit; }
+
+void table_free(table_t *t) {
+    for (level_t *l = t->levels, *next; l; l = next) { next = l->next; level_free(l); }
+    free(t->sorted); free(t->def_args);
+}

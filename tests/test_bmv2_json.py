@@ -1,0 +1,205 @@
+"""p4c's BMv2 JSON as a program: read into the lowered form, run, and refused clearly when malformed.
+
+- Every corpus program (../shared/p4c-corpus), compiled by the reference p4c, passes its STF test
+  from the JSON alone (`aggnet p4 stf PROG.json TEST.stf`), as it does on simple_switch: on the
+  Python engine, and on the native engine (p4target/backends/c.py), which runs every program but
+  those in NOT_NATIVE; those run on the Python engine after one warning naming why.
+- A malformed or inconsistent JSON is one line naming the file and the JSON path, exit 2.
+- Device configs: bare JSON, and BMv2's P4DeviceConfig (made here by BMv2's own protobuf stubs).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import bmv2_ref
+import corpus
+import pytest
+
+from p4target.device_config import bmv2_json_in
+from p4target.errors import P4Error
+from p4target.lowered import bmv2_json
+from p4target.native.pipeline import make_pipeline
+from p4target.pipeline import Pipeline
+from p4target.stf import StfRunner, parse_stf
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = corpus.CORPUS
+PROGRAM = REPO / "tests" / "data" / "runtime" / "ipv4_cpu.p4"
+P4C = shutil.which("p4c")
+needs_p4c = pytest.mark.skipif(P4C is None, reason="p4c is not on PATH (source /opt/p4ref/env.sh)")
+
+
+@pytest.fixture(scope="module")
+def p4c(tmp_path_factory):
+    """The reference p4c, compiling in the background ahead of the tests."""
+    with bmv2_ref.Compiler(str(tmp_path_factory.mktemp("bmv2-json")), workers=2) as compiler:
+        compiler.prefetch([str(PROGRAM)] + [str(CORPUS / f"{n}.p4") for n in corpus.names()])
+        yield compiler
+
+
+@pytest.fixture(scope="module")
+def ipv4_json(p4c) -> str:
+    return p4c.json(str(PROGRAM))
+
+
+@needs_p4c
+@pytest.mark.parametrize("name", corpus.params())
+def test_corpus_program_passes_its_stf_from_p4c_json(name, p4c):
+    program = bmv2_json.load_file(p4c.json(str(CORPUS / f"{name}.p4")))
+    stf = CORPUS / f"{name}.stf"
+    result = StfRunner(Pipeline(program), str(stf)).run(parse_stf(stf.read_text(), str(stf)))
+    assert result.passed, result.report(name)
+
+
+# Corpus programs the native engine does not run, and the construct its warning names.
+NOT_NATIVE = {
+    "gauntlet_action_return-bmv2": "table key bKiScA of 128 bits",
+    "gauntlet_exit_combination_14-bmv2": "table key key of 128 bits",
+    "gauntlet_switch_nested_table_apply-bmv2": "table key JGOUaj of 128 bits",
+    "ipv6-switch-ml-bmv2": "arithmetic on a 128-bit field",
+}
+
+
+@needs_p4c
+@pytest.mark.parametrize("name", corpus.params())
+def test_corpus_program_passes_its_stf_natively_from_p4c_json(name, p4c, caplog):
+    program = bmv2_json.load_file(p4c.json(str(CORPUS / f"{name}.p4")))
+    pipeline = make_pipeline(program, "native")
+    warnings = [r.getMessage() for r in caplog.records if r.name == "aggnet.native"]
+    try:
+        if name in NOT_NATIVE:
+            assert isinstance(pipeline, Pipeline) and len(warnings) == 1, warnings
+            assert "running on the Python engine: the native engine lacks" in warnings[0]
+            assert NOT_NATIVE[name] in warnings[0], warnings[0]
+        else:
+            assert pipeline.engine_name == "native" and warnings == []
+        stf = CORPUS / f"{name}.stf"
+        result = StfRunner(pipeline, str(stf)).run(parse_stf(stf.read_text(), str(stf)))
+        assert result.passed, result.report(name)
+    finally:
+        if name not in NOT_NATIVE:
+            pipeline.close()
+
+
+def _with_action_profile(doc: dict) -> None:
+    pipeline = doc["pipelines"][0]
+    pipeline["action_profiles"] = [{"name": "MyIngress.profile", "id": 0, "max_size": 16}]
+    pipeline["tables"][_keyed(doc)].update(type="indirect", action_profile="MyIngress.profile")
+
+
+@needs_p4c
+def test_what_the_native_engine_lacks_is_one_warning_and_python_runs_it(ipv4_json, tmp_path, caplog):
+    path = _broken(ipv4_json, tmp_path, _with_action_profile)
+    pipeline = make_pipeline(bmv2_json.load_file(path), "native")
+    assert isinstance(pipeline, Pipeline)
+    table = next(t for t in pipeline.program.pipelines[0].tables if t.action_profile)
+    assert [r.getMessage() for r in caplog.records if r.name == "aggnet.native"] == [
+        f"{path}: running on the Python engine: the native engine lacks action profiles and selectors "
+        f"(table {table.name})"]
+
+
+@needs_p4c
+def test_aggnet_p4_stf_takes_a_json_program(p4c):
+    name = "header-stack-ops-bmv2"
+    program = p4c.json(str(CORPUS / f"{name}.p4"))
+    for engine in ("python", "native"):
+        ok = subprocess.run([sys.executable, "-m", "testbed.cli", "p4", "stf", "--engine", engine, program,
+                             str(CORPUS / f"{name}.stf")], capture_output=True, text=True, timeout=120)
+        assert ok.returncode == 0 and ok.stdout.startswith("PASS") and ok.stderr == "", ok.stdout + ok.stderr
+    wrong = Path(program).with_suffix(".wrong.stf")
+    wrong.write_text("packet 0 000000000000000000000000\nexpect 0 ffff\n")
+    failed = subprocess.run([sys.executable, "-m", "testbed.cli", "p4", "stf", program, str(wrong)],
+                            capture_output=True, text=True, timeout=120)
+    assert failed.returncode == 1 and "FAIL" in failed.stdout, failed.stdout + failed.stderr
+
+
+# --------------------------------------------------------------------------- malformed JSON
+
+
+def _keyed(doc: dict) -> int:
+    """Index of ingress's first table with a key (p4c puts keyless synthesized tables first)."""
+    return next(i for i, t in enumerate(doc["pipelines"][0]["tables"]) if t["key"])
+
+
+def _broken(ipv4_json: str, tmp_path: Path, edit) -> str:
+    doc = json.loads(Path(ipv4_json).read_text())
+    edit(doc)
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+@needs_p4c
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["headers"][1].update(header_type="nope"), "headers[1]: unknown header type 'nope'"),
+    (lambda d: d["pipelines"][0]["tables"][_keyed(d)]["key"][0].update(target=["ipv5", "dstAddr"]),
+     "].key[0].target: unknown header 'ipv5'"),
+    (lambda d: d["actions"][0].update(runtime_data=7),
+     "actions[0].runtime_data: expected a list, found int"),
+    (lambda d: d["pipelines"][0].update(init_table="nowhere"), "pipelines[0].init_table: unknown node 'nowhere'"),
+    (lambda d: d.update(__meta__={"version": [3, 0]}), "expected BMv2 JSON format 2.x"),
+    (lambda d: d["parsers"][0]["parse_states"][0]["parser_ops"].append({"op": "jump", "parameters": []}),
+     "parsers[0].parse_states[0].parser_ops["),
+])
+def test_a_malformed_json_names_file_and_path(ipv4_json, tmp_path, edit, message):
+    path = _broken(ipv4_json, tmp_path, edit)
+    with pytest.raises(P4Error) as err:
+        bmv2_json.load_file(path)
+    assert str(err.value).startswith(f"{path}: error: ") and message in str(err.value)
+
+
+def test_not_json_at_all_is_one_line_with_its_position(tmp_path):
+    path = tmp_path / "half.json"
+    path.write_text('{"header_types": [\n  {"name": ')
+    stf = tmp_path / "t.stf"
+    stf.write_text("packet 0 00\n")
+    out = subprocess.run([sys.executable, "-m", "testbed.cli", "p4", "stf", str(path), str(stf)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines() == [f"{path}:2:12: error: not valid JSON: Expecting value"]
+
+
+# --------------------------------------------------------------------------- device configs
+
+
+def _p4_device_config(json_path: str, tmp_path: Path) -> bytes:
+    """BMv2's P4DeviceConfig around the JSON, serialized by BMv2's own stubs (from /opt/p4ref)."""
+    stubs = Path("/opt/p4ref/lib/python3.11/site-packages/p4")
+    if not (stubs / "tmp" / "p4config_pb2.py").exists():
+        pytest.skip("BMv2's p4.tmp stubs are not installed (bash ../shared/p4ref/install.sh)")
+    (tmp_path / "stubs").mkdir()
+    (tmp_path / "stubs" / "p4").symlink_to(stubs)  # only `p4`: its folder's `google` would shadow protobuf
+    code = ("import sys\nfrom p4.tmp import p4config_pb2\nc = p4config_pb2.P4DeviceConfig(reassign=True)\n"
+            "c.device_data = open(sys.argv[1], 'rb').read()\nsys.stdout.buffer.write(c.SerializeToString())\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "stubs"), "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python"}
+    return subprocess.run([sys.executable, "-c", code, json_path], capture_output=True, env=env, check=True,
+                          timeout=60).stdout
+
+
+@needs_p4c
+def test_device_config_json_is_found_bare_or_in_bmv2_p4_device_config(ipv4_json, tmp_path):
+    raw = Path(ipv4_json).read_bytes()
+    wrapped = _p4_device_config(ipv4_json, tmp_path)
+    assert wrapped != raw and bmv2_json_in(wrapped) == raw and bmv2_json_in(raw) == raw
+    assert bmv2_json_in(PROGRAM.read_bytes()) is None  # P4 source stays P4 source
+    assert bmv2_json_in(b"\x1a\xff\xff") is None  # a truncated message is not JSON
+
+
+@needs_p4c
+def test_runtime_loads_json_device_config_with_the_clients_p4info(ipv4_json, tmp_path):
+    """SetForwardingPipelineConfig as BMv2 clients send it: the device takes p4c's P4Info as given."""
+    from finsy.proto import p4i, p4r
+    from google.protobuf import text_format
+
+    from p4target.runtime.device import compile_config
+
+    info = text_format.Parse(Path(ipv4_json).with_suffix(".p4info.txtpb").read_text(), p4i.P4Info())
+    config = p4r.ForwardingPipelineConfig(p4info=info, p4_device_config=_p4_device_config(ipv4_json, tmp_path))
+    loaded = compile_config(config, "python")
+    assert loaded.p4info == info
+    assert set(loaded.pipeline.state.tables) >= {t.preamble.name for t in info.tables}

@@ -1,0 +1,63 @@
+"""The native engine built with AddressSanitizer and UndefinedBehaviorSanitizer (scripts/fuzz_engine.py), bounded:
+a sample of p4c's corpus and aggnet.p4 with a job installed replay their traces with the same outputs as the
+ordinary build, then take fuzzed frames with no finding; the same for p4c's JSON of them (p4target/backends/c.py).
+The full run (every corpus program, a million frames): `python scripts/fuzz_engine.py [--json]`."""
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from p4target.native.build import compiler
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import fuzz_engine as fz  # noqa: E402
+
+SAMPLE = ["arith-bmv2", "checksum2-bmv2", "parser_error-bmv2", "issue1755-bmv2", "table-entries-ternary-bmv2",
+          "union-valid-bmv2", fz.AGGNET]
+FRAMES = 30_000
+
+pytestmark = [pytest.mark.skipif(compiler() is None, reason="no C compiler for the native engine"),
+              pytest.mark.skipif(not fz.CORPUS.is_dir(), reason="p4c's corpus is not at ../shared/p4c-corpus")]
+COUNTS = re.compile(r"replayed (\d+) packets \((\d+) with outputs differing from the trace\); fuzzed (\d+) frames")
+
+
+def test_sample_replays_and_fuzzes_with_no_finding():
+    lines: list[str] = []
+    results = fz.fuzz(SAMPLE, FRAMES, seed=1, report=lines.append)
+    assert [r.name for r in results] == SAMPLE, lines  # none skipped: all run natively
+    assert all(r.ok for r in results), "\n".join(lines)
+    counts = [COUNTS.match(r.line) for r in results]
+    assert all(counts), lines
+    assert all(int(m.group(1)) > 0 and int(m.group(2)) == 0 for m in counts), lines  # same outputs as the trace
+    assert sum(int(m.group(3)) for m in counts) == FRAMES
+    aggnet = counts[-1]
+    assert int(aggnet.group(1)) > 100 and int(aggnet.group(3)) == FRAMES // 2
+
+
+@pytest.mark.skipif(shutil.which("p4c") is None, reason="p4c is not on PATH (source /opt/p4ref/env.sh)")
+def test_sample_from_p4c_json_replays_and_fuzzes_with_no_finding(tmp_path):
+    sample = [*SAMPLE[:-1], "checksum1-bmv2", fz.AGGNET]  # checksum1: a varbit of 320 bits, in 64-bit chunks
+    lines: list[str] = []
+    results = fz.fuzz(sample, FRAMES, seed=1, report=lines.append, json_dir=str(tmp_path))
+    assert [r.name for r in results] == sample, lines
+    assert all(r.ok for r in results), "\n".join(lines)
+    counts = [COUNTS.match(r.line) for r in results]
+    assert all(counts) and all(int(m.group(1)) > 0 and int(m.group(2)) == 0 for m in counts), lines
+
+
+def test_the_sanitizer_reports_an_out_of_bounds_write():
+    source, trace = fz.trace_aggnet()
+    size = int(re.search(r"static const u64 REG_SIZE\[\] = \{(\d+)", source).group(1))
+    result = fz.run(fz.AGGNET, source, trace + f"reg 0 {size} 1\n", 0, 1)  # one cell past register 0
+    assert not result.ok and "AddressSanitizer: heap-buffer-overflow" in result.line
+
+
+def test_a_replay_with_other_outputs_fails():
+    source, trace = fz.trace_aggnet()
+    changed = re.sub(r"^out (\d+) (\d+) ([0-9a-f]{2})", lambda m: f"out {m[1]} {m[2]} {int(m[3], 16) ^ 1:02x}",
+                     trace, count=1, flags=re.M)
+    assert changed != trace
+    result = fz.run(fz.AGGNET, source, changed, 0, 1)
+    assert not result.ok and "(1 with outputs differing from the trace)" in result.line
