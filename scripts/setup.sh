@@ -43,7 +43,8 @@ fi
 
 # The native engine's libraries for AggNet's own programs, built once per change, so switches
 # start without compiling (a 364-lane program takes the C compiler a while).
-native_want=$(cat p4src/*.p4 p4target/native/*.[ch] p4target/native/*.py p4target/frontend/*.py | sha256sum | cut -d' ' -f1)
+native_want=$(find p4src p4target/native p4target/frontend p4target/constants.py -type f \( -name '*.p4' -o -name '*.[ch]' -o -name '*.py' \) \
+  -not -path '*/__pycache__/*' | sort | xargs cat | sha256sum | cut -d' ' -f1)
 NATIVE_STAMP=.venv/.aggnet-native-stamp
 if command -v gcc >/dev/null && { [ ! -f "$NATIVE_STAMP" ] || [ "$(cat "$NATIVE_STAMP")" != "$native_want" ]; }; then
   echo "setup.sh: building the native engine for p4src/ programs"
