@@ -126,10 +126,11 @@ def test_stf_matches_bmv2(program, stf, p4c, tmp_path):
     try:
         with bmv2_twin(embedded, program, p4c) as bmv2:
             theirs, their_log = run_stf(bmv2, stf)
-        with bmv2_on_our_json(embedded, program, tmp_path) as bmv2_ours:
-            on_our_json = run_stf(bmv2_ours, stf)
-        for ours, our_log in [run_stf(embedded, stf), run_stf(from_json, stf), run_stf(lowered, stf), on_our_json,
-                              *(run_stf(n, stf) for n in natives)]:
+        sides = [run_stf(embedded, stf), run_stf(from_json, stf), run_stf(lowered, stf), *(run_stf(n, stf) for n in natives)]
+        if Path(stf).name not in KNOWN_DIFFERENCES:  # a known difference would only wait out BMv2's timeout here
+            with bmv2_on_our_json(embedded, program, tmp_path) as bmv2_ours:
+                sides.append(run_stf(bmv2_ours, stf))
+        for ours, our_log in sides:
             assert bmv2_ref.first_difference(ours, theirs) == ""
             assert our_log == their_log
     finally:
