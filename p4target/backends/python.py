@@ -10,6 +10,8 @@ tables and conditionals, one function per node returning the next node (None at 
 """
 from __future__ import annotations
 
+import collections
+import functools
 import random
 import time
 from typing import Any
@@ -112,6 +114,18 @@ def _packed(F: list, b: int, fields: FieldSpec) -> bytes:
     return (value << pad).to_bytes((total + pad) // 8, "big")
 
 
+def _constant(value: Any) -> Any:
+    return value
+
+
+def _extract_fields(fields: FieldSpec, F: list, b: int, data: bytes, o: int, vl: int, too_short: int) -> int:
+    return _extract(F, b, fields, data, o, vl, too_short)
+
+
+def _packed_fields(fields: FieldSpec, F: list, b: int) -> bytes:
+    return _packed(F, b, fields)
+
+
 def _copy_header(F: list, dst: int, src: int, n: int) -> None:
     F[dst:dst + n] = F[src:src + n]
 
@@ -134,6 +148,10 @@ class _Printer(LoweredPrinter):
         super().__init__(p)
         self.state = state
         self.labels: dict[str, str] = {}  # parse state -> its function
+        self.globals: dict[int, str] = {}  # id(object) -> its name in the printed module
+        self.codecs: list[str] = []  # per header type: its extract and emit functions
+        self.codecs_printed: set[str] = set()
+        self.next_maps: dict[str, tuple[dict[str, str | None], str | None]] = {}  # per table: action -> next node
         self.ns: dict[str, Any] = {
             "_Reject": _Reject, "_PacketError": PacketError, "_sx": _sx, "_sat": _sat, "_usat": _usat,
             "_shl": _shl, "_div": _div, "_mod": _mod, "_at": _at, "_bits": _bits, "_extract": _extract,
@@ -167,7 +185,7 @@ class _Printer(LoweredPrinter):
             if reg is None:
                 raise self.fail(f"unknown register array {v.name}")
             i = self.rv(v.index)
-            return f"(_S.registers[{v.name!r}].values[{i}] if {i} < {reg.schema.size} else 0)"
+            return f"({self.global_of('_R', reg.values)}[{i}] if {i} < {reg.schema.size} else 0)"
         if isinstance(v, m.StackField):
             b = self.header_base(m.Expr("dereference_header_stack", m.StackRef(v.stack),
                                         m.Expr("last_stack_index", None, m.StackRef(v.stack))))
@@ -275,7 +293,7 @@ class _Printer(LoweredPrinter):
         reg = self.state.registers[name]
         i = self.tmp()
         self.emit(f"{i} = {self.rv(ps[1])}", ind)
-        self.emit(f"if {i} < {reg.schema.size}: _S.registers[{name!r}].values[{i}] = "
+        self.emit(f"if {i} < {reg.schema.size}: {self.global_of('_R', reg.values)}[{i}] = "
                   f"({self.rv(ps[2])}) & {(1 << reg.schema.bitwidth) - 1:#x}", ind)
 
     def p_count(self, ps: list[m.Value], ind: int) -> None:
@@ -283,8 +301,8 @@ class _Printer(LoweredPrinter):
         cnt = self.state.counters[name]
         i = self.tmp()
         self.emit(f"{i} = {self.rv(ps[1])}", ind)
-        self.emit(f"if {i} < {cnt.schema.size}: _S.counters[{name!r}].packets[{i}] += 1; "
-                  f"_S.counters[{name!r}].bytes[{i}] += F[{self.L.sm['packet_length']}]", ind)
+        self.emit(f"if {i} < {cnt.schema.size}: {self.global_of('_CP', cnt.packets)}[{i}] += 1; "
+                  f"{self.global_of('_CB', cnt.bytes)}[{i}] += F[{self.L.sm['packet_length']}]", ind)
 
     def meter_amount(self, kind: str) -> str:
         return "1" if kind == "packets" else f"F[{self.L.sm['packet_length']}]"
@@ -295,7 +313,7 @@ class _Printer(LoweredPrinter):
         i = self.tmp()
         self.emit(f"{i} = {self.rv(ps[1])}", ind)
         amount = self.meter_amount(meter.schema.type)
-        self.store(ps[2], f"(_S.meters[{name!r}].cells[{i}].execute({amount}, _now()) "
+        self.store(ps[2], f"({self.global_of('_M', meter.cells)}[{i}].execute({amount}, _now()) "
                           f"if {i} < {meter.schema.size} else 0)", ind)
 
     def calc(self, name: str) -> str:
@@ -430,9 +448,18 @@ class _Printer(LoweredPrinter):
         miss_next = t.next_tables.get("__MISS__")
         by_hit = "__HIT__" in t.next_tables or "__MISS__" in t.next_tables
         nexts = f"_NX{t.id}"
-        self.ns[nexts] = {a: v for a, v in t.next_tables.items()}
+        self.next_maps[nexts] = (t.next_tables, t.base_default_next)
         self.emit(f"def {nodes[t.name]}(F):", 0)
         self.emit(f"# table {t.name}", 1)
+        default = t.default_entry
+        if not t.key and default is not None and default.action_entry_const and obj.profile is None:
+            # a keyless table whose action nobody can change (p4c's synthesized "tbl_act"): call it directly
+            action = self.actions[default.action_id]
+            args = "".join(f", {v}" for v in default.action_data)
+            self.emit(f"{self.action_fn(action)}(F{args})", 1)
+            target = t.next_tables.get("__MISS__") if by_hit else t.next_tables.get(action.name, t.base_default_next)
+            self.emit(f"return None if F[{self.L.hidden['exit']}] else {self.node_fn(target, nodes)}", 1)
+            return
 
         def leave(hit: bool, action: str) -> None:
             target = (hit_next if hit else miss_next) if by_hit else None
@@ -441,7 +468,7 @@ class _Printer(LoweredPrinter):
             if by_hit:
                 self.emit(f"return {self.node_fn(target, nodes)}", 2 if hit else 1)
             else:
-                self.emit(f"return _NODES.get({nexts}.get({action}, {t.base_default_next!r}))", 2 if hit else 1)
+                self.emit(f"return {nexts}[{action}]", 2 if hit else 1)
 
         if t.key:
             values = ", ".join(self.key_code(k) for k in t.key)
@@ -467,8 +494,7 @@ class _Printer(LoweredPrinter):
             self.emit(f"{amap}[_d.action](F, *_d.args)", 1)
             leave(False, "_d.action")
         else:
-            self.emit(f"return _NODES.get({t.base_default_next!r})" if not by_hit
-                      else f"return {self.node_fn(miss_next, nodes)}", 1)
+            self.emit(f"return {self.node_fn(t.base_default_next if not by_hit else miss_next, nodes)}", 1)
 
     def indirect_hit(self, t: m.Table, profile: st.ActionProfile, amap: str, ind: int) -> None:
         pv = f"_P{t.id}"
@@ -489,6 +515,59 @@ class _Printer(LoweredPrinter):
 
     # -- parser, checksums, deparser
 
+    def global_of(self, prefix: str, obj: object) -> str:
+        """`obj` (a register's cells, a counter's) as a global of the printed module: no lookup by name per packet."""
+        name = self.globals.get(id(obj))
+        if name is None:
+            name = self.globals[id(obj)] = f"{prefix}{len(self.globals)}"
+            self.ns[name] = obj
+        return name
+
+    def extractor(self, t: m.HeaderType) -> str:
+        """The function filling a header of type `t` from the packet: printed straight-line for a fixed-width
+        type (the parser's hot path; a loop over the fields cost 40% of a packet), the generic one for a varbit."""
+        name = f"_ex_{ident(t.name)}"
+        if name in self.ns or name in self.codecs_printed:
+            return name
+        if any(f.width is None for f in t.fields):
+            fields = self.ns[f"_FS_{ident(t.name)}"]
+            self.ns[name] = functools.partial(_extract_fields, fields)
+            return name
+        self.codecs_printed.add(name)
+        nbytes = sum(f.width or 0 for f in t.fields) // 8
+        lines = [f"def {name}(F, b, data, o, vl, too_short):", f"    end = o + {nbytes}",
+                 "    if end > len(data): raise _Reject(too_short, o)", "    v = int.from_bytes(data[o:end], 'big')"]
+        pos = nbytes * 8
+        for k, f in enumerate(t.fields):
+            w = f.width or 0
+            pos -= w
+            value = f"(v >> {pos}) & {(1 << w) - 1:#x}" if pos else f"v & {(1 << w) - 1:#x}"
+            if f.signed:
+                value = f"(({value}) ^ {1 << (w - 1):#x}) - {1 << (w - 1):#x}"
+            lines.append(f"    F[b + {1 + k}] = {value}")
+        self.codecs += lines + ["    F[b] = True", "    return end"]
+        return name
+
+    def emitter(self, t: m.HeaderType) -> str:
+        """The function writing a header of type `t` as bytes (printed straight-line for a fixed-width type)."""
+        name = f"_em_{ident(t.name)}"
+        if name in self.ns or name in self.codecs_printed:
+            return name
+        if any(f.width is None for f in t.fields):
+            self.ns[name] = functools.partial(_packed_fields, self.ns[f"_FS_{ident(t.name)}"])
+            return name
+        self.codecs_printed.add(name)
+        total = sum(f.width or 0 for f in t.fields)
+        pad = -total % 8
+        parts, pos = [], total + pad
+        for k, f in enumerate(t.fields):
+            w = f.width or 0
+            pos -= w
+            part = f"(F[b + {1 + k}] & {(1 << w) - 1:#x})"
+            parts.append(f"{part} << {pos}" if pos else part)
+        self.codecs += [f"def {name}(F, b):", f"    return ({' | '.join(parts) or '0'}).to_bytes({(total + pad) // 8}, 'big')"]
+        return name
+
     def extract(self, target: m.Value, vl: str, ind: int) -> None:
         too_short = self.error_code("PacketTooShort")
         if isinstance(target, m.HeaderRef):
@@ -500,7 +579,7 @@ class _Printer(LoweredPrinter):
             size = len(self.L.stacks[target.name])
             self.emit(f"if F[{nxt}] >= {size}: raise _Reject({self.error_code('StackOutOfBounds')}, o)", ind)
             self.emit(f"_b = _STK_{ident(target.name)}[F[{nxt}]]; F[{nxt}] += 1", ind)
-            self.emit(f"o = _extract(F, _b, _FS_{ident(t.name)}, data, o, {vl}, {too_short})", ind)
+            self.emit(f"o = {self.extractor(t)}(F, _b, data, o, {vl}, {too_short})", ind)
             return
         elif isinstance(target, m.UnionStackField):  # the member of the stack's next union
             k, t = self.union_stack_member(target)
@@ -510,7 +589,7 @@ class _Printer(LoweredPrinter):
             members = self.union_members(m.Expr("dereference_union_stack", m.UnionStackRef(target.stack),
                                                 m.Expr("size_stack", None, m.UnionStackRef(target.stack))))
             self.emit(f"_b = {members[k]}; F[{nxt}] += 1", ind)
-            self.emit(f"o = _extract(F, _b, _FS_{ident(t.name)}, data, o, {vl}, {too_short})", ind)
+            self.emit(f"o = {self.extractor(t)}(F, _b, data, o, {vl}, {too_short})", ind)
             return
         else:
             raise self.fail(f"cannot extract into a {type(target).__name__}")
@@ -521,7 +600,7 @@ class _Printer(LoweredPrinter):
             self.emit(f"if _vl + {fixed} > {t.max_length * 8}: raise _Reject({self.error_code('HeaderTooShort')}, o)",
                       ind)
             vl = "_vl"
-        self.emit(f"o = _extract(F, {b}, _FS_{ident(t.name)}, data, o, {vl}, {too_short})", ind)
+        self.emit(f"o = {self.extractor(t)}(F, {b}, data, o, {vl}, {too_short})", ind)
         self.after_valid_change(target, b, ind)
 
     def verify(self, cond: str, code: str, ind: int) -> None:
@@ -584,7 +663,7 @@ class _Printer(LoweredPrinter):
             self.primitive(prim, 1)
         for h in d.order:
             b = self.L.base[h]
-            self.emit(f"if F[{b}]: out.append(_packed(F, {b}, _FS_{ident(self.p.header(h).header_type)}))", 1)
+            self.emit(f"if F[{b}]: out.append({self.emitter(self.L.types[self.p.header(h).header_type])}(F, {b}))", 1)
         self.emit("return out", 1)
 
     def compile(self) -> Compiled:
@@ -603,7 +682,7 @@ class _Printer(LoweredPrinter):
         if not self.gen_checksums("compute", verify=False):
             empty.add("compute")
         self.gen_deparser(self.p.deparsers[0])
-        source = "\n".join(self.out) + "\n"
+        source = "\n".join(self.codecs + self.out) + "\n"
         exec(compile(source, f"<p4 {self.p.source}>", "exec"), self.ns)  # noqa: S102 - our own generated code
         for key in list(self.ns):
             if key.startswith("_AM"):
@@ -614,7 +693,10 @@ class _Printer(LoweredPrinter):
                 node_names[t.name] = self.ns[f"tb{t.id}_{ident(t.name)}"]
             for c in pl.conditionals:
                 node_names[c.name] = self.ns[f"cd{c.id}_{ident(c.name)}"]
-        self.ns["_NODES"] = node_names
+        for var, (targets, fallback) in self.next_maps.items():  # action -> next node, as functions
+            fallback_node = node_names.get(fallback) if fallback else None
+            self.ns[var] = collections.defaultdict(functools.partial(_constant, fallback_node),
+                                                   {a: node_names[n] if n else None for a, n in targets.items()})
         field_lists = {fl.id: [self.L.field_slot(f)[0] for f in fl.elements] for fl in self.p.field_lists}
         return Compiled(source, self.ns, self.L.initial, self.L.sm, self.L.hidden, field_lists,
                         self.L.meta_range, empty)
