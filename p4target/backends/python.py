@@ -84,7 +84,7 @@ def _bits(data: bytes, o: int, offset: int, width: int, too_short: int) -> int:
 FieldSpec = tuple[tuple[int | None, bool], ...]  # per field: (width or None for varbit, signed)
 
 
-def _extract(F: list, b: int, fields: FieldSpec, data: bytes, o: int, vl: int, too_short: int) -> int:
+def _extract(fields: FieldSpec, F: list, b: int, data: bytes, o: int, vl: int, too_short: int) -> int:
     """Fill header `b`'s fields from `data` at byte `o`; the new offset. `vl`: varbit bits."""
     total = sum(w if w is not None else vl for w, _ in fields)
     end = o + total // 8
@@ -103,7 +103,7 @@ def _extract(F: list, b: int, fields: FieldSpec, data: bytes, o: int, vl: int, t
     return end
 
 
-def _packed(F: list, b: int, fields: FieldSpec) -> bytes:
+def _packed(fields: FieldSpec, F: list, b: int) -> bytes:
     """Header `b`'s fields as wire bytes."""
     value = total = 0
     for k, (w, _) in enumerate(fields):
@@ -116,14 +116,6 @@ def _packed(F: list, b: int, fields: FieldSpec) -> bytes:
 
 def _constant(value: Any) -> Any:
     return value
-
-
-def _extract_fields(fields: FieldSpec, F: list, b: int, data: bytes, o: int, vl: int, too_short: int) -> int:
-    return _extract(F, b, fields, data, o, vl, too_short)
-
-
-def _packed_fields(fields: FieldSpec, F: list, b: int) -> bytes:
-    return _packed(F, b, fields)
 
 
 def _copy_header(F: list, dst: int, src: int, n: int) -> None:
@@ -154,8 +146,8 @@ class _Printer(LoweredPrinter):
         self.next_maps: dict[str, tuple[dict[str, str | None], str | None]] = {}  # per table: action -> next node
         self.ns: dict[str, Any] = {
             "_Reject": _Reject, "_PacketError": PacketError, "_sx": _sx, "_sat": _sat, "_usat": _usat,
-            "_shl": _shl, "_div": _div, "_mod": _mod, "_at": _at, "_bits": _bits, "_extract": _extract,
-            "_packed": _packed, "_copy": _copy_header, "_logf": _log_format, "_rng": rng, "_S": state,
+            "_shl": _shl, "_div": _div, "_mod": _mod, "_at": _at, "_bits": _bits,
+            "_copy": _copy_header, "_logf": _log_format, "_rng": rng, "_S": state,
             "_DG": state.digests, "_LOG": state.log, "_now": time.monotonic, "_pack": hashes.pack_fields,
         }
         for name, fn in hashes.ALGORITHMS.items():
@@ -531,7 +523,7 @@ class _Printer(LoweredPrinter):
             return name
         if any(f.width is None for f in t.fields):
             fields = self.ns[f"_FS_{ident(t.name)}"]
-            self.ns[name] = functools.partial(_extract_fields, fields)
+            self.ns[name] = functools.partial(_extract, fields)
             return name
         self.codecs_printed.add(name)
         nbytes = sum(f.width or 0 for f in t.fields) // 8
@@ -554,7 +546,7 @@ class _Printer(LoweredPrinter):
         if name in self.ns or name in self.codecs_printed:
             return name
         if any(f.width is None for f in t.fields):
-            self.ns[name] = functools.partial(_packed_fields, self.ns[f"_FS_{ident(t.name)}"])
+            self.ns[name] = functools.partial(_packed, self.ns[f"_FS_{ident(t.name)}"])
             return name
         self.codecs_printed.add(name)
         total = sum(f.width or 0 for f in t.fields)
