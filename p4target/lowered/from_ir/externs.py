@@ -1,6 +1,7 @@
 """v1model's externs as BMv2 primitives, calculations, field lists and learn lists."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from p4target.frontend import ir
@@ -41,14 +42,13 @@ class Externs(Part):
             out.append(m.Primitive("count", [m.Named("counter_array", name), self.v.data(a[0])]))
         elif kind == "meter" and c.method == "execute_meter":
             self.write_via(out, a[1], lambda dst: m.Primitive("execute_meter", [
-                dst, m.Named("meter_array", name), self.v.data(a[0])]) if False else m.Primitive(
-                "execute_meter", [m.Named("meter_array", name), self.v.data(a[0]), dst]))
+                m.Named("meter_array", name), self.v.data(a[0]), dst]))
         elif kind in ("direct_counter", "direct_meter"):
             pass  # counted/read by the table on every hit (result_target for a meter's read)
         else:
             raise fail(f"{kind}.{c.method}() is not lowered", c.loc)
 
-    def write_via(self, out: list[m.Primitive], target: ir.Expr, make) -> None:  # type: ignore[no-untyped-def]
+    def write_via(self, out: list[m.Primitive], target: ir.Expr, make: Callable[[m.Value], m.Primitive]) -> None:
         """A primitive writing `target`: straight into its field, or through a scalar for anything else."""
         if not isinstance(target, ir.Slice):
             s = self.v.store_of(target)
