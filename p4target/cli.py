@@ -19,7 +19,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="p4_command", metavar="{compile,stf}", required=True)
     compile_ = sub.add_parser("compile", help="check a P4 program and write its P4Info",
                               description="Check a P4_16 v1model program; write its P4Info (text format).")
-    compile_.add_argument("program", metavar="PROG.p4")
+    compile_.add_argument("program", metavar="PROG.p4", nargs="?")
+    compile_.add_argument("--list-passes", action="store_true",
+                          help="list the front end's passes in the order they run, and exit")
+    compile_.add_argument("--dump-after", metavar="PASS", action="append", default=[],
+                          help="print the program as P4 after this pass (see --list-passes); repeatable")
     compile_.add_argument("--p4info", metavar="OUT.txtpb", help="where to write the P4Info")
     compile_.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
                           help="define a preprocessor macro, as p4c -D does")
@@ -59,7 +63,12 @@ def _compile(args: argparse.Namespace) -> int:
     from p4target.frontend import load_program
     from p4target.p4info import build_p4info, p4info_text
 
-    program = load_program(args.program, defines=_defines(args))
+    if args.list_passes:
+        _list_passes()
+        return 0
+    if args.program is None:
+        raise P4Error("the following argument is required: PROG.p4")
+    program = load_program(args.program, defines=_defines(args), after=_dumper(args.dump_after))
     info = build_p4info(program)
     outputs = []
     if args.p4info:
@@ -76,6 +85,37 @@ def _compile(args: argparse.Namespace) -> int:
     print(f"{args.program}: ok ({len(info.tables)} tables, {len(info.actions)} actions)"
           + "".join(f", {what} written to {path}" for what, path, _ in outputs))
     return 0
+
+
+_CHECK = ("check", "names resolved and types checked (frontend/checker.py): the program before the passes")
+
+
+def _list_passes() -> None:
+    from p4target.frontend.passes import PASSES
+
+    rows = [_CHECK] + [(p.name, p.doc) for p in PASSES]
+    width = max(len(name) for name, _ in rows)
+    for name, doc in rows:
+        print(f"{name:<{width}}  {doc}")
+
+
+def _dumper(names: list[str]):
+    """The after-pass callback printing the program after each pass named in `names`."""
+    from p4target.frontend.passes import PASS_NAMES
+    from p4target.frontend.to_p4 import program_text
+
+    known = (_CHECK[0], *PASS_NAMES)
+    for name in names:
+        if name not in known:
+            raise P4Error(f"--dump-after: unknown pass '{name}' (one of: {', '.join(known)})")
+    if not names:
+        return None
+
+    def after(name: str, program) -> None:
+        if name in names:
+            print(f"// after {name}")
+            print(program_text(program), end="")
+    return after
 
 
 def _write(path: str, text: str) -> None:

@@ -4,22 +4,27 @@ Heavy parts (the lark grammar) load lazily on the first call, so importing is ch
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from . import ir
 
 
-def load_program(path: str, include_dirs: list[str] | None = None, defines: dict[str, str] | None = None) -> ir.Program:
+def load_program(path: str, include_dirs: list[str] | None = None, defines: dict[str, str] | None = None,
+                 after: Callable[[str, ir.Program], None] | None = None) -> ir.Program:
     """Preprocess, parse, check and lower the P4 file at `path` (`defines`: -D NAME=VALUE);
-    raises P4Error on any problem."""
+    raises P4Error on any problem. `after(name, program)` sees the program after checking
+    ("check") and after each pass (passes.PASSES)."""
     from .loader import load_program as _load
 
-    return _load(path, include_dirs, defines)
+    return _load(path, include_dirs, defines, after)
 
 
-def load_source(text: str, filename: str = "<string>", defines: dict[str, str] | None = None) -> ir.Program:
+def load_source(text: str, filename: str = "<string>", defines: dict[str, str] | None = None,
+                after: Callable[[str, ir.Program], None] | None = None) -> ir.Program:
     """Like load_program, for P4 source held in a string (includes resolve from the cwd)."""
     from .loader import load_source as _load
 
-    return _load(text, filename, None, defines)
+    return _load(text, filename, None, defines, after)
 
 
 __all__ = ["ir", "load_program", "load_source"]

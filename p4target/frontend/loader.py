@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 from ..errors import P4Error
 from . import ir
 from .preprocess import Source, preprocess
 
+AfterPass = Callable[[str, ir.Program], None]  # called with a pass's name and the program after it
 _GRAMMAR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "p4.lark")
 _PARSER = None
 _TYPE_NAMES: set[str] = set()  # type names of the source being parsed (read by the lexer callback)
@@ -94,8 +96,9 @@ def parse(source: Source):
 
 
 def load_source(text: str, filename: str = "<string>", include_dirs: list[str] | None = None,
-                defines: dict[str, str] | None = None) -> ir.Program:
-    """Check P4 source text; see p4target.frontend.load_source."""
+                defines: dict[str, str] | None = None, after: AfterPass | None = None) -> ir.Program:
+    """Check P4 source text; see p4target.frontend.load_source. `after(name, program)` sees
+    the program after checking ("check") and after each pass."""
     from .checker import check
     from .passes import lower
 
@@ -103,14 +106,17 @@ def load_source(text: str, filename: str = "<string>", include_dirs: list[str] |
     tree = parse(source)
     program = check(tree, source)
     program.source = filename
-    return lower(program)
+    if after is not None:
+        after("check", program)
+    return lower(program, after)
 
 
-def load_program(path: str, include_dirs: list[str] | None = None, defines: dict[str, str] | None = None) -> ir.Program:
+def load_program(path: str, include_dirs: list[str] | None = None, defines: dict[str, str] | None = None,
+                 after: AfterPass | None = None) -> ir.Program:
     """Check the P4 file at `path`; see p4target.frontend.load_program."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as e:
         raise P4Error(f"cannot read P4 program: {e.strerror}", path) from None
-    return load_source(text, path, include_dirs, defines)
+    return load_source(text, path, include_dirs, defines, after)

@@ -1,22 +1,16 @@
 """The front end's passes after type checking: checked IR -> the lowered IR back ends read.
 
-Like p4c's front end (frontends/p4/frontend.cpp), a list of small passes, each in its own
-module and each doing one thing:
-
-1. initializers: control-level variable initializers move to the apply block;
-2. side_effects: every P4 function call gets a statement of its own, in evaluation order;
-3. blocks: sub-parser and sub-control instances are inlined into the v1model blocks;
-4. functions: function calls are inlined;
-5. header_unions: validating a union member explicitly invalidates its siblings;
-6. strength: division and modulo by powers of two become shifts and masks;
-7. action_args: actions whose directional parameters a table binds are specialized;
-8. prune: only what the V1Switch instance uses stays in the Program;
-9. new_types: `type` declarations, checked, give way to their underlying types;
-10. bmv2_limits: what p4c's BMv2 back end rejects is rejected here too.
+Like p4c's front end (frontends/p4/frontend.cpp), a list of small passes under a small
+manager: each pass does one thing, takes the whole Program and changes it in place, and
+has a name, so `aggnet p4 compile --list-passes` lists them and `--dump-after NAME` prints
+the program after one (frontend/to_p4.py). PASSES below is the order they run in.
 
 ir.py's docstring ("After lowering") lists what the result may contain.
 """
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from ...errors import P4Error
 from .. import ir
@@ -32,47 +26,89 @@ from .strength import reduce_strength, reduce_strength_in_action
 from .walk import walk
 
 
-def lower(program: ir.Program) -> ir.Program:
-    """Run the passes over a checked program, in place; returns it."""
+@dataclass(frozen=True)
+class Pass:
+    """One front-end pass: `run(program)` changes the program in place."""
+
+    name: str
+    run: Callable[[ir.Program], None]
+
+    @property
+    def doc(self) -> str:
+        """The first paragraph of the pass function's docstring, on one line: what it does."""
+        return " ".join((self.run.__doc__ or "").strip().split("\n\n")[0].split())
+
+
+def v1_blocks(program: ir.Program) -> list[ir.Parser | ir.Control]:
+    """The parser and controls the V1Switch instance runs, each once, in package order."""
     m = program.main
-    blocks = list({id(b): b for b in (m.parser, m.verify_checksum, m.ingress, m.egress,
-                                       m.compute_checksum, m.deparser)}.values())
-    for b in blocks:
+    assert m is not None, "the checker guarantees a V1Switch main"
+    return list({id(b): b for b in (m.parser, m.verify_checksum, m.ingress, m.egress,
+                                    m.compute_checksum, m.deparser)}.values())
+
+
+def initializers(program: ir.Program) -> None:
+    """Control-level variable initializers move to the start of the apply block."""
+    for b in v1_blocks(program):
         if isinstance(b, ir.Control):
             move_initializers(b)
+
+
+def side_effects(program: ir.Program) -> None:
+    """Every P4 function call gets a statement of its own, in evaluation order."""
     ordering = SideEffectOrdering()
     for f in program.functions.values():
         ordering.run(f)
     for a in program.actions.values():
         a.body.stmts = ordering.run_stmts(a.body.stmts)
-    for b in blocks:
+    for b in v1_blocks(program):
         ordering.run(b)
-    for b in blocks:
+
+
+def blocks(program: ir.Program) -> None:
+    """Sub-parser and sub-control instances are inlined into the V1Switch blocks."""
+    for b in v1_blocks(program):
         inline_blocks(b)
+
+
+def functions(program: ir.Program) -> None:
+    """Function calls are inlined (in top-level actions and in the blocks)."""
     for a in program.actions.values():
         a.body.stmts = inline_calls(a.body.stmts)
-    for b in blocks:
+    for b in v1_blocks(program):
         inline_functions(b)
+
+
+def header_unions(program: ir.Program) -> None:
+    """Validating a header union member explicitly invalidates its siblings."""
     for a in program.actions.values():
         a.body.stmts = invalidate_union_siblings(a.body.stmts)
-        reduce_strength_in_action(a)
-    for b in blocks:
+    for b in v1_blocks(program):
         lower_header_unions(b)
+
+
+def strength(program: ir.Program) -> None:
+    """Division and modulo by powers of two become shifts and masks."""
+    for a in program.actions.values():
+        reduce_strength_in_action(a)
+    for b in v1_blocks(program):
         reduce_strength(b)
+
+
+def action_args(program: ir.Program) -> None:
+    """Actions whose directional parameters a table's action list binds are specialized."""
+    for b in v1_blocks(program):
         if isinstance(b, ir.Control):
             bind_table_action_args(b)
-    prune(program, blocks)
-    check_lowered(program)
-    check_unique_names(program)
-    erase_new_types(program)
-    check_bmv2_limits(program)
-    return program
 
 
-def prune(program: ir.Program, blocks: list) -> None:
-    """Keep the parser and controls the V1Switch instance runs (functions are all inlined);
-    a top-level extern instance becomes a local of the first block using it (keeping its
-    global name), an unused one goes (as in p4c)."""
+def prune(program: ir.Program) -> None:
+    """Only what the V1Switch instance uses stays.
+
+    That is its parser and controls (functions are all inlined); a top-level extern instance
+    becomes a local of the first block using it (keeping its global name), an unused one goes
+    (as in p4c)."""
+    blocks = v1_blocks(program)
     program.parsers = {b.name: b for b in blocks if isinstance(b, ir.Parser)}
     program.controls = {b.name: b for b in blocks if isinstance(b, ir.Control)}
     program.functions = {}
@@ -89,8 +125,10 @@ def prune(program: ir.Program, blocks: list) -> None:
 
 
 def check_unique_names(program: ir.Program) -> None:
-    """Control-plane names of one kind of object are unique, as P4Info needs (p4c refuses a
-    program whose @name annotations give two tables, or two registers, the same name)."""
+    """Control-plane names of one kind of object are unique, as P4Info needs.
+
+    p4c refuses a program whose @name annotations give two tables, or two registers, the
+    same name."""
     seen: dict[tuple[str, str], object] = {}
     objects = [("table", t) for t in program.all_tables()] + [(i.extern, i) for i in program.all_instances()]
     for kind, obj in objects:
@@ -114,3 +152,30 @@ def check_lowered(program: ir.Program) -> None:
         if isinstance(n, (ir.FunctionCall, ir.ApplyCall)):
             what = "function call" if isinstance(n, ir.FunctionCall) else "apply call"
             raise P4Error(f"unsupported: {what} in this position", n.loc.file, n.loc.line, n.loc.col)
+
+
+PASSES: tuple[Pass, ...] = (
+    Pass("initializers", initializers),
+    Pass("side_effects", side_effects),
+    Pass("blocks", blocks),
+    Pass("functions", functions),
+    Pass("header_unions", header_unions),
+    Pass("strength", strength),
+    Pass("action_args", action_args),
+    Pass("prune", prune),
+    Pass("check_lowered", check_lowered),
+    Pass("unique_names", check_unique_names),
+    Pass("new_types", erase_new_types),
+    Pass("bmv2_limits", check_bmv2_limits),
+)
+PASS_NAMES = tuple(p.name for p in PASSES)
+
+
+def lower(program: ir.Program, after: Callable[[str, ir.Program], None] | None = None) -> ir.Program:
+    """Run the passes over a checked program, in place; returns it. `after(name, program)`
+    is called after each pass (how --dump-after sees the program)."""
+    for p in PASSES:
+        p.run(program)
+        if after is not None:
+            after(p.name, program)
+    return program

@@ -26,7 +26,7 @@ def _fail(message: str, loc: ir.Loc) -> P4Error:
 
 
 def check_bmv2_limits(program: ir.Program) -> None:
-    """Raise P4Error at the first construct BMv2 cannot run."""
+    """What p4c's BMv2 back end rejects is rejected here too (P4Error at the first one)."""
     for t in program.types.values():
         if isinstance(t, ir.StructLikeType):
             for f in t.fields:

@@ -7,7 +7,7 @@ from .walk import walk
 
 
 def erase_new_types(program: ir.Program) -> None:
-    """In place: every NewType in the lowered program becomes its underlying type."""
+    """`type` declarations give way to their underlying types (in place)."""
     if not any(isinstance(t, ir.NewType) for t in program.types.values()):
         return
     for t in program.types.values():
