@@ -14,7 +14,7 @@ from p4rt_raw import RawClient
 from procs import running_switch
 
 from p4target.runtime.bmv2_thrift import wire
-from p4target.runtime.bmv2_thrift.service import PRIORITY_TOP
+from p4target.runtime.bmv2_thrift.api import PRIORITY_TOP
 from p4target.sidechannel import send_command
 
 PROGRAM = Path(__file__).resolve().parent / "data" / "runtime" / "ipv4_cpu.p4"
