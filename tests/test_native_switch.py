@@ -42,6 +42,16 @@ def ipv4_frame(dst_ip: str, n: int = 0) -> bytes:
                  IP(src="10.0.0.9", dst=dst_ip, ttl=64, id=n) / UDP(sport=1, dport=2) / b"hello-native")
 
 
+def peer_sockets(ethertype: int, timeout_s: float) -> tuple[socket.socket, socket.socket]:
+    """A socket receiving `ethertype` frames on the far end of port 2, one sending on the far end of port 1."""
+    rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ethertype))
+    rx.bind((PEER[1], ethertype))
+    rx.settimeout(timeout_s)
+    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    tx.bind((PEER[0], 0))
+    return rx, tx
+
+
 @pytest.fixture
 def veths():
     if os.geteuid() != 0:
@@ -68,11 +78,7 @@ def test_native_switch_forwards_counts_captures_and_stops(veths, tmp_path):
                              "-i", f"1@{SW[0]}", "-i", f"2@{SW[1]}", "--grpc-server-addr", f"127.0.0.1:{grpc_port}",
                              "--thrift-port", str(thrift), "--log", str(log), "--pcap", str(tmp_path), str(PROGRAM)],
                             cwd=REPO)
-    rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
-    rx.bind((PEER[1], 0x0800))
-    rx.settimeout(1)
-    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
-    tx.bind((PEER[0], 0))
+    rx, tx = peer_sockets(0x0800, 1)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -178,11 +184,7 @@ def test_a_frame_right_after_set_pipeline_runs_on_the_new_pipeline(veths):
     programs = [load_source(MARKER.replace("MARK", str(mark)), f"mark{mark}.p4") for mark in (0xA, 0xB)]
     switch = Switch({1: SW[0], 2: SW[1]})
     loop = threading.Thread(target=switch.run, daemon=True)
-    rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x88B5))
-    rx.bind((PEER[1], 0x88B5))
-    rx.settimeout(10)
-    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
-    tx.bind((PEER[0], 0))
+    rx, tx = peer_sockets(0x88B5, 10)
     try:
         switch.set_pipeline(NativePipeline(programs[0]))
         loop.start()
