@@ -76,5 +76,6 @@ def test_tutorial_basic_ptf_passes(target, tmp_path):
             stop_process(proc)
     output = done.stdout + done.stderr
     ran = re.search(r"^Ran (\d+) tests? in", output, re.M)
+    switch_log = tmp_path / "ss-log.txt"  # --log-file BASE: BASE.txt, on both switches
     assert done.returncode == 0 and ran and int(ran.group(1)) == PTF_TESTS and re.search(r"^OK$", output, re.M), \
-        output[-4000:]
+        output[-4000:] + "\nthe switch's log:\n" + (switch_log.read_text()[-2000:] if switch_log.exists() else "none")
