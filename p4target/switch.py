@@ -79,7 +79,8 @@ class Switch:
         os.set_blocking(self._wake_w, False)
         self._stopping = False
         self._native: NativePipeline | None = None  # the pipeline whose engine loop runs now
-        self._handover = threading.Lock()  # PacketOuts go to exactly one loop while engines change
+        # PacketOuts go to exactly one loop while engines change; set_pipeline waits on it for the old engine to go
+        self._handover = threading.Condition(threading.Lock())
 
     # -- what the control plane uses -----------------------------------------------------
     @property
@@ -88,13 +89,22 @@ class Switch:
         return self.pipeline.state if self.pipeline is not None else None
 
     def set_pipeline(self, pipeline: Any) -> None:
-        """Install a new pipeline (at start or from SetForwardingPipelineConfig)."""
-        self.pipeline = pipeline
+        """Install a new pipeline (at start or from SetForwardingPipelineConfig).
+
+        Returns once the packet path has let go of the previous one, as BMv2's swap does: a frame that
+        arrives afterwards runs on `pipeline` (a client writes entries and sends packets straight after
+        SetForwardingPipelineConfig; the old engine's loop would otherwise still take them for a moment).
+        """
+        with self._handover:
+            self.pipeline = pipeline
+            running = self._native
         log.info("pipeline set (%s engine)", getattr(pipeline, "engine_name", "python"))
-        running = self._native
         if running is not None:
             running.engine.stop()  # its loop returns and run() switches over
         self._wake()
+        if running is not None:
+            with self._handover:  # the engine's rings are closed: frames wait on the port sockets for the next loop
+                self._handover.wait_for(lambda: self._native is not running)
 
     def port_numbers(self) -> list[int]:
         return sorted(self.ports)
@@ -176,6 +186,7 @@ class Switch:
                 engine.ports_release()
             with self._handover:
                 self._native = None
+                self._handover.notify_all()
             with self.lock:
                 self.tm.detach()
             for number, port in self.ports.items():

@@ -2,7 +2,9 @@
 """Switch process packet rates on veth ports, side by side: the embedded switch on its native
 and Python engines, the native engine on p4c's BMv2 JSON of the program (`native_json`: the
 lowered form printed as C by p4target/backends/c.py, against `native`: our front end's IR by
-p4target/native/cgen.py), BMv2 simple_switch (default and speed builds), and a Linux bridge. Root only.
+p4target/native/cgen.py), BMv2 simple_switch (default and speed builds) and simple_switch_grpc
+(`bmv2_grpc`, the speed build's if it has one), all three BMv2s and `native_json` on the same p4c
+JSON, and a Linux bridge. Root only.
 
 Two network namespaces hold the far ends of two veth pairs; the switch (pinned to CPU 0) owns
 the near ends as ports 1 and 2. A C sender (scripts/bench_sender.c, AF_PACKET sendmmsg, pinned
@@ -52,7 +54,9 @@ PEER = [f"{PREFIX}h1", f"{PREFIX}h2"]
 BRIDGE = f"{PREFIX}br"
 BMV2_NOTIFICATIONS = f"/tmp/{PREFIX}-bmv2.ipc"  # not BMv2's default: other simple_switch processes may run
 SWITCH_CPU, SENDER_CPU = 0, 1
-BMV2 = {"bmv2": Path("/opt/p4ref/bin/simple_switch"), "bmv2_perf": Path("/opt/p4ref-perf/bin/simple_switch")}
+PERF_GRPC = Path("/opt/p4ref-perf/bin/simple_switch_grpc")  # the speed build has none so far: the default build's
+BMV2 = {"bmv2": Path("/opt/p4ref/bin/simple_switch"), "bmv2_perf": Path("/opt/p4ref-perf/bin/simple_switch"),
+        "bmv2_grpc": PERF_GRPC if PERF_GRPC.exists() else Path("/opt/p4ref/bin/simple_switch_grpc")}
 P4C = Path("/opt/p4ref/bin/p4c")
 CLI = Path("/opt/p4ref/bin/simple_switch_CLI")
 CLI_PYTHONPATH = "/opt/p4ref/lib/python-extra"  # the CLI's thrift module (what /opt/p4ref/env.sh sets)
@@ -238,11 +242,14 @@ def p4c_json(prog: dict, tmp: Path) -> Path:
 
 
 def start_bmv2(binary: Path, prog: dict, tmp: Path):
+    """simple_switch or simple_switch_grpc on p4c's JSON, its entries added by simple_switch_CLI (both
+    serve Thrift; simple_switch_grpc's P4Runtime server gets a free port, idle)."""
     json_path = p4c_json(prog, tmp)
     thrift = free_port()
+    target_options = ["--", "--grpc-server-addr", f"127.0.0.1:{free_port()}"] if binary.name.endswith("_grpc") else []
     proc = subprocess.Popen(["taskset", "-c", str(SWITCH_CPU), str(binary), "--thrift-port", str(thrift),
                              "--notifications-addr", f"ipc://{BMV2_NOTIFICATIONS}",
-                             "-i", f"1@{SW[0]}", "-i", f"2@{SW[1]}", str(json_path)],
+                             "-i", f"1@{SW[0]}", "-i", f"2@{SW[1]}", str(json_path), *target_options],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def ready() -> bool:
@@ -339,6 +346,8 @@ def measure(target: str, prog: dict, sender: Path, frames: Path, tmp: Path, runs
     capacity = [r["processed_per_cpu_s"] for r in results if r.get("processed_per_cpu_s")]
     if capacity:
         out["median_per_cpu_s"] = statistics.median(capacity)
+    if target in BMV2:
+        out["binary"] = str(BMV2[target])
     return out
 
 
@@ -350,7 +359,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--window", type=float, default=3.0, help="seconds per measured window (default 3)")
     parser.add_argument("--runs", type=int, default=3, help="windows per target, the median is reported (default 3)")
-    parser.add_argument("--targets", default="native,native_json,python,bmv2,bmv2_perf,bridge")
+    parser.add_argument("--targets", default="native,native_json,python,bmv2,bmv2_perf,bmv2_grpc,bridge")
     parser.add_argument("--programs", default="ipv4_lpm,aggnet_l32,aggnet_l256")
     parser.add_argument("--out", help="write the JSON here")
     args = parser.parse_args()
@@ -393,15 +402,17 @@ def main() -> int:
     result["sender_through_bridge_pps"] = med(fwd, "bridge")
     ratios = {"native_vs_bridge_forwarding": ratio(med(fwd, "native"), med(fwd, "bridge")),
               "aggnet_l256_vs_forwarding_native": ratio(med("aggnet_l256", "native"), med(fwd, "native"))}
-    for prog in result["programs"]:
-        for other in ("native_json", "python", "bmv2", "bmv2_perf"):
-            ratios[f"native_vs_{other}_{prog}"] = ratio(med(prog, "native"), med(prog, other))
     def cap(prog: str, target: str) -> float | None:
         return result["programs"].get(prog, {}).get(target, {}).get("median_per_cpu_s")
 
-    for prog in result["programs"]:  # the same ratios per CPU-second of the switch process
-        for other in ("native_json", "python", "bmv2", "bmv2_perf"):
-            ratios[f"per_cpu_native_vs_{other}_{prog}"] = ratio(cap(prog, "native"), cap(prog, other))
+    # ours (from our front end, and from p4c's JSON: the drop-in for BMv2 on the same JSON) against the others
+    comparisons = {"native": ("native_json", "python", *BMV2), "native_json": tuple(BMV2)}
+    for prog in result["programs"]:
+        for mine, others in comparisons.items():
+            for other in others:
+                ratios[f"{mine}_vs_{other}_{prog}"] = ratio(med(prog, mine), med(prog, other))
+                # the same per CPU-second of the switch process
+                ratios[f"per_cpu_{mine}_vs_{other}_{prog}"] = ratio(cap(prog, mine), cap(prog, other))
     ratios["per_cpu_aggnet_l256_vs_forwarding_native"] = ratio(cap("aggnet_l256", "native"), cap(fwd, "native"))
     result["ratios"] = ratios
     result["targets_met"] = {

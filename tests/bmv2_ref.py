@@ -74,6 +74,18 @@ def missing() -> str:
     return ""
 
 
+BMV2_P4_STUBS = Path("/opt/p4ref/lib/python3.11/site-packages/p4")  # BMv2's Python tree: p4.tmp, p4.config, ...
+
+
+def p4_stubs_path(folder: Path) -> Path:
+    """`folder`, made to hold only a `p4` link to BMv2's Python stubs: a path entry for `from p4.tmp import
+    p4config_pb2` (BMv2's P4DeviceConfig). Only `p4`: the tree's `google` would shadow protobuf.
+    Callers skip when BMV2_P4_STUBS does not exist."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "p4").symlink_to(BMV2_P4_STUBS)
+    return folder
+
+
 class Bmv2Error(Exception):
     """BMv2 or its CLI failed, or a batch did not finish: one line saying what happened."""
 

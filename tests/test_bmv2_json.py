@@ -169,14 +169,11 @@ def test_not_json_at_all_is_one_line_with_its_position(tmp_path):
 
 def _p4_device_config(json_path: str, tmp_path: Path) -> bytes:
     """BMv2's P4DeviceConfig around the JSON, serialized by BMv2's own stubs (from /opt/p4ref)."""
-    stubs = Path("/opt/p4ref/lib/python3.11/site-packages/p4")
-    if not (stubs / "tmp" / "p4config_pb2.py").exists():
+    if not (bmv2_ref.BMV2_P4_STUBS / "tmp" / "p4config_pb2.py").exists():
         pytest.skip("BMv2's p4.tmp stubs are not installed (bash ../shared/p4ref/install.sh)")
-    (tmp_path / "stubs").mkdir()
-    (tmp_path / "stubs" / "p4").symlink_to(stubs)  # only `p4`: its folder's `google` would shadow protobuf
     code = ("import sys\nfrom p4.tmp import p4config_pb2\nc = p4config_pb2.P4DeviceConfig(reassign=True)\n"
             "c.device_data = open(sys.argv[1], 'rb').read()\nsys.stdout.buffer.write(c.SerializeToString())\n")
-    env = {**os.environ, "PYTHONPATH": str(tmp_path / "stubs"), "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python"}
+    env = {**os.environ, "PYTHONPATH": str(bmv2_ref.p4_stubs_path(tmp_path / "stubs")), "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python"}
     return subprocess.run([sys.executable, "-c", code, json_path], capture_output=True, env=env, check=True,
                           timeout=60).stdout
 

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -41,6 +42,16 @@ def ipv4_frame(dst_ip: str, n: int = 0) -> bytes:
                  IP(src="10.0.0.9", dst=dst_ip, ttl=64, id=n) / UDP(sport=1, dport=2) / b"hello-native")
 
 
+def peer_sockets(ethertype: int, timeout_s: float) -> tuple[socket.socket, socket.socket]:
+    """A socket receiving `ethertype` frames on the far end of port 2, one sending on the far end of port 1."""
+    rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ethertype))
+    rx.bind((PEER[1], ethertype))
+    rx.settimeout(timeout_s)
+    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    tx.bind((PEER[0], 0))
+    return rx, tx
+
+
 @pytest.fixture
 def veths():
     if os.geteuid() != 0:
@@ -67,11 +78,7 @@ def test_native_switch_forwards_counts_captures_and_stops(veths, tmp_path):
                              "-i", f"1@{SW[0]}", "-i", f"2@{SW[1]}", "--grpc-server-addr", f"127.0.0.1:{grpc_port}",
                              "--thrift-port", str(thrift), "--log", str(log), "--pcap", str(tmp_path), str(PROGRAM)],
                             cwd=REPO)
-    rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
-    rx.bind((PEER[1], 0x0800))
-    rx.settimeout(1)
-    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
-    tx.bind((PEER[0], 0))
+    rx, tx = peer_sockets(0x0800, 1)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -147,3 +154,50 @@ def test_native_switch_forwards_counts_captures_and_stops(veths, tmp_path):
     outs = [f for _, f in read_pcap(str(tmp_path / f"{SW[1]}_out.pcap"))]
     assert len(ins) == 71 and len(outs) >= 21 + len(kept) and Ether(outs[0])[IP].ttl == 63
     assert "stopping" in log.read_text()
+
+
+MARKER = """
+#include <core.p4>
+#include <v1model.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
+struct m_t { }
+struct hs_t { eth_t eth; }
+parser P(packet_in p, out hs_t hs, inout m_t m, inout standard_metadata_t s) {
+    state start { p.extract(hs.eth); transition accept; } }
+control V(inout hs_t hs, inout m_t m) { apply { } }
+control I(inout hs_t hs, inout m_t m, inout standard_metadata_t s) {
+    apply { hs.eth.src = MARK; s.egress_spec = 2; } }
+control E(inout hs_t hs, inout m_t m, inout standard_metadata_t s) { apply { } }
+control C(inout hs_t hs, inout m_t m) { apply { } }
+control D(packet_out p, in hs_t hs) { apply { p.emit(hs.eth); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_a_frame_right_after_set_pipeline_runs_on_the_new_pipeline(veths):
+    """What a PTF test does in every setUp: push a pipeline, then send at once. The old engine must not
+    take (or drop) that frame: set_pipeline returns once the packet path has let go of the old one."""
+    from p4target.frontend import load_source
+    from p4target.native.pipeline import NativePipeline
+    from p4target.switch import Switch
+
+    programs = [load_source(MARKER.replace("MARK", str(mark)), f"mark{mark}.p4") for mark in (0xA, 0xB)]
+    switch = Switch({1: SW[0], 2: SW[1]})
+    loop = threading.Thread(target=switch.run, daemon=True)
+    rx, tx = peer_sockets(0x88B5, 10)
+    try:
+        switch.set_pipeline(NativePipeline(programs[0]))
+        loop.start()
+        for n in range(8):
+            mark = 0xA if n % 2 else 0xB
+            switch.set_pipeline(NativePipeline(programs[n % 2 == 0]))
+            tx.send(bytes(6) + bytes(5) + b"\x09" + b"\x88\xb5" + bytes([n]) * 46)
+            got = rx.recv(2048)
+            assert (got[14], got[6:12]) == (n, mark.to_bytes(6, "big")), f"round {n}: {got[:15].hex()}"
+    finally:
+        switch.stop()
+        loop.join(10)
+        switch.close()
+        rx.close()
+        tx.close()
+    assert not loop.is_alive()

@@ -32,6 +32,7 @@ from p4target.frontend import load_program
 from p4target.native.pipeline import ENGINES
 from p4target.p4info import build_p4info
 from p4target.runtime import RuntimeServer
+from p4target.runtime.arbitration import Session
 from p4target.runtime.errors import RuntimeStatus
 
 PROGRAM = Path(__file__).parent / "data" / "runtime" / "ipv4_cpu.p4"
@@ -272,6 +273,20 @@ def test_duplicate_election_id_and_wrong_device_end_the_stream(server):
         c.close()
 
 
+def test_a_stream_that_ends_frees_its_election_id_at_once():
+    """The tutorials' PTF tests end the stream in every tearDown and claim the same election id in the next
+    setUp straight away. The id is free once the client's side has ended, before our side is wound down
+    (our stream generator may still be sending): the next stream becomes primary instead of "in use"."""
+    server = RuntimeServer(device_id=1, address="127.0.0.1:0")
+    hello = p4r.StreamMessageRequest(arbitration=p4r.MasterArbitrationUpdate(
+        device_id=1, election_id=p4r.Uint128(low=1)))
+    ended = Session(1)
+    server._read_stream(iter([hello]), ended)  # the client said hello, then half-closed
+    again = Session(1)
+    server.arbitration.update(again, "", 1)
+    assert server.arbitration.is_primary(again)
+
+
 def test_write_before_pipeline_is_failed_precondition(server, p4info_path):
     async def main():
         # No p4blob: finsy only reads the (absent) pipeline and carries on.
@@ -468,6 +483,17 @@ def test_request_log_shows_large_write_batches_by_their_head_and_a_count(tmp_pat
     assert large.count("updates {") == LOGGED_UPDATES
     assert f"table_id: {LOGGED_UPDATES}\n" in large and f"table_id: {LOGGED_UPDATES + 1}\n" not in large
     assert "# ... and 5 more updates (not shown)" in large
+
+
+def test_request_log_names_a_json_device_config_as_such(tmp_path):
+    from p4target.runtime.server import RequestLog
+
+    path = tmp_path / "requests.txt"
+    log = RequestLog(str(path))
+    log.write("SetForwardingPipelineConfig", p4r.SetForwardingPipelineConfigRequest(
+        config=p4r.ForwardingPipelineConfig(p4_device_config=b'{"program": "basic.p4"}')))
+    log.close()
+    assert "<23 bytes of BMv2 JSON>" in path.read_text()
 
 
 def test_reconcile_that_cannot_keep_the_state_is_invalid_argument_and_keeps_the_old_pipeline(p4info_path):

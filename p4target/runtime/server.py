@@ -31,7 +31,7 @@ Use from a switch process:
 
 Request log: when `log_path` is given every RPC and stream message is appended there in
 protobuf text format, like BMv2's `s1-p4runtime-requests.txt` (device configs are shown
-by size only, large Write batches by their first LOGGED_UPDATES updates and a count).
+by size and kind only, large Write batches by their first LOGGED_UPDATES updates and a count).
 """
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ import grpc
 from finsy.proto import p4r, p4r_grpc
 from google.protobuf import text_format
 
+from p4target.device_config import bmv2_json_in
 from p4target.limits import DEFAULT_LOG_MAX_MB
 from p4target.runtime.arbitration import STREAM_QUEUE, Arbitration, Session, election_id_of
 from p4target.runtime.device import Device
@@ -80,7 +81,9 @@ class RequestLog:
         if isinstance(message, p4r.SetForwardingPipelineConfigRequest) and message.config.p4_device_config:
             shown = p4r.SetForwardingPipelineConfigRequest()
             shown.CopyFrom(message)
-            shown.config.p4_device_config = f"<{len(message.config.p4_device_config)} bytes of P4 source>".encode()
+            config = message.config.p4_device_config
+            kind = "P4 source" if bmv2_json_in(config) is None else "BMv2 JSON"
+            shown.config.p4_device_config = f"<{len(config)} bytes of {kind}>".encode()
             message = shown
         elif isinstance(message, p4r.WriteRequest) and len(message.updates) > LOGGED_UPDATES:
             note = f"# ... and {len(message.updates) - LOGGED_UPDATES} more updates (not shown)\n"
@@ -284,7 +287,12 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
                 self._sessions.discard(session)
 
     def _read_stream(self, request_iterator, session: Session) -> None:
-        """Handle a client's stream messages until it closes; then end our side too."""
+        """Handle a client's stream messages until it closes; then end our side too.
+
+        The session leaves arbitration as soon as its stream ends (as BMv2's server does), before our
+        side is wound down: a client that half-closes and at once reconnects with the same election id
+        (the tutorials' PTF tests, every setUp) becomes primary instead of finding the id in use.
+        """
         try:
             for request in request_iterator:
                 self._log.write("StreamChannel", request)
@@ -298,10 +306,12 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
                 else:
                     self._stream_error(session, grpc.StatusCode.UNIMPLEMENTED, f"stream message {kind} is not supported")
         except RuntimeStatus as failure:
+            self.arbitration.remove(session)
             session.close(failure)
             return
         except grpc.RpcError:
             pass  # the client went away
+        self.arbitration.remove(session)
         session.close()
 
     def _arbitrate(self, session: Session, update: p4r.MasterArbitrationUpdate) -> None:
