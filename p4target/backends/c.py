@@ -188,21 +188,21 @@ class _Printer(LoweredPrinter):
             return self.expr(v)
         raise self.fail(f"a {type(v).__name__} cannot be read as a value here")
 
-    def wide_rv(self, v: m.Value | None) -> str:
-        """`v` as a wint."""
-        saved, self.wide = self.wide, True
+    def in_mode(self, wide: bool, print_: Callable[..., str], *args) -> str:
+        """`print_(*args)` printed as a wint (`wide`) or not."""
+        saved, self.wide = self.wide, wide
         try:
-            return self.rv(v)
+            return print_(*args)
         finally:
             self.wide = saved
 
+    def wide_rv(self, v: m.Value | None) -> str:
+        """`v` as a wint."""
+        return self.in_mode(True, self.rv, v)
+
     def plain(self, v: m.Value | None) -> str:
         """`v` as an i128 (an index, a narrow leaf), also inside a wide expression."""
-        saved, self.wide = self.wide, False
-        try:
-            return self.rv(v)
-        finally:
-            self.wide = saved
+        return self.in_mode(False, self.rv, v)
 
     def touches_wide(self, v: m.Value | None) -> bool:
         """Whether `v` reads a value of 128 bits or more, or an action parameter wider than 64 bits."""
@@ -239,18 +239,11 @@ class _Printer(LoweredPrinter):
             return f"w_field(&F[{slot}], {-(-ftype.width // MAX_BITS)}, {ftype.width}, {int(ftype.signed)})"
         if ftype is not None and ftype.width is not None and ftype.width > MAX_BITS:
             if ftype.width > 127:
-                return f"w_lo({self.wide_read(slot, ftype)})"
+                return f"w_lo({self.in_mode(True, self.read, slot, ftype)})"
             return f"l_wide(F[{slot}], F[{slot} + 1], {ftype.width}, {int(ftype.signed)})"
         if ftype is not None and ftype.signed and ftype.width:
             return f"sx(F[{slot}], {ftype.width})" if self.narrow else f"l_signed(F[{slot}], {ftype.width})"
         return f"((i64)F[{slot}])" if self.narrow else f"((i128)F[{slot}])"
-
-    def wide_read(self, slot: str, ftype: m.FieldType) -> str:
-        saved, self.wide = self.wide, True
-        try:
-            return self.read(slot, ftype)
-        finally:
-            self.wide = saved
 
     def templates(self) -> dict[str, str]:
         return self.OPSW if self.wide else self.OPS64 if self.narrow else self.OPS
@@ -844,7 +837,8 @@ class _Printer(LoweredPrinter):
         init = []
         for v in L.initial:
             init.append("NONE64" if v is None else f"{int(v) if not isinstance(v, bytes) else 0}ULL")
-        lines = [f"#define W_WORDS {self.w_words}", '#include "lowered.h"', f"#define NSLOTS {len(L.initial)}", f"#define HDR_MAX {hdr_max}",
+        lines = [f"#define W_WORDS {self.w_words}", '#include "lowered.h"', f"#define NSLOTS {len(L.initial)}",
+                 f"#define HDR_MAX {hdr_max}",
                  f"#define NTABLES {len(self.cp.tables)}", f"#define NREGS {len(self.cp.registers)}",
                  f"#define NCOUNTERS {len(self.cp.counters)}", f"#define NMETERS {len(self.cp.meters)}",
                  f"#define META_FIRST {L.meta_range[0]}", f"#define META_END {L.meta_range[1]}"]
