@@ -12,10 +12,10 @@ Fields wider than 64 bits take one slot per 64-bit chunk, least significant firs
 their width at any width, and computed with (an i128) up to 127 bits. An expression that reads a
 value of 128 bits or more (a field, a constant, an action parameter wider than 64 bits) is computed
 in the multi-word integers of engine/wide.h (`wint`, W_WORDS words: twice the widest field and a
-sign word). Table keys and action parameters wider than 64 bits take one engine word per 64-bit
-chunk, least significant first (p4target/native/store.py splits the control plane's values the
-same way). What does not run raises `Unsupported` naming the construct (the program then runs on
-the Python engine): digests and register cells wider than 64 bits, range matches on keys wider
+sign word). Table keys, action parameters and register cells wider than 64 bits take one engine
+word per 64-bit chunk, least significant first (p4target/native/store.py splits the control plane's
+values the same way). What does not run raises `Unsupported` naming the construct (the program then
+runs on the Python engine): digests of fields wider than 64 bits, range matches on keys wider
 than 64 bits, action profiles and selectors, parser value sets, parser transition keys and
 lookaheads wider than 128 bits, and programs with other than one parser and one deparser.
 
@@ -89,9 +89,6 @@ class _Printer(LoweredPrinter):
 
     def __init__(self, p: m.Program):
         super().__init__(p)
-        for r in p.register_arrays:
-            if r.bitwidth > MAX_BITS:
-                raise self.fail(f"register array {r.name} of {r.bitwidth}-bit cells")
         for pl in p.pipelines:
             for table in pl.tables:
                 if table.action_profile is not None:
@@ -142,6 +139,10 @@ class _Printer(LoweredPrinter):
         """A C expression (i128; a wint inside a wide expression) for a value read as data or a boolean."""
         if not self.wide and self.touches_wide(v):
             return f"w_lo({self.wide_rv(v)})"
+        if self.wide and isinstance(v, m.RegisterCell) and v.name in self.reg_size:
+            reg = self.reg_size[v.name]
+            return f"w_reg(p, {self.cp.registers[v.name]}, {self.index(v.index)[2]}, {reg.size}ULL, " \
+                   f"{-(-reg.bitwidth // MAX_BITS)}, {reg.bitwidth})"
         if self.wide and not isinstance(v, (m.Expr, m.Field, m.Const, m.ActionParam, m.StackField)):
             return f"w_from_i128({self.plain(v)})"  # a narrow leaf (a register cell, a lookahead, a boolean)
         if isinstance(v, m.Field):
@@ -205,13 +206,15 @@ class _Printer(LoweredPrinter):
         return self.in_mode(False, self.rv, v)
 
     def touches_wide(self, v: m.Value | None) -> bool:
-        """Whether `v` reads a value of 128 bits or more, or an action parameter wider than 64 bits."""
+        """Whether `v` reads a value of 128 bits or more, or an action parameter or register cell wider than 64 bits."""
         if isinstance(v, m.Field):
             return self.L.width(v) >= 2 * MAX_BITS
         if isinstance(v, m.Const):
             return v.value.bit_length() >= 2 * MAX_BITS - 1
         if isinstance(v, m.ActionParam):
             return v.index < len(self.param_widths) and self.param_widths[v.index] > MAX_BITS
+        if isinstance(v, m.RegisterCell):
+            return v.name in self.reg_size and self.reg_size[v.name].bitwidth > MAX_BITS
         if isinstance(v, m.StackField):
             return (self.L.field_index(self.L.stack_type[v.stack], v.field)[1].width or 0) >= 2 * MAX_BITS
         if isinstance(v, m.Expr):
@@ -422,11 +425,18 @@ class _Printer(LoweredPrinter):
     def p_register_write(self, ps: list[m.Value], ind: int) -> None:
         name = self.named(ps[0], "register_array")
         reg = self.reg_size[name]
-        i = self.tmp("i")
+        i, words, rid = self.tmp("i"), -(-reg.bitwidth // MAX_BITS), self.cp.registers[name]
         mask = f" & {(1 << reg.bitwidth) - 1:#x}ULL" if reg.bitwidth < 64 else ""
         self.emit("{{ {} {} = {};".format(*self.index(ps[1], i)), ind)
-        self.emit(f"if ({i} >= 0 && {i} < {reg.size}) p->E->reg[{self.cp.registers[name]}][(u64){i}] = "
+        if words > 1:  # a wide cell: `words` engine words
+            self.emit(f"if ({i} >= 0 && {i} < {reg.size}) w_store(&p->E->reg[{rid}][(u64){i} * {words}], {words}, "
+                      f"{reg.bitwidth}, {self.wide_rv(ps[2])}); }}", ind + 1)
+            return
+        self.emit(f"if ({i} >= 0 && {i} < {reg.size}) p->E->reg[{rid}][(u64){i}] = "
                   f"(u64)({self.rv(ps[2])}){mask}; }}", ind + 1)
+
+    def p_register_read(self, ps: list[m.Value], ind: int) -> None:
+        self.p_assign([ps[0], m.RegisterCell(self.named(ps[1], "register_array"), ps[2])], ind)
 
     def p_count(self, ps: list[m.Value], ind: int) -> None:
         name = self.named(ps[0], "counter_array")
@@ -858,7 +868,7 @@ class _Printer(LoweredPrinter):
         lines.append("    default: *n = 0; return FL_EMPTY;")
         lines.append("    }")
         lines.append("}")
-        regs = [r.size for r in self.p.register_arrays]
+        regs = [r.size * -(-r.bitwidth // MAX_BITS) for r in self.p.register_arrays]
         counters = list(self.counter_size.values())
         meters = [mt.size for mt in self.meters.values()]
         for name, sizes in (("REG_SIZE", regs), ("COUNTER_SIZE", counters), ("METER_SIZE", meters)):

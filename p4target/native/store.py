@@ -193,14 +193,24 @@ class NativeTable(st.Table):
 
 
 class NativeRegisterArray(st.RegisterArray):
-    """`values` is a numpy view of the engine's register cells."""
+    """`values` is a numpy view of the engine's register cells: one row of words per cell wider than 64 bits."""
 
     def __init__(self, schema: st.RegisterSchema, values: np.ndarray):
         self.schema = schema
-        self.values = values
+        self.words = _words(schema.bitwidth)
+        self.values = values if self.words == 1 else values.reshape(schema.size, self.words)
 
     def read(self, index: int) -> int:
-        return int(self.values[self._index(index)])
+        cell = self.values[self._index(index)]
+        return int(cell) if self.words == 1 else sum(int(w) << (WORD_BITS * k) for k, w in enumerate(cell))
+
+    def write(self, index: int, value: int) -> None:
+        if self.words == 1:
+            super().write(index, value)
+            return
+        i = self._index(index)
+        st._check_width(f"register {self.schema.name}[{i}]", value, self.schema.bitwidth)
+        self.values[i] = _chunks(value, self.schema.bitwidth)
 
     def reset(self) -> None:
         self.values[:] = 0
@@ -238,7 +248,7 @@ class NativeState(st.State):
         with self.lock:
             self.tables = {n: NativeTable(t, schema.actions, engine, cprog.tables[n], cprog.actions)
                            for n, t in schema.tables.items()}
-            self.registers = {n: NativeRegisterArray(r, engine.register(cprog.registers[n], r.size))
+            self.registers = {n: NativeRegisterArray(r, engine.register(cprog.registers[n], r.size * _words(r.bitwidth)))
                               for n, r in schema.registers.items()}
             self.counters = {n: NativeCounterArray(c, engine.counter(cprog.counters[n], c.size))
                              for n, c in schema.counters.items()}

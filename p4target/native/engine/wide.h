@@ -38,6 +38,11 @@ static inline wint w_field(const u64 *s, int n, int width, int is_signed) {
     return r;
 }
 
+/* Register r's cell i of `width` bits (`words` engine words from i * words), 0 past the end (n cells). */
+static inline wint w_reg(pk_t *p, int r, __int128 i, u64 n, int words, int width) {
+    return i >= 0 && i < (__int128)n ? w_field(&p->E->reg[r][(u64)i * (u64)words], words, width, 0) : w_from_i128(0);
+}
+
 /* The low `width` bits of v into n chunks at d. */
 static inline void w_store(u64 *d, int n, int width, wint v) {
     for (int i = 0; i < n; i++) {

@@ -1,6 +1,6 @@
 // Values wider than 64 bits: arithmetic, comparisons and shifts on 128- and 200-bit fields, signed
 // 128-bit values, table keys of 128 bits (exact, lpm) and 200 bits (ternary), action parameters of
-// 96 and 128 bits. The native engine computes these in engine/wide.h's multi-word integers.
+// 96 and 128 bits, register cells of 96, 128 and 200 bits. The native engine computes these in engine/wide.h's multi-word integers.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -20,6 +20,7 @@ header out_t {
     bit<200> c2;
     bit<96>  param96;
     bit<128> param128;
+    bit<128> acc;
     bit<8>   flags;
 }
 
@@ -43,6 +44,9 @@ control WIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata
     }
     action mark(bit<8> bit_) { hdr.o.flags = hdr.o.flags | bit_; }
     action drop() { mark_to_drop(sm); }
+    register<bit<128>>(4) acc;
+    register<bit<96>>(2) low96;
+    register<bit<200>>(2) last_c;
     table by_a {
         key = { hdr.i.a: exact; }
         actions = { forward; drop; }
@@ -71,6 +75,12 @@ control WIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata
         if (hdr.i.s < 0) { hdr.o.flags = hdr.o.flags | 2; }
         if (hdr.i.c > 200w0x800000000000000000000000000000000000000000000000) { hdr.o.flags = hdr.o.flags | 4; }
         if (hdr.i.a[127:120] == 0xff) { hdr.o.flags = hdr.o.flags | 8; }
+        acc.read(hdr.o.acc, 1);
+        acc.write(1, hdr.o.acc + hdr.i.a);
+        low96.write(1, hdr.i.a[95:0]);
+        bit<200> before;
+        last_c.read(before, 0);
+        last_c.write(0, before ^ hdr.i.c);
         by_a.apply();
         by_b.apply();
         by_c.apply();
