@@ -140,9 +140,9 @@ class _Printer(LoweredPrinter):
         if not self.wide and self.touches_wide(v):
             return f"w_lo({self.wide_rv(v)})"
         if self.wide and isinstance(v, m.RegisterCell) and v.name in self.reg_size:
-            reg = self.reg_size[v.name]
-            return f"w_reg(p, {self.cp.registers[v.name]}, {self.index(v.index)[2]}, {reg.size}ULL, " \
-                   f"{-(-reg.bitwidth // MAX_BITS)}, {reg.bitwidth})"
+            wide_reg = self.reg_size[v.name]
+            return f"w_reg(p, {self.cp.registers[v.name]}, {self.index(v.index)[2]}, {wide_reg.size}ULL, " \
+                   f"{-(-wide_reg.bitwidth // MAX_BITS)}, {wide_reg.bitwidth})"
         if self.wide and not isinstance(v, (m.Expr, m.Field, m.Const, m.ActionParam, m.StackField)):
             return f"w_from_i128({self.plain(v)})"  # a narrow leaf (a register cell, a lookahead, a boolean)
         if isinstance(v, m.Field):
