@@ -378,23 +378,27 @@ def test_aggnet_matches_bmv2(lanes, p4c, tmp_path):
     from_json = Pipeline(bmv2_json.load_file(p4c.json(program)))  # p4c's lowering on our engine
     lowered = Pipeline(lower_program(load_program(program)))  # our lowering on the same engine
     native_from_json = make_pipeline(bmv2_json.load_file(p4c.json(program)), "native")  # ... printed as C
-    assert native_from_json.engine_name == "native"
+    native = make_pipeline(load_program(program), "native")  # our front end's program printed as C
+    assert native_from_json.engine_name == native.engine_name == "native"
     registers, counters = aggnet_cells(lanes, embedded.state.schema)
     try:
         with bmv2_twin(embedded, program, p4c) as bmv2:
-            for sw in (embedded, from_json, lowered, native_from_json, bmv2):
+            for sw in (embedded, from_json, lowered, native_from_json, native, bmv2):
                 install_roles(sw)
             ours = bmv2_ref.observe(embedded, packets, registers, counters)
             ours_from_json = bmv2_ref.observe(from_json, packets, registers, counters)
             ours_lowered = bmv2_ref.observe(lowered, packets, registers, counters)
-            native = bmv2_ref.observe(native_from_json, packets, registers, counters)
+            ours_native_from_json = bmv2_ref.observe(native_from_json, packets, registers, counters)
+            ours_native = bmv2_ref.observe(native, packets, registers, counters)
             theirs = bmv2_ref.observe(bmv2, packets, registers, counters)
     finally:
         native_from_json.close()
+        native.close()
     assert bmv2_ref.first_difference(ours, theirs) == ""
     assert bmv2_ref.first_difference(ours_from_json, theirs) == ""
     assert bmv2_ref.first_difference(ours_lowered, theirs) == ""
-    assert bmv2_ref.first_difference(native, theirs) == ""
+    assert bmv2_ref.first_difference(ours_native_from_json, theirs) == ""
+    assert bmv2_ref.first_difference(ours_native, theirs) == ""
     if lanes in (wire.LANE_COUNTS[0], wire.LANE_COUNTS[-1]):  # BMv2 is slow: the smallest and largest suffice
         with bmv2_on_our_json(embedded, program, tmp_path) as bmv2_ours:
             install_roles(bmv2_ours)
