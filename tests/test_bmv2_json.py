@@ -2,8 +2,8 @@
 
 - Every corpus program (../shared/p4c-corpus), compiled by the reference p4c, passes its STF test
   from the JSON alone (`aggnet p4 stf PROG.json TEST.stf`), as it does on simple_switch: on the
-  Python engine, and on the native engine (p4target/backends/c.py), which runs every program but
-  those in NOT_NATIVE; those run on the Python engine after one warning naming why.
+  Python engine, and on the native engine (p4target/backends/c.py), which runs every one of them
+  (a fallback to the Python engine fails the test).
 - A malformed or inconsistent JSON is one line naming the file and the JSON path, exit 2.
 - Device configs: bare JSON, and BMv2's P4DeviceConfig (made here by BMv2's own protobuf stubs).
 """
@@ -23,7 +23,7 @@ import pytest
 from p4target.device_config import bmv2_json_in
 from p4target.errors import P4Error
 from p4target.lowered import bmv2_json
-from p4target.native.pipeline import make_pipeline
+from p4target.native.pipeline import NativePipeline, make_pipeline
 from p4target.pipeline import Pipeline
 from p4target.stf import StfRunner, parse_stf
 
@@ -56,15 +56,6 @@ def test_corpus_program_passes_its_stf_from_p4c_json(name, p4c):
     assert result.passed, result.report(name)
 
 
-# Corpus programs the native engine does not run, and the construct its warning names.
-NOT_NATIVE = {
-    "gauntlet_action_return-bmv2": "table key bKiScA of 128 bits",
-    "gauntlet_exit_combination_14-bmv2": "table key key of 128 bits",
-    "gauntlet_switch_nested_table_apply-bmv2": "table key JGOUaj of 128 bits",
-    "ipv6-switch-ml-bmv2": "arithmetic on a 128-bit field",
-}
-
-
 @needs_p4c
 @pytest.mark.parametrize("name", corpus.params())
 def test_corpus_program_passes_its_stf_natively_from_p4c_json(name, p4c, caplog):
@@ -72,17 +63,12 @@ def test_corpus_program_passes_its_stf_natively_from_p4c_json(name, p4c, caplog)
     pipeline = make_pipeline(program, "native")
     warnings = [r.getMessage() for r in caplog.records if r.name == "aggnet.native"]
     try:
-        if name in NOT_NATIVE:
-            assert isinstance(pipeline, Pipeline) and len(warnings) == 1, warnings
-            assert "running on the Python engine: the native engine lacks" in warnings[0]
-            assert NOT_NATIVE[name] in warnings[0], warnings[0]
-        else:
-            assert pipeline.engine_name == "native" and warnings == []
+        assert pipeline.engine_name == "native" and warnings == []  # no fallback to the Python engine
         stf = CORPUS / f"{name}.stf"
         result = StfRunner(pipeline, str(stf)).run(parse_stf(stf.read_text(), str(stf)))
         assert result.passed, result.report(name)
     finally:
-        if name not in NOT_NATIVE:
+        if isinstance(pipeline, NativePipeline):
             pipeline.close()
 
 

@@ -9,11 +9,15 @@ result that could grow, so 128 bits hold every intermediate value of fields up t
 
 Fields wider than 64 bits take one slot per 64-bit chunk, least significant first
 (`Layout(chunk_bits=64)`): they are extracted, emitted, copied, hashed and moved between fields of
-their width at any width, and computed with (an i128) up to 127 bits. What does not run raises
-`Unsupported` naming the construct (the program then runs on the Python engine): arithmetic on
-fields of 128 bits or more, table keys, digests, action parameters and register cells wider than
-64 bits, action profiles and selectors, parser value sets, parser transition keys and lookaheads
-wider than 128 bits, and programs with other than one parser and one deparser.
+their width at any width, and computed with (an i128) up to 127 bits. An expression that reads a
+value of 128 bits or more (a field, a constant, an action parameter wider than 64 bits) is computed
+in the multi-word integers of engine/wide.h (`wint`, W_WORDS words: twice the widest field and a
+sign word). Table keys, action parameters and register cells wider than 64 bits take one engine
+word per 64-bit chunk, least significant first (p4target/native/store.py splits the control plane's
+values the same way). What does not run raises `Unsupported` naming the construct (the program then
+runs on the Python engine): digests of fields wider than 64 bits, range matches on keys wider
+than 64 bits, action profiles and selectors, parser value sets, parser transition keys and
+lookaheads wider than 128 bits, and programs with other than one parser and one deparser.
 
 Control flow: `exit` sets p->rc = RC_EXIT, an error (division by zero, a stack index out of range, a
 failed assert) RC_ERR, and every caller returns when p->rc is set. A pipeline is a loop over its
@@ -69,6 +73,15 @@ class _Printer(LoweredPrinter):
              "usat_cast": "l_usat64({a}, {b})", "/": "l_div64(p, {a}, {b})", "%": "l_mod64(p, {a}, {b})",
              "+": "({a} + {b})", "-": "({a} - {b})", "*": "({a} * {b})", "<<": "l_shl64({a}, {b})",
              ">>": "l_shr64({a}, {b})"}
+    # the same in engine/wide.h's wint where an operand is 128 bits or wider (`wide`)
+    OPSW = {"d2b": "w_bool(w_nz({b}))", "b2d": "{b}", "not": "w_bool(!w_nz({b}))", "~": "w_not({b})",
+            "neg": "w_neg({b})", "?": "(w_nz({c}) ? {a} : {b})", "two_comp_mod": "w_sx({a}, {b})",
+            "sat_cast": "w_sat({a}, {b})", "usat_cast": "w_usat({a}, {b})", "/": "w_div(p, {a}, {b})",
+            "%": "w_mod(p, {a}, {b})", "and": "w_bool(w_nz({a}) && w_nz({b}))",
+            "or": "w_bool(w_nz({a}) || w_nz({b}))", "+": "w_add({a}, {b})", "-": "w_sub({a}, {b})",
+            "*": "w_mul({a}, {b})", "<<": "w_shl({a}, {b})", ">>": "w_shr({a}, {b})", "&": "w_and({a}, {b})",
+            "|": "w_or({a}, {b})", "^": "w_xor({a}, {b})",
+            **{op: f"w_bool(w_cmp({{a}}, {{b}}) {op} 0)" for op in ("==", "!=", ">", ">=", "<", "<=")}}
     STACK_OPS = {"last_stack_index": "((i128)F[{n}] - 1)", "size_stack": "((i128)F[{n}])"}
     VALID, OR, FALSE = "(F[{b}] != 0)", " || ", "0"
     CHUNK_BITS = MAX_BITS
@@ -76,13 +89,6 @@ class _Printer(LoweredPrinter):
 
     def __init__(self, p: m.Program):
         super().__init__(p)
-        for a in p.actions:
-            for name, width in a.runtime_data:
-                if width > MAX_BITS:
-                    raise self.fail(f"action {a.name}'s parameter {name} of {width} bits")
-        for r in p.register_arrays:
-            if r.bitwidth > MAX_BITS:
-                raise self.fail(f"register array {r.name} of {r.bitwidth}-bit cells")
         for pl in p.pipelines:
             for table in pl.tables:
                 if table.action_profile is not None:
@@ -108,7 +114,12 @@ class _Printer(LoweredPrinter):
         self.stack_arrays: dict[str, list[int]] = {}
         self.may_fail = False
         self.narrow = False  # printing an expression in int64_t (see OPS64)
+        self.wide = False  # printing an expression in wint (see OPSW)
         self.param_widths: list[int] = []  # the current action's parameters
+        self.param_offsets: list[int] = []  # ... and where each starts in its engine words A[]
+        widths = [f.width or 0 for t in p.header_types for f in t.fields]
+        widths += [width for a in p.actions for _, width in a.runtime_data]
+        self.w_words = 2 * -(-max(widths + [MAX_BITS]) // MAX_BITS) + 1
 
     def check(self, ind: int) -> None:
         """After code that can set p->rc: leave the way the current context does."""
@@ -125,11 +136,22 @@ class _Printer(LoweredPrinter):
     # -- values
 
     def rv(self, v: m.Value | None) -> str:
-        """A C expression (i128) for a value read as data or a boolean."""
+        """A C expression (i128; a wint inside a wide expression) for a value read as data or a boolean."""
+        if not self.wide and self.touches_wide(v):
+            return f"w_lo({self.wide_rv(v)})"
+        if self.wide and isinstance(v, m.RegisterCell) and v.name in self.reg_size:
+            wide_reg = self.reg_size[v.name]
+            return f"w_reg(p, {self.cp.registers[v.name]}, {self.index(v.index)[2]}, {wide_reg.size}ULL, " \
+                   f"{-(-wide_reg.bitwidth // MAX_BITS)}, {wide_reg.bitwidth})"
+        if self.wide and not isinstance(v, (m.Expr, m.Field, m.Const, m.ActionParam, m.StackField)):
+            return f"w_from_i128({self.plain(v)})"  # a narrow leaf (a register cell, a lookahead, a boolean)
         if isinstance(v, m.Field):
             slot, ftype = self.L.field_slot(v)
             return self.read(str(slot), ftype)
         if isinstance(v, m.Const):
+            if self.wide:
+                words = [(v.value >> (MAX_BITS * i)) & ((1 << MAX_BITS) - 1) for i in range(self.w_words)]
+                return f"w_field((const u64[]){{{', '.join(f'{w:#x}ULL' for w in words)}}}, W_WORDS, W_BITS, 1)"
             if self.narrow:
                 return f"((i64){v.value}LL)"
             try:
@@ -139,7 +161,11 @@ class _Printer(LoweredPrinter):
         if isinstance(v, m.BoolConst):
             return "1" if v.value else "0"
         if isinstance(v, m.ActionParam):
-            return f"(({'i64' if self.narrow else 'i128'})A[{v.index}])"
+            off = self.param_offsets[v.index]
+            if self.wide:
+                width = self.param_widths[v.index]
+                return f"w_field(&A[{off}], {-(-width // MAX_BITS)}, {width}, 0)"
+            return f"(({'i64' if self.narrow else 'i128'})A[{off}])"
         if isinstance(v, m.RegisterCell):
             reg = self.reg_size.get(v.name)
             if reg is None:
@@ -163,31 +189,75 @@ class _Printer(LoweredPrinter):
             return self.expr(v)
         raise self.fail(f"a {type(v).__name__} cannot be read as a value here")
 
+    def in_mode(self, wide: bool, print_: Callable[..., str], *args) -> str:
+        """`print_(*args)` printed as a wint (`wide`) or not."""
+        saved, self.wide = self.wide, wide
+        try:
+            return print_(*args)
+        finally:
+            self.wide = saved
+
+    def wide_rv(self, v: m.Value | None) -> str:
+        """`v` as a wint."""
+        return self.in_mode(True, self.rv, v)
+
+    def plain(self, v: m.Value | None) -> str:
+        """`v` as an i128 (an index, a narrow leaf), also inside a wide expression."""
+        return self.in_mode(False, self.rv, v)
+
+    def touches_wide(self, v: m.Value | None) -> bool:
+        """Whether `v` reads a value of 128 bits or more, or an action parameter or register cell wider than 64 bits."""
+        if isinstance(v, m.Field):
+            return self.L.width(v) >= 2 * MAX_BITS
+        if isinstance(v, m.Const):
+            return v.value.bit_length() >= 2 * MAX_BITS - 1
+        if isinstance(v, m.ActionParam):
+            return v.index < len(self.param_widths) and self.param_widths[v.index] > MAX_BITS
+        if isinstance(v, m.RegisterCell):
+            return v.name in self.reg_size and self.reg_size[v.name].bitwidth > MAX_BITS
+        if isinstance(v, m.StackField):
+            return (self.L.field_index(self.L.stack_type[v.stack], v.field)[1].width or 0) >= 2 * MAX_BITS
+        if isinstance(v, m.Expr):
+            if v.op == "access_field":
+                fields = self.L.header_type_of(v.left).fields
+                k = v.right.value if isinstance(v.right, m.Const) else -1
+                return 0 <= k < len(fields) and (fields[k].width or 0) >= 2 * MAX_BITS
+            return any(self.touches_wide(x) for x in (v.left, v.right, v.cond) if x is not None)
+        return False
+
     def index(self, v: m.Value, name: str = "") -> tuple[str, str, str]:
         """(C type, `name`, expression) of an index into a register, counter or meter array: i64 where it fits."""
         if not self.fits64(v) or self.narrow:
-            return "i128", name, self.rv(v)
+            return "i128", name, self.plain(v)
         self.narrow = True
         try:
-            return "i64", name, self.rv(v)
+            return "i64", name, self.plain(v)
         finally:
             self.narrow = False
 
     def read(self, slot: str, ftype: m.FieldType | None) -> str:
+        if self.wide:
+            if ftype is None or ftype.width is None:
+                return f"w_from_i128((i128)F[{slot}])"
+            return f"w_field(&F[{slot}], {-(-ftype.width // MAX_BITS)}, {ftype.width}, {int(ftype.signed)})"
         if ftype is not None and ftype.width is not None and ftype.width > MAX_BITS:
             if ftype.width > 127:
-                raise self.fail(f"arithmetic on a {ftype.width}-bit field")
+                return f"w_lo({self.in_mode(True, self.read, slot, ftype)})"
             return f"l_wide(F[{slot}], F[{slot} + 1], {ftype.width}, {int(ftype.signed)})"
         if ftype is not None and ftype.signed and ftype.width:
             return f"sx(F[{slot}], {ftype.width})" if self.narrow else f"l_signed(F[{slot}], {ftype.width})"
         return f"((i64)F[{slot}])" if self.narrow else f"((i128)F[{slot}])"
 
     def templates(self) -> dict[str, str]:
-        return self.OPS64 if self.narrow else self.OPS
+        return self.OPSW if self.wide else self.OPS64 if self.narrow else self.OPS
 
     def expr(self, e: m.Expr) -> str:
         if e.op in ("/", "%"):
             self.may_fail = True
+        if self.wide:
+            if e.op in ("valid", "valid_union") or e.op in self.STACK_OPS:
+                return f"w_from_i128({super().expr(e)})"
+            return super().expr(e)
         if self.narrow or not self.fits64(e):
             return super().expr(e)
         self.narrow = True
@@ -259,14 +329,14 @@ class _Printer(LoweredPrinter):
     def union_stack_members(self, stack: str, index: m.Value | None) -> list[str]:
         unions = self.L.union_stacks[stack]
         self.may_fail = True
-        u = f"l_at(p, {self.rv(index)}, {len(unions)})"
+        u = f"l_at(p, {self.plain(index)}, {len(unions)})"
         return [f"{self.stack(f'{stack}__{k}', [self.L.base[self.L.unions[un][k]] for un in unions])}[{u}]"
                 for k in range(len(self.L.union_stack_type[stack].headers))]
 
     def stack_element(self, stack: str, index: m.Value | None) -> str:
         headers = self.L.stacks[stack]
         arr = self.stack(stack, [self.L.base[h] for h in headers] + [self.L.scratch[stack]])
-        return f"{arr}[l_idx({self.rv(index)}, {len(headers)})]"
+        return f"{arr}[l_idx({self.plain(index)}, {len(headers)})]"
 
     def store(self, dst: m.Value, code: str, ind: int) -> None:
         """Write `code` into a field, truncated to its width (a signed field keeps its bit pattern)."""
@@ -295,6 +365,10 @@ class _Printer(LoweredPrinter):
             if stype is not None and stype.width == width:  # a wide field moved: its chunks copied
                 self.copy(slot, s, -(-width // MAX_BITS), ind)
                 return
+        if width > 2 * MAX_BITS:
+            self.emit(f"w_store(&F[{slot}], {-(-width // MAX_BITS)}, {width}, {self.wide_rv(src)});", ind)
+            self.check(ind)
+            return
         self.store(dst, self.rv(src), ind)
 
     p_modify_field = p_assign
@@ -351,11 +425,18 @@ class _Printer(LoweredPrinter):
     def p_register_write(self, ps: list[m.Value], ind: int) -> None:
         name = self.named(ps[0], "register_array")
         reg = self.reg_size[name]
-        i = self.tmp("i")
+        i, words, rid = self.tmp("i"), -(-reg.bitwidth // MAX_BITS), self.cp.registers[name]
         mask = f" & {(1 << reg.bitwidth) - 1:#x}ULL" if reg.bitwidth < 64 else ""
         self.emit("{{ {} {} = {};".format(*self.index(ps[1], i)), ind)
-        self.emit(f"if ({i} >= 0 && {i} < {reg.size}) p->E->reg[{self.cp.registers[name]}][(u64){i}] = "
+        if words > 1:  # a wide cell: `words` engine words
+            self.emit(f"if ({i} >= 0 && {i} < {reg.size}) w_store(&p->E->reg[{rid}][(u64){i} * {words}], {words}, "
+                      f"{reg.bitwidth}, {self.wide_rv(ps[2])}); }}", ind + 1)
+            return
+        self.emit(f"if ({i} >= 0 && {i} < {reg.size}) p->E->reg[{rid}][(u64){i}] = "
                   f"(u64)({self.rv(ps[2])}){mask}; }}", ind + 1)
+
+    def p_register_read(self, ps: list[m.Value], ind: int) -> None:
+        self.p_assign([ps[0], m.RegisterCell(self.named(ps[1], "register_array"), ps[2])], ind)
 
     def p_count(self, ps: list[m.Value], ind: int) -> None:
         name = self.named(ps[0], "counter_array")
@@ -481,6 +562,7 @@ class _Printer(LoweredPrinter):
     def gen_action(self, a: m.Action) -> None:
         self.ctx = "action"
         self.param_widths = [width for _, width in a.runtime_data]
+        self.param_offsets = [sum(-(-w // MAX_BITS) for w in self.param_widths[:i]) for i in range(len(a.runtime_data))]
         self.emit(f"static void ac{a.id}(pk_t *p, const u64 *A) {{ /* action {a.name} */", 0)
         self.emit("u64 *F = p->F; (void)F; (void)A;", 1)
         self.action_body(a, 0)
@@ -526,18 +608,23 @@ class _Printer(LoweredPrinter):
         self.emit("}", 1)
         self.emit("}", 0)
 
-    def key_code(self, k: m.KeyElement) -> str:
+    def key_codes(self, k: m.KeyElement) -> list[str]:
+        """The engine words of a key element: one per 64-bit chunk, least significant first."""
         slot, mask = self.key_mask(k)
-        if mask is not None and mask >> MAX_BITS:
-            raise self.fail(f"table key {k.name} of {mask.bit_length()} bits")
-        return f"F[{slot}]" if mask is None else f"(F[{slot}] & {mask:#x}ULL)"
+        if mask is None:
+            return [f"F[{slot}]"]
+        width = self.L.width(k.target) if isinstance(k.target, m.Field) else MAX_BITS
+        if width > MAX_BITS and k.match_type == "range":
+            raise self.fail(f"a range match on table key {k.name} of {width} bits")
+        full = (1 << MAX_BITS) - 1
+        return [f"(F[{slot + i}] & {(mask >> (MAX_BITS * i)) & full:#x}ULL)" for i in range(-(-width // MAX_BITS))]
 
     def gen_table(self, t: m.Table, node: Callable[[str | None], int]) -> None:
         self.ctx = "table"
         tid = self.cp.tables[t.name]
         self.emit(f"static int tb{t.id}(pk_t *p) {{ /* table {t.name} */", 0)
         counted = any(c.is_direct and c.binding == t.name for c in self.p.counter_arrays)
-        for line in table_hit_c(tid, [self.key_code(k) for k in t.key], t.support_timeout,
+        for line in table_hit_c(tid, [c for k in t.key for c in self.key_codes(k)], t.support_timeout,
                                 self.L.sm["packet_length"] if counted else None):
             self.emit(line, 1)
         meter = next((mt for mt in self.p.meter_arrays if mt.name == t.direct_meters), None)
@@ -760,7 +847,8 @@ class _Printer(LoweredPrinter):
         init = []
         for v in L.initial:
             init.append("NONE64" if v is None else f"{int(v) if not isinstance(v, bytes) else 0}ULL")
-        lines = ['#include "lowered.h"', f"#define NSLOTS {len(L.initial)}", f"#define HDR_MAX {hdr_max}",
+        lines = [f"#define W_WORDS {self.w_words}", '#include "lowered.h"', f"#define NSLOTS {len(L.initial)}",
+                 f"#define HDR_MAX {hdr_max}",
                  f"#define NTABLES {len(self.cp.tables)}", f"#define NREGS {len(self.cp.registers)}",
                  f"#define NCOUNTERS {len(self.cp.counters)}", f"#define NMETERS {len(self.cp.meters)}",
                  f"#define META_FIRST {L.meta_range[0]}", f"#define META_END {L.meta_range[1]}"]
@@ -780,12 +868,12 @@ class _Printer(LoweredPrinter):
         lines.append("    default: *n = 0; return FL_EMPTY;")
         lines.append("    }")
         lines.append("}")
-        regs = [r.size for r in self.p.register_arrays]
+        regs = [r.size * -(-r.bitwidth // MAX_BITS) for r in self.p.register_arrays]
         counters = list(self.counter_size.values())
         meters = [mt.size for mt in self.meters.values()]
         for name, sizes in (("REG_SIZE", regs), ("COUNTER_SIZE", counters), ("METER_SIZE", meters)):
             lines.append(f"static const u64 {name}[] = {{{', '.join(map(str, sizes or [0]))}}};")
-        nkeys = [len(t.key) for pl in self.p.pipelines for t in pl.tables]
+        nkeys = [sum(len(self.key_codes(k)) for k in t.key) for pl in self.p.pipelines for t in pl.tables]
         lines.append(f"static const int TABLE_KEYS[] = {{{', '.join(map(str, nkeys or [0]))}}};")
         for arr, bases in self.stack_arrays.items():
             lines.append(f"static const u32 {arr}[] = {{{', '.join(map(str, bases))}}};")

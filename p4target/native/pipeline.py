@@ -2,7 +2,8 @@
 
 `make_pipeline(program, engine)` returns a `NativePipeline` (the program compiled to C,
 built and loaded: our front end's IR by p4target/native/cgen.py, the lowered form read from
-p4c's BMv2 JSON by p4target/backends/c.py) or the Python engine's `Pipeline`; a program
+p4c's BMv2 JSON by p4target/backends/c.py; an IR program with a construct cgen.py lacks is
+lowered and printed by backends/c.py instead) or the Python engine's `Pipeline`; a program
 the native engine cannot run goes to the Python engine with ONE warning line naming the
 construct. Both offer `.state` (a State) and `.process(port, data)`; the switch process
 drives a NativePipeline's packet loop in C (p4target/switch.py).
@@ -16,6 +17,7 @@ from p4target.backends.layout import Unsupported as LoweredUnsupported
 from p4target.frontend import ir
 from p4target.interp.schema import build_schema
 from p4target.lowered import model as lowered
+from p4target.lowered.from_ir import NotLowered, lower_program
 from p4target.lowered.schema import build_schema as build_lowered_schema
 from p4target.native.build import BuildError, build
 from p4target.native.cgen import CProgram, Unsupported, generate_c
@@ -33,8 +35,9 @@ class NativePipeline:
 
     def __init__(self, program: ir.Program | lowered.Program, seed: int = 0, cprog: CProgram | None = None,
                  trace: Trace | None = None):
-        self.program = program
-        cprog = cprog or _generate(program)
+        if cprog is None:
+            program, cprog = _generate(program)
+        self.program = program  # the form the C was printed from (an IR program may come back lowered)
         self.source = cprog.source  # the generated C, for debugging
         self.engine = Engine(build(cprog.source), seed, trace)
         schema = build_lowered_schema(program) if isinstance(program, lowered.Program) else build_schema(program)
@@ -56,17 +59,26 @@ class NativePipeline:
         self.engine.close()
 
 
-def _generate(program: ir.Program | lowered.Program) -> CProgram:
-    """The C of either form of a program."""
-    return lowered_c.generate_c(program) if isinstance(program, lowered.Program) else generate_c(program)
+def _generate(program: ir.Program | lowered.Program) -> tuple[ir.Program | lowered.Program, CProgram]:
+    """The C of either form of a program, and the form it was printed from: an IR program whose
+    constructs cgen.py lacks (wide values, run-time stack indexes, varbits, ...) goes through the
+    lowered form's printer, which runs every program p4c's JSON can express."""
+    if isinstance(program, lowered.Program):
+        return program, lowered_c.generate_c(program)
+    try:
+        return program, generate_c(program)
+    except Unsupported:
+        lowered_program = lower_program(program)
+        return lowered_program, lowered_c.generate_c(lowered_program)
 
 
 def native_or_reason(program: ir.Program | lowered.Program, seed: int = 0) -> tuple[NativePipeline | None, str]:
     """A NativePipeline for `program`, or None and why the native engine cannot run it."""
     try:
-        return NativePipeline(program, seed, _generate(program)), ""
-    except Unsupported as exc:
-        return None, f"the native engine lacks {exc}"
+        printed, cprog = _generate(program)
+        return NativePipeline(printed, seed, cprog), ""
+    except NotLowered as exc:
+        return None, f"the native engine lacks {exc.message}"
     except LoweredUnsupported as exc:
         return None, f"the native engine lacks {exc.message}"
     except BuildError as exc:

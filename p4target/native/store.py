@@ -102,18 +102,33 @@ class NativeTableEntry(st.TableEntry):
             self._last_hit[0] = value
 
 
-def _key_spec(key: st.KeyField, part: tuple | None) -> tuple[int, int, int, int]:
-    """A canonical match part (state.Table._canonical_field) as the engine's (kind, value, mask, high)."""
+WORD_BITS = 64
+
+
+def _words(width: int) -> int:
+    """Engine words of a key or action parameter of `width` bits (wider ones: one per 64-bit chunk)."""
+    return max(1, -(-width // WORD_BITS))
+
+
+def _chunks(value: int, width: int) -> list[int]:
+    """`value` as the engine's words, least significant first (p4target/backends/c.py reads them so)."""
+    return [(value >> (WORD_BITS * i)) & ((1 << WORD_BITS) - 1) for i in range(_words(width))]
+
+
+def _key_spec(key: st.KeyField, part: tuple | None) -> list[tuple[int, int, int, int]]:
+    """A canonical match part (state.Table._canonical_field) as the engine's (kind, value, mask, high) per word."""
     full = (1 << key.bitwidth) - 1
     if part is None:
-        return 0, 0, 0, 0
-    if part[0] == "v":
-        return 1, part[1], full, 0
-    if part[0] == "l":
-        return 1, part[1], full ^ ((1 << (key.bitwidth - part[2])) - 1), 0
-    if part[0] == "t":
-        return 1, part[1], part[2], 0
-    return 2, part[1], 0, part[2]
+        kind, value, mask, high = 0, 0, 0, 0
+    elif part[0] == "v":
+        kind, value, mask, high = 1, part[1], full, 0
+    elif part[0] == "l":
+        kind, value, mask, high = 1, part[1], full ^ ((1 << (key.bitwidth - part[2])) - 1), 0
+    elif part[0] == "t":
+        kind, value, mask, high = 1, part[1], part[2], 0
+    else:
+        kind, value, mask, high = 2, part[1], 0, part[2]
+    return [(kind, *word) for word in zip(*(_chunks(x, key.bitwidth) for x in (value, mask, high)))]
 
 
 class NativeTable(st.Table):
@@ -122,10 +137,12 @@ class NativeTable(st.Table):
     def __init__(self, schema: st.TableSchema, actions: dict[str, st.ActionSchema], engine: Engine, tid: int,
                  action_ids: dict[str, int]):
         self._engine, self._tid, self._action_ids = engine, tid, action_ids
+        self._param_widths = {name: [width for _, width in a.params] for name, a in actions.items()}
         kinds = [k.match_kind for k in schema.keys]
         lpm = [i for i, k in enumerate(kinds) if k == "lpm"]
         prio = bool(set(kinds) & {"ternary", "range", "optional"}) or len(lpm) > 1
-        engine.table_setup(tid, lpm[0] if lpm and not prio else -1, schema.keys[lpm[0]].bitwidth if lpm else 0, prio)
+        lpm_word = sum(_words(k.bitwidth) for k in schema.keys[:lpm[0]]) if lpm else -1
+        engine.table_setup(tid, lpm_word if lpm and not prio else -1, schema.keys[lpm[0]].bitwidth if lpm else 0, prio)
         super().__init__(schema, actions)
 
     @property
@@ -135,13 +152,14 @@ class NativeTable(st.Table):
     @default.setter
     def default(self, value: st.DefaultAction) -> None:
         self._default = value
-        self._engine.table_default(self._tid, self._action_ids[value.action], value.args)
+        self._engine.table_default(self._tid, self._action_ids[value.action], self._args(value.action, value.args))
 
     def insert(self, entry: st.TableEntry) -> None:
         super().insert(entry)
         parts, priority = self._canonical(entry)
-        keys = [_key_spec(k, p) for k, p in zip(self._keys, parts)]
-        handle = self._engine.table_add(self._tid, keys, priority, self._action_ids[entry.action], entry.args)
+        keys = [word for k, p in zip(self._keys, parts) for word in _key_spec(k, p)]
+        handle = self._engine.table_add(self._tid, keys, priority, self._action_ids[entry.action],
+                                        self._args(entry.action, entry.args))
         last_hit = entry.last_hit
         entry.__class__ = NativeTableEntry  # its counter cells and last hit now read the engine's
         entry._handle = handle
@@ -154,7 +172,12 @@ class NativeTable(st.Table):
     def modify(self, entry: st.TableEntry) -> None:
         super().modify(entry)
         stored = self._entries[self._canonical(entry)]
-        self._engine.table_modify(stored._handle, self._action_ids[stored.action], stored.args)
+        self._engine.table_modify(stored._handle, self._action_ids[stored.action],
+                                  self._args(stored.action, stored.args))
+
+    def _args(self, action: str, args: tuple[int, ...]) -> tuple[int, ...]:
+        """An action's arguments as the engine's words (a parameter wider than 64 bits takes several)."""
+        return tuple(word for arg, width in zip(args, self._param_widths[action]) for word in _chunks(arg, width))
 
     def delete(self, entry: st.TableEntry) -> None:
         self._check_mutable()
@@ -170,14 +193,24 @@ class NativeTable(st.Table):
 
 
 class NativeRegisterArray(st.RegisterArray):
-    """`values` is a numpy view of the engine's register cells."""
+    """`values` is a numpy view of the engine's register cells: one row of words per cell wider than 64 bits."""
 
     def __init__(self, schema: st.RegisterSchema, values: np.ndarray):
         self.schema = schema
-        self.values = values
+        self.words = _words(schema.bitwidth)
+        self.values = values if self.words == 1 else values.reshape(schema.size, self.words)
 
     def read(self, index: int) -> int:
-        return int(self.values[self._index(index)])
+        cell = self.values[self._index(index)]
+        return int(cell) if self.words == 1 else sum(int(w) << (WORD_BITS * k) for k, w in enumerate(cell))
+
+    def write(self, index: int, value: int) -> None:
+        if self.words == 1:
+            super().write(index, value)
+            return
+        i = self._index(index)
+        st._check_width(f"register {self.schema.name}[{i}]", value, self.schema.bitwidth)
+        self.values[i] = _chunks(value, self.schema.bitwidth)
 
     def reset(self) -> None:
         self.values[:] = 0
@@ -215,7 +248,7 @@ class NativeState(st.State):
         with self.lock:
             self.tables = {n: NativeTable(t, schema.actions, engine, cprog.tables[n], cprog.actions)
                            for n, t in schema.tables.items()}
-            self.registers = {n: NativeRegisterArray(r, engine.register(cprog.registers[n], r.size))
+            self.registers = {n: NativeRegisterArray(r, engine.register(cprog.registers[n], r.size * _words(r.bitwidth)))
                               for n, r in schema.registers.items()}
             self.counters = {n: NativeCounterArray(c, engine.counter(cprog.counters[n], c.size))
                              for n, c in schema.counters.items()}

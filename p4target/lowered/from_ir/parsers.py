@@ -80,8 +80,9 @@ class Parsers(Part):
                 ops.append(m.ParserOp("advance", [self.v.data(c.args[0])]))
             elif c.method == "lookahead":  # only its length check matters
                 width = ir.width_of(c.type)
-                t = self.s.tmp(ir.BitsType(1), c.loc)
-                ops.append(m.ParserOp("set", [t.ref, m.Expr("&", m.Lookahead(0, width), m.Const(0))]))
+                if width:  # into a temporary of its width: BMv2 takes a lookahead only as a `set`'s source
+                    t = self.s.tmp(ir.BitsType(width), c.loc)
+                    ops.append(m.ParserOp("set", [t.ref, m.Lookahead(0, width)]))
             else:
                 raise fail(f"packet.{c.method}() in a parser", c.loc)
             return

@@ -8,7 +8,7 @@
  * pattern of its value, masked to its width; a signed field is sign-extended when read. */
 #ifndef AGGNET_LOWERED_H
 #define AGGNET_LOWERED_H
-#include "runtime.h"
+#include "wide.h"
 
 __extension__ typedef __int128 i128;
 

@@ -62,8 +62,8 @@ typedef struct level {  /* entries sharing one mask (exact/lpm tables): a hash t
 
 typedef struct table {
     int nkeys;
-    int lpm;            /* index of the lpm key, -1 if none */
-    int lpm_width;
+    int lpm;            /* index of the lpm key's first word, -1 if none */
+    int lpm_width;      /* its bits: (lpm_width + 63) / 64 words */
     int prio_mode;      /* ternary/range/optional (or several lpm) keys: scan by priority */
     level_t *levels;
     entry_t **sorted;   /* prio_mode: by priority (largest first), then insertion order */

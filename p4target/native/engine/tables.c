@@ -119,7 +119,9 @@ int eng_table_add(engine_t *E, int tid, const u64 *v, const u64 *m, const u64 *h
     level_t *l = NULL;
     u64 mask[n ? n : 1];
     for (int i = 0; i < n; i++) mask[i] = kind[i] == 1 ? m[i] : 0;
-    int plen = t->lpm >= 0 && kind[t->lpm] == 1 ? __builtin_popcountll(m[t->lpm]) : 0;
+    int plen = 0;  /* the lpm key's prefix length, over its words (one per 64 bits) */
+    for (int i = t->lpm; i >= 0 && i < t->lpm + (t->lpm_width + 63) / 64 && i < n; i++)
+        plen += kind[i] == 1 ? __builtin_popcountll(m[i]) : 0;
     if (t->prio_mode ? t->nsorted == t->capsorted && grow((void **)&t->sorted, &t->capsorted, sizeof(entry_t *), 16)
                      : !(l = level_for(t, plen, mask))) {
         free(e);
