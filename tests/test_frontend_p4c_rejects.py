@@ -105,6 +105,11 @@ INVALID = [
  ("header_not_whole_bytes", "header odd_t { bit<8> a; bit<4> b; }", "", "odd_t o; o.setValid();", None),
  ("checksum16", "", "Checksum16() ck;", "h.h.s = ck.get({h.h.a});", None),
  ("call_table_as_function", "", "action a() {} table t { key = { h.h.a: exact; } actions = { a; } }", "t();", None),
+ ("compound_width", "", "", "h.h.a += h.h.s;", None),
+ ("compound_bool", "", "", "bool b = true; b &= false;", None),
+ ("compound_runtime_modulo", "", "", "h.h.a %= 3;", None),
+ ("compound_to_in_param", "", "action a(in bit<8> v) { v += 1; }", "a(h.h.a);", None),
+ ("compound_concat", "", "", "h.h.s ++= 1;", None),
 ]
 
 ERROR_LINE = re.compile(r"^\S+:\d+:\d+: error: \S")

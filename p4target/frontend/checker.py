@@ -979,6 +979,8 @@ class Checker:
             lhs = self.lvalue(node.children[0], scope)
             rhs = self.coerce(self.expr(node.children[1], scope, lhs.type), lhs.type, node.children[1], node)
             return ir.Assign(loc, lhs, rhs)
+        if kind == "compound_assignment":
+            return self.compound_assignment(node, scope)
         if kind == "call_stmt":
             call = self.call(node.children[0], node.children[1], scope, node)
             if isinstance(call, ir.BoolLiteral):  # a static_assert that held: nothing to run
@@ -1013,6 +1015,20 @@ class Checker:
         if kind == "switch_stmt":
             return self.switch(node, scope)
         raise self.error(node, f"unsupported: {kind.replace('_', ' ')}")
+
+    def compound_assignment(self, node: Tree, scope: Scope) -> ir.Assign:
+        """`a op= b` is `a = a op b`, typed as that binary expression (so `a` is read once more)."""
+        lv_node, op_node, rhs_node = node.children
+        if len(op_node.children) == 2:  # `>>=`: R_ANGLE_SHIFT then ">="
+            shift, eq = op_node.children
+            if shift.end_pos != eq.start_pos:
+                raise self.error(eq, "syntax error, unexpected '>='")
+            op = ">>"
+        else:
+            op = str(op_node.children[0])[:-1]
+        lhs = self.lvalue(lv_node, scope)
+        value = self.binary(node, op, lv_node, rhs_node, scope)
+        return ir.Assign(self.loc(node), lhs, self.coerce(value, lhs.type, rhs_node, node))
 
     def return_stmt(self, node: Tree, scope: Scope) -> ir.Return:
         value_node = node.children[0]
