@@ -110,6 +110,13 @@ INVALID = [
  ("compound_runtime_modulo", "", "", "h.h.a %= 3;", None),
  ("compound_to_in_param", "", "action a(in bit<8> v) { v += 1; }", "a(h.h.a);", None),
  ("compound_concat", "", "", "h.h.s ++= 1;", None),
+ ("for_in_range", "", "", "for (bit<8> i in 1 .. 4) { h.h.a = h.h.a + i; }", None),
+ ("for_in_list", "", "", "for (bit<8> i in {1, 2}) { h.h.a = h.h.a + i; }", None),
+ ("break_outside_loop", "", "", "break;", None),
+ ("continue_outside_loop", "", "", "continue;", None),
+ ("for_in_parser", "", "", "", "state start { pk.extract(h.h); for (bit<8> i = 0; i < 2; i += 1) { } transition accept; }"),
+ ("for_var_duplicate", "", "", "bit<8> i = 0; for (bit<8> i = 0; i < 2; i += 1) { }", None),
+ ("for_var_after_loop", "", "", "for (bit<8> i = 0; i < 2; i += 1) { } h.h.a = i;", None),
 ]
 
 ERROR_LINE = re.compile(r"^\S+:\d+:\d+: error: \S")

@@ -21,7 +21,11 @@ from .typing import BIT32, BOOL, COMPARE, ERROR, INFINT, MATCH_KIND, STRING, VOI
 _INT = re.compile(r"(?:(\d+)([ws]))?(0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|0[dD][0-9_]+|\d[0-9_]*)$")
 _HEADER_METHODS = {"isValid": BOOL, "setValid": VOID, "setInvalid": VOID}
 _STACK_METHODS = {"push_front", "pop_front"}
+MAX_UNROLL = 1024  # iterations of one for loop: unrolling copies the body that many times
 _V1SWITCH_STAGES = ["parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser"]
+
+
+HIDDEN = object()  # a name declared in a scope that lookups there do not find (a for loop's variable after it)
 
 
 class Scope:
@@ -35,7 +39,8 @@ class Scope:
         scope = self
         while scope is not None:
             if name in scope.names:
-                return scope.names[name]
+                found = scope.names[name]
+                return None if found is HIDDEN else found
             scope = scope.parent
         return None
 
@@ -69,6 +74,25 @@ class GenericFunction:
 
 
 @dataclass(eq=False)
+class LoopJump(ir.Stmt):
+    """`break` or `continue` in a for loop being unrolled: cut out before the loop's IR is returned."""
+
+    kind: str = "break"
+
+
+def _has_jump(s: ir.Stmt | None) -> bool:
+    if isinstance(s, LoopJump):
+        return True
+    if isinstance(s, ir.Block):
+        return any(_has_jump(x) for x in s.stmts)
+    if isinstance(s, ir.If):
+        return _has_jump(s.then) or _has_jump(s.else_)
+    if isinstance(s, ir.Switch):
+        return any(_has_jump(c.body) for c in s.cases)
+    return False
+
+
+@dataclass(eq=False)
 class BlockDecl:
     """A parser or control declaration. Its tree is checked anew for every instance, with the
     constructor arguments bound and the instance's prefix, so each instance is its own IR."""
@@ -89,6 +113,7 @@ class Checker:
         self.top = Scope()
         self.ctx = Context("top")
         self.tuple_structs: dict[ir.TupleType, ir.StructType] = {}
+        self.loops = 0  # for loops being unrolled around the statement being checked
 
     # ------------------------------------------------------------------ locations / errors
 
@@ -1014,10 +1039,23 @@ class Checker:
             return self.return_stmt(node, scope)
         if kind == "switch_stmt":
             return self.switch(node, scope)
+        if kind == "for_stmt":
+            return self.for_loop(node, scope)
+        if kind == "for_in_stmt":
+            raise self.error(node, "BMV2 does not support for-in loops")
+        if kind in ("break_stmt", "continue_stmt"):
+            if not self.loops:
+                raise self.error(node, f"{kind.removesuffix('_stmt')} outside a loop")
+            return LoopJump(loc, kind.removesuffix("_stmt"))
         raise self.error(node, f"unsupported: {kind.replace('_', ' ')}")
 
     def compound_assignment(self, node: Tree, scope: Scope) -> ir.Assign:
         """`a op= b` is `a = a op b`, typed as that binary expression (so `a` is read once more)."""
+        lhs = self.lvalue(node.children[0], scope)
+        return ir.Assign(self.loc(node), lhs, self.coerce(self.compound_value(node, scope), lhs.type, node.children[2], node))
+
+    def compound_value(self, node: Tree, scope: Scope) -> ir.Expr:
+        """The `a op b` of `a op= b`."""
         lv_node, op_node, rhs_node = node.children
         if len(op_node.children) == 2:  # `>>=`: R_ANGLE_SHIFT then ">="
             shift, eq = op_node.children
@@ -1026,9 +1064,91 @@ class Checker:
             op = ">>"
         else:
             op = str(op_node.children[0])[:-1]
-        lhs = self.lvalue(lv_node, scope)
-        value = self.binary(node, op, lv_node, rhs_node, scope)
-        return ir.Assign(self.loc(node), lhs, self.coerce(value, lhs.type, rhs_node, node))
+        return self.binary(node, op, lv_node, rhs_node, scope)
+
+    def for_loop(self, node: Tree, scope: Scope) -> ir.Block:
+        """`for (init; cond; update) body`, unrolled: BMv2 runs no loops, so the loop variables must be
+        compile-time constants in every iteration; the body is checked once per iteration with them
+        bound as constants. A variable declared outside the loop holds its final value after it; one
+        declared in the loop's header is, as in p4c, a duplicate of any other in the enclosing block
+        but not visible after the loop."""
+        inits_node, cond_node, updates_node, body_node = node.children
+        values: dict[str, ir.Expr] = {}
+        outer: dict[str, ir.Expr] = {}  # loop variables declared outside: name -> l-value
+        for init in inits_node.children if inits_node is not None else []:
+            if init.data == "for_var":
+                type_node, name_node, value_node = init.children
+                t, name = self.resolve_type(type_node, scope), self.name_of(name_node)
+                self.declare(scope, name, HIDDEN, name_node)
+            else:
+                lv_node, value_node = init.children
+                if lv_node.data != "name_ref":
+                    raise self.error(lv_node, f"unsupported: for loop initializing {self.text(lv_node)}, not a variable")
+                lhs = self.lvalue(lv_node, scope)
+                t, name = lhs.type, self.text(lv_node).lstrip(".")
+                outer[name] = lhs
+            values[name] = self.loop_constant(self.coerce(self.expr(value_node, scope), t, value_node), value_node)
+        updates = updates_node.children if updates_node is not None else []
+        stmts: list[ir.Stmt] = []
+        while True:
+            bound = Scope(scope)
+            bound.names.update({n: ir.ConstDecl(n, v.type, v, loc=v.loc) for n, v in values.items()})
+            cond = self.expr(cond_node, bound) if cond_node is not None else ir.BoolLiteral(BOOL, self.loc(node), True)
+            if not isinstance(cond, ir.BoolLiteral):
+                raise self.error(cond_node, f"unsupported: for loop condition {self.text(cond_node)} is not known at "
+                                            "compile time (BMv2 runs no loops: only loops with a constant trip count unroll)")
+            if not cond.value:
+                break
+            if len(stmts) == MAX_UNROLL:
+                raise self.error(node, f"for loop runs more than {MAX_UNROLL} times: too many to unroll")
+            self.loops += 1
+            body = self.statement(body_node, Scope(bound))
+            self.loops -= 1
+            body, jump = self.cut_at_jump(body)
+            stmts.append(body)
+            if jump == "break":
+                break
+            for u in updates:
+                lv_node = u.children[0]
+                name = self.text(lv_node).lstrip(".")
+                if lv_node.data != "name_ref" or name not in values:
+                    raise self.error(lv_node, f"unsupported: for loop update of {self.text(lv_node)}, not a loop variable")
+                t = values[name].type
+                if u.data == "assignment":
+                    value = self.coerce(self.expr(u.children[1], bound), t, u.children[1])
+                else:
+                    value = self.coerce(self.compound_value(u, bound), t, u.children[2])
+                values[name] = self.loop_constant(value, u)
+                bound.names[name] = ir.ConstDecl(name, t, values[name], loc=values[name].loc)
+        stmts += [ir.Assign(self.loc(node), lhs, values[name]) for name, lhs in outer.items()]
+        return ir.Block(self.loc(node), stmts)
+
+    def cut_at_jump(self, s: ir.Stmt) -> tuple[ir.Stmt, str | None]:
+        """`s` up to the first break/continue it reaches for sure (conditions on loop variables are
+        constants here), and which one; a jump under a run-time condition cannot unroll."""
+        if isinstance(s, LoopJump):
+            return ir.Block(s.loc, []), s.kind
+        if isinstance(s, ir.Block):
+            kept: list[ir.Stmt] = []
+            for x in s.stmts:
+                x, jump = self.cut_at_jump(x)
+                kept.append(x)
+                if jump:
+                    return ir.Block(s.loc, kept), jump
+            return ir.Block(s.loc, kept), None
+        if isinstance(s, ir.If) and isinstance(s.cond, ir.BoolLiteral):
+            taken = s.then if s.cond.value else s.else_
+            return self.cut_at_jump(taken) if taken is not None else (ir.Block(s.loc, []), None)
+        if _has_jump(s):
+            raise self.error(s.loc, "unsupported: break or continue under a condition not known at compile time "
+                                    "(BMv2 runs no loops: only loops with a constant trip count unroll)")
+        return s, None
+
+    def loop_constant(self, value: ir.Expr, node) -> ir.Expr:
+        if not _is_constant(value):
+            raise self.error(node, f"unsupported: for loop variable set from {self.text(node)}, which is not known at "
+                                   "compile time (BMv2 runs no loops: only loops with a constant trip count unroll)")
+        return value
 
     def return_stmt(self, node: Tree, scope: Scope) -> ir.Return:
         value_node = node.children[0]
