@@ -661,6 +661,8 @@ class Checker:
                 self.decl_const_decl(local, scope)
             elif local.data == "instantiation":
                 parser.locals.append(self.decl_instantiation(local, scope, prefix))
+            elif local.data == "value_set_decl":
+                parser.locals.append(self.value_set(local, scope, prefix))
             else:
                 raise self.error(local, f"unsupported: {local.data.replace('_', ' ')}")
         for s in states:
@@ -683,6 +685,36 @@ class Checker:
                     raise self.error(loc, f"{t}: no such parser state")
         return parser
 
+    def value_set(self, node: Tree, scope: Scope, prefix: str) -> ir.ValueSet:
+        """`value_set<T>(size) name;`: T is bit<W>/int<W> or a struct of them (one field per select key)."""
+        ann, targs, *_, size_node, name_node = node.children
+        if len(targs.children) != 1:
+            raise self.error(targs, "value_set takes one type argument")
+        t = self.resolve_type(targs.children[0], scope)
+        fields = t.fields if isinstance(t, ir.StructType) else [ir.Field("", t)]
+        if not fields or not all(is_numeric(f.type) for f in fields):
+            raise self.error(targs, f"unsupported: value_set<{t}>: the type must be bit<W>, int<W> or a struct of them")
+        size = self.expr(size_node, scope)
+        if not (isinstance(size, ir.Constant) and size.value > 0):
+            raise self.error(size_node, f"value_set size {self.text(size_node)} must be a positive compile-time constant")
+        name = self.name_of(name_node)
+        vs = ir.ValueSet(name, t, size.value, self.annotations(ann), self.loc(name_node), prefix)
+        self.declare(scope, name, vs, name_node)
+        return vs
+
+    def value_set_case(self, node: Tree, keys: list[ir.Expr], scope: Scope) -> list[ir.KeySet] | None:
+        """A select case that names a value set: its one KsValueSet, checked against the keys; else None."""
+        if node.data != "ks_value" or node.children[0].data != "name_ref":
+            return None
+        vs = scope.lookup(self.name_of(node.children[0].children[0]))
+        if not isinstance(vs, ir.ValueSet):
+            return None
+        fields = vs.fields
+        if len(fields) != len(keys) or not all(same_type(f.type, k.type) for f, k in zip(fields, keys)):
+            raise self.error(node, f"select: value set {vs.name} holds {', '.join(str(f.type) for f in fields)}, "
+                                   f"the keys are {', '.join(str(k.type) for k in keys)}")
+        return [ir.KsValueSet(vs, self.loc(node))]
+
     def parser_state(self, node: Tree, scope: Scope) -> ir.ParserState:
         ann, name_node, *stmts, trans = node.children
         inner = Scope(scope)
@@ -698,7 +730,8 @@ class Checker:
             out_cases = []
             for c in cases:
                 ks_node, next_node = c.children
-                out_cases.append(ir.SelectCase(self.keysets(ks_node, keys, inner, "select"), self.name_of(next_node), self.loc(next_node)))
+                keysets = self.value_set_case(ks_node, keys, inner) or self.keysets(ks_node, keys, inner, "select")
+                out_cases.append(ir.SelectCase(keysets, self.name_of(next_node), self.loc(next_node)))
             transition = ir.SelectTransition(keys, out_cases, self.loc(trans))
         return ir.ParserState(self.name_of(name_node), body, transition, self.annotations(ann), self.loc(name_node))
 
