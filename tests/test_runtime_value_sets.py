@@ -60,6 +60,7 @@ def test_value_sets_written_read_and_matched(server, p4info_path):
                     async for e in sw.read(P4ValueSetEntry("marking", members=[]))}
 
     assert asyncio.run(asyncio.wait_for(main([]), 20)) == {"tunnel_types": [], "marking": []}
+    assert getattr(server.pipeline, "engine_name", "python") == server.device.engine  # no fallback
     assert run_packet(server, frame(0x88B5)) == (1, frame(0x88B5))  # no tunnel types yet
     read = asyncio.run(asyncio.wait_for(main(sets), 20))
     assert read == {"tunnel_types": [(("", 0x88B5),), (("", 0x9000),)], "marking": [(("flags", 1), ("proto", 6))]}
