@@ -2,8 +2,11 @@
 tests/data/runtime/value_sets.p4; finsy (an independent client) writes and reads its value sets
 (ValueSetEntry), and packets through the pipeline take the parse path the sets decide. The raw
 stub checks the status codes finsy hides (INSERT refused, a set over its size refused whole).
+The same program as our lowering and as p4c's BMv2 JSON (parse_vsets) runs on both engines too.
 """
 import asyncio
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,9 @@ from google.protobuf import text_format
 from p4rt_raw import RawClient, write_codes
 
 from p4target.frontend import load_program
-from p4target.native.pipeline import ENGINES
+from p4target.lowered import bmv2_json
+from p4target.lowered.from_ir import lower_program
+from p4target.native.pipeline import ENGINES, make_pipeline
 from p4target.p4info import build_p4info
 from p4target.runtime import RuntimeServer
 
@@ -95,3 +100,36 @@ def test_value_set_writes_are_modify_only_and_bounded(server, p4info_path):
     assert sorted(m.match[0].exact.value for m in entity.value_set_entry.members) == [b"\x88\xb5", b"\x90\x00"]
     assert run_packet(server, frame(0x9000)) == (2, frame(0x9000))
     raw.close()
+
+
+def p4c_json(tmp_path: Path) -> Path:
+    out = tmp_path / "p4c"
+    done = subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model", "-o", str(out), str(PROGRAM)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return out / "value_sets.json"
+
+
+FORMS = ["source", "lowered", pytest.param("p4c_json", marks=pytest.mark.skipif(
+    shutil.which("p4c") is None, reason="p4c not on PATH (source /opt/p4ref/env.sh)"))]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("form", FORMS)
+def test_every_form_of_the_program_matches_its_value_sets(form, engine, tmp_path):
+    program = {"source": lambda: load_program(str(PROGRAM)), "lowered": lambda: lower_program(load_program(str(PROGRAM))),
+               "p4c_json": lambda: bmv2_json.load_file(str(p4c_json(tmp_path)))}[form]()
+    pipeline = make_pipeline(program, engine)
+    assert getattr(pipeline, "engine_name", "python") == engine
+    try:
+        assert pipeline.process(0, frame(0x88B5)) == [(1, frame(0x88B5))]
+        pipeline.state.value_set_write("VsParser.tunnel_types", [(0x88B5,), (0x9000,)])
+        pipeline.state.value_set_write("VsParser.marking", [(6, 1)])
+        assert pipeline.process(0, frame(0x88B5)) == [(2, ETH + bytes.fromhex("88b5" "0601beef"))]
+        assert pipeline.process(0, frame(0x9000, flags=2)) == [(2, frame(0x9000, flags=2))]
+        assert pipeline.process(0, frame(0x0800)) == [(1, frame(0x0800))]
+        pipeline.state.value_set_write("VsParser.tunnel_types", [])
+        assert pipeline.process(0, frame(0x9000)) == [(1, frame(0x9000))]
+    finally:
+        if engine == "native":
+            pipeline.close()
