@@ -37,6 +37,19 @@ ACCEPTED = [
  ("for_no_iterations", "", "", "for (bit<8> i = 5; i < 4; i += 1) { h.h.a += i; }", None),
  ("for_sibling_loops", "", "",
   "for (bit<8> i = 0; i < 2; i += 1) { h.h.a += i; } { for (bit<8> i = 0; i < 2; i += 1) { h.h.b += i; } }", None),
+ ("value_set_bits", "", "", "", "value_set<bit<8>>(4) vs; "
+  "state start { pk.extract(h.h); transition select(h.h.a) { 1: accept; vs: reject; 2 &&& 3: reject; default: accept; } }"),
+ ("value_set_struct", "struct vs_t { bit<8> a; @match(ternary) bit<16> s; }", "", "", "@name(\"pairs\") value_set<vs_t>(2) vs; "
+  "state start { pk.extract(h.h); transition select(h.h.a, h.h.s) { vs: accept; default: reject; } }"),
+ ("value_set_typedef_and_port", "typedef bit<9> port_t;", "", "", "value_set<port_t>(1) vs; "
+  "state start { pk.extract(h.h); transition select(sm.ingress_port) { vs: accept; default: reject; } }"),
+ ("value_set_wide_signed_lookahead", "", "", "", "value_set<bit<1024>>(2) w; value_set<int<8>>(2) c; value_set<bit<8>>(0) l; "
+  "state start { pk.extract(h.h); transition select(h.h.w) { w: next; default: accept; } } "
+  "state next { transition select(h.h.c) { c: look; default: accept; } } "
+  "state look { transition select(pk.lookahead<bit<8>>()) { l: accept; default: reject; } }"),
+ ("value_set_shared", "", "", "", "value_set<bit<8>>(4) vs; "
+  "state start { pk.extract(h.h); transition select(h.h.a) { vs: next; default: accept; } } "
+  "state next { transition select(h.h.b) { vs: accept; default: reject; } }"),
 ]
 
 # p4c 1.2.5 accepts these but its BMv2 JSON holds no loop (the body runs once, the loop variable

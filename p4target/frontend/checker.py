@@ -691,12 +691,16 @@ class Checker:
         if len(targs.children) != 1:
             raise self.error(targs, "value_set takes one type argument")
         t = self.resolve_type(targs.children[0], scope)
+        if isinstance(t, ir.EnumType) and t.underlying is not None:
+            raise self.error(targs, f"unsupported: value_set<{t}> of a serializable enum (p4c's P4Info gives it one "
+                                    "match field per enum member)")
         fields = t.fields if isinstance(t, ir.StructType) else [ir.Field("", t)]
         if not fields or not all(is_numeric(f.type) for f in fields):
-            raise self.error(targs, f"unsupported: value_set<{t}>: the type must be bit<W>, int<W> or a struct of them")
+            raise self.error(targs, f"value_set<{t}>: Unsupported type argument for Value Set; P4Runtime requires the "
+                                    "type parameter of a Value Set to be a bit<W> or a struct of bit<W> fields")
         size = self.expr(size_node, scope)
-        if not (isinstance(size, ir.Constant) and size.value > 0):
-            raise self.error(size_node, f"value_set size {self.text(size_node)} must be a positive compile-time constant")
+        if not (isinstance(size, ir.Constant) and size.value >= 0):
+            raise self.error(size_node, f"value_set size {self.text(size_node)} must be a compile-time constant")
         name = self.name_of(name_node)
         vs = ir.ValueSet(name, t, size.value, self.annotations(ann), self.loc(name_node), prefix)
         self.declare(scope, name, vs, name_node)
