@@ -21,7 +21,8 @@ from test_frontend_p4c_rejects import ERROR_LINE, write
 from testbed.cli import main as aggnet
 
 STF_DATA = Path(__file__).resolve().parent / "data" / "stf"
-PROGRAMS = [STF_DATA / "compound_assign.p4", STF_DATA / "for_loops.p4"]
+PROGRAMS = [STF_DATA / "compound_assign.p4", STF_DATA / "for_loops.p4", STF_DATA / "serializable_types.p4",
+            Path(__file__).resolve().parent / "data" / "p4info" / "type_info.p4"]
 
 ACCEPTED = [
  ("compound_all_ops", "", "", "h.h.a += 1; h.h.a -= 1; h.h.a *= 3; h.h.a /= 2; h.h.a |= 1; h.h.a &= 7; h.h.a ^= 2; "
@@ -37,6 +38,9 @@ ACCEPTED = [
  ("for_no_iterations", "", "", "for (bit<8> i = 5; i < 4; i += 1) { h.h.a += i; }", None),
  ("for_sibling_loops", "", "",
   "for (bit<8> i = 0; i < 2; i += 1) { h.h.a += i; } { for (bit<8> i = 0; i < 2; i += 1) { h.h.b += i; } }", None),
+ ("register_of_serializable_enum", "enum bit<8> kind_t { A = 1, B = 2 }", "register<kind_t>(4) r;",
+  "kind_t v; r.read(v, 0); r.write(1, (kind_t)h.h.a); h.h.b = (bit<8>)v;", None),
+ ("register_of_type", "type bit<8> t_t;", "register<t_t>(4) r;", "t_t v; r.read(v, 0); r.write(1, (t_t)h.h.a);", None),
  ("value_set_bits", "", "", "", "value_set<bit<8>>(4) vs; "
   "state start { pk.extract(h.h); transition select(h.h.a) { 1: accept; vs: reject; 2 &&& 3: reject; default: accept; } }"),
  ("value_set_struct", "struct vs_t { bit<8> a; @match(ternary) bit<16> s; }", "", "", "@name(\"pairs\") value_set<vs_t>(2) vs; "

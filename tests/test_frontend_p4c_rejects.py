@@ -128,6 +128,7 @@ INVALID = [
  ("value_set_key_count", "struct vs_t { bit<8> a; bit<8> b; }", "", "", "value_set<vs_t>(4) vs; "
   "state start { pk.extract(h.h); transition select(h.h.a) { vs: accept; default: reject; } }"),
  ("value_set_in_control", "", "value_set<bit<8>>(4) vs;", "", None),
+ ("register_of_bool", "", "register<bool>(4) r;", "", None),
 ]
 
 ERROR_LINE = re.compile(r"^\S+:\d+:\d+: error: \S")

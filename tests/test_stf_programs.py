@@ -14,7 +14,7 @@ from p4target.stf import StfError, run_stf_file
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "stf")
 PASSING = ["lpm_forward", "ternary_priority", "registers_counters", "multicast_clone", "recirculate",
-           "parser_reject", "arithmetic", "compound_assign", "for_loops"]
+           "parser_reject", "arithmetic", "compound_assign", "for_loops", "serializable_types"]
 
 
 def path(name: str) -> str:
