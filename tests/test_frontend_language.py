@@ -22,6 +22,7 @@ from testbed.cli import main as aggnet
 
 STF_DATA = Path(__file__).resolve().parent / "data" / "stf"
 PROGRAMS = [STF_DATA / "compound_assign.p4", STF_DATA / "for_loops.p4", STF_DATA / "serializable_types.p4",
+            STF_DATA / "statement_forms.p4",
             Path(__file__).resolve().parent / "data" / "p4info" / "type_info.p4"]
 
 ACCEPTED = [
@@ -38,6 +39,13 @@ ACCEPTED = [
  ("for_no_iterations", "", "", "for (bit<8> i = 5; i < 4; i += 1) { h.h.a += i; }", None),
  ("for_sibling_loops", "", "",
   "for (bit<8> i = 0; i < 2; i += 1) { h.h.a += i; } { for (bit<8> i = 0; i < 2; i += 1) { h.h.b += i; } }", None),
+ ("atomic_blocks", "", "register<bit<8>>(1) r; action a() { @atomic { bit<8> x; r.read(x, 0); r.write(0, x + 1); } }",
+  "a(); @atomic { } @atomic @foo { h.h.b = 2; }", None),
+ ("empty_blocks", "", "action a() { }", "{ } ; { ; } if (h.h.a == 1) { } else { } a(); switch (h.h.a) { 1: { } default: { } }", None),
+ ("select_without_keys", "", "", "", "state start { pk.extract(h.h); transition select() { default: n; } } "
+  "state n { transition select() { _: accept; } }"),
+ ("state_without_transition", "", "", "", "state start { pk.extract(h.h); transition select(h.h.a) { 0: s; default: accept; } } "
+  "state s { } state unused { }"),
  ("register_of_serializable_enum", "enum bit<8> kind_t { A = 1, B = 2 }", "register<kind_t>(4) r;",
   "kind_t v; r.read(v, 0); r.write(1, (kind_t)h.h.a); h.h.b = (bit<8>)v;", None),
  ("register_of_type", "type bit<8> t_t;", "register<t_t>(4) r;", "t_t v; r.read(v, 0); r.write(1, (t_t)h.h.a);", None),

@@ -723,7 +723,9 @@ class Checker:
         ann, name_node, *stmts, trans = node.children
         inner = Scope(scope)
         body = [self.statement(s, inner) for s in stmts]
-        if trans.data == "direct_transition":
+        if trans is None:  # a state without a transition statement goes to reject
+            transition: ir.Transition = ir.DirectTransition("reject", self.loc(node))
+        elif trans.data == "direct_transition":
             transition = ir.DirectTransition(self.name_of(trans.children[0]), self.loc(trans.children[0]))
         else:
             args_node, *cases = trans.children
@@ -742,8 +744,8 @@ class Checker:
     def keysets(self, node: Tree, keys: list[ir.Expr], scope: Scope, what: str) -> list[ir.KeySet]:
         """One KeySet per key from a (tuple) keyset expression."""
         items = node.children if node.data == "tuple_keyset" else [node]
-        if node.data == "ks_default" and len(keys) > 1:
-            return [ir.KsDefault(self.loc(node)) for _ in keys]
+        if node.data == "ks_default" and len(keys) != 1:  # `select()` too: its one case list is a default
+            return [ir.KsDefault(self.loc(node)) for _ in keys or [None]]
         if len(items) != len(keys):
             raise self.error(node, f"{what}: keyset has {len(items)} elements but there are {len(keys)} keys")
         return [self.keyset(item, key.type, scope) for item, key in zip(items, keys)]
@@ -1030,6 +1032,8 @@ class Checker:
         in_parser = self.ctx.kind == "state"
         if kind == "block":
             return self.block(node, scope)
+        if kind == "annotated_block":  # `@atomic { ... }`: BMv2 runs every block atomically anyway
+            return self.block(node.children[1], scope)
         if kind == "var_decl":
             return ir.VarDeclStmt(loc, self.var_decl(node, scope))
         if kind == "const_decl":
