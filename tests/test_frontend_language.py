@@ -22,7 +22,7 @@ from testbed.cli import main as aggnet
 
 STF_DATA = Path(__file__).resolve().parent / "data" / "stf"
 PROGRAMS = [STF_DATA / "compound_assign.p4", STF_DATA / "for_loops.p4", STF_DATA / "serializable_types.p4",
-            STF_DATA / "statement_forms.p4",
+            STF_DATA / "statement_forms.p4", STF_DATA / "generic_structs.p4",
             Path(__file__).resolve().parent / "data" / "p4info" / "type_info.p4"]
 
 ACCEPTED = [
@@ -46,6 +46,12 @@ ACCEPTED = [
   "state n { transition select() { _: accept; } }"),
  ("state_without_transition", "", "", "", "state start { pk.extract(h.h); transition select(h.h.a) { 0: s; default: accept; } } "
   "state s { } state unused { }"),
+ ("generic_struct_digests", "struct S<T> { T x; bit<8> y; } struct Pr<A, B> { A a; B b; }", "",
+  "S<bit<8>> s = { x = h.h.a, y = 1 }; digest(1, s); S<bit<16>> t = { x = h.h.s, y = 2 }; digest(1, t); "
+  "Pr<bit<8>, S<bit<8>>> p = { a = 1, b = s }; digest(1, p);", None),
+ ("generic_header_local", "header G<T> { T x; }", "", "G<bit<8>> g; g.setValid(); g.x = 1; h.h.a = g.x;", None),
+ ("struct_initializers_from_context", "struct in_t { bit<8> a; bit<8> b; } struct out_t { in_t i; bit<8> c; }", "",
+  "out_t o = { i = { a = 1, b = h.h.a }, c = 2 }; out_t p = { { 3, 4 }, 5 }; h.h.b = o.i.b + p.i.a;", None),
  ("register_of_serializable_enum", "enum bit<8> kind_t { A = 1, B = 2 }", "register<kind_t>(4) r;",
   "kind_t v; r.read(v, 0); r.write(1, (kind_t)h.h.a); h.h.b = (bit<8>)v;", None),
  ("register_of_type", "type bit<8> t_t;", "register<t_t>(4) r;", "t_t v; r.read(v, 0); r.write(1, (t_t)h.h.a);", None),

@@ -129,6 +129,7 @@ INVALID = [
   "state start { pk.extract(h.h); transition select(h.h.a) { vs: accept; default: reject; } }"),
  ("value_set_in_control", "", "value_set<bit<8>>(4) vs;", "", None),
  ("register_of_bool", "", "register<bool>(4) r;", "", None),
+ ("generic_struct_arity", "struct S<T> { T x; }", "", "S<bit<8>, bit<8>> s;", None),
 ]
 
 ERROR_LINE = re.compile(r"^\S+:\d+:\d+: error: \S")

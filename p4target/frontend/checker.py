@@ -74,6 +74,23 @@ class GenericFunction:
 
 
 @dataclass(eq=False)
+class GenericType:
+    """`struct S<T> { ... }` (or a header, header_union): checked anew for each list of type arguments."""
+
+    cls: type
+    name: str
+    node: Tree
+    params: list[str]
+
+
+def _type_tag(t: ir.Type) -> str:
+    """A type argument as p4c spells it in a specialized type's name (`bit<8>` -> `bit8`)."""
+    if isinstance(t, (ir.BitsType, ir.IntType, ir.VarbitType)):
+        return {ir.BitsType: "bit", ir.IntType: "int", ir.VarbitType: "varbit"}[type(t)] + str(t.width)
+    return getattr(t, "name", None) or str(t).replace("<", "").replace(">", "").replace(", ", "_")
+
+
+@dataclass(eq=False)
 class LoopJump(ir.Stmt):
     """`break` or `continue` in a for loop being unrolled: cut out before the loop's IR is returned."""
 
@@ -235,14 +252,38 @@ class Checker:
         self.program.types[name] = t
 
     def _struct_like(self, node: Tree, cls) -> None:
-        ann, name_node, *fields = node.children
+        ann, name_node, tp, *fields = node.children
         name = self.name_of(name_node)
+        if tp is not None:
+            params = [self.name_of(t) for t in tp.children[0].children]
+            self.declare(self.top, name, GenericType(cls, name, node, params), name_node)
+            return
         t = cls(name, [], self.annotations(ann), self.loc(name_node))
         self.declare(self.top, name, t, name_node)
+        self._fields(t, fields, self.top)
+
+    def specialize(self, g: GenericType, args: tuple[ir.Type, ...], node: Tree) -> ir.Type:
+        """`S<T1, ...>`: the generic type's fields with its parameters bound, once per argument list;
+        named as p4c names it (`S_bit8`, `Pair_bit8_S_bit8`)."""
+        if len(args) != len(g.params):
+            raise self.error(node, f"{g.name}: expected {len(g.params)} type arguments, got {len(args)}")
+        name = "_".join([g.name] + [_type_tag(a) for a in args])
+        t = self.program.types.get(name)
+        if t is None:
+            ann, name_node, _, *fields = g.node.children
+            t = g.cls(name, [], self.annotations(ann), self.loc(name_node))
+            self.program.types[name] = t
+            scope = Scope(self.top)
+            scope.names.update(zip(g.params, args))
+            self._fields(t, fields, scope)
+        return t
+
+    def _fields(self, t: ir.StructLikeType, fields: list, scope: Scope) -> None:
+        name, cls = t.name, type(t)
         seen = set()
         for f in fields:
             fann, ftype_node, fname_node = f.children
-            ftype = self.resolve_type(ftype_node, self.top)
+            ftype = self.resolve_type(ftype_node, scope)
             fname = self.name_of(fname_node)
             if fname in seen:
                 raise self.error(fname_node, f"{fname}: duplicate field in {name}")
@@ -744,8 +785,10 @@ class Checker:
     def keysets(self, node: Tree, keys: list[ir.Expr], scope: Scope, what: str) -> list[ir.KeySet]:
         """One KeySet per key from a (tuple) keyset expression."""
         items = node.children if node.data == "tuple_keyset" else [node]
-        if node.data == "ks_default" and len(keys) != 1:  # `select()` too: its one case list is a default
-            return [ir.KsDefault(self.loc(node)) for _ in keys or [None]]
+        if node.data == "ks_default" and len(keys) > 1:
+            return [ir.KsDefault(self.loc(node)) for _ in keys]
+        if node.data == "ks_default" and not keys and what == "select":  # `select()`: only a default case
+            return [ir.KsDefault(self.loc(node))]
         if len(items) != len(keys):
             raise self.error(node, f"{what}: keyset has {len(items)} elements but there are {len(keys)} keys")
         return [self.keyset(item, key.type, scope) for item, key in zip(items, keys)]
@@ -1011,7 +1054,7 @@ class Checker:
             raise self.error(type_node, f"cannot declare a variable of type {t}")
         if isinstance(t, ir.TupleType):
             t = self.tuple_struct(t)
-        value = self.coerce(self.expr(init, scope), t, init) if init is not None else None
+        value = self.coerce(self.expr(init, scope, t), t, init) if init is not None else None
         name = self.name_of(name_node)
         decl = ir.VarDecl(name, t, value, self.annotations(ann), self.loc(name_node))
         self.declare(scope, name, decl, name_node)
@@ -1304,6 +1347,8 @@ class Checker:
                 return ir.ExternType(base, args, decl)
             if isinstance(decl, tuple) and decl[0] == "blocktype":
                 return ir.ParserOrControlType(base, decl[1])
+            if isinstance(decl, GenericType):
+                return self.specialize(decl, args, node)
             raise self.error(node, f"{base}: no such generic type")
         if kind == "stack_type":
             elem = self.resolve_type(node.children[0], scope)
@@ -1400,14 +1445,21 @@ class Checker:
             method = base.type.decl.methods["lookahead"][0]
             return ir.ExternMethodCall(targs[0], loc, base, "lookahead", [], targs, method)
         if kind == "list_expr":
-            items = [self.expr(c, scope) for c in node.children if c is not None]
+            given = [c for c in node.children if c is not None]
+            types = [f.type for f in expected.fields] if isinstance(expected, ir.StructLikeType) else []
+            # a nested initializer takes its field's type
+            items = [self.expr(c, scope, types[i] if i < len(types) else None) for i, c in enumerate(given)]
             if isinstance(expected, ir.StructLikeType):
                 return self.struct_init(node, expected, [(f.name, i) for f, i in zip(expected.fields, items)], len(items))
             return ir.ListExpr(ir.TupleType(tuple(i.type for i in items)), loc, items)
         if kind == "struct_expr":
             if not isinstance(expected, ir.StructLikeType):
                 raise self.error(node, "unsupported: struct initializer whose type is not known from context")
-            pairs = [(self.name_of(kv.children[0]), self.expr(kv.children[1], scope)) for kv in node.children]
+            pairs = []
+            for kv in node.children:
+                fname = self.name_of(kv.children[0])
+                f = expected.field(fname)  # a nested initializer takes its field's type
+                pairs.append((fname, self.expr(kv.children[1], scope, f.type if f is not None else None)))
             return self.struct_init(node, expected, pairs, len(pairs))
         if kind == "error_member":
             name = self.name_of(node.children[0])
