@@ -158,7 +158,10 @@ def supports_timeout(table: ir.Table) -> bool:
 
 
 def _annotation_text(a: ir.Annotation) -> str:
-    """One annotation as p4c serializes it: `@name` or `@name(arg, ...)`, strings quoted."""
+    """One annotation as p4c serializes it: `@name`, `@name(its body's tokens)`, or for one made up here
+    `@name(arg, ...)` with strings quoted."""
+    if a.body is not None:
+        return f"@{a.name}({a.body})"
     if not a.args:
         return f"@{a.name}"
     parts = []
@@ -174,7 +177,9 @@ def _annotation_text(a: ir.Annotation) -> str:
 def _add_annotations(message, annotations: ir.Annotations) -> None:
     """Copy annotations (minus name/id/doc ones) and @brief/@description docs onto a message."""
     for a in annotations:
-        if a.name not in _SKIPPED_ANNOTATIONS:
+        if a.structured:
+            _add_structured(message.structured_annotations.add(name=a.name), a.args)
+        elif a.name not in _SKIPPED_ANNOTATIONS:
             message.annotations.append(_annotation_text(a))
     if "doc" not in message.DESCRIPTOR.fields_by_name:
         return
@@ -183,6 +188,23 @@ def _add_annotations(message, annotations: ir.Annotations) -> None:
         message.doc.brief = brief
     if description is not None:
         message.doc.description = description
+
+
+def _add_structured(msg, args: list) -> None:
+    """`@name[...]`'s values as P4Info's expression list or key-value list (none when empty)."""
+    def expression(target, value) -> None:
+        if isinstance(value, bool):
+            target.bool_value = value
+        elif isinstance(value, int):
+            target.int64_value = value
+        else:
+            target.string_value = value
+    for arg in args:
+        if isinstance(arg, tuple):
+            pair = msg.kv_pair_list.kv_pairs.add(key=arg[0])
+            expression(pair.value, arg[1])
+        else:
+            expression(msg.expression_list.expressions.add(), arg)
 
 
 def _positional_ids(items: list, annotations_of) -> list[int]:

@@ -23,7 +23,8 @@ from testbed.cli import main as aggnet
 STF_DATA = Path(__file__).resolve().parent / "data" / "stf"
 PROGRAMS = [STF_DATA / "compound_assign.p4", STF_DATA / "for_loops.p4", STF_DATA / "serializable_types.p4",
             STF_DATA / "statement_forms.p4", STF_DATA / "generic_structs.p4",
-            Path(__file__).resolve().parent / "data" / "p4info" / "type_info.p4"]
+            Path(__file__).resolve().parent / "data" / "p4info" / "type_info.p4",
+            Path(__file__).resolve().parent / "data" / "p4info" / "annotations.p4"]
 
 ACCEPTED = [
  ("compound_all_ops", "", "", "h.h.a += 1; h.h.a -= 1; h.h.a *= 3; h.h.a /= 2; h.h.a |= 1; h.h.a &= 7; h.h.a ^= 2; "
@@ -52,6 +53,11 @@ ACCEPTED = [
  ("generic_header_local", "header G<T> { T x; }", "", "G<bit<8>> g; g.setValid(); g.x = 1; h.h.a = g.x;", None),
  ("struct_initializers_from_context", "struct in_t { bit<8> a; bit<8> b; } struct out_t { in_t i; bit<8> c; }", "",
   "out_t o = { i = { a = 1, b = h.h.a }, c = 2 }; out_t p = { { 3, 4 }, 5 }; h.h.b = o.i.b + p.i.a;", None),
+ ("structured_annotations", "@d[1] struct s_t { bit<8> x; }",
+  "@a[k=1, n=\"x\", b=true] @l[1, \"y\"] @e[] action a(@r[lo=0] bit<8> v) { h.h.a = v; } "
+  "@t[2] table t { key = { h.h.a: exact @f[\"hex\"]; } actions = { a; } }", "t.apply();", None),
+ ("free_form_annotation_bodies", "@doc(any ; tokens { at } all) struct s_t { bit<8> x; }",
+  "@free(this is ; free text (with { nested } parens)) @call(f(x)[1], \"s\") action a() {}", "a();", None),
  ("register_of_serializable_enum", "enum bit<8> kind_t { A = 1, B = 2 }", "register<kind_t>(4) r;",
   "kind_t v; r.read(v, 0); r.write(1, (kind_t)h.h.a); h.h.b = (bit<8>)v;", None),
  ("register_of_type", "type bit<8> t_t;", "register<t_t>(4) r;", "t_t v; r.read(v, 0); r.write(1, (t_t)h.h.a);", None),

@@ -130,6 +130,12 @@ INVALID = [
  ("value_set_in_control", "", "value_set<bit<8>>(4) vs;", "", None),
  ("register_of_bool", "", "register<bool>(4) r;", "", None),
  ("generic_struct_arity", "struct S<T> { T x; }", "", "S<bit<8>, bit<8>> s;", None),
+ ("generic_struct_of_itself", "struct S<T> { T x; }", "", "S<S<bit<8>>> s;", None),
+ ("structured_annotation_mixed", "", "@a[k=1, 2] action a() {}", "a();", None),
+ ("structured_annotation_not_constant", "", "@a[k=h.h.a] action a() {}", "a();", None),
+ ("structured_annotation_duplicate_key", "", "@a[k=1, k=2] action a() {}", "a();", None),
+ ("name_annotation_free_form", "", "@name(foo bar) action a() {}", "a();", None),
+ ("annotation_unbalanced", "", "@a(() action a() {}", "a();", None),
 ]
 
 ERROR_LINE = re.compile(r"^\S+:\d+:\d+: error: \S")

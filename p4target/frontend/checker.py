@@ -14,6 +14,7 @@ from lark import Token, Tree
 
 from ..errors import P4Error
 from . import ir
+from .loader import annotation_tokens, parse_annotation_body
 from .passes.walk import completes, same_expr
 from .preprocess import Source
 from .typing import BIT32, BOOL, COMPARE, ERROR, INFINT, MATCH_KIND, STRING, VOID, fold_binary, is_key, is_numeric, same_type, wrap
@@ -21,6 +22,9 @@ from .typing import BIT32, BOOL, COMPARE, ERROR, INFINT, MATCH_KIND, STRING, VOI
 _INT = re.compile(r"(?:(\d+)([ws]))?(0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|0[dD][0-9_]+|\d[0-9_]*)$")
 _HEADER_METHODS = {"isValid": BOOL, "setValid": VOID, "setInvalid": VOID}
 _STACK_METHODS = {"push_front", "pop_front"}
+# Annotations whose bodies p4c reads as expressions (any other may hold free-form tokens)
+_EXPRESSION_ANNOTATIONS = {"name", "id", "field_list", "priority", "max_group_size", "selector_size_semantics",
+                           "max_member_weight", "controller_header", "brief", "description", "match"}
 MAX_UNROLL = 1024  # iterations of one for loop: unrolling copies the body that many times
 _V1SWITCH_STAGES = ["parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser"]
 
@@ -81,6 +85,7 @@ class GenericType:
     name: str
     node: Tree
     params: list[str]
+    instances: set[int] = field(default_factory=set)  # id() of its specializations
 
 
 def _type_tag(t: ir.Type) -> str:
@@ -169,17 +174,46 @@ class Checker:
         if node is None:
             return anns
         for a in node.children:
-            body = a.children[1] if len(a.children) > 1 else None
-            given = [c for c in body.children if c is not None] if body is not None else []
             name = self.name_of(a.children[0])
+            if a.data == "structured_annotation":
+                anns.append(ir.Annotation(name, self.structured_args(a), self.loc(a), structured=True))
+                continue
+            body = a.children[1] if len(a.children) > 1 else None
+            text = None
+            given: list = []
+            if body is not None:
+                start, end = body.meta.start_pos + 1, body.meta.end_pos - 1
+                text = " ".join(annotation_tokens(self.source.text[start:end]))
+                args_tree = parse_annotation_body(self.source, start, end)
+                if args_tree is None and name in _EXPRESSION_ANNOTATIONS:
+                    raise self.error(body, f"@{name}: the annotation's body must be a list of expressions")
+                given = [c for c in args_tree.children if c is not None] if args_tree is not None else []
             if name == "name" and (len(given) != 1 or getattr(given[0], "data", "") != "string_lit"):
                 raise self.error(a, f"{self.text(given[0]) if given else '@name'}: @name annotation's value must be a string")
             if name == "field_list":  # p4c evaluates these: named constants are allowed
                 args = [self.field_list_index(c) for c in given]
             else:
                 args = [self.annotation_arg(c) for c in given]
-            anns.append(ir.Annotation(name, args, self.loc(a)))
+            anns.append(ir.Annotation(name, args, self.loc(a), text))
         return anns
+
+    def structured_args(self, node: Tree) -> list:
+        """`@a[v, ...]` -> [v, ...] or `@a[k=v, ...]` -> [(k, v), ...]: constants (int, str, bool), as P4Info holds them."""
+        out: list = []
+        items = [c for c in node.children[1:] if c is not None]
+        for item in items:
+            key = self.name_of(item.children[0]) if item.data == "ann_kv" else None
+            e = self.expr(item.children[1] if key is not None else item, self.top)
+            if not isinstance(e, (ir.Constant, ir.BoolLiteral, ir.StringLiteral)):
+                raise self.error(item, f"{self.text(item)}: a structured annotation's values must be compile-time constants")
+            out.append((key, e.value) if key is not None else e.value)
+        if len({isinstance(v, tuple) for v in out}) > 1:
+            raise self.error(node, f"@{self.name_of(node.children[0])}: mixes key=value pairs and plain expressions")
+        keys = [v[0] for v in out if isinstance(v, tuple)]
+        dup = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+        if dup is not None:
+            raise self.error(node, f"{dup}: Duplicates declaration {dup}")
+        return out
 
     def field_list_index(self, node) -> int:
         v = self.expr(node, self.top)
@@ -267,11 +301,14 @@ class Checker:
         named as p4c names it (`S_bit8`, `Pair_bit8_S_bit8`)."""
         if len(args) != len(g.params):
             raise self.error(node, f"{g.name}: expected {len(g.params)} type arguments, got {len(args)}")
+        if any(id(a) in g.instances for a in args):
+            raise self.error(node, f"{g.name}: contains self '{g.name}' as type argument")
         name = "_".join([g.name] + [_type_tag(a) for a in args])
         t = self.program.types.get(name)
         if t is None:
             ann, name_node, _, *fields = g.node.children
             t = g.cls(name, [], self.annotations(ann), self.loc(name_node))
+            g.instances.add(id(t))
             self.program.types[name] = t
             scope = Scope(self.top)
             scope.names.update(zip(g.params, args))
@@ -1701,7 +1738,7 @@ class Checker:
 
     def cast(self, node: Tree, scope: Scope) -> ir.Expr:
         t = self.resolve_type(node.children[0], scope)
-        e = self.expr(node.children[1], scope)
+        e = self.expr(node.children[1], scope, t)  # `(S){ f = 1 }`: the initializer takes the cast's type
         loc = self.loc(node)
         src = e.type
         ok = False

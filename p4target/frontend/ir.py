@@ -171,11 +171,15 @@ NOWHERE = Loc("<builtin>", 0, 0)
 
 @dataclass
 class Annotation:
-    """`@name(args)`; args evaluated to Python values (str / int)."""
+    """`@name(args)`; args evaluated to Python values (str / int), none for a free-form body. `body`:
+    the body's tokens joined by spaces (how P4Info spells it), None without one. `structured`:
+    `@name[...]`, whose args are values or (key, value) pairs."""
 
     name: str
     args: list = field(default_factory=list)
     loc: Loc = NOWHERE
+    body: str | None = None
+    structured: bool = False
 
 
 class Annotations(list):
