@@ -1373,6 +1373,8 @@ class Checker:
                 return ir.ParserOrControlType(name, t[1])
             if isinstance(t, BlockDecl):
                 return ir.ParserOrControlType(name, t.kind)
+            if isinstance(t, GenericType):
+                raise self.error(node, f"{name}: missing type arguments")
             raise self.error(node, f"{name}: no such type")
         if kind == "specialized_type":
             base = self.name_of(node.children[0])
