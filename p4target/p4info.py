@@ -158,7 +158,10 @@ def supports_timeout(table: ir.Table) -> bool:
 
 
 def _annotation_text(a: ir.Annotation) -> str:
-    """One annotation as p4c serializes it: `@name` or `@name(arg, ...)`, strings quoted."""
+    """One annotation as p4c serializes it: `@name`, `@name(its body's tokens)`, or for one made up here
+    `@name(arg, ...)` with strings quoted."""
+    if a.body is not None:
+        return f"@{a.name}({a.body})"
     if not a.args:
         return f"@{a.name}"
     parts = []
@@ -174,7 +177,9 @@ def _annotation_text(a: ir.Annotation) -> str:
 def _add_annotations(message, annotations: ir.Annotations) -> None:
     """Copy annotations (minus name/id/doc ones) and @brief/@description docs onto a message."""
     for a in annotations:
-        if a.name not in _SKIPPED_ANNOTATIONS:
+        if a.structured:
+            _add_structured(message.structured_annotations.add(name=a.name), a.args)
+        elif a.name not in _SKIPPED_ANNOTATIONS:
             message.annotations.append(_annotation_text(a))
     if "doc" not in message.DESCRIPTOR.fields_by_name:
         return
@@ -183,6 +188,23 @@ def _add_annotations(message, annotations: ir.Annotations) -> None:
         message.doc.brief = brief
     if description is not None:
         message.doc.description = description
+
+
+def _add_structured(msg, args: list) -> None:
+    """`@name[...]`'s values as P4Info's expression list or key-value list (none when empty)."""
+    def expression(target, value) -> None:
+        if isinstance(value, bool):
+            target.bool_value = value
+        elif isinstance(value, int):
+            target.int64_value = value
+        else:
+            target.string_value = value
+    for arg in args:
+        if isinstance(arg, tuple):
+            pair = msg.kv_pair_list.kv_pairs.add(key=arg[0])
+            expression(pair.value, arg[1])
+        else:
+            expression(msg.expression_list.expressions.add(), arg)
 
 
 def _positional_ids(items: list, annotations_of) -> list[int]:
@@ -256,6 +278,7 @@ class _P4InfoBuilder:
         self.profiles = self._action_profiles()
         self.bodies = [c.body for c in self.controls] + [a.body for a in self._reachable_actions()]
         self.digest_types = self._digest_types()
+        self.value_sets = program.value_sets()
         self.controller_headers = [t for t in program.types.values()
                                    if isinstance(t, ir.HeaderType) and t.annotations.has("controller_header")]
 
@@ -342,6 +365,7 @@ class _P4InfoBuilder:
         out += [sym(ACTION_PROFILE, p.control_plane_name, p) for p in self.profiles  # those built inline
                 if all(p is not i for i in self.instances)]
         out += [sym(DIGEST, t.name, t) for t in self.digest_types]
+        out += [sym(VALUE_SET, v.control_plane_name, v) for v in self.value_sets]
         out += [sym(CONTROLLER_HEADER, _type_control_plane_name(t), t) for t in self.controller_headers]
         return out
 
@@ -369,9 +393,22 @@ class _P4InfoBuilder:
             digest = info.digests.add()
             self._preamble(digest.preamble, DIGEST, struct.name, struct)
             self._type_spec(digest.type_spec, struct, info)
+        for vs in self.value_sets:
+            self._add_value_set(info.value_sets.add(size=vs.size), vs)
         if self._has_type_info(info):
             info.type_info.SetInParent()
         return info
+
+    def _add_value_set(self, msg, vs: ir.ValueSet) -> None:
+        """One match field per select key, named after a struct's fields; a field's `@match(kind)` is
+        written as p4c writes it, though the set matches exactly (as on BMv2)."""
+        from finsy.proto import p4i
+
+        self._preamble(msg.preamble, VALUE_SET, vs.control_plane_name, vs)
+        for i, f in enumerate(vs.fields, start=1):
+            mf = msg.match.add(id=i, name=f.name, bitwidth=self.ir.width_of(f.type))
+            kind = f.annotations.get_str("match") or "exact"
+            mf.match_type = p4i.MatchField.MatchType.Value(_MATCH_TYPES.get(kind, "EXACT"))
 
     def _has_type_info(self, info) -> bool:
         """Whether p4c writes `type_info` (even empty): it does once it has described a table's keys,

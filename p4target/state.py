@@ -206,6 +206,15 @@ class ActionProfileSchema:
     max_group_size: int = 0  # sum of a group's member weights; 0: no limit
 
 
+@dataclass(frozen=True)
+class ValueSetSchema:
+    """A parser value set: each member is one value per select key (of `bitwidths`), at most `size` members."""
+
+    name: str
+    bitwidths: tuple[int, ...]
+    size: int
+
+
 @dataclass
 class ProgramSchema:
     """Everything the control plane may address, keyed by control-plane name."""
@@ -218,6 +227,7 @@ class ProgramSchema:
     direct_counters: dict[str, DirectCounterSchema] = field(default_factory=dict)
     meters: dict[str, MeterSchema] = field(default_factory=dict)
     direct_meters: dict[str, DirectMeterSchema] = field(default_factory=dict)
+    value_sets: dict[str, ValueSetSchema] = field(default_factory=dict)
     digests: tuple[str, ...] = ()
 
 
@@ -980,6 +990,27 @@ class RegisterArray:
         self.values[:] = [0] * self.schema.size
 
 
+class ValueSet:
+    """`members` is the set the parser tests select keys against (tuples, one value per key); never replaced."""
+
+    def __init__(self, schema: ValueSetSchema):
+        self.schema = schema
+        self.members: set[tuple[int, ...]] = set()
+
+    def write(self, members: list[tuple[int, ...]]) -> None:
+        """Make the set exactly `members` (P4Runtime writes a value set whole)."""
+        name = self.schema.name
+        for m in members:
+            if len(m) != len(self.schema.bitwidths):
+                raise InvalidArgument(f"value set {name}: a member has {len(m)} values, expected {len(self.schema.bitwidths)}")
+            for v, w in zip(m, self.schema.bitwidths):
+                _check_width(f"value set {name} member", v, w)
+        if len(set(members)) > self.schema.size:
+            raise ResourceExhausted(f"value set {name}: {len(set(members))} members, it holds {self.schema.size}")
+        self.members.clear()
+        self.members.update(members)
+
+
 class CounterArray:
     """Indirect counter: `packets[i]`, `bytes[i]` lists the pipeline updates in place."""
 
@@ -1040,6 +1071,7 @@ class State:
         self.registers: dict[str, RegisterArray] = {n: RegisterArray(r) for n, r in schema.registers.items()}
         self.counters: dict[str, CounterArray] = {n: CounterArray(c) for n, c in schema.counters.items()}
         self.meters: dict[str, MeterArray] = {n: MeterArray(m) for n, m in schema.meters.items()}
+        self.value_sets: dict[str, ValueSet] = {n: ValueSet(v) for n, v in schema.value_sets.items()}
         self.multicast_groups: dict[int, list[tuple[int, int]]] = {}
         self.clone_sessions: dict[int, CloneSession] = {}
         self.digests: list[tuple[str, tuple[int, ...]]] = []
@@ -1076,6 +1108,12 @@ class State:
             return self.counters[name]
         except KeyError:
             raise InvalidArgument(f"unknown counter {name!r}") from None
+
+    def value_set(self, name: str) -> ValueSet:
+        try:
+            return self.value_sets[name]
+        except KeyError:
+            raise InvalidArgument(f"unknown value set {name!r}") from None
 
     # -- tables
 
@@ -1147,6 +1185,13 @@ class State:
 
     def register_read(self, name: str, index: int) -> int:
         return self.register(name).read(index)
+
+    def value_set_write(self, name: str, members: list[tuple[int, ...]]) -> None:
+        with self.lock:
+            self.value_set(name).write(members)
+
+    def value_set_read(self, name: str) -> list[tuple[int, ...]]:
+        return sorted(self.value_set(name).members)
 
     def register_write(self, name: str, index: int, value: int) -> None:
         with self.lock:
@@ -1277,6 +1322,8 @@ class State:
                 c.reset()
             for m in self.meters.values():
                 m.reset()
+            for v in self.value_sets.values():
+                v.write([])
             self.multicast_groups.clear()
             self.clone_sessions.clear()
             self.digests.clear()

@@ -105,6 +105,37 @@ INVALID = [
  ("header_not_whole_bytes", "header odd_t { bit<8> a; bit<4> b; }", "", "odd_t o; o.setValid();", None),
  ("checksum16", "", "Checksum16() ck;", "h.h.s = ck.get({h.h.a});", None),
  ("call_table_as_function", "", "action a() {} table t { key = { h.h.a: exact; } actions = { a; } }", "t();", None),
+ ("compound_width", "", "", "h.h.a += h.h.s;", None),
+ ("compound_bool", "", "", "bool b = true; b &= false;", None),
+ ("compound_runtime_modulo", "", "", "h.h.a %= 3;", None),
+ ("compound_to_in_param", "", "action a(in bit<8> v) { v += 1; }", "a(h.h.a);", None),
+ ("compound_concat", "", "", "h.h.s ++= 1;", None),
+ ("for_in_range", "", "", "for (bit<8> i in 1 .. 4) { h.h.a = h.h.a + i; }", None),
+ ("for_in_list", "", "", "for (bit<8> i in {1, 2}) { h.h.a = h.h.a + i; }", None),
+ ("break_outside_loop", "", "", "break;", None),
+ ("continue_outside_loop", "", "", "continue;", None),
+ ("for_in_parser", "", "", "", "state start { pk.extract(h.h); for (bit<8> i = 0; i < 2; i += 1) { } transition accept; }"),
+ ("for_var_duplicate", "", "", "bit<8> i = 0; for (bit<8> i = 0; i < 2; i += 1) { }", None),
+ ("for_var_after_loop", "", "", "for (bit<8> i = 0; i < 2; i += 1) { } h.h.a = i;", None),
+ ("value_set_of_tuple", "", "", "", "value_set<tuple<bit<8>, bit<8>>>(4) vs; "
+  "state start { pk.extract(h.h); transition select(h.h.a, h.h.b) { vs: accept; default: reject; } }"),
+ ("value_set_nested_struct", "struct in_t { bit<8> x; } struct vs_t { bit<8> a; in_t i; }", "", "",
+  "value_set<vs_t>(4) vs; state start { pk.extract(h.h); transition select(h.h.a, h.h.b) { vs: accept; default: reject; } }"),
+ ("value_set_of_bool", "", "", "", "value_set<bool>(4) vs; "
+  "state start { pk.extract(h.h); transition select(h.h.a == 1) { vs: accept; default: reject; } }"),
+ ("value_set_key_type", "", "", "", "value_set<bit<16>>(4) vs; "
+  "state start { pk.extract(h.h); transition select(h.h.a) { vs: accept; default: reject; } }"),
+ ("value_set_key_count", "struct vs_t { bit<8> a; bit<8> b; }", "", "", "value_set<vs_t>(4) vs; "
+  "state start { pk.extract(h.h); transition select(h.h.a) { vs: accept; default: reject; } }"),
+ ("value_set_in_control", "", "value_set<bit<8>>(4) vs;", "", None),
+ ("register_of_bool", "", "register<bool>(4) r;", "", None),
+ ("generic_struct_arity", "struct S<T> { T x; }", "", "S<bit<8>, bit<8>> s;", None),
+ ("generic_struct_of_itself", "struct S<T> { T x; }", "", "S<S<bit<8>>> s;", None),
+ ("structured_annotation_mixed", "", "@a[k=1, 2] action a() {}", "a();", None),
+ ("structured_annotation_not_constant", "", "@a[k=h.h.a] action a() {}", "a();", None),
+ ("structured_annotation_duplicate_key", "", "@a[k=1, k=2] action a() {}", "a();", None),
+ ("name_annotation_free_form", "", "@name(foo bar) action a() {}", "a();", None),
+ ("annotation_unbalanced", "", "@a(() action a() {}", "a();", None),
 ]
 
 ERROR_LINE = re.compile(r"^\S+:\d+:\d+: error: \S")

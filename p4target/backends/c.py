@@ -30,7 +30,8 @@ from collections.abc import Callable
 from p4target.backends.layout import ident
 from p4target.backends.printer import LoweredPrinter
 from p4target.lowered import model as m
-from p4target.native.cgen import MAX_PARSER_STATES, CProgram, _cstr, parser_end_c, table_hit_c
+from p4target.lowered.schema import value_set_widths
+from p4target.native.cgen import MAX_PARSER_STATES, CProgram, _cstr, parser_end_c, table_hit_c, value_set_cells
 
 MAX_BITS = 64
 _ALGOS = {"crc16": "crc16", "crc16_custom": "crc16", "crc32": "crc32", "crc32_custom": "crc32", "csum16": "csum16",
@@ -104,6 +105,11 @@ class _Printer(LoweredPrinter):
         self.reg_size = {r.name: r for r in p.register_arrays}
         for r in p.register_arrays:
             self.cp.registers[r.name] = len(self.cp.registers)
+        self.vset_keys = {vs.name: value_set_widths(p, vs) for vs in p.parse_vsets}  # after the registers, as cells
+        for vs in p.parse_vsets:
+            if max(self.vset_keys[vs.name]) > 64:
+                raise self.fail(f"value set {vs.name} with values wider than 64 bits")
+            self.cp.value_sets[vs.name] = self.cp.registers.setdefault(f"value_set {vs.name}", len(self.cp.registers))
         self.counter_size = {c.name: c.size for c in p.counter_arrays if not (c.is_direct and c.binding)}
         for name in self.counter_size:
             self.cp.counters[name] = len(self.cp.counters)
@@ -770,6 +776,13 @@ class _Printer(LoweredPrinter):
     def reject(self, code: int) -> str:
         return f"rcode = {code}; goto reject;"
 
+    def vset_case(self, vset: str, parts: list[tuple[int, int]], then: str, ind: int) -> None:
+        n = len(parts)
+        same = " && ".join(f"vs[1 + m * {n} + {j}] == (u64)((k >> {pos}) & {_u128((1 << w) - 1)})"
+                           for j, (w, pos) in enumerate(parts))
+        self.emit(f"{{ const u64 *vs = p->E->reg[{self.cp.value_sets[vset]}]; "
+                  f"for (u64 m = 0; m < vs[0]; m++) if ({same}) {then} }}", ind)
+
     def gen_checksums(self, fname: str, verify: bool) -> None:
         self.ctx = "node"
         self.emit(f"static void {fname}(pk_t *p) {{", 0)
@@ -868,7 +881,8 @@ class _Printer(LoweredPrinter):
         lines.append("    default: *n = 0; return FL_EMPTY;")
         lines.append("    }")
         lines.append("}")
-        regs = [r.size * -(-r.bitwidth // MAX_BITS) for r in self.p.register_arrays]
+        regs = [r.size * -(-r.bitwidth // MAX_BITS) for r in self.p.register_arrays] + \
+            [value_set_cells(vs.max_size, len(self.vset_keys[vs.name])) for vs in self.p.parse_vsets]
         counters = list(self.counter_size.values())
         meters = [mt.size for mt in self.meters.values()]
         for name, sizes in (("REG_SIZE", regs), ("COUNTER_SIZE", counters), ("METER_SIZE", meters)):

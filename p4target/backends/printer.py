@@ -134,6 +134,10 @@ class LoweredPrinter:
         """A statement rejecting with error `code`."""
         raise NotImplementedError
 
+    def vset_case(self, vset: str, parts: list[tuple[int, int]], then: str, ind: int) -> None:
+        """Print: run `then` when the key's parts ((width, bit position) each) are a member of value set `vset`."""
+        raise NotImplementedError
+
     # -- values
 
     def expr(self, e: m.Expr) -> str:
@@ -351,10 +355,10 @@ class LoweredPrinter:
 
     def transitions(self, s: m.ParseState, ind: int) -> None:
         """A parse state's select: its key (each part padded to whole bytes, first part most significant)."""
+        parts = []
         if s.transition_key:
             widths = [self.L.key_part_width(v) for v in s.transition_key]
             pos = sum((w + 7) // 8 * 8 for w in widths)
-            parts = []
             for v, w in zip(s.transition_key, widths):
                 pos -= (w + 7) // 8 * 8
                 parts.append((self.rv(v), w, pos))
@@ -364,7 +368,9 @@ class LoweredPrinter:
                 self.emit(self.goto(tr.next_state), ind)
                 return
             if tr.kind == "parse_vset":
-                raise self.fail(f"parser value set {tr.vset} is not supported yet")
+                assert tr.vset is not None
+                self.vset_case(tr.vset, [(w, pos) for _, w, pos in parts], self.goto(tr.next_state), ind)
+                continue
             self.emit(self.case(tr.value or 0, tr.mask, self.goto(tr.next_state)), ind)
         self.emit(self.reject(self.error_code("NoMatch")), ind)
 

@@ -633,6 +633,11 @@ class _Printer(LoweredPrinter):
     def reject(self, code: int) -> str:
         return f"raise _Reject({code}, o)"
 
+    def vset_case(self, vset: str, parts: list[tuple[int, int]], then: str, ind: int) -> None:
+        members = self.global_of("_VS", self.state.value_set(vset).members)
+        member = "".join(f"(_k >> {pos}) & {(1 << w) - 1:#x}, " for w, pos in parts)
+        self.emit(f"if ({member}) in {members}: {then}", ind)
+
     def gen_checksums(self, fname: str, verify: bool) -> bool:
         sums = [c for c in self.p.checksums if (c.verify if verify else c.update)]
         if not sums:

@@ -14,6 +14,7 @@ from lark import Token, Tree
 
 from ..errors import P4Error
 from . import ir
+from .loader import annotation_tokens, parse_annotation_body
 from .passes.walk import completes, same_expr
 from .preprocess import Source
 from .typing import BIT32, BOOL, COMPARE, ERROR, INFINT, MATCH_KIND, STRING, VOID, fold_binary, is_key, is_numeric, same_type, wrap
@@ -21,7 +22,14 @@ from .typing import BIT32, BOOL, COMPARE, ERROR, INFINT, MATCH_KIND, STRING, VOI
 _INT = re.compile(r"(?:(\d+)([ws]))?(0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|0[dD][0-9_]+|\d[0-9_]*)$")
 _HEADER_METHODS = {"isValid": BOOL, "setValid": VOID, "setInvalid": VOID}
 _STACK_METHODS = {"push_front", "pop_front"}
+# Annotations whose bodies p4c reads as expressions (any other may hold free-form tokens)
+_EXPRESSION_ANNOTATIONS = {"name", "id", "field_list", "priority", "max_group_size", "selector_size_semantics",
+                           "max_member_weight", "controller_header", "brief", "description", "match"}
+MAX_UNROLL = 1024  # iterations of one for loop: unrolling copies the body that many times
 _V1SWITCH_STAGES = ["parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser"]
+
+
+HIDDEN = object()  # a name declared in a scope that lookups there do not find (a for loop's variable after it)
 
 
 class Scope:
@@ -35,7 +43,8 @@ class Scope:
         scope = self
         while scope is not None:
             if name in scope.names:
-                return scope.names[name]
+                found = scope.names[name]
+                return None if found is HIDDEN else found
             scope = scope.parent
         return None
 
@@ -69,6 +78,43 @@ class GenericFunction:
 
 
 @dataclass(eq=False)
+class GenericType:
+    """`struct S<T> { ... }` (or a header, header_union): checked anew for each list of type arguments."""
+
+    cls: type
+    name: str
+    node: Tree
+    params: list[str]
+    instances: set[int] = field(default_factory=set)  # id() of its specializations
+
+
+def _type_tag(t: ir.Type) -> str:
+    """A type argument as p4c spells it in a specialized type's name (`bit<8>` -> `bit8`)."""
+    if isinstance(t, (ir.BitsType, ir.IntType, ir.VarbitType)):
+        return {ir.BitsType: "bit", ir.IntType: "int", ir.VarbitType: "varbit"}[type(t)] + str(t.width)
+    return getattr(t, "name", None) or str(t).replace("<", "").replace(">", "").replace(", ", "_")
+
+
+@dataclass(eq=False)
+class LoopJump(ir.Stmt):
+    """`break` or `continue` in a for loop being unrolled: cut out before the loop's IR is returned."""
+
+    kind: str = "break"
+
+
+def _has_jump(s: ir.Stmt | None) -> bool:
+    if isinstance(s, LoopJump):
+        return True
+    if isinstance(s, ir.Block):
+        return any(_has_jump(x) for x in s.stmts)
+    if isinstance(s, ir.If):
+        return _has_jump(s.then) or _has_jump(s.else_)
+    if isinstance(s, ir.Switch):
+        return any(_has_jump(c.body) for c in s.cases)
+    return False
+
+
+@dataclass(eq=False)
 class BlockDecl:
     """A parser or control declaration. Its tree is checked anew for every instance, with the
     constructor arguments bound and the instance's prefix, so each instance is its own IR."""
@@ -89,6 +135,7 @@ class Checker:
         self.top = Scope()
         self.ctx = Context("top")
         self.tuple_structs: dict[ir.TupleType, ir.StructType] = {}
+        self.loops = 0  # for loops being unrolled around the statement being checked
 
     # ------------------------------------------------------------------ locations / errors
 
@@ -127,17 +174,46 @@ class Checker:
         if node is None:
             return anns
         for a in node.children:
-            body = a.children[1] if len(a.children) > 1 else None
-            given = [c for c in body.children if c is not None] if body is not None else []
             name = self.name_of(a.children[0])
+            if a.data == "structured_annotation":
+                anns.append(ir.Annotation(name, self.structured_args(a), self.loc(a), structured=True))
+                continue
+            body = a.children[1] if len(a.children) > 1 else None
+            text = None
+            given: list = []
+            if body is not None:
+                start, end = body.meta.start_pos + 1, body.meta.end_pos - 1
+                text = " ".join(annotation_tokens(self.source.text[start:end]))
+                args_tree = parse_annotation_body(self.source, start, end)
+                if args_tree is None and name in _EXPRESSION_ANNOTATIONS:
+                    raise self.error(body, f"@{name}: the annotation's body must be a list of expressions")
+                given = [c for c in args_tree.children if c is not None] if args_tree is not None else []
             if name == "name" and (len(given) != 1 or getattr(given[0], "data", "") != "string_lit"):
                 raise self.error(a, f"{self.text(given[0]) if given else '@name'}: @name annotation's value must be a string")
             if name == "field_list":  # p4c evaluates these: named constants are allowed
                 args = [self.field_list_index(c) for c in given]
             else:
                 args = [self.annotation_arg(c) for c in given]
-            anns.append(ir.Annotation(name, args, self.loc(a)))
+            anns.append(ir.Annotation(name, args, self.loc(a), text))
         return anns
+
+    def structured_args(self, node: Tree) -> list:
+        """`@a[v, ...]` -> [v, ...] or `@a[k=v, ...]` -> [(k, v), ...]: constants (int, str, bool), as P4Info holds them."""
+        out: list = []
+        items = [c for c in node.children[1:] if c is not None]
+        for item in items:
+            key = self.name_of(item.children[0]) if item.data == "ann_kv" else None
+            e = self.expr(item.children[1] if key is not None else item, self.top)
+            if not isinstance(e, (ir.Constant, ir.BoolLiteral, ir.StringLiteral)):
+                raise self.error(item, f"{self.text(item)}: a structured annotation's values must be compile-time constants")
+            out.append((key, e.value) if key is not None else e.value)
+        if len({isinstance(v, tuple) for v in out}) > 1:
+            raise self.error(node, f"@{self.name_of(node.children[0])}: mixes key=value pairs and plain expressions")
+        keys = [v[0] for v in out if isinstance(v, tuple)]
+        dup = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+        if dup is not None:
+            raise self.error(node, f"{dup}: Duplicates declaration {dup}")
+        return out
 
     def field_list_index(self, node) -> int:
         v = self.expr(node, self.top)
@@ -210,14 +286,41 @@ class Checker:
         self.program.types[name] = t
 
     def _struct_like(self, node: Tree, cls) -> None:
-        ann, name_node, *fields = node.children
+        ann, name_node, tp, *fields = node.children
         name = self.name_of(name_node)
+        if tp is not None:
+            params = [self.name_of(t) for t in tp.children[0].children]
+            self.declare(self.top, name, GenericType(cls, name, node, params), name_node)
+            return
         t = cls(name, [], self.annotations(ann), self.loc(name_node))
         self.declare(self.top, name, t, name_node)
+        self._fields(t, fields, self.top)
+
+    def specialize(self, g: GenericType, args: tuple[ir.Type, ...], node: Tree) -> ir.Type:
+        """`S<T1, ...>`: the generic type's fields with its parameters bound, once per argument list;
+        named as p4c names it (`S_bit8`, `Pair_bit8_S_bit8`)."""
+        if len(args) != len(g.params):
+            raise self.error(node, f"{g.name}: expected {len(g.params)} type arguments, got {len(args)}")
+        if any(id(a) in g.instances for a in args):
+            raise self.error(node, f"{g.name}: contains self '{g.name}' as type argument")
+        name = "_".join([g.name] + [_type_tag(a) for a in args])
+        t = self.program.types.get(name)
+        if t is None:
+            ann, name_node, _, *fields = g.node.children
+            t = g.cls(name, [], self.annotations(ann), self.loc(name_node))
+            g.instances.add(id(t))
+            self.program.types[name] = t
+            scope = Scope(self.top)
+            scope.names.update(zip(g.params, args))
+            self._fields(t, fields, scope)
+        return t
+
+    def _fields(self, t: ir.StructLikeType, fields: list, scope: Scope) -> None:
+        name, cls = t.name, type(t)
         seen = set()
         for f in fields:
             fann, ftype_node, fname_node = f.children
-            ftype = self.resolve_type(ftype_node, self.top)
+            ftype = self.resolve_type(ftype_node, scope)
             fname = self.name_of(fname_node)
             if fname in seen:
                 raise self.error(fname_node, f"{fname}: duplicate field in {name}")
@@ -636,6 +739,8 @@ class Checker:
                 self.decl_const_decl(local, scope)
             elif local.data == "instantiation":
                 parser.locals.append(self.decl_instantiation(local, scope, prefix))
+            elif local.data == "value_set_decl":
+                parser.locals.append(self.value_set(local, scope, prefix))
             else:
                 raise self.error(local, f"unsupported: {local.data.replace('_', ' ')}")
         for s in states:
@@ -658,11 +763,47 @@ class Checker:
                     raise self.error(loc, f"{t}: no such parser state")
         return parser
 
+    def value_set(self, node: Tree, scope: Scope, prefix: str) -> ir.ValueSet:
+        """`value_set<T>(size) name;`: T is bit<W>/int<W> or a struct of them (one field per select key)."""
+        ann, targs, *_, size_node, name_node = node.children
+        if len(targs.children) != 1:
+            raise self.error(targs, "value_set takes one type argument")
+        t = self.resolve_type(targs.children[0], scope)
+        if isinstance(t, ir.EnumType) and t.underlying is not None:
+            raise self.error(targs, f"unsupported: value_set<{t}> of a serializable enum (p4c's P4Info gives it one "
+                                    "match field per enum member)")
+        fields = t.fields if isinstance(t, ir.StructType) else [ir.Field("", t)]
+        if not fields or not all(is_numeric(f.type) for f in fields):
+            raise self.error(targs, f"value_set<{t}>: Unsupported type argument for Value Set; P4Runtime requires the "
+                                    "type parameter of a Value Set to be a bit<W> or a struct of bit<W> fields")
+        size = self.expr(size_node, scope)
+        if not (isinstance(size, ir.Constant) and size.value >= 0):
+            raise self.error(size_node, f"value_set size {self.text(size_node)} must be a compile-time constant")
+        name = self.name_of(name_node)
+        vs = ir.ValueSet(name, t, size.value, self.annotations(ann), self.loc(name_node), prefix)
+        self.declare(scope, name, vs, name_node)
+        return vs
+
+    def value_set_case(self, node: Tree, keys: list[ir.Expr], scope: Scope) -> list[ir.KeySet] | None:
+        """A select case that names a value set: its one KsValueSet, checked against the keys; else None."""
+        if node.data != "ks_value" or node.children[0].data != "name_ref":
+            return None
+        vs = scope.lookup(self.name_of(node.children[0].children[0]))
+        if not isinstance(vs, ir.ValueSet):
+            return None
+        fields = vs.fields
+        if len(fields) != len(keys) or not all(same_type(f.type, k.type) for f, k in zip(fields, keys)):
+            raise self.error(node, f"select: value set {vs.name} holds {', '.join(str(f.type) for f in fields)}, "
+                                   f"the keys are {', '.join(str(k.type) for k in keys)}")
+        return [ir.KsValueSet(vs, self.loc(node))]
+
     def parser_state(self, node: Tree, scope: Scope) -> ir.ParserState:
         ann, name_node, *stmts, trans = node.children
         inner = Scope(scope)
         body = [self.statement(s, inner) for s in stmts]
-        if trans.data == "direct_transition":
+        if trans is None:  # a state without a transition statement goes to reject
+            transition: ir.Transition = ir.DirectTransition("reject", self.loc(node))
+        elif trans.data == "direct_transition":
             transition = ir.DirectTransition(self.name_of(trans.children[0]), self.loc(trans.children[0]))
         else:
             args_node, *cases = trans.children
@@ -673,7 +814,8 @@ class Checker:
             out_cases = []
             for c in cases:
                 ks_node, next_node = c.children
-                out_cases.append(ir.SelectCase(self.keysets(ks_node, keys, inner, "select"), self.name_of(next_node), self.loc(next_node)))
+                keysets = self.value_set_case(ks_node, keys, inner) or self.keysets(ks_node, keys, inner, "select")
+                out_cases.append(ir.SelectCase(keysets, self.name_of(next_node), self.loc(next_node)))
             transition = ir.SelectTransition(keys, out_cases, self.loc(trans))
         return ir.ParserState(self.name_of(name_node), body, transition, self.annotations(ann), self.loc(name_node))
 
@@ -682,6 +824,8 @@ class Checker:
         items = node.children if node.data == "tuple_keyset" else [node]
         if node.data == "ks_default" and len(keys) > 1:
             return [ir.KsDefault(self.loc(node)) for _ in keys]
+        if node.data == "ks_default" and not keys and what == "select":  # `select()`: only a default case
+            return [ir.KsDefault(self.loc(node))]
         if len(items) != len(keys):
             raise self.error(node, f"{what}: keyset has {len(items)} elements but there are {len(keys)} keys")
         return [self.keyset(item, key.type, scope) for item, key in zip(items, keys)]
@@ -947,7 +1091,7 @@ class Checker:
             raise self.error(type_node, f"cannot declare a variable of type {t}")
         if isinstance(t, ir.TupleType):
             t = self.tuple_struct(t)
-        value = self.coerce(self.expr(init, scope), t, init) if init is not None else None
+        value = self.coerce(self.expr(init, scope, t), t, init) if init is not None else None
         name = self.name_of(name_node)
         decl = ir.VarDecl(name, t, value, self.annotations(ann), self.loc(name_node))
         self.declare(scope, name, decl, name_node)
@@ -968,6 +1112,8 @@ class Checker:
         in_parser = self.ctx.kind == "state"
         if kind == "block":
             return self.block(node, scope)
+        if kind == "annotated_block":  # `@atomic { ... }`: BMv2 runs every block atomically anyway
+            return self.block(node.children[1], scope)
         if kind == "var_decl":
             return ir.VarDeclStmt(loc, self.var_decl(node, scope))
         if kind == "const_decl":
@@ -979,6 +1125,8 @@ class Checker:
             lhs = self.lvalue(node.children[0], scope)
             rhs = self.coerce(self.expr(node.children[1], scope, lhs.type), lhs.type, node.children[1], node)
             return ir.Assign(loc, lhs, rhs)
+        if kind == "compound_assignment":
+            return self.compound_assignment(node, scope)
         if kind == "call_stmt":
             call = self.call(node.children[0], node.children[1], scope, node)
             if isinstance(call, ir.BoolLiteral):  # a static_assert that held: nothing to run
@@ -1012,7 +1160,116 @@ class Checker:
             return self.return_stmt(node, scope)
         if kind == "switch_stmt":
             return self.switch(node, scope)
+        if kind == "for_stmt":
+            return self.for_loop(node, scope)
+        if kind == "for_in_stmt":
+            raise self.error(node, "BMV2 does not support for-in loops")
+        if kind in ("break_stmt", "continue_stmt"):
+            if not self.loops:
+                raise self.error(node, f"{kind.removesuffix('_stmt')} outside a loop")
+            return LoopJump(loc, kind.removesuffix("_stmt"))
         raise self.error(node, f"unsupported: {kind.replace('_', ' ')}")
+
+    def compound_assignment(self, node: Tree, scope: Scope) -> ir.Assign:
+        """`a op= b` is `a = a op b`, typed as that binary expression (so `a` is read once more)."""
+        lhs = self.lvalue(node.children[0], scope)
+        return ir.Assign(self.loc(node), lhs, self.coerce(self.compound_value(node, scope), lhs.type, node.children[2], node))
+
+    def compound_value(self, node: Tree, scope: Scope) -> ir.Expr:
+        """The `a op b` of `a op= b`."""
+        lv_node, op_node, rhs_node = node.children
+        if len(op_node.children) == 2:  # `>>=`: R_ANGLE_SHIFT then ">="
+            shift, eq = op_node.children
+            if shift.end_pos != eq.start_pos:
+                raise self.error(eq, "syntax error, unexpected '>='")
+            op = ">>"
+        else:
+            op = str(op_node.children[0])[:-1]
+        return self.binary(node, op, lv_node, rhs_node, scope)
+
+    def for_loop(self, node: Tree, scope: Scope) -> ir.Block:
+        """`for (init; cond; update) body`, unrolled: BMv2 runs no loops, so the loop variables must be
+        compile-time constants in every iteration; the body is checked once per iteration with them
+        bound as constants. A variable declared outside the loop holds its final value after it; one
+        declared in the loop's header is, as in p4c, a duplicate of any other in the enclosing block
+        but not visible after the loop."""
+        inits_node, cond_node, updates_node, body_node = node.children
+        values: dict[str, ir.Expr] = {}
+        outer: dict[str, ir.Expr] = {}  # loop variables declared outside: name -> l-value
+        for init in inits_node.children if inits_node is not None else []:
+            if init.data == "for_var":
+                type_node, name_node, value_node = init.children
+                t, name = self.resolve_type(type_node, scope), self.name_of(name_node)
+                self.declare(scope, name, HIDDEN, name_node)
+            else:
+                lv_node, value_node = init.children
+                if lv_node.data != "name_ref":
+                    raise self.error(lv_node, f"unsupported: for loop initializing {self.text(lv_node)}, not a variable")
+                lhs = self.lvalue(lv_node, scope)
+                t, name = lhs.type, self.text(lv_node).lstrip(".")
+                outer[name] = lhs
+            values[name] = self.loop_constant(self.coerce(self.expr(value_node, scope), t, value_node), value_node)
+        updates = updates_node.children if updates_node is not None else []
+        stmts: list[ir.Stmt] = []
+        while True:
+            bound = Scope(scope)
+            bound.names.update({n: ir.ConstDecl(n, v.type, v, loc=v.loc) for n, v in values.items()})
+            cond = self.expr(cond_node, bound) if cond_node is not None else ir.BoolLiteral(BOOL, self.loc(node), True)
+            if not isinstance(cond, ir.BoolLiteral):
+                raise self.error(cond_node, f"unsupported: for loop condition {self.text(cond_node)} is not known at "
+                                            "compile time (BMv2 runs no loops: only loops with a constant trip count unroll)")
+            if not cond.value:
+                break
+            if len(stmts) == MAX_UNROLL:
+                raise self.error(node, f"for loop runs more than {MAX_UNROLL} times: too many to unroll")
+            self.loops += 1
+            body = self.statement(body_node, Scope(bound))
+            self.loops -= 1
+            body, jump = self.cut_at_jump(body)
+            stmts.append(body)
+            if jump == "break":
+                break
+            for u in updates:
+                lv_node = u.children[0]
+                name = self.text(lv_node).lstrip(".")
+                if lv_node.data != "name_ref" or name not in values:
+                    raise self.error(lv_node, f"unsupported: for loop update of {self.text(lv_node)}, not a loop variable")
+                t = values[name].type
+                if u.data == "assignment":
+                    value = self.coerce(self.expr(u.children[1], bound), t, u.children[1])
+                else:
+                    value = self.coerce(self.compound_value(u, bound), t, u.children[2])
+                values[name] = self.loop_constant(value, u)
+                bound.names[name] = ir.ConstDecl(name, t, values[name], loc=values[name].loc)
+        stmts += [ir.Assign(self.loc(node), lhs, values[name]) for name, lhs in outer.items()]
+        return ir.Block(self.loc(node), stmts)
+
+    def cut_at_jump(self, s: ir.Stmt) -> tuple[ir.Stmt, str | None]:
+        """`s` up to the first break/continue it reaches for sure (conditions on loop variables are
+        constants here), and which one; a jump under a run-time condition cannot unroll."""
+        if isinstance(s, LoopJump):
+            return ir.Block(s.loc, []), s.kind
+        if isinstance(s, ir.Block):
+            kept: list[ir.Stmt] = []
+            for x in s.stmts:
+                x, jump = self.cut_at_jump(x)
+                kept.append(x)
+                if jump:
+                    return ir.Block(s.loc, kept), jump
+            return ir.Block(s.loc, kept), None
+        if isinstance(s, ir.If) and isinstance(s.cond, ir.BoolLiteral):
+            taken = s.then if s.cond.value else s.else_
+            return self.cut_at_jump(taken) if taken is not None else (ir.Block(s.loc, []), None)
+        if _has_jump(s):
+            raise self.error(s.loc, "unsupported: break or continue under a condition not known at compile time "
+                                    "(BMv2 runs no loops: only loops with a constant trip count unroll)")
+        return s, None
+
+    def loop_constant(self, value: ir.Expr, node) -> ir.Expr:
+        if not _is_constant(value):
+            raise self.error(node, f"unsupported: for loop variable set from {self.text(node)}, which is not known at "
+                                   "compile time (BMv2 runs no loops: only loops with a constant trip count unroll)")
+        return value
 
     def return_stmt(self, node: Tree, scope: Scope) -> ir.Return:
         value_node = node.children[0]
@@ -1116,6 +1373,8 @@ class Checker:
                 return ir.ParserOrControlType(name, t[1])
             if isinstance(t, BlockDecl):
                 return ir.ParserOrControlType(name, t.kind)
+            if isinstance(t, GenericType):
+                raise self.error(node, f"{name}: missing type arguments")
             raise self.error(node, f"{name}: no such type")
         if kind == "specialized_type":
             base = self.name_of(node.children[0])
@@ -1127,6 +1386,8 @@ class Checker:
                 return ir.ExternType(base, args, decl)
             if isinstance(decl, tuple) and decl[0] == "blocktype":
                 return ir.ParserOrControlType(base, decl[1])
+            if isinstance(decl, GenericType):
+                return self.specialize(decl, args, node)
             raise self.error(node, f"{base}: no such generic type")
         if kind == "stack_type":
             elem = self.resolve_type(node.children[0], scope)
@@ -1223,14 +1484,21 @@ class Checker:
             method = base.type.decl.methods["lookahead"][0]
             return ir.ExternMethodCall(targs[0], loc, base, "lookahead", [], targs, method)
         if kind == "list_expr":
-            items = [self.expr(c, scope) for c in node.children if c is not None]
+            given = [c for c in node.children if c is not None]
+            types = [f.type for f in expected.fields] if isinstance(expected, ir.StructLikeType) else []
+            # a nested initializer takes its field's type
+            items = [self.expr(c, scope, types[i] if i < len(types) else None) for i, c in enumerate(given)]
             if isinstance(expected, ir.StructLikeType):
                 return self.struct_init(node, expected, [(f.name, i) for f, i in zip(expected.fields, items)], len(items))
             return ir.ListExpr(ir.TupleType(tuple(i.type for i in items)), loc, items)
         if kind == "struct_expr":
             if not isinstance(expected, ir.StructLikeType):
                 raise self.error(node, "unsupported: struct initializer whose type is not known from context")
-            pairs = [(self.name_of(kv.children[0]), self.expr(kv.children[1], scope)) for kv in node.children]
+            pairs = []
+            for kv in node.children:
+                fname = self.name_of(kv.children[0])
+                f = expected.field(fname)  # a nested initializer takes its field's type
+                pairs.append((fname, self.expr(kv.children[1], scope, f.type if f is not None else None)))
             return self.struct_init(node, expected, pairs, len(pairs))
         if kind == "error_member":
             name = self.name_of(node.children[0])
@@ -1472,7 +1740,7 @@ class Checker:
 
     def cast(self, node: Tree, scope: Scope) -> ir.Expr:
         t = self.resolve_type(node.children[0], scope)
-        e = self.expr(node.children[1], scope)
+        e = self.expr(node.children[1], scope, t)  # `(S){ f = 1 }`: the initializer takes the cast's type
         loc = self.loc(node)
         src = e.type
         ok = False

@@ -96,7 +96,8 @@ What remains, and how to read it:
   - `Program.parsers` / `controls`: exactly the blocks `main` runs (nothing else).
   - Control.locals: Action, Table, ExternInstance, VarDecl (no initializer; reset to zero
     / invalid each time the control runs). Parser.locals: VarDecl (an initializer, if any,
-    is a constant expression evaluated when parsing starts) and ExternInstance.
+    is a constant expression evaluated when parsing starts), ExternInstance and ValueSet
+    (a select case of KsValueSet matches all the select's keys against it).
   - Statements: Block, Assign, MethodCallStmt, If, Switch, Exit, VarDeclStmt, and Return
     only directly in a v1model control's body or an action (it leaves that control or
     action; inlined code has none left).
@@ -170,11 +171,15 @@ NOWHERE = Loc("<builtin>", 0, 0)
 
 @dataclass
 class Annotation:
-    """`@name(args)`; args evaluated to Python values (str / int)."""
+    """`@name(args)`; args evaluated to Python values (str / int), none for a free-form body. `body`:
+    the body's tokens joined by spaces (how P4Info spells it), None without one. `structured`:
+    `@name[...]`, whose args are values or (key, value) pairs."""
 
     name: str
     args: list = field(default_factory=list)
     loc: Loc = NOWHERE
+    body: str | None = None
+    structured: bool = False
 
 
 class Annotations(list):
@@ -945,6 +950,39 @@ class KsRange(KeySet):
 
 
 @dataclass(eq=False)
+class KsValueSet(KeySet):
+    """A parser value set's name as a select case: the keys (all of them) are in the set."""
+
+    value_set: ValueSet
+    loc: Loc = NOWHERE
+
+
+@dataclass(eq=False)
+class ValueSet:
+    """`value_set<T>(size) name;` in a parser: select-key values the control plane writes (P4Runtime
+    ValueSetEntry). `fields` are what a member holds, one per select key: T's fields for a struct,
+    one unnamed field for bit<W>."""
+
+    def __repr__(self) -> str:
+        return f"ValueSet({self.name!r})"
+
+    name: str
+    type: Type
+    size: int
+    annotations: Annotations = field(default_factory=Annotations)
+    loc: Loc = NOWHERE
+    control: str | None = None
+
+    @property
+    def control_plane_name(self) -> str:
+        return _qualify(self.name, self.annotations, self.control)
+
+    @property
+    def fields(self) -> list[Field]:
+        return list(self.type.fields) if isinstance(self.type, StructType) else [Field("", self.type)]
+
+
+@dataclass(eq=False)
 class TableEntry:
     """A const entry: one KeySet per key, the action, optional `priority`.
 
@@ -1101,7 +1139,7 @@ class BlockInstance:
 
 @dataclass(eq=False)
 class SelectCase:
-    """One select case: a KeySet per select key, and the next state's name."""
+    """One select case: a KeySet per select key (or one KsValueSet for all of them), and the next state's name."""
 
     keysets: list[KeySet]
     next: str
@@ -1203,6 +1241,10 @@ class Program:
     def all_actions(self) -> list[Action]:
         """Top-level actions, then each control's actions, in declaration order."""
         return list(self.actions.values()) + [a for c in self.controls.values() for a in c.actions.values()]
+
+    def value_sets(self) -> list[ValueSet]:
+        """Every parser value set, in declaration order."""
+        return [d for p in self.parsers.values() for d in p.locals if isinstance(d, ValueSet)]
 
     def all_instances(self) -> list[ExternInstance]:
         """Every extern instance declared in a control or parser."""

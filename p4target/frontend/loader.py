@@ -45,15 +45,41 @@ def _classify(tok):
     return tok
 
 
+def _grammar() -> str:
+    """p4.lark plus `_ann_token`: any of its terminals, or a parenthesized run of them."""
+    with open(_GRAMMAR, encoding="utf-8") as f:
+        text = f.read()
+    rules = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
+    literals = sorted(set(re.findall(r'"(?:\\.|[^"\\])*"', rules)) - {'"("', '")"'})
+    named = sorted(set(re.findall(r"^([A-Z_]+)(?:\.\d+)?\s*:", rules, re.M)) | {"TYPE_IDENT"})
+    return text + "\n_ann_token: \"(\" _ann_token* \")\" | " + " | ".join(literals + named) + "\n"
+
+
 def _parser():
     global _PARSER
     if _PARSER is None:
         from lark import Lark
 
-        with open(_GRAMMAR, encoding="utf-8") as f:
-            _PARSER = Lark(f.read(), parser="lalr", lexer="basic", maybe_placeholders=True,
-                           propagate_positions=True, lexer_callbacks={"IDENT": _classify}, cache=True)
+        _PARSER = Lark(_grammar(), parser="lalr", lexer="basic", maybe_placeholders=True, start=["start", "ann_args"],
+                       propagate_positions=True, lexer_callbacks={"IDENT": _classify}, cache=True)
     return _PARSER
+
+
+def parse_annotation_body(source: Source, start: int, end: int):
+    """`source.text[start:end]` (an annotation's body) as an `ann_args` tree with positions in the whole
+    source, or None when it is not an expression list (a free-form body)."""
+    from lark.exceptions import UnexpectedInput
+
+    text = re.sub(r"[^\n]", " ", source.text[:start]) + source.text[start:end]
+    try:
+        return _parser().parse(text, start="ann_args")
+    except UnexpectedInput:
+        return None
+
+
+def annotation_tokens(text: str) -> list[str]:
+    """The tokens of an annotation body, as p4c keeps an unknown annotation's (P4Info joins them with spaces)."""
+    return [str(t) for t in _parser().lex(text)]
 
 
 def _terminal_text(name: str) -> str:
@@ -80,7 +106,7 @@ def parse(source: Source):
     global _TYPE_NAMES
     _TYPE_NAMES = scan_type_names(source.text)
     try:
-        return _parser().parse(source.text)
+        return _parser().parse(source.text, start="start")
     except UnexpectedToken as e:
         line, col = (e.line, e.column) if e.line and e.line > 0 else (len(source.line_map), 1)
         file, orig = source.locate(line)

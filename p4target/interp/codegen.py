@@ -1317,6 +1317,11 @@ class Compiler:
             self.emit(f"{name} = {self.expr(k)}", ind)
             keys.append((name, k.type))
         for case in tr.cases:
+            if isinstance(case.keysets[0], ir.KsValueSet):
+                vs = self.bind("_VS", self.state.value_sets[case.keysets[0].value_set.control_plane_name].members)
+                member = "".join(f"{self.unsigned(kt, kname)}, " for kname, kt in keys)
+                self.emit(f"if ({member}) in {vs}: {go(case.next)}", ind)
+                continue
             conds = []
             for (kname, kt), ks in zip(keys, case.keysets):
                 if isinstance(ks, ir.KsDefault):

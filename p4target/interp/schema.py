@@ -155,4 +155,7 @@ def build_schema(program: ir.Program) -> st.ProgramSchema:
             schema.counters[name] = st.CounterSchema(name, inst.size or 0, inst.kind or "packets_and_bytes")
         elif inst.extern == "meter":
             schema.meters[name] = st.MeterSchema(name, inst.size or 0, inst.kind or "bytes")
+    for vs in program.value_sets():
+        name = vs.control_plane_name
+        schema.value_sets[name] = st.ValueSetSchema(name, tuple(ir.width_of(f.type) for f in vs.fields), vs.size)
     return schema

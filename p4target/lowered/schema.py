@@ -112,5 +112,24 @@ def build_schema(program: m.Program) -> st.ProgramSchema:
             schema.direct_meters[mt.name] = st.DirectMeterSchema(mt.name, mt.binding, mt.type)
         else:
             schema.meters[mt.name] = st.MeterSchema(mt.name, mt.size, mt.type)
+    for vs in program.parse_vsets:
+        schema.value_sets[vs.name] = st.ValueSetSchema(vs.name, value_set_widths(program, vs), vs.max_size)
     schema.digests = tuple(sorted(ll.name for ll in program.learn_lists))
     return schema
+
+
+def value_set_widths(program: m.Program, vs: m.ParseVset) -> tuple[int, ...]:
+    """A value set's member widths: those of the select keys matched against it (BMv2's JSON has only their sum)."""
+    for parser in program.parsers:
+        for s in parser.parse_states:
+            if any(t.kind == "parse_vset" and t.vset == vs.name for t in s.transitions):
+                widths = []
+                for v in s.transition_key:
+                    if isinstance(v, m.Lookahead):
+                        widths.append(v.width)
+                    elif isinstance(v, m.Field):
+                        widths.append(field_width(program, v))
+                    else:
+                        raise P4Error(f"value set {vs.name}: a select key of type {type(v).__name__}", program.source)
+                return tuple(widths)
+    return (vs.compressed_bitwidth,)

@@ -80,6 +80,11 @@ def width(t: ir.Type, loc: ir.Loc = ir.NOWHERE) -> int:
     raise Unsupported(f"values of type {t}", loc)
 
 
+def value_set_cells(size: int, nkeys: int) -> int:
+    """u64 cells of a value set in native memory: the member count, then each member's key values."""
+    return 1 + size * nkeys
+
+
 @dataclass
 class CProgram:
     """The generated C and what the Python side needs to address the engine's state."""
@@ -91,6 +96,7 @@ class CProgram:
     counters: dict[str, int] = field(default_factory=dict)
     meters: dict[str, int] = field(default_factory=dict)
     digests: list[tuple[str, int]] = field(default_factory=list)  # (name, field count) by id
+    value_sets: dict[str, int] = field(default_factory=dict)  # -> register id (see value_set_cells)
 
 
 class CGen:
@@ -128,6 +134,11 @@ class CGen:
                 self.instances[id(inst)] = self.cp.counters.setdefault(inst.control_plane_name, len(self.cp.counters))
             elif inst.extern == "meter":
                 self.instances[id(inst)] = self.cp.meters.setdefault(inst.control_plane_name, len(self.cp.meters))
+        for vs in program.value_sets():
+            if any(ir.width_of(f.type) > 64 for f in vs.fields):
+                raise Unsupported(f"value set {vs.name} with values wider than 64 bits", vs.loc)
+            self.cp.value_sets[vs.control_plane_name] = self.cp.registers.setdefault(
+                f"value_set {vs.control_plane_name}", len(self.cp.registers))
         self._meter_color: dict[int, int] = {}  # id(direct_meter instance) -> slot of this packet's color
         self._storage()
 
@@ -1021,6 +1032,14 @@ class CGen:
                 self.emit(self.fail_check(), ind)
             keys.append((name, k.type, k.loc))
         for case in tr.cases:
+            if isinstance(case.keysets[0], ir.KsValueSet):
+                rid, n = self.cp.value_sets[case.keysets[0].value_set.control_plane_name], len(keys)
+                m = self.tmp("m")
+                same = " && ".join(f"vs[1 + {m} * {n} + {j}] == ({kname} & {_lit(_mask(ir.width_of(kt)))})"
+                                   for j, (kname, kt, _) in enumerate(keys))
+                self.emit(f"{{ const u64 *vs = p->E->reg[{rid}]; for (u64 {m} = 0; {m} < vs[0]; {m}++) "
+                          f"if ({same}) {go(case.next)} }}", ind)
+                continue
             conds = []
             for (kname, kt, kloc), ks in zip(keys, case.keysets):
                 if isinstance(ks, ir.KsDefault):
@@ -1121,6 +1140,8 @@ class CGen:
         for inst in self.p.all_instances():
             if inst.extern in sizes:
                 sizes[inst.extern][ids[inst.extern][inst.control_plane_name]] = inst.size or 0
+        for vs in self.p.value_sets():
+            sizes["register"][self.cp.value_sets[vs.control_plane_name]] = value_set_cells(vs.size, len(vs.fields))
         for kind, name in (("register", "REG_SIZE"), ("counter", "COUNTER_SIZE"), ("meter", "METER_SIZE")):
             lines.append(f"static const u64 {name}[] = {{" + ", ".join(map(str, sizes[kind] or [0])) + "};")
         nkeys = [0] * len(self.cp.tables)

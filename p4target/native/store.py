@@ -17,7 +17,7 @@ import numpy as np
 
 from p4target import state as st
 from p4target.constants import EV_DIGEST, EV_LOG, EV_PACKET_IN
-from p4target.native.cgen import CProgram
+from p4target.native.cgen import CProgram, value_set_cells
 from p4target.native.engine import Engine
 
 MAX_DIGESTS_QUEUED = 65536
@@ -232,6 +232,21 @@ class NativeCounterArray(st.CounterArray):
         self.bytes[:] = 0
 
 
+class NativeValueSet(st.ValueSet):
+    """A value set whose accepted writes also fill its cells in native memory (cgen.value_set_cells)."""
+
+    def __init__(self, schema: st.ValueSetSchema, cells: np.ndarray):
+        super().__init__(schema)
+        self.cells = cells
+
+    def write(self, members: list[tuple[int, ...]]) -> None:
+        super().write(members)
+        flat = [v for m in sorted(self.members) for v in m]
+        self.cells[0] = 0  # no packet sees a half-written set (writes also hold the engine's lock)
+        self.cells[1:1 + len(flat)] = flat
+        self.cells[0] = len(self.members)
+
+
 class NativeState(st.State):
     """State whose data-plane half is the engine's (see module docstring).
 
@@ -253,6 +268,8 @@ class NativeState(st.State):
             self.counters = {n: NativeCounterArray(c, engine.counter(cprog.counters[n], c.size))
                              for n, c in schema.counters.items()}
             self.meters = {n: NativeMeterArray(m, engine, cprog.meters[n]) for n, m in schema.meters.items()}
+            self.value_sets = {n: NativeValueSet(v, engine.register(cprog.value_sets[n], value_set_cells(v.size, len(v.bitwidths))))
+                               for n, v in schema.value_sets.items()}
 
     def mc_group_insert(self, group_id: int, replicas: list[tuple[int, int]]) -> None:
         with self.lock:

@@ -9,8 +9,9 @@ forms the spec demands) so the state only sees well-formed requests. Every failu
 Supported entities: TableEntry (incl. default entries, direct counter data, meter configs
 and idle timeouts), CounterEntry, DirectCounterEntry, MeterEntry, DirectMeterEntry,
 RegisterEntry, PacketReplicationEngineEntry (multicast groups, clone sessions) and
-DigestEntry. Value sets and externs: v1model programs here have none, so wildcard reads
-answer nothing (as BMv2's server does) and writes answer UNIMPLEMENTED.
+DigestEntry, ValueSetEntry (parser value sets, written whole with MODIFY, exact matches as BMv2
+takes them). Externs: v1model has none in P4Info, so wildcard reads answer nothing (as BMv2's
+server does) and writes answer UNIMPLEMENTED.
 
 Reads answer in the form the client wrote (P4Runtime's read-write symmetry): a replica
 written with `egress_port` is read back with `egress_port`, one written with `port` with
@@ -92,6 +93,8 @@ class Translator:
             self._write_pre(update_type, entity.packet_replication_engine_entry)
         elif kind == "digest_entry":
             self._write_digest(update_type, entity.digest_entry)
+        elif kind == "value_set_entry":
+            self._write_value_set(update_type, entity.value_set_entry)
         elif kind is None:
             raise invalid("update has no entity")
         else:
@@ -274,6 +277,28 @@ class Translator:
         with self.state.lock:
             for index in indexes:
                 state_call(self.state.register_write, name, index, value)
+
+    def _write_value_set(self, update_type: int, vse: p4r.ValueSetEntry) -> None:
+        """The set becomes exactly the members given: each one exact value per match field."""
+        vs = self._by_id("value_sets", vse.value_set_id)
+        name = vs.preamble.name
+        if update_type != MODIFY:
+            raise invalid(f"value set {name}: value sets can only be modified (written whole)")
+        fields = {f.id: f for f in vs.match}
+        members = []
+        for member in vse.members:
+            values: dict[int, int] = {}
+            for fm in member.match:
+                field = fields.get(fm.field_id)
+                if field is None:
+                    raise invalid(f"value set {name}: unknown match field id {fm.field_id}")
+                if not fm.HasField("exact") or fm.field_id in values:
+                    raise invalid(f"value set {name} field {field.id}: expected one exact match")
+                values[fm.field_id] = codec.decode(fm.exact.value, field.bitwidth, f"value set {name} field {field.id}")
+            if len(values) != len(fields):
+                raise invalid(f"value set {name}: a member must match all {len(fields)} fields")
+            members.append(tuple(values[f.id] for f in vs.match))
+        state_call(self.state.value_set_write, name, members)
 
     def _write_meter(self, update_type: int, me: p4r.MeterEntry) -> None:
         meter = self._by_id("meters", me.meter_id)
@@ -509,9 +534,14 @@ class Translator:
                 yield p4r.Entity(direct_meter_entry=out)
 
     def _read_value_sets(self, vse: p4r.ValueSetEntry) -> Iterator[p4r.Entity]:
-        if vse.value_set_id:
-            self._by_id("value_sets", vse.value_set_id)
-        return iter(())  # v1model programs here declare no value sets (the front end refuses them)
+        sets = [self._by_id("value_sets", vse.value_set_id)] if vse.value_set_id else list(self.info.p4info.value_sets)
+        for vs in sets:
+            out = p4r.ValueSetEntry(value_set_id=vs.preamble.id)
+            for member in state_call(self.state.value_set_read, vs.preamble.name):
+                out.members.add().match.extend(
+                    p4r.FieldMatch(field_id=f.id, exact=p4r.FieldMatch.Exact(value=codec.encode(v)))
+                    for f, v in zip(vs.match, member))
+            yield p4r.Entity(value_set_entry=out)
 
     def _read_externs(self, ee: p4r.ExternEntry) -> Iterator[p4r.Entity]:
         if ee.extern_type_id or ee.extern_id:

@@ -45,7 +45,8 @@ def check_bmv2_limits(program: ir.Program) -> None:
             if isinstance(d, ir.VarDecl):
                 _width(d.type, d.loc)
             elif isinstance(d, ir.ExternInstance) and d.extern == "register":
-                if not isinstance(d.type_args[0], (ir.BitsType, ir.IntType)):
+                cell = d.type_args[0]
+                if not (isinstance(cell, (ir.BitsType, ir.IntType)) or isinstance(cell, ir.EnumType) and cell.underlying):
                     raise _fail("register: Only registers with bit or int types are currently supported", d.loc)
         if isinstance(b, ir.Control):
             code.append(b.body)

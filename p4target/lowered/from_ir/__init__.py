@@ -55,6 +55,8 @@ def lower_program(program: ir.Program) -> m.Program:
     p.deparsers.append(hub.parsers.deparser(main.deparser))
     for inst in program.all_instances():
         _instance(p, inst)
+    p.parse_vsets = [m.ParseVset(vs.control_plane_name, i, sum(type_width(f.type) for f in vs.fields), vs.size)
+                     for i, vs in enumerate(program.value_sets())]
     p.calculations = list(hub.externs.calcs.values())
     p.field_lists = sorted(s.field_lists.values(), key=lambda f: f.id)
     p.learn_lists = list(hub.externs.learn_lists.values())

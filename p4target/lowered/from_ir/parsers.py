@@ -161,6 +161,10 @@ class Parsers(Part):
         transitions = []
         total = sum((w + 7) // 8 * 8 for w in widths)
         for case in tr.cases:
+            if isinstance(case.keysets[0], ir.KsValueSet):
+                vset = case.keysets[0].value_set.control_plane_name
+                transitions.append(m.Transition("parse_vset", None, None, target(case.next), vset))
+                continue
             combos = [(0, 0)]  # (value, mask) of the keys so far; a range key multiplies them
             for ks, w in zip(case.keysets, widths):
                 padded = (w + 7) // 8 * 8

@@ -1,0 +1,118 @@
+"""The language as p4c 1.2.5 takes it for BMv2 (issue 19 item 5): each construct here is accepted by
+`aggnet p4 compile` and, where p4c is on PATH, by `p4c --target bmv2 --arch v1model` too. What p4c
+rejects is in tests/test_frontend_p4c_rejects.py; the STF programs under tests/data/stf run packets
+through these constructs (tests/test_stf_programs.py on both engines, tests/test_bmv2_differential.py
+against simple_switch).
+
+Each case is spliced into test_frontend_p4c_rejects' template: (name, top-level declarations,
+ingress locals, ingress apply body, parser states or None).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from test_frontend_p4c_rejects import ERROR_LINE, write
+
+from testbed.cli import main as aggnet
+
+STF_DATA = Path(__file__).resolve().parent / "data" / "stf"
+PROGRAMS = [STF_DATA / "compound_assign.p4", STF_DATA / "for_loops.p4", STF_DATA / "serializable_types.p4",
+            STF_DATA / "statement_forms.p4", STF_DATA / "generic_structs.p4",
+            Path(__file__).resolve().parent / "data" / "p4info" / "type_info.p4",
+            Path(__file__).resolve().parent / "data" / "p4info" / "annotations.p4"]
+
+ACCEPTED = [
+ ("compound_all_ops", "", "", "h.h.a += 1; h.h.a -= 1; h.h.a *= 3; h.h.a /= 2; h.h.a |= 1; h.h.a &= 7; h.h.a ^= 2; "
+  "h.h.a <<= 1; h.h.a >>= 1; h.h.a |+|= 9; h.h.a |-|= 9; h.h.c >>= 2; h.h.s[3:0] += 1;", None),
+ ("compound_in_action", "", "action a(bit<8> v) { h.h.a += v; h.h.b ^= v; }", "a(h.h.b);", None),
+ ("for_counted", "", "", "for (bit<8> i = 0; i < 4; i = i + 1) { h.h.a = h.h.a + i; }", None),
+ ("for_compound_update", "", "", "for (bit<8> i = 0; i < 4; i += 1) { h.h.a += i; }", None),
+ ("for_two_vars", "", "", "for (bit<8> i = 0, bit<8> j = 3; i < j; i += 1, j -= 1) { h.h.a += i; }", None),
+ ("for_outer_var", "", "", "bit<8> i; for (i = 0; i < 4; i += 1) { h.h.a += i; } h.h.b = i;", None),
+ ("for_break_continue", "", "",
+  "for (bit<8> i = 0; i < 8; i += 1) { if (i == 6) { break; } if (i % 2 == 1) { continue; } h.h.a += i; }", None),
+ ("for_nested", "", "", "for (bit<8> i = 0; i < 3; i += 1) { for (bit<8> j = i; j < 3; j += 1) { h.h.a = h.h.a + j; } }", None),
+ ("for_no_iterations", "", "", "for (bit<8> i = 5; i < 4; i += 1) { h.h.a += i; }", None),
+ ("for_sibling_loops", "", "",
+  "for (bit<8> i = 0; i < 2; i += 1) { h.h.a += i; } { for (bit<8> i = 0; i < 2; i += 1) { h.h.b += i; } }", None),
+ ("atomic_blocks", "", "register<bit<8>>(1) r; action a() { @atomic { bit<8> x; r.read(x, 0); r.write(0, x + 1); } }",
+  "a(); @atomic { } @atomic @foo { h.h.b = 2; }", None),
+ ("empty_blocks", "", "action a() { }", "{ } ; { ; } if (h.h.a == 1) { } else { } a(); switch (h.h.a) { 1: { } default: { } }", None),
+ ("select_without_keys", "", "", "", "state start { pk.extract(h.h); transition select() { default: n; } } "
+  "state n { transition select() { _: accept; } }"),
+ ("state_without_transition", "", "", "", "state start { pk.extract(h.h); transition select(h.h.a) { 0: s; default: accept; } } "
+  "state s { } state unused { }"),
+ ("generic_struct_digests", "struct S<T> { T x; bit<8> y; } struct Pr<A, B> { A a; B b; }", "",
+  "S<bit<8>> s = { x = h.h.a, y = 1 }; digest(1, s); S<bit<16>> t = { x = h.h.s, y = 2 }; digest(1, t); "
+  "Pr<bit<8>, S<bit<8>>> p = { a = 1, b = s }; digest(1, p);", None),
+ ("generic_header_local", "header G<T> { T x; }", "", "G<bit<8>> g; g.setValid(); g.x = 1; h.h.a = g.x;", None),
+ ("struct_initializers_from_context", "struct in_t { bit<8> a; bit<8> b; } struct out_t { in_t i; bit<8> c; }", "",
+  "out_t o = { i = { a = 1, b = h.h.a }, c = 2 }; out_t p = { { 3, 4 }, 5 }; h.h.b = o.i.b + p.i.a;", None),
+ ("structured_annotations", "@d[1] struct s_t { bit<8> x; }",
+  "@a[k=1, n=\"x\", b=true] @l[1, \"y\"] @e[] action a(@r[lo=0] bit<8> v) { h.h.a = v; } "
+  "@t[2] table t { key = { h.h.a: exact @f[\"hex\"]; } actions = { a; } }", "t.apply();", None),
+ ("free_form_annotation_bodies", "@doc(any ; tokens { at } all) struct s_t { bit<8> x; }",
+  "@free(this is ; free text (with { nested } parens)) @call(f(x)[1], \"s\") action a() {}", "a();", None),
+ ("register_of_serializable_enum", "enum bit<8> kind_t { A = 1, B = 2 }", "register<kind_t>(4) r;",
+  "kind_t v; r.read(v, 0); r.write(1, (kind_t)h.h.a); h.h.b = (bit<8>)v;", None),
+ ("register_of_type", "type bit<8> t_t;", "register<t_t>(4) r;", "t_t v; r.read(v, 0); r.write(1, (t_t)h.h.a);", None),
+ ("value_set_bits", "", "", "", "value_set<bit<8>>(4) vs; "
+  "state start { pk.extract(h.h); transition select(h.h.a) { 1: accept; vs: reject; 2 &&& 3: reject; default: accept; } }"),
+ ("value_set_struct", "struct vs_t { bit<8> a; @match(ternary) bit<16> s; }", "", "", "@name(\"pairs\") value_set<vs_t>(2) vs; "
+  "state start { pk.extract(h.h); transition select(h.h.a, h.h.s) { vs: accept; default: reject; } }"),
+ ("value_set_typedef_and_port", "typedef bit<9> port_t;", "", "", "value_set<port_t>(1) vs; "
+  "state start { pk.extract(h.h); transition select(sm.ingress_port) { vs: accept; default: reject; } }"),
+ ("value_set_wide_signed_lookahead", "", "", "", "value_set<bit<1024>>(2) w; value_set<int<8>>(2) c; value_set<bit<8>>(0) l; "
+  "state start { pk.extract(h.h); transition select(h.h.w) { w: next; default: accept; } } "
+  "state next { transition select(h.h.c) { c: look; default: accept; } } "
+  "state look { transition select(pk.lookahead<bit<8>>()) { l: accept; default: reject; } }"),
+ ("value_set_shared", "", "", "", "value_set<bit<8>>(4) vs; "
+  "state start { pk.extract(h.h); transition select(h.h.a) { vs: next; default: accept; } } "
+  "state next { transition select(h.h.b) { vs: accept; default: reject; } }"),
+]
+
+# p4c 1.2.5 accepts these but its BMv2 JSON holds no loop (the body runs once, the loop variable
+# never set); BMv2 runs no loops, so a loop whose trip count depends on packet data is refused here.
+NOT_UNROLLABLE = [
+ ("for_runtime_bound", "", "", "for (bit<8> i = 0; i < h.h.b; i += 1) { h.h.a += i; }", None),
+ ("for_runtime_break", "", "", "for (bit<8> i = 0; i < 4; i += 1) { if (h.h.b == i) { break; } h.h.a += i; }", None),
+ ("for_forever", "", "", "for (bit<8> i = 0; i < 8; i = i) { }", None),
+]
+
+
+@pytest.mark.parametrize("case", ACCEPTED, ids=[c[0] for c in ACCEPTED])
+def test_aggnet_accepts(case, tmp_path, capsys):
+    assert aggnet(["p4", "compile", write(tmp_path, case)]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=[p.stem for p in PROGRAMS])
+def test_aggnet_accepts_the_stf_programs(program, capsys):
+    assert aggnet(["p4", "compile", str(program)]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("case", NOT_UNROLLABLE, ids=[c[0] for c in NOT_UNROLLABLE])
+def test_loops_that_cannot_unroll_are_one_error_line(case, tmp_path, capsys):
+    assert aggnet(["p4", "compile", write(tmp_path, case)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and ERROR_LINE.match(lines[0]), lines
+    assert "unroll" in lines[0]
+
+
+@pytest.mark.bmv2
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("p4c") is None, reason="p4c not on PATH (source /opt/p4ref/env.sh)")
+def test_p4c_accepts_them_too(tmp_path):
+    def p4c(case) -> tuple[str, int, str]:
+        path = case if isinstance(case, Path) else Path(write(tmp_path, case))
+        out = tmp_path / path.stem
+        proc = subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model", "-o", str(out),
+                               "--p4runtime-files", str(out / "p4info.txtpb"), str(path)], capture_output=True, text=True)
+        return path.stem, proc.returncode, proc.stderr
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
+        refused = [(name, err) for name, rc, err in pool.map(p4c, ACCEPTED + NOT_UNROLLABLE + PROGRAMS) if rc != 0]
+    assert refused == []
