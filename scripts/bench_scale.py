@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,37 +27,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
+import procs  # noqa: E402 - tests/procs.py: free ports, veth pairs, stopping a process
 
 PREFIX = f"k8m{os.getpid() % 1000}"  # unique interface names: {PREFIX}p{i} / {PREFIX}q{i}
-
-
-def sh(*cmd: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, check=check, capture_output=True, text=True)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def veths(n: int) -> list[str]:
-    """n veth pairs, up, without IPv6 (no stray packets); the switch takes the first end of each."""
-    ends = []
-    for i in range(n):
-        end, peer = f"{PREFIX}p{i}", f"{PREFIX}q{i}"
-        sh("ip", "link", "add", end, "type", "veth", "peer", "name", peer)
-        for name in (end, peer):
-            sh("sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1")
-            sh("ip", "link", "set", name, "up")
-        ends.append(end)
-    return ends
-
-
-def veths_down(n: int) -> None:
-    for i in range(n):
-        sh("ip", "link", "del", f"{PREFIX}p{i}", check=False)
 
 
 def memory_kb(pid: int) -> dict[str, int]:
@@ -76,33 +47,24 @@ def switch_memory(n: int, program: str, tmp: Path) -> dict[str, int]:
     """One `aggnet switch` on n ports running `program`: its memory once the native engine runs."""
     from p4target.sidechannel import send_command
 
-    ends = veths(n)
-    thrift, log = free_port(), tmp / f"switch-{n}.log"
-    args = [arg for port, end in enumerate(ends, start=1) for arg in ("-i", f"{port}@{end}")]
-    proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "switch", *args, "--thrift-port", str(thrift),
-                             "--grpc-server-addr", f"127.0.0.1:{free_port()}", "--log", str(log), program],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"aggnet switch on {n} ports exited: {log.read_text()[-300:]}")
-            try:
-                send_command(thrift, "port_stats", timeout=1)
-                if "native engine" in log.read_text():
-                    break
-            except Exception:  # noqa: BLE001 - not up yet
-                pass
-            time.sleep(0.5)
-        time.sleep(2)  # the loop has opened every port's rings
-        return memory_kb(proc.pid)
-    finally:
-        proc.send_signal(signal.SIGTERM)
+    pairs = [(f"{PREFIX}p{i}", f"{PREFIX}q{i}") for i in range(n)]
+    thrift, log = procs.free_port(), tmp / f"switch-{n}.log"
+    args = [arg for port, (end, _) in enumerate(pairs, start=1) for arg in ("-i", f"{port}@{end}")]
+    with procs.veth_pairs(pairs):
+        proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "switch", *args, "--thrift-port", str(thrift),
+                                 "--grpc-server-addr", f"127.0.0.1:{procs.free_port()}", "--log", str(log), program],
+                                cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        veths_down(n)
+            procs.wait_for(thrift, proc, log)
+            while "native engine" not in log.read_text():
+                if proc.poll() is not None:
+                    raise RuntimeError(f"aggnet switch on {n} ports exited: {log.read_text()[-300:]}")
+                time.sleep(0.5)
+            send_command(thrift, "port_stats")
+            time.sleep(2)  # the loop has opened every port's rings
+            return memory_kb(proc.pid)
+        finally:
+            procs.stop_process(proc)
 
 
 def mem_available_kb() -> int:

@@ -57,6 +57,20 @@ def measured_upward(topo, ports: dict, link: str) -> int:
     return ports[child][str(topo.port_of(child, parent))]["tx_packets"]
 
 
+def assert_counted_as_predicted(topo, ports: dict, predicted: dict[str, int], label: str) -> None:
+    """Every link's upward packets counted on the switch ports, and their total, within TOLERANCE of
+    the prediction; the link by link table and the totals are printed (pytest -s) under `label`."""
+    measured = {link: measured_upward(topo, ports, link) for link in predicted}
+    lines = [f"{link:>8}: predicted {predicted[link]:>6}, counted {measured[link]:>6}" for link in predicted]
+    print("\n" + "\n".join(lines))
+    for link in predicted:
+        assert measured[link] == pytest.approx(predicted[link], rel=TOLERANCE), link
+    total_predicted, total_measured = sum(predicted.values()), sum(measured.values())
+    print(f"{label}: utilization predicted {total_predicted}, counted {total_measured} "
+          f"({total_measured / total_predicted - 1:+.2%})")
+    assert total_measured == pytest.approx(total_predicted, rel=TOLERANCE)
+
+
 def test_predicted_utilization_matches_port_counters(tmp_path):
     topo = load_topology(resolve_topology("fattree4", str(REPO)))
     k, algo, seed = 3, "soar", 5
@@ -72,16 +86,7 @@ def test_predicted_utilization_matches_port_counters(tmp_path):
     assert results["placement"]["utilization"] != sum(per_chunk.values())
 
     predicted = {link: m * CHUNKS for link, m in per_chunk.items()}
-    ports = {s: c["ports"] for s, c in results["counters"].items()}
-    measured = {link: measured_upward(topo, ports, link) for link in predicted}
-    lines = [f"{link:>8}: predicted {predicted[link]:>6}, counted {measured[link]:>6}" for link in predicted]
-    print("\n" + "\n".join(lines))
-    for link in predicted:
-        assert measured[link] == pytest.approx(predicted[link], rel=TOLERANCE), link
-    total_predicted, total_measured = sum(predicted.values()), sum(measured.values())
-    print(f"utilization: predicted {total_predicted}, counted {total_measured} "
-          f"({total_measured / total_predicted - 1:+.2%})")
-    assert total_measured == pytest.approx(total_predicted, rel=TOLERANCE)
+    assert_counted_as_predicted(topo, {s: c["ports"] for s, c in results["counters"].items()}, predicted, "fattree4")
     # and nothing travels off the tree
     tree_links = {frozenset(link.split("-")) for link in predicted}
     off_tree = {name: b for name, b in results["link_bytes"].items() if frozenset(name.split("-")) not in tree_links}
@@ -152,13 +157,6 @@ def test_several_jobs_counted_as_placed(tmp_path, topo_name, algo):
 
     chunks = SCALE_ELEMENTS // LANES + 1
     predicted = {link: m * chunks for link, m in per_chunk.items()}
-    measured = {link: measured_upward(topo, results["ports"], link) for link in predicted}
-    lines = [f"{link:>8}: predicted {predicted[link]:>6}, counted {measured[link]:>6}" for link in predicted]
-    print("\n" + "\n".join(lines))
-    for link in predicted:
-        assert measured[link] == pytest.approx(predicted[link], rel=TOLERANCE), link
-    total_predicted, total_measured = sum(predicted.values()), sum(measured.values())
-    print(f"{topo_name} {algo}: utilization predicted {total_predicted}, counted {total_measured} "
-          f"({total_measured / total_predicted - 1:+.2%}) in {results['wall_time_s']:.1f} s")
-    assert total_measured == pytest.approx(total_predicted, rel=TOLERANCE)
+    assert_counted_as_predicted(topo, results["ports"], predicted,
+                                f"{topo_name} {algo}, {results['wall_time_s']:.1f} s a run")
     assert e2e.leftovers(tmp_path) == []
