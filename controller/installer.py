@@ -17,7 +17,9 @@ worker ports. A switch that only forwards passes all messages from its subtree u
 the aggregating switch above tells them apart by source address, which works only for
 worker contributions: a partial sum carries the address of whichever worker completed it.
 So a forwarding switch that would send up several messages including a partial is made to
-aggregate (`JobPlan.promoted`); it then needs the job's slots too.
+aggregate (`JobPlan.promoted`); it then needs the job's slots too. So is a forwarding switch below
+an aggregator that more messages would reach than its bitmap has bits (MAX_CHILDREN), e.g. 64
+workers of a fat-tree under one root.
 """
 from __future__ import annotations
 
@@ -164,12 +166,27 @@ def plan_job(jp: JobPlacement, job_id: int) -> JobPlan:
         messages = upward_messages(tree, aggregators)
         ambiguous = [v for v in tree.order if v not in aggregators and len(messages[v]) > 1
                      and any(m.kind == "partial" for m in messages[v])]
-        if not ambiguous:
+        promote = ambiguous[0] if ambiguous else _relief(tree, aggregators, messages)
+        if promote is None:
             break
-        aggregators.add(ambiguous[0])  # the topmost: it absorbs every ambiguity below it
-        promoted.append(ambiguous[0])
+        aggregators.add(promote)  # topmost first: it absorbs every problem below it
+        promoted.append(promote)
     return JobPlan(name=name, job_id=job_id, tree=tree, workers=tuple(jp.job.workers),
                    aggregators=frozenset(aggregators), promoted=tuple(promoted), slot_count=jp.job.slots)
+
+
+def _relief(tree: AggTree, aggregators: set[str], messages: dict[str, list[Message]]) -> str | None:
+    """For the topmost aggregator that more messages reach than its bitmap holds (64 workers under
+    one root), the forwarding child that passes it the most; None when no aggregator is over."""
+    for v in tree.order:
+        if v not in aggregators:
+            continue
+        if len(tree.workers.get(v, ())) + sum(len(messages[c]) for c in tree.children[v]) <= MAX_CHILDREN:
+            continue
+        forwarders = [c for c in tree.children[v] if c not in aggregators and len(messages[c]) > 1]
+        if forwarders:
+            return max(forwarders, key=lambda c: len(messages[c]))
+    return None
 
 
 def upward_messages(tree: AggTree, aggregators: Iterable[str]) -> dict[str, list[Message]]:

@@ -6,8 +6,8 @@
 # in-network vs parameter server, the 1M-element all-reduce on star4 (allreduce-1m/*/results.json),
 # and the headline on Mininet (root only): the 1M-element all-reduce and training, in-network vs
 # ring vs parameter server, at 4 workers (star8) and 8 (star9), each in
-# headline-{allreduce,train}-{4,8}/compare-*/comparison.json. Link rates: the highest at which the
-# fidelity monitor still names a link as what bound the in-network all-reduce on this 2-core
+# headline-{allreduce,train}-{4,8}/compare-*/comparison.json (and the scale runs, below). Link rates: the
+# highest at which the fidelity monitor still names a link as what bound the in-network all-reduce on this 2-core
 # machine ($AGGNET_BENCH_MBPS_4, default 100; $AGGNET_BENCH_MBPS_8, default 50: above it 8 worker
 # processes and the switch keep both cores busy), and for training $AGGNET_BENCH_TRAIN_MBPS
 # (default 10), where the gradients' transfers, not the workers' compute, take most of a step.
@@ -33,6 +33,15 @@ if [ "$(id -u)" -eq 0 ]; then
     $py -m testbed.cli compare "${common[@]}" --link-mbps "${AGGNET_BENCH_TRAIN_MBPS:-10}" --steps 100 \
       --out "$out/headline-train-$workers"
   done
+  # Scale (issue 22): one switch's memory by port count and the largest fat-tree that fits; the generated
+  # fat-tree k=8 (80 switches, 128 hosts) running a 64-worker all-reduce (fattree8/*/results.json: phases,
+  # seconds, exactness); and three jobs placed by SOAR and by min-congestion on it, their per-link packet
+  # counts against the placement's prediction (placement-fattree8.txt).
+  $py scripts/bench_scale.py --out "$out/scale.json"
+  $py -m testbed.cli run --workload allreduce --topo fattree8 --workers 64 --lanes 364 --pacing aimd \
+    --elements 36400 --out "$out/fattree8"
+  AGGNET_SCALE_TESTS=1 $py -m pytest -q -s -p no:cacheprovider tests/test_e2e_placement.py -k fattree8 \
+    > "$out/placement-fattree8.txt"
 else
   echo "bench.sh: not root, skipping the Mininet benchmarks (switch process, all-reduce)" >&2
 fi

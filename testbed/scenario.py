@@ -327,6 +327,7 @@ class ModeRun(Run):
                                      "wall_s": self.finished_s.get(job.name)}
             if job.job_id is not None:
                 entry["job_id"] = job.job_id
+                entry["placement"] = self.placement_json(job)
                 entry["counters"] = {s: c["jobs"][job.job_id] for s, c in self.counters.items()
                                      if c["jobs"][job.job_id]["received"]}
             if scn.workload.workload == "train":
@@ -347,6 +348,7 @@ class ModeRun(Run):
                    "jobs": jobs, "moves": self.moves,
                    "flows": {f.name: {"send": read_json(self.logs / f"{f.name}.send.json"),
                                       "recv": read_json(self.logs / f"{f.name}.recv.json")} for f in flows(scn)},
+                   "ports": {s: c["ports"] for s, c in self.counters.items()},
                    "queues": self.queues, "fidelity": self.fidelity}
         if error is not None:
             results["error"] = str(error)

@@ -7,6 +7,7 @@ from controller.installer import (
     AGG_HOST,
     AGG_JOB,
     IPV4_LPM,
+    MAX_CHILDREN,
     MCAST_GROUP_BASE,
     Installer,
     InstallError,
@@ -16,7 +17,7 @@ from controller.installer import (
     plan_job,
 )
 from controller.placement import Job, place_jobs
-from controller.topology import load_topology
+from controller.topology import load_topology, parse_topology
 
 ALL_PORTS = (0, 0)  # srcAddr ternary don't-care
 
@@ -150,3 +151,23 @@ def test_installer_needs_a_connection_per_switch():
     topo = load_topology("topologies/tree2.yaml")
     with pytest.raises(InstallError, match="no connection for switch s2, s3"):
         Installer(topo, program=None, connections={"s1": object()})
+
+
+def test_fattree8_root_over_its_bitmap_gets_forwarders_promoted():
+    # 64 workers (pods 0-3) with one aggregator besides the root: 49 messages would reach root s1
+    workers = [f"h{i}" for i in range(1, 65)]
+    topo, p = plan("fattree8", workers, k=1)
+    assert p.promoted == ("s21", "s25")  # the pods' forwarders carrying the most, until s1 holds them
+    state = desired_state(topo, [p])
+    fan_in = {s: job_entry(state, s)["children"] for s in p.aggregators}
+    assert fan_in == {"s1": 19, "s17": 16, "s21": 16, "s25": 16}  # s1: 3 partials + 16 workers of pod 3
+    assert max(fan_in.values()) <= MAX_CHILDREN
+
+
+def test_more_workers_on_one_switch_than_its_bitmap_is_one_line():
+    topo = parse_topology({"hosts": [{"name": f"h{i}"} for i in range(1, 35)], "switches": [{"name": "s1"}],
+                           "links": [{"a": f"h{i}", "b": "s1"} for i in range(1, 35)]}, "star34.yaml")
+    jp = place_jobs(topo, [Job("j", tuple(f"h{i}" for i in range(1, 34)), k=1, slots=8)])[0]
+    with pytest.raises(InstallError, match=r"^job j: switch s1 would aggregate 33 messages per chunk; "
+                                           r"the bitmap holds 32$"):
+        desired_state(topo, [plan_job(jp, 1)])
