@@ -34,8 +34,8 @@ def test_int32_allreduce_is_exact(tmp_path, topo, workers, k, loss):
     assert len(results["per_worker"]) == workers and all(r["exact"] for r in results["per_worker"].values())
     assert results["seconds"] > 0 and results["goodput_elements_per_s"] == pytest.approx(ELEMENTS / results["seconds"])
     assert (results["config"]["lanes"], results["config"]["pacing"]) == (wire.MTU_LANES, "aimd")  # defaults
-    assert list(results["phases_s"]) == ["start network", "load pipelines", "install", "run", "stop hosts", "collect",
-                                         "teardown"]
+    assert set(results["phases_s"]) == {"start network", "load pipelines", "install", "run", "stop hosts", "collect",
+                                        "teardown"}
     assert all(t >= 0 for t in results["phases_s"].values()) and "time: start network" in done.stdout
     chunks = ELEMENTS // 32 + 1  # + the warm-up chunk
     assert set(results["placement"]["aggregators"]) == set(results["counters"])  # every switch aggregates
