@@ -15,7 +15,7 @@ from protocol import wire
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]
-ELEMENTS = 300_000  # 9,376 chunks a worker; scripts/bench.sh runs 1M
+ELEMENTS = 300_000  # 826 chunks a worker; scripts/bench.sh runs 1M
 
 
 @pytest.mark.parametrize("topo, workers, k, loss", [
@@ -37,7 +37,7 @@ def test_int32_allreduce_is_exact(tmp_path, topo, workers, k, loss):
     assert set(results["phases_s"]) == {"start network", "load pipelines", "install", "run", "stop hosts", "collect",
                                         "teardown"}
     assert all(t >= 0 for t in results["phases_s"].values()) and "time: start network" in done.stdout
-    chunks = ELEMENTS // 32 + 1  # + the warm-up chunk
+    chunks = -(-ELEMENTS // wire.MTU_LANES) + 1  # 825 full packets at the default lanes, + the warm-up chunk
     assert set(results["placement"]["aggregators"]) == set(results["counters"])  # every switch aggregates
     for switch, counters in results["counters"].items():
         job = counters["jobs"]["1"]
