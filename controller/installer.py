@@ -26,10 +26,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from finsy import P4MulticastGroupEntry, P4TableAction, P4TableEntry, P4TableMatch
 
@@ -53,6 +54,7 @@ MCAST_GROUP_BASE = 0x1000  # a job's multicast group id is MCAST_GROUP_BASE + jo
 MAX_CHILDREN = 32  # bits in the agg_bitmap register
 CHILD_PRIORITY = 1  # agg_child has a ternary key, so entries need a priority; they never overlap
 DEFAULT_AGG_IP = "10.0.255.254"
+T = TypeVar("T")
 log = logging.getLogger("aggnet.controller")
 
 
@@ -88,11 +90,10 @@ def load_program(path: str, target: str = "embedded", build_dir: str | None = No
     directory when None); CompileError when p4c is missing or fails, InstallError when p4c's
     P4Info IDs differ from ours (the controller must address the same objects on both targets).
     """
+    from p4target.compiled import front_end_file
     from p4target.device_config import device_config_source
-    from p4target.frontend import load_program as frontend_load
-    from p4target.p4info import build_p4info
 
-    p4info = build_p4info(frontend_load(path))
+    _, p4info = front_end_file(path)
     if target == "embedded":
         device_config = device_config_source(path).encode()
     elif target == "bmv2":
@@ -381,6 +382,7 @@ class Installer:
         self.timeout_s = timeout_s
         self.routes = compute_routes(topo)
         self.plans: dict[str, JobPlan] = {}
+        self._fresh: set[str] = set()  # switches whose pipeline it pushed and whose slots no job used yet
 
     def install(self, placements: Iterable[JobPlacement]) -> tuple[dict[str, JobSpec], dict[str, SyncReport]]:
         """Make the switches run exactly these jobs (plus routing); returns job specs and what was written."""
@@ -429,21 +431,34 @@ class Installer:
         capacity = {s: min(sw.slots, self.program.slots) for s, sw in self.topo.switches.items()}
         return replace(plan, slot_base=allocate_region(plan, taken, capacity))
 
+    def push_pipelines(self) -> dict[str, bool]:
+        """The program on every switch that does not run it yet (True where pushed); `install` does it too."""
+        return self._each_switch(self._ensure_pipeline)
+
     def sync(self) -> dict[str, SyncReport]:
         """Push the desired state of every switch (reads back, writes only the differences)."""
         desired = desired_state(self.topo, self.plans.values(), self.routes)
-        return {s: self._sync_switch(s, desired[s]) for s in self.topo.switches}
+        return self._each_switch(lambda s: self._sync_switch(s, desired[s]))
+
+    def _each_switch(self, work: Callable[[str], T]) -> dict[str, T]:
+        """`work(switch)` for every switch at once: a switch compiles a pushed pipeline and applies writes
+        on its own, so twenty of them take about as long as the slowest, not as all together."""
+        switches = list(self.topo.switches)
+        with ThreadPoolExecutor(max_workers=max(1, len(switches))) as pool:
+            return dict(zip(switches, pool.map(work, switches)))
 
     def _sync_switch(self, switch: str, want: SwitchState) -> SyncReport:
         conn = self.connections[switch]
-        report = SyncReport(pipeline=self._ensure_pipeline(conn))
+        report = SyncReport(pipeline=self._ensure_pipeline(switch))
         entries, groups = _diff(conn, want)
         # Order: stale entries go first; groups exist before entries point at them; a job's
         # slots are cleared and its children known before its agg_job entry goes live.
         conn.write([conn.delete(e) for e in entries.delete])
         conn.write([conn.insert(g) for g in groups.insert] + [conn.modify(g) for g in groups.modify])
-        report.registers_zeroed = self._zero_regions(conn, [e for e in entries.insert + entries.modify
-                                                            if e.table_id == AGG_JOB and e.action.args["aggregate"]])
+        if switch not in self._fresh:  # a pipeline just pushed starts with every register at zero
+            report.registers_zeroed = self._zero_regions(conn, [e for e in entries.insert + entries.modify
+                                                                if e.table_id == AGG_JOB and e.action.args["aggregate"]])
+        self._fresh.discard(switch)
         conn.write([conn.insert(e) for e in entries.insert] + [conn.modify(e) for e in entries.modify])
         conn.write([conn.delete(g) for g in groups.delete])
         report.inserted = len(entries.insert) + len(groups.insert)
@@ -454,12 +469,14 @@ class Installer:
                  report.registers_zeroed)
         return report
 
-    def _ensure_pipeline(self, conn: Any) -> bool:
+    def _ensure_pipeline(self, switch: str) -> bool:
         """Push the program unless the switch already runs it (same cookie); True if pushed."""
+        conn = self.connections[switch]
         if conn.pipeline_cookie() == self.program.cookie:
             conn.use_p4info(self.program.p4info)
             return False
         conn.set_pipeline(self.program.p4info, self.program.device_config, self.program.cookie)
+        self._fresh.add(switch)
         return True
 
     def _zero_regions(self, conn: Any, job_entries: list[P4TableEntry]) -> int:

@@ -2,7 +2,7 @@
 
 - aggnet_lanes_header.p4: `agg_values_t`, one bit<32> field per lane (v0 first on the wire);
 - aggnet_lanes_actions.p4: the lane register and the actions that copy and sum lanes;
-- aggnet_l<N>.p4: aggnet.p4 built for N lanes (aggnet.p4 itself is the DEFAULT_LANES one).
+- aggnet_l<N>.p4: aggnet.p4 built for N lanes (aggnet.p4 itself is the BASE_LANES one).
 
 P4 has no loops, so N lanes take N copies of the same statements; they are generated rather
 than typed. Each file selects its part with `#if AGG_LANES == N`. Run
@@ -17,7 +17,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from protocol.wire import DEFAULT_LANES, LANE_COUNTS, lane_field, program_name  # noqa: E402
+from protocol.wire import BASE_LANES, LANE_COUNTS, lane_field, program_name  # noqa: E402
 
 FILES = {"header": "aggnet_lanes_header.p4", "actions": "aggnet_lanes_actions.p4"}
 
@@ -93,7 +93,7 @@ def render_variant(lanes: int) -> str:
 def generated() -> dict[str, str]:
     """Every generated file's name and text."""
     out = {name: render(part) for part, name in FILES.items()}
-    out.update({program_name(n): render_variant(n) for n in LANE_COUNTS if n != DEFAULT_LANES})
+    out.update({program_name(n): render_variant(n) for n in LANE_COUNTS if n != BASE_LANES})
     return out
 
 

@@ -10,7 +10,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .wire import AGG_PORT, DEFAULT_LANES, LANE_COUNTS
+from .wire import AGG_PORT, BASE_LANES, LANE_COUNTS
 
 MAX_JOBS = 1024  # aggnet.p4 AGG_MAX_JOBS: per-job counters are indexed by job id
 PACING_CHOICES = ("fixed", "aimd")  # how a worker paces its window (hosts.pacing)
@@ -53,7 +53,7 @@ class JobSpec:
     slot_base: int
     slot_count: int
     agg_ip: str
-    lanes: int = DEFAULT_LANES
+    lanes: int = BASE_LANES  # what p4src/aggnet.p4 carries; the installer sets the program's
     timeout_s: float = 0.05
     agg_port: int = AGG_PORT
     pacing: str = "fixed"
@@ -111,7 +111,7 @@ class JobSpec:
             slot_base=v.ranged(v.get(data, "slot_base", int), "slot_base", 0, 0xFFFFFFFF),
             slot_count=v.ranged(v.get(data, "slot_count", int), "slot_count", 1, 0xFFFF),
             agg_ip=v.ipv4(v.get(data, "agg_ip", str), "agg_ip"),
-            lanes=v.get(data, "lanes", int, default=DEFAULT_LANES),
+            lanes=v.get(data, "lanes", int, default=BASE_LANES),
             timeout_s=float(v.get(data, "timeout_s", (int, float), default=0.05)),
             agg_port=v.port(v.get(data, "agg_port", int, default=AGG_PORT), "agg_port"),
             pacing=v.get(data, "pacing", str, default="fixed"),

@@ -3,7 +3,8 @@
 # placement at scale, P4Runtime write/read rates against a real switch process, one worker's
 # all-reduce packets/s against a loopback peer (old client vs new), and
 # forwarding through a switch process between two namespaces, all-reduce goodput,
-# in-network vs parameter server, the 1M-element all-reduce on star4 (allreduce-1m/*/results.json),
+# in-network vs parameter server, the 1M-element all-reduce on star4 (allreduce-1m/*/results.json) and
+# with 16 workers on fattree4 (fattree-16/*/results.json),
 # and the headline on Mininet (root only): the 1M-element all-reduce and training, in-network vs
 # ring vs parameter server, at 4 workers (star8) and 8 (star9), each in
 # headline-{allreduce,train}-{4,8}/compare-*/comparison.json (and the scale runs, below). Link rates: the
@@ -24,10 +25,14 @@ $py scripts/bench_hosts.py --out "$out/hosts.json"
 if [ "$(id -u)" -eq 0 ]; then
   $py scripts/bench_switch.py --out "$out/switch.json"
   $py scripts/bench_allreduce.py --out "$out/allreduce.json"
-  $py -m testbed.cli run --workload allreduce --topo star4 --elements 1000000 --lanes 364 --out "$out/allreduce-1m"
+  $py -m testbed.cli run --workload allreduce --topo star4 --elements 1000000 --out "$out/allreduce-1m"
+  # 16 workers on the fat-tree at default options (364 lanes, AIMD pacing); results.json's phases_s says
+  # where the command's time went, and the link-bound time is the busiest link's bytes over 100 Mb/s.
+  $py -m testbed.cli run --workload allreduce --topo fattree4 --workers 16 --k 3 --elements 1000000 --link-mbps 100 \
+    --out "$out/fattree-16"
   for spec in "4 star8 ${AGGNET_BENCH_MBPS_4:-100}" "8 star9 ${AGGNET_BENCH_MBPS_8:-50}"; do
     read -r workers topo mbps <<< "$spec"  # the parameter server gets a host of its own
-    common=(--schemes innet,ring,ps --topo "$topo" --workers "$workers" --lanes 364)
+    common=(--schemes innet,ring,ps --topo "$topo" --workers "$workers")  # default lanes: a full packet
     $py -m testbed.cli compare "${common[@]}" --link-mbps "$mbps" --workload allreduce --elements 1000000 \
       --out "$out/headline-allreduce-$workers"
     $py -m testbed.cli compare "${common[@]}" --link-mbps "${AGGNET_BENCH_TRAIN_MBPS:-10}" --steps 100 \

@@ -2,7 +2,7 @@
 """Fixed window vs AIMD pacing behind shallow queues (issue 7's figure; root, Mininet).
 
 tests/data/pacing/tree_thin.yaml has 2 Mb/s uplinks with 8-packet queues: workers that keep
-their whole 32-chunk slot window in flight lose most of every burst at the leaves' egress and
+their whole 32-chunk slot window of 32-lane packets (issue 7's size) in flight lose most of every burst at the leaves' egress and
 wait out retransmission timeouts; `--pacing aimd` backs off to what the queues hold. Both runs
 are `aggnet run --workload allreduce` (exact sums checked on every worker). Reported per pacing:
 exactness, resends, tail drops, seconds and the smallest window any worker went down to, and
@@ -29,7 +29,8 @@ PACINGS = ("fixed", "aimd")
 def run(pacing: str, out: Path, elements: int) -> dict:
     """One `aggnet run` and its results.json; exits with its error if the run fails."""
     done = subprocess.run([sys.executable, "-m", "testbed.cli", "run", "--topo", str(TOPO), "--workload", "allreduce",
-                           "--elements", str(elements), "--slots", "32", "--pacing", pacing, "--out", str(out)],
+                           "--elements", str(elements), "--slots", "32", "--lanes", "32", "--pacing", pacing,
+                           "--out", str(out)],
                           cwd=REPO, capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         sys.exit(f"error: aggnet run --pacing {pacing} failed: {done.stderr.strip().splitlines()[-1:]}")

@@ -272,6 +272,13 @@ class RemoteSwitch(RemoteMixin, EmbeddedSwitch):
                                            f"log tail: {log_tail(self.log_file)}") from None
                 time.sleep(0.05)
 
+    def ask_to_stop(self) -> None:
+        """On another server, end the ssh session (the tether stops the switch; its log still comes back)."""
+        if self.server.local or self.process is None or self.process.stdin is None:
+            super().ask_to_stop()
+        else:
+            self.process.stdin.close()
+
     def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's signature
         """On another server, end the ssh session: the tether stops the switch, and its last log lines
         still come back before the usual stop."""

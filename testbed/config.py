@@ -73,8 +73,10 @@ class JobConfig:
     # resends from snowballing at any value; 0.2 s avoids spurious ones when many switch processes
     # share the CPUs (fattree4 at 0.05 s: up to 6% of a link's packets were resends, at 0.2 s none).
     min_rto_s: float = option(0.2, minimum=1e-3, flag="--min-rto", help="smallest retransmission timeout (s)")
-    pacing: str = option("fixed", choices=PACING_CHOICES,
-                         help="keep the whole slot window in flight (fixed) or pace it with AIMD from the results")
+    # AIMD by default: where unaggregated streams meet (fattree4, 16 workers) a fixed window flooded the
+    # queues (2,035 drops, 6.4 s for a 1.3 s all-reduce); AIMD backs off there and costs nothing elsewhere.
+    pacing: str = option("aimd", choices=PACING_CHOICES,
+                         help="pace the slot window with AIMD from the results (aimd) or keep it all in flight (fixed)")
     staleness: int = option(0, minimum=0, help="host aggregation: sum a gradient up to S rounds late")
     stragglers: dict[str, float] = option(default_factory=dict, flag="--straggler", repeat=True, minimum=0,
                                           help="HOST=DELAY_S: the worker computes DELAY_S longer every step")

@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from typing import IO
 
 from mininet.node import Host, Switch
@@ -120,13 +121,36 @@ class P4Switch(Switch):
                 "--grpc-server-cacert", str(self.tls.cacert), "--grpc-server-with-client-auth"]
 
     def start(self, controllers) -> None:  # noqa: ARG002 - P4 switches have no OpenFlow controller
+        """Launch the target process without waiting for it: Mininet starts every switch, then
+        `batchStartup` waits for them all, so their start-ups overlap."""
         for intf in self.intfList():
             if intf.name != "lo":
                 self.cmd(f"sysctl -qw net.ipv6.conf.{intf.name}.disable_ipv6=1; "
                          f"ethtool -K {intf.name} tx off rx off >/dev/null 2>&1")
         with open(self.log_file, "ab") as log:
             self.process = self.launch(self.command(), log)
-        self.wait_ready()
+
+    @classmethod
+    def batchStartup(cls, switches: Sequence[P4Switch]) -> Sequence[P4Switch]:  # noqa: N802 - Mininet's name
+        """Mininet's hook after every switch's start(): wait until each one is up (SwitchStartError if not)."""
+        for switch in switches:
+            switch.wait_ready()
+        return switches
+
+    @classmethod
+    def batchShutdown(cls, switches: Sequence[P4Switch]) -> Sequence[P4Switch]:  # noqa: N802 - Mininet's name
+        """Mininet's hook for stopping switches: ask every process to stop first, so their exits overlap,
+        then stop each (waiting for its process, deleting its interfaces)."""
+        for switch in switches:
+            switch.ask_to_stop()
+        for switch in switches:
+            switch.stop()
+        return switches
+
+    def ask_to_stop(self) -> None:
+        """SIGTERM the target process (if running) without waiting for it."""
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
 
     def launch(self, argv: list[str], log: IO[bytes]) -> subprocess.Popen:
         """Start the target process, its output to `log` (testbed.cluster: on another server)."""

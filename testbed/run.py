@@ -124,6 +124,25 @@ def read_json(path: Path) -> dict | None:
         return None
 
 
+class PhaseClock:
+    """Seconds spent in each phase of a run, in order (results.json's `phases_s`): where the wall time goes."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._current: tuple[str, float] | None = None
+
+    def begin(self, name: str) -> None:
+        """End the current phase (if any) and start `name`."""
+        self.stop()
+        self._current = (name, time.monotonic())
+
+    def stop(self) -> None:
+        if self._current is not None:
+            name, since = self._current
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.monotonic() - since, 3)
+            self._current = None
+
+
 # ---------------------------------------------------------------------------- jobs
 
 @dataclass
@@ -284,12 +303,17 @@ class Run:
             self.reporter.status(BMV2_LIMITS)
         started = time.monotonic()
         error: Exception | None = None
+        clock = PhaseClock()
+        clock.begin("start network")
         with self.network() as self.tb:
             try:
+                clock.begin("load pipelines")
                 self.connect()
                 self.push_pipeline()
+                clock.begin("install")
                 self.install_trees()
                 try:
+                    clock.begin("run")
                     self.start_hosts()
                     self.start_meter()
                     self.watch()
@@ -298,13 +322,18 @@ class Run:
                 finally:
                     if self.meter is not None:
                         self.meter.stop()
+                    clock.begin("stop hosts")
                     self.stop_hosts()
                     self.reporter.finished()
+                clock.begin("collect")
                 self.collect()
             finally:
                 for conn in self.conns.values():
                     conn.close()
+            clock.begin("teardown")
+        clock.stop()
         results = self.results(time.monotonic() - started, error)
+        results["phases_s"] = clock.seconds
         self.write_results(results)
         if error is not None:
             raise error
@@ -346,6 +375,7 @@ class Run:
         self.reporter.status(f"pushing {program_name(lanes)}, routes" + (" and the aggregation tree" if innet else ""))
         program = load_program(program_path(lanes), self.cfg.network.target, str(self.run_dir / "build"))
         self.installer = Installer(self.topo, program, self.conns, timeout_s=self.cfg.job.min_rto_s)
+        self.installer.push_pipelines()
         if self.cfg.network.target == "bmv2":
             self.tb.apply_link_queues()  # BMv2's CLI needs the pushed program (testbed.network)
 

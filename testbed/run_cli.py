@@ -106,6 +106,12 @@ def summarize(results: dict, console: Any) -> None:
                       f"results in {run_dir}/results.json")
 
 
+def phases_line(phases: dict[str, float]) -> str:
+    """Where a run's wall time went, one line: `time: start network 3.1 s, load pipelines 1.2 s, ...`."""
+    return "time: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items()) + \
+        f" (total {sum(phases.values()):.1f} s)"
+
+
 def plot_run(results: dict) -> None:
     """training.png (training runs) and link_bytes.png in the run folder."""
     from testbed import plots
@@ -128,6 +134,7 @@ def execute(cfg: Any, console: Any, script: list[str] | None = None) -> dict:
     report.print_counters(results["counters"], run.topo, console)
     plot_run(results)
     summarize(results, console)
+    console.print(phases_line(results["phases_s"]))
     return results
 
 

@@ -1,7 +1,8 @@
 """Issue 4's proof on real Mininet: `aggnet run --workload allreduce` sums random int32
 elements per worker exactly (every worker checks against numpy), on star4 and on tree2 with
 aggregation on every switch, also with 1% random loss at every switch port; float32 vectors
-come back within the quantization bound of docs/protocol.md; the benchmark also runs with a
+come back within the quantization bound of docs/protocol.md (at the default
+lanes and pacing; results.json times each phase); the benchmark also runs with a
 parameter server. Each run leaves no interfaces or processes behind."""
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import os
 import e2e
 import pytest
 
+from protocol import wire
+
 pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]
-ELEMENTS = 300_000  # 9,376 chunks a worker; scripts/bench.sh runs 1M
+ELEMENTS = 300_000  # 826 chunks a worker; scripts/bench.sh runs 1M
 
 
 @pytest.mark.parametrize("topo, workers, k, loss", [
@@ -30,7 +33,11 @@ def test_int32_allreduce_is_exact(tmp_path, topo, workers, k, loss):
     assert results["elements"] == ELEMENTS and results["workers"] == workers
     assert len(results["per_worker"]) == workers and all(r["exact"] for r in results["per_worker"].values())
     assert results["seconds"] > 0 and results["goodput_elements_per_s"] == pytest.approx(ELEMENTS / results["seconds"])
-    chunks = ELEMENTS // 32 + 1  # + the warm-up chunk
+    assert (results["config"]["lanes"], results["config"]["pacing"]) == (wire.MTU_LANES, "aimd")  # defaults
+    assert set(results["phases_s"]) == {"start network", "load pipelines", "install", "run", "stop hosts", "collect",
+                                        "teardown"}
+    assert all(t >= 0 for t in results["phases_s"].values()) and "time: start network" in done.stdout
+    chunks = -(-ELEMENTS // wire.MTU_LANES) + 1  # 825 full packets at the default lanes, + the warm-up chunk
     assert set(results["placement"]["aggregators"]) == set(results["counters"])  # every switch aggregates
     for switch, counters in results["counters"].items():
         job = counters["jobs"]["1"]

@@ -77,7 +77,8 @@ def test_predicted_utilization_matches_port_counters(tmp_path):
     per_chunk, placed, promoted = predicted_messages(topo, k, algo, seed)
     assert promoted  # this placement exercises the installer's promotion (see the docstring)
     done, results = e2e.aggnet_run(tmp_path, "--workload", "allreduce", "--topo", "fattree4", "--workers", "8",
-                                   "--algo", algo, "--k", str(k), "--seed", str(seed), "--elements", str(ELEMENTS))
+                                   "--algo", algo, "--k", str(k), "--seed", str(seed), "--elements", str(ELEMENTS),
+                                   "--lanes", str(LANES))
     assert done.returncode == 0, done.stderr
     assert results["allreduce_exact"] is True
     assert tuple(results["placement"]["aggregators"]) == placed

@@ -19,7 +19,7 @@ def test_two_concurrent_jobs_sum_exactly_with_per_job_counters(tmp_path):
     a, b = results["jobs"]["a"], results["jobs"]["b"]
     assert a["allreduce_exact"] and b["allreduce_exact"]
     assert a["job_id"] != b["job_id"]
-    chunks = 1 + -(-scn.workload.elements // 32)  # a one-chunk warm-up, then one chunk per 32 int32 elements
+    chunks = 1 + -(-scn.workload.elements // scn.network.lanes)  # a one-chunk warm-up, then one a packet
     assert a["counters"]["s3"]["completed"] == chunks and b["counters"]["s5"]["completed"] == chunks
     assert a["counters"]["s3"]["aggregated"] == 2 * chunks and "s5" not in a["counters"]
     assert "s3" not in b["counters"]

@@ -79,7 +79,7 @@ def _run(cmd: list[str], what: str, keep: tuple[Path, str] | None = None) -> Non
         raise BuildError(f"C compiler failed on {what}{where}: {first}")
 
 
-def _cached(name: str, parts: list[str], make: Callable[[Path], None]) -> Path:
+def cached(name: str, parts: list[str], make: Callable[[Path], None]) -> Path:
     """The cache entry `name`-KEY (KEY hashes `parts`), made by make(temporary path) unless there already."""
     h = hashlib.sha256()
     for part in parts:
@@ -120,7 +120,7 @@ def engine_library(sanitize: bool = False) -> Path:
             os.unlink(obj)
 
     parts = [_identity(cc), " ".join(flags), c_header()] + [f"{p.name}\0{p.read_text()}" for p in sources]
-    return _cached("engine-asan" if sanitize else "engine", parts, make)
+    return cached("engine-asan" if sanitize else "engine", parts, make)
 
 
 def _program_cmd(cc: str, lib: Path, flags: list[str], out: Path, *sources: Path) -> list[str]:
@@ -139,7 +139,7 @@ def build(source: str) -> Path:
         _run(_program_cmd(cc, lib, [*PROGRAM_CFLAGS, "-shared"], out, src), "the generated program",
              keep=(cache_dir() / f"{out.stem}.c", source))
 
-    return _cached("p4.so", [source, _identity(cc), " ".join(PROGRAM_CFLAGS), lib.name], make)
+    return cached("p4.so", [source, _identity(cc), " ".join(PROGRAM_CFLAGS), lib.name], make)
 
 
 def build_sanitized(source: str, driver: Path) -> Path:
@@ -155,7 +155,7 @@ def build_sanitized(source: str, driver: Path) -> Path:
         _run(_program_cmd(cc, lib, flags, out, src, driver), "the sanitized program",
              keep=(cache_dir() / f"{out.stem}.c", source))
 
-    return _cached("p4-asan", [source, driver.read_text(), _identity(cc), " ".join(flags), lib.name], make)
+    return cached("p4-asan", [source, driver.read_text(), _identity(cc), " ".join(flags), lib.name], make)
 
 
 def build_tool(source: Path) -> Path:
@@ -166,7 +166,7 @@ def build_tool(source: Path) -> Path:
     def make(out: Path) -> None:
         _run([cc, "-O2", "-o", str(out), str(source)], str(source))
 
-    return _cached(source.stem, [source.read_text(), _identity(cc)], make)
+    return cached(source.stem, [source.read_text(), _identity(cc)], make)
 
 
 def main(argv: list[str] | None = None) -> int:

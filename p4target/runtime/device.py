@@ -53,12 +53,11 @@ def compile_source(source: str, filename: str, engine: str = "python",
                    state_cap_mb: int = DEFAULT_STATE_CAP_MB) -> tuple[p4i.P4Info, Any]:
     """(P4Info, pipeline on `engine`) of a P4 program; INVALID_ARGUMENT carrying the "FILE:LINE:COL: error:" line,
     RESOURCE_EXHAUSTED when its state may exceed `state_cap_mb`."""
-    from p4target.frontend import load_source
-    from p4target.p4info import build_p4info
+    from p4target.compiled import front_end
 
     try:
-        program = load_source(source, filename)
-        return build_p4info(program), _capped_pipeline(program, filename, engine, state_cap_mb)
+        program, p4info = front_end(source, filename)
+        return p4info, _capped_pipeline(program, filename, engine, state_cap_mb)
     except P4Error as exc:
         raise invalid(str(exc)) from None
 
