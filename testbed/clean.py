@@ -1,7 +1,7 @@
 """Leftover cleanup: `aggnet clean`, an `mn -c` that only touches what AggNet made.
 
-Every running Testbed keeps a record in STATE_DIR (its own pid, the pids of its switch
-processes and Mininet host shells with their start times, its interfaces), and starts its
+Every running Testbed keeps a record in STATE_DIR (its own pid, its network namespace, the pids of
+its switch processes and Mininet host shells with their start times, its interfaces), and starts its
 switch processes with TESTBED_ENV=`PID:START` naming itself. Leftovers are what a dead
 testbed recorded, plus root-namespace veths named like Mininet's (`*-eth*`), orphaned
 Mininet host shells, and switch processes a testbed started that no live testbed claims.
@@ -81,8 +81,23 @@ def record_path(owner_pid: int) -> str:
     return os.path.join(STATE_DIR, f"testbed-{owner_pid}.json")
 
 
+def netns_inode(pid: str = "self") -> int | None:
+    """The inode of `pid`'s network namespace (it names the namespace); None if not ours to see."""
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return None
+
+
+def _same_namespace(record: dict) -> bool:
+    """Whether the record's testbed runs in our network namespace (records without one are from before)."""
+    return record.get("netns") in (None, netns_inode())
+
+
 def write_record(record: dict) -> None:
-    """Atomically (re)write a testbed's record; `record["owner"]` is its pid."""
+    """Atomically (re)write a testbed's record; `record["owner"]` is its pid. The record names the
+    network namespace it runs in: `aggnet clean` leaves a live network of another namespace alone."""
+    record.setdefault("netns", netns_inode())
     os.makedirs(STATE_DIR, exist_ok=True)
     path = record_path(record["owner"])
     with open(path + ".tmp", "w") as f:
@@ -158,12 +173,13 @@ def delete_interface(name: str) -> None:
 
 
 def clean_record(record: dict) -> list[str]:
-    """Kill a record's processes and delete its interfaces; return what was removed."""
+    """Kill a record's processes and delete its interfaces (those of our namespace's records only: the
+    same names in another namespace are someone else's); return what was removed."""
     removed = []
     for proc in record.get("processes", []):
         if kill_process(proc["pid"], proc.get("start")):
             removed.append(f"process {proc['name']} (pid {proc['pid']})")
-    existing = set(root_veths())
+    existing = set(root_veths()) if _same_namespace(record) else set()
     for intf in record.get("interfaces", []):
         if intf in existing:
             delete_interface(intf)
@@ -183,7 +199,7 @@ def delete_nft_table() -> bool:
 
 
 def clean(all_records: bool = False) -> list[str]:
-    """Remove leftovers of dead testbeds (and of live ones too with all_records)."""
+    """Remove leftovers of dead testbeds (and of live ones of our network namespace too with all_records)."""
     removed: list[str] = []
     claimed_pids: set[int] = set()
     claimed_intfs: set[str] = set()
@@ -192,7 +208,7 @@ def clean(all_records: bool = False) -> list[str]:
         if record is None:
             _remove_file(path)
             continue
-        if _owner_alive(record) and not all_records:
+        if _owner_alive(record) and not (all_records and _same_namespace(record)):
             claimed_pids.update(p["pid"] for p in record.get("processes", []))
             claimed_intfs.update(record.get("interfaces", []))
             continue

@@ -45,17 +45,10 @@ FRAME_BYTES = 1514  # a full-size Ethernet frame on a 1500-byte MTU
 def network_lock_file() -> str:
     """The lock file of this process's network namespace: LOCK_FILE in the root namespace,
     network-<inode>.lock in any other (names and ports only collide within one namespace)."""
-    ns = _netns_inode("self")
-    root = _netns_inode("1") or _netns_inode("2")  # init's, or kthreadd's where init's is not ours to read
+    ns = clean.netns_inode()
+    root = clean.netns_inode("1") or clean.netns_inode("2")  # init's, or kthreadd's where init's is not ours to read
     return LOCK_FILE if ns is None or root is None or ns == root else os.path.join(clean.STATE_DIR,
                                                                                  f"network-{ns}.lock")
-
-
-def _netns_inode(pid: str) -> int | None:
-    try:
-        return os.stat(f"/proc/{pid}/ns/net").st_ino
-    except OSError:
-        return None
 
 
 def acquire_network_lock() -> IO:

@@ -46,6 +46,7 @@ DEFAULT_SCENARIO = str(REPO / "experiments" / "soak.yaml")
 FAULTS = ("kill_switch", "restart_controller", "kill_worker", "link_flap", "loss", "delay")
 DISRUPTIVE = ("kill_switch", "kill_worker")  # the soak itself stops the workers and resumes
 POLL_S = 0.2
+MAX_RETRIES = 5  # resumes of a job from one step in one round before the soak gives up on it
 
 
 class SoakError(Exception):
@@ -118,6 +119,7 @@ class SoakRun(ModeRun):
         self.killed: set[str] = set()  # process names killed on purpose (this round)
         self.rounds: list[dict] = []
         self.resumes: list[dict] = []
+        self.retries: dict[tuple[str, int], int] = {}  # (job, step) -> resumes from it this round
         self.applied: list[dict] = []
         self.last_fault = "none"
         self.t0 = time.monotonic()
@@ -191,6 +193,7 @@ class SoakRun(ModeRun):
         self.say(f"round {self.round}" + (" (reference, no faults)" if self.round == 0 else ""))
         self.done.clear()
         self.killed.clear()
+        self.retries.clear()
         self.reinstall(None)
         for job in self.jobs:
             job.out = self.round_dir("logs", job)
@@ -233,6 +236,10 @@ class SoakRun(ModeRun):
         self.resumes.append({"round": self.round, "job": job.name, "at_s": round(time.monotonic() - self.t0, 3),
                              "resume_after_step": step, "cause": cause})
         self.say(f"  resume {job.name} after step {step}: {cause}")
+        tries = self.retries[(job.name, step)] = self.retries.get((job.name, step), 0) + 1
+        if tries > MAX_RETRIES:
+            raise RunFailed(f"soak: round {self.round}: job {job.name} resumed {MAX_RETRIES} times after step "
+                            f"{step} without getting further; last: {cause}")
         if step >= self.cfg.train.steps - 1:
             self.done.add(job.name)
         else:

@@ -1,9 +1,12 @@
 """`aggnet soak`: the command line of testbed.soak, and `--isolate`.
 
-With `--isolate` the command runs itself again inside a fresh network namespace (and a mount
-namespace with its own /sys, so /sys/class/net shows that namespace's interfaces), loopback up.
-Its network then holds the lock of that namespace only (testbed.network.network_lock_file), so
-an hour-long soak does not keep every other AggNet network on the machine waiting.
+With `--isolate` the command runs itself again inside a fresh network namespace and a mount
+namespace with its own /sys (so /sys/class/net shows that namespace's interfaces) and its own
+/run/aggnet, loopback up. Its network then holds the lock of that namespace only, so an
+hour-long soak keeps no other AggNet network on the machine waiting, and its testbed record is
+out of reach of `aggnet clean --all` (which the suite runs after every root test module).
+Killed, it leaves nothing behind: the namespace and its veths go with it, its switches die with
+it (PR_SET_PDEATHSIG) and its host shells are orphans `aggnet clean` removes.
 """
 from __future__ import annotations
 
@@ -17,7 +20,9 @@ from pathlib import Path
 from testbed.soak import DEFAULT_SCENARIO, SoakError
 
 ISOLATED_ENV = "AGGNET_SOAK_ISOLATED"  # set inside the namespace --isolate made
-ENTER = 'mount -t sysfs sysfs /sys && ip link set lo up && exec "$@"'
+# /sys of the new namespace; a private /run/aggnet (its own lock and testbed records: `aggnet clean`
+# elsewhere, of any version, cannot see the soak's network to tear it down); loopback up.
+ENTER = 'mount -t sysfs sysfs /sys && mount -t tmpfs tmpfs /run/aggnet && ip link set lo up && exec "$@"'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +56,9 @@ def span_seconds(args: argparse.Namespace) -> float:
 
 def isolated(argv: list[str]) -> int:
     """Run `aggnet ARGV` in a new network and mount namespace; its exit code."""
+    from testbed.clean import STATE_DIR
+
+    os.makedirs(STATE_DIR, exist_ok=True)  # the mount point of the private one
     env = {**os.environ, ISOLATED_ENV: "1"}
     command = ["unshare", "--net", "--mount", "--propagation", "private", "--", "sh", "-c", ENTER, "sh",
                sys.executable, "-m", "testbed.cli", *argv]
@@ -73,12 +81,8 @@ def run(args: argparse.Namespace) -> int:
     run_dir = Path(new_run_dir(args.out))
     print(f"soak: {span / 60:g} min of faults (seed {args.seed}) on {scn.network.topo}, run folder {run_dir}",
           flush=True)
-    try:
-        report = SoakRun(scn, run_dir, span, args.seed, args.gap, args.sample_every,
-                         say=lambda m: print(m, flush=True)).execute()
-    finally:
-        if os.environ.get(ISOLATED_ENV):
-            _remove_namespace_lock()
+    report = SoakRun(scn, run_dir, span, args.seed, args.gap, args.sample_every,
+                     say=lambda m: print(m, flush=True)).execute()
     print(json.dumps({"jobs": report["jobs"], "verdicts": report["verdicts"]}, indent=2))
     print(f"report: {run_dir}/soak.json, plot: {run_dir}/soak.png")
     problems = failure_lines(report)
@@ -88,11 +92,3 @@ def run(args: argparse.Namespace) -> int:
         return 1
     return 0
 
-
-def _remove_namespace_lock() -> None:
-    """The lock file of the namespace --isolate made: nobody else can use it once we are done."""
-    from testbed.network import LOCK_FILE, network_lock_file
-
-    path = network_lock_file()
-    if path != LOCK_FILE:
-        Path(path).unlink(missing_ok=True)
