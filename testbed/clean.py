@@ -25,6 +25,7 @@ SWITCH_MARKERS = ("testbed.cli switch", "aggnet switch", "simple_switch_grpc")
 NFT_TABLE = "aggnet"  # nftables netdev table of BMv2 link loss (testbed.network.kernel_loss_script)
 HOST_SHELL_MARKER = "mininet:"
 TESTBED_ENV = "AGGNET_TESTBED"  # in a switch process's environment: the testbed that started it
+PRIVATE_STATE_ENV = "AGGNET_PRIVATE_STATE"  # set where STATE_DIR is a mount of our own (aggnet soak --isolate)
 
 
 def _stat_field(pid: int, index: int) -> int | None:
@@ -55,9 +56,12 @@ def process_argv(pid: int) -> list[str]:
 
 
 def testbed_environment() -> dict[str, str]:
-    """The environment a testbed starts its switch processes with: this one, marked as ours."""
+    """The environment a testbed starts its switch processes with: this one, marked as ours; not marked
+    when our STATE_DIR is private (PRIVATE_STATE_ENV): an `aggnet clean --all` outside, of a version
+    that does not tell namespaces apart, would take the mark for one of its own testbeds."""
     me = os.getpid()
-    return {**os.environ, TESTBED_ENV: f"{me}:{process_start_time(me)}"}
+    env = {k: v for k, v in os.environ.items() if k != TESTBED_ENV}
+    return env if os.environ.get(PRIVATE_STATE_ENV) else {**env, TESTBED_ENV: f"{me}:{process_start_time(me)}"}
 
 
 def testbed_of(pid: int) -> tuple[int, int | None] | None:
@@ -228,8 +232,8 @@ def clean(all_records: bool = False) -> list[str]:
 
 def orphan_processes(claimed_pids: set[int], all_records: bool = False) -> list[tuple[int, str]]:
     """(pid, command line) of leftovers no live testbed claims: switch processes a testbed
-    started (TESTBED_ENV) that is gone (any testbed, with all_records), and Mininet host shells
-    left to init. Unmarked switches are someone else's and never listed."""
+    started (TESTBED_ENV) that is gone (with all_records, any testbed's in our network namespace),
+    and Mininet host shells left to init. Unmarked switches are someone else's and never listed."""
     out = []
     for pid in (int(d) for d in os.listdir("/proc") if d.isdigit()):
         if pid in claimed_pids:
@@ -237,7 +241,8 @@ def orphan_processes(claimed_pids: set[int], all_records: bool = False) -> list[
         cmd = " ".join(process_argv(pid))
         if any(m in cmd for m in SWITCH_MARKERS):
             owner = testbed_of(pid)
-            if owner is not None and (all_records or process_start_time(owner[0]) != owner[1]):
+            alive = owner is not None and process_start_time(owner[0]) == owner[1]
+            if owner is not None and (not alive or all_records and netns_inode(str(pid)) == netns_inode()):
                 out.append((pid, cmd))
         elif HOST_SHELL_MARKER in cmd and _ppid(pid) == 1:
             out.append((pid, cmd))

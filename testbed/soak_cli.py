@@ -3,8 +3,9 @@
 With `--isolate` the command runs itself again inside a fresh network namespace and a mount
 namespace with its own /sys (so /sys/class/net shows that namespace's interfaces) and its own
 /run/aggnet, loopback up. Its network then holds the lock of that namespace only, so an
-hour-long soak keeps no other AggNet network on the machine waiting, and its testbed record is
-out of reach of `aggnet clean --all` (which the suite runs after every root test module).
+hour-long soak keeps no other AggNet network on the machine waiting, and its testbed record and
+unmarked switch processes are out of reach of `aggnet clean --all` elsewhere (which the suite
+runs after every root test module; testbed.clean.PRIVATE_STATE_ENV).
 Killed, it leaves nothing behind: the namespace and its veths go with it, its switches die with
 it (PR_SET_PDEATHSIG) and its host shells are orphans `aggnet clean` removes.
 """
@@ -56,10 +57,10 @@ def span_seconds(args: argparse.Namespace) -> float:
 
 def isolated(argv: list[str]) -> int:
     """Run `aggnet ARGV` in a new network and mount namespace; its exit code."""
-    from testbed.clean import STATE_DIR
+    from testbed.clean import PRIVATE_STATE_ENV, STATE_DIR
 
     os.makedirs(STATE_DIR, exist_ok=True)  # the mount point of the private one
-    env = {**os.environ, ISOLATED_ENV: "1"}
+    env = {**os.environ, ISOLATED_ENV: "1", PRIVATE_STATE_ENV: "1"}
     command = ["unshare", "--net", "--mount", "--propagation", "private", "--", "sh", "-c", ENTER, "sh",
                sys.executable, "-m", "testbed.cli", *argv]
     try:
