@@ -163,18 +163,21 @@ def failures(verdicts: Iterable[dict]) -> list[str]:
 
 
 def plot(series: Series, path: Path, marks: Iterable[float] = ()) -> None:
-    """One panel per metric over time (minutes), a line per series; `marks`: fault times, as dotted lines."""
+    """One panel per metric over time (minutes), a line per series; `marks`: fault times, as dotted lines.
+    Series that ended before the run (workers of one round, killed switches) are thin grey, unlabelled."""
     from testbed.plots import pyplot
 
     plt = pyplot()
     metrics = PROCESS_METRICS + SYSTEM_METRICS
     fig, axes = plt.subplots(len(metrics), 1, figsize=(10, 2.2 * len(metrics)), sharex=True)
     marks = list(marks)
+    end = max((points[-1][0] for points in series.values()), default=0.0)
     for ax, metric in zip(axes, metrics):
-        for (name, m), points in sorted(series.items()):
+        for (name, m), points in sorted(series.items(), key=lambda item: item[1][-1][0] == end):
             if m == metric:
+                ended = points[-1][0] < end
                 ax.plot([t / 60 for t, _ in points], [v / 1024 if metric == "rss_kb" else v for _, v in points],
-                        linewidth=0.8, label=name if len(points) > 1 else None)
+                        **({"color": "0.75", "linewidth": 0.4} if ended else {"linewidth": 0.9, "label": name}))
         for t in marks:
             ax.axvline(t / 60, color="grey", linestyle=":", linewidth=0.5)
         ax.set_ylabel("rss MiB" if metric == "rss_kb" else metric)

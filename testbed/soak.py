@@ -147,10 +147,12 @@ class SoakRun(ModeRun):
         self.start_round()
 
     def named_pids(self) -> dict[str, int]:
-        """Every AggNet process by name: switches, the current workers, host shells, the soak (its controller)."""
+        """Every AggNet process by name: switches, the current workers, the nodes' Mininet shells, the soak
+        (its controller)."""
         out = {"soak": os.getpid()}
         out.update((s.name, s.process.pid) for s in self.tb.net.switches if s.process is not None)
-        out.update((f"shell.{h.name}", h.shell.pid) for h in self.tb.net.hosts if h.shell is not None)
+        out.update((f"shell.{n.name}", n.shell.pid) for n in self.tb.net.hosts + self.tb.net.switches
+                   if n.shell is not None)
         out.update((p.name, p.popen.pid) for p in self.processes() if p.popen.poll() is None)
         return out
 
@@ -313,7 +315,9 @@ class SoakRun(ModeRun):
         elif action.kind == "kill_worker":
             name, _, host = action.target.partition(":")
             job = next(j for j in self.jobs if j.name == name)
-            if name not in self.done:
+            if name in self.done:
+                self.applied[-1]["note"] = f"job {name} had finished its round"
+            else:
                 proc = next(p for p in job.processes if p.host == host)
                 self.killed.add(proc.name)
                 proc.popen.send_signal(signal.SIGKILL)
@@ -340,6 +344,8 @@ class SoakRun(ModeRun):
         switch.process.send_signal(signal.SIGKILL)
         switch.process.wait()
         running = [j for j in self.jobs if j.name not in self.done]
+        if not running:
+            self.applied[-1]["note"] = "every job had finished its round"
         for job in running:
             self.stop_job(job)
         self.tb.restart_switch(name)
@@ -429,5 +435,5 @@ def load_soak_scenario(path: str, steps: int | None) -> Scenario:
     from testbed.scenario import load_scenario
 
     scn = load_scenario(path)
-    train = dataclasses.replace(scn.train, eval_every=0, **({"steps": steps} if steps else {}))
+    train = dataclasses.replace(scn.train, eval_every=0, steps=steps or scn.train.steps)
     return dataclasses.replace(scn, modes=("unaware",), train=train, traffic=())
