@@ -278,8 +278,8 @@ class SoakRun(ModeRun):
                 "lineage_ok": all(s == list(range(steps)) for s in lineage.values()),
                 "weights_equal_round_0": None if self.round == 0 else self.same_weights(job),
                 "resumes": sum(1 for r in self.resumes if r["round"] == self.round and r["job"] == job.name)}
-            if self.round > 0:  # round 0's final weights stay as the reference
-                shutil.rmtree(self.round_dir("checkpoints", job), ignore_errors=True)
+        if self.round > 0:  # round 0's final weights stay as the reference
+            shutil.rmtree(self.run_dir / "checkpoints" / f"round-{self.round}", ignore_errors=True)
         self.rounds.append(entry)
         self.say(f"round {self.round} done: " + ", ".join(
             f"{name} lineage {'ok' if j['lineage_ok'] else 'BROKEN'}, weights "
