@@ -1,7 +1,7 @@
 """Leftover cleanup: `aggnet clean`, an `mn -c` that only touches what AggNet made.
 
-Every running Testbed keeps a record in STATE_DIR (its own pid, the pids of its switch
-processes and Mininet host shells with their start times, its interfaces), and starts its
+Every running Testbed keeps a record in STATE_DIR (its own pid, its network namespace, the pids of
+its switch processes and Mininet host shells with their start times, its interfaces), and starts its
 switch processes with TESTBED_ENV=`PID:START` naming itself. Leftovers are what a dead
 testbed recorded, plus root-namespace veths named like Mininet's (`*-eth*`), orphaned
 Mininet host shells, and switch processes a testbed started that no live testbed claims.
@@ -25,6 +25,7 @@ SWITCH_MARKERS = ("testbed.cli switch", "aggnet switch", "simple_switch_grpc")
 NFT_TABLE = "aggnet"  # nftables netdev table of BMv2 link loss (testbed.network.kernel_loss_script)
 HOST_SHELL_MARKER = "mininet:"
 TESTBED_ENV = "AGGNET_TESTBED"  # in a switch process's environment: the testbed that started it
+PRIVATE_STATE_ENV = "AGGNET_PRIVATE_STATE"  # set where STATE_DIR is a mount of our own (aggnet soak --isolate)
 
 
 def _stat_field(pid: int, index: int) -> int | None:
@@ -55,9 +56,12 @@ def process_argv(pid: int) -> list[str]:
 
 
 def testbed_environment() -> dict[str, str]:
-    """The environment a testbed starts its switch processes with: this one, marked as ours."""
+    """The environment a testbed starts its switch processes with: this one, marked as ours; not marked
+    when our STATE_DIR is private (PRIVATE_STATE_ENV): an `aggnet clean --all` outside, of a version
+    that does not tell namespaces apart, would take the mark for one of its own testbeds."""
     me = os.getpid()
-    return {**os.environ, TESTBED_ENV: f"{me}:{process_start_time(me)}"}
+    env = {k: v for k, v in os.environ.items() if k != TESTBED_ENV}
+    return env if os.environ.get(PRIVATE_STATE_ENV) else {**env, TESTBED_ENV: f"{me}:{process_start_time(me)}"}
 
 
 def testbed_of(pid: int) -> tuple[int, int | None] | None:
@@ -81,8 +85,23 @@ def record_path(owner_pid: int) -> str:
     return os.path.join(STATE_DIR, f"testbed-{owner_pid}.json")
 
 
+def netns_inode(pid: str = "self") -> int | None:
+    """The inode of `pid`'s network namespace (it names the namespace); None if not ours to see."""
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return None
+
+
+def _same_namespace(record: dict) -> bool:
+    """Whether the record's testbed runs in our network namespace (records without one are from before)."""
+    return record.get("netns") in (None, netns_inode())
+
+
 def write_record(record: dict) -> None:
-    """Atomically (re)write a testbed's record; `record["owner"]` is its pid."""
+    """Atomically (re)write a testbed's record; `record["owner"]` is its pid. The record names the
+    network namespace it runs in: `aggnet clean` leaves a live network of another namespace alone."""
+    record.setdefault("netns", netns_inode())
     os.makedirs(STATE_DIR, exist_ok=True)
     path = record_path(record["owner"])
     with open(path + ".tmp", "w") as f:
@@ -158,12 +177,13 @@ def delete_interface(name: str) -> None:
 
 
 def clean_record(record: dict) -> list[str]:
-    """Kill a record's processes and delete its interfaces; return what was removed."""
+    """Kill a record's processes and delete its interfaces (those of our namespace's records only: the
+    same names in another namespace are someone else's); return what was removed."""
     removed = []
     for proc in record.get("processes", []):
         if kill_process(proc["pid"], proc.get("start")):
             removed.append(f"process {proc['name']} (pid {proc['pid']})")
-    existing = set(root_veths())
+    existing = set(root_veths()) if _same_namespace(record) else set()
     for intf in record.get("interfaces", []):
         if intf in existing:
             delete_interface(intf)
@@ -183,7 +203,7 @@ def delete_nft_table() -> bool:
 
 
 def clean(all_records: bool = False) -> list[str]:
-    """Remove leftovers of dead testbeds (and of live ones too with all_records)."""
+    """Remove leftovers of dead testbeds (and of live ones of our network namespace too with all_records)."""
     removed: list[str] = []
     claimed_pids: set[int] = set()
     claimed_intfs: set[str] = set()
@@ -192,7 +212,7 @@ def clean(all_records: bool = False) -> list[str]:
         if record is None:
             _remove_file(path)
             continue
-        if _owner_alive(record) and not all_records:
+        if _owner_alive(record) and not (all_records and _same_namespace(record)):
             claimed_pids.update(p["pid"] for p in record.get("processes", []))
             claimed_intfs.update(record.get("interfaces", []))
             continue
@@ -212,8 +232,8 @@ def clean(all_records: bool = False) -> list[str]:
 
 def orphan_processes(claimed_pids: set[int], all_records: bool = False) -> list[tuple[int, str]]:
     """(pid, command line) of leftovers no live testbed claims: switch processes a testbed
-    started (TESTBED_ENV) that is gone (any testbed, with all_records), and Mininet host shells
-    left to init. Unmarked switches are someone else's and never listed."""
+    started (TESTBED_ENV) that is gone (with all_records, any testbed's in our network namespace),
+    and Mininet host shells left to init. Unmarked switches are someone else's and never listed."""
     out = []
     for pid in (int(d) for d in os.listdir("/proc") if d.isdigit()):
         if pid in claimed_pids:
@@ -221,7 +241,8 @@ def orphan_processes(claimed_pids: set[int], all_records: bool = False) -> list[
         cmd = " ".join(process_argv(pid))
         if any(m in cmd for m in SWITCH_MARKERS):
             owner = testbed_of(pid)
-            if owner is not None and (all_records or process_start_time(owner[0]) != owner[1]):
+            alive = owner is not None and process_start_time(owner[0]) == owner[1]
+            if owner is not None and (not alive or all_records and netns_inode(str(pid)) == netns_inode()):
                 out.append((pid, cmd))
         elif HOST_SHELL_MARKER in cmd and _ppid(pid) == 1:
             out.append((pid, cmd))

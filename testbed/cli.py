@@ -22,6 +22,8 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("experiment", "testbed.scenario", "run a multi-job scenario file (jobs, background traffic, modes) and compare"),
     ("faults", "testbed.faults", "train while killing switches, links, aggregators or slowing workers; recover and check"),
     ("topo", "controller.topo_cli", "write a generated topology file: fat-tree K (k^3/4 hosts, 5k^2/4 switches)"),
+    ("soak", "testbed.soak_cli", "train for hours on several jobs under a seeded schedule of faults; check every "
+             "step and the growth of every process"),
     ("place", "controller.place_cli", "placement only: which switches aggregate, link loads, utilization, as JSON"),
     ("counters", "testbed.counters_cli", "read the per-job and per-port counters of a running network"),
     ("p4", "p4target.cli", "P4 programs on the embedded target: compile (check + P4Info), stf (packet tests)"),

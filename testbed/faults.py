@@ -110,6 +110,17 @@ def inject(tb: Any, fault: Fault, procs: dict[str, Any]) -> CpuThrottle | None:
     return None
 
 
+def step_lineage(metrics: Any) -> list[int]:
+    """The steps a worker's final weights went through, from its metrics.jsonl over every restart:
+    each segment's steps up to the next resume (a restart redid those after it: the earlier tries are void)."""
+    steps: list[int] = []
+    for r in read_jsonl(metrics):
+        while steps and steps[-1] >= r["step"]:
+            steps.pop()
+        steps.append(r["step"])
+    return steps
+
+
 def _base(name: str) -> str:
     """A process's name without its segment: h1.segment-2 -> h1."""
     return name.split(".segment-")[0]
@@ -266,14 +277,7 @@ class FaultRun(Run):
         from config import flat_dict
 
         cfg, job = self.cfg, self.jobs[0]
-        lineage = {}
-        for h in job.workers:
-            steps: list[int] = []
-            for r in read_jsonl(job.out / f"{h}.metrics.jsonl"):
-                while steps and steps[-1] >= r["step"]:  # a restart redid this step: the earlier try is void
-                    steps.pop()
-                steps.append(r["step"])
-            lineage[h] = steps
+        lineage = {h: step_lineage(job.out / f"{h}.metrics.jsonl") for h in job.workers}
         config = flat_dict(cfg)
         config.update(topo=self.topo.source, worker_hosts=job.workers, faults=[str(f) for f in cfg.faults.faults])
         results: dict[str, Any] = {

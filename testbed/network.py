@@ -42,14 +42,24 @@ LOSS_PPM = 1_000_000  # nftables draws loss as `numgen random mod LOSS_PPM < p *
 FRAME_BYTES = 1514  # a full-size Ethernet frame on a 1500-byte MTU
 
 
-def acquire_network_lock() -> IO:
-    """Hold the one-network-at-a-time lock; waits (saying so) while another network runs.
+def network_lock_file() -> str:
+    """The lock file of this process's network namespace: LOCK_FILE in the root namespace,
+    network-<inode>.lock in any other (names and ports only collide within one namespace)."""
+    ns = clean.netns_inode()
+    root = clean.netns_inode("1") or clean.netns_inode("2")  # init's, or kthreadd's where init's is not ours to read
+    return LOCK_FILE if ns is None or root is None or ns == root else os.path.join(clean.STATE_DIR,
+                                                                                 f"network-{ns}.lock")
 
-    Two AggNet networks on one machine would fight over interface names (s1-eth1) and
-    gRPC ports, so a second one waits for the first instead of corrupting it.
+
+def acquire_network_lock() -> IO:
+    """Hold the one-network-per-namespace lock; waits (saying so) while another network runs.
+
+    Two AggNet networks in one network namespace would fight over interface names (s1-eth1)
+    and gRPC ports, so a second one waits for the first instead of corrupting it; a network
+    in another namespace (`aggnet soak --isolate`, `ip netns exec`) has its own lock.
     """
     os.makedirs(clean.STATE_DIR, exist_ok=True)
-    lock = open(LOCK_FILE, "a+")
+    lock = open(network_lock_file(), "a+")
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -342,6 +352,14 @@ class Testbed:
             except SwitchDied as exc:
                 out.append(str(exc))
         return out
+
+    def restart_switch(self, name: str) -> None:
+        """Start a switch's process again after it died (its interfaces are still there), and record it."""
+        switch = self.switch(name)
+        with open(switch.log_file, "ab") as log:
+            switch.process = switch.launch(switch.command(), log)
+        switch.wait_ready()
+        self._record_processes()
 
     def stop(self) -> None:
         """Tear everything down; safe to call twice and after a partial start."""
