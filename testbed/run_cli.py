@@ -88,6 +88,9 @@ class RichReporter(Reporter):
 def summarize(results: dict, console: Any) -> None:
     """The lines after the counters: accuracy and step time, or the all-reduce verdict and goodput."""
     run_dir = results["run_dir"]
+    factor = results.get("time_scale", {}).get("factor", 1)
+    if factor != 1:
+        console.print(f"times below are the emulated cluster's: this machine ran {factor:g} times slower (--scale)")
     if results.get("staleness_bound") is not None:
         console.print(f"host aggregation on {', '.join(results['aggregators'])}, staleness bound "
                       f"{results['staleness_bound']}")
