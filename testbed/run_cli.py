@@ -104,7 +104,7 @@ def summarize(results: dict, console: Any) -> None:
         verdict = "exact" if results["allreduce_exact"] else ("within bound" if results["allreduce_correct"]
                                                               else "WRONG")
         console.print(f"[bold]all-reduce of {results['elements']:,} {results['dtype']} elements x "
-                      f"{results['workers']} workers: {verdict}[/bold] in {results['seconds']:.2f} s, "
+                      f"{results['workers']} workers: {verdict}[/bold] in {results['seconds'] * 1000:,.1f} ms, "
                       f"{results['goodput_elements_per_s']:,.0f} elements/s per worker; "
                       f"results in {run_dir}/results.json")
 
