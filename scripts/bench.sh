@@ -11,6 +11,9 @@
 # machine ($AGGNET_BENCH_MBPS_4, default 100; $AGGNET_BENCH_MBPS_8, default 50: above it 8 worker
 # processes and the switch keep both cores busy), and for training $AGGNET_BENCH_TRAIN_MBPS
 # (default 10), where the gradients' transfers, not the workers' compute, take most of a step.
+# Then the 8-worker all-reduce on emulated 10 and 100 Gb/s links, time-scaled (--scale) so that they
+# run at $AGGNET_BENCH_MBPS_8 in real time, timers scaled from their unscaled values
+# (scaled-allreduce-{10,100}g/compare-*/comparison.json, times in the emulated cluster's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -32,6 +35,13 @@ if [ "$(id -u)" -eq 0 ]; then
       --out "$out/headline-allreduce-$workers"
     $py -m testbed.cli compare "${common[@]}" --link-mbps "${AGGNET_BENCH_TRAIN_MBPS:-10}" --steps 100 \
       --out "$out/headline-train-$workers"
+  done
+  real=${AGGNET_BENCH_MBPS_8:-50}
+  for gbps in 10 100; do
+    scale=$((gbps * 1000 / real))
+    $py -m testbed.cli compare --schemes innet,ring,ps --topo star9 --workers 8 --lanes 364 --workload allreduce \
+      --elements 1000000 --link-mbps $((gbps * 1000)) --scale "$scale" --min-rto "$(awk "BEGIN {print 0.2 / $scale}")" \
+      --max-rto "$(awk "BEGIN {print 1 / $scale}")" --out "$out/scaled-allreduce-${gbps}g"
   done
 else
   echo "bench.sh: not root, skipping the Mininet benchmarks (switch process, all-reduce)" >&2
