@@ -73,9 +73,10 @@ class JobConfig:
     # The all-reduce client's smallest retransmission timeout (JobSpec.timeout_s). Its backoff keeps
     # resends from snowballing at any value; 0.2 s avoids spurious ones when many switch processes
     # share the CPUs (fattree4 at 0.05 s: up to 6% of a link's packets were resends, at 0.2 s none).
-    min_rto_s: float = option(0.2, minimum=1e-3, flag="--min-rto", timer=True,
+    # Under --scale F it is the emulated cluster's (x F in real time), so it may be far below 1 ms.
+    min_rto_s: float = option(0.2, minimum=1e-6, flag="--min-rto", timer=True,
                               help="smallest retransmission timeout (s)")
-    max_rto_s: float = option(MAX_TIMEOUT_S, minimum=1e-3, flag="--max-rto", timer=True,
+    max_rto_s: float = option(MAX_TIMEOUT_S, minimum=1e-6, flag="--max-rto", timer=True,
                               help="largest retransmission timeout, backed off or not (s; at least --min-rto)")
     agg_wait_s: float = option(0.05, minimum=0, cli=False, timer=True)  # host aggregation's wait (hosts.host_agg)
     pacing: str = option("fixed", choices=PACING_CHOICES,
