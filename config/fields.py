@@ -13,7 +13,8 @@ A field's type says what it accepts: bool, int, float (an int is taken too), str
 the rest: `choices`, `minimum`/`maximum`, `help`, `flag` (the command-line option, default
 `--field-name`; a nested dataclass's fields are options of the same command), `parse` (text ->
 value, for items given as strings such as `h2=0.2`), `repeat` (the option may be given several
-times). Cross-field rules live in the dataclass's `__post_init__`, which raises FieldProblem; the
+times), `timer` (a protocol timer or delay in seconds: a time-scaled run multiplies it, see
+testbed.timescale). Cross-field rules live in the dataclass's `__post_init__`, which raises FieldProblem; the
 loader turns every problem into one ConfigError line that names the file (or option) and field.
 """
 from __future__ import annotations
@@ -46,10 +47,10 @@ class FieldProblem(ValueError):
 def option(default: Any = _MISSING, *, default_factory: Any = _MISSING, help: str = "",  # noqa: A002 - argparse's word
            choices: tuple | None = None, minimum: float | None = None, maximum: float | None = None,
            flag: str | None = None, parse: Callable[[str], Any] | None = None, repeat: bool = False,
-           cli: bool = True) -> Any:
+           cli: bool = True, timer: bool = False) -> Any:
     """A dataclass field with what the loader needs to read and check it (see the module docstring)."""
     meta = {"help": help, "choices": choices, "minimum": minimum, "maximum": maximum, "flag": flag, "parse": parse,
-            "repeat": repeat, "cli": cli}
+            "repeat": repeat, "cli": cli, "timer": timer}
     if default_factory is not _MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)

@@ -68,9 +68,9 @@ def run_agent(config: AgentConfig, worker: str, out_dir: Path, source: str = "<a
         raise CheckpointError(f"agent {worker}: --resume-step {resume_step}: nothing left to train "
                               f"(the job has {tc.steps} steps)")
     checkpointer = Checkpointer(checkpoint_dir, worker) if checkpoint_dir is not None else None
-    straggler = config.stragglers.get(worker)
-    if straggler:
-        log.info("straggler: %s", straggler)
+    straggler, pause = config.stragglers.get(worker), config.compute_pause(worker)
+    if pause:
+        log.info("compute slowed: %s (straggler %s, time scale %g)", pause, straggler, config.time_scale)
     data = load_dataset(tc.dataset, tc.seed)
     records: list[dict] = []
     mode = "a" if resume_step >= 0 else "w"
@@ -87,7 +87,7 @@ def run_agent(config: AgentConfig, worker: str, out_dir: Path, source: str = "<a
 
         if resume_step >= 0:
             log.info("resuming after step %d", resume_step)
-        train_worker(tc, data, comm, on_step, checkpointer, resume_step, straggler)
+        train_worker(tc, data, comm, on_step, checkpointer, resume_step, pause)
         run_metrics = comm.run_metrics()
     last = records[-1]
     result = {"worker": worker, "rank": rank, "world_size": len(config.workers), "scheme": config.scheme,

@@ -10,7 +10,8 @@
       "replica": {"name": "h6", "ip": "10.0.0.6", "port": 47300},         # optional (hostagg)
       "staleness": 0, "wait_s": 0.05,                                      # hostagg bound (hosts.host_agg)
       "stragglers": {"h2": {"delay_s": 0.2}},                              # any scheme (hosts.straggler)
-      "timeout_s": 30
+      "timeout_s": 30,
+      "time_scale": 1                     # compute takes this many times as long (testbed.timescale)
     }
 
 `workers[].port` is the TCP port of the ring baseline (default RING_PORT). For innet the
@@ -30,7 +31,7 @@ from config import ConfigError, load, option
 from protocol.job import JobSpec, JobSpecError
 
 from .comm import Endpoint
-from .straggler import StragglerError, parse_stragglers
+from .straggler import Straggler, StragglerError, parse_stragglers
 
 SCHEMES = ("innet", "ps", "ring", "hostagg")
 MODEL_NAMES = ("mlp", "cnn")  # hosts.model builds them
@@ -74,6 +75,7 @@ class AgentConfig:
     staleness: int = 0
     wait_s: float = 0.05
     stragglers: dict[str, Any] = dataclasses.field(default_factory=dict)  # name -> hosts.straggler.Straggler
+    time_scale: float = 1.0  # every worker's compute is slowed this many times (testbed.timescale)
 
     def rank_of(self, name: str, source: str = "<agent config>") -> int:
         for rank, worker in enumerate(self.workers):
@@ -97,7 +99,16 @@ class AgentConfig:
             data.update(staleness=self.staleness, wait_s=self.wait_s)
         if self.stragglers:
             data["stragglers"] = {w: s.to_dict() for w, s in self.stragglers.items()}
+        if self.time_scale != 1:
+            data["time_scale"] = self.time_scale
         return data
+
+    def compute_pause(self, worker: str) -> Straggler | None:
+        """What slows `worker`'s compute: its straggler entry, slowed by the time scale; None when nothing does."""
+        straggler = self.stragglers.get(worker)
+        if self.time_scale == 1:
+            return straggler
+        return (straggler or Straggler()).slowed(self.time_scale)
 
 
 def _endpoint_dict(e: Endpoint) -> dict[str, Any]:
@@ -130,7 +141,7 @@ def parse_config(data: Any, source: str = "<agent config>") -> AgentConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a JSON object")
     unknown = set(data) - {"scheme", "train", "workers", "ps", "job", "timeout_s", "aggregator", "replica",
-                           "staleness", "wait_s", "stragglers"}
+                           "staleness", "wait_s", "stragglers", "time_scale"}
     if unknown:
         raise ConfigError(f"{source}: field '{sorted(unknown)[0]}': unknown")
     scheme = data.get("scheme")
@@ -167,12 +178,15 @@ def parse_config(data: Any, source: str = "<agent config>") -> AgentConfig:
         raise ConfigError(f"{source}: field 'staleness': expected an integer >= 0, got {staleness!r}")
     if not isinstance(wait_s, (int, float)) or isinstance(wait_s, bool) or wait_s < 0:
         raise ConfigError(f"{source}: field 'wait_s': expected a number >= 0, got {wait_s!r}")
+    time_scale = data.get("time_scale", 1.0)
+    if not isinstance(time_scale, (int, float)) or isinstance(time_scale, bool) or time_scale < 1:
+        raise ConfigError(f"{source}: field 'time_scale': expected a number >= 1, got {time_scale!r}")
     try:
         stragglers = parse_stragglers(data.get("stragglers", {}), [w.name for w in workers], source)
     except StragglerError as exc:
         raise ConfigError(str(exc)) from None
     return AgentConfig(scheme, TrainConfig.from_dict(data.get("train", {}), source), workers, ps, job, float(timeout),
-                       aggregator, replica, staleness, float(wait_s), stragglers)
+                       aggregator, replica, staleness, float(wait_s), stragglers, float(time_scale))
 
 
 def load_config(path: str | Path) -> AgentConfig:

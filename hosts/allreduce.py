@@ -59,7 +59,7 @@ class AllReduceClient:
         self.stall_timeout_s = stall_timeout_s
         self.next_chunk = 0
         self.stats = TransferStats()
-        self.timer = RetransmitTimer(job.timeout_s)  # both persist across calls, like TCP's RTO and cwnd
+        self.timer = RetransmitTimer(job.timeout_s, job.max_timeout_s)  # both persist across calls, like TCP's RTO and cwnd
         self.window = make_window(job.pacing, job.slot_count, job.weight)
         self.scale = 0  # fractional bits of the last call (0 for int32)
         self._next_scale: dict[int, int] = {}  # tensor size -> fractional bits its last call agreed on

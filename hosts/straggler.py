@@ -39,6 +39,12 @@ class Straggler:
         if pause > 0:
             time.sleep(pause)
 
+    def slowed(self, factor: float) -> Straggler:
+        """This straggler on a machine `factor` times slower (a time-scaled run, testbed.timescale): its
+        delay and its whole compute last `factor` times as long, so it also pauses (factor - 1) x a
+        step's compute when it is no straggler at all."""
+        return Straggler(self.delay_s * factor, self.slowdown * factor)
+
     def to_dict(self) -> dict[str, float]:
         return {"delay_s": self.delay_s, "slowdown": self.slowdown}
 

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from protocol.job import MAX_TIMEOUT_S
+
 from .pacing import Window
 
-MAX_RTO_S = 1.0  # the retransmission timeout never grows beyond this, backed off or not
 # Results of this many later chunks passing an outstanding one mean it was lost (TCP's three
 # duplicate ACKs): a slot completes when its last contribution arrives, and every worker sends
 # in chunk order, so results come back in order unless something of that chunk went missing.
@@ -39,7 +40,7 @@ class RetransmitTimer:
     chunks that expire together is one loss event: it doubles the RTO once, not per chunk.
     """
 
-    def __init__(self, min_rto: float, max_rto: float = MAX_RTO_S):
+    def __init__(self, min_rto: float, max_rto: float = MAX_TIMEOUT_S):
         self.min_rto = min_rto
         self.max_rto = max(min_rto, max_rto)
         self.rto = min_rto

@@ -14,6 +14,7 @@ from .wire import AGG_PORT, BASE_LANES, LANE_COUNTS
 
 MAX_JOBS = 1024  # aggnet.p4 AGG_MAX_JOBS: per-job counters are indexed by job id
 PACING_CHOICES = ("fixed", "aimd")  # how a worker paces its window (hosts.pacing)
+MAX_TIMEOUT_S = 1.0  # the default largest retransmission timeout (hosts.transfer.RetransmitTimer)
 
 
 class JobSpecError(ValueError):
@@ -42,6 +43,7 @@ class JobSpec:
     slot_count: size of the region = the window of chunks each worker keeps in flight
     lanes:      int32 values per packet (must equal the switches' compiled AGG_LANES)
     timeout_s:  minimum retransmission timeout of a chunk (the client adapts it upwards)
+    max_timeout_s: the most it adapts (and backs off) to
     agg_ip:     the IPv4 address contributions are sent to (routed towards the tree)
     agg_port:   the UDP destination port switches recognise (AGG_PORT)
     pacing:     one of PACING_CHOICES: "fixed" (always slot_count chunks in flight) or "aimd" (hosts.pacing)
@@ -55,6 +57,7 @@ class JobSpec:
     agg_ip: str
     lanes: int = BASE_LANES  # what p4src/aggnet.p4 carries; the installer sets the program's
     timeout_s: float = 0.05
+    max_timeout_s: float = MAX_TIMEOUT_S
     agg_port: int = AGG_PORT
     pacing: str = "fixed"
     weight: float = 1.0
@@ -113,12 +116,14 @@ class JobSpec:
             agg_ip=v.ipv4(v.get(data, "agg_ip", str), "agg_ip"),
             lanes=v.get(data, "lanes", int, default=BASE_LANES),
             timeout_s=float(v.get(data, "timeout_s", (int, float), default=0.05)),
+            max_timeout_s=float(v.get(data, "max_timeout_s", (int, float), default=MAX_TIMEOUT_S)),
             agg_port=v.port(v.get(data, "agg_port", int, default=AGG_PORT), "agg_port"),
             pacing=v.get(data, "pacing", str, default="fixed"),
             weight=float(v.get(data, "weight", (int, float), default=1.0)),
         )
         v.require(spec.lanes in LANE_COUNTS, "lanes", f"{spec.lanes} is not one of {LANE_COUNTS}")
         v.require(spec.timeout_s > 0, "timeout_s", "must be positive")
+        v.require(spec.max_timeout_s >= spec.timeout_s, "max_timeout_s", "must be at least timeout_s")
         v.require(spec.pacing in PACING_CHOICES, "pacing", f"{spec.pacing!r} is not one of {PACING_CHOICES}")
         v.require(spec.weight > 0, "weight", "must be positive")
         return spec

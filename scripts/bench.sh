@@ -12,6 +12,10 @@
 # machine ($AGGNET_BENCH_MBPS_4, default 100; $AGGNET_BENCH_MBPS_8, default 50: above it 8 worker
 # processes and the switch keep both cores busy), and for training $AGGNET_BENCH_TRAIN_MBPS
 # (default 10), where the gradients' transfers, not the workers' compute, take most of a step.
+# Then the 8-worker all-reduce on emulated 10 and 100 Gb/s links, time-scaled (--scale) so that they
+# run at $AGGNET_BENCH_SCALED_MBPS (default 25: where the fidelity monitor named a link for in-network
+# with other sessions on the cores) in real time, timers scaled from their unscaled values
+# (scaled-allreduce-{10,100}g/compare-*/comparison.json, times in the emulated cluster's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -47,6 +51,13 @@ if [ "$(id -u)" -eq 0 ]; then
     --elements 36400 --out "$out/fattree8"
   AGGNET_SCALE_TESTS=1 $py -m pytest -q -s -p no:cacheprovider tests/test_e2e_placement.py -k fattree8 \
     > "$out/placement-fattree8.txt"
+  real=${AGGNET_BENCH_SCALED_MBPS:-25}
+  for gbps in 10 100; do
+    scale=$((gbps * 1000 / real))
+    $py -m testbed.cli compare --schemes innet,ring,ps --topo star9 --workers 8 --lanes 364 --workload allreduce \
+      --elements 1000000 --link-mbps $((gbps * 1000)) --scale "$scale" --min-rto "$(awk "BEGIN {print 0.2 / $scale}")" \
+      --max-rto "$(awk "BEGIN {print 1 / $scale}")" --out "$out/scaled-allreduce-${gbps}g"
+  done
 else
   echo "bench.sh: not root, skipping the Mininet benchmarks (switch process, all-reduce)" >&2
 fi

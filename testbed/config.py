@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from config import FieldProblem, option
 from hosts.agent_config import SCHEMES, TrainConfig
 from hosts.pacing import PACING_CHOICES
+from protocol.job import MAX_TIMEOUT_S
 from protocol.wire import DEFAULT_LANES, LANE_COUNTS, program_name
 
 TARGETS = ("embedded", "bmv2")
@@ -72,7 +73,12 @@ class JobConfig:
     # The all-reduce client's smallest retransmission timeout (JobSpec.timeout_s). Its backoff keeps
     # resends from snowballing at any value; 0.2 s avoids spurious ones when many switch processes
     # share the CPUs (fattree4 at 0.05 s: up to 6% of a link's packets were resends, at 0.2 s none).
-    min_rto_s: float = option(0.2, minimum=1e-3, flag="--min-rto", help="smallest retransmission timeout (s)")
+    # Under --scale F it is the emulated cluster's (x F in real time), so it may be far below 1 ms.
+    min_rto_s: float = option(0.2, minimum=1e-6, flag="--min-rto", timer=True,
+                              help="smallest retransmission timeout (s)")
+    max_rto_s: float = option(MAX_TIMEOUT_S, minimum=1e-6, flag="--max-rto", timer=True,
+                              help="largest retransmission timeout, backed off or not (s; at least --min-rto)")
+    agg_wait_s: float = option(0.05, minimum=0, cli=False, timer=True)  # host aggregation's wait (hosts.host_agg)
     # AIMD by default: where unaggregated streams meet (fattree4, 16 workers) a fixed window flooded the
     # queues (2,035 drops, 6.4 s for a 1.3 s all-reduce); AIMD backs off there and costs nothing elsewhere.
     pacing: str = option("aimd", choices=PACING_CHOICES,
@@ -133,8 +139,8 @@ class FaultConfig:
     faults: tuple[Fault, ...] = option((), flag="--fault", repeat=True, parse=parse_fault,
                            help="KIND:TARGET@STEP[=SHARE]: kill_switch:s1@10, link_down:s3-s1@10, "
                                 "slow_worker:h2@5=0.3, kill_aggregator:h4@8")
-    detect_interval_s: float = option(0.1, minimum=1e-3, cli=False)
-    detect_timeout_s: float = option(10.0, minimum=0.1, cli=False)
+    detect_interval_s: float = option(0.1, minimum=1e-3, cli=False, timer=True)
+    detect_timeout_s: float = option(10.0, minimum=0.1, cli=False, timer=True)
 
 
 @dataclass(frozen=True)
@@ -146,9 +152,13 @@ class RunConfig:
     workload: WorkloadConfig = WorkloadConfig()
     train: TrainConfig = TrainConfig()
     faults: FaultConfig = FaultConfig()
-    timeout_s: float = option(900.0, minimum=1e-3, flag="--timeout", help="give up after this many seconds")
-    comm_timeout_s: float = option(30.0, minimum=1e-3, flag="--comm-timeout",
+    timeout_s: float = option(900.0, minimum=1e-3, flag="--timeout",
+                              help="give up after this many seconds (of this machine's time, also with --scale)")
+    comm_timeout_s: float = option(30.0, minimum=1e-3, flag="--comm-timeout", timer=True,
                                    help="a host process gives up when its peers are silent this long")
+    scale: float = option(1.0, minimum=1.0, help="emulate a cluster F times faster: link rates / F, compute, link "
+                                                 "delays and protocol timers x F; results in the cluster's time "
+                                                 "(testbed.timescale)")
     out: str = option("runs", help="runs go to OUT/<timestamp>/")
 
     def __post_init__(self) -> None:

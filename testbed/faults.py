@@ -31,6 +31,7 @@ from typing import Any
 
 from testbed.config import Fault, JobConfig, NetworkConfig, RunConfig
 from testbed.run import JOB_NAME, POLL_S, Run, RunError, RunFailed, read_aggregation_stats, read_jsonl
+from testbed.timescale import unscaled_results
 
 NETWORK_FAULTS = ("kill_switch", "link_down")  # the controller must notice and reinstall
 THROTTLE_PERIOD_S = 0.1
@@ -278,7 +279,7 @@ class FaultRun(Run):
 
         cfg, job = self.cfg, self.jobs[0]
         lineage = {h: step_lineage(job.out / f"{h}.metrics.jsonl") for h in job.workers}
-        config = flat_dict(cfg)
+        config = flat_dict(self.asked)
         config.update(topo=self.topo.source, worker_hosts=job.workers, faults=[str(f) for f in cfg.faults.faults])
         results: dict[str, Any] = {
             "config": config, "run_dir": str(self.run_dir), "events": self.events, "segments": self.segments,
@@ -291,7 +292,7 @@ class FaultRun(Run):
                            aggregation=read_aggregation_stats(job.out))
         if error is not None:
             results["error"] = str(error)
-        return results
+        return unscaled_results(results, cfg.scale)
 
     def write_results(self, results: dict) -> None:
         (self.run_dir / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")

@@ -42,6 +42,8 @@ of a named link), and `comparison_table(summary)` prints it.
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 import importlib.metadata
 import json
 import math
@@ -55,8 +57,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rich import box
-from rich.console import Console
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from controller.monitor import JOB_COUNTERS, PORT_RX, PORT_TX  # aggnet.p4's names (docs/protocol.md)
 
@@ -253,6 +258,67 @@ def _first_line(cmd: list[str]) -> str:
 
 # ---------------------------------------------------------------------------- tables
 
+class WordWrapped:
+    """A table that fits the width it is rendered in without cutting a word (a number, a header
+    word, a link name) across lines: rich shrinks the widest columns of a table that is too wide
+    below their longest word, which splits "accuracy" or "5,914,800" mid-way. Here each column
+    gets at least its longest word, the columns whose cells are longer share what is left and wrap
+    between words, and when even the longest words do not fit side by side every row is stacked
+    as "header value" lines."""
+
+    def __init__(self, table: Table):
+        self.table = table
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.table)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield fitted(self.table, options.max_width)
+
+
+def fitted(table: Table, width: int) -> RenderableType:
+    """`table` with column widths that keep every word whole within `width` (WordWrapped)."""
+    columns = table.columns
+    texts = [[_plain(column.header), *map(_plain, column.cells)] for column in columns]
+    longest = [max(cell_len(cell) for cell in cells) for cells in texts]
+    shortest = [max((cell_len(word) for cell in cells for word in cell.split()), default=1) for cells in texts]
+    _, right, _, left = table.padding
+    frame = len(columns) * (left + right) + (2 if table.box and table.show_edge else 0) + \
+        (len(columns) - 1 if table.box else 0)
+    room = width - frame
+    if sum(longest) <= room:
+        return table
+    if sum(shortest) > room:
+        return _stacked(table, texts)
+    widths = list(shortest)
+    spare = room - sum(widths)
+    for i in sorted(range(len(columns)), key=lambda i: longest[i] - shortest[i]):  # the least wanting first:
+        grow = min(longest[i] - widths[i], spare)                                    # most columns stay on one line
+        widths[i] += grow
+        spare -= grow
+    out = copy.copy(table)
+    out.columns = [dataclasses.replace(column, width=w) for column, w in zip(columns, widths)]
+    return out
+
+
+def _plain(cell: Any) -> str:
+    return Text.from_markup(cell).plain if isinstance(cell, str) else cell.plain if isinstance(cell, Text) else ""
+
+
+def _stacked(table: Table, texts: list[list[str]]) -> Table:
+    """One "header value" line per cell, a blank line between rows: for terminals too narrow for the columns."""
+    out = Table(title=table.title, title_justify="left", caption=table.caption, caption_justify="left", box=None,
+                show_header=False, padding=(0, 1, 0, 0))
+    out.add_column(style="bold")
+    out.add_column(overflow="fold")
+    for row in range(len(texts[0]) - 1):
+        if row:
+            out.add_row()
+        for cells in texts:
+            out.add_row(cells[0], cells[row + 1])
+    return out
+
+
 # Short headers keep the tables within 80 columns; the caption says what they mean.
 JOB_HEADERS = {"received": "recv", "aggregated": "aggr", "completed": "done", "duplicates": "dup",
                "retx_answered": "retx", "overflows": "ovfl"}
@@ -265,7 +331,7 @@ def counters_table(counters: Mapping[str, Any], topology: Any = None) -> Table:
     """One table with two parts: per-job aggregation counters, per-port packets/bytes.
 
     With the topology, each port is labelled with the node on its other end. Numbers are
-    exact and never cut short (a narrow terminal folds them).
+    exact and never cut short nor split (WordWrapped).
     """
     jobs = _table("aggregation per job (packets)", ("switch", "job"), JOB_HEADERS.values())
     ports = _table("traffic per port", ("switch", "port", "peer"), PORT_HEADERS.values())
@@ -276,8 +342,8 @@ def counters_table(counters: Mapping[str, Any], topology: Any = None) -> Table:
             ports.add_row(switch, str(port), _peer(topology, switch, int(port)), *(str(c[f]) for f in PORT_HEADERS))
     jobs.caption = JOB_LEGEND if jobs.row_count else "no aggregation job seen"
     outer = Table.grid(padding=(1, 0))
-    outer.add_row(jobs)
-    outer.add_row(ports)
+    outer.add_row(WordWrapped(jobs))
+    outer.add_row(WordWrapped(ports))
     return outer
 
 
@@ -356,17 +422,19 @@ def bottleneck_text(fidelity: Mapping[str, Any]) -> str:
     return "none" if not b else f"{b['kind'].split()[0]} {b['name']} {b['load']:.0%}"
 
 
-def comparison_table(summary: Mapping[str, Mapping[str, Any]]) -> Table:
-    """Schemes side by side, with ratios to the first scheme (the one the others are compared to)."""
+def comparison_table(summary: Mapping[str, Mapping[str, Any]]) -> WordWrapped:
+    """Schemes side by side, with ratios to the first scheme (the one the others are compared to);
+    light rules and one space of padding keep all its columns side by side in 80 columns."""
     allreduce = any(s["correct"] is not None for s in summary.values())
-    table = Table(title="schemes compared", title_justify="left")
+    table = Table(title="schemes compared", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+                  padding=(0, 1, 0, 0))
     target = next((s["target_accuracy"] for s in summary.values() if s["target_accuracy"] is not None), None)
     reach = [] if target is None else [f"time to {target:.3f} (s)"]
     columns = ("scheme", "all-reduce (ms)" if allreduce else "step time (ms)", "sum" if allreduce else "accuracy",
                *reach, "link", "link bytes", "bytes vs first", "time vs first", "bottleneck")
     for column in columns:
         table.add_column(column, justify="left" if column in ("scheme", "sum", "link", "bottleneck") else "right",
-                         overflow="fold")  # a narrow terminal wraps a number, never cuts it
+                         overflow="fold")  # only a terminal narrower than a word folds it
     first = next(iter(summary.values()), {})
     for scheme, s in summary.items():
         quality = ("right" if s["correct"] else "WRONG") if allreduce else _fmt(s["final_accuracy"], 1, "{:.3f}")
@@ -375,7 +443,7 @@ def comparison_table(summary: Mapping[str, Mapping[str, Any]]) -> Table:
                       s["link"] or "-", _fmt(s["link_bytes"], 1, "{:,.0f}"),
                       _ratio(s["link_bytes"], first.get("link_bytes")),
                       _ratio(s["time_s"], first.get("time_s")), s["bottleneck"])
-    return table
+    return WordWrapped(table)
 
 
 def _fmt(value: Any, scale: float, spec: str) -> str:

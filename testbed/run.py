@@ -29,6 +29,7 @@ from typing import Any
 
 from config import ConfigError, flat_dict
 from testbed.config import RunConfig, resolve_topology
+from testbed.timescale import real_config, scale_topology, unscaled_results
 
 REPO = Path(__file__).resolve().parent.parent
 AGG_MAC = "02:00:00:00:ff:fe"  # any unicast MAC: the first switch intercepts by UDP port
@@ -219,7 +220,8 @@ class Run:
         from testbed.nodes import check_target
 
         check_target(cfg.network.target)
-        self.cfg = cfg
+        self.asked = cfg  # as the user asked, in the emulated cluster's time
+        self.cfg = real_config(cfg, cfg.scale)  # as this machine runs it (testbed.timescale)
         self.reporter = reporter or Reporter()
         self.topo = self.load_topology()
         self.run_dir = run_dir or Path(new_run_dir(cfg.out))
@@ -243,7 +245,8 @@ class Run:
         if path is None:
             raise RunError(f"--topo: no topology file {self.cfg.network.topo!r} (give a path or one of "
                            f"{', '.join(sorted(p.stem for p in (REPO / 'topologies').glob('*.yaml')))})")
-        return shape_links(load_topology(path), self.cfg.network.link_mbps, self.cfg.network.loss)
+        topo = shape_links(load_topology(path), self.cfg.network.link_mbps, self.cfg.network.loss)
+        return scale_topology(topo, self.cfg.scale)
 
     def plan_jobs(self) -> list[JobRun]:
         """The run's one job; innet placed within the switches' slot budgets (none left: host aggregation)."""
@@ -389,8 +392,9 @@ class Run:
                 prepare_worker_hosts(self.tb, job.workers, job.spec.agg_ip)
 
     def job_spec(self, job: JobRun, spec: Any) -> Any:
-        """The spec the installer made, with the run's pacing."""
-        return dataclasses.replace(spec, pacing=self.cfg.job.pacing)
+        """The spec the installer made, with the run's pacing and largest retransmission timeout."""
+        job_cfg = self.cfg.job
+        return dataclasses.replace(spec, pacing=job_cfg.pacing, max_timeout_s=max(job_cfg.min_rto_s, job_cfg.max_rto_s))
 
     def start_hosts(self) -> None:
         for job in self.jobs:
@@ -443,8 +447,9 @@ class Run:
         ends = [Endpoint(h, hosts[h].ip, port) for h, port in zip(job.aggregators, (AGG_PORT_TCP, REPLICA_PORT))]
         config = AgentConfig(job.scheme, cfg.train, workers, ps, job.spec, cfg.comm_timeout_s,
                              aggregator=ends[0] if ends else None, replica=ends[1] if len(ends) > 1 else None,
-                             staleness=cfg.job.staleness,
-                             stragglers={n: Straggler(d) for n, d in cfg.job.stragglers.items() if n in job.workers})
+                             staleness=cfg.job.staleness, wait_s=cfg.job.agg_wait_s,
+                             stragglers={n: Straggler(d) for n, d in cfg.job.stragglers.items() if n in job.workers},
+                             time_scale=cfg.scale)
         path = self.run_dir / name
         path.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
         return path
@@ -534,7 +539,7 @@ class Run:
     def results(self, seconds: float, error: Exception | None) -> dict:
         from testbed import report
 
-        cfg, job = self.cfg, self.jobs[0]
+        cfg, job = self.asked, self.jobs[0]
         config = flat_dict(cfg)
         config.update(topo=self.topo.source, worker_hosts=job.workers, ps_host=job.ps)
         results: dict[str, Any] = {
@@ -551,7 +556,7 @@ class Run:
         if error is not None:
             results["error"] = str(error)
         results.update(self.workload_results(job))
-        return results
+        return unscaled_results(results, cfg.scale)
 
     def workload_results(self, job: JobRun) -> dict:
         """What the workers did: training's accuracy and steps, or the benchmark's verdict and speed."""

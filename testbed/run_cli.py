@@ -88,6 +88,9 @@ class RichReporter(Reporter):
 def summarize(results: dict, console: Any) -> None:
     """The lines after the counters: accuracy and step time, or the all-reduce verdict and goodput."""
     run_dir = results["run_dir"]
+    factor = results.get("time_scale", {}).get("factor", 1)
+    if factor != 1:
+        console.print(f"times below are the emulated cluster's: this machine ran {factor:g} times slower (--scale)")
     if results.get("staleness_bound") is not None:
         console.print(f"host aggregation on {', '.join(results['aggregators'])}, staleness bound "
                       f"{results['staleness_bound']}")
@@ -101,7 +104,7 @@ def summarize(results: dict, console: Any) -> None:
         verdict = "exact" if results["allreduce_exact"] else ("within bound" if results["allreduce_correct"]
                                                               else "WRONG")
         console.print(f"[bold]all-reduce of {results['elements']:,} {results['dtype']} elements x "
-                      f"{results['workers']} workers: {verdict}[/bold] in {results['seconds']:.2f} s, "
+                      f"{results['workers']} workers: {verdict}[/bold] in {results['seconds'] * 1000:,.1f} ms, "
                       f"{results['goodput_elements_per_s']:,.0f} elements/s per worker; "
                       f"results in {run_dir}/results.json")
 

@@ -125,6 +125,8 @@ class Scenario(RunConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.scale != 1:  # its flows, shaping and adaptation periods are in real time
+            raise FieldProblem("scale", "scenarios do not run time-scaled yet; leave scale at 1")
         if not self.jobs:
             raise FieldProblem("jobs", "needs at least one job")
         owner: dict[str, str] = {}
@@ -256,7 +258,7 @@ class ModeRun(Run):
                 self.conns[switch].side_command(line)
 
     def job_spec(self, job: JobRun, spec: Any) -> Any:
-        """The scenario's pacing; with mode aware and AIMD, MLfabric-style ordering weights
+        """The run's spec (Run.job_spec); with mode aware and AIMD, MLfabric-style ordering weights
         (hosts.pacing.transfer_weights): every job trains the same model, so one step puts the same
         bytes on a shared link, and the order follows how many workers each job's update unblocks."""
         from hosts.pacing import transfer_weights
@@ -265,7 +267,7 @@ class ModeRun(Run):
         if self.mode == "aware" and self.cfg.job.pacing == "aimd":
             innet = {j.name: len(j.workers) for j in self.jobs if j.placement}
             weight = transfer_weights(innet, {name: 1.0 for name in innet})[job.name]
-        return dataclasses.replace(spec, pacing=self.cfg.job.pacing, weight=weight)
+        return dataclasses.replace(super().job_spec(job, spec), weight=weight)
 
     def start_hosts(self) -> None:
         """Background receivers, the jobs, then the senders; the adaptation loop in mode aware."""

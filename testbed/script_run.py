@@ -29,6 +29,8 @@ class ScriptRun(Run):
             raise RunError("--script: name the script to run (aggnet run [OPTIONS] --script train.py [ARGS])")
         if cfg.workload.workload != "train":
             raise RunError(f"--script: the script is the workload; drop --workload {cfg.workload.workload}")
+        if cfg.scale != 1:
+            raise RunError("--scale: a script's compute is its own, AggNet cannot slow it; run it without --scale")
         path = Path(script[0]).resolve()
         if not path.is_file():
             raise RunError(f"--script: no file {script[0]!r}")

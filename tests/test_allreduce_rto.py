@@ -7,7 +7,8 @@ import numpy as np
 from test_allreduce_loopback import make_job, run_workers, star_fabric
 
 from hosts.allreduce import AllReduceClient
-from hosts.transfer import MAX_RTO_S, RetransmitTimer
+from hosts.transfer import RetransmitTimer
+from protocol.job import MAX_TIMEOUT_S
 
 
 def test_samples_set_twice_the_smoothed_round_trip_above_the_minimum():
@@ -19,7 +20,7 @@ def test_samples_set_twice_the_smoothed_round_trip_above_the_minimum():
     assert abs(t.srtt - 0.03375) < 1e-12 and abs(t.rto - 0.0675) < 1e-12
     for _ in range(100):
         t.sample(5.0)
-    assert t.rto == MAX_RTO_S
+    assert t.rto == MAX_TIMEOUT_S
 
 
 def test_each_timeout_doubles_up_to_the_cap_and_a_fresh_sample_resets():
