@@ -21,6 +21,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("compare", "testbed.compare_cli", "run the same experiment once per scheme (innet, ps, ring) and compare them"),
     ("experiment", "testbed.scenario", "run a multi-job scenario file (jobs, background traffic, modes) and compare"),
     ("faults", "testbed.faults", "train while killing switches, links, aggregators or slowing workers; recover and check"),
+    ("profile", "testbed.profile_cli", "time a workload model's layers here (forward, backward), as a profile file"),
     ("place", "controller.place_cli", "placement only: which switches aggregate, link loads, utilization, as JSON"),
     ("counters", "testbed.counters_cli", "read the per-job and per-port counters of a running network"),
     ("p4", "p4target.cli", "P4 programs on the embedded target: compile (check + P4Info), stf (packet tests)"),
