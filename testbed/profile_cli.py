@@ -13,9 +13,9 @@ import argparse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from hosts.models import MODELS
+    from hosts.models import MODEL_NAMES
 
-    parser.add_argument("model", choices=list(MODELS), help="the model to time")
+    parser.add_argument("model", choices=MODEL_NAMES, help="the model to time")
     parser.add_argument("--batch", type=int, default=2, help="samples per iteration (default 2)")
     parser.add_argument("--repeats", type=int, default=5, help="timed iterations after one warm-up (default 5)")
     parser.add_argument("--name", default="cpu", help="profile name: writes hosts/models/profiles/MODEL-NAME.json")

@@ -94,6 +94,8 @@ def summarize(results: dict, console: Any) -> None:
     if "script" in results:
         console.print(f"[bold]{' '.join(results['script'])}[/bold] finished on {results['workers']} workers; "
                       f"their output in {run_dir}/logs, results in {run_dir}/results.json")
+    elif "iteration_s" in results:
+        console.print(model_line(results) + f"; results in {run_dir}/results.json")
     elif "final_accuracy" in results:
         console.print(f"[bold]final test accuracy {results['final_accuracy']:.4f}[/bold] after {results['steps']} "
                       f"steps; median step {results['step_time_s'] * 1000:.1f} ms; results in {run_dir}/results.json")
@@ -104,6 +106,17 @@ def summarize(results: dict, console: Any) -> None:
                       f"{results['workers']} workers: {verdict}[/bold] in {results['seconds']:.2f} s, "
                       f"{results['goodput_elements_per_s']:,.0f} elements/s per worker; "
                       f"results in {run_dir}/results.json")
+
+
+def model_line(results: dict) -> str:
+    """A model workload's iteration: measured, its compute and exposed communication, the analytic model."""
+    line = (f"[bold]{results['model']} on {results['workers']} workers ({results['scheme']}): iteration "
+            f"{results['iteration_s'] * 1000:,.1f} ms[/bold] (compute {results['compute_s'] * 1000:,.1f} ms, exposed "
+            f"communication {results['exposed_comm_s'] * 1000:,.1f} ms{'' if results['sums_correct'] else ', sums WRONG'})")
+    if results.get("analytic_iteration_s"):
+        line += (f"; analytic {results['analytic_iteration_s'] * 1000:,.1f} ms at "
+                 f"{results['emulated_link_gbps']:g} Gb/s emulated (measured/analytic {results['measured_vs_analytic']:.2f})")
+    return line
 
 
 def plot_run(results: dict) -> None:

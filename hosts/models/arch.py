@@ -10,6 +10,9 @@ time the layers on this machine.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -161,3 +164,45 @@ class GPT2Small(nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.ln_f(x) @ self.wte.weight.t()  # the head shares the embedding's weights
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A workload model: how to build it and a batch of input for timing it (`aggnet profile`)."""
+
+    build: Callable[[], nn.Module]
+    example: Callable[[int], torch.Tensor]
+    input_text: str  # what one sample is, for the profile file
+
+
+def _images(batch: int) -> torch.Tensor:
+    return torch.randn(batch, 3, 224, 224)
+
+
+def _tokens(vocab: int) -> Callable[[int], torch.Tensor]:
+    return lambda batch: torch.randint(0, vocab, (batch, 128))
+
+
+MODELS: dict[str, ModelSpec] = {
+    "resnet50": ModelSpec(ResNet50, _images, "a 3x224x224 image"),
+    "vgg16": ModelSpec(VGG16, _images, "a 3x224x224 image"),
+    "bert-base": ModelSpec(BertBase, _tokens(30522), "a sequence of 128 tokens"),
+    "gpt2": ModelSpec(GPT2Small, _tokens(50257), "a sequence of 128 tokens"),
+}
+
+
+class UnknownModel(ValueError):
+    exit_code = 2
+
+
+def spec(name: str) -> ModelSpec:
+    """The model called `name`; UnknownModel naming the choices otherwise."""
+    if name not in MODELS:
+        raise UnknownModel(f"model {name!r} is not one of {', '.join(MODELS)}")
+    return MODELS[name]
+
+
+def build(name: str, device: str = "meta") -> nn.Module:
+    """Model `name` with its real parameter shapes; on the meta device no memory is allocated."""
+    with torch.device(device):
+        return spec(name).build()

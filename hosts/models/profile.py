@@ -107,7 +107,7 @@ def measure(model_name: str, batch: int, repeats: int) -> Profile:
     the median of each layer's times."""
     import torch
 
-    from . import build, spec
+    from .arch import build, spec
     from .ddp import layers
 
     model = build(model_name, "cpu")
