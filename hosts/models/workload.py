@@ -23,6 +23,7 @@ import logging
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,7 @@ def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, b
     expected = world * (world + 1) / 2
     log.info("worker %s rank %d of %d, %s (%s profile), %d buckets of %d values in all, grad scale %g", worker, rank,
              world, model, prof.device, len(vectors), sum(len(v) for v in vectors), grad_scale)
-    records = []
+    records: list[dict[str, Any]] = []
     correct = True
     with make_allreduce(config, rank) as comm:
         comm.allreduce(np.zeros(world, dtype=np.float32))  # returns once every worker is there
@@ -76,7 +77,7 @@ def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, b
             records.append({"iteration": it, "iteration_s": seconds, "comm_s": busy / time_scale,
                             "exposed_comm_s": seconds - plan.compute_s, "window": [t0, t1]})
             log.info("iteration %d: %.3f s, all-reduces busy %.3f s", it, seconds, busy / time_scale)
-    report = {"worker": worker, "rank": rank, "workers": world, "scheme": config.scheme, "model": model,
+    report: dict[str, Any] = {"worker": worker, "rank": rank, "workers": world, "scheme": config.scheme, "model": model,
               "profile": {"path": prof.path, "device": prof.device, "batch": prof.batch},
               "bucket_mb": bucket_mb, "grad_scale": grad_scale, "time_scale": time_scale,
               "buckets": [b.nbytes for b in plan.buckets], "values_sent": [len(v) for v in vectors],
