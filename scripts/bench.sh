@@ -11,6 +11,10 @@
 # machine ($AGGNET_BENCH_MBPS_4, default 100; $AGGNET_BENCH_MBPS_8, default 50: above it 8 worker
 # processes and the switch keep both cores busy), and for training $AGGNET_BENCH_TRAIN_MBPS
 # (default 10), where the gradients' transfers, not the workers' compute, take most of a step.
+# Then the real-model figure (scripts/bench_models.py, runs on its own too): per model, in-network's
+# DDP iteration speedup over ring and PS, 4 and 8 workers, emulated 1 and 10 Gb/s
+# ($AGGNET_BENCH_MODEL_GBPS) over real $AGGNET_BENCH_MODEL_MBPS (default 50) Mb/s links, in
+# models/models.{json,png}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -33,6 +37,8 @@ if [ "$(id -u)" -eq 0 ]; then
     $py -m testbed.cli compare "${common[@]}" --link-mbps "${AGGNET_BENCH_TRAIN_MBPS:-10}" --steps 100 \
       --out "$out/headline-train-$workers"
   done
+  $py scripts/bench_models.py --out "$out/models" --link-mbps "${AGGNET_BENCH_MODEL_MBPS:-50}" \
+    --rates-gbps "${AGGNET_BENCH_MODEL_GBPS:-1,10}"
 else
   echo "bench.sh: not root, skipping the Mininet benchmarks (switch process, all-reduce)" >&2
 fi
