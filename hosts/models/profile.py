@@ -94,11 +94,14 @@ def load(model: str, name: str) -> Profile:
     if data["model"] != model:
         raise ProfileError(f"{path}: field model: {data['model']!r}, the run's model is {model!r}")
     layers = {}
-    for name_, t in data["layers"].items():
-        times = [t.get(k) if isinstance(t, dict) else None for k in ("forward_s", "backward_s")]
-        if not all(isinstance(v, (int, float)) and v >= 0 for v in times):
-            raise ProfileError(f"{path}: field layers.{name_}: needs forward_s and backward_s, seconds >= 0")
-        layers[name_] = LayerTime(float(times[0]), float(times[1]))  # type: ignore[arg-type]
+    for layer, t in data["layers"].items():
+        try:
+            times = LayerTime(float(t["forward_s"]), float(t["backward_s"]))
+        except (TypeError, KeyError, ValueError):
+            times = LayerTime(-1.0, -1.0)
+        if not (times.forward_s >= 0 and times.backward_s >= 0):  # also NaN
+            raise ProfileError(f"{path}: field layers.{layer}: needs forward_s and backward_s, seconds >= 0")
+        layers[layer] = times
     return Profile(data["model"], data["device"], data["batch"], data["source"], layers, str(path))
 
 
