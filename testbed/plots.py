@@ -159,5 +159,5 @@ def plot_model_speedups(figure: Mapping[str, Any], path: str | os.PathLike) -> P
         ax.grid(axis="y", alpha=0.3)
         ax.margins(y=0.12)
         ax.legend(fontsize=8)
-    fig.suptitle(f"DDP iteration time, in-network vs ring and parameter server ({figure['profile']} profiles)")
+    fig.suptitle(f"in-network's DDP iteration speedup ({figure['profile']} profiles)", fontsize=10)
     return save_figure(fig, path)

@@ -129,3 +129,12 @@ def test_bad_model_options_are_one_line(argv, message):
     done = subprocess.run(e2e.aggnet_cmd(*argv), capture_output=True, text=True, cwd=e2e.REPO)
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_speedup_figure_is_drawn(tmp_path):
+    from testbed.plots import plot_model_speedups
+
+    case = {"workers": 4, "emulated_gbps": 1.0, "speedup_vs_ring": 1.5, "speedup_vs_ps": 5.9}
+    figure = {"profile": "cpu", "models": {"resnet50": [case, {**case, "emulated_gbps": 10.0}], "gpt2": [case]}}
+    path = plot_model_speedups(figure, tmp_path / "models.png")
+    assert path.read_bytes().startswith(b"\x89PNG")
