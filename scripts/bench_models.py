@@ -28,7 +28,10 @@ sys.path.insert(0, REPO)
 from hosts.models import MODEL_NAMES  # noqa: E402
 
 SCHEMES = ("innet", "ring", "ps")
-TOPOLOGY = {4: "star8", 8: "star9"}  # one host more than workers: the parameter server's
+TOPOLOGY = {4: "star8", 8: "star9"}
+# The parameter server takes VGG-16's 400 MB bucket (its first fully connected layer) from 8 workers
+# one after the other: at 1 Gb/s emulated a worker waits longer than the default 30 s to be heard.
+COMM_TIMEOUT_S = 600  # one host more than workers: the parameter server's
 
 
 def run_case(out: Path, model: str, workers: int, gbps: float, args: argparse.Namespace) -> Path:
@@ -41,7 +44,8 @@ def run_case(out: Path, model: str, workers: int, gbps: float, args: argparse.Na
     cmd = [sys.executable, "-m", "testbed.cli", "compare", "--schemes", ",".join(SCHEMES),
            "--workload", f"model:{model}", "--profile", args.profile, "--topo", TOPOLOGY[workers],
            "--workers", str(workers), "--link-mbps", repr(args.link_mbps), "--grad-scale", repr(grad_scale),
-           "--iterations", str(args.iterations), "--lanes", str(args.lanes), "--out", str(folder)]
+           "--iterations", str(args.iterations), "--lanes", str(args.lanes), "--out", str(folder),
+           "--comm-timeout", str(COMM_TIMEOUT_S)]
     print(" ".join(cmd), flush=True)
     subprocess.run(cmd, check=True, cwd=REPO)
     return sorted(folder.glob("compare-*/comparison.json"))[-1]
