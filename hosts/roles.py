@@ -2,13 +2,16 @@
 
     python -m hosts worker  --config JOB.json --worker h1 --out DIR [--checkpoint CKPT [--resume-step N]]
     python -m hosts bench   --config JOB.json --worker h1 --elements N [--seed S] [--dtype int32|float32] --out DIR
+    python -m hosts model   --config JOB.json --worker h1 --model resnet50 [--profile cpu] [--bucket-mb 25]
+                            [--iterations 3] [--grad-scale 1] [--link-mbps R] [--time-scale 1] --out DIR
     python -m hosts ps      --config JOB.json --out DIR
     python -m hosts hostagg --config JOB.json --out DIR
     python -m hosts replica --config JOB.json --out DIR
     python -m hosts traffic send|recv ...
 
 worker trains (hosts.agent), bench all-reduces one seeded vector and checks the sum
-(hosts.allreduce_bench), ps, hostagg and replica serve a job's parameter server, host
+(hosts.allreduce_bench), model plays DDP iterations of a real model
+(hosts.models.workload), ps, hostagg and replica serve a job's parameter server, host
 aggregator and its replica; traffic is a background flow (hosts.traffic). Every role but
 traffic reads the job's agent config (hosts.agent_config) and logs to DIR/NAME.log; each
 ends with exit 0, or with one line "WHO: what failed" on stderr and the error's exit code
@@ -58,6 +61,20 @@ def _bench_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dtype", choices=DTYPES, default="int32")
 
 
+def _model_options(parser: argparse.ArgumentParser) -> None:
+    from .models import MODEL_NAMES
+
+    _job_options(parser, "folder for NAME.log and NAME.model.json")
+    parser.add_argument("--worker", required=True, help="this worker's name in the config")
+    parser.add_argument("--model", required=True, choices=MODEL_NAMES)
+    parser.add_argument("--profile", default="cpu", help="shipped profile name (cpu, a100) or a profile file")
+    parser.add_argument("--bucket-mb", type=float, default=None, help="DDP's bucket cap (default 25, first 1)")
+    parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--grad-scale", type=float, default=1.0, help="fraction of every bucket sent")
+    parser.add_argument("--link-mbps", type=float, default=None, help="the real link rate, for the analytic model")
+    parser.add_argument("--time-scale", type=float, default=1.0, help="compute x F, times reported / F")
+
+
 def _server_options(parser: argparse.ArgumentParser) -> None:
     _job_options(parser, "folder for NAME.log and NAME.agg.json")
 
@@ -79,6 +96,16 @@ def _bench(args: argparse.Namespace) -> None:
     config = load_config(args.config)
     setup_logging(args.out, args.worker)
     run_bench(config, args.worker, args.elements, args.seed, args.dtype, Path(args.out), args.config)
+
+
+def _model(args: argparse.Namespace) -> None:
+    from .agent_config import load_config
+    from .models.workload import run_model
+
+    config = load_config(args.config)
+    setup_logging(args.out, args.worker)
+    run_model(config, args.worker, args.model, args.profile, args.bucket_mb, args.iterations, args.grad_scale,
+              args.link_mbps, args.time_scale, Path(args.out), args.config)
 
 
 def _ps(args: argparse.Namespace) -> None:
@@ -118,6 +145,8 @@ ROLES: dict[str, Role] = {
     "worker": Role("train as one worker of the job", _worker_options, _worker, lambda a: f"agent {a.worker}"),
     "bench": Role("all-reduce one seeded vector and check the sum", _bench_options, _bench,
                   lambda a: f"bench {a.worker}"),
+    "model": Role("play DDP iterations of a real model through the job's all-reduce", _model_options, _model,
+                  lambda a: f"model {a.worker}"),
     "ps": Role("serve the job as its parameter server", _server_options, _ps, lambda a: "ps"),
     "hostagg": Role("serve the job as its host aggregator", _server_options, _hostagg, lambda a: "host aggregator"),
     "replica": Role("stand by as the host aggregator's replica", _server_options, _replica, lambda a: "replica"),

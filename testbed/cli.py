@@ -24,6 +24,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("topo", "controller.topo_cli", "write a generated topology file: fat-tree K (k^3/4 hosts, 5k^2/4 switches)"),
     ("soak", "testbed.soak_cli", "train for hours on several jobs under a seeded schedule of faults; check every "
              "step and the growth of every process"),
+    ("profile", "testbed.profile_cli", "time a workload model's layers here (forward, backward), as a profile file"),
     ("place", "controller.place_cli", "placement only: which switches aggregate, link loads, utilization, as JSON"),
     ("counters", "testbed.counters_cli", "read the per-job and per-port counters of a running network"),
     ("p4", "p4target.cli", "P4 programs on the embedded target: compile (check + P4Info), stf (packet tests)"),

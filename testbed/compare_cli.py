@@ -59,5 +59,8 @@ def run(args: argparse.Namespace) -> int:
         {"schemes": summary, "runs": {s: r["run_dir"] for s, r in by_scheme.items()}}, indent=2) + "\n")
     plots.plot_comparison(summary, folder / "comparison.png")
     console.print(report.comparison_table(summary))
+    for results in by_scheme.values():
+        if "iteration_s" in results:  # a model workload: each scheme's iteration beside the analytic model
+            console.print(run_cli.model_line(results))
     console.print(f"comparison in {folder}/comparison.json and comparison.png")
     return 0

@@ -5,7 +5,8 @@
 
 - NetworkConfig: the topology and what the testbed does to it (target, link rate, loss, lanes);
 - JobConfig: the aggregation job (workers, scheme, placement, slots, pacing, timeouts of the client);
-- WorkloadConfig: training, or the all-reduce benchmark (elements, dtype);
+- WorkloadConfig: training, the all-reduce benchmark (elements, dtype), or a real model's DDP
+  iterations (model:NAME: profile, buckets, gradient scale; hosts.models);
 - TrainConfig (hosts.agent_config): what every worker trains, and the run's seed;
 - FaultConfig: faults to inject and how the controller watches for them.
 Each checks itself (`__post_init__`), so a bad value is refused however the config was made; the
@@ -19,12 +20,13 @@ from dataclasses import dataclass
 
 from config import FieldProblem, option
 from hosts.agent_config import SCHEMES, TrainConfig
+from hosts.models import MODEL_NAMES
 from hosts.pacing import PACING_CHOICES
 from protocol.job import MAX_TIMEOUT_S
 from protocol.wire import DEFAULT_LANES, LANE_COUNTS, program_name
 
 TARGETS = ("embedded", "bmv2")
-WORKLOADS = ("train", "allreduce")
+WORKLOADS = ("train", "allreduce", *(f"model:{m}" for m in MODEL_NAMES))
 DTYPES = ("int32", "float32")
 
 
@@ -100,9 +102,28 @@ class JobConfig:
 
 @dataclass(frozen=True)
 class WorkloadConfig:
-    workload: str = option("train", choices=WORKLOADS, help="train a model, or all-reduce random vectors")
+    workload: str = option("train", choices=WORKLOADS, help="train a model, all-reduce random vectors, or play "
+                                                               "DDP iterations of a real model (model:NAME)")
     elements: int = option(100_000, minimum=1, help="all-reduce: elements per worker")
     dtype: str = option("int32", choices=DTYPES, help="all-reduce: vector type (float32 is quantized in-network)")
+    profile: str = option("cpu", help="model: the compute profile, a shipped name (cpu; a100 for resnet50) or a "
+                                      "JSON file (`aggnet profile`)")
+    bucket_mb: float | None = option(None, minimum=1e-3, help="model: DDP's bucket cap in MiB (default 25, the "
+                                                              "first bucket 1 MiB, as DDP)")
+    iterations: int = option(3, minimum=1, help="model: DDP iterations")
+    grad_scale: float = option(1.0, minimum=1e-9, maximum=1.0,
+                               help="model: send this fraction of every bucket; links then emulate "
+                                    "link rate / fraction (reported)")
+
+    @property
+    def kind(self) -> str:
+        """train, allreduce or model."""
+        return self.workload.split(":")[0]
+
+    @property
+    def model(self) -> str:
+        """The model of a model:NAME workload."""
+        return self.workload.partition(":")[2]
 
 
 FAULT_KINDS = ("kill_switch", "link_down", "slow_worker", "kill_aggregator")

@@ -136,3 +136,28 @@ def plot_comparison(summary: Mapping[str, Mapping[str, Any]], path: str | os.Pat
 
 def _mb(value: float) -> str:
     return f"{value:.2f}" if value < 100 else f"{value:.0f}"
+
+
+def plot_model_speedups(figure: Mapping[str, Any], path: str | os.PathLike) -> Path:
+    """One panel per model: in-network's speedup over ring and over the parameter server (measured
+    iteration times), a pair of bars per (workers, emulated link rate) (scripts/bench_models.py)."""
+    plt = pyplot()
+    models = list(figure["models"])
+    fig, axes = plt.subplots(1, len(models), figsize=(4.2 * len(models), 4), squeeze=False)
+    for ax, model in zip(axes[0], models):
+        cases = figure["models"][model]
+        labels = [f"{c['workers']}w\n{c['emulated_gbps']:g} Gb/s" for c in cases]
+        xs = range(len(cases))
+        for offset, (key, name) in zip((-0.2, 0.2), (("speedup_vs_ring", "over ring"),
+                                                      ("speedup_vs_ps", "over PS"))):
+            values = [c[key] or 0 for c in cases]
+            bars = ax.bar([x + offset for x in xs], values, 0.4, label=name)
+            ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7)
+        ax.axhline(1.0, color="grey", linewidth=0.8)
+        ax.set_xticks(list(xs), labels)
+        ax.set(title=model, ylabel="speedup of in-network (x)")
+        ax.grid(axis="y", alpha=0.3)
+        ax.margins(y=0.12)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"in-network's DDP iteration speedup ({figure['profile']} profiles)", fontsize=10)
+    return save_figure(fig, path)

@@ -172,11 +172,16 @@ _FIELDS = {
     "workers": _NON_NEGATIVE_INT,
     "seconds": _NON_NEGATIVE,
     "goodput_elements_per_s": _NON_NEGATIVE,
+    "iteration_s": _NON_NEGATIVE,
+    "compute_s": _NON_NEGATIVE,
+    "sums_correct": (lambda v: isinstance(v, bool), "true or false"),
 }
 REQUIRED = {
     "train": ("config", "seeds", "final_accuracy", "steps", "step_time_s", "link_bytes", "counters", "versions"),
     "allreduce": ("config", "seeds", "allreduce_exact", "elements", "workers", "seconds", "goodput_elements_per_s",
                   "counters", "versions"),
+    "model": ("config", "seeds", "model", "workers", "iteration_s", "compute_s", "exposed_comm_s", "sums_correct",
+              "link_bytes", "counters", "versions"),
     "script": ("config", "seeds", "script", "workers", "link_bytes", "counters", "versions"),
 }
 
@@ -402,7 +407,8 @@ def compare_summary(results_by_scheme: Mapping[str, Mapping[str, Any]], link: st
         links = results.get("link_bytes") or {}
         name = link if link is not None else max(links, key=lambda k: links[k], default=None)
         train = "seconds" not in results
-        summary[scheme] = {"time_s": results.get("step_time_s" if train else "seconds"),
+        time_key = "iteration_s" if "iteration_s" in results else "step_time_s" if train else "seconds"
+        summary[scheme] = {"time_s": results.get(time_key),
                            "final_accuracy": results.get("final_accuracy"),
                            "correct": None if train else results.get("allreduce_correct"),
                            "link": name, "link_bytes": links.get(name) if name else None,

@@ -35,6 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 AGG_MAC = "02:00:00:00:ff:fe"  # any unicast MAC: the first switch intercepts by UDP port
 JOB_NAME = "job1"
 STOP_GRACE_S = 5.0
+RESULT_SUFFIX = {"train": ".result.json", "allreduce": ".bench.json", "model": ".model.json"}
 POLL_S = 0.2
 
 
@@ -166,8 +167,9 @@ class JobRun:
     job_id: int | None = None
     processes: list[HostProcess] = field(default_factory=list)
 
-    def result_file(self, worker: str, workload: str) -> Path:
-        return self.out / f"{worker}{'.result.json' if workload == 'train' else '.bench.json'}"
+    def result_file(self, worker: str, kind: str) -> Path:
+        """What a worker writes at the end, by workload kind (testbed.config.WorkloadConfig.kind)."""
+        return self.out / f"{worker}{RESULT_SUFFIX[kind]}"
 
 
 def choose_workers(topo: Any, cfg: RunConfig) -> list[str]:
@@ -279,7 +281,7 @@ class Run:
 
     def fallback_scheme(self, job: JobRun, tenancy: Any) -> str:
         """How a job the switches cannot hold aggregates instead: on hosts (training only)."""
-        if self.cfg.workload.workload != "train":
+        if self.cfg.workload.kind == "allreduce":
             raise RunError(f"--slots {self.cfg.job.slots}: no in-network capacity "
                            f"({tenancy.placements[0].fallback}), and the all-reduce benchmark has no host "
                            "aggregation to fall back to")
@@ -425,8 +427,14 @@ class Run:
 
     def worker_argv(self, job: JobRun, host: str, config: Path) -> list[str]:
         w = self.cfg.workload
-        if w.workload == "train":
+        if w.kind == "train":
             return ["worker", "--config", str(config), "--worker", host, "--out", str(job.out)]
+        if w.kind == "model":
+            net = self.cfg.network
+            return ["model", "--config", str(config), "--worker", host, "--model", w.model, "--profile", w.profile,
+                    "--iterations", str(w.iterations), "--grad-scale", repr(w.grad_scale), "--out", str(job.out),
+                    *(["--bucket-mb", repr(w.bucket_mb)] if w.bucket_mb is not None else []),
+                    *(["--link-mbps", repr(net.link_mbps)] if net.link_mbps is not None else [])]
         return ["bench", "--config", str(config), "--worker", host, "--elements", str(w.elements),
                 "--seed", str(self.cfg.train.seed), "--dtype", w.dtype, "--out", str(job.out)]
 
@@ -526,11 +534,11 @@ class Run:
         spans = []
         for job in self.jobs:
             for h in job.workers:
-                if self.cfg.workload.workload == "train":
+                if self.cfg.workload.kind == "train":
                     records = [r for r in read_jsonl(job.out / f"{h}.metrics.jsonl") if "ended_at" in r]
                     if records:
                         spans.append((records[0]["ended_at"] - records[0]["step_time_s"], records[-1]["ended_at"]))
-                elif (bench := read_json(job.out / f"{h}.bench.json")) and "window" in bench:
+                elif (bench := read_json(job.result_file(h, self.cfg.workload.kind))) and "window" in bench:
                     spans.append(tuple(bench["window"]))
         return workload_window(spans)
 
@@ -559,8 +567,11 @@ class Run:
         return unscaled_results(results, cfg.scale)
 
     def workload_results(self, job: JobRun) -> dict:
-        """What the workers did: training's accuracy and steps, or the benchmark's verdict and speed."""
-        return self.train_results(job) if self.cfg.workload.workload == "train" else self.bench_results(job)
+        """What the workers did: training's accuracy and steps, the benchmark's verdict and speed, or a
+        model's iterations."""
+        kind = self.cfg.workload.kind
+        return (self.train_results if kind == "train" else self.bench_results if kind == "allreduce"
+                else self.model_results)(job)
 
     def placement_json(self, job: JobRun) -> dict | None:
         if job.placement is None or job.spec is None:
@@ -574,13 +585,13 @@ class Run:
         sum is wrong)."""
         from testbed import report
 
-        workload = self.cfg.workload.workload
-        if all(job.result_file(h, workload).exists() for job in self.jobs for h in job.workers):
-            report.write_results(self.run_dir, results, workload)
+        kind = self.cfg.workload.kind
+        if all(job.result_file(h, kind).exists() for job in self.jobs for h in job.workers):
+            report.write_results(self.run_dir, results, kind)
 
     def per_worker(self, job: JobRun) -> dict[str, dict]:
-        workload = self.cfg.workload.workload
-        return {h: r for h in job.workers if (r := read_json(job.result_file(h, workload))) is not None}
+        kind = self.cfg.workload.kind
+        return {h: r for h in job.workers if (r := read_json(job.result_file(h, kind))) is not None}
 
     def train_results(self, job: JobRun) -> dict:
         from testbed import report
@@ -604,6 +615,24 @@ class Run:
                 "max_abs_error": max((r["max_abs_error"] for r in reports.values()), default=None),
                 "seconds": seconds, "goodput_elements_per_s": w.elements / seconds if seconds else None,
                 "per_worker": reports}
+
+    def model_results(self, job: JobRun) -> dict:
+        """The slowest worker's median iteration (DDP waits for every rank), its compute and exposed
+        communication, and the analytic model beside it (hosts.models.workload)."""
+        reports = self.per_worker(job)
+        slowest = max(reports.values(), key=lambda r: r["iteration_s"], default={})
+        w = self.cfg.workload
+        out = {"model": w.model, "profile": slowest.get("profile"), "grad_scale": w.grad_scale,
+               "buckets": slowest.get("buckets"), "iteration_s": slowest.get("iteration_s"),
+               "compute_s": slowest.get("compute_s"), "exposed_comm_s": slowest.get("exposed_comm_s"),
+               "sums_correct": len(reports) == len(job.workers) and all(r["correct"] for r in reports.values()),
+               "per_worker": reports}
+        if "analytic" in slowest:
+            out.update(emulated_link_gbps=slowest["emulated_link_gbps"],
+                       analytic_iteration_s=slowest["analytic"]["iteration_s"],
+                       analytic_exposed_comm_s=slowest["analytic"]["exposed_comm_s"],
+                       measured_vs_analytic=slowest["measured_vs_analytic"])
+        return out
 
 
 def prepare_worker_hosts(tb: Any, hosts: list[str], agg_ip: str) -> None:

@@ -97,6 +97,8 @@ def summarize(results: dict, console: Any) -> None:
     if "script" in results:
         console.print(f"[bold]{' '.join(results['script'])}[/bold] finished on {results['workers']} workers; "
                       f"their output in {run_dir}/logs, results in {run_dir}/results.json")
+    elif "iteration_s" in results:
+        console.print(model_line(results) + f"; results in {run_dir}/results.json")
     elif "final_accuracy" in results:
         console.print(f"[bold]final test accuracy {results['final_accuracy']:.4f}[/bold] after {results['steps']} "
                       f"steps; median step {results['step_time_s'] * 1000:.1f} ms; results in {run_dir}/results.json")
@@ -113,6 +115,17 @@ def phases_line(phases: dict[str, float]) -> str:
     """Where a run's wall time went, one line: `time: start network 3.1 s, load pipelines 1.2 s, ...`."""
     return "time: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items()) + \
         f" (total {sum(phases.values()):.1f} s)"
+
+
+def model_line(results: dict) -> str:
+    """A model workload's iteration: measured, its compute and exposed communication, the analytic model."""
+    line = (f"[bold]{results['model']} on {results['workers']} workers ({results['scheme']}): iteration "
+            f"{results['iteration_s'] * 1000:,.1f} ms[/bold] (compute {results['compute_s'] * 1000:,.1f} ms, exposed "
+            f"communication {results['exposed_comm_s'] * 1000:,.1f} ms{'' if results['sums_correct'] else ', sums WRONG'})")
+    if results.get("analytic_iteration_s"):
+        line += (f"; analytic {results['analytic_iteration_s'] * 1000:,.1f} ms at "
+                 f"{results['emulated_link_gbps']:g} Gb/s emulated (measured/analytic {results['measured_vs_analytic']:.2f})")
+    return line
 
 
 def plot_run(results: dict) -> None:

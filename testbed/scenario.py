@@ -129,6 +129,9 @@ class Scenario(RunConfig):
             raise FieldProblem("scale", "scenarios do not run time-scaled yet; leave scale at 1")
         if not self.jobs:
             raise FieldProblem("jobs", "needs at least one job")
+        if self.workload.kind == "model":
+            raise FieldProblem("workload.workload", "scenarios run training or the all-reduce benchmark, not "
+                                                    "model workloads (use aggnet run or aggnet compare)")
         owner: dict[str, str] = {}
         for i, job in enumerate(self.jobs):
             if job.name in [j.name for j in self.jobs[:i]]:

@@ -1,0 +1,208 @@
+"""The architectures of the real-model workloads, written with torch.nn so that their parameter
+tensors have the published shapes, counts and order (torchvision and transformers are not usable
+here). Only the shapes matter to the network; the forward passes exist so `aggnet profile` can
+time the layers on this machine.
+
+- ResNet-50 v1.5 (stride in the 3x3 convolution, ImageNet head): 25,557,032 parameters;
+- VGG-16 (no batch norm, ImageNet head): 138,357,544;
+- BERT-base (uncased vocabulary, with the pooler): 109,482,240;
+- GPT-2 small (language-model head tied to the token embedding): 124,439,808.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class Bottleneck(nn.Module):
+    """1x1 reduce, 3x3 (carrying the stride), 1x1 expand by 4, plus the shortcut."""
+
+    def __init__(self, cin: int, width: int, stride: int):
+        super().__init__()
+        cout = width * 4
+        self.conv1 = nn.Conv2d(cin, width, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, cout, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(cout)
+        self.downsample = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+                           if stride != 1 or cin != cout else None)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = F.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        return F.relu(out + (x if self.downsample is None else self.downsample(x)))
+
+
+class ResNet50(nn.Module):
+    def __init__(self, classes: int = 1000):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        stages, cin = [], 64
+        for blocks, width, stride in ((3, 64, 1), (4, 128, 2), (6, 256, 2), (3, 512, 2)):
+            stage = []
+            for i in range(blocks):
+                stage.append(Bottleneck(cin, width, stride if i == 0 else 1))
+                cin = width * 4
+            stages.append(nn.Sequential(*stage))
+        self.layer1, self.layer2, self.layer3, self.layer4 = stages
+        self.fc = nn.Linear(2048, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 3, 2, 1)
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class VGG16(nn.Module):
+    PLAN = (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M")
+
+    def __init__(self, classes: int = 1000):
+        super().__init__()
+        layers: list[nn.Module] = []
+        cin = 3
+        for v in self.PLAN:
+            if v == "M":
+                layers.append(nn.MaxPool2d(2))
+            else:
+                layers += [nn.Conv2d(cin, int(v), 3, padding=1), nn.ReLU(inplace=True)]
+                cin = int(v)
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Sequential(nn.Linear(512 * 7 * 7, 4096), nn.ReLU(inplace=True), nn.Dropout(),
+                                        nn.Linear(4096, 4096), nn.ReLU(inplace=True), nn.Dropout(),
+                                        nn.Linear(4096, classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.adaptive_avg_pool2d(self.features(x), 7)
+        return self.classifier(torch.flatten(x, 1))
+
+
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, heads: int, causal: bool) -> torch.Tensor:
+    """Multi-head scaled dot-product attention over (batch, sequence, hidden) tensors."""
+    b, s, h = q.shape
+
+    def split(t: torch.Tensor) -> torch.Tensor:
+        return t.view(b, s, heads, h // heads).transpose(1, 2)
+
+    out = F.scaled_dot_product_attention(split(q), split(k), split(v), is_causal=causal)
+    return out.transpose(1, 2).reshape(b, s, h)
+
+
+class BertLayer(nn.Module):
+    def __init__(self, hidden: int, heads: int, ffn: int):
+        super().__init__()
+        self.heads = heads
+        self.query, self.key, self.value = (nn.Linear(hidden, hidden) for _ in range(3))
+        self.attention_output = nn.Linear(hidden, hidden)
+        self.attention_norm = nn.LayerNorm(hidden, eps=1e-12)
+        self.intermediate = nn.Linear(hidden, ffn)
+        self.output = nn.Linear(ffn, hidden)
+        self.output_norm = nn.LayerNorm(hidden, eps=1e-12)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a = _attention(self.query(x), self.key(x), self.value(x), self.heads, causal=False)
+        x = self.attention_norm(x + self.attention_output(a))
+        return self.output_norm(x + self.output(F.gelu(self.intermediate(x))))
+
+
+class BertBase(nn.Module):
+    def __init__(self, vocab: int = 30522, hidden: int = 768, layers: int = 12, heads: int = 12,
+                 ffn: int = 3072, positions: int = 512, types: int = 2):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(vocab, hidden)
+        self.position_embeddings = nn.Embedding(positions, hidden)
+        self.token_type_embeddings = nn.Embedding(types, hidden)
+        self.embedding_norm = nn.LayerNorm(hidden, eps=1e-12)
+        self.layers = nn.ModuleList(BertLayer(hidden, heads, ffn) for _ in range(layers))
+        self.pooler = nn.Linear(hidden, hidden)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(tokens.shape[1], device=tokens.device)
+        x = self.word_embeddings(tokens) + self.position_embeddings(positions) + \
+            self.token_type_embeddings(torch.zeros_like(tokens))
+        x = self.embedding_norm(x)
+        for layer in self.layers:
+            x = layer(x)
+        return torch.tanh(self.pooler(x[:, 0]))
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, hidden: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.ln_1 = nn.LayerNorm(hidden)
+        self.c_attn = nn.Linear(hidden, 3 * hidden)
+        self.attn_proj = nn.Linear(hidden, hidden)
+        self.ln_2 = nn.LayerNorm(hidden)
+        self.c_fc = nn.Linear(hidden, 4 * hidden)
+        self.mlp_proj = nn.Linear(4 * hidden, hidden)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self.c_attn(self.ln_1(x)).chunk(3, dim=-1)
+        x = x + self.attn_proj(_attention(q, k, v, self.heads, causal=True))
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class GPT2Small(nn.Module):
+    def __init__(self, vocab: int = 50257, hidden: int = 768, layers: int = 12, heads: int = 12,
+                 positions: int = 1024):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, hidden)
+        self.wpe = nn.Embedding(positions, hidden)
+        self.blocks = nn.ModuleList(GPT2Block(hidden, heads) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(hidden)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.wte(tokens) + self.wpe(torch.arange(tokens.shape[1], device=tokens.device))
+        for block in self.blocks:
+            x = block(x)
+        return self.ln_f(x) @ self.wte.weight.t()  # the head shares the embedding's weights
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A workload model: how to build it and a batch of input for timing it (`aggnet profile`)."""
+
+    build: Callable[[], nn.Module]
+    example: Callable[[int], torch.Tensor]
+    input_text: str  # what one sample is, for the profile file
+
+
+def _images(batch: int) -> torch.Tensor:
+    return torch.randn(batch, 3, 224, 224)
+
+
+def _tokens(vocab: int) -> Callable[[int], torch.Tensor]:
+    return lambda batch: torch.randint(0, vocab, (batch, 128))
+
+
+MODELS: dict[str, ModelSpec] = {
+    "resnet50": ModelSpec(ResNet50, _images, "a 3x224x224 image"),
+    "vgg16": ModelSpec(VGG16, _images, "a 3x224x224 image"),
+    "bert-base": ModelSpec(BertBase, _tokens(30522), "a sequence of 128 tokens"),
+    "gpt2": ModelSpec(GPT2Small, _tokens(50257), "a sequence of 128 tokens"),
+}
+
+
+class UnknownModel(ValueError):
+    exit_code = 2
+
+
+def spec(name: str) -> ModelSpec:
+    """The model called `name`; UnknownModel naming the choices otherwise."""
+    if name not in MODELS:
+        raise UnknownModel(f"model {name!r} is not one of {', '.join(MODELS)}")
+    return MODELS[name]
+
+
+def build(name: str, device: str = "meta") -> nn.Module:
+    """Model `name` with its real parameter shapes; on the meta device no memory is allocated."""
+    with torch.device(device):
+        return spec(name).build()

@@ -1,0 +1,98 @@
+"""The DDP worker of a model workload: `python -m hosts model --config JOB.json --worker h1 --model resnet50 ...`.
+
+Each iteration plays DDP's timeline against the real network: the forward pass (a sleep of the
+profile's forward time), then the backward pass, during which every bucket's all-reduce is issued
+when the profile says its gradients are ready, one after the other through the run's scheme
+(hosts.agent.make_allreduce); the iteration ends when the backward pass and the last all-reduce
+are both done. Compute is slept, not run, so the two cores stay free for the network and the
+switches; what a worker measures is the communication DDP could not hide.
+
+A bucket carries `grad_scale` of its gradients (at least one value): on a slow emulated network
+hundreds of MB a step would take minutes, and the links then emulate link rate / grad_scale
+(hosts.models.analytic). Every rank sends rank + 1 in every lane, so every sum must be
+W (W + 1) / 2, which quantization keeps exact: `correct` checks it. Times are divided by
+`time_scale` (the emulated cluster's time; compute sleeps are multiplied by it).
+
+Writes DIR/NAME.model.json: per-iteration times and their medians, the buckets, the analytic
+model's iteration beside the measured one; `window` is the timed iterations on time.monotonic().
+"""
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..agent import make_allreduce
+from ..agent_config import AgentConfig
+from . import analytic, ddp, profile
+from .arch import build
+
+log = logging.getLogger("aggnet.model")
+
+
+class WrongModelSum(RuntimeError):
+    exit_code = 1
+
+
+def _sleep_until(t: float) -> None:
+    delay = t - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+
+
+def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, bucket_mb: float | None,
+              iterations: int, grad_scale: float, link_mbps: float | None, time_scale: float, out_dir: Path,
+              source: str = "<agent config>") -> dict:
+    """Run `iterations` DDP iterations of `model` as `worker`; write and return NAME.model.json's content."""
+    rank = config.rank_of(worker, source)
+    world = len(config.workers)
+    prof = profile.load(model, profile_name)
+    plan = ddp.plan(model, build(model), prof, bucket_mb)
+    vectors = [np.full(max(1, round(b.elements * grad_scale)), rank + 1, dtype=np.float32) for b in plan.buckets]
+    expected = world * (world + 1) / 2
+    log.info("worker %s rank %d of %d, %s (%s profile), %d buckets of %d values in all, grad scale %g", worker, rank,
+             world, model, prof.device, len(vectors), sum(len(v) for v in vectors), grad_scale)
+    records: list[dict[str, Any]] = []
+    correct = True
+    with make_allreduce(config, rank) as comm:
+        comm.allreduce(np.zeros(world, dtype=np.float32))  # returns once every worker is there
+        for it in range(iterations):
+            t0 = time.monotonic()
+            backward_at = t0 + plan.forward_s * time_scale
+            busy = 0.0
+            for bucket, vec in zip(plan.buckets, vectors):
+                _sleep_until(backward_at + bucket.ready_s * time_scale)
+                s = time.monotonic()
+                out = comm.allreduce(vec)
+                busy += time.monotonic() - s
+                correct = correct and bool(np.all(out == expected))
+            _sleep_until(backward_at + plan.backward_s * time_scale)
+            t1 = time.monotonic()
+            seconds = (t1 - t0) / time_scale
+            records.append({"iteration": it, "iteration_s": seconds, "comm_s": busy / time_scale,
+                            "exposed_comm_s": seconds - plan.compute_s, "window": [t0, t1]})
+            log.info("iteration %d: %.3f s, all-reduces busy %.3f s", it, seconds, busy / time_scale)
+    report: dict[str, Any] = {"worker": worker, "rank": rank, "workers": world, "scheme": config.scheme, "model": model,
+              "profile": {"path": prof.path, "device": prof.device, "batch": prof.batch},
+              "bucket_mb": bucket_mb, "grad_scale": grad_scale, "time_scale": time_scale,
+              "buckets": [b.nbytes for b in plan.buckets], "values_sent": [len(v) for v in vectors],
+              "compute_s": plan.compute_s, "correct": correct,
+              "iteration_s": statistics.median(r["iteration_s"] for r in records),
+              "exposed_comm_s": statistics.median(r["exposed_comm_s"] for r in records),
+              "comm_s": statistics.median(r["comm_s"] for r in records),
+              "window": [records[0]["window"][0], records[-1]["window"][1]], "iterations": records}
+    if link_mbps is not None:
+        lanes = config.job.lanes if config.job is not None else 0
+        bps = analytic.emulated_link_bps(link_mbps, grad_scale, time_scale)
+        predicted = analytic.iteration(plan, config.scheme, world, bps, lanes)
+        report.update(emulated_link_gbps=bps / 1e9, analytic=predicted,
+                      measured_vs_analytic=report["iteration_s"] / predicted["iteration_s"])
+    (out_dir / f"{worker}.model.json").write_text(json.dumps(report, indent=2) + "\n")
+    if not correct:
+        raise WrongModelSum(f"a bucket's sum differs from {expected:g}")
+    return report

@@ -1,0 +1,140 @@
+"""Real models as workloads (hosts.models): the architectures have the published parameter counts,
+DDP's buckets are the ones torch.distributed's own assignment makes, the analytic model gives a
+hand-worked iteration, profiles load (or fail with one line naming file and field), and
+`aggnet profile` measures one that a plan can use."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import e2e
+import pytest
+import torch
+import torch.distributed as dist
+
+from hosts.models import MODEL_NAMES, analytic, ddp, profile
+from hosts.models.arch import MODELS, build
+from hosts.models.ddp import Bucket, Plan
+
+COUNTS = {"resnet50": 25_557_032, "vgg16": 138_357_544, "bert-base": 109_482_240, "gpt2": 124_439_808}
+
+
+def test_names_without_torch_are_the_registry():
+    assert MODEL_NAMES == tuple(MODELS) == tuple(COUNTS)
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_parameter_counts_are_the_published_ones(name):
+    model = build(name)
+    assert all(p.is_meta for p in model.parameters())  # no memory for weights
+    assert sum(p.numel() for p in model.parameters()) == COUNTS[name]
+
+
+def _torch_buckets(params: list[torch.Tensor], caps: list[int]) -> list[list[int]]:
+    """torch.distributed's own assignment, with the parameters in gradient-ready order (reversed),
+    as DDP's Reducer rebuilds its buckets after the first iteration."""
+    order = list(reversed(range(len(params))))
+    buckets, _ = dist._compute_bucket_assignment_by_size([params[i] for i in order], caps,
+                                                         [False] * len(params), order)
+    return [list(b) for b in buckets]
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+@pytest.mark.parametrize("bucket_mb", [None, 10.0])
+def test_buckets_are_torch_ddps(name, bucket_mb):
+    params = [torch.empty(p.shape) for p in build(name).parameters()]  # real (uninitialized) tensors
+    sizes = [p.numel() * 4 for p in params]
+    cap = int((bucket_mb or 25) * (1 << 20))
+    caps = [dist._DEFAULT_FIRST_BUCKET_BYTES, cap] if bucket_mb is None else [cap]
+    ours = ddp.assign_buckets(sizes, bucket_mb)
+    assert ours == _torch_buckets(params, caps)
+    assert sorted(i for b in ours for i in b) == list(range(len(params)))
+    if bucket_mb is None:  # the small first bucket, then buckets of at least 25 MiB but the last
+        assert sum(sizes[i] for i in ours[0]) >= 1 << 20
+        assert all(sum(sizes[i] for i in b) >= 25 << 20 for b in ours[1:-1])
+
+
+def test_plan_readies_buckets_in_order_and_covers_every_gradient():
+    model = build("gpt2")
+    plan = ddp.plan("gpt2", model, profile.load("gpt2", "cpu"))
+    assert plan.elements == COUNTS["gpt2"]
+    ready = [b.ready_s for b in plan.buckets]
+    assert ready == sorted(ready) and 0 < ready[0] and ready[-1] == pytest.approx(plan.backward_s)
+    assert plan.buckets[-1].elements >= 50257 * 768  # the tied embedding, ready last, in the last bucket
+
+
+def test_analytic_iteration_by_hand():
+    # parameter server, 2 workers: the server's link carries 2 x 724,000 bytes in 1448-byte
+    # segments of 1514-byte frames = 1,514,000 bytes a bucket, 1.0 s at 12.112 Mb/s (2.0 s for the
+    # double bucket). Forward 1 s, backward 2 s. Bucket 1 ready at 1.1, on the link until 3.1;
+    # bucket 2 ready at 3.0 but waits for it: 3.1 to 4.1. Compute 3 s, so 1.1 s exposed.
+    plan = Plan("hand", forward_s=1.0, backward_s=2.0,
+                buckets=(Bucket(2 * 181_000, ready_s=0.1), Bucket(181_000, ready_s=2.0)))
+    got = analytic.iteration(plan, "ps", workers=2, link_bps=12.112e6, lanes=32)
+    assert got["iteration_s"] == pytest.approx(4.1)
+    assert got["compute_s"] == 3.0 and got["exposed_comm_s"] == pytest.approx(1.1)
+    assert got["comm_s"] == pytest.approx(3.0)
+    # the ring moves 2 (W-1)/W of a bucket per worker: with 2 workers one bucket's worth, half the PS's
+    assert analytic.link_bytes("ring", 724_000, 2, 32) == pytest.approx(757_000)
+    # in-network: 364 values a 1514-byte frame; 1,000 values are 3 frames
+    assert analytic.link_bytes("innet", 4_000, 8, 364) == 3 * 1514
+    # a real 100 Mb/s link carrying 1% of every bucket emulates 10 Gb/s
+    assert analytic.emulated_link_bps(100, grad_scale=0.01) == pytest.approx(10e9)
+
+
+def test_profile_errors_name_file_and_field(tmp_path):
+    good = json.loads(profile.profile_path("resnet50", "cpu").read_text())
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({**good, "batch": "two"}))
+    with pytest.raises(profile.ProfileError, match=rf"^{path}: field batch: "):
+        profile.load("resnet50", str(path))
+    path.write_text(json.dumps({**good, "layers": {**good["layers"], "fc": {"forward_s": 1}}}))
+    with pytest.raises(profile.ProfileError, match=r"field layers\.fc: needs forward_s and backward_s"):
+        profile.load("resnet50", str(path))
+    with pytest.raises(profile.ProfileError, match="field model: 'resnet50', the run's model is 'vgg16'"):
+        profile.load("vgg16", str(path))
+    with pytest.raises(profile.ProfileError, match="no such profile .*shipped for vgg16: cpu"):
+        profile.load("vgg16", "h100")
+    layers = dict(good["layers"])
+    layers.pop("fc")
+    path.write_text(json.dumps({**good, "layers": layers}))
+    with pytest.raises(profile.ProfileError, match="not the layers of model resnet50"):
+        ddp.plan("resnet50", build("resnet50"), profile.load("resnet50", str(path)))
+
+
+def test_gpu_profile_says_where_its_figure_comes_from():
+    gpu = profile.load("resnet50", "a100")
+    assert "A100" in gpu.device and "DeepLearningExamples" in gpu.source and gpu.batch == 256
+    assert gpu.forward_s + gpu.backward_s == pytest.approx(256 / 2470, rel=1e-3)
+
+
+def test_aggnet_profile_measures_a_usable_profile(tmp_path):
+    out = tmp_path / "r50.json"
+    done = subprocess.run(e2e.aggnet_cmd("profile", "resnet50", "--batch", "1", "--repeats", "1", "--out", str(out)),
+                          capture_output=True, text=True, cwd=e2e.REPO)
+    assert done.returncode == 0, done.stderr
+    measured = profile.load("resnet50", str(out))
+    assert measured.forward_s > 0 and measured.backward_s > 0 and measured.batch == 1
+    assert "measured by `aggnet profile resnet50 --batch 1`" in measured.source
+    plan = ddp.plan("resnet50", build("resnet50"), measured)
+    assert plan.compute_s == pytest.approx(measured.forward_s + measured.backward_s)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "--workload", "model:alexnet"], "--workload"),
+    (["run", "--workload", "model:resnet50", "--grad-scale", "2"], "--grad-scale"),
+    (["profile", "resnet50", "--rescale-to", "0.1"], "--rescale-to: a time > 0, with --device and --source"),
+])
+def test_bad_model_options_are_one_line(argv, message):
+    done = subprocess.run(e2e.aggnet_cmd(*argv), capture_output=True, text=True, cwd=e2e.REPO)
+    assert done.returncode == 2
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_speedup_figure_is_drawn(tmp_path):
+    from testbed.plots import plot_model_speedups
+
+    case = {"workers": 4, "emulated_gbps": 1.0, "speedup_vs_ring": 1.5, "speedup_vs_ps": 5.9}
+    figure = {"profile": "cpu", "models": {"resnet50": [case, {**case, "emulated_gbps": 10.0}], "gpt2": [case]}}
+    path = plot_model_speedups(figure, tmp_path / "models.png")
+    assert path.read_bytes().startswith(b"\x89PNG")
