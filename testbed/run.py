@@ -222,6 +222,9 @@ class Run:
         from testbed.nodes import check_target
 
         check_target(cfg.network.target)
+        if cfg.scale != 1 and cfg.workload.kind == "model":
+            raise RunError("--scale: a model workload scales its links with --grad-scale instead; "
+                           "run it without --scale")
         self.asked = cfg  # as the user asked, in the emulated cluster's time
         self.cfg = real_config(cfg, cfg.scale)  # as this machine runs it (testbed.timescale)
         self.reporter = reporter or Reporter()
