@@ -52,6 +52,18 @@ REPO = Path(__file__).resolve().parent.parent
 TETHER = REPO / "testbed" / "tether.py"
 VXLAN_PORT = 4789
 TUNNEL_MTU = 1500
+# What VXLAN adds around a frame between servers (inner Ethernet, VXLAN, UDP, outer IPv4): over a
+# 1500-byte network between the servers, an IP packet of more than 1450 bytes cannot cross.
+VXLAN_OVERHEAD = 14 + 8 + 8 + 20
+UNDERLAY_MTU = 1500
+
+
+def tunnel_lanes() -> int:
+    """The most lanes a packet may carry to cross a tunnel between servers (--lanes' choices)."""
+    from protocol import wire
+
+    fits = [n for n in wire.LANE_COUNTS if 20 + 8 + wire.packet_bytes(n) + VXLAN_OVERHEAD <= UNDERLAY_MTU]
+    return max(fits)
 STOP_WAIT_S = 5.0
 SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=5")
 

@@ -222,6 +222,7 @@ class Run:
         from testbed.nodes import check_target
 
         check_target(cfg.network.target)
+        cfg = self.lanes_for_servers(cfg, reporter or Reporter())
         if cfg.scale != 1 and cfg.workload.kind == "model":
             raise RunError("--scale: a model workload scales its links with --grad-scale instead; "
                            "run it without --scale")
@@ -242,6 +243,19 @@ class Run:
         self.pki: Any = None  # testbed.tls.RunPki with --tls
 
     # -- plan: every input check, before anything starts
+
+    @staticmethod
+    def lanes_for_servers(cfg: RunConfig, reporter: Reporter) -> RunConfig:
+        """Across servers, packets must fit the VXLAN tunnels: lanes that would not (364 fill a
+        1500-byte MTU on one machine) drop to the most that do, saying so."""
+        from testbed.cluster import tunnel_lanes
+
+        fits = tunnel_lanes()
+        if not cfg.network.servers or cfg.network.lanes <= fits:
+            return cfg
+        reporter.status(f"across servers: {fits} lanes a packet ({cfg.network.lanes} do not fit a VXLAN tunnel "
+                        f"over a 1500-byte network)")
+        return dataclasses.replace(cfg, network=dataclasses.replace(cfg.network, lanes=fits))
 
     def load_topology(self) -> Any:
         from controller.topology import load_topology
