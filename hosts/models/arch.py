@@ -206,3 +206,14 @@ def build(name: str, device: str = "meta") -> nn.Module:
     """Model `name` with its real parameter shapes; on the meta device no memory is allocated."""
     with torch.device(device):
         return spec(name).build()
+
+
+def layers(model: nn.Module) -> dict[str, list[int]]:
+    """Module name -> indices (in model.parameters() order) of the parameters it owns itself."""
+    index = {id(p): i for i, p in enumerate(model.parameters())}
+    out: dict[str, list[int]] = {}
+    for name, module in model.named_modules():
+        own = [index[id(p)] for p in module.parameters(recurse=False) if id(p) in index]
+        if own:
+            out[name] = own
+    return out

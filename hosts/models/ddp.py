@@ -16,23 +16,13 @@ from dataclasses import dataclass
 
 from torch import nn
 
+from .arch import layers
 from .profile import Profile
 
 MIB = 1 << 20
 DEFAULT_BUCKET_MB = 25.0  # DDP's bucket_cap_mb
 FIRST_BUCKET_BYTES = MIB  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES
 GRAD_BYTES = 4  # float32 gradients
-
-
-def layers(model: nn.Module) -> dict[str, list[int]]:
-    """Module name -> indices (in model.parameters() order) of the parameters it owns itself."""
-    index = {id(p): i for i, p in enumerate(model.parameters())}
-    out: dict[str, list[int]] = {}
-    for name, module in model.named_modules():
-        own = [index[id(p)] for p in module.parameters(recurse=False) if id(p) in index]
-        if own:
-            out[name] = own
-    return out
 
 
 def assign_buckets(sizes: list[int], bucket_mb: float | None = None) -> list[list[int]]:

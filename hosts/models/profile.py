@@ -110,8 +110,7 @@ def measure(model_name: str, batch: int, repeats: int) -> Profile:
     the median of each layer's times."""
     import torch
 
-    from .arch import build, spec
-    from .ddp import layers
+    from .arch import build, layers, spec
 
     model = build(model_name, "cpu")
     owned = layers(model)

@@ -14,7 +14,7 @@ from lark import Token, Tree
 
 from ..errors import P4Error
 from . import ir
-from .loader import annotation_tokens, parse_annotation_body
+from .grammar import annotation_tokens, parse_annotation_body
 from .passes.walk import completes, same_expr
 from .preprocess import Source
 from .typing import BIT32, BOOL, COMPARE, ERROR, INFINT, MATCH_KIND, STRING, VOID, fold_binary, is_key, is_numeric, same_type, wrap
