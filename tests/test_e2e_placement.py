@@ -116,7 +116,7 @@ def scale_jobs(topo_name: str) -> list[Job]:
 def scale_scenario(path, topo_name: str, algo: str) -> None:
     jobs = [{"name": j.name, "workers": list(j.workers), "k": j.k, "slots": j.slots} for j in scale_jobs(topo_name)]
     path.write_text(yaml.safe_dump({
-        "name": f"{topo_name}_{algo}", "network": {"topo": topo_name}, "job": {"algo": algo},
+        "name": f"{topo_name}_{algo}", "network": {"topo": topo_name, "lanes": LANES}, "job": {"algo": algo},
         "workload": {"workload": "allreduce", "elements": SCALE_ELEMENTS}, "modes": ["unaware"],
         "timeout_s": 600, "jobs": jobs}))
 
