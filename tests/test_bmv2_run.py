@@ -16,6 +16,7 @@ import pytest
 from controller.switch_cli import cli_line
 from controller.topology import load_topology
 from p4target.runtime.tls import TlsFiles
+from protocol.wire import DEFAULT_LANES, program_name
 from testbed.network import (
     Testbed,
     check_links,
@@ -115,7 +116,8 @@ def test_run_sh_on_bmv2_trains_exactly_as_on_the_embedded_target(tmp_path):
     assert job["aggregated"] > 0 and job["completed"] > 0 and job["overflows"] == 0
     assert bmv2["versions"]["target"].startswith("bmv2")
     build = runs["bmv2"] / "build"
-    assert (build / "aggnet.json").stat().st_size > 0 and (build / "aggnet.p4info.txtpb").stat().st_size > 0
+    program = Path(program_name(DEFAULT_LANES)).stem  # run.sh's program: the default lanes'
+    assert (build / f"{program}.json").stat().st_size > 0 and (build / f"{program}.p4info.txtpb").stat().st_size > 0
     assert e2e.leftovers(tmp_path) == []
 
 

@@ -33,7 +33,8 @@ def stand_ins():
 
 def marked_pid(proc: subprocess.Popen) -> int:
     """The stand-in's pid once it runs as `aggnet switch` (unshare execs it in place)."""
-    while "aggnet switch" not in " ".join(clean.process_argv(proc.pid)):
+    while not (clean.process_argv(proc.pid) or [""])[0].startswith("aggnet switch"):  # not unshare's argv,
+        # which holds the same words inside its bash -c argument before it has made the namespace
         assert proc.poll() is None
         time.sleep(0.01)
     return proc.pid

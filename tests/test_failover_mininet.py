@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from protocol.wire import BASE_LANES
 from testbed.config import FaultConfig, parse_fault
 from testbed.faults import DEFAULTS, FaultRun
 
@@ -21,8 +22,11 @@ STEPS = 30
 
 
 def run_with_faults(out, *faults: str) -> dict:
-    """`aggnet faults` with its defaults (leaf-spine, four workers, in-network), STEPS steps."""
+    """`aggnet faults` with its defaults (leaf-spine, four workers, in-network), STEPS steps of 32-lane
+    packets: slow enough that a fault at step 10 lands while training runs (at 364 lanes the
+    workers were at step 29 by the time it was detected)."""
     cfg = dataclasses.replace(DEFAULTS, train=dataclasses.replace(DEFAULTS.train, steps=STEPS),
+                              network=dataclasses.replace(DEFAULTS.network, lanes=BASE_LANES),
                               faults=FaultConfig(faults=tuple(parse_fault(f) for f in faults)), out=str(out))
     return FaultRun(cfg).execute()
 
