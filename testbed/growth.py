@@ -17,6 +17,7 @@ of the run, or with fewer than MIN_POINTS samples in its second half, is `short`
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -34,6 +35,7 @@ TOLERANCE: dict[str, tuple[float, float]] = {
 MIN_POINTS = 6
 MIN_COVER = 0.25
 SYSTEM = "system"
+M_ARENA_MAX = -8  # glibc's mallopt parameter
 
 Series = dict[tuple[str, str], list[tuple[float, float]]]  # (series, metric) -> [(t, value)]
 
@@ -82,6 +84,19 @@ def system_counts(root: int, named: set[int]) -> dict[str, int]:
             "run_files": sum(any(o in name for o in ours) for name in files)}
 
 
+def steady_heap() -> None:
+    """Make this process's resident memory follow what it holds, so its growth means a leak: at most two
+    malloc arenas (glibc gives threads arenas of their own, and every gRPC channel a reconnect opens
+    brings threads that would touch a fresh one) and, before each of its samples, freed memory handed
+    back (`trim_heap`). Call it before the first thread starts."""
+    ctypes.CDLL(None).mallopt(M_ARENA_MAX, 2)
+
+
+def trim_heap() -> None:
+    """Hand this process's freed heap memory back to the system (glibc's malloc_trim)."""
+    ctypes.CDLL(None).malloc_trim(0)
+
+
 class Sampler:
     """Appends one JSON line per sample to `path`: the time, each named process's usage, the system counts.
     Samples go to the file, not to memory, so the soak itself does not grow with its length."""
@@ -93,6 +108,7 @@ class Sampler:
 
     def sample(self, t: float) -> None:
         procs, named = {}, self.processes()
+        trim_heap()
         for name, pid in named.items():
             usage = process_usage(pid)
             if usage is not None:

@@ -70,6 +70,7 @@ def isolated(argv: list[str]) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from testbed.growth import steady_heap
     from testbed.network import new_run_dir
     from testbed.soak import SoakRun, failure_lines, load_soak_scenario
 
@@ -78,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         raise SoakError("aggnet soak: Mininet needs root (run with sudo)")
     if args.isolate and not os.environ.get(ISOLATED_ENV):
         return isolated([a for a in sys.argv[1:] if a != "--isolate"])
+    steady_heap()
     scn = load_soak_scenario(args.scenario, args.steps)
     run_dir = Path(new_run_dir(args.out))
     print(f"soak: {span / 60:g} min of faults (seed {args.seed}) on {scn.network.topo}, run folder {run_dir}",
