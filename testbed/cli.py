@@ -10,6 +10,7 @@ line, never as a traceback.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import importlib
 import os
 import signal
@@ -68,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     # Ctrl-C must stop a run and tear its network down even when the shell that started us ignores
     # SIGINT (a background job): Python keeps an inherited SIG_IGN unless told otherwise.
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    # `kill -USR1 PID` prints where every thread of a command that seems stuck is, and it goes on.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -22,19 +24,23 @@ def run_dir(out: Path) -> Path:
 
 
 def run_command(argv: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
-    """subprocess.run, except that on timeout the command gets SIGTERM (a run then tears its network
-    down) before SIGKILL, and the timeout is raised after that."""
+    """subprocess.run, except that on timeout the command first prints where its threads are (SIGUSR1),
+    then gets SIGTERM (a run then tears its network down) before SIGKILL; the error raised then ends
+    with the command's stderr."""
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs) as proc:
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGUSR1)
+            time.sleep(1)
             proc.terminate()
             try:
-                proc.communicate(timeout=60)
+                out, err = proc.communicate(timeout=60)
             except subprocess.TimeoutExpired:
                 proc.kill()
-                proc.communicate()
-            raise
+                out, err = proc.communicate()
+            raise AssertionError(f"{' '.join(argv[2:])}: no exit after {timeout:g} s; its stderr:\n"
+                                 f"{err[-6000:]}") from None
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
