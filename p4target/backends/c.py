@@ -107,8 +107,6 @@ class _Printer(LoweredPrinter):
             self.cp.registers[r.name] = len(self.cp.registers)
         self.vset_keys = {vs.name: value_set_widths(p, vs) for vs in p.parse_vsets}  # after the registers, as cells
         for vs in p.parse_vsets:
-            if max(self.vset_keys[vs.name]) > 64:
-                raise self.fail(f"value set {vs.name} with values wider than 64 bits")
             self.cp.value_sets[vs.name] = self.cp.registers.setdefault(f"value_set {vs.name}", len(self.cp.registers))
         self.counter_size = {c.name: c.size for c in p.counter_arrays if not (c.is_direct and c.binding)}
         for name in self.counter_size:
@@ -116,7 +114,7 @@ class _Printer(LoweredPrinter):
         self.meters = {mt.name: mt for mt in p.meter_arrays if not (mt.is_direct and mt.binding)}
         for name in self.meters:
             self.cp.meters[name] = len(self.cp.meters)
-        self.cp.digests = [(ll.name, len(ll.elements)) for ll in p.learn_lists]
+        self.cp.digests = [(ll.name, tuple(self.L.width(f) for f in ll.elements)) for ll in p.learn_lists]
         self.stack_arrays: dict[str, list[int]] = {}
         self.may_fail = False
         self.narrow = False  # printing an expression in int64_t (see OPS64)
@@ -552,13 +550,16 @@ class _Printer(LoweredPrinter):
         ll = self.learn_lists.get(lid) if lid is not None else None
         if ll is None:
             raise self.fail(f"generate_digest names no learn list ({ps[1]})")
-        wide = [f for f in ll.elements if self.L.width(f) > MAX_BITS]
-        if wide:
-            raise self.fail(f"a digest of the {self.L.width(wide[0])}-bit field {wide[0].header}.{wide[0].field}")
         v = self.tmp("D")
-        values = ", ".join(f"(u64){self.rv(f)} & {(1 << max(self.L.width(f), 1)) - 1:#x}ULL" for f in ll.elements)
-        self.emit(f"{{ const u64 {v}[] = {{{values or '0'}}};", ind)
-        self.emit(f"push_digest(p->E, {self.p.learn_lists.index(ll)}, {v}, {len(ll.elements)}); }}", ind + 1)
+        words = [w for f in ll.elements for w in self.digest_words(f)]
+        self.emit(f"{{ const u64 {v}[] = {{{', '.join(words) or '0'}}};", ind)
+        self.emit(f"push_digest(p->E, {self.p.learn_lists.index(ll)}, {v}, {len(words)}); }}", ind + 1)
+
+    def digest_words(self, f: m.Field) -> list[str]:
+        """A digest field as engine words: a field wider than 64 bits as its (masked) slots (CProgram.digests)."""
+        if self.L.width(f) > MAX_BITS:
+            return [f"F[{slot}]" for slot in self.field_slots(f)]
+        return [f"(u64){self.rv(f)} & {(1 << max(self.L.width(f), 1)) - 1:#x}ULL"]
 
     def set_slots(self, assignments: list[tuple[int | str, str]], ind: int) -> None:
         self.emit(" ".join(f"F[{slot}] = (u64)({value});" for slot, value in assignments), ind)
@@ -620,8 +621,6 @@ class _Printer(LoweredPrinter):
         if mask is None:
             return [f"F[{slot}]"]
         width = self.L.width(k.target) if isinstance(k.target, m.Field) else MAX_BITS
-        if width > MAX_BITS and k.match_type == "range":
-            raise self.fail(f"a range match on table key {k.name} of {width} bits")
         full = (1 << MAX_BITS) - 1
         return [f"(F[{slot + i}] & {(mask >> (MAX_BITS * i)) & full:#x}ULL)" for i in range(-(-width // MAX_BITS))]
 
@@ -777,9 +776,11 @@ class _Printer(LoweredPrinter):
         return f"rcode = {code}; goto reject;"
 
     def vset_case(self, vset: str, parts: list[tuple[int, int]], then: str, ind: int) -> None:
-        n = len(parts)
+        # each part as its 64-bit chunks, least significant first (value_set_cells)
+        chunks = [(min(MAX_BITS, w - c), pos + c) for w, pos in parts for c in range(0, max(w, 1), MAX_BITS)]
+        n = len(chunks)
         same = " && ".join(f"vs[1 + m * {n} + {j}] == (u64)((k >> {pos}) & {_u128((1 << w) - 1)})"
-                           for j, (w, pos) in enumerate(parts))
+                           for j, (w, pos) in enumerate(chunks))
         self.emit(f"{{ const u64 *vs = p->E->reg[{self.cp.value_sets[vset]}]; "
                   f"for (u64 m = 0; m < vs[0]; m++) if ({same}) {then} }}", ind)
 
@@ -882,7 +883,7 @@ class _Printer(LoweredPrinter):
         lines.append("    }")
         lines.append("}")
         regs = [r.size * -(-r.bitwidth // MAX_BITS) for r in self.p.register_arrays] + \
-            [value_set_cells(vs.max_size, len(self.vset_keys[vs.name])) for vs in self.p.parse_vsets]
+            [value_set_cells(vs.max_size, self.vset_keys[vs.name]) for vs in self.p.parse_vsets]
         counters = list(self.counter_size.values())
         meters = [mt.size for mt in self.meters.values()]
         for name, sizes in (("REG_SIZE", regs), ("COUNTER_SIZE", counters), ("METER_SIZE", meters)):

@@ -25,6 +25,7 @@ program on the Python engine.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from p4target.errors import P4Error
@@ -80,9 +81,10 @@ def width(t: ir.Type, loc: ir.Loc = ir.NOWHERE) -> int:
     raise Unsupported(f"values of type {t}", loc)
 
 
-def value_set_cells(size: int, nkeys: int) -> int:
-    """u64 cells of a value set in native memory: the member count, then each member's key values."""
-    return 1 + size * nkeys
+def value_set_cells(size: int, widths: Sequence[int]) -> int:
+    """u64 cells of a value set in native memory: the member count, then each member's values of
+    `widths` bits (one word each; a value wider than 64 bits one per 64-bit chunk, least significant first)."""
+    return 1 + size * sum(max(1, -(-w // 64)) for w in widths)
 
 
 @dataclass
@@ -95,7 +97,8 @@ class CProgram:
     registers: dict[str, int] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
     meters: dict[str, int] = field(default_factory=dict)
-    digests: list[tuple[str, int]] = field(default_factory=list)  # (name, field count) by id
+    digests: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)  # (name, field widths) by id: a field
+    # wider than 64 bits comes as one word per 64-bit chunk, least significant first
     value_sets: dict[str, int] = field(default_factory=dict)  # -> register id (see value_set_cells)
 
 
@@ -890,7 +893,7 @@ class CGen:
                 raise Unsupported("a digest with a field wider than 64 bits", c.loc)
             ids = [d for d, _ in self.cp.digests]
             if name not in ids:
-                self.cp.digests.append((name, len(values)))
+                self.cp.digests.append((name, tuple(w for _, w in values)))
                 ids.append(name)
             v = self.tmp("D")
             self.emit(f"{{ const u64 {v}[] = {{{', '.join(code for code, _ in values)}}};", ind)
@@ -1141,7 +1144,7 @@ class CGen:
             if inst.extern in sizes:
                 sizes[inst.extern][ids[inst.extern][inst.control_plane_name]] = inst.size or 0
         for vs in self.p.value_sets():
-            sizes["register"][self.cp.value_sets[vs.control_plane_name]] = value_set_cells(vs.size, len(vs.fields))
+            sizes["register"][self.cp.value_sets[vs.control_plane_name]] = value_set_cells(vs.size, [width(f.type, vs.loc) for f in vs.fields])
         for kind, name in (("register", "REG_SIZE"), ("counter", "COUNTER_SIZE"), ("meter", "METER_SIZE")):
             lines.append(f"static const u64 {name}[] = {{" + ", ".join(map(str, sizes[kind] or [0])) + "};")
         nkeys = [0] * len(self.cp.tables)

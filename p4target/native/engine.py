@@ -178,7 +178,7 @@ class Engine:
 
     def table_add(self, tid: int, keys: list[tuple[int, int, int, int]], priority: int, action: int,
                   args: tuple[int, ...]) -> int:
-        """keys: (kind 0 wildcard / 1 value&mask / 2 range, value or low, mask, high) per key."""
+        """keys: (kind 0 wildcard / 1 value&mask / 2 range / 3 lower word of a wider range, value or low, mask, high) per key word."""
         kinds = (c_uint8 * max(1, len(keys)))(*[k[0] for k in keys])
         handle = self.lib.eng_table_add(self.ptr, tid, _u64s(k[1] for k in keys), _u64s(k[2] for k in keys),
                                         _u64s(k[3] for k in keys), kinds, priority, action, _u64s(args), len(args))

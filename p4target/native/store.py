@@ -128,7 +128,10 @@ def _key_spec(key: st.KeyField, part: tuple | None) -> list[tuple[int, int, int,
         kind, value, mask, high = 1, part[1], part[2], 0
     else:
         kind, value, mask, high = 2, part[1], 0, part[2]
-    return [(kind, *word) for word in zip(*(_chunks(x, key.bitwidth) for x in (value, mask, high)))]
+    words = [(kind, *word) for word in zip(*(_chunks(x, key.bitwidth) for x in (value, mask, high)))]
+    if kind == 2:  # a range over several words: kind 3 on all but the most significant (engine/tables.c)
+        words = [(3, *w[1:]) for w in words[:-1]] + words[-1:]
+    return words
 
 
 class NativeTable(st.Table):
@@ -241,7 +244,7 @@ class NativeValueSet(st.ValueSet):
 
     def write(self, members: list[tuple[int, ...]]) -> None:
         super().write(members)
-        flat = [v for m in sorted(self.members) for v in m]
+        flat = [w for m in sorted(self.members) for v, width in zip(m, self.schema.bitwidths) for w in _chunks(v, width)]
         self.cells[0] = 0  # no packet sees a half-written set (writes also hold the engine's lock)
         self.cells[1:1 + len(flat)] = flat
         self.cells[0] = len(self.members)
@@ -258,7 +261,7 @@ class NativeState(st.State):
         super().__init__(schema)
         self.engine = engine
         self.lock = EngineLock(engine)
-        self._digest_names = [name for name, _ in cprog.digests]
+        self._digests = cprog.digests
         self.on_packet_in: Callable[[int, bytes], None] | None = None
         with self.lock:
             self.tables = {n: NativeTable(t, schema.actions, engine, cprog.tables[n], cprog.actions)
@@ -268,7 +271,7 @@ class NativeState(st.State):
             self.counters = {n: NativeCounterArray(c, engine.counter(cprog.counters[n], c.size))
                              for n, c in schema.counters.items()}
             self.meters = {n: NativeMeterArray(m, engine, cprog.meters[n]) for n, m in schema.meters.items()}
-            self.value_sets = {n: NativeValueSet(v, engine.register(cprog.value_sets[n], value_set_cells(v.size, len(v.bitwidths))))
+            self.value_sets = {n: NativeValueSet(v, engine.register(cprog.value_sets[n], value_set_cells(v.size, v.bitwidths)))
                                for n, v in schema.value_sets.items()}
 
     def mc_group_insert(self, group_id: int, replicas: list[tuple[int, int]]) -> None:
@@ -319,8 +322,10 @@ class NativeState(st.State):
         for kind, arg, data in self.engine.events():
             if kind == EV_DIGEST:
                 if len(self.digests) < MAX_DIGESTS_QUEUED:
-                    values = tuple(int(v) for v in np.frombuffer(data, dtype=np.uint64))
-                    self.digests.append((self._digest_names[arg], values))
+                    name, widths = self._digests[arg]
+                    words = iter(int(v) for v in np.frombuffer(data, dtype=np.uint64))
+                    values = tuple(sum(next(words) << (WORD_BITS * i) for i in range(_words(w))) for w in widths)
+                    self.digests.append((name, values))
             elif kind == EV_LOG:
                 self.log.append(data.decode("utf-8", "replace"))
             elif kind == EV_PACKET_IN and self.on_packet_in is not None:

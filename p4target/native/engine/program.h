@@ -49,7 +49,7 @@ struct entry {
     double last_hit;    /* CLOCK_MONOTONIC of the last hit (tables with support_timeout) */
     u64 *args;
     u64 *v, *m, *hi;    /* per key: value (or range low), mask, range high */
-    u8 *kind;           /* per key: 0 wildcard, 1 value & mask, 2 range */
+    u8 *kind;           /* per key word: 0 wildcard, 1 value & mask, 2 range (3: a lower word of a wider range) */
 };
 
 typedef struct level {  /* entries sharing one mask (exact/lpm tables): a hash table */

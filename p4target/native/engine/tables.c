@@ -12,6 +12,13 @@ static u64 hash_key(const u64 *k, const u64 *mask, int n) {
     return h;
 }
 
+/* a vs b as n-word numbers, least significant word first: <0, 0 or >0 */
+static int words_cmp(const u64 *a, const u64 *b, int n) {
+    for (int i = n - 1; i >= 0; i--)
+        if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+    return 0;
+}
+
 entry_t *table_lookup(table_t *t, const u64 *key) {
     int n = t->nkeys;
     if (t->prio_mode) {
@@ -21,6 +28,12 @@ entry_t *table_lookup(table_t *t, const u64 *key) {
             for (int i = 0; i < n && ok; i++) {
                 if (e->kind[i] == 1) ok = (key[i] & e->m[i]) == e->v[i];
                 else if (e->kind[i] == 2) ok = e->v[i] <= key[i] && key[i] <= e->hi[i];
+                else if (e->kind[i] == 3) {  /* a range key wider than 64 bits: words 3, ..., 3, 2 as one number */
+                    int w = 1;
+                    while (e->kind[i + w - 1] == 3) w++;
+                    ok = words_cmp(e->v + i, key + i, w) <= 0 && words_cmp(key + i, e->hi + i, w) <= 0;
+                    i += w - 1;
+                }
             }
             if (ok) return e;
         }
