@@ -18,9 +18,9 @@ from pathlib import Path
 
 import bmv2_ref
 import pytest
+from bm_thrift import BmClient
 from finsy.proto import p4i, p4r
 from google.protobuf import text_format
-from bm_thrift import BmClient
 from p4rt_raw import RawClient
 
 from p4target import state as st

@@ -12,12 +12,14 @@ Fields wider than 64 bits take one slot per 64-bit chunk, least significant firs
 their width at any width, and computed with (an i128) up to 127 bits. An expression that reads a
 value of 128 bits or more (a field, a constant, an action parameter wider than 64 bits) is computed
 in the multi-word integers of engine/wide.h (`wint`, W_WORDS words: twice the widest field and a
-sign word). Table keys, action parameters and register cells wider than 64 bits take one engine
-word per 64-bit chunk, least significant first (p4target/native/store.py splits the control plane's
-values the same way). What does not run raises `Unsupported` naming the construct (the program then
-runs on the Python engine): digests of fields wider than 64 bits, range matches on keys wider
-than 64 bits, action profiles and selectors, parser value sets, parser transition keys and
-lookaheads wider than 128 bits, and programs with other than one parser and one deparser.
+sign word). Table keys (a range over its words as one number), action parameters, register cells,
+digest fields and parser value-set values wider than 64 bits take one engine word per 64-bit chunk,
+least significant first (p4target/native/store.py splits and joins the control plane's values the
+same way; a value set's members live in engine cells, `cgen.value_set_cells`, which P4Runtime's
+ValueSetEntry writes fill). What does not run raises `Unsupported` naming the construct
+(the program then runs on the Python engine): action profiles and selectors, parser transition keys
+and lookaheads wider than 128 bits (a value set's key included), and programs with other than one
+parser and one deparser.
 
 Control flow: `exit` sets p->rc = RC_EXIT, an error (division by zero, a stack index out of range, a
 failed assert) RC_ERR, and every caller returns when p->rc is set. A pipeline is a loop over its

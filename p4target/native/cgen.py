@@ -1144,7 +1144,8 @@ class CGen:
             if inst.extern in sizes:
                 sizes[inst.extern][ids[inst.extern][inst.control_plane_name]] = inst.size or 0
         for vs in self.p.value_sets():
-            sizes["register"][self.cp.value_sets[vs.control_plane_name]] = value_set_cells(vs.size, [width(f.type, vs.loc) for f in vs.fields])
+            widths = [width(f.type, vs.loc) for f in vs.fields]
+            sizes["register"][self.cp.value_sets[vs.control_plane_name]] = value_set_cells(vs.size, widths)
         for kind, name in (("register", "REG_SIZE"), ("counter", "COUNTER_SIZE"), ("meter", "METER_SIZE")):
             lines.append(f"static const u64 {name}[] = {{" + ", ".join(map(str, sizes[kind] or [0])) + "};")
         nkeys = [0] * len(self.cp.tables)
