@@ -3,7 +3,8 @@ when a program comes as p4c's BMv2 JSON: parser value sets (one of 96-bit values
 matches on a 96-bit key, digests of 128- and 72-bit fields.
 
 Each program under tests/data/native_gaps/ compiles with p4c without a warning; its JSON is loaded
-on the native engine (no fallback), on the Python engine and on simple_switch, and all of them
+on the native engine (no fallback), on the Python engine and on simple_switch, the source on the
+native engine too (through our lowering, as cgen.py lacks these), and all of them
 send the same packets, per port and in order (and queue the same digests), before and after the
 control plane writes value sets (also over P4Runtime, to a native RuntimeServer) and table entries.
 """
@@ -24,6 +25,7 @@ from google.protobuf import text_format
 from p4rt_raw import RawClient
 
 from p4target import state as st
+from p4target.frontend import load_program
 from p4target.lowered import bmv2_json
 from p4target.native.pipeline import make_pipeline
 from p4target.runtime import RuntimeServer
@@ -49,14 +51,18 @@ def targets(name: str, folder: Path) -> Iterator[tuple[Path, Path, dict]]:
     """(JSON, P4Info, {target name: pipeline or Bmv2Switch}) for tests/data/native_gaps/NAME.p4."""
     json_path, p4info = p4c(name, folder)
     program = bmv2_json.load_file(str(json_path))
-    python, native = make_pipeline(program, "python"), make_pipeline(program, "native")
+    python = make_pipeline(program, "python")
+    natives = {"native": make_pipeline(program, "native"),
+               "native from source": make_pipeline(load_program(str(DATA / f"{name}.p4")), "native")}
     try:
-        assert getattr(native, "engine_name", "python") == "native"  # no fallback to the Python engine
+        for native in natives.values():
+            assert getattr(native, "engine_name", "python") == "native"  # no fallback to the Python engine
         with bmv2_ref.Bmv2Switch(str(json_path), python.state.schema) as bmv2:
-            yield json_path, p4info, {"python": python, "native": native, "bmv2": bmv2}
+            yield json_path, p4info, {"python": python, **natives, "bmv2": bmv2}
     finally:
-        if hasattr(native, "close"):
-            native.close()
+        for native in natives.values():
+            if hasattr(native, "close"):
+                native.close()
 
 
 def outputs(targets: dict, packets: list[tuple[int, bytes]]) -> dict[str, dict[int, list[bytes]]]:
@@ -131,7 +137,7 @@ def run_value_sets(runtime: Runtime, ts: dict) -> None:
         widths = {"VsParser.tag_types": 2, "VsParser.marked_ids": 12}  # bytes of each set's values
 
         def write(name: str, members: list[tuple[int, ...]]) -> None:
-            for t in ("python", "native"):
+            for t in ("python", "native", "native from source"):
                 ts[t].state.value_set_write(name, members)
             runtime.value_set_write(name, members)
             thrift.std("bm_parse_vset_clear", (wire.STRING, name))  # simple_switch_CLI's pvs_add pads wrongly
@@ -254,7 +260,7 @@ def run_wide_digest(ts: dict) -> None:
         packets = [(i % 3 + 1, learn_frame(*v)) for i, v in enumerate(values)]
         same_everywhere(ts, packets)
         expected = [(a, c, b, port) for (a, b, c), (port, _) in zip(values, packets)]
-        for t in ("python", "native"):
+        for t in ("python", "native", "native from source"):
             assert ts[t].state.drain_digests() == [("learn_t", v) for v in expected], t
         samples: list[tuple[int, ...]] = []
         for _ in range(100):  # BMv2 may hold samples in its learn buffer a while (a give-up, not a bound)
