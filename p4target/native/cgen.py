@@ -25,6 +25,7 @@ program on the Python engine.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from p4target.errors import P4Error
@@ -123,8 +124,6 @@ class CGen:
         for i, a in enumerate(program.all_actions()):
             self.cp.actions.setdefault(a.control_plane_name, i)
         for i, t in enumerate(program.all_tables()):
-            if t.implementation is not None:
-                raise Unsupported(f"action profiles and selectors (table {t.control_plane_name})", t.loc)
             self.cp.tables[t.control_plane_name] = i
         self.instances: dict[int, int] = {}
         for inst in program.all_instances():
@@ -971,9 +970,9 @@ class CGen:
         if t.direct_meter is not None:
             dm = t.direct_meter
             self.emit(f"F[{self.meter_color(dm)}] = meter_exec(&e->meter, {self.meter_amount(dm)});", 2)
-        self.emit("act = e->action; A = e->args;", 2)
-        self.emit("} else { act = T->def_action; A = T->def_args; }", 1)
-        self.emit("p->act = act;", 1)
+        impl = t.implementation
+        selector = impl is not None and impl.extern == "action_selector"
+        emit_table_choice(self.emit, impl is not None, (lambda ind: self.selector_hash(t, ind)) if selector else None)
         self.emit("switch (act) {", 1)
         for aid, fn in acts:
             self.emit(f"case {aid}: {fn}(p, A); break;", 1)
@@ -981,6 +980,14 @@ class CGen:
         self.emit("}", 1)
         self.emit("return e != NULL;", 1)
         self.emit("}", 0)
+
+    def selector_hash(self, t: ir.Table, ind: int) -> str:
+        """Emit the packing of a selector table's `selector` keys; the C of their hash (as the Python engine's)."""
+        algo = self._algo(t.implementation.args[0])
+        if algo == "random":
+            raise Unsupported("an action selector hashing with random", t.implementation.loc)
+        buf, nb = self.pack([part for k in t.keys if k.match_kind == "selector" for part in self.flat(k.expr)], ind)
+        return f"hash_{algo}({buf}, {nb}, NULL, 0)"
 
     def _drain_pending(self) -> None:
         while self._pending:
@@ -1179,6 +1186,27 @@ def table_hit_c(tid: int, keys: list[str], timeout: bool, counter_slot: int | No
     if counter_slot is not None:
         lines.append(f"    e->packets++; e->bytes += F[{counter_slot}];")
     return lines
+
+
+def emit_table_choice(emit: Callable[[str, int], None], profile: bool, selector_hash: Callable[[int], str] | None
+                      ) -> None:
+    """The rest of a table function's `if (e) {` (table_hit_c) up to `p->act = act;`: the action and arguments
+    (`act`, `A`) of a hit or a miss. With an action profile, a hit runs the member its entry names or the one its
+    group picks by `selector_hash(indent)` (the C of the hash, its input packed first), and a miss runs nothing
+    (as BMv2 and the Python engine: such tables have no default action); act is -1 where nothing runs."""
+    if not profile:
+        emit("act = e->action; A = e->args;", 2)
+        emit("} else { act = T->def_action; A = T->def_args; }", 1)
+    else:
+        emit("u64 h = 0;", 2)
+        if selector_hash is not None:
+            emit("if (e->group >= 0) {", 2)
+            emit(f"h = {selector_hash(3)};", 3)
+            emit("}", 2)
+        emit("const member_t *M = profile_member(p->E, e, h);", 2)
+        emit("act = M ? M->action : -1; A = M ? M->args : NULL;", 2)
+        emit("} else { act = -1; A = NULL; }", 1)
+    emit("p->act = act;", 1)
 
 
 def _has_wide(t: ir.Type) -> bool:
