@@ -31,8 +31,7 @@ from p4target.backends.layout import ident
 from p4target.backends.printer import LoweredPrinter
 from p4target.lowered import model as m
 from p4target.lowered.schema import value_set_widths
-from p4target.native.cgen import (MAX_PARSER_STATES, CProgram, _cstr, emit_table_choice, parser_end_c, table_hit_c,
-                                  value_set_cells)
+from p4target.native.cgen import MAX_PARSER_STATES, CProgram, _cstr, emit_table_choice, parser_end_c, table_hit_c, value_set_cells
 
 MAX_BITS = 64
 _ALGOS = {"crc16": "crc16", "crc16_custom": "crc16", "crc32": "crc32", "crc32_custom": "crc32", "csum16": "csum16",

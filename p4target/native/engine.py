@@ -8,7 +8,7 @@ Writers must hold the engine lock (`lock()`/`unlock()`, taken by NativeState.loc
 from __future__ import annotations
 
 import ctypes
-from ctypes import POINTER, c_char_p, c_double, c_int, c_int32, c_int64, c_uint8, c_uint32, c_uint64, c_void_p
+from ctypes import POINTER, c_char_p, c_double, c_int, c_int64, c_uint8, c_uint32, c_uint64, c_void_p
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +31,7 @@ _SIGNATURES = {
     "eng_entry_last_hit": (POINTER(c_double), [c_void_p, c_int]),
     "eng_member_set": (c_int, [c_void_p, c_int, c_int, _U64, c_int]),
     "eng_member_delete": (None, [c_void_p, c_int]),
-    "eng_group_set": (c_int, [c_void_p, c_int, POINTER(c_int32), c_int]),
+    "eng_group_set": (c_int, [c_void_p, c_int, POINTER(c_int), c_int]),
     "eng_group_delete": (None, [c_void_p, c_int]),
     "eng_entry_names": (None, [c_void_p, c_int, c_int, c_int]),
     "eng_register": (_U64, [c_void_p, c_int]),
@@ -220,7 +220,7 @@ class Engine:
 
     def group_set(self, handle: int, members: list[int]) -> None:
         """Group `handle` picks among these member handles (a member once per unit of its weight)."""
-        if self.lib.eng_group_set(self.ptr, handle, (c_int32 * max(1, len(members)))(*members), len(members)):
+        if self.lib.eng_group_set(self.ptr, handle, (c_int * max(1, len(members)))(*members), len(members)):
             raise MemoryError("native engine: out of memory setting an action selector group")
 
     def group_delete(self, handle: int) -> None:

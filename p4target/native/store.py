@@ -3,8 +3,9 @@
 `State` (p4target/state.py) stays the front door: it validates every write before anything
 changes and keeps the control-plane model (entries, groups, sessions, meter configurations)
 that reads answer from. These subclasses then mirror each accepted change into the engine,
-where packets see it. Registers and counters live only in native memory (numpy views of
-it); a table entry's direct-counter cells too (`NativeTableEntry`); meter buckets run in
+where packets see it (action profiles' members and groups too, by handles handed out here).
+Registers and counters live only in native memory (numpy views of it); a table entry's
+direct-counter cells too (`NativeTableEntry`); meter buckets run in
 the engine (`NativeMeterCell` forwards each configuration). The lock is the engine's mutex
 (plus a Python RLock for re-entry), so a write batch is atomic to packets as before.
 """
@@ -157,6 +158,26 @@ class Handles:
         self._free.append(handle)
 
 
+class _Mirrored:
+    """The engine handles of one profile's members (or groups), by their control-plane ids."""
+
+    def __init__(self, handles: Handles, delete: Callable[[int], None]):
+        self._handles, self._delete = handles, delete
+        self.of: dict[int, int] = {}
+
+    def add(self, object_id: int) -> None:
+        self.of[object_id] = self._handles.take()
+
+    def remove(self, object_id: int) -> None:
+        handle = self.of.pop(object_id)
+        self._delete(handle)
+        self._handles.give(handle)
+
+    def clear(self) -> None:
+        for object_id in list(self.of):
+            self.remove(object_id)
+
+
 class NativeActionProfile(st.ActionProfile):
     """An ActionProfile whose accepted member and group writes are mirrored into the engine.
 
@@ -170,13 +191,12 @@ class NativeActionProfile(st.ActionProfile):
                  action_ids: dict[str, int], member_handles: Handles, group_handles: Handles):
         super().__init__(schema, actions)
         self._engine, self._action_ids, self._param_widths = engine, action_ids, _param_widths(actions)
-        self._handles_of = {"member": member_handles, "group": group_handles}
-        self._engine_member: dict[int, int] = {}  # member id -> engine handle
-        self._engine_group: dict[int, int] = {}  # group id -> engine handle
+        self._members = _Mirrored(member_handles, engine.member_delete)
+        self._groups = _Mirrored(group_handles, engine.group_delete)
 
     def insert_member(self, member_id: int, action: str, params: dict[str, int]) -> None:
         super().insert_member(member_id, action, params)
-        self._engine_member[member_id] = self._handles_of["member"].take()
+        self._members.add(member_id)
         self._mirror_member(member_id)
 
     def modify_member(self, member_id: int, action: str, params: dict[str, int]) -> None:
@@ -185,18 +205,16 @@ class NativeActionProfile(st.ActionProfile):
 
     def delete_member(self, member_id: int) -> None:
         super().delete_member(member_id)
-        handle = self._engine_member.pop(member_id)
-        self._engine.member_delete(handle)
-        self._handles_of["member"].give(handle)
+        self._members.remove(member_id)
 
     def _mirror_member(self, member_id: int) -> None:
         member = self.members[member_id]
-        self._engine.member_set(self._engine_member[member_id], self._action_ids[member.action],
+        self._engine.member_set(self._members.of[member_id], self._action_ids[member.action],
                                 _arg_words(self._param_widths[member.action], member.args))
 
     def insert_group(self, group_id: int, members: dict[int, int], max_size: int = 0) -> None:
         super().insert_group(group_id, members, max_size)
-        self._engine_group[group_id] = self._handles_of["group"].take()
+        self._groups.add(group_id)
         self._mirror_group(group_id)
 
     def modify_group(self, group_id: int, members: dict[int, int], max_size: int = 0) -> None:
@@ -205,27 +223,21 @@ class NativeActionProfile(st.ActionProfile):
 
     def delete_group(self, group_id: int) -> None:
         super().delete_group(group_id)
-        handle = self._engine_group.pop(group_id)
-        self._engine.group_delete(handle)
-        self._handles_of["group"].give(handle)
+        self._groups.remove(group_id)
 
     def _mirror_group(self, group_id: int) -> None:
         member_of = {m.handle: member_id for member_id, m in self.members.items()}
-        self._engine.group_set(self._engine_group[group_id],
-                               [self._engine_member[member_of[m.handle]] for m in self.groups[group_id].choices])
+        self._engine.group_set(self._groups.of[group_id],
+                               [self._members.of[member_of[m.handle]] for m in self.groups[group_id].choices])
 
     def engine_handles(self, entry: st.TableEntry) -> tuple[int, int]:
         """(member, group) engine handles of what an accepted entry names (-1: not that kind)."""
-        return (self._engine_member[entry.member_id] if entry.member_id is not None else -1,
-                self._engine_group[entry.group_id] if entry.group_id is not None else -1)
+        return (self._members.of[entry.member_id] if entry.member_id is not None else -1,
+                self._groups.of[entry.group_id] if entry.group_id is not None else -1)
 
     def clear(self) -> None:
-        for ids, handles, delete in ((self._engine_member, self._handles_of["member"], self._engine.member_delete),
-                                     (self._engine_group, self._handles_of["group"], self._engine.group_delete)):
-            for handle in ids.values():
-                delete(handle)
-                handles.give(handle)
-            ids.clear()
+        self._groups.clear()
+        self._members.clear()
         super().clear()
 
 
@@ -257,8 +269,8 @@ class NativeTable(st.Table):
         super().insert(entry)
         parts, priority = self._canonical(entry)
         keys = [word for k, p in zip(self._keys, parts) for word in _key_spec(k, p)]
-        action, args = (-1, ()) if self.profile is not None else (self._action_ids[entry.action],
-                                                                  self._args(entry.action, entry.args))
+        indirect = isinstance(self.profile, NativeActionProfile)  # the entry names a member or group: no action
+        action, args = (-1, ()) if indirect else (self._action_ids[entry.action], self._args(entry.action, entry.args))
         handle = self._engine.table_add(self._tid, keys, priority, action, args)
         if isinstance(self.profile, NativeActionProfile):
             self._engine.entry_names(handle, *self.profile.engine_handles(entry))

@@ -34,7 +34,7 @@ ENG_API double *eng_entry_last_hit(engine_t *E, int handle);
  * replace; a group's members are member handles), and the member or group an entry names */
 ENG_API int eng_member_set(engine_t *E, int handle, int action, const u64 *args, int nargs);
 ENG_API void eng_member_delete(engine_t *E, int handle);
-ENG_API int eng_group_set(engine_t *E, int handle, const int32_t *members, int n);
+ENG_API int eng_group_set(engine_t *E, int handle, const int *members, int n);
 ENG_API void eng_group_delete(engine_t *E, int handle);
 ENG_API void eng_entry_names(engine_t *E, int handle, int member, int group);
 

@@ -56,7 +56,7 @@ struct entry {
 /* An action profile's member, and an action selector's group: the members it picks from (their handles in
  * prog_state_t.members, one copy per unit of weight, in the order state.ActionProfile gives). */
 typedef struct member { int32_t action; u32 nargs; u64 args[]; } member_t;
-typedef struct group { u32 n; int32_t m[]; } group_t;
+typedef struct group { u32 n; int m[]; } group_t;
 
 typedef struct level {  /* entries sharing one mask (exact/lpm tables): a hash table */
     int plen;

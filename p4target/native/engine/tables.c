@@ -217,11 +217,11 @@ int eng_member_set(engine_t *E, int handle, int action, const u64 *args, int nar
 
 void eng_member_delete(engine_t *E, int handle) { put_handle((void ***)&E->st.members, &E->capmembers, handle, NULL); }
 
-int eng_group_set(engine_t *E, int handle, const int32_t *members, int n) {
-    group_t *g = malloc(sizeof(group_t) + sizeof(int32_t) * (size_t)n);
+int eng_group_set(engine_t *E, int handle, const int *members, int n) {
+    group_t *g = malloc(sizeof(group_t) + sizeof(int) * (size_t)n);
     if (!g) return -1;
     g->n = (u32)n;
-    memcpy(g->m, members, sizeof(int32_t) * (size_t)n);
+    memcpy(g->m, members, sizeof(int) * (size_t)n);
     if (put_handle((void ***)&E->st.groups, &E->capgroups, handle, g)) { free(g); return -1; }
     return 0;
 }

@@ -168,7 +168,7 @@ static int replay(engine_t *E, FILE *f, int *packets) {
             u32 n;
             int handle = (int)num();
             u32 *members = array32(&n);
-            if (eng_group_set(E, handle, (const int32_t *)members, (int)num())) bad("group_set failed");
+            if (eng_group_set(E, handle, (const int *)members, (int)num())) bad("group_set failed");
             free(members);
         } else if (!strcmp(cmd, "member_delete") || !strcmp(cmd, "group_delete")) {
             (cmd[0] == 'm' ? eng_member_delete : eng_group_delete)(E, (int)num());
