@@ -603,6 +603,7 @@ class CGen:
 
     def s_Switch(self, s: ir.Switch, ind: int) -> None:
         subj = self.tmp("sw")
+        indirect = isinstance(s.subject, ir.ActionRun) and s.subject.table.implementation is not None
         self.emit("{", ind)
         if isinstance(s.subject, ir.ActionRun):
             self.emit(f"{self.table_fn(s.subject.table)}(p);", ind + 1)
@@ -618,7 +619,9 @@ class CGen:
             pending.extend(case.labels)
             if case.body is None:
                 continue
-            if any(lab is None for lab in pending):
+            if any(lab is None for lab in pending) and indirect:  # as the Python engine: no action, no case
+                head = f"{'if' if first else 'else if'} ({subj} != (u64)-1) {{"
+            elif any(lab is None for lab in pending):
                 head = "{" if first else "else {"
             else:
                 cond = " || ".join(f"{subj} == {label(lab)}" for lab in pending)
@@ -627,9 +630,9 @@ class CGen:
             self.block(case.body.stmts, ind + 2)
             self.emit("}", ind + 1)
             first = False
-            pending = []
-            if not head.endswith(") {"):
+            if None in pending:
                 break
+            pending = []
         self.emit("}", ind)
 
     # ------------------------------------------------------------------ calls
@@ -986,8 +989,18 @@ class CGen:
         algo = self._algo(t.implementation.args[0])
         if algo == "random":
             raise Unsupported("an action selector hashing with random", t.implementation.loc)
-        buf, nb = self.pack([part for k in t.keys if k.match_kind == "selector" for part in self.flat(k.expr)], ind)
-        return f"hash_{algo}({buf}, {nb}, NULL, 0)"
+        parts = []  # (code, width, validity slot of its header or None)
+        for k in t.keys:
+            if k.match_kind == "selector":
+                header = k.expr.expr if isinstance(k.expr, ir.Member) else None
+                valid = self.lv(header).valid if header is not None and isinstance(header.type, ir.HeaderType) else None
+                parts += [(code, w, valid) for code, w in self.flat(k.expr)]
+        buf, nb = self.tmp("b"), self.tmp("n")
+        self.emit(f"u8 {buf}[{max(1, (sum(w for _, w, _ in parts) + 7) // 8)}] = {{0}}; u32 {nb} = 0;", ind)
+        for code, w, valid in parts:  # a field of an invalid header adds nothing, as in BMv2
+            put = f"putbits({buf}, {nb}, {code}, {w}); {nb} += {w};"
+            self.emit(put if valid is None else f"if (F[{valid}]) {{ {put} }}", ind)
+        return f"hash_{algo}({buf}, ({nb} + 7) / 8, NULL, 0)"
 
     def _drain_pending(self) -> None:
         while self._pending:
