@@ -15,6 +15,8 @@ tests/test_runtime_profiles.py.
 from __future__ import annotations
 
 import logging
+import re
+import sys
 from pathlib import Path
 
 import bmv2_ref
@@ -27,8 +29,12 @@ from p4target.frontend import ir, load_program
 from p4target.lowered import bmv2_json
 from p4target.lowered.from_ir import lower_program
 from p4target.native.build import compiler
+from p4target.native.engine import Trace
 from p4target.native.pipeline import NativePipeline, make_pipeline
 from p4target.pipeline import Pipeline
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import fuzz_engine as fz  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "native"
 PROFILE, SELECTOR = "MyIngress.nhops", "MyIngress.ecmp_selector"
@@ -170,3 +176,19 @@ def test_native_sends_what_simple_switch_sends_on_the_same_p4c_json(name, p4c, c
     finally:
         from_json.close()
         from_source.close()
+
+
+@pytest.mark.parametrize("name", ["profile", "selector"])
+def test_sanitized_engine_replays_member_and_group_writes_and_fuzzes_clean(name):
+    trace = Trace()
+    pipeline = NativePipeline(load_program(str(DATA / f"{name}.p4")), trace=trace)
+    try:
+        run_steps(pipeline, name)
+        source, text = pipeline.source, trace.text()
+    finally:
+        pipeline.close()
+    assert "group_set" in text or name == "profile"
+    result = fz.run(name, source, text, 20_000, 1)
+    assert result.ok, result.line
+    replayed = re.match(r"replayed (\d+) packets \((\d+) with outputs differing from the trace\)", result.line)
+    assert replayed and int(replayed[1]) == len(STEPS[name]) * len(PACKETS[name]) and replayed[2] == "0", result.line
