@@ -98,9 +98,10 @@ SELECTOR_STEPS = [
 ]
 
 
-def frame(host: int, i: int, proto: str = "udp", src: str = "00:00:00:00:00:bb") -> bytes:
+def frame(host: int, i: int, proto: str = "udp") -> bytes:
+    """Flow i to 10.0.0.host; a TCP one leaves the selector's UDP keys in an invalid header."""
     l4 = UDP(sport=1000 + 37 * i, dport=2000 + i) if proto == "udp" else TCP(sport=1000 + i, dport=80)
-    return bytes(Ether(dst="00:00:00:00:00:aa", src=src) / IP(src=f"192.168.{i % 3}.{i}", dst=f"10.0.0.{host}") / l4)
+    return bytes(Ether(dst="00:00:00:00:00:aa", src="00:00:00:00:00:bb") / IP(src=f"192.168.{i % 3}.{i}", dst=f"10.0.0.{host}") / l4)
 
 
 PACKETS = {
