@@ -72,21 +72,25 @@ def test_corpus_program_passes_its_stf_natively_from_p4c_json(name, p4c, caplog)
             pipeline.close()
 
 
-def _with_action_profile(doc: dict) -> None:
-    pipeline = doc["pipelines"][0]
-    pipeline["action_profiles"] = [{"name": "MyIngress.profile", "id": 0, "max_size": 16}]
-    pipeline["tables"][_keyed(doc)].update(type="indirect", action_profile="MyIngress.profile")
+def _with_wide_range_key(doc: dict) -> None:
+    """The keyed table's first key a range match on a field widened to 72 bits (the native engine lacks those)."""
+    table = doc["pipelines"][0]["tables"][_keyed(doc)]
+    key = table["key"][0]
+    header_type = next(h["header_type"] for h in doc["headers"] if h["name"] == key["target"][0])
+    fields = next(t["fields"] for t in doc["header_types"] if t["name"] == header_type)
+    next(f for f in fields if f[0] == key["target"][1])[1] = 72
+    key["match_type"] = table["match_type"] = "range"
 
 
 @needs_p4c
 def test_what_the_native_engine_lacks_is_one_warning_and_python_runs_it(ipv4_json, tmp_path, caplog):
-    path = _broken(ipv4_json, tmp_path, _with_action_profile)
+    path = _broken(ipv4_json, tmp_path, _with_wide_range_key)
     pipeline = make_pipeline(bmv2_json.load_file(path), "native")
     assert isinstance(pipeline, Pipeline)
-    table = next(t for t in pipeline.program.pipelines[0].tables if t.action_profile)
+    key = next(t for t in pipeline.program.pipelines[0].tables if t.key).key[0]
     assert [r.getMessage() for r in caplog.records if r.name == "aggnet.native"] == [
-        f"{path}: running on the Python engine: the native engine lacks action profiles and selectors "
-        f"(table {table.name})"]
+        f"{path}: running on the Python engine: the native engine lacks a range match on table key {key.name} "
+        "of 72 bits"]
 
 
 @needs_p4c
