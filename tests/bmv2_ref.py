@@ -2,8 +2,8 @@
 
 `Bmv2Switch(json, schema)` runs one p4c-compiled program and looks like an embedded `Pipeline`
 to the code that drives it: `.state` takes the same control-plane calls as `p4target.state.State`
-(`insert_entry`, `set_default`, `mc_group_insert`, `clone_session_insert`, `register_write`,
-`register_read`, `counter_read`, ...) and turns each into `simple_switch_CLI` commands, and
+(`insert_entry`, `set_default`, `profile_member_insert`, `profile_group_insert`, `mc_group_insert`,
+`clone_session_insert`, `register_write`, `register_read`, `counter_read`, ...) and turns each into `simple_switch_CLI` commands, and
 `.process(port, data)` returns the packets that left. So the STF runner (`p4target.stf.StfRunner`)
 and the aggnet test fixtures program and drive BMv2 unchanged. `observe()` runs packets through
 either target and returns what a differential test compares.
@@ -283,20 +283,37 @@ class Bmv2State:
         self._json_kind = {t["name"]: t["match_type"] for t in tables}
         self._mc_nodes: dict[int, list[int]] = {}  # group -> node handles
         self._direct: list[tuple[str, st.TableEntry, int]] = []  # (direct counter, entry, handle)
+        self._entries: dict[tuple[str, str, int], int] = {}  # (table, match, priority) -> BMv2's entry handle
+        self._profile_handles: dict[tuple[str, str, int], int] = {}  # (profile, "member"|"group", id) -> BMv2's
+        self._group_members: dict[tuple[str, int], list[int]] = {}  # (profile, group id) -> member ids
 
     # -- tables
 
+    def _match(self, table: str, entry: st.TableEntry) -> str:
+        schema = self._table(table)
+        return " ".join(self._key(k, entry.match.get(k.name), kind) for k, kind in zip(schema.keys, self._json_keys[table]))
+
     def insert_entry(self, table: str, entry: st.TableEntry) -> None:
         schema = self._table(table)
-        keys = " ".join(self._key(k, entry.match.get(k.name), kind)
-                        for k, kind in zip(schema.keys, self._json_keys[table]))
-        command = f"table_add {table} {entry.action} {keys} => {self._args(entry.action, entry.params)}"
+        keys = self._match(table, entry)
+        if schema.implementation is None:
+            command = f"table_add {table} {entry.action} {keys} => {self._args(entry.action, entry.params)}"
+        else:  # the entry names a member or a group of the table's profile
+            named = ("member", entry.member_id) if entry.member_id is not None else ("group", entry.group_id)
+            command = (f"table_indirect_add{'_with_group' if named[0] == 'group' else ''} {table} {keys} => "
+                       f"{self._profile_handles[(schema.implementation, *named)]}")
         if self._json_kind[table] in ("ternary", "range"):  # the tables BMv2 wants a priority for
             command += f" {_BMV2_TOP_PRIORITY - entry.priority}"
         output = self.cli.run(" ".join(command.split()))
         handle = int(re.search(r"added with handle (\d+)", output).group(1))
+        self._entries[(table, keys, entry.priority)] = handle
         if schema.direct_counter:
             self._direct.append((schema.direct_counter, entry, handle))
+
+    def delete_entry(self, table: str, entry: st.TableEntry) -> None:
+        handle = self._entries.pop((table, self._match(table, entry), entry.priority))
+        indirect = "indirect_" if self.schema.tables[table].implementation is not None else ""
+        self.cli.run(f"table_{indirect}delete {table} {handle}")
 
     def set_default(self, table: str, action: str, params: dict[str, int] | None = None) -> None:
         self._table(table)
@@ -327,6 +344,40 @@ class Bmv2State:
         if isinstance(match, st.Ternary):
             return f"{hex(match.value)}&&&{hex(match.mask)}"
         return f"{hex(match.low)}->{hex(match.high)}"
+
+    # -- action profiles and selectors (BMv2's CLI puts a member in a group once: weights are 1)
+
+    def profile_member_insert(self, profile: str, member_id: int, action: str, params: dict[str, int]) -> None:
+        output = self.cli.run(f"act_prof_create_member {profile} {action} {self._args(action, params)}".strip())
+        self._profile_handles[(profile, "member", member_id)] = int(re.search(r"handle (\d+)", output).group(1))
+
+    def profile_member_modify(self, profile: str, member_id: int, action: str, params: dict[str, int]) -> None:
+        handle = self._profile_handles[(profile, "member", member_id)]
+        self.cli.run(f"act_prof_modify_member {profile} {action} {handle} {self._args(action, params)}".strip())
+
+    def profile_member_delete(self, profile: str, member_id: int) -> None:
+        self.cli.run(f"act_prof_delete_member {profile} {self._profile_handles.pop((profile, 'member', member_id))}")
+
+    def profile_group_insert(self, profile: str, group_id: int, members: dict[int, int], max_size: int = 0) -> None:
+        output = self.cli.run(f"act_prof_create_group {profile}")
+        self._profile_handles[(profile, "group", group_id)] = int(re.search(r"handle (\d+)", output).group(1))
+        self._group_members[(profile, group_id)] = []
+        self.profile_group_modify(profile, group_id, members, max_size)
+
+    def profile_group_modify(self, profile: str, group_id: int, members: dict[int, int], max_size: int = 0) -> None:
+        if set(members.values()) - {1}:
+            raise st.InvalidArgument("BMv2's CLI takes each group member once (weight 1)")
+        group = self._profile_handles[(profile, "group", group_id)]
+        for verb, ids in (("remove_member_from", self._group_members[(profile, group_id)]), ("add_member_to", members)):
+            for member_id in ids:
+                self.cli.run(f"act_prof_{verb}_group {profile} {self._profile_handles[(profile, 'member', member_id)]} "
+                             f"{group}")
+        self._group_members[(profile, group_id)] = list(members)
+
+    def profile_group_delete(self, profile: str, group_id: int) -> None:
+        self.profile_group_modify(profile, group_id, {})
+        del self._group_members[(profile, group_id)]
+        self.cli.run(f"act_prof_delete_group {profile} {self._profile_handles.pop((profile, 'group', group_id))}")
 
     # -- packet replication engine
 

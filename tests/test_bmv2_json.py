@@ -72,21 +72,20 @@ def test_corpus_program_passes_its_stf_natively_from_p4c_json(name, p4c, caplog)
             pipeline.close()
 
 
-def _with_action_profile(doc: dict) -> None:
-    pipeline = doc["pipelines"][0]
-    pipeline["action_profiles"] = [{"name": "MyIngress.profile", "id": 0, "max_size": 16}]
-    pipeline["tables"][_keyed(doc)].update(type="indirect", action_profile="MyIngress.profile")
+def _with_wide_select_key(doc: dict) -> None:
+    """The first keyed parse state selects on its key nine times over (the native engine takes at most 128 bits)."""
+    state = next(s for p in doc["parsers"] for s in p["parse_states"] if s["transition_key"])
+    state["transition_key"] = state["transition_key"] * 9
 
 
 @needs_p4c
 def test_what_the_native_engine_lacks_is_one_warning_and_python_runs_it(ipv4_json, tmp_path, caplog):
-    path = _broken(ipv4_json, tmp_path, _with_action_profile)
+    path = _broken(ipv4_json, tmp_path, _with_wide_select_key)
     pipeline = make_pipeline(bmv2_json.load_file(path), "native")
     assert isinstance(pipeline, Pipeline)
-    table = next(t for t in pipeline.program.pipelines[0].tables if t.action_profile)
-    assert [r.getMessage() for r in caplog.records if r.name == "aggnet.native"] == [
-        f"{path}: running on the Python engine: the native engine lacks action profiles and selectors "
-        f"(table {table.name})"]
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "aggnet.native"]
+    assert line.startswith(f"{path}: running on the Python engine: the native engine lacks a parser transition key of ")
+    assert line.endswith(" bits (at most 128)")
 
 
 @needs_p4c

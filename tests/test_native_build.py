@@ -33,9 +33,8 @@ control C(inout hs_t hs, inout m_t m) { apply { } }
 control D(packet_out p, in hs_t hs) { apply { p.emit(hs.h); } }
 V1Switch(P(), V(), I(), E(), C(), D()) main;
 """
-PROFILE = ("action set(bit<8> v) { hs.h.b = v; } "  # no action profiles natively (yet)
-           "action_profile(4) prof; table t { key = { hs.h.a: exact; } actions = { set; } implementation = prof; }",
-           "t.apply();")
+# no parser transition keys wider than 128 bits natively
+WIDE_SELECT = PROGRAM.replace("transition accept; }", "transition select(hs.h.a ++ 136w0) { 0: accept; default: accept; } }")
 
 
 def _build(source: str) -> str:
@@ -57,23 +56,23 @@ def test_concurrent_builds_of_one_program_agree(tmp_path, monkeypatch):
 
 
 def test_a_construct_the_engine_lacks_runs_on_python_with_one_line(caplog):
-    program = load_source(PROGRAM % PROFILE, "profile.p4")
+    program = load_source(WIDE_SELECT % ("", ""), "wide.p4")
     with caplog.at_level(logging.WARNING, logger="aggnet.native"):
         pipeline = make_pipeline(program, "native")
     assert isinstance(pipeline, Pipeline)
     (line,) = [r.getMessage() for r in caplog.records]
-    assert line == "profile.p4: running on the Python engine: the native engine lacks action profiles and selectors " \
-                   "(table I.t)"
+    assert line == "wide.p4: running on the Python engine: the native engine lacks a parser transition key of " \
+                   "144 bits (at most 128)"
     assert pipeline.process(1, bytes([7, 0])) == [(2, bytes([7, 8]))]
 
 
 def test_cli_fallback_is_one_stderr_line(tmp_path):
-    prog = tmp_path / "profile.p4"
-    prog.write_text(PROGRAM % PROFILE)
+    prog = tmp_path / "wide.p4"
+    prog.write_text(WIDE_SELECT % ("", ""))
     stf = tmp_path / "t.stf"
     stf.write_text("packet 1 07 00\nexpect 2 07 08\n")
     out = subprocess.run([sys.executable, "-m", "testbed.cli", "p4", "stf", str(prog), str(stf)], cwd=REPO,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and "running on the Python engine" in lines[0] and "action profiles" in lines[0]
+    assert len(lines) == 1 and "running on the Python engine" in lines[0] and "parser transition key" in lines[0]

@@ -5,6 +5,7 @@ and a plain action profile shared by `mac_a` and `mac_b`. Members, groups and en
 point at them are written and read back over a real gRPC session; packets take the member an
 entry names, or the one its group picks by hash. Where simple_switch_grpc is installed the
 same writes and packets run on it too, and both must pick the same member for every packet.
+Every test runs on both engines: the Python one and the native one (the C engine's members and groups).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from p4target.interp.hashes import crc16, pack_fields
+from p4target.native.pipeline import NativePipeline
 from p4target.runtime import RuntimeServer
 
 PROGRAM = Path(__file__).parent / "data" / "runtime" / "profiles.p4"
@@ -31,11 +33,13 @@ INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
 Entity = p4r.Entity
 
 
-@pytest.fixture
-def switch():
-    srv = RuntimeServer(device_id=1, address="127.0.0.1:0", cpu_port=CPU_PORT)
+@pytest.fixture(params=["python", "native"])
+def switch(request):
+    """The switch on either engine; the native one must run the program itself (no fallback to Python)."""
+    srv = RuntimeServer(device_id=1, address="127.0.0.1:0", cpu_port=CPU_PORT, engine=request.param)
     port = srv.start()
     srv.load_source(PROGRAM.read_text(), str(PROGRAM))
+    assert isinstance(srv.device.loaded().pipeline, NativePipeline) == (request.param == "native")
     client = RawClient(port)
     client.arbitrate(10)
     yield srv, client, Ids(srv.device.loaded().p4info)

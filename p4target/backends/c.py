@@ -17,9 +17,8 @@ digest fields and parser value-set values wider than 64 bits take one engine wor
 least significant first (p4target/native/store.py splits and joins the control plane's values the
 same way; a value set's members live in engine cells, `cgen.value_set_cells`, which P4Runtime's
 ValueSetEntry writes fill). What does not run raises `Unsupported` naming the construct
-(the program then runs on the Python engine): action profiles and selectors, parser transition keys
-and lookaheads wider than 128 bits (a value set's key included), and programs with other than one
-parser and one deparser.
+(the program then runs on the Python engine): parser transition keys and lookaheads wider than
+128 bits (a value set's key included), and programs with other than one parser and one deparser.
 
 Control flow: `exit` sets p->rc = RC_EXIT, an error (division by zero, a stack index out of range, a
 failed assert) RC_ERR, and every caller returns when p->rc is set. A pipeline is a loop over its
@@ -33,7 +32,7 @@ from p4target.backends.layout import ident
 from p4target.backends.printer import LoweredPrinter
 from p4target.lowered import model as m
 from p4target.lowered.schema import value_set_widths
-from p4target.native.cgen import MAX_PARSER_STATES, CProgram, _cstr, parser_end_c, table_hit_c, value_set_cells
+from p4target.native.cgen import MAX_PARSER_STATES, CProgram, _cstr, emit_table_choice, parser_end_c, table_hit_c, value_set_cells
 
 MAX_BITS = 64
 _ALGOS = {"crc16": "crc16", "crc16_custom": "crc16", "crc32": "crc32", "crc32_custom": "crc32", "csum16": "csum16",
@@ -92,10 +91,6 @@ class _Printer(LoweredPrinter):
 
     def __init__(self, p: m.Program):
         super().__init__(p)
-        for pl in p.pipelines:
-            for table in pl.tables:
-                if table.action_profile is not None:
-                    raise self.fail(f"action profiles and selectors (table {table.name})")
         self.ctx = "action"  # where code is printed: a key of _LEAVE
         self.labels: dict[str, str] = {}  # parse state -> its label
         self.cp = CProgram("")
@@ -468,14 +463,18 @@ class _Printer(LoweredPrinter):
         c = self.calcs.get(name)
         if c is None:
             raise self.fail(f"unknown calculation {name}")
-        algo = _ALGOS.get(c.algo)
+        return self.hash_of(c.algo, c.input, ind)
+
+    def hash_of(self, algo_name: str, inputs: list[m.Value], ind: int) -> str:
+        """Print the packing of a hash's inputs (a calculation's, an action selector's); a C expression for it."""
+        algo = _ALGOS.get(algo_name)
         if algo is None:
-            raise self.fail(f"hash algorithm {c.algo}")
+            raise self.fail(f"hash algorithm {algo_name}")
         buf, nb = self.tmp("hb"), self.tmp("nb")
         parts: list[tuple[str, str, int | None]] = []  # (value, width, valid slot or None)
         payload = False
         most = 0
-        for v in c.input:
+        for v in inputs:
             if isinstance(v, m.Field):
                 slot, ftype = self.L.field_slot(v)
                 hb = None if self.p.header(v.header).metadata else self.L.base[v.header]
@@ -641,9 +640,10 @@ class _Printer(LoweredPrinter):
                 self.store(meter.result_target, color, 2)
             else:
                 self.emit(f"(void){color};", 2)
-        self.emit("act = e->action; A = e->args;", 2)
-        self.emit("} else { act = T->def_action; A = T->def_args; }", 1)
-        self.emit("p->act = act;", 1)
+        profile = next((ap for pl in self.p.pipelines for ap in pl.action_profiles if ap.name == t.action_profile), None)
+        selector = profile.selector if profile is not None else None
+        emit_table_choice(self.emit, profile is not None,
+                          (lambda ind: self.hash_of(selector.algo, selector.input, ind)) if selector else None)
         self.emit("switch (act) {", 1)
         for aid in t.action_ids:
             a = self.actions[aid]
@@ -651,6 +651,8 @@ class _Printer(LoweredPrinter):
         self.emit("default: break;", 1)
         self.emit("}", 1)
         self.emit("if (p->rc) return -1;", 1)
+        if selector is not None:
+            self.emit("if (e && act < 0) return -1; /* an empty group: the pipeline ends, as in the Python engine */", 1)
         if "__HIT__" in t.next_tables or "__MISS__" in t.next_tables:
             self.emit(f"return e ? {node(t.next_tables.get('__HIT__'))} : {node(t.next_tables.get('__MISS__'))};", 1)
         else:

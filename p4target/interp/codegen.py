@@ -800,6 +800,8 @@ class Compiler:
 
     def s_Switch(self, s: ir.Switch, ind: int) -> None:
         subj = self.tmp()
+        # BMv2: where a table with an action profile runs no action (a miss, an empty group), no case runs
+        indirect = isinstance(s.subject, ir.ActionRun) and s.subject.table.implementation is not None
         if isinstance(s.subject, ir.ActionRun):
             self.emit(f"{subj} = {self.table_fn(s.subject.table)}(F)[1]", ind)
             label = lambda lab: repr(lab.control_plane_name)  # noqa: E731
@@ -812,7 +814,9 @@ class Compiler:
             pending.extend(case.labels)
             if case.body is None:
                 continue
-            if any(lab is None for lab in pending):
+            if any(lab is None for lab in pending) and indirect:
+                head = f"{'if' if first else 'elif'} {subj} is not None:"
+            elif any(lab is None for lab in pending):
                 head = "else:" if not first else "if True:"
             else:
                 cond = " or ".join(f"{subj} == {label(lab)}" for lab in pending)
@@ -820,9 +824,9 @@ class Compiler:
             self.emit(head, ind)
             self.block(case.body.stmts, ind + 1)
             first = False
-            pending = []
-            if head.startswith(("else", "if True")):
+            if None in pending:
                 break
+            pending = []
 
     # ------------------------------------------------------------------ calls
 
@@ -1247,9 +1251,8 @@ class Compiler:
             algo = self._algo(t.implementation.args[0])
             if algo not in hashes.ALGORITHMS:
                 raise _fail(f"unsupported: action selector hash {algo}", t.implementation.loc)
-            fields = [part for k in t.keys if k.match_kind == "selector" for part in self.flat(k.expr)]
             self.emit("if _e.group_id is not None:", 2)
-            self.emit(f"_m = {pv}.pick(_e.group_id, _h_{algo}({self.pack(fields)}))", 3)
+            self.emit(f"_m = {pv}.pick(_e.group_id, _h_{algo}({self.pack(self.selector_parts(t))}))", 3)
             self.emit("if _m is None:", 3)
             self.emit("return True, None", 4)  # a group left empty: nothing to run
             self.emit("else:", 2)
@@ -1258,6 +1261,20 @@ class Compiler:
             self.emit(f"_m = {pv}.members[_e.member_id]", 2)
         self.emit(f"{av}[_m.action](F, *_m.args)", 2)
         self.emit("return True, _m.action", 2)
+
+    def selector_parts(self, t: ir.Table) -> list[tuple[str, int | str]]:
+        """The parts a selector hashes: its `selector` keys, where a field of an invalid header adds nothing (BMv2)."""
+        parts: list[tuple[str, int | str]] = []
+        for k in t.keys:
+            if k.match_kind != "selector":
+                continue
+            flat = self.flat(k.expr)
+            if isinstance(k.expr, ir.Member) and isinstance(k.expr.expr.type, ir.HeaderType):
+                lay, off = self.lv(k.expr.expr)
+                valid = f"F[{lay.valid}{off}]"
+                flat = [(f"({code} if {valid} else 0)", f"({w} if {valid} else 0)") for code, w in flat]
+            parts += flat
+        return parts
 
     def _drain_pending(self) -> None:
         while self._pending:

@@ -25,7 +25,7 @@ program on the Python engine.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from p4target.errors import P4Error
@@ -126,8 +126,6 @@ class CGen:
         for i, a in enumerate(program.all_actions()):
             self.cp.actions.setdefault(a.control_plane_name, i)
         for i, t in enumerate(program.all_tables()):
-            if t.implementation is not None:
-                raise Unsupported(f"action profiles and selectors (table {t.control_plane_name})", t.loc)
             self.cp.tables[t.control_plane_name] = i
         self.instances: dict[int, int] = {}
         for inst in program.all_instances():
@@ -607,6 +605,7 @@ class CGen:
 
     def s_Switch(self, s: ir.Switch, ind: int) -> None:
         subj = self.tmp("sw")
+        indirect = isinstance(s.subject, ir.ActionRun) and s.subject.table.implementation is not None
         self.emit("{", ind)
         if isinstance(s.subject, ir.ActionRun):
             self.emit(f"{self.table_fn(s.subject.table)}(p);", ind + 1)
@@ -622,7 +621,9 @@ class CGen:
             pending.extend(case.labels)
             if case.body is None:
                 continue
-            if any(lab is None for lab in pending):
+            if any(lab is None for lab in pending) and indirect:  # as the Python engine: no action, no case
+                head = f"{'if' if first else 'else if'} ({subj} != (u64)-1) {{"
+            elif any(lab is None for lab in pending):
                 head = "{" if first else "else {"
             else:
                 cond = " || ".join(f"{subj} == {label(lab)}" for lab in pending)
@@ -631,9 +632,9 @@ class CGen:
             self.block(case.body.stmts, ind + 2)
             self.emit("}", ind + 1)
             first = False
-            pending = []
-            if not head.endswith(") {"):
+            if None in pending:
                 break
+            pending = []
         self.emit("}", ind)
 
     # ------------------------------------------------------------------ calls
@@ -974,9 +975,9 @@ class CGen:
         if t.direct_meter is not None:
             dm = t.direct_meter
             self.emit(f"F[{self.meter_color(dm)}] = meter_exec(&e->meter, {self.meter_amount(dm)});", 2)
-        self.emit("act = e->action; A = e->args;", 2)
-        self.emit("} else { act = T->def_action; A = T->def_args; }", 1)
-        self.emit("p->act = act;", 1)
+        impl = t.implementation
+        selector = impl is not None and impl.extern == "action_selector"
+        emit_table_choice(self.emit, impl is not None, (lambda ind: self.selector_hash(t, ind)) if selector else None)
         self.emit("switch (act) {", 1)
         for aid, fn in acts:
             self.emit(f"case {aid}: {fn}(p, A); break;", 1)
@@ -984,6 +985,24 @@ class CGen:
         self.emit("}", 1)
         self.emit("return e != NULL;", 1)
         self.emit("}", 0)
+
+    def selector_hash(self, t: ir.Table, ind: int) -> str:
+        """Emit the packing of a selector table's `selector` keys; the C of their hash (as the Python engine's)."""
+        algo = self._algo(t.implementation.args[0])
+        if algo == "random":
+            raise Unsupported("an action selector hashing with random", t.implementation.loc)
+        parts = []  # (code, width, validity slot of its header or None)
+        for k in t.keys:
+            if k.match_kind == "selector":
+                header = k.expr.expr if isinstance(k.expr, ir.Member) else None
+                valid = self.lv(header).valid if header is not None and isinstance(header.type, ir.HeaderType) else None
+                parts += [(code, w, valid) for code, w in self.flat(k.expr)]
+        buf, nb = self.tmp("b"), self.tmp("n")
+        self.emit(f"u8 {buf}[{max(1, (sum(w for _, w, _ in parts) + 7) // 8)}] = {{0}}; u32 {nb} = 0;", ind)
+        for code, w, valid in parts:  # a field of an invalid header adds nothing, as in BMv2
+            put = f"putbits({buf}, {nb}, {code}, {w}); {nb} += {w};"
+            self.emit(put if valid is None else f"if (F[{valid}]) {{ {put} }}", ind)
+        return f"hash_{algo}({buf}, ({nb} + 7) / 8, NULL, 0)"
 
     def _drain_pending(self) -> None:
         while self._pending:
@@ -1183,6 +1202,27 @@ def table_hit_c(tid: int, keys: list[str], timeout: bool, counter_slot: int | No
     if counter_slot is not None:
         lines.append(f"    e->packets++; e->bytes += F[{counter_slot}];")
     return lines
+
+
+def emit_table_choice(emit: Callable[[str, int], None], profile: bool, selector_hash: Callable[[int], str] | None
+                      ) -> None:
+    """The rest of a table function's `if (e) {` (table_hit_c) up to `p->act = act;`: the action and arguments
+    (`act`, `A`) of a hit or a miss. With an action profile, a hit runs the member its entry names or the one its
+    group picks by `selector_hash(indent)` (the C of the hash, its input packed first), and a miss runs nothing
+    (as BMv2 and the Python engine: such tables have no default action); act is -1 where nothing runs."""
+    if not profile:
+        emit("act = e->action; A = e->args;", 2)
+        emit("} else { act = T->def_action; A = T->def_args; }", 1)
+    else:
+        emit("u64 h = 0;", 2)
+        if selector_hash is not None:
+            emit("if (e->group >= 0) {", 2)
+            emit(f"h = {selector_hash(3)};", 3)
+            emit("}", 2)
+        emit("const member_t *M = profile_member(p->E, e, h);", 2)
+        emit("act = M ? M->action : -1; A = M ? M->args : NULL;", 2)
+        emit("} else { act = -1; A = NULL; }", 1)
+    emit("p->act = act;", 1)
 
 
 def _has_wide(t: ir.Type) -> bool:

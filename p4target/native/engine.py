@@ -29,6 +29,11 @@ _SIGNATURES = {
     "eng_table_default": (c_int, [c_void_p, c_int, c_int, _U64, c_int]),
     "eng_entry_counters": (_U64, [c_void_p, c_int]),
     "eng_entry_last_hit": (POINTER(c_double), [c_void_p, c_int]),
+    "eng_member_set": (c_int, [c_void_p, c_int, c_int, _U64, c_int]),
+    "eng_member_delete": (None, [c_void_p, c_int]),
+    "eng_group_set": (c_int, [c_void_p, c_int, POINTER(c_int), c_int]),
+    "eng_group_delete": (None, [c_void_p, c_int]),
+    "eng_entry_names": (None, [c_void_p, c_int, c_int, c_int]),
     "eng_register": (_U64, [c_void_p, c_int]),
     "eng_counter": (_U64, [c_void_p, c_int, c_int]),
     "eng_meter_set": (None, [c_void_p, c_int, c_uint64, c_int, c_double, c_double, c_double, c_double]),
@@ -95,6 +100,7 @@ class Trace:
     `reg RID INDEX VALUE` lines before the next packet, for the arrays given to `watch`."""
 
     RECORDED = ("eng_table_setup", "eng_table_add", "eng_table_modify", "eng_table_delete", "eng_table_default",
+                "eng_member_set", "eng_member_delete", "eng_group_set", "eng_group_delete", "eng_entry_names",
                 "eng_meter_set", "eng_direct_meter_set", "eng_mc_set", "eng_clone_set", "eng_set_cpu_port",
                 "eng_process")
 
@@ -203,6 +209,26 @@ class Engine:
     def entry_last_hit(self, handle: int) -> ctypes.Array:
         """The time.monotonic() of an entry's last hit, as a live 1-element view."""
         return ctypes.cast(self.lib.eng_entry_last_hit(self.ptr, handle), POINTER(c_double * 1)).contents
+
+    # -- action profiles and selectors: members and groups by handles the caller chooses (see NativeState)
+    def member_set(self, handle: int, action: int, args: tuple[int, ...]) -> None:
+        if self.lib.eng_member_set(self.ptr, handle, action, _u64s(args), len(args)):
+            raise MemoryError("native engine: out of memory setting an action profile member")
+
+    def member_delete(self, handle: int) -> None:
+        self.lib.eng_member_delete(self.ptr, handle)
+
+    def group_set(self, handle: int, members: list[int]) -> None:
+        """Group `handle` picks among these member handles (a member once per unit of its weight)."""
+        if self.lib.eng_group_set(self.ptr, handle, (c_int * max(1, len(members)))(*members), len(members)):
+            raise MemoryError("native engine: out of memory setting an action selector group")
+
+    def group_delete(self, handle: int) -> None:
+        self.lib.eng_group_delete(self.ptr, handle)
+
+    def entry_names(self, handle: int, member: int, group: int) -> None:
+        """Entry `handle` (of a table with an action profile) runs member `member` or group `group` (-1: neither)."""
+        self.lib.eng_entry_names(self.ptr, handle, member, group)
 
     # -- registers and counters, as numpy views of native memory
     def register(self, rid: int, size: int) -> np.ndarray:

@@ -3,8 +3,9 @@
 `State` (p4target/state.py) stays the front door: it validates every write before anything
 changes and keeps the control-plane model (entries, groups, sessions, meter configurations)
 that reads answer from. These subclasses then mirror each accepted change into the engine,
-where packets see it. Registers and counters live only in native memory (numpy views of
-it); a table entry's direct-counter cells too (`NativeTableEntry`); meter buckets run in
+where packets see it (action profiles' members and groups too, by handles handed out here).
+Registers and counters live only in native memory (numpy views of it); a table entry's
+direct-counter cells too (`NativeTableEntry`); meter buckets run in
 the engine (`NativeMeterCell` forwards each configuration). The lock is the engine's mutex
 (plus a Python RLock for re-entry), so a write batch is atomic to packets as before.
 """
@@ -134,35 +135,148 @@ def _key_spec(key: st.KeyField, part: tuple | None) -> list[tuple[int, int, int,
     return words
 
 
+def _param_widths(actions: dict[str, st.ActionSchema]) -> dict[str, list[int]]:
+    return {name: [width for _, width in a.params] for name, a in actions.items()}
+
+
+def _arg_words(widths: list[int], args: tuple[int, ...]) -> tuple[int, ...]:
+    """An action's arguments as the engine's words (a parameter wider than 64 bits takes several)."""
+    return tuple(word for arg, width in zip(args, widths) for word in _chunks(arg, width))
+
+
+class Handles:
+    """Numbers for the engine's members (or groups), shared by all profiles of one engine: freed ones first."""
+
+    def __init__(self) -> None:
+        self._free: list[int] = []
+        self._next = 0
+
+    def take(self) -> int:
+        if self._free:
+            return self._free.pop()
+        self._next += 1
+        return self._next - 1
+
+    def give(self, handle: int) -> None:
+        self._free.append(handle)
+
+
+class _Mirrored:
+    """The engine handles of one profile's members (or groups), by their control-plane ids."""
+
+    def __init__(self, handles: Handles, delete: Callable[[int], None]):
+        self._handles, self._delete = handles, delete
+        self.of: dict[int, int] = {}
+
+    def add(self, object_id: int) -> None:
+        self.of[object_id] = self._handles.take()
+
+    def remove(self, object_id: int) -> None:
+        handle = self.of.pop(object_id)
+        self._delete(handle)
+        self._handles.give(handle)
+
+    def clear(self) -> None:
+        for object_id in list(self.of):
+            self.remove(object_id)
+
+
+class NativeActionProfile(st.ActionProfile):
+    """An ActionProfile whose accepted member and group writes are mirrored into the engine.
+
+    Each member and group has an engine handle; a group is mirrored as its selection list
+    (`ProfileGroup.choices`, as member handles), so a packet picks exactly what the Python
+    engine's `pick` would. A modified member keeps its handle: groups and entries naming it
+    run the new action at once, as in the Python engine.
+    """
+
+    def __init__(self, schema: st.ActionProfileSchema, actions: dict[str, st.ActionSchema], engine: Engine,
+                 action_ids: dict[str, int], member_handles: Handles, group_handles: Handles):
+        super().__init__(schema, actions)
+        self._engine, self._action_ids, self._param_widths = engine, action_ids, _param_widths(actions)
+        self._members = _Mirrored(member_handles, engine.member_delete)
+        self._groups = _Mirrored(group_handles, engine.group_delete)
+
+    def insert_member(self, member_id: int, action: str, params: dict[str, int]) -> None:
+        super().insert_member(member_id, action, params)
+        self._members.add(member_id)
+        self._mirror_member(member_id)
+
+    def modify_member(self, member_id: int, action: str, params: dict[str, int]) -> None:
+        super().modify_member(member_id, action, params)
+        self._mirror_member(member_id)
+
+    def delete_member(self, member_id: int) -> None:
+        super().delete_member(member_id)
+        self._members.remove(member_id)
+
+    def _mirror_member(self, member_id: int) -> None:
+        member = self.members[member_id]
+        self._engine.member_set(self._members.of[member_id], self._action_ids[member.action],
+                                _arg_words(self._param_widths[member.action], member.args))
+
+    def insert_group(self, group_id: int, members: dict[int, int], max_size: int = 0) -> None:
+        super().insert_group(group_id, members, max_size)
+        self._groups.add(group_id)
+        self._mirror_group(group_id)
+
+    def modify_group(self, group_id: int, members: dict[int, int], max_size: int = 0) -> None:
+        super().modify_group(group_id, members, max_size)
+        self._mirror_group(group_id)
+
+    def delete_group(self, group_id: int) -> None:
+        super().delete_group(group_id)
+        self._groups.remove(group_id)
+
+    def _mirror_group(self, group_id: int) -> None:
+        member_of = {m.handle: member_id for member_id, m in self.members.items()}
+        self._engine.group_set(self._groups.of[group_id],
+                               [self._members.of[member_of[m.handle]] for m in self.groups[group_id].choices])
+
+    def engine_handles(self, entry: st.TableEntry) -> tuple[int, int]:
+        """(member, group) engine handles of what an accepted entry names (-1: not that kind)."""
+        return (self._members.of[entry.member_id] if entry.member_id is not None else -1,
+                self._groups.of[entry.group_id] if entry.group_id is not None else -1)
+
+    def clear(self) -> None:
+        self._groups.clear()
+        self._members.clear()
+        super().clear()
+
+
 class NativeTable(st.Table):
     """A Table whose accepted writes are mirrored into the engine's table `tid`."""
 
     def __init__(self, schema: st.TableSchema, actions: dict[str, st.ActionSchema], engine: Engine, tid: int,
-                 action_ids: dict[str, int]):
+                 action_ids: dict[str, int], profile: NativeActionProfile | None = None):
         self._engine, self._tid, self._action_ids = engine, tid, action_ids
-        self._param_widths = {name: [width for _, width in a.params] for name, a in actions.items()}
+        self._param_widths = _param_widths(actions)
         kinds = [k.match_kind for k in schema.keys]
         lpm = [i for i, k in enumerate(kinds) if k == "lpm"]
         prio = bool(set(kinds) & {"ternary", "range", "optional"}) or len(lpm) > 1
         lpm_word = sum(_words(k.bitwidth) for k in schema.keys[:lpm[0]]) if lpm else -1
         engine.table_setup(tid, lpm_word if lpm and not prio else -1, schema.keys[lpm[0]].bitwidth if lpm else 0, prio)
-        super().__init__(schema, actions)
+        super().__init__(schema, actions, profile)
 
     @property
-    def default(self) -> st.DefaultAction:
+    def default(self) -> st.DefaultAction | None:
         return self._default
 
     @default.setter
-    def default(self, value: st.DefaultAction) -> None:
+    def default(self, value: st.DefaultAction | None) -> None:
         self._default = value
-        self._engine.table_default(self._tid, self._action_ids[value.action], self._args(value.action, value.args))
+        if value is not None:  # None: a table with an action profile, whose misses run nothing
+            self._engine.table_default(self._tid, self._action_ids[value.action], self._args(value.action, value.args))
 
     def insert(self, entry: st.TableEntry) -> None:
         super().insert(entry)
         parts, priority = self._canonical(entry)
         keys = [word for k, p in zip(self._keys, parts) for word in _key_spec(k, p)]
-        handle = self._engine.table_add(self._tid, keys, priority, self._action_ids[entry.action],
-                                        self._args(entry.action, entry.args))
+        indirect = isinstance(self.profile, NativeActionProfile)  # the entry names a member or group: no action
+        action, args = (-1, ()) if indirect else (self._action_ids[entry.action], self._args(entry.action, entry.args))
+        handle = self._engine.table_add(self._tid, keys, priority, action, args)
+        if isinstance(self.profile, NativeActionProfile):
+            self._engine.entry_names(handle, *self.profile.engine_handles(entry))
         last_hit = entry.last_hit
         entry.__class__ = NativeTableEntry  # its counter cells and last hit now read the engine's
         entry._handle = handle
@@ -175,12 +289,14 @@ class NativeTable(st.Table):
     def modify(self, entry: st.TableEntry) -> None:
         super().modify(entry)
         stored = self._entries[self._canonical(entry)]
-        self._engine.table_modify(stored._handle, self._action_ids[stored.action],
-                                  self._args(stored.action, stored.args))
+        if isinstance(self.profile, NativeActionProfile):
+            self._engine.entry_names(stored._handle, *self.profile.engine_handles(stored))
+        else:
+            self._engine.table_modify(stored._handle, self._action_ids[stored.action],
+                                      self._args(stored.action, stored.args))
 
     def _args(self, action: str, args: tuple[int, ...]) -> tuple[int, ...]:
-        """An action's arguments as the engine's words (a parameter wider than 64 bits takes several)."""
-        return tuple(word for arg, width in zip(args, self._param_widths[action]) for word in _chunks(arg, width))
+        return _arg_words(self._param_widths[action], args)
 
     def delete(self, entry: st.TableEntry) -> None:
         self._check_mutable()
@@ -264,7 +380,11 @@ class NativeState(st.State):
         self._digests = cprog.digests
         self.on_packet_in: Callable[[int, bytes], None] | None = None
         with self.lock:
-            self.tables = {n: NativeTable(t, schema.actions, engine, cprog.tables[n], cprog.actions)
+            member_handles, group_handles = Handles(), Handles()
+            self.action_profiles = {n: NativeActionProfile(p, schema.actions, engine, cprog.actions, member_handles,
+                                                           group_handles) for n, p in schema.action_profiles.items()}
+            self.tables = {n: NativeTable(t, schema.actions, engine, cprog.tables[n], cprog.actions,
+                                          self.action_profiles[t.implementation] if t.implementation else None)
                            for n, t in schema.tables.items()}
             self.registers = {n: NativeRegisterArray(r, engine.register(cprog.registers[n], r.size * _words(r.bitwidth)))
                               for n, r in schema.registers.items()}

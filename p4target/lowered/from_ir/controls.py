@@ -199,6 +199,10 @@ class Controls(Part):
                     else:
                         targets[lab] = node
                 pending = []
+            if applied.implementation is not None:  # as p4c: a miss there runs no action, and no case either
+                targets = {a.control_plane_name: targets.get(a.control_plane_name, default)
+                           for a, _ in table_actions(self.s.ir, applied)}
+                return self.table(applied, targets, nxt)
             return self.table(applied, targets, default)
         raise fail(f"{type(s).__name__} between tables is not lowered", s.loc)
 

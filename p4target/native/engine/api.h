@@ -30,6 +30,14 @@ ENG_API int eng_table_default(engine_t *E, int tid, int action, const u64 *args,
 ENG_API u64 *eng_entry_counters(engine_t *E, int handle);
 ENG_API double *eng_entry_last_hit(engine_t *E, int handle);
 
+/* action profiles and selectors (tables.c): members and groups by a handle the caller chooses (set: create or
+ * replace; a group's members are member handles), and the member or group an entry names */
+ENG_API int eng_member_set(engine_t *E, int handle, int action, const u64 *args, int nargs);
+ENG_API void eng_member_delete(engine_t *E, int handle);
+ENG_API int eng_group_set(engine_t *E, int handle, const int *members, int n);
+ENG_API void eng_group_delete(engine_t *E, int handle);
+ENG_API void eng_entry_names(engine_t *E, int handle, int member, int group);
+
 /* registers, counters, meters, replication (externs.c) */
 ENG_API u64 *eng_register(engine_t *E, int rid);
 ENG_API u64 *eng_counter(engine_t *E, int cid, int bytes);

@@ -51,6 +51,7 @@ void eng_free(engine_t *E) {
     for (int i = 0; S->tables && i < PROG.ntables; i++) table_free(&S->tables[i]);
     for (u32 h = 0; h < E->nhandles; h++) free(E->handles[h]);
     free(E->handles); free(E->freeh);
+    profiles_free(E);
     for (int i = 0; S->reg && i < PROG.nregs; i++) free(S->reg[i]);
     for (int i = 0; S->cpk && S->cby && i < PROG.ncounters; i++) { free(S->cpk[i]); free(S->cby[i]); }
     for (int i = 0; S->meters && i < PROG.nmeters; i++) free(S->meters[i]);

@@ -105,6 +105,7 @@ struct engine {
     u32 nhandles, caphandles;
     int32_t *freeh;
     u32 nfree;
+    u32 capmembers, capgroups;  /* st.members, st.groups */
     rep_t **mc;
     u32 *mcn;
     session_t *sessions;
@@ -149,6 +150,7 @@ void packet_error(engine_t *E, const char *stage, const char *msg);
 
 /* tables.c */
 void table_free(table_t *t);
+void profiles_free(engine_t *E);
 
 /* externs.c */
 session_t *session_find(engine_t *E, u64 id);

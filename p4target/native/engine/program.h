@@ -50,7 +50,13 @@ struct entry {
     u64 *args;
     u64 *v, *m, *hi;    /* per key: value (or range low), mask, range high */
     u8 *kind;           /* per key word: 0 wildcard, 1 value & mask, 2 range (3: a lower word of a wider range) */
+    int32_t member, group; /* a table with an action profile: the member or group it names (-1: none) */
 };
+
+/* An action profile's member, and an action selector's group: the members it picks from (their handles in
+ * prog_state_t.members, one copy per unit of weight, in the order state.ActionProfile gives). */
+typedef struct member { int32_t action; u32 nargs; u64 args[]; } member_t;
+typedef struct group { u32 n; int m[]; } group_t;
 
 typedef struct level {  /* entries sharing one mask (exact/lpm tables): a hash table */
     int plen;
@@ -78,6 +84,8 @@ typedef struct prog_state {
     table_t *tables;
     u64 **reg, **cpk, **cby;   /* registers; counters' packet and byte cells */
     meter_t **meters;
+    member_t **members;        /* action profiles' members and groups by handle (store.py hands them out) */
+    group_t **groups;
 } prog_state_t;
 
 /* One packet on its way through a stage. */
@@ -143,6 +151,14 @@ u32 rng_u32(prog_state_t *S);
 u64 rng_range(prog_state_t *S, u64 lo, u64 hi);
 u64 meter_exec(meter_t *m, double amount);
 double mono(void);
+
+/* The member an entry of a table with an action profile runs: the one it names, or the one its group picks
+ * by the selector's hash h (as BMv2: h modulo the group's size); NULL for an empty group. */
+static inline const member_t *profile_member(const prog_state_t *S, const entry_t *e, u64 h) {
+    if (e->group < 0) return S->members[e->member];
+    const group_t *g = S->groups[e->group];
+    return g->n ? S->members[g->m[h % g->n]] : NULL;
+}
 
 #pragma GCC visibility pop
 #endif

@@ -121,6 +121,7 @@ int eng_table_add(engine_t *E, int tid, const u64 *v, const u64 *m, const u64 *h
     memcpy(e->v, v, sizeof(u64) * (size_t)n); memcpy(e->m, m, sizeof(u64) * (size_t)n);
     memcpy(e->hi, hi, sizeof(u64) * (size_t)n); memcpy(e->kind, kind, (size_t)n);
     e->action = action; e->prio = prio;
+    e->member = e->group = -1;
     /* room first (a handle, a place in the table), so running out of memory leaves the table as it was */
     u32 cap = E->caphandles;
     if (!E->nfree && E->nhandles == E->caphandles
@@ -199,6 +200,56 @@ int eng_table_default(engine_t *E, int tid, int action, const u64 *args, int nar
     t->def_args = copy;
     t->def_action = action;
     return 0;
+}
+
+/* Put obj at (*arr)[handle], grown (zeroed) to hold it, freeing what was there: 0, or -1 with nothing changed. */
+static int put_handle(void ***arr, u32 *cap, int handle, void *obj) {
+    if ((u32)handle >= *cap) {
+        u32 n = *cap ? *cap : 16;
+        while (n <= (u32)handle) n *= 2;
+        void **bigger = realloc(*arr, sizeof(void *) * n);
+        if (!bigger) return -1;
+        memset(bigger + *cap, 0, sizeof(void *) * (n - *cap));
+        *arr = bigger;
+        *cap = n;
+    }
+    free((*arr)[handle]);
+    (*arr)[handle] = obj;
+    return 0;
+}
+
+int eng_member_set(engine_t *E, int handle, int action, const u64 *args, int nargs) {
+    member_t *m = malloc(sizeof(member_t) + sizeof(u64) * (size_t)nargs);
+    if (!m) return -1;
+    m->action = action;
+    m->nargs = (u32)nargs;
+    memcpy(m->args, args, sizeof(u64) * (size_t)nargs);
+    if (put_handle((void ***)&E->st.members, &E->capmembers, handle, m)) { free(m); return -1; }
+    return 0;
+}
+
+void eng_member_delete(engine_t *E, int handle) { put_handle((void ***)&E->st.members, &E->capmembers, handle, NULL); }
+
+int eng_group_set(engine_t *E, int handle, const int *members, int n) {
+    group_t *g = malloc(sizeof(group_t) + sizeof(int) * (size_t)n);
+    if (!g) return -1;
+    g->n = (u32)n;
+    memcpy(g->m, members, sizeof(int) * (size_t)n);
+    if (put_handle((void ***)&E->st.groups, &E->capgroups, handle, g)) { free(g); return -1; }
+    return 0;
+}
+
+void eng_group_delete(engine_t *E, int handle) { put_handle((void ***)&E->st.groups, &E->capgroups, handle, NULL); }
+
+void eng_entry_names(engine_t *E, int handle, int member, int group) {
+    E->handles[handle]->member = member;
+    E->handles[handle]->group = group;
+}
+
+void profiles_free(engine_t *E) {
+    for (u32 h = 0; h < E->capmembers; h++) free(E->st.members[h]);
+    for (u32 h = 0; h < E->capgroups; h++) free(E->st.groups[h]);
+    free(E->st.members); free(E->st.groups);
 }
 
 u64 *eng_entry_counters(engine_t *E, int handle) { return &E->handles[handle]->packets; }

@@ -158,6 +158,23 @@ static int replay(engine_t *E, FILE *f, int *packets) {
             if (mc ? eng_mc_set(E, (int)id, n, ports, rids) : eng_clone_set(E, id, n, ports, rids, (u32)num()))
                 bad("mc_set/clone_set failed");
             free(ports); free(rids);
+        } else if (!strcmp(cmd, "member_set")) {
+            u32 nargs;
+            int handle = (int)num(), action = (int)num();
+            u64 *args = array(&nargs);
+            if (eng_member_set(E, handle, action, args, (int)num())) bad("member_set failed");
+            free(args);
+        } else if (!strcmp(cmd, "group_set")) {
+            u32 n;
+            int handle = (int)num();
+            u32 *members = array32(&n);
+            if (eng_group_set(E, handle, (const int *)members, (int)num())) bad("group_set failed");
+            free(members);
+        } else if (!strcmp(cmd, "member_delete") || !strcmp(cmd, "group_delete")) {
+            (cmd[0] == 'm' ? eng_member_delete : eng_group_delete)(E, (int)num());
+        } else if (!strcmp(cmd, "entry_names")) {
+            int handle = (int)num(), member = (int)num();
+            eng_entry_names(E, handle, member, (int)num());
         } else if (!strcmp(cmd, "set_cpu_port")) {
             eng_set_cpu_port(E, (int)num());
         } else if (!strcmp(cmd, "reg")) {
