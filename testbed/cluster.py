@@ -202,8 +202,10 @@ def place_nodes(topology: Any, servers: Sequence[str], given: Mapping[str, str])
 
 def _leave_with_parent() -> None:
     """An ssh client leads its own process group (Mininet signals a node's shell by group) and ends
-    with the testbed, which ends the remote session and, through the tether, what it runs."""
+    with the testbed, which ends the remote session and, through the tether, what it runs. SIGHUP is
+    restored to its default: under nohup the client inherits it ignored and would outlive its pty."""
     os.setpgrp()
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
@@ -226,6 +228,9 @@ class RemoteMixin:
     def _popen(self, cmd: list[str], tty: bool = True, **params: Any) -> subprocess.Popen:
         if not self.server.local:
             params["preexec_fn"] = _leave_with_parent
+            # Mininet starts shells with close_fds=False: an ssh shell then held the pty masters of the
+            # nodes started before it, and their shells never saw EOF at teardown (net.stop waited forever).
+            params["close_fds"] = True
             cmd = self.server.command(cmd, tty, params.pop("cwd", None))
         return super()._popen(cmd, **params)  # type: ignore[misc]
 
