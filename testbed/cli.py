@@ -70,7 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     # SIGINT (a background job): Python keeps an inherited SIG_IGN unless told otherwise.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     # `kill -USR1 PID` prints where every thread of a command that seems stuck is, and it goes on.
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    # (To the process's own stderr: main() may run in a process whose sys.stderr is no file, as under pytest.)
+    if sys.__stderr__ is not None:
+        faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
