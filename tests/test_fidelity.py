@@ -104,7 +104,9 @@ def test_cpu_meter_measures_a_busy_and_an_idle_process_on_its_own_thread():
             proc.wait()
     used = meter.used(meter.span())
     assert used["busy"] >= 0.2 and used["idle"] < 0.05  # a spinning process shows, a sleeping one not
-    assert used[fidelity.MACHINE] >= used["busy"]  # the cores did at least what the busy process did
+    # the cores did at least what the busy process did, within the clock tick (0.01 s) both counts are kept in,
+    # read at each end of the window
+    assert used[fidelity.MACHINE] >= used["busy"] - 0.02
     assert fidelity.cpu_seconds(busy.pid) is None
 
 
