@@ -8,8 +8,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
 
+from p4target import state as st
+from p4target.frontend import load_program
 from p4target.native.build import compiler
+from p4target.native.engine import Trace
+from p4target.native.pipeline import NativePipeline
+from p4target.pipeline import Pipeline
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import fuzz_engine as fz  # noqa: E402
@@ -61,3 +68,36 @@ def test_a_replay_with_other_outputs_fails():
     assert changed != trace
     result = fz.run(fz.AGGNET, source, changed, 0, 1)
     assert not result.ok and "(1 with outputs differing from the trace)" in result.line
+
+
+def test_entries_modified_to_actions_with_more_parameters_forward_as_python_and_replay_clean():
+    """An entry inserted with `drop` (no parameters) and modified to `ipv4_forward` (two) once had them written
+    over its own key: it then missed, and its delete left a freed entry in its bucket."""
+    program = load_program(str(Path(__file__).parent / "data" / "tutorial_basic" / "basic.p4"))
+    trace = Trace()
+    native, python = NativePipeline(program, trace=trace), Pipeline(program)
+    routes = [{"hdr.ipv4.dstAddr": st.Lpm(0x0A000000 + n, 32)} for n in range(1, 5)]
+    frames = [bytes(Ether() / IP(dst=f"10.0.0.{n}") / UDP()) for n in range(6)]
+    outputs = {}
+    try:
+        for name, pipeline in (("native", native), ("python", python)):
+            sent = []
+            for key in routes:
+                pipeline.state.insert_entry("MyIngress.ipv4_lpm", st.TableEntry(key, "MyIngress.drop", {}))
+            for n, key in enumerate(routes):
+                pipeline.state.modify_entry("MyIngress.ipv4_lpm", st.TableEntry(
+                    key, "MyIngress.ipv4_forward", {"dstAddr": 0xAABBCCDDEE00 + n, "port": n + 1}))
+            sent += [pipeline.process(0, f) for f in frames]
+            for key in routes[:2]:  # back to fewer parameters, then deleted
+                pipeline.state.modify_entry("MyIngress.ipv4_lpm", st.TableEntry(key, "MyIngress.drop", {}))
+            for key in routes[1:3]:
+                pipeline.state.delete_entry("MyIngress.ipv4_lpm", st.TableEntry(key, "", {}))
+            sent += [pipeline.process(0, f) for f in frames]
+            outputs[name] = sent
+        source, text = native.source, trace.text()
+    finally:
+        native.close()
+    assert outputs["native"] == outputs["python"]
+    assert [len(o) for o in outputs["python"]] == [0, 1, 1, 1, 1, 0] + [0, 0, 0, 0, 1, 0]
+    result = fz.run("basic", source, text, 2_000, 1)  # ASan and LeakSanitizer: the entries' blocks all freed
+    assert result.ok, result.line

@@ -24,7 +24,7 @@ _SIGNATURES = {
     "eng_unlock": (None, [c_void_p]),
     "eng_table_setup": (None, [c_void_p, c_int, c_int, c_int, c_int]),
     "eng_table_add": (c_int, [c_void_p, c_int, _U64, _U64, _U64, POINTER(c_uint8), c_int64, c_int, _U64, c_int]),
-    "eng_table_modify": (None, [c_void_p, c_int, c_int, _U64, c_int]),
+    "eng_table_modify": (c_int, [c_void_p, c_int, c_int, _U64, c_int]),
     "eng_table_delete": (None, [c_void_p, c_int, c_int]),
     "eng_table_default": (c_int, [c_void_p, c_int, c_int, _U64, c_int]),
     "eng_entry_counters": (_U64, [c_void_p, c_int]),
@@ -193,7 +193,8 @@ class Engine:
         return handle
 
     def table_modify(self, handle: int, action: int, args: tuple[int, ...]) -> None:
-        self.lib.eng_table_modify(self.ptr, handle, action, _u64s(args), len(args))
+        if self.lib.eng_table_modify(self.ptr, handle, action, _u64s(args), len(args)):
+            raise MemoryError("native engine: out of memory modifying a table entry")
 
     def table_delete(self, tid: int, handle: int) -> None:
         self.lib.eng_table_delete(self.ptr, tid, handle)

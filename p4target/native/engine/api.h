@@ -24,7 +24,7 @@ ENG_API u64 eng_pipeline_errors(engine_t *E);
 ENG_API void eng_table_setup(engine_t *E, int tid, int lpm, int lpm_width, int prio_mode);
 ENG_API int eng_table_add(engine_t *E, int tid, const u64 *v, const u64 *m, const u64 *hi, const u8 *kind,
                           int64_t prio, int action, const u64 *args, int nargs);
-ENG_API void eng_table_modify(engine_t *E, int handle, int action, const u64 *args, int nargs);
+ENG_API int eng_table_modify(engine_t *E, int handle, int action, const u64 *args, int nargs);
 ENG_API void eng_table_delete(engine_t *E, int tid, int handle);
 ENG_API int eng_table_default(engine_t *E, int tid, int action, const u64 *args, int nargs);
 ENG_API u64 *eng_entry_counters(engine_t *E, int handle);

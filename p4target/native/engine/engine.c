@@ -49,7 +49,7 @@ engine_t *eng_new(u64 seed) {
 void eng_free(engine_t *E) {
     prog_state_t *S = &E->st;
     for (int i = 0; S->tables && i < PROG.ntables; i++) table_free(&S->tables[i]);
-    for (u32 h = 0; h < E->nhandles; h++) free(E->handles[h]);
+    for (u32 h = 0; h < E->nhandles; h++) entry_free(E->handles[h]);
     free(E->handles); free(E->freeh);
     profiles_free(E);
     for (int i = 0; S->reg && i < PROG.nregs; i++) free(S->reg[i]);

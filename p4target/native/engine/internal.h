@@ -149,6 +149,7 @@ void push_event(engine_t *E, int kind, int arg, const void *data, u32 len);
 void packet_error(engine_t *E, const char *stage, const char *msg);
 
 /* tables.c */
+void entry_free(entry_t *e);
 void table_free(table_t *t);
 void profiles_free(engine_t *E);
 

@@ -47,7 +47,9 @@ struct entry {
     u64 packets, bytes; /* direct counter cells */
     meter_t meter;      /* direct meter cell */
     double last_hit;    /* CLOCK_MONOTONIC of the last hit (tables with support_timeout) */
-    u64 *args;
+    u64 *args;          /* in the entry's block, or own_args once a modify needed more room */
+    u64 *own_args;
+    u32 capargs;        /* the words args has room for */
     u64 *v, *m, *hi;    /* per key: value (or range low), mask, range high */
     u8 *kind;           /* per key word: 0 wildcard, 1 value & mask, 2 range (3: a lower word of a wider range) */
     int32_t member, group; /* a table with an action profile: the member or group it names (-1: none) */

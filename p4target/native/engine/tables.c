@@ -120,7 +120,7 @@ int eng_table_add(engine_t *E, int tid, const u64 *v, const u64 *m, const u64 *h
     memcpy(e->args, args, sizeof(u64) * (size_t)nargs);
     memcpy(e->v, v, sizeof(u64) * (size_t)n); memcpy(e->m, m, sizeof(u64) * (size_t)n);
     memcpy(e->hi, hi, sizeof(u64) * (size_t)n); memcpy(e->kind, kind, (size_t)n);
-    e->action = action; e->prio = prio;
+    e->action = action; e->prio = prio; e->capargs = (u32)nargs;
     e->member = e->group = -1;
     /* room first (a handle, a place in the table), so running out of memory leaves the table as it was */
     u32 cap = E->caphandles;
@@ -156,10 +156,25 @@ int eng_table_add(engine_t *E, int tid, const u64 *v, const u64 *m, const u64 *h
     return e->handle;
 }
 
-void eng_table_modify(engine_t *E, int handle, int action, const u64 *args, int nargs) {
+/* A new action for an entry: 0, or -1 without memory (the entry as it was). An action with more parameters than
+ * the entry was made with gets a block of its own: writing them in place would run over the entry's key. */
+int eng_table_modify(engine_t *E, int handle, int action, const u64 *args, int nargs) {
     entry_t *e = E->handles[handle];
+    if ((u32)nargs > e->capargs) {
+        u64 *more = malloc(sizeof(u64) * (size_t)nargs);
+        if (!more) return -1;
+        free(e->own_args);
+        e->args = e->own_args = more;
+        e->capargs = (u32)nargs;
+    }
     e->action = action;
     memcpy(e->args, args, sizeof(u64) * (size_t)nargs);
+    return 0;
+}
+
+void entry_free(entry_t *e) {
+    if (e) free(e->own_args);
+    free(e);
 }
 
 void eng_table_delete(engine_t *E, int tid, int handle) {
@@ -188,7 +203,7 @@ void eng_table_delete(engine_t *E, int tid, int handle) {
     }
     E->handles[handle] = NULL;
     E->freeh[E->nfree++] = handle;
-    free(e);
+    entry_free(e);
 }
 
 int eng_table_default(engine_t *E, int tid, int action, const u64 *args, int nargs) {
