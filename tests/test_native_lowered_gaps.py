@@ -291,7 +291,8 @@ def ipv6(src: int, dst: int, next_hdr: int) -> bytes:
         dst.to_bytes(16, "big") + b"payload!"
 
 
-# (packet, the parse state wide_select.p4 takes: 1 exact, 2 src prefix, 3 dst bits, 4 straddle, 5 value set, 6 other)
+# (packet, the parse state wide_select.p4 takes: 1 exact, 2 src prefix, 3 dst bits, 4 straddle, 5 value set, 6 other,
+# 7 a range, which p4c and our lowering turn into masked cases)
 WS_CASES = [(ipv6(SRC, DST, 17), 1), (ipv6(SRC, DST, 6), 6), (ipv6(SRC, DST + 1, 17), 6),
             (ipv6(SRC ^ (1 << 127), DST, 17), 6),  # one bit off in the top word of the key
             (ipv6(SRC | 0xFFFF, LINK_LOCAL | 5, 6), 2), (ipv6(SRC, 0xFEBF << 112, 6), 2),
@@ -300,7 +301,8 @@ WS_CASES = [(ipv6(SRC, DST, 17), 1), (ipv6(SRC, DST, 6), 6), (ipv6(SRC, DST + 1,
             (ipv6(0, (1 << 64) | 0x1FF, 0), 6), (ipv6(0, (1 << 65) | 0xFF, 0), 6),
             (ipv6(0xFFFFFFFF << 32, 0, 0x3A), 4), (ipv6((0xFFFFFFFF << 32) | 1, 9, 0x3A), 4),
             (ipv6((1 << 64) | (0xFFFFFFFF << 32), 0, 0x3A), 6), (ipv6(0x7FFFFFFF << 32, 0, 0x3A), 6),
-            (ipv6(0xFFFFFFFF << 32, 0, 0x3B), 6), (ipv6(5, 6, 7), 6), (ipv6(5, 6, 8), 6)]
+            (ipv6(0xFFFFFFFF << 32, 0, 0x3B), 6), (ipv6(5, 6, 7), 6), (ipv6(5, 6, 8), 6),
+            (ipv6(SRC, DST, 0x80), 7), (ipv6(1, 2, 0x84), 7), (ipv6(1, 2, 0x85), 6), (ipv6(1, 2, 0x7F), 6)]
 FLOWS = [(5, 6, 7), ((1 << 128) - 1, 1 << 127, 0xFF)]
 
 

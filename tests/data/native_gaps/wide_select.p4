@@ -1,5 +1,5 @@
 // A parser select on two 128-bit fields and an 8-bit one (a 264-bit key: its parts straddle 64-bit
-// words) with exact and masked cases and a default, and a value set of such keys, for
+// words) with exact and masked cases, a range, a default and a value set of such keys, for
 // tests/test_native_lowered_gaps.py. The state taken is written into the packet's hop limit.
 #include <core.p4>
 #include <v1model.p4>
@@ -30,6 +30,7 @@ parser WsParser(packet_in pkt, out headers_t hdr, inout meta_t meta, inout stand
              0xfe800000000000000000000000000000 &&& 0xffc00000000000000000000000000000, 6): src_prefix;
             (_, 0x000000000000000100000000000000ff &&& 0x00000000000000ff00000000ffffffff, _): dst_bits;
             (0x0000000000000000ffffffff00000000 &&& 0x00000000ffffffffffffffff00000000, _, 0x3a): straddle;
+            (_, _, 0x80 .. 0x84): in_range;
             flows: in_set;
             default: other;
         }
@@ -39,6 +40,7 @@ parser WsParser(packet_in pkt, out headers_t hdr, inout meta_t meta, inout stand
     state dst_bits { meta.path = 3; transition accept; }
     state straddle { meta.path = 4; transition accept; }
     state in_set { meta.path = 5; transition accept; }
+    state in_range { meta.path = 7; transition accept; }
     state other { meta.path = 6; transition accept; }
 }
 
