@@ -72,20 +72,22 @@ def test_corpus_program_passes_its_stf_natively_from_p4c_json(name, p4c, caplog)
             pipeline.close()
 
 
-def _with_wide_select_key(doc: dict) -> None:
-    """The first keyed parse state selects on its key nine times over (the native engine takes at most 128 bits)."""
-    state = next(s for p in doc["parsers"] for s in p["parse_states"] if s["transition_key"])
-    state["transition_key"] = state["transition_key"] * 9
+def _with_wide_checksum(doc: dict) -> None:
+    """The checksum update writes a 200-bit metadata field, as p4c writes `update_checksum` into a `bit<200>` (the
+    native engine writes computed values of at most 128 bits)."""
+    scalars = next(h for h in doc["headers"] if h["name"] == "scalars")
+    next(t for t in doc["header_types"] if t["name"] == scalars["header_type"])["fields"].append(["wide", 200, False])
+    next(c for c in doc["checksums"] if c["update"])["target"] = ["scalars", "wide"]
 
 
 @needs_p4c
 def test_what_the_native_engine_lacks_is_one_warning_and_python_runs_it(ipv4_json, tmp_path, caplog):
-    path = _broken(ipv4_json, tmp_path, _with_wide_select_key)
+    path = _broken(ipv4_json, tmp_path, _with_wide_checksum)
     pipeline = make_pipeline(bmv2_json.load_file(path), "native")
     assert isinstance(pipeline, Pipeline)
     (line,) = [r.getMessage() for r in caplog.records if r.name == "aggnet.native"]
-    assert line.startswith(f"{path}: running on the Python engine: the native engine lacks a parser transition key of ")
-    assert line.endswith(" bits (at most 128)")
+    assert line == f"{path}: running on the Python engine: the native engine lacks a computed value written to a " \
+                   "200-bit field"
 
 
 @needs_p4c

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from p4target.frontend import load_source
+from p4target.interp.hashes import crc16
 from p4target.native.build import build, compiler, engine_library
 from p4target.native.cgen import generate_c
 from p4target.native.pipeline import NativePipeline, make_pipeline
@@ -33,8 +34,9 @@ control C(inout hs_t hs, inout m_t m) { apply { } }
 control D(packet_out p, in hs_t hs) { apply { p.emit(hs.h); } }
 V1Switch(P(), V(), I(), E(), C(), D()) main;
 """
-# no parser transition keys wider than 128 bits natively
-WIDE_SELECT = PROGRAM.replace("transition accept; }", "transition select(hs.h.a ++ 136w0) { 0: accept; default: accept; } }")
+# no computed values (here a hash) written to fields wider than 128 bits natively; p4c takes it without a warning
+WIDE_HASH = PROGRAM % ("bit<200> w;", "hash(w, HashAlgorithm.crc16, 200w0, { hs.h.a }, 200w0); hs.h.b = hs.h.b + (bit<8>)w;")
+WIDE_HASH_OUT = bytes([7, (8 + crc16(bytes([7]))) & 0xFF])  # what it sends for 07 00
 
 
 def _build(source: str) -> str:
@@ -56,23 +58,23 @@ def test_concurrent_builds_of_one_program_agree(tmp_path, monkeypatch):
 
 
 def test_a_construct_the_engine_lacks_runs_on_python_with_one_line(caplog):
-    program = load_source(WIDE_SELECT % ("", ""), "wide.p4")
+    program = load_source(WIDE_HASH, "wide.p4")
     with caplog.at_level(logging.WARNING, logger="aggnet.native"):
         pipeline = make_pipeline(program, "native")
     assert isinstance(pipeline, Pipeline)
     (line,) = [r.getMessage() for r in caplog.records]
-    assert line == "wide.p4: running on the Python engine: the native engine lacks a parser transition key of " \
-                   "144 bits (at most 128)"
-    assert pipeline.process(1, bytes([7, 0])) == [(2, bytes([7, 8]))]
+    assert line == "wide.p4: running on the Python engine: the native engine lacks a computed value written to a " \
+                   "200-bit field"
+    assert pipeline.process(1, bytes([7, 0])) == [(2, WIDE_HASH_OUT)]
 
 
 def test_cli_fallback_is_one_stderr_line(tmp_path):
     prog = tmp_path / "wide.p4"
-    prog.write_text(WIDE_SELECT % ("", ""))
+    prog.write_text(WIDE_HASH)
     stf = tmp_path / "t.stf"
-    stf.write_text("packet 1 07 00\nexpect 2 07 08\n")
+    stf.write_text(f"packet 1 07 00\nexpect 2 {WIDE_HASH_OUT.hex(' ')}\n")
     out = subprocess.run([sys.executable, "-m", "testbed.cli", "p4", "stf", str(prog), str(stf)], cwd=REPO,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and "running on the Python engine" in lines[0] and "parser transition key" in lines[0]
+    assert len(lines) == 1 and "running on the Python engine" in lines[0] and "200-bit field" in lines[0]

@@ -1,10 +1,11 @@
 """Constructs the C back end (p4target/backends/c.py) once left to the Python engine, now native
 when a program comes as p4c's BMv2 JSON: parser value sets (one of 96-bit values too), range
-matches on a 96-bit key, digests of 128- and 72-bit fields.
+matches on a 96-bit key, digests of 128- and 72-bit fields, parser transition keys wider than
+128 bits (a value set's too) and lookaheads wider than 128 bits.
 
 Each program under tests/data/native_gaps/ compiles with p4c without a warning; its JSON is loaded
-on the native engine (no fallback), on the Python engine and on simple_switch, the source on the
-native engine too (through our lowering, as cgen.py lacks these), and all of them
+on the native engine (no fallback, no warning line), on the Python engine and on simple_switch, the
+source on the native engine too (through our lowering, as cgen.py lacks these), and all of them
 send the same packets, per port and in order (and queue the same digests), before and after the
 control plane writes value sets (also over P4Runtime, to a native RuntimeServer) and table entries.
 """
@@ -12,8 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import re
 import struct
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,9 +30,13 @@ from p4rt_raw import RawClient
 from p4target import state as st
 from p4target.frontend import load_program
 from p4target.lowered import bmv2_json
-from p4target.native.pipeline import make_pipeline
+from p4target.native.engine import Trace
+from p4target.native.pipeline import NativePipeline, make_pipeline
 from p4target.runtime import RuntimeServer
 from p4target.runtime.bmv2_thrift import wire
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import fuzz_engine as fz  # noqa: E402
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.skipif(bool(bmv2_ref.missing()), reason=bmv2_ref.missing() or "-")]
 
@@ -47,7 +54,7 @@ def p4c(name: str, out: Path) -> tuple[Path, Path]:
 
 
 @contextlib.contextmanager
-def targets(name: str, folder: Path) -> Iterator[tuple[Path, Path, dict]]:
+def targets(name: str, folder: Path, caplog: pytest.LogCaptureFixture) -> Iterator[tuple[Path, Path, dict]]:
     """(JSON, P4Info, {target name: pipeline or Bmv2Switch}) for tests/data/native_gaps/NAME.p4."""
     json_path, p4info = p4c(name, folder)
     program = bmv2_json.load_file(str(json_path))
@@ -56,7 +63,8 @@ def targets(name: str, folder: Path) -> Iterator[tuple[Path, Path, dict]]:
                "native from source": make_pipeline(load_program(str(DATA / f"{name}.p4")), "native")}
     try:
         for native in natives.values():
-            assert getattr(native, "engine_name", "python") == "native"  # no fallback to the Python engine
+            assert isinstance(native, NativePipeline)  # no fallback to the Python engine
+        assert [r.getMessage() for r in caplog.records if r.name == "aggnet.native"] == []  # nor its warning line
         with bmv2_ref.Bmv2Switch(str(json_path), python.state.schema) as bmv2:
             yield json_path, p4info, {"python": python, **natives, "bmv2": bmv2}
     finally:
@@ -123,8 +131,8 @@ class Runtime:
         self.server.stop()
 
 
-def test_value_sets_native_from_p4c_json(tmp_path):
-    with targets("value_sets", tmp_path) as (json_path, p4info, ts):
+def test_value_sets_native_from_p4c_json(tmp_path, caplog):
+    with targets("value_sets", tmp_path, caplog) as (json_path, p4info, ts):
         run_value_sets(Runtime(json_path, p4info), ts)
 
 
@@ -170,8 +178,8 @@ def wide(addr: int, kind: int) -> bytes:
     return ETH + b"\x12\x34" + addr.to_bytes(12, "big") + bytes([kind, 0])
 
 
-def test_range_on_a_96_bit_key_native_from_p4c_json(tmp_path):
-    with targets("wide_range", tmp_path) as (_, _, ts):
+def test_range_on_a_96_bit_key_native_from_p4c_json(tmp_path, caplog):
+    with targets("wide_range", tmp_path, caplog) as (_, _, ts):
         run_wide_range(ts)
 
 
@@ -239,8 +247,8 @@ def learn_frame(a: int, b: int, c: int) -> bytes:
     return ETH + b"\x12\x34" + a.to_bytes(16, "big") + b.to_bytes(9, "big") + bytes([c])
 
 
-def test_digest_of_wide_fields_native_from_p4c_json(tmp_path):
-    with targets("wide_digest", tmp_path) as (_, _, ts):
+def test_digest_of_wide_fields_native_from_p4c_json(tmp_path, caplog):
+    with targets("wide_digest", tmp_path, caplog) as (_, _, ts):
         run_wide_digest(ts)
 
 
@@ -270,3 +278,110 @@ def run_wide_digest(ts: dict) -> None:
         assert samples == expected
     finally:
         learned.close()
+
+
+# --------------------------------------------------------------------------- a select on a 264-bit key
+
+SRC, DST = 0x20010DB8_00000000_00000000_00000001, 0x20010DB8_00000000_00000000_00000002
+LINK_LOCAL = 0xFE80 << 112
+
+
+def ipv6(src: int, dst: int, next_hdr: int) -> bytes:
+    return ETH + b"\x86\xdd" + bytes([0x60, 0, 0, 0, 0, 8, next_hdr, 64]) + src.to_bytes(16, "big") + \
+        dst.to_bytes(16, "big") + b"payload!"
+
+
+# (packet, the parse state wide_select.p4 takes: 1 exact, 2 src prefix, 3 dst bits, 4 straddle, 5 value set, 6 other,
+# 7 a range, which p4c and our lowering turn into masked cases)
+WS_CASES = [(ipv6(SRC, DST, 17), 1), (ipv6(SRC, DST, 6), 6), (ipv6(SRC, DST + 1, 17), 6),
+            (ipv6(SRC ^ (1 << 127), DST, 17), 6),  # one bit off in the top word of the key
+            (ipv6(SRC | 0xFFFF, LINK_LOCAL | 5, 6), 2), (ipv6(SRC, 0xFEBF << 112, 6), 2),
+            (ipv6(SRC, 0xFEC0 << 112, 6), 6), (ipv6(SRC ^ (1 << 64), LINK_LOCAL, 6), 6),
+            (ipv6(0, (1 << 64) | 0xFF, 0), 3), (ipv6(7, (1 << 64) | 0xFF | (0xAB << 32), 9), 3),
+            (ipv6(0, (1 << 64) | 0x1FF, 0), 6), (ipv6(0, (1 << 65) | 0xFF, 0), 6),
+            (ipv6(0xFFFFFFFF << 32, 0, 0x3A), 4), (ipv6((0xFFFFFFFF << 32) | 1, 9, 0x3A), 4),
+            (ipv6((1 << 64) | (0xFFFFFFFF << 32), 0, 0x3A), 6), (ipv6(0x7FFFFFFF << 32, 0, 0x3A), 6),
+            (ipv6(0xFFFFFFFF << 32, 0, 0x3B), 6), (ipv6(5, 6, 7), 6), (ipv6(5, 6, 8), 6),
+            (ipv6(SRC, DST, 0x80), 7), (ipv6(1, 2, 0x84), 7), (ipv6(1, 2, 0x85), 6), (ipv6(1, 2, 0x7F), 6)]
+FLOWS = [(5, 6, 7), ((1 << 128) - 1, 1 << 127, 0xFF)]
+
+
+def test_select_on_two_128_bit_fields_native_from_p4c_json(tmp_path, caplog):
+    with targets("wide_select", tmp_path, caplog) as (_, _, ts):
+        thrift = BmClient(ts["bmv2"].thrift_port)
+        try:
+            run_wide_select(ts, thrift)
+        finally:
+            thrift.close()
+
+
+def run_wide_select(ts: dict, thrift: BmClient) -> None:
+    packets = [(0, data) for data, _ in WS_CASES] + [(0, ipv6(*FLOWS[1]))]
+    paths = [path for _, path in WS_CASES]
+    out = same_everywhere(ts, packets + [(0, ETH + b"\x08\x00" + b"not ipv6")])
+    assert [data[21] for data in out[2]] == paths + [6]  # the hop limit: the state taken
+    assert out[1] == [ETH + b"\x08\x00" + b"not ipv6"]
+    for t in ("python", "native", "native from source"):
+        ts[t].state.value_set_write("WsParser.flows", FLOWS)
+    for src, dst, next_hdr in FLOWS:  # BMv2 takes a member as its fields' bytes, one after the other
+        thrift.std("bm_parse_vset_add", (wire.STRING, "WsParser.flows"),
+                   (wire.STRING, src.to_bytes(16, "big") + dst.to_bytes(16, "big") + bytes([next_hdr])))
+    out = same_everywhere(ts, packets)
+    assert [data[21] for data in out[2]] == [5 if data == ipv6(*FLOWS[0]) else path for data, path in WS_CASES] + [5]
+
+
+# --------------------------------------------------------------------------- lookaheads of 144 to 200 bits
+
+PROBE_BODY = 0x00112233_44556677_8899AABB_CCDDEEFF_00112233
+MIDDLE = 0xFFFFFFFF_FFFFFFFF << 48  # the bits wide_lookahead.p4's masked case looks at
+
+
+def probe(kind: int, body: int, rest: bytes = b"tail bytes after the probe") -> bytes:
+    return ETH + b"\x12\x34" + bytes([kind]) + body.to_bytes(20, "big") + rest
+
+
+# (packet, the parse state wide_lookahead.p4 takes: 1 exact, 2 masked, 3 low byte, 4 other)
+WL_CASES = [(probe(1, PROBE_BODY), 1), (probe(1, PROBE_BODY ^ 1), 4), (probe(1, PROBE_BODY ^ (1 << 159)), 4),
+            (probe(2, MIDDLE), 2), (probe(2, MIDDLE | 0xFF | (1 << 159)), 2), (probe(2, MIDDLE ^ (1 << 100)), 4),
+            (probe(3, MIDDLE), 4), (probe(7, 0xFF), 3), (probe(2, 0xFF), 3), (probe(2, MIDDLE, b"\x00\x00\x00\x00"), 2)]
+
+
+def peeked(data: bytes, path: int) -> bytes:
+    """What wide_lookahead.p4 sends for `data`: 200 bits, then 160 bits (through metadata) and 144 bits (as a
+    header) looked at after Ethernet, the state taken, the probe and what follows it."""
+    body = data[14:]
+    return data[:14] + body[:25] + body[:20] + bytes([path]) + body[:18] + body
+
+
+def test_lookaheads_wider_than_128_bits_native_from_p4c_json(tmp_path, caplog):
+    with targets("wide_lookahead", tmp_path, caplog) as (_, _, ts):
+        run_wide_lookahead(ts)
+
+
+def run_wide_lookahead(ts: dict) -> None:
+    short = [probe(9, 3, b""), probe(9, 3, b"\x01\x02\x03"), ETH + b"\x12\x34\x01\x02"]  # the 200 bits run past the end
+    out = same_everywhere(ts, [(0, data) for data, _ in WL_CASES] + [(0, data) for data in short])
+    assert out[1][:len(WL_CASES)] == [peeked(data, path) for data, path in WL_CASES]
+    # too short: the parser rejects before its first lookahead writes a bit; the header it made valid stays zero
+    assert out[1][len(WL_CASES):] == [data[:14] + bytes(46) + data[14:] for data in short]
+
+
+def test_wide_keys_and_lookaheads_replay_under_sanitizers():
+    """The C of both programs from source (a select on a 168-bit lookahead, on 264 bits of fields and a value set
+    of them) replays its trace under ASan and UBSan, then takes fuzzed frames with no finding."""
+    for name, packets in (("wide_lookahead", [data for data, _ in WL_CASES]),
+                          ("wide_select", [data for data, _ in WS_CASES])):
+        trace = Trace()
+        native = NativePipeline(load_program(str(DATA / f"{name}.p4")), trace=trace)
+        try:
+            if name == "wide_select":
+                native.state.value_set_write("WsParser.flows", FLOWS)
+            for data in packets:
+                native.process(0, data)
+            source, text = native.source, trace.text()
+        finally:
+            native.close()
+        result = fz.run(name, source, text, 3_000, 1)
+        assert result.ok, result.line
+        counts = re.match(r"replayed (\d+) packets \((\d+) with outputs differing from the trace\)", result.line)
+        assert counts and int(counts[1]) == len(packets) and counts[2] == "0", result.line

@@ -16,9 +16,14 @@ sign word). Table keys (a range over its words as one number), action parameters
 digest fields and parser value-set values wider than 64 bits take one engine word per 64-bit chunk,
 least significant first (p4target/native/store.py splits and joins the control plane's values the
 same way; a value set's members live in engine cells, `cgen.value_set_cells`, which P4Runtime's
-ValueSetEntry writes fill). What does not run raises `Unsupported` naming the construct
-(the program then runs on the Python engine): parser transition keys and lookaheads wider than
-128 bits (a value set's key included), and programs with other than one parser and one deparser.
+ValueSetEntry writes fill). A parser transition key of up to 128 bits is one u128; a wider one
+(fields, lookaheads, a value set's key) is an array of 64-bit words, least significant first, each
+case comparing it word by word under its mask. A lookahead wider than 127 bits is read as a wint,
+one 64-bit chunk at a time; a parser operation checks the packet is long enough for its lookaheads
+before it writes anything, as BMv2 does. What does not run raises `Unsupported` naming the construct
+(the program then runs on the Python engine): a computed value (a hash, a checksum, a meter's
+colour, a random number) written to a field wider than 128 bits, and programs with other than one
+parser and one deparser.
 
 Control flow: `exit` sets p->rc = RC_EXIT, an error (division by zero, a stack index out of range, a
 failed assert) RC_ERR, and every caller returns when p->rc is set. A pipeline is a loop over its
@@ -61,6 +66,22 @@ def _u128(v: int) -> str:
     return f"(((u128){v >> 64:#x}ULL << 64) | {v & ((1 << 64) - 1):#x}ULL)"
 
 
+def _lookaheads(values: list[m.Value]) -> list[m.Lookahead]:
+    """The lookaheads in `values` and their operands."""
+    found: list[m.Lookahead] = []
+
+    def walk(v: m.Value | None) -> None:
+        if isinstance(v, m.Lookahead):
+            found.append(v)
+        elif isinstance(v, m.Expr):
+            for x in (v.left, v.right, v.cond):
+                walk(x)
+
+    for v in values:
+        walk(v)
+    return found
+
+
 class _Printer(LoweredPrinter):
     """Lowered Program -> C source and the ids the control plane addresses it by."""
 
@@ -93,6 +114,7 @@ class _Printer(LoweredPrinter):
         super().__init__(p)
         self.ctx = "action"  # where code is printed: a key of _LEAVE
         self.labels: dict[str, str] = {}  # parse state -> its label
+        self.key_words = 0  # the current transition key's u64 words when wider than 128 bits (set_key)
         self.cp = CProgram("")
         for a in p.actions:
             self.cp.actions.setdefault(a.name, len(self.cp.actions))
@@ -120,6 +142,8 @@ class _Printer(LoweredPrinter):
         self.param_offsets: list[int] = []  # ... and where each starts in its engine words A[]
         widths = [f.width or 0 for t in p.header_types for f in t.fields]
         widths += [width for a in p.actions for _, width in a.runtime_data]
+        widths += [look.width for parser in p.parsers for s in parser.parse_states
+                   for look in _lookaheads(s.transition_key + [x for op in s.parser_ops for x in op.parameters])]
         self.w_words = 2 * -(-max(widths + [MAX_BITS]) // MAX_BITS) + 1
 
     def check(self, ind: int) -> None:
@@ -144,8 +168,8 @@ class _Printer(LoweredPrinter):
             wide_reg = self.reg_size[v.name]
             return f"w_reg(p, {self.cp.registers[v.name]}, {self.index(v.index)[2]}, {wide_reg.size}ULL, " \
                    f"{-(-wide_reg.bitwidth // MAX_BITS)}, {wide_reg.bitwidth})"
-        if self.wide and not isinstance(v, (m.Expr, m.Field, m.Const, m.ActionParam, m.StackField)):
-            return f"w_from_i128({self.plain(v)})"  # a narrow leaf (a register cell, a lookahead, a boolean)
+        if self.wide and not isinstance(v, (m.Expr, m.Field, m.Const, m.ActionParam, m.StackField, m.Lookahead)):
+            return f"w_from_i128({self.plain(v)})"  # a narrow leaf (a register cell, a boolean)
         if isinstance(v, m.Field):
             slot, ftype = self.L.field_slot(v)
             return self.read(str(slot), ftype)
@@ -179,9 +203,9 @@ class _Printer(LoweredPrinter):
             k, ftype = self.L.field_index(self.L.stack_type[v.stack], v.field)
             return self.read(f"{b} + {self.L.offsets[self.L.stack_type[v.stack]][k]}", ftype)
         if isinstance(v, m.Lookahead):
-            if v.width > 127:
-                raise self.fail(f"a lookahead of {v.width} bits")
             self.may_fail = True
+            if self.wide:
+                return f"w_look(p, o, {v.offset}, {v.width}, {self.error_code('PacketTooShort')})"
             if v.width > MAX_BITS:
                 return f"l_look_wide(p, o, {v.offset}, {v.width}, {self.error_code('PacketTooShort')})"
             return f"(({'i64' if self.narrow else 'i128'})l_look(p, o, {v.offset}, {v.width}, " \
@@ -218,6 +242,8 @@ class _Printer(LoweredPrinter):
             return v.name in self.reg_size and self.reg_size[v.name].bitwidth > MAX_BITS
         if isinstance(v, m.StackField):
             return (self.L.field_index(self.L.stack_type[v.stack], v.field)[1].width or 0) >= 2 * MAX_BITS
+        if isinstance(v, m.Lookahead):
+            return v.width >= 2 * MAX_BITS
         if isinstance(v, m.Expr):
             if v.op == "access_field":
                 fields = self.L.header_type_of(v.left).fields
@@ -730,6 +756,10 @@ class _Printer(LoweredPrinter):
         self.emit("}", ind - 1)
 
     def parser_op(self, op: m.ParserOp, ind: int) -> None:
+        ends = [look.offset + look.width for look in _lookaheads(op.parameters)]
+        if ends:  # a lookahead past the packet's end rejects before the operation writes a bit (as BMv2)
+            self.emit(f"if (((u64)o * 8 + {max(ends)} + 7) / 8 > p->len) {{ "
+                      f"rcode = {self.error_code('PacketTooShort')}; goto reject; }}", ind)
         super().parser_op(op, ind)
         self.check(ind)
 
@@ -760,18 +790,44 @@ class _Printer(LoweredPrinter):
             self.emit("}", 1)
         self.out += parser_end_c(self.L.sm["parser_error"])
 
-    def set_key(self, parts: list[tuple[str, int, int]], ind: int) -> None:
+    def set_key(self, parts: list[tuple[m.Value, int, int]], ind: int) -> None:
+        """A key of up to 128 bits as one u128 `k`; a wider one as `key_words` u64 words k[], least significant first."""
         total = parts[0][2] + (parts[0][1] + 7) // 8 * 8
-        if total > 128:
-            raise self.fail(f"a parser transition key of {total} bits (at most 128)")
-        code = [f"((((u128)({c})) & {_u128((1 << w) - 1)}) << {pos})" for c, w, pos in parts]
-        self.emit(f"u128 k = {' | '.join(code)};", ind)
+        self.key_words = -(-total // MAX_BITS) if total > 2 * MAX_BITS else 0
+        if not self.key_words:
+            code = [f"((((u128)({self.rv(v)})) & {_u128((1 << w) - 1)}) << {pos})" for v, w, pos in parts]
+            self.emit(f"u128 k = {' | '.join(code)};", ind)
+            self.check(ind)
+            return
+        self.emit(f"u64 k[{self.key_words}] = {{0}};", ind)
+        for v, w, pos in parts:
+            if w <= MAX_BITS:
+                self.emit(f"l_key_put(k, {pos}, (u64)({self.rv(v)}), {w});", ind)
+                continue
+            puts = " ".join(f"l_key_put(k, {pos + c}, kp.w[{c // MAX_BITS}], {min(MAX_BITS, w - c)});"
+                            for c in range(0, w, MAX_BITS))
+            self.emit(f"{{ wint kp = {self.wide_rv(v)}; {puts} }}", ind)
         self.check(ind)
+
+    def key_bits(self, pos: int, width: int) -> str:
+        """The key's `width` (at most 64) bits from bit `pos` (a u64)."""
+        if self.key_words:
+            return f"l_key_get(k, {pos}, {width})"
+        return f"(u64)((k >> {pos}) & {_u128((1 << width) - 1)})"
 
     def goto(self, state: str | None) -> str:
         return f"goto {self.labels[state] if state else 'accept'};"
 
     def case(self, value: int, mask: int | None, then: str) -> str:
+        if self.key_words:  # word by word, skipping words the mask leaves out
+            full = (1 << MAX_BITS) - 1
+            conds = []
+            for j in range(self.key_words):
+                mj = full if mask is None else (mask >> (MAX_BITS * j)) & full
+                vj = (value >> (MAX_BITS * j)) & mj
+                if mj:
+                    conds.append(f"k[{j}] == {vj:#x}ULL" if mj == full else f"(k[{j}] & {mj:#x}ULL) == {vj:#x}ULL")
+            return f"if ({' && '.join(conds) or '1'}) {then}"
         if mask is None:
             return f"if (k == {_u128(value)}) {then}"
         return f"if ((k & {_u128(mask)}) == {_u128(value & mask)}) {then}"
@@ -783,8 +839,7 @@ class _Printer(LoweredPrinter):
         # each part as its 64-bit chunks, least significant first (value_set_cells)
         chunks = [(min(MAX_BITS, w - c), pos + c) for w, pos in parts for c in range(0, max(w, 1), MAX_BITS)]
         n = len(chunks)
-        same = " && ".join(f"vs[1 + m * {n} + {j}] == (u64)((k >> {pos}) & {_u128((1 << w) - 1)})"
-                           for j, (w, pos) in enumerate(chunks))
+        same = " && ".join(f"vs[1 + m * {n} + {j}] == {self.key_bits(pos, w)}" for j, (w, pos) in enumerate(chunks))
         self.emit(f"{{ const u64 *vs = p->E->reg[{self.cp.value_sets[vset]}]; "
                   f"for (u64 m = 0; m < vs[0]; m++) if ({same}) {then} }}", ind)
 

@@ -118,7 +118,7 @@ class LoweredPrinter:
         """The parser's cursor moves `amount` bits (`bits`) or bytes on."""
         raise NotImplementedError
 
-    def set_key(self, parts: list[tuple[str, int, int]], ind: int) -> None:
+    def set_key(self, parts: list[tuple[m.Value, int, int]], ind: int) -> None:
         """Print the transition key from its parts: (value, width, bit position)."""
         raise NotImplementedError
 
@@ -361,7 +361,7 @@ class LoweredPrinter:
             pos = sum((w + 7) // 8 * 8 for w in widths)
             for v, w in zip(s.transition_key, widths):
                 pos -= (w + 7) // 8 * 8
-                parts.append((self.rv(v), w, pos))
+                parts.append((v, w, pos))
             self.set_key(parts, ind)
         for tr in s.transitions:
             if tr.kind == "default":

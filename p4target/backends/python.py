@@ -621,8 +621,8 @@ class _Printer(LoweredPrinter):
         self.emit("return r.offset", 2)
         self.emit("return o", 1)
 
-    def set_key(self, parts: list[tuple[str, int, int]], ind: int) -> None:
-        self.emit(f"_k = {' | '.join(f'(({c}) & {(1 << w) - 1:#x}) << {pos}' for c, w, pos in parts)}", ind)
+    def set_key(self, parts: list[tuple[m.Value, int, int]], ind: int) -> None:
+        self.emit(f"_k = {' | '.join(f'(({self.rv(v)}) & {(1 << w) - 1:#x}) << {pos}' for v, w, pos in parts)}", ind)
 
     def goto(self, state: str | None) -> str:
         return f"return {self.labels[state] if state else 'None'}, o"

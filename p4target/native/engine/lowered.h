@@ -136,6 +136,32 @@ static inline i128 l_look_wide(pk_t *p, u32 o, u32 off, int w, u64 code) {
     return (i128)(((u128)hi << 64) | lo);
 }
 
+/* The same at any width, as a wint (one l_look per 64-bit chunk, least significant first). */
+static inline wint w_look(pk_t *p, u32 o, u32 off, int w, u64 code) {
+    wint r = w_from_i128(0);
+    for (int i = 0; i < W_WORDS && 64 * i < w; i++) {
+        int cw = l_cw(w, i);
+        r.w[i] = l_look(p, o, off + (u32)(w - 64 * i - cw), cw, code);
+    }
+    return r;
+}
+
+/* A parser transition key wider than 128 bits: u64 words k[], least significant first. Put v's low
+ * `w` (<= 64) bits at bit `pos`, and read `w` bits from there. */
+static inline void l_key_put(u64 *k, u32 pos, u64 v, int w) {
+    u32 i = pos / 64, sh = pos % 64;
+    v &= w >= 64 ? ~0ULL : (1ULL << w) - 1;
+    k[i] |= v << sh;
+    if (sh && sh + (u32)w > 64) k[i + 1] |= v >> (64 - sh);
+}
+
+static inline u64 l_key_get(const u64 *k, u32 pos, int w) {
+    u32 i = pos / 64, sh = pos % 64;
+    u64 v = k[i] >> sh;
+    if (sh && sh + (u32)w > 64) v |= k[i + 1] << (64 - sh);
+    return w >= 64 ? v : v & ((1ULL << w) - 1);
+}
+
 /* push_front (t > 0) / pop_front (t < 0) on a stack of `n` headers of `size` slots at `bases`. */
 static inline void l_shift_stack(u64 *F, const u32 *bases, u32 n, u32 size, i128 t, u64 *next) {
     if (t >= 0) {
