@@ -1,6 +1,7 @@
 """Building and choosing the native engine: the build cache, concurrent builds, the fallback line."""
 import logging
 import multiprocessing
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,9 +35,19 @@ control C(inout hs_t hs, inout m_t m) { apply { } }
 control D(packet_out p, in hs_t hs) { apply { p.emit(hs.h); } }
 V1Switch(P(), V(), I(), E(), C(), D()) main;
 """
-# no computed values (here a hash) written to fields wider than 128 bits natively; p4c takes it without a warning
-WIDE_HASH = PROGRAM % ("bit<200> w;", "hash(w, HashAlgorithm.crc16, 200w0, { hs.h.a }, 200w0); hs.h.b = hs.h.b + (bit<8>)w;")
+# a hash (16 bits) into a 200-bit field that held all ones: its upper words must be cleared
+WIDE_HASH = PROGRAM % ("bit<200> w = ~200w0;", "hash(w, HashAlgorithm.crc16, 200w0, { hs.h.a }, 200w0); "
+                       "hs.h.b = hs.h.b + (bit<8>)w + (bit<8>)(w >> 64) + (bit<8>)(w >> 130) + (bit<8>)(w >> 192);")
 WIDE_HASH_OUT = bytes([7, (8 + crc16(bytes([7]))) & 0xFF])  # what it sends for 07 00
+FAILING_CC = "#!/bin/sh\necho 'cc: error: no space left on device' >&2\nexit 1\n"
+
+
+def failing_cc(tmp_path: Path) -> dict[str, str]:
+    """The environment of a C compiler that fails on everything, with a build cache of its own."""
+    cc = tmp_path / "cc-broken"
+    cc.write_text(FAILING_CC)
+    cc.chmod(0o755)
+    return {"CC": str(cc), "XDG_CACHE_HOME": str(tmp_path / "cache")}
 
 
 def _build(source: str) -> str:
@@ -57,24 +68,36 @@ def test_concurrent_builds_of_one_program_agree(tmp_path, monkeypatch):
     assert pipeline.process(1, bytes([7, 0, 9])) == [(2, bytes([7, 8, 9]))]
 
 
-def test_a_construct_the_engine_lacks_runs_on_python_with_one_line(caplog):
-    program = load_source(WIDE_HASH, "wide.p4")
+def test_a_computed_value_written_to_a_field_wider_than_128_bits_runs_natively():
+    pipeline = make_pipeline(load_source(WIDE_HASH, "wide.p4"), "native")
+    try:
+        assert isinstance(pipeline, NativePipeline)
+        assert pipeline.process(1, bytes([7, 0])) == Pipeline(load_source(WIDE_HASH, "wide.p4")).process(
+            1, bytes([7, 0])) == [(2, WIDE_HASH_OUT)]
+    finally:
+        pipeline.close()
+
+
+def test_a_program_the_c_compiler_fails_on_runs_on_python_with_one_line(tmp_path, monkeypatch, caplog):
+    for name, value in failing_cc(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    program = load_source(PROGRAM % ("", ""), "p.p4")
     with caplog.at_level(logging.WARNING, logger="aggnet.native"):
         pipeline = make_pipeline(program, "native")
     assert isinstance(pipeline, Pipeline)
     (line,) = [r.getMessage() for r in caplog.records]
-    assert line == "wide.p4: running on the Python engine: the native engine lacks a computed value written to a " \
-                   "200-bit field"
-    assert pipeline.process(1, bytes([7, 0])) == [(2, WIDE_HASH_OUT)]
+    assert line.startswith("p.p4: running on the Python engine: C compiler failed on the engine's ")
+    assert line.endswith(": cc: error: no space left on device")
+    assert pipeline.process(1, bytes([7, 0, 9])) == [(2, bytes([7, 8, 9]))]
 
 
 def test_cli_fallback_is_one_stderr_line(tmp_path):
-    prog = tmp_path / "wide.p4"
-    prog.write_text(WIDE_HASH)
+    prog = tmp_path / "p.p4"
+    prog.write_text(PROGRAM % ("", ""))
     stf = tmp_path / "t.stf"
-    stf.write_text(f"packet 1 07 00\nexpect 2 {WIDE_HASH_OUT.hex(' ')}\n")
+    stf.write_text("packet 1 07 00\nexpect 2 07 08\n")
     out = subprocess.run([sys.executable, "-m", "testbed.cli", "p4", "stf", str(prog), str(stf)], cwd=REPO,
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stdout + out.stderr
+                         capture_output=True, text=True, timeout=120, env={**os.environ, **failing_cc(tmp_path)})
+    assert out.returncode == 0 and out.stdout.startswith("PASS"), out.stdout + out.stderr
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and "running on the Python engine" in lines[0] and "200-bit field" in lines[0]
+    assert len(lines) == 1 and "running on the Python engine" in lines[0] and "no space left" in lines[0], lines

@@ -20,10 +20,11 @@ ValueSetEntry writes fill). A parser transition key of up to 128 bits is one u12
 (fields, lookaheads, a value set's key) is an array of 64-bit words, least significant first, each
 case comparing it word by word under its mask. A lookahead wider than 127 bits is read as a wint,
 one 64-bit chunk at a time; a parser operation checks the packet is long enough for its lookaheads
-before it writes anything, as BMv2 does. What does not run raises `Unsupported` naming the construct
-(the program then runs on the Python engine): a computed value (a hash, a checksum, a meter's
-colour, a random number) written to a field wider than 128 bits, and programs with other than one
-parser and one deparser.
+before it writes anything, as BMv2 does. A computed value (a hash, a checksum, a meter's colour, a
+random number: at most 128 bits) written to a wider field fills its low words and sign-extends into
+the rest. What does not run raises `Unsupported` naming the construct (the program then runs on the
+Python engine); of what p4c writes for v1model, nothing is left: only JSON with other than one parser
+and one deparser.
 
 Control flow: `exit` sets p->rc = RC_EXIT, an error (division by zero, a stack index out of range, a
 failed assert) RC_ERR, and every caller returns when p->rc is set. A pipeline is a loop over its
@@ -368,11 +369,13 @@ class _Printer(LoweredPrinter):
     def store(self, dst: m.Value, code: str, ind: int) -> None:
         """Write `code` into a field, truncated to its width (a signed field keeps its bit pattern)."""
         slot, _, width = self.target(dst)
-        if width > 2 * MAX_BITS:
-            raise self.fail(f"a computed value written to a {width}-bit field")
-        if width > MAX_BITS:
-            v, high = self.tmp("v"), f" & {(1 << (width - 64)) - 1:#x}ULL" if width < 128 else ""
-            self.emit(f"{{ i128 {v} = {code}; F[{slot}] = (u64){v}; F[{slot} + 1] = (u64)({v} >> 64){high}; }}", ind)
+        if width > MAX_BITS:  # the i128 value in the field's words, sign-extended past 128 bits, the top one masked
+            v, words = self.tmp("v"), -(-width // MAX_BITS)
+            parts = [f"(u64){v}", f"(u64)({v} >> 64)"] + [f"(u64)({v} >> 127)"] * (words - 2)
+            top = width - MAX_BITS * (words - 1)
+            parts[-1] += f" & {(1 << top) - 1:#x}ULL" if top < MAX_BITS else ""
+            self.emit(f"{{ i128 {v} = {code}; {' '.join(f'F[{slot} + {k}] = {c};' for k, c in enumerate(parts))} }}",
+                      ind)
         else:
             mask = f" & {(1 << width) - 1:#x}ULL" if width < 64 else ""
             self.emit(f"F[{slot}] = (u64)({code}){mask};", ind)
