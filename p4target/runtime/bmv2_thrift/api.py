@@ -47,14 +47,16 @@ class ApiError(Exception):
         self.code = code
 
 
-# method name -> (handler, return type or None for void, number of arguments)
-METHODS: dict[str, tuple[Callable[..., Any], int | None, int]] = {}
+# method name -> (handler, return type or None for void, per argument: whether it is text). Thrift sends
+# `string` and `binary` alike; a handler's `bytes` parameters get the bytes, its others text.
+METHODS: dict[str, tuple[Callable[..., Any], int | None, tuple[bool, ...]]] = {}
 
 
 def api_method(rtype: int | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Serve the decorated method under its name; its parameters after self are fields 1, 2, ..."""
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        METHODS[fn.__name__] = (fn, rtype, len(inspect.signature(fn).parameters) - 1)
+        params = list(inspect.signature(fn).parameters.values())[1:]
+        METHODS[fn.__name__] = (fn, rtype, tuple(p.annotation not in ("bytes", bytes) for p in params))
         return fn
     return register
 

@@ -2,9 +2,9 @@
 
 Without `--json`, the CLI learns the program from the switch: tables (keys with match kinds and
 widths, actions, implementation), actions with their runtime data, action profiles, counters,
-meters and registers. This builds only what its loader reads, from what the State knows; it
-stands in for serializing the real p4c-BMv2 program until the switch keeps one, and is the one
-place to replace then. Shapes the CLI needs that the schema does not have:
+meters, registers and parser value sets. This builds only what its loader reads, from what the
+State knows; it stands in for serializing the real p4c-BMv2 program until the switch keeps one,
+and is the one place to replace then. Shapes the CLI needs that the schema does not have:
 - a key's width comes from a header type: each key `a.b.c` becomes field `c` of a header
   instance `a.b` (one synthetic header type per instance), so the CLI shows the key's name;
 - `optional` keys are `ternary` (as p4c emits them); a table's match_type is its widest key kind.
@@ -79,5 +79,7 @@ def bmv2_json(schema: st.ProgramSchema) -> dict[str, Any]:
         "meter_arrays": [dict(m, id=i) for i, m in enumerate(meters + direct_meters)],
         "register_arrays": [{"name": r.name, "id": i, "size": r.size, "bitwidth": r.bitwidth}
                             for i, r in enumerate(schema.registers.values())],
-        "calculations": [], "parse_vsets": [], "learn_lists": [],
+        "parse_vsets": [{"name": v.name, "id": i, "compressed_bitwidth": sum(v.bitwidths), "max_size": v.size}
+                        for i, v in enumerate(schema.value_sets.values())],
+        "calculations": [], "learn_lists": [],
     }

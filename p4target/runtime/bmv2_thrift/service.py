@@ -5,7 +5,7 @@ State (tables, action profiles, counters, registers, meters, multicast, clone se
 control-plane name) and its traffic manager. The method names, argument field ids, structs and
 error codes are those of BMv2's IDL (thrift_src/standard.thrift, simple_pre_lag.thrift,
 targets/simple_switch/thrift/simple_switch.thrift); each handler (one class a service: tables.py,
-arrays.py, pre.py, device.py; BmRuntime joins them) is named after its
+arrays.py, value_sets.py, pre.py, device.py; BmRuntime joins them) is named after its
 method and takes the method's arguments in field-id order. Where BMv2 and the State differ:
 - entry handles: BMv2 numbers entries per table; we hand out a number the first time a client
   sees an entry (added here, or listed, also when P4Runtime wrote it);
@@ -15,9 +15,9 @@ method and takes the method's arguments in field-id order. Where BMv2 and the St
   are written to the State's multicast group at every change. LAGs are refused;
 - one queue per port: the per-priority queue calls set that queue;
 - a table with an action profile has no default entry (as in the State).
-What a client cannot do here (learning, config swap, parse value sets, custom CRCs, port
-management) gets the method's declared error. A State error becomes the method's exception with
-the closest code, and its text goes to the switch log, since the CLI prints only the code.
+What a client cannot do here (learning, config swap, custom CRCs, port management) gets the
+method's declared error. A State error becomes the method's exception with the closest code, and
+its text goes to the switch log, since the CLI prints only the code.
 """
 from __future__ import annotations
 
@@ -38,10 +38,11 @@ from p4target.runtime.bmv2_thrift.arrays import ArrayApi
 from p4target.runtime.bmv2_thrift.device import DeviceApi
 from p4target.runtime.bmv2_thrift.pre import PreApi
 from p4target.runtime.bmv2_thrift.tables import TableApi
+from p4target.runtime.bmv2_thrift.value_sets import ValueSetApi
 from p4target.runtime.bmv2_thrift.wire import I32, STRUCT
 
 
-class BmRuntime(TableApi, ArrayApi, PreApi, DeviceApi):
+class BmRuntime(TableApi, ArrayApi, ValueSetApi, PreApi, DeviceApi):
     """The API on one switch (`tm`, `lock`, `state`, `ports`, `device_id`, `port_numbers()`)."""
 
     FIRST_BYTE = wire.FIRST_BYTE  # how a listener shared with another protocol tells Thrift clients apart
@@ -67,9 +68,10 @@ class BmRuntime(TableApi, ArrayApi, PreApi, DeviceApi):
         found = METHODS.get(method)
         if found is None:
             return wire.EXCEPTION, wire.app_exception(f"aggnet switch: no method {method!r}", UNKNOWN_METHOD)
-        fn, rtype, n_args = found
-        values = [args.get(i + 1) for i in range(n_args)]
-        values = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in values]
+        fn, rtype, text = found
+        values = [args.get(i + 1) for i in range(len(text))]
+        values = [v.decode("utf-8", "replace") if is_text and isinstance(v, bytes) else v
+                  for v, is_text in zip(values, text)]
         try:
             with self._lock:
                 result = fn(self, *values)
@@ -90,13 +92,12 @@ def _refuse(code: int) -> Callable[..., None]:
 
 
 # What the aggnet switch does not have: the method's declared error (LearnOperationErrorCode
-# INVALID_LIST_ID, SwapOperation CONFIG_SWAP_DISABLED, ParseVSet INVALID_PARSE_VSET_NAME, DevMgr
-# ERROR, Crc/ToeplitzHash INVALID_CALCULATION_NAME; default members/groups of indirect tables; LAGs).
+# INVALID_LIST_ID, SwapOperation CONFIG_SWAP_DISABLED, DevMgr ERROR, Crc/ToeplitzHash
+# INVALID_CALCULATION_NAME; default members/groups of indirect tables; LAGs).
 for _name, _code in [("bm_learning_ack", 1), ("bm_learning_ack_buffer", 1), ("bm_learning_set_timeout", 1),
                      ("bm_learning_set_buffer_size", 1), ("bm_load_new_config", 1), ("bm_swap_configs", 1),
-                     ("bm_parse_vset_add", 1), ("bm_parse_vset_remove", 1), ("bm_parse_vset_get", 1),
-                     ("bm_parse_vset_clear", 1), ("bm_dev_mgr_add_port", 1), ("bm_dev_mgr_remove_port", 1),
+                     ("bm_dev_mgr_add_port", 1), ("bm_dev_mgr_remove_port", 1),
                      ("bm_set_crc16_custom_parameters", 1), ("bm_set_crc32_custom_parameters", 1),
                      ("bm_set_toeplitz_hash_key", 1), ("bm_mt_indirect_set_default_member", TABLE_ERROR),
                      ("bm_mt_indirect_ws_set_default_group", TABLE_ERROR), ("bm_mc_set_lag_membership", MC_ERROR)]:
-    METHODS[_name] = (_refuse(_code), None, 0)
+    METHODS[_name] = (_refuse(_code), None, ())
