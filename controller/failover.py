@@ -32,6 +32,7 @@ from controller.installer import Installer, Program
 from controller.placement import Job, JobPlacement, place_jobs
 from controller.topology import Topology
 from protocol.job import JobSpec
+from protocol.wire import DEFAULT_ECN_FRACTION
 
 log = logging.getLogger("aggnet.failover")
 SYSFS_NET = "/sys/class/net"
@@ -137,14 +138,16 @@ class Failover:
     """Keeps one job running across failures: each `recover` shrinks the topology and reinstalls."""
 
     def __init__(self, topo: Topology, program: Program, connections: Mapping[str, Any], job: Job,
-                 algo: str = "soar", seed: int = 0, agg_ip: str | None = None, timeout_s: float = 0.05):
+                 algo: str = "soar", seed: int = 0, agg_ip: str | None = None, timeout_s: float = 0.05,
+                 ecn_fraction: float = DEFAULT_ECN_FRACTION):
         self.topo = topo
         self.program = program
         self.connections = dict(connections)
         self.job = job
         self.algo = algo
         self.seed = seed
-        self.installer_args: dict[str, Any] = {"timeout_s": timeout_s, **({"agg_ip": agg_ip} if agg_ip else {})}
+        self.installer_args: dict[str, Any] = {"timeout_s": timeout_s, "ecn_fraction": ecn_fraction,
+                                               **({"agg_ip": agg_ip} if agg_ip else {})}
         self.dead: list[str] = []
         self.down: list[tuple[str, str]] = []
         self.placement: JobPlacement | None = None

@@ -38,17 +38,20 @@ from controller.p4rt import diff_entities, entry_key, load_schema
 from controller.placement import AggTree, JobPlacement
 from controller.routing import Route, compute_routes
 from controller.topology import Topology
+from p4target.constants import DEFAULT_DEPTH
 from p4target.runtime.tls import TlsFiles
 from protocol.job import MAX_JOBS, JobSpec, WorkerSpec
-from protocol.wire import AGG_PORT
+from protocol.wire import AGG_PORT, DEFAULT_ECN_FRACTION
 
 IPV4_LPM = "AggIngress.ipv4_lpm"
 AGG_JOB = "AggIngress.agg_job"
 AGG_CHILD = "AggIngress.agg_child"
 AGG_HOST = "AggEgress.agg_host"
-MANAGED_TABLES = (IPV4_LPM, AGG_JOB, AGG_CHILD, AGG_HOST)
+ECN_MARK = "AggEgress.ecn_mark"
+MANAGED_TABLES = (IPV4_LPM, AGG_JOB, AGG_CHILD, AGG_HOST, ECN_MARK)
 SLOT_REGISTERS = ("AggIngress.agg_bitmap", "AggIngress.agg_count", "AggIngress.agg_done",
-                  "AggIngress.agg_overflow", "AggIngress.agg_workers")
+                  "AggIngress.agg_overflow", "AggIngress.agg_ecn", "AggIngress.agg_workers")
+
 VALUES_REGISTER = "AggIngress.agg_values"
 MCAST_GROUP_BASE = 0x1000  # a job's multicast group id is MCAST_GROUP_BASE + job id
 MAX_CHILDREN = 32  # bits in the agg_bitmap register
@@ -262,14 +265,20 @@ def route_entry(route: Route) -> Entry:
                  (("dstAddr", route.dst_mac), ("port", route.port)))
 
 
-def desired_state(topo: Topology, plans: Iterable[JobPlan], routes: Mapping[str, list[Route]] | None = None
-                  ) -> dict[str, SwitchState]:
-    """Every switch's entries and multicast groups for IPv4 routing plus the given jobs."""
+def desired_state(topo: Topology, plans: Iterable[JobPlan], routes: Mapping[str, list[Route]] | None = None,
+                  ecn_fraction: float = DEFAULT_ECN_FRACTION) -> dict[str, SwitchState]:
+    """Every switch's entries and multicast groups for IPv4 routing, congestion marking on every port
+    (once `ecn_fraction` of its queue is full; none when 0) and the given jobs."""
     routes = compute_routes(topo) if routes is None else routes
     state = {s: SwitchState() for s in topo.switches}
     for s, switch_routes in routes.items():
         for route in switch_routes:
             state[s].add(route_entry(route))
+    for s in state if ecn_fraction else ():
+        for link in topo.links_of(s):
+            depth = max(1, round((link.queue_pkts or DEFAULT_DEPTH) * ecn_fraction))
+            state[s].add(Entry(ECN_MARK, (("standard_metadata.egress_port", link.port_on(s)),),
+                               "AggEgress.mark_from", (("depth", depth),)))
     for plan in plans:
         _add_job(topo, plan, state)
     return state
@@ -371,7 +380,8 @@ class Installer:
     """
 
     def __init__(self, topo: Topology, program: Program, connections: Mapping[str, Any],
-                 agg_ip: str = DEFAULT_AGG_IP, timeout_s: float = 0.05):
+                 agg_ip: str = DEFAULT_AGG_IP, timeout_s: float = 0.05,
+                 ecn_fraction: float = DEFAULT_ECN_FRACTION):
         missing = [s for s in topo.switches if s not in connections]
         if missing:
             raise InstallError(f"{topo.source}: no connection for switch {', '.join(missing)}")
@@ -380,6 +390,7 @@ class Installer:
         self.connections = connections
         self.agg_ip = agg_ip
         self.timeout_s = timeout_s
+        self.ecn_fraction = ecn_fraction
         self.routes = compute_routes(topo)
         self.plans: dict[str, JobPlan] = {}
         self._fresh: set[str] = set()  # switches whose pipeline it pushed and whose slots no job used yet
@@ -437,7 +448,7 @@ class Installer:
 
     def sync(self) -> dict[str, SyncReport]:
         """Push the desired state of every switch (reads back, writes only the differences)."""
-        desired = desired_state(self.topo, self.plans.values(), self.routes)
+        desired = desired_state(self.topo, self.plans.values(), self.routes, self.ecn_fraction)
         return self._each_switch(lambda s: self._sync_switch(s, desired[s]))
 
     def _each_switch(self, work: Callable[[str], T]) -> dict[str, T]:
@@ -494,7 +505,7 @@ class Installer:
         return written
 
 
-_WRITE_ORDER = {AGG_CHILD: 0, AGG_HOST: 1, AGG_JOB: 2, IPV4_LPM: 3}
+_WRITE_ORDER = {AGG_CHILD: 0, AGG_HOST: 1, AGG_JOB: 2, IPV4_LPM: 3, ECN_MARK: 4}
 
 
 def _diff(conn: Any, want: SwitchState) -> tuple[Any, Any]:

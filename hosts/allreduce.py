@@ -210,7 +210,8 @@ class AllReduceClient:
                 & (chunk < transfer.chunks))
         pos = np.flatnonzero(ours)
         self.stats.stale_results += count - pos.size
-        new = pos[transfer.on_results(chunk[pos], time.monotonic())]
+        marked = header["flags"][pos] & wire.FLAG_ECN != 0
+        new = pos[transfer.on_results(chunk[pos], time.monotonic(), marked)]
         wrong = (header["workers"][new] != self.job.world_size) | (header["scale"][new] != scale)
         if wrong.any():
             bad = header[new[np.argmax(wrong)]]

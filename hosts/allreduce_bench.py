@@ -120,7 +120,8 @@ def run_bench(config: AgentConfig, worker: str, elements: int, seed: int, dtype:
             result = client.allreduce(mine)
             t1 = time.monotonic()
             stats = {"packets_sent": client.stats.packets_sent, "retransmissions": client.stats.retransmissions,
-                     "fast_retransmits": client.stats.fast_retransmits, "smallest_window": client.window.smallest}
+                     "fast_retransmits": client.stats.fast_retransmits, "marked_results": client.stats.marked_results,
+                     "smallest_window": client.window.smallest}
     elif config.scheme in ("ps", "ring"):
         with _host_client(config, worker, rank) as client:
             client.allreduce(np.zeros(world, dtype=np.float32))  # returns once every worker is there

@@ -82,6 +82,7 @@ class TransferStats:
     retransmissions: int = 0  # timeouts and fast retransmits
     fast_retransmits: int = 0
     results: int = 0
+    marked_results: int = 0  # new results that met a deep queue (wire.FLAG_ECN)
     stale_results: int = 0  # duplicates, other jobs' or calls' results, malformed packets
 
 
@@ -151,12 +152,14 @@ class Transfer:
             self.stats.retransmissions += int(resend.size)
         return chunks, retx
 
-    def on_results(self, chunks: np.ndarray, now: float) -> np.ndarray:
-        """Results for `chunks` (indices in arrival order) arrived at `now`.
+    def on_results(self, chunks: np.ndarray, now: float, marked: np.ndarray | None = None) -> np.ndarray:
+        """Results for `chunks` (indices in arrival order) arrived at `now`; `marked[i]`: result i met a
+        deep queue on the way (wire.FLAG_ECN).
 
         Returns the positions in `chunks` of the new ones (the first result of a chunk not done
         before); everything else is stale. Updates the RTO from the chunks sent once, grows the
-        pacing window, and marks chunks that later results passed for fast retransmit.
+        pacing window (shrinks it once per window for new marked results, as for a loss), and
+        marks chunks that later results passed for fast retransmit.
         """
         chunks = np.asarray(chunks, dtype=np.int64)
         if chunks.size > 1 and not (chunks[1:] > chunks[:-1]).all():  # not the usual rising run: drop repeats
@@ -176,6 +179,9 @@ class Transfer:
         once = got[~self.resent[got]]  # Karn: only unambiguous round trips update the estimate
         self.timer.sample(now - self.sent_at[once])
         self.pacing.on_results(int(got.size))
+        if marked is not None and marked[fresh].any():
+            self.stats.marked_results += int(marked[fresh].sum())
+            self.pacing.on_loss_burst(float(self.sent_at[got[marked[fresh]]].max()), now)
         sent = self.done[self.oldest:self.next_new]  # the first chunk without a result is among these, or next_new
         self.oldest = self.next_new if sent.all() else self.oldest + int(np.argmin(sent))
         self._count_passes(got, now)

@@ -57,7 +57,8 @@ header agg_t {
     bit<1> result;
     bit<1> retx;
     bit<1> overflow;
-    bit<4> flags_reserved;
+    bit<1> ecn;         /* a queue on the way was at least ecn_depth deep (congestion, ATP-style) */
+    bit<3> flags_reserved;
     bit<8> reserved;
     bit<16> lanes;      /* must equal AGG_LANES, else the packet is dropped */
     bit<16> workers;    /* contributions contained in the values */
@@ -86,6 +87,7 @@ struct agg_meta_t {
     bit<32> child_mask;
     bit<32> idx;            /* (slot_base + slot) * 2 + pool: index into the per-slot registers */
     bit<1> lane_overflow;
+    bit<19> ecn_depth;      /* egress: mark from this queue depth (0: not on this port) */
 }
 
 struct metadata_t {
@@ -154,6 +156,7 @@ control AggIngress(inout headers_t hdr, inout metadata_t meta,
     register<bit<8>>(AGG_SLOTS * 2) agg_count;       /* popcount of agg_bitmap for the current round */
     register<bit<1>>(AGG_SLOTS * 2) agg_done;        /* the lanes hold the final result */
     register<bit<1>>(AGG_SLOTS * 2) agg_overflow;    /* some lane saturated this round */
+    register<bit<1>>(AGG_SLOTS * 2) agg_ecn;         /* some contribution this round met a deep queue */
     register<bit<16>>(AGG_SLOTS * 2) agg_workers;    /* sum of the contributions' workers fields */
 
 #include "aggnet_lanes_actions.p4"
@@ -255,11 +258,13 @@ control AggIngress(inout headers_t hdr, inout metadata_t meta,
                 bit<8> count;
                 bit<16> workers;
                 bit<1> overflow;
+                bit<1> ecn;
                 bit<1> done;
                 agg_bitmap.read(bitmap, meta.agg.idx);
                 agg_count.read(count, meta.agg.idx);
                 agg_workers.read(workers, meta.agg.idx);
                 agg_overflow.read(overflow, meta.agg.idx);
+                agg_ecn.read(ecn, meta.agg.idx);
                 agg_done.read(done, meta.agg.idx);
                 if (hdr.agg.result == 1) {
                     /* The result coming down from the parent: keep it for retransmissions, pass it on. */
@@ -269,6 +274,7 @@ control AggIngress(inout headers_t hdr, inout metadata_t meta,
                         agg_done.write(meta.agg.idx, 1);
                         agg_workers.write(meta.agg.idx, hdr.agg.workers);
                         agg_overflow.write(meta.agg.idx, hdr.agg.overflow);
+                        agg_ecn.write(meta.agg.idx, hdr.agg.ecn);
                         standard_metadata.mcast_grp = meta.agg.mcast_grp;
                     } else {
                         agg_duplicates.count(job);
@@ -288,6 +294,7 @@ control AggIngress(inout headers_t hdr, inout metadata_t meta,
                             count = 1;
                             workers = hdr.agg.workers;
                             overflow = hdr.agg.overflow;
+                            ecn = hdr.agg.ecn;
                             agg_done.write(meta.agg.idx, 0);
                         } else {
                             meta.agg.lane_overflow = 0;
@@ -295,6 +302,7 @@ control AggIngress(inout headers_t hdr, inout metadata_t meta,
                             count = count + 1;
                             workers = workers + hdr.agg.workers;
                             overflow = overflow | hdr.agg.overflow | meta.agg.lane_overflow;
+                            ecn = ecn | hdr.agg.ecn;
                             if (meta.agg.lane_overflow == 1) {
                                 agg_overflows.count(job);
                             }
@@ -303,8 +311,10 @@ control AggIngress(inout headers_t hdr, inout metadata_t meta,
                         agg_count.write(meta.agg.idx, count);
                         agg_workers.write(meta.agg.idx, workers);
                         agg_overflow.write(meta.agg.idx, overflow);
+                        agg_ecn.write(meta.agg.idx, ecn);
                         hdr.agg.workers = workers;
                         hdr.agg.overflow = overflow;
+                        hdr.agg.ecn = ecn;
                         hdr.agg.retx = 0;
                         if (count == meta.agg.children) {
                             agg_completed.count(job);
@@ -327,6 +337,7 @@ control AggIngress(inout headers_t hdr, inout metadata_t meta,
                             lanes_read();
                             hdr.agg.workers = workers;
                             hdr.agg.overflow = overflow;
+                            hdr.agg.ecn = ecn;
                             hdr.agg.retx = 1;
                             if (done == 1) {
                                 agg_retx_answered.count(job);
@@ -349,6 +360,7 @@ control AggIngress(inout headers_t hdr, inout metadata_t meta,
 control AggEgress(inout headers_t hdr, inout metadata_t meta,
                   inout standard_metadata_t standard_metadata) {
     counter(AGG_PORTS, CounterType.packets_and_bytes) port_tx;
+    counter(AGG_PORTS, CounterType.packets) ecn_marked;  /* aggregation packets marked, per egress port */
 
     /* Results leave towards a host addressed to it, so its UDP socket accepts them. They come
      * from the aggregation address: every result descends from a contribution a worker sent
@@ -370,10 +382,29 @@ control AggEgress(inout headers_t hdr, inout metadata_t meta,
         default_action = NoAction();
     }
 
+    /* The queue depth (packets already queued) from which aggregation packets leave a port marked
+     * (hdr.agg.ecn); a port without an entry never marks. The controller installs one per port
+     * (`aggnet run --ecn-fraction`). */
+    action mark_from(bit<19> depth) {
+        meta.agg.ecn_depth = depth;
+    }
+
+    table ecn_mark {
+        key = { standard_metadata.egress_port: exact; }
+        actions = { mark_from; NoAction; }
+        size = AGG_PORTS;
+        default_action = NoAction();
+    }
+
     apply {
         if (hdr.agg.isValid()) {
             if (hdr.agg.result == 1) {
                 agg_host.apply();
+            }
+            ecn_mark.apply();
+            if (meta.agg.ecn_depth != 0 && standard_metadata.enq_qdepth >= meta.agg.ecn_depth) {
+                hdr.agg.ecn = 1;
+                ecn_marked.count((bit<32>)standard_metadata.egress_port);
             }
             hdr.udp.checksum = 0;  /* the payload may have changed; 0 = no UDP checksum */
         }

@@ -23,7 +23,7 @@ from hosts.agent_config import SCHEMES, TrainConfig
 from hosts.models import MODEL_NAMES
 from hosts.pacing import PACING_CHOICES
 from protocol.job import MAX_TIMEOUT_S
-from protocol.wire import DEFAULT_LANES, LANE_COUNTS, program_name
+from protocol.wire import DEFAULT_ECN_FRACTION, DEFAULT_LANES, LANE_COUNTS, program_name
 
 TARGETS = ("embedded", "bmv2")
 WORKLOADS = ("train", "allreduce", *(f"model:{m}" for m in MODEL_NAMES))
@@ -36,6 +36,9 @@ class NetworkConfig:
     target: str = option("embedded", choices=TARGETS, help="P4 target")
     link_mbps: float | None = option(None, minimum=1e-3, help="shape every link to this many Mbit/s")
     loss: float | None = option(None, minimum=0, help="drop this percentage of packets at every switch port")
+    ecn_fraction: float = option(DEFAULT_ECN_FRACTION, minimum=0, maximum=1,
+                                 help="switch ports mark aggregation packets once this fraction of their queue "
+                                      "is full, and workers back off as for a loss (0: never)")
     lanes: int = option(DEFAULT_LANES, choices=LANE_COUNTS, help="values per aggregation packet (" + ", ".join(
         f"{program_name(n)}: {n}" for n in LANE_COUNTS) + ")")
     servers: tuple[str, ...] = option((), help="place the nodes over these servers, reached as root over ssh "

@@ -165,7 +165,8 @@ class FaultRun(Run):
             return
         self.failover = Failover(self.topo, self.installer.program, self.conns,
                                  Job(JOB_NAME, tuple(job.workers), k=cfg.job.k, slots=cfg.job.slots),
-                                 cfg.job.algo, cfg.train.seed, timeout_s=cfg.job.min_rto_s)
+                                 cfg.job.algo, cfg.train.seed, timeout_s=cfg.job.min_rto_s,
+                                 ecn_fraction=self.installer.ecn_fraction)
         self.use_spec(self.failover.install())
 
     def use_spec(self, spec: Any) -> None:

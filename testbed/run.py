@@ -396,7 +396,8 @@ class Run:
         innet = any(j.placement for j in self.jobs)
         self.reporter.status(f"pushing {program_name(lanes)}, routes" + (" and the aggregation tree" if innet else ""))
         program = load_program(program_path(lanes), self.cfg.network.target, str(self.run_dir / "build"))
-        self.installer = Installer(self.topo, program, self.conns, timeout_s=self.cfg.job.min_rto_s)
+        self.installer = Installer(self.topo, program, self.conns, timeout_s=self.cfg.job.min_rto_s,
+                                   ecn_fraction=self.cfg.network.ecn_fraction)
         self.installer.push_pipelines()
         if self.cfg.network.target == "bmv2":
             self.tb.apply_link_queues()  # BMv2's CLI needs the pushed program (testbed.network)

@@ -111,6 +111,49 @@ def test_overflow_is_flagged_and_saturates():
     assert outs[0].values[0] == INT_MAX and not outs[0].flag(wire.FLAG_OVERFLOW)
 
 
+def _mark_from(sw, port: int, depth: int) -> None:
+    sw.state.insert_entry("AggEgress.ecn_mark", st.TableEntry(
+        {"standard_metadata.egress_port": st.Exact(port)}, "AggEgress.mark_from", {"depth": depth}))
+
+
+def _through(sw, port: int, data: bytes, enq_qdepth: int) -> list[fb.Out]:
+    """Ingress, then egress as if `enq_qdepth` packets were queued ahead on the egress port."""
+    out = []
+    for item in sw.ingress(port, data):
+        for p, frame in sw.egress(item, enq_qdepth):
+            fr = codec.parse_frame(frame)
+            out.append(fb.Out(p, frame, fr, codec.decode(fr.payload, 32)[0]))
+    return out
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_a_marked_contribution_marks_the_result_for_every_child(engine):
+    sw = fb.star(3, engine=engine)
+    fb.send(sw, 1, fb.packet(1, 0, 0, [1], src=1))
+    fb.send(sw, 2, fb.packet(1, 0, 0, [2], src=2, flags=wire.FLAG_ECN))  # met a deep queue below
+    outs = fb.send(sw, 3, fb.packet(1, 0, 0, [3], src=3))
+    assert sorted(o.port for o in outs) == [1, 2, 3] and all(o.values[0] == 6 for o in outs)
+    assert all(o.flag(wire.FLAG_ECN) for o in outs)  # the mark of any contribution reaches every worker
+    retx = fb.send(sw, 1, fb.packet(1, 0, 0, [1], src=1, retx=True))  # the stored result keeps it
+    assert retx[0].flag(wire.FLAG_ECN) and retx[0].values[0] == 6
+    for h in (1, 2, 3):  # the slot's next round starts unmarked
+        outs = fb.send(sw, h, fb.packet(1, 0, 1, [h], pool=1, src=h))
+    assert outs and not any(o.flag(wire.FLAG_ECN) for o in outs)
+
+
+def test_ports_mark_from_their_depth_and_count_it():
+    sw = fb.star(2)
+    _mark_from(sw, 1, 4)
+    _through(sw, 1, fb.packet(1, 0, 0, [5], src=1), 0)
+    deep = _through(sw, 2, fb.packet(1, 0, 0, [7], src=2), 4)  # 4 queued ahead on both ports
+    assert {o.port: (o.values[0], o.flag(wire.FLAG_ECN)) for o in deep} == {1: (12, True), 2: (12, False)}
+    shallow = _through(sw, 1, fb.packet(1, 0, 1, [5], pool=1, src=1), 3)  # no entry for port 2: it never marks
+    shallow += _through(sw, 2, fb.packet(1, 0, 1, [7], pool=1, src=2), 3)
+    assert {o.port: o.flag(wire.FLAG_ECN) for o in shallow} == {1: False, 2: False}
+    assert sw.state.counter_read("AggEgress.ecn_marked", 1)[0] == 1
+    assert sw.state.counter_read("AggEgress.ecn_marked", 2)[0] == 0
+
+
 def test_two_jobs_with_disjoint_regions_do_not_interfere():
     sw = fb.switch()
     for job, base in ((1, 0), (2, 16)):

@@ -120,3 +120,28 @@ def test_a_fast_retransmit_shrinks_the_aimd_window():
     t.on_results(np.array([1, 2, 3]), 0.01)
     chunks, retx = t.due(0.01)
     assert chunks[0] == 0 and retx[0] and pacing.cwnd < 8
+
+
+def test_marked_results_halve_the_aimd_window_once_per_window_of_chunks():
+    pacing = Aimd(8)
+    t = make(32, slots=8, rto=5.0, pacing=pacing)
+    t.due(0.0)
+    t.on_results(np.array([0, 1]), 0.01, marked=np.array([False, True]))  # a deep queue on the way
+    assert pacing.cwnd == 4 and t.stats.marked_results == 1
+    t.on_results(np.array([2, 3]), 0.02, marked=np.array([True, True]))  # sent before the cut: same event
+    assert 4 < pacing.cwnd < 5 and t.stats.marked_results == 3
+    t.on_results(np.array([3]), 0.03, marked=np.array([True]))  # a stale result's mark does not count
+    assert t.stats.marked_results == 3
+    t.on_results(np.arange(4, 8), 0.04, marked=np.zeros(4, dtype=bool))
+    sent, _ = sends(t, 0.04)  # sent after the cut: their marks are a new event
+    assert sent[0] == 8
+    t.on_results(np.array(sent[:1]), 0.05, marked=np.array([True]))
+    assert pacing.cwnd < 3 and pacing.smallest == 2
+    assert t.stats.retransmissions == 0  # a mark is no loss: nothing is resent
+
+
+def test_marks_leave_a_fixed_window_as_it_is():
+    t = make(16, slots=8, rto=5.0)
+    t.due(0.0)
+    t.on_results(np.arange(4), 0.01, marked=np.ones(4, dtype=bool))
+    assert t.pacing.capacity() == 8 and t.stats.marked_results == 4

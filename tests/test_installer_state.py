@@ -6,6 +6,7 @@ from controller.installer import (
     AGG_CHILD,
     AGG_HOST,
     AGG_JOB,
+    ECN_MARK,
     IPV4_LPM,
     MAX_CHILDREN,
     MCAST_GROUP_BASE,
@@ -171,3 +172,28 @@ def test_more_workers_on_one_switch_than_its_bitmap_is_one_line():
     with pytest.raises(InstallError, match=r"^job j: switch s1 would aggregate 33 messages per chunk; "
                                            r"the bitmap holds 32$"):
         desired_state(topo, [plan_job(jp, 1)])
+
+
+def marks(state) -> dict[str, dict[int, int]]:
+    """switch -> egress port -> the queue depth it marks from."""
+    return {s: {dict(e.match)["standard_metadata.egress_port"]: e.param("depth") for e in st.table(ECN_MARK)}
+            for s, st in state.items()}
+
+
+def test_every_switch_port_marks_from_its_fraction_of_the_queue_and_zero_installs_none():
+    topo, p = plan("tree2", [f"h{i}" for i in range(1, 9)], k=2)
+    by_default = marks(desired_state(topo, [p]))  # a quarter of the traffic manager's 64 packets
+    assert by_default == {s: {link.port_on(s): 16 for link in topo.links_of(s)} for s in topo.switches}
+    assert by_default["s1"] == {1: 16, 2: 16} and len(by_default["s2"]) == 5  # the root's leaves; 4 hosts + uplink
+    assert marks(desired_state(topo, [p], ecn_fraction=0.5))["s3"][1] == 32
+    assert all(not st.table(ECN_MARK) for st in desired_state(topo, [p], ecn_fraction=0).values())
+
+
+def test_a_links_own_queue_sets_its_ports_marking_depth():
+    topo = load_topology("tests/data/pacing/tree_thin.yaml")  # 8-packet queues on the uplinks
+    thin = {(s, link.port_on(s)) for s in topo.switches for link in topo.links_of(s) if link.queue_pkts == 8}
+    assert thin
+    state = marks(desired_state(topo, [], ecn_fraction=0.25))
+    assert {(s, port) for s, ports in state.items() for port, depth in ports.items() if depth == 2} == thin
+    assert marks(desired_state(topo, [], ecn_fraction=0.01)) == {  # never below one packet
+        s: {link.port_on(s): 1 for link in topo.links_of(s)} for s in topo.switches}
