@@ -4,7 +4,7 @@ Everything here is a plain dataclass. The front end has already resolved every n
 checked every type, so consumers (the interpreter, the P4Info generator, the STF runner)
 never look anything up by string except where noted.
 
-The checker (checker.py) builds this IR; the passes (passes/) then LOWER it, and
+The checker (checker/) builds this IR; the passes (passes/) then LOWER it, and
 load_program returns the lowered program. Back ends (the Python engine in interp/codegen.py,
 the C engine in native/) only ever see the lowered form; section "After lowering" below
 says exactly what it may contain.
