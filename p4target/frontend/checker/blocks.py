@@ -34,7 +34,14 @@ class BlockRules(TableRules):
         self.declare(self.top, name, decl, name_node)
         if not ctor_params and not tps:
             decl.checked = self.build_block(decl, name, {})
-            (self.program.parsers if kind == "parser" else self.program.controls)[name] = decl.checked
+            self.add_block(name, decl.checked)
+
+    def add_block(self, name: str, block: ir.Parser | ir.Control) -> None:
+        """A checked parser/control into the program."""
+        if isinstance(block, ir.Parser):
+            self.program.parsers[name] = block
+        else:
+            self.program.controls[name] = block
 
     def build_block(self, decl: BlockDecl, prefix: str, bindings: dict) -> ir.Parser | ir.Control:
         """Check a parser/control declaration for one instance."""
@@ -112,11 +119,12 @@ class BlockRules(TableRules):
                 parser.locals.append(self.value_set(local, scope, prefix))
             else:
                 raise self.error(local, f"unsupported: {local.data.replace('_', ' ')}")
+        names: set[str] = set()
         for s in states:
             sname = self.name_of(s.children[1])
-            if sname in parser.states or sname in ("accept", "reject"):
+            if sname in names or sname in ("accept", "reject"):
                 raise self.error(s.children[1], f"state {sname}: duplicate declaration")
-            parser.states[sname] = None  # placeholder, states may refer forward
+            names.add(sname)
         self.ctx = Context("state", name, parser, prefix)
         for s in states:
             st = self.parser_state(s, scope)
@@ -171,7 +179,7 @@ class BlockRules(TableRules):
         inner = Scope(scope)
         body = [self.statement(s, inner) for s in stmts]
         if trans is None:  # a state without a transition statement goes to reject
-            transition: ir.Transition = ir.DirectTransition("reject", self.loc(node))
+            transition: ir.DirectTransition | ir.SelectTransition = ir.DirectTransition("reject", self.loc(node))
         elif trans.data == "direct_transition":
             transition = ir.DirectTransition(self.name_of(trans.children[0]), self.loc(trans.children[0]))
         else:
@@ -223,7 +231,9 @@ class BlockRules(TableRules):
         self.ctx = saved
         return control
 
-    def decl_instantiation(self, node: Tree, scope: Scope | None = None, prefix: str | None = None):
+    def decl_instantiation(self, node: Tree, scope: Scope | None = None,
+                           prefix: str | None = None) -> ir.BlockInstance | ir.ExternInstance | None:
+        """An instance of an extern, parser or control; at the top level also `main` (None)."""
         scope = scope or self.top
         ann, type_node, args_node, name_node = node.children
         name = self.name_of(name_node)
@@ -239,7 +249,8 @@ class BlockRules(TableRules):
                 raise self.error(type_node, f"{decl.name}: expected {len(decl.type_params)} type arguments, got {len(type_args)}")
             bindings = dict(zip(decl.type_params, type_args))
             bindings.update(self.ctor_bindings(decl, args_node, scope, node))
-            inst = self.instantiate(decl, name, self.annotations(ann), bindings, self.loc(name_node))
+            inst: ir.BlockInstance | ir.ExternInstance = self.instantiate(decl, name, self.annotations(ann), bindings,
+                                                                          self.loc(name_node))
         else:
             inst = self.extern_instance(node, type_node, args_node, name, self.annotations(ann), self.loc(name_node),
                                         scope, prefix)

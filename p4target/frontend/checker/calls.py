@@ -17,9 +17,9 @@ STACK_METHODS = {"push_front", "pop_front"}
 class CallRules(TypeRules):
     """Call expressions and the binding of arguments."""
 
-    def arg_nodes(self, node: Tree) -> list[tuple[str | None, object]]:
+    def arg_nodes(self, node: Tree) -> list[tuple[str | None, Tree]]:
         """Arguments as (keyword or None, expression tree)."""
-        out = []
+        out: list[tuple[str | None, Tree]] = []
         for a in node.children:
             if a is None:
                 continue
@@ -49,6 +49,8 @@ class CallRules(TypeRules):
         typed = []
         for p, n in ordered:
             if n is None:
+                if p.default is None:
+                    raise self.error(node, f"{what}: missing argument for parameter {p.name}")
                 typed.append((p, None, p.default))
                 continue
             expected = subst(p.type, bindings)
@@ -76,6 +78,13 @@ class CallRules(TypeRules):
             else:
                 out.append(self.coerce(e, t, n))
         return out
+
+    def type_args(self, type_params: list[str], bindings: dict, node, what: str) -> list[ir.Type]:
+        """The type arguments of a call, each bound by now (explicitly or by an argument)."""
+        missing = [t for t in type_params if bindings.get(t) is None]
+        if missing:
+            raise self.error(node, f"{what}: cannot infer type argument {missing[0]}")
+        return [bindings[t] for t in type_params]
 
     def explicit_bindings(self, type_params: list[str], explicit: list | None, node, what: str) -> dict:
         """Bindings from explicit type arguments `f<T1, T2>(...)`."""
@@ -119,7 +128,7 @@ class CallRules(TypeRules):
                 bindings.update(self.explicit_bindings(m.type_params, explicit, node, f"{t.name}.{method}"))
                 values = self.bind_args(m.params, args, scope, bindings, node, f"{t.name}.{method}")
                 ret = subst(m.return_type, bindings)
-                targs = [bindings.get(tp) for tp in m.type_params]
+                targs = self.type_args(m.type_params, bindings, node, f"{t.name}.{method}")
                 if method == "extract" and len(values) == 1 and isinstance(values[0], ir.DontCare) and isinstance(targs[0], ir.HeaderType):
                     skip = ir.Constant(BIT32, loc, ir.width_of(targs[0]))  # extract<H>(_): skip an H
                     return ir.ExternMethodCall(VOID, loc, base, "advance", [skip], [], t.decl.methods["advance"][0])
@@ -161,10 +170,10 @@ class CallRules(TypeRules):
                 values = self.bind_args(decl.params, args, scope, {}, node, f"function {name}")
                 return ir.FunctionCall(decl.return_type, loc, decl, values)
             if isinstance(decl, list):  # extern function overloads
-                overloads = [f for f in decl if len(f.params) >= len(args) >= len([p for p in f.params if p.default is None])]
-                if not overloads:
+                functions = [f for f in decl if len(f.params) >= len(args) >= len([p for p in f.params if p.default is None])]
+                if not functions:
                     raise self.error(node, f"{name}: expected {' or '.join(str(len(f.params)) for f in decl)} arguments, got {len(args)}")
-                f = overloads[0]
+                f = functions[0]
                 if name == "verify" and self.ctx.kind != "state":
                     raise self.error(node, "verify can only be called in a parser")
                 bindings = self.explicit_bindings(f.type_params, explicit, node, name)
@@ -172,7 +181,7 @@ class CallRules(TypeRules):
                 if name == "static_assert":
                     return self.static_assert(values, node)
                 return ir.ExternFunctionCall(subst(f.return_type, bindings), loc, name, values,
-                                             [bindings.get(tp) for tp in f.type_params], f)
+                                             self.type_args(f.type_params, bindings, node, name), f)
             raise self.error(tok, f"{name} is not an action or function")
         raise self.error(node, f"unsupported: call of {self.text(callee)}")
 
@@ -182,7 +191,7 @@ class CallRules(TypeRules):
         if not isinstance(check, ir.BoolLiteral):
             raise self.error(node, f"{self.text(node)}: static_assert needs a compile-time constant condition")
         if not check.value:
-            message = values[1].value if len(values) > 1 else "static_assert failed"
+            message = values[1].value if len(values) > 1 and isinstance(values[1], ir.StringLiteral) else "static_assert failed"
             raise self.error(node, f"{self.text(node)}: {message}")
         return check
 
@@ -214,10 +223,7 @@ class CallRules(TypeRules):
         arguments) pick the instance of the function checked for them."""
         bindings = self.explicit_bindings(g.type_params, explicit, node, g.name)
         self.bind_args(g.params, args, scope, bindings, node, f"function {g.name}")
-        missing = [t for t in g.type_params if t not in bindings]
-        if missing:
-            raise self.error(node, f"{g.name}: cannot infer type argument {missing[0]}")
-        key = tuple(bindings[t] for t in g.type_params)
+        key = tuple(self.type_args(g.type_params, bindings, node, g.name))
         f = g.instances.get(key)
         if f is None:
             if key in g.building:

@@ -19,6 +19,8 @@ class ExpressionRules(CheckerBase):
     def int_literal(self, node) -> ir.Constant:
         tok = node.children[0] if isinstance(node, Tree) else node
         m = INT_LITERAL.match(str(tok))
+        if m is None:  # the grammar's integer token has this form
+            raise self.error(tok, f"{tok}: not an integer literal")
         width, sign, digits = m.group(1), m.group(2), m.group(3).replace("_", "")
         has_prefix = len(digits) > 1 and digits[0] == "0" and digits[1].isalpha()
         base = {"x": 16, "b": 2, "o": 8, "d": 10}.get(digits[1:2].lower(), 10) if has_prefix else 10
@@ -192,17 +194,18 @@ class ExpressionRules(CheckerBase):
     def slice(self, node: Tree, scope: Scope) -> ir.Expr:
         base = self.expr(node.children[0], scope)
         hi, lo = (self.expr(n, scope) for n in node.children[1:])
-        if not is_numeric(base.type):
-            raise self.error(node, f"{self.text(node.children[0])}: cannot slice a value of type {base.type}")
+        bt = base.type
+        if not is_numeric(bt):
+            raise self.error(node, f"{self.text(node.children[0])}: cannot slice a value of type {bt}")
         if not (isinstance(hi, ir.Constant) and isinstance(lo, ir.Constant)):
             raise self.error(node, "slice bounds must be compile-time constants")
-        if not (0 <= lo.value <= hi.value < base.type.width):
-            raise self.error(node, f"slice [{hi.value}:{lo.value}] out of range for {base.type}")
+        if not (0 <= lo.value <= hi.value < bt.width):
+            raise self.error(node, f"slice [{hi.value}:{lo.value}] out of range for {bt}")
         t = ir.BitsType(hi.value - lo.value + 1)
         if isinstance(base, ir.Slice):  # x[a:b][c:d] is x[b+c:b+d]
             return ir.Slice(t, self.loc(node), base.expr, base.lo + hi.value, base.lo + lo.value)
         if isinstance(base, ir.Constant):
-            return ir.Constant(t, self.loc(node), (wrap(base.value, ir.BitsType(base.type.width)) >> lo.value) & ((1 << t.width) - 1))
+            return ir.Constant(t, self.loc(node), (wrap(base.value, ir.BitsType(bt.width)) >> lo.value) & ((1 << t.width) - 1))
         return ir.Slice(t, self.loc(node), base, hi.value, lo.value)
 
     def coerce(self, e: ir.Expr, t: ir.Type, node, stmt=None) -> ir.Expr:
@@ -250,20 +253,20 @@ class ExpressionRules(CheckerBase):
             if isinstance(left.type, ir.InfIntType) and not isinstance(right, ir.Constant):
                 raise self.error(node, f"{what}: shift of an untyped constant by a non-constant amount; give it a width")
             if isinstance(right.type, ir.InfIntType):
-                right = ir.Constant(right.value.bit_length() and ir.BitsType(max(right.value.bit_length(), 1)), right.loc, right.value)
+                if not isinstance(right, ir.Constant):
+                    raise self.error(rnode, f"{self.text(rnode)}: Shift amount must be an unsigned number")
+                right = ir.Constant(ir.BitsType(max(right.value.bit_length(), 1)), right.loc, right.value)
             if isinstance(left, ir.Constant) and isinstance(right, ir.Constant):
                 return ir.Constant(left.type, loc, fold_binary(op, left.value, right.value, left.type))
             return ir.Binary(left.type, loc, op, left, right)
         if op == "++":
-            for e, n in ((left, lnode), (right, rnode)):
-                if not is_numeric(e.type):
-                    raise self.error(n, f"{what}: concatenation needs bit<W>/int<W> operands, {self.text(n)} has type {e.type}")
-            t = type(left.type)(left.type.width + right.type.width)
+            lt, rt = (self.concat_operand(e, n, what) for e, n in ((left, lnode), (right, rnode)))
+            joined = type(lt)(lt.width + rt.width)
             if isinstance(left, ir.Constant) and isinstance(right, ir.Constant):
-                lv = wrap(left.value, ir.BitsType(left.type.width))
-                rv = wrap(right.value, ir.BitsType(right.type.width))
-                return ir.Constant(t, loc, wrap((lv << right.type.width) | rv, t))
-            return ir.Binary(t, loc, op, left, right)
+                lv = wrap(left.value, ir.BitsType(lt.width))
+                rv = wrap(right.value, ir.BitsType(rt.width))
+                return ir.Constant(joined, loc, wrap((lv << rt.width) | rv, joined))
+            return ir.Binary(joined, loc, op, left, right)
         # the remaining operators need equal operand types; an untyped literal adapts
         if isinstance(left.type, ir.InfIntType) and not isinstance(right.type, ir.InfIntType):
             left = self.coerce_operand(left, right.type, lnode, what)
@@ -292,7 +295,7 @@ class ExpressionRules(CheckerBase):
                 raise self.error(node, f"{what}: Cannot operate on signed values")
             if isinstance(right, ir.Constant) and right.value == 0:
                 raise self.error(node, f"{what}: Division by zero")
-            if constants and (left.value < 0 or right.value < 0):
+            if isinstance(left, ir.Constant) and isinstance(right, ir.Constant) and (left.value < 0 or right.value < 0):
                 raise self.error(node, f"{what}: Division is not defined for negative numbers")
         if isinstance(t, ir.InfIntType) and op in ("|+|", "|-|"):
             raise self.error(node, f"{what}: saturating arithmetic needs a width")
@@ -300,8 +303,14 @@ class ExpressionRules(CheckerBase):
             return ir.Constant(t, loc, fold_binary(op, left.value, right.value, t))
         return ir.Binary(t, loc, op, left, right)
 
+    def concat_operand(self, e: ir.Expr, node, what: str) -> ir.BitsType | ir.IntType:
+        """The type of an operand of `++`, which must have a width."""
+        if not is_numeric(e.type):
+            raise self.error(node, f"{what}: concatenation needs bit<W>/int<W> operands, {self.text(node)} has type {e.type}")
+        return e.type
+
     def coerce_operand(self, e: ir.Expr, t: ir.Type, node, what: str) -> ir.Expr:
-        if is_numeric(t):
+        if is_numeric(t) and isinstance(e, ir.Constant):
             return ir.Constant(t, e.loc, wrap(e.value, t), e.base)
         raise self.error(node, f"{what}: Cannot unify int to {t}")
 

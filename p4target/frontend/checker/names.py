@@ -27,8 +27,8 @@ class Scope:
         self.parent = parent
         self.names: dict[str, object] = {}
 
-    def lookup(self, name: str):
-        scope = self
+    def lookup(self, name: str) -> object:
+        scope: Scope | None = self
         while scope is not None:
             if name in scope.names:
                 found = scope.names[name]
@@ -103,7 +103,7 @@ class CheckerBase(ABC):
         self.loops = 0  # for loops being unrolled around the statement being checked
 
     def loc(self, node) -> ir.Loc:
-        if isinstance(node, Token):
+        if isinstance(node, Token) and node.line is not None and node.column is not None:
             line, col = node.line, node.column
         elif isinstance(node, Tree) and not node.meta.empty:
             line, col = node.meta.line, node.meta.column

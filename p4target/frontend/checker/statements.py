@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lark import Tree
+from lark import Token, Tree
 
 from .. import ir
 from ..typing import BOOL, is_numeric
@@ -136,7 +136,7 @@ class StatementRules(CallRules):
         lv_node, op_node, rhs_node = node.children
         if len(op_node.children) == 2:  # `>>=`: R_ANGLE_SHIFT then ">="
             shift, eq = op_node.children
-            if shift.end_pos != eq.start_pos:
+            if not (isinstance(shift, Token) and isinstance(eq, Token) and shift.end_pos == eq.start_pos):
                 raise self.error(eq, "syntax error, unexpected '>='")
             op = ">>"
         else:
@@ -256,11 +256,12 @@ class StatementRules(CallRules):
         for i, c in enumerate(cases):
             label_node = c.children[0]
             body_node = c.children[1] if len(c.children) > 1 else None
+            label: ir.Action | ir.Expr | None
             if label_node.data == "default_label":
                 label = None
                 if i != len(cases) - 1:
                     raise self.error(label_node, "default label must be the last switch case")
-            elif is_action_run:
+            elif isinstance(subject, ir.ActionRun):
                 if label_node.data != "name_ref":
                     raise self.error(label_node, "switch on action_run: labels must be action names")
                 aname = self.name_of(label_node.children[0])
@@ -272,7 +273,7 @@ class StatementRules(CallRules):
                 label = self.coerce(self.expr(label_node, scope), subject.type, label_node)
                 if not is_constant(label):
                     raise self.error(label_node, "switch labels must be compile-time constants")
-            key = label if is_action_run or label is None else const_key(label)
+            key = const_key(label) if isinstance(label, ir.Expr) else label
             if any(k is key or (not is_action_run and k == key and key is not None) for k in seen):
                 raise self.error(label_node, f"duplicate switch label {self.text(label_node)}")
             seen.append(key)

@@ -3,6 +3,7 @@ with parser select cases)."""
 from __future__ import annotations
 
 import re
+from typing import cast
 
 from lark import Token, Tree
 
@@ -63,9 +64,9 @@ class TableRules(DeclarationRules):
         ranks = [e.annotations.get_int("priority") for e in table.entries]
         if all(r is None for r in ranks):
             return
-        ranks = [r if r is not None else i + 1 for i, r in enumerate(ranks)]
-        top = max(ranks) + 1
-        for e, r in zip(table.entries, ranks):
+        order = [r if r is not None else i + 1 for i, r in enumerate(ranks)]
+        top = max(order) + 1
+        for e, r in zip(table.entries, order):
             e.priority = top - r
 
     def table_implementation(self, prop: Tree, scope: Scope, table: ir.Table) -> ir.ExternInstance:
@@ -234,8 +235,10 @@ class TableRules(DeclarationRules):
     def keyset_value(self, node: Tree, t: ir.Type, scope: Scope) -> ir.Expr:
         """A keyset value or mask of key type `t` (an untyped number also for a serializable enum)."""
         e = self.expr(node, scope)
-        if serializable(t) and isinstance(e, ir.Constant) and isinstance(e.type, ir.InfIntType):
+        untyped = isinstance(e, ir.Constant) and isinstance(e.type, ir.InfIntType)
+        if untyped and isinstance(t, ir.EnumType) and t.underlying is not None:  # a serializable enum
             return self.coerce(e, t.underlying, node)
-        if isinstance(t, ir.NewType) and isinstance(e, ir.Constant) and isinstance(e.type, ir.InfIntType):
-            return ir.Constant(t, e.loc, self.coerce(e, t.underlying, node).value, e.base)
+        if untyped and isinstance(t, ir.NewType):
+            value = cast(ir.Constant, self.coerce(e, t.underlying, node))  # an untyped number made a number of t's
+            return ir.Constant(t, value.loc, value.value, value.base)
         return self.coerce(e, t, node)

@@ -12,8 +12,12 @@ from .names import BlockDecl, GenericType, Scope
 
 def type_tag(t: ir.Type) -> str:
     """A type argument as p4c spells it in a specialized type's name (`bit<8>` -> `bit8`)."""
-    if isinstance(t, (ir.BitsType, ir.IntType, ir.VarbitType)):
-        return {ir.BitsType: "bit", ir.IntType: "int", ir.VarbitType: "varbit"}[type(t)] + str(t.width)
+    if isinstance(t, ir.BitsType):
+        return f"bit{t.width}"
+    if isinstance(t, ir.IntType):
+        return f"int{t.width}"
+    if isinstance(t, ir.VarbitType):
+        return f"varbit{t.max_width}"
     return getattr(t, "name", None) or str(t).replace("<", "").replace(">", "").replace(", ", "_")
 
 
@@ -93,6 +97,7 @@ class TypeRules(AnnotationRules):
         raise self.error(node, f"unsupported: type {self.text(node)}")
 
     def width(self, node: Tree, scope: Scope) -> int:
+        c: ir.Expr
         if node.data == "width_lit":
             c = self.int_literal(node)
         else:

@@ -1,6 +1,8 @@
 """v1model's package: `V1Switch(...) main;`, its six stages and the types they must agree on."""
 from __future__ import annotations
 
+from typing import cast
+
 from lark import Tree
 
 from .. import ir
@@ -40,10 +42,12 @@ class V1ModelRules(BlockRules):
                 raise self.error(arg, f"unsupported: generic {want} {bname} as a V1Switch argument")
             if decl.ctor_params or self.arg_nodes(arg.children[1]):
                 block = self.build_block(decl, bname, self.ctor_bindings(decl, arg.children[1], self.top, arg))
-                (self.program.parsers if want == "parser" else self.program.controls)[bname] = block
+                self.add_block(bname, block)
             blocks.append(block)
         self.check_v1switch_types(blocks, args)
-        self.program.main = ir.V1SwitchInstance(self.name_of(name_node), *blocks, loc=self.loc(name_node))
+        parser = cast(ir.Parser, blocks[0])  # built above: a parser, then five controls
+        vr, ig, eg, ck, dep = (cast(ir.Control, b) for b in blocks[1:])
+        self.program.main = ir.V1SwitchInstance(self.name_of(name_node), parser, vr, ig, eg, ck, dep, loc=self.loc(name_node))
 
     def check_v1switch_types(self, blocks: list, args: list) -> None:
         """H and M must agree across stages, as V1Switch<H, M> requires."""

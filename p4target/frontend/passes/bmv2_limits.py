@@ -50,8 +50,8 @@ def check_bmv2_limits(program: ir.Program) -> None:
                     raise _fail("register: Only registers with bit or int types are currently supported", d.loc)
         if isinstance(b, ir.Control):
             code.append(b.body)
-            for t in b.tables.values():
-                code.append(t.keys)
+            for table in b.tables.values():
+                code.append(table.keys)
             _table_paths(b.body.stmts, frozenset())
         else:
             code.append(list(b.states.values()))

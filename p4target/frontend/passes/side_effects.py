@@ -146,7 +146,7 @@ class SideEffectOrdering:
         result = self.temp(self.expr(e.left, pre), pre)
         inner: list[ir.Stmt] = []
         inner.append(ir.Assign(e.loc, self.ref(result.decl, e.loc), self.expr(e.right, inner)))
-        cond = self.ref(result.decl, e.loc)
+        cond: ir.Expr = self.ref(result.decl, e.loc)
         if e.op == "||":
             cond = ir.Unary(BOOL, e.loc, "!", cond)
         pre.append(ir.If(e.loc, cond, ir.Block(e.loc, inner), None))
@@ -189,7 +189,7 @@ class SideEffectOrdering:
         return decl
 
     @staticmethod
-    def ref(decl: ir.VarDecl, loc: ir.Loc) -> ir.VarRef:
+    def ref(decl: ir.Param | ir.VarDecl, loc: ir.Loc) -> ir.VarRef:
         return ir.VarRef(decl.type, loc, decl.name, decl)
 
 
@@ -205,7 +205,7 @@ def _block_has_call(block) -> bool:
     return has_call(code)
 
 
-def _params(call: ir.Expr) -> list[ir.Param]:
+def _params(call: ir.FunctionCall | ir.ActionCall | ir.ApplyCall | ir.ExternMethodCall | ir.ExternFunctionCall) -> list[ir.Param]:
     """The parameters of whatever `call` calls (their directions say how arguments pass)."""
     if isinstance(call, ir.FunctionCall):
         return call.function.params
@@ -213,4 +213,4 @@ def _params(call: ir.Expr) -> list[ir.Param]:
         return call.action.params
     if isinstance(call, ir.ApplyCall):
         return call.instance.block.params
-    return call.decl.params if call.decl is not None else []
+    return call.decl.params

@@ -92,14 +92,14 @@ def _clone(value, memo: dict):
         if f.name in ("type", "loc", "annotations"):
             continue
         old = getattr(value, f.name)
-        if f.name == "decl" and isinstance(value, ir.VarDeclStmt):
+        if f.name == "decl" and isinstance(new, ir.VarDeclStmt):
             decl = copy.copy(old)
             decl.init = _clone(old.init, memo)
             memo[id(old)] = decl
             new.decl = decl
         else:
             setattr(new, f.name, _clone(old, memo))
-    if isinstance(new, ir.VarRef) and new.decl is not value.decl:
+    if isinstance(new, ir.VarRef) and isinstance(value, ir.VarRef) and new.decl is not value.decl:
         new.name = new.decl.name
     return new
 
