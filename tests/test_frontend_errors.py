@@ -74,6 +74,7 @@ def test_missing_file_is_a_p4error():
     ("extern void f(in bit<8> a, in bit<8> b = 1, in bit<8> c); control C() { apply { f(1, 2); } }",
      "f: missing argument for parameter c"),
     ("header H<T> { T f; } struct M { H<varbit<8>> h; }", None),  # a varbit type argument
+    ("control D() { apply { } } action a() { D.apply(); }", "control D can only be applied in a control's apply block"),
 ])
 def test_type_rules(src, needle):
     text = "#include <core.p4>\n" + src

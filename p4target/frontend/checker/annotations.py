@@ -9,6 +9,7 @@ from .. import ir
 from ..grammar import annotation_tokens, parse_annotation_body
 from .constants import unquote
 from .expressions import ExpressionRules
+from .names import Node
 
 # Annotations whose bodies p4c reads as expressions (any other may hold free-form tokens)
 EXPRESSION_ANNOTATIONS = {"name", "id", "field_list", "priority", "max_group_size", "selector_size_semantics",
@@ -18,7 +19,7 @@ EXPRESSION_ANNOTATIONS = {"name", "id", "field_list", "priority", "max_group_siz
 class AnnotationRules(ExpressionRules):
     """`@name(...)`, `@a[k=v]` and the rest -> ir.Annotations."""
 
-    def annotations(self, node) -> ir.Annotations:
+    def annotations(self, node: Tree | None) -> ir.Annotations:
         anns = ir.Annotations()
         if node is None:
             return anns
@@ -39,6 +40,7 @@ class AnnotationRules(ExpressionRules):
                 given = [c for c in args_tree.children if c is not None] if args_tree is not None else []
             if name == "name" and (len(given) != 1 or getattr(given[0], "data", "") != "string_lit"):
                 raise self.error(a, f"{self.text(given[0]) if given else '@name'}: @name annotation's value must be a string")
+            args: list[int | str]
             if name == "field_list":  # p4c evaluates these: named constants are allowed
                 args = [self.field_list_index(c) for c in given]
             else:
@@ -64,16 +66,16 @@ class AnnotationRules(ExpressionRules):
             raise self.error(node, f"{dup}: Duplicates declaration {dup}")
         return out
 
-    def field_list_index(self, node) -> int:
+    def field_list_index(self, node: Tree) -> int:
         v = self.expr(node, self.top)
         if not isinstance(v, ir.Constant) or v.value < 0:
             raise self.error(node, f"{self.text(node)}: a @field_list index must be a non-negative integer constant")
         return v.value
 
-    def annotation_arg(self, node):
+    def annotation_arg(self, node: Node) -> int | str:
         if isinstance(node, Tree):
             if node.data == "string_lit":
-                return unquote(node.children[0])
+                return unquote(str(node.children[0]))
             if node.data == "int_lit":
                 return self.int_literal(node).value
             if node.data == "unop" and str(node.children[0]) == "-" and getattr(node.children[1], "data", "") == "int_lit":

@@ -7,7 +7,7 @@ from lark import Tree
 from .. import ir
 from ..typing import is_key, is_numeric, same_type
 from .constants import is_constant
-from .names import BlockDecl, Context, Scope
+from .names import BlockDecl, Context, Node, Scope
 from .tables import TableRules
 
 
@@ -54,7 +54,7 @@ class BlockRules(TableRules):
         finally:
             decl.building = False
 
-    def ctor_bindings(self, decl: BlockDecl, args_node: Tree, scope: Scope, node) -> dict:
+    def ctor_bindings(self, decl: BlockDecl, args_node: Tree, scope: Scope, node: Node) -> dict:
         """Constructor arguments of a parser/control instance: name -> ConstDecl (values)
         or the ExternInstance / BlockInstance passed."""
         args = self.arg_nodes(args_node)

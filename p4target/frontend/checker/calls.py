@@ -3,11 +3,13 @@ extern methods and functions, header and stack methods, actions, functions (gene
 per binding), parser/control apply."""
 from __future__ import annotations
 
+from typing import cast
+
 from lark import Tree
 
 from .. import ir
 from ..typing import BIT32, BOOL, INFINT, VOID, same_type
-from .names import BlockDecl, GenericFunction, Scope
+from .names import BlockDecl, GenericFunction, Node, Scope
 from .types import TypeRules, subst
 
 HEADER_METHODS = {"isValid": BOOL, "setValid": VOID, "setInvalid": VOID}
@@ -29,7 +31,7 @@ class CallRules(TypeRules):
                 out.append((None, a))
         return out
 
-    def bind_args(self, params: list[ir.Param], args: list, scope: Scope, bindings: dict, node, what: str) -> list[ir.Expr]:
+    def bind_args(self, params: list[ir.Param], args: list, scope: Scope, bindings: dict, node: Node, what: str) -> list[ir.Expr]:
         """Check call arguments against parameters; returns typed args in parameter order."""
         if any(k is not None for k, _ in args):
             if not all(k is not None for k, _ in args):
@@ -79,14 +81,14 @@ class CallRules(TypeRules):
                 out.append(self.coerce(e, t, n))
         return out
 
-    def type_args(self, type_params: list[str], bindings: dict, node, what: str) -> list[ir.Type]:
+    def type_args(self, type_params: list[str], bindings: dict, node: Node, what: str) -> list[ir.Type]:
         """The type arguments of a call, each bound by now (explicitly or by an argument)."""
         missing = [t for t in type_params if bindings.get(t) is None]
         if missing:
             raise self.error(node, f"{what}: cannot infer type argument {missing[0]}")
         return [bindings[t] for t in type_params]
 
-    def explicit_bindings(self, type_params: list[str], explicit: list | None, node, what: str) -> dict:
+    def explicit_bindings(self, type_params: list[str], explicit: list | None, node: Node, what: str) -> dict:
         """Bindings from explicit type arguments `f<T1, T2>(...)`."""
         if explicit is None:
             return {}
@@ -94,7 +96,7 @@ class CallRules(TypeRules):
             raise self.error(node, f"{what}: expected {len(type_params)} type arguments, got {len(explicit)}")
         return dict(zip(type_params, explicit))
 
-    def call(self, callee: Tree, args_node: Tree, scope: Scope, node, explicit: list | None = None) -> ir.Expr:
+    def call(self, callee: Tree, args_node: Tree, scope: Scope, node: Node, explicit: list | None = None) -> ir.Expr:
         loc = self.loc(node)
         args = self.arg_nodes(args_node)
         if callee.data == "member":
@@ -185,7 +187,7 @@ class CallRules(TypeRules):
             raise self.error(tok, f"{name} is not an action or function")
         raise self.error(node, f"unsupported: call of {self.text(callee)}")
 
-    def static_assert(self, values: list[ir.Expr], node) -> ir.BoolLiteral:
+    def static_assert(self, values: list[ir.Expr], node: Node) -> ir.BoolLiteral:
         """static_assert(check[, message]): checked now; its value is true."""
         check = values[0]
         if not isinstance(check, ir.BoolLiteral):
@@ -195,7 +197,7 @@ class CallRules(TypeRules):
             raise self.error(node, f"{self.text(node)}: {message}")
         return check
 
-    def block_apply(self, target, name_node, args: list, scope: Scope, node) -> ir.ApplyCall:
+    def block_apply(self, target: BlockDecl | ir.BlockInstance, name_node: Node, args: list, scope: Scope, node: Node) -> ir.ApplyCall:
         """`inst.apply(args)`, or `Type.apply(args)`: a direct invocation, which declares an
         implicit instance named after the type (as p4c's InstantiateDirectCalls does)."""
         method = self.name_of(name_node)
@@ -204,21 +206,26 @@ class CallRules(TypeRules):
         if isinstance(target, BlockDecl):
             if target.ctor_params or target.type_params:
                 raise self.error(node, f"{target.name} has constructor or type parameters; instantiate it to apply it")
+            self.check_apply_place(target.kind, target.name, node)
+            block = cast(ir.Parser | ir.Control, self.ctx.block)  # a parser state's or a control's, as just checked
             target = self.instantiate(target, target.name, ir.Annotations(), {}, self.loc(node))
-            self.ctx.block.locals.append(target)
+            block.locals.append(target)
         return self.apply_call(target, args, scope, node)
 
-    def apply_call(self, inst: ir.BlockInstance, args: list, scope: Scope, node) -> ir.ApplyCall:
+    def apply_call(self, inst: ir.BlockInstance, args: list, scope: Scope, node: Node) -> ir.ApplyCall:
         """`inst.apply(args)`: a control in a control's apply block, a parser in a parser state."""
-        is_parser = isinstance(inst.block, ir.Parser)
-        if is_parser and self.ctx.kind != "state":
-            raise self.error(node, f"parser {inst.name} can only be applied in a parser state")
-        if not is_parser and self.ctx.kind != "control":
-            raise self.error(node, f"control {inst.name} can only be applied in a control's apply block")
+        self.check_apply_place("parser" if isinstance(inst.block, ir.Parser) else "control", inst.name, node)
         values = self.bind_args(inst.block.params, args, scope, {}, node, f"{inst.name}.apply")
         return ir.ApplyCall(VOID, self.loc(node), inst, values)
 
-    def generic_call(self, g: GenericFunction, args: list, scope: Scope, node, explicit: list | None) -> ir.FunctionCall:
+    def check_apply_place(self, kind: str, name: str, node: Node) -> None:
+        """A parser is applied in a parser state, a control in a control's apply block."""
+        if kind == "parser" and self.ctx.kind != "state":
+            raise self.error(node, f"parser {name} can only be applied in a parser state")
+        if kind == "control" and self.ctx.kind != "control":
+            raise self.error(node, f"control {name} can only be applied in a control's apply block")
+
+    def generic_call(self, g: GenericFunction, args: list, scope: Scope, node: Node, explicit: list | None) -> ir.FunctionCall:
         """A call of a generic function: its type arguments (explicit or inferred from the
         arguments) pick the instance of the function checked for them."""
         bindings = self.explicit_bindings(g.type_params, explicit, node, g.name)

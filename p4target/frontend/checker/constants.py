@@ -9,8 +9,9 @@ from .. import ir
 INT_LITERAL = re.compile(r"(?:(\d+)([ws]))?(0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|0[dD][0-9_]+|\d[0-9_]*)$")
 
 
-def unquote(tok) -> str:
-    s = str(tok)[1:-1]
+def unquote(literal: str) -> str:
+    """A string literal's text without its quotes, escapes resolved."""
+    s = literal[1:-1]
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), s)
 
 
@@ -24,7 +25,8 @@ def is_constant(e: ir.Expr) -> bool:
     return False
 
 
-def const_key(e: ir.Expr):
+def const_key(e: ir.Expr) -> tuple[str, object, object]:
+    """What makes two constant switch labels the same label."""
     return (type(e).__name__, getattr(e, "value", None), getattr(e, "member", None))
 
 

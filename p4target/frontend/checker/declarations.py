@@ -63,7 +63,7 @@ class DeclarationRules(StatementRules):
         self.declare(self.top, name, t, name_node)
         self.program.types[name] = t
 
-    def _struct_like(self, node: Tree, cls) -> None:
+    def _struct_like(self, node: Tree, cls: type[ir.StructLikeType]) -> None:
         ann, name_node, tp, *fields = node.children
         name = self.name_of(name_node)
         if tp is not None:
@@ -121,7 +121,7 @@ class DeclarationRules(StatementRules):
                 raise self.error(n, f"{name}: duplicate match_kind")
             self.program.match_kinds.append(name)
 
-    def function_proto(self, node: Tree, scope: Scope, ann) -> ir.ExternFunction:
+    def function_proto(self, node: Tree, scope: Scope, ann: Tree | None) -> ir.ExternFunction:
         ret_node, name_node, tp_node, params_node = node.children
         tps, inner = self.type_params(tp_node, scope)
         ret = self.resolve_type(ret_node, inner)
@@ -231,7 +231,7 @@ class DeclarationRules(StatementRules):
             self.program.actions[name] = action
         return action
 
-    def extern_instance(self, node: Tree, type_node: Tree, args_node, name: str, anns: ir.Annotations, loc: ir.Loc,
+    def extern_instance(self, node: Tree, type_node: Tree, args_node: Tree, name: str, anns: ir.Annotations, loc: ir.Loc,
                         scope: Scope, control: str | None) -> ir.ExternInstance:
         """An extern object built by `type_node(args)`, checked against the extern's constructors."""
         base = type_node.children[0] if type_node.data == "specialized_type" else type_node

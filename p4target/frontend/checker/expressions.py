@@ -5,18 +5,18 @@ parameter it is passed to (`coerce`).
 """
 from __future__ import annotations
 
-from lark import Tree
+from lark import Token, Tree
 
 from .. import ir
 from ..typing import BIT32, BOOL, COMPARE, ERROR, INFINT, STRING, fold_binary, is_numeric, same_type, wrap
 from .constants import INT_LITERAL, relocate, unquote
-from .names import CheckerBase, Scope
+from .names import CheckerBase, Node, Scope
 
 
 class ExpressionRules(CheckerBase):
     """Expression trees -> typed ir.Expr; l-values."""
 
-    def int_literal(self, node) -> ir.Constant:
+    def int_literal(self, node: Node) -> ir.Constant:
         tok = node.children[0] if isinstance(node, Tree) else node
         m = INT_LITERAL.match(str(tok))
         if m is None:  # the grammar's integer token has this form
@@ -36,7 +36,7 @@ class ExpressionRules(CheckerBase):
             raise self.error(tok, f"{tok}: value does not fit in {t}")
         return ir.Constant(t, loc, wrap(value, t), base)
 
-    def expr(self, node, scope: Scope, expected: ir.Type | None = None) -> ir.Expr:
+    def expr(self, node: Tree, scope: Scope, expected: ir.Type | None = None) -> ir.Expr:
         """Type an expression tree. `expected` only guides `{...}` initializers."""
         kind = node.data
         loc = self.loc(node)
@@ -47,7 +47,7 @@ class ExpressionRules(CheckerBase):
         if kind == "false_lit":
             return ir.BoolLiteral(BOOL, loc, False)
         if kind == "string_lit":
-            return ir.StringLiteral(STRING, loc, unquote(node.children[0]))
+            return ir.StringLiteral(STRING, loc, unquote(str(node.children[0])))
         if kind == "name_ref":
             return self.name_ref(node, scope)
         if kind == "member":
@@ -69,7 +69,7 @@ class ExpressionRules(CheckerBase):
             return self.binary(node, str(node.children[1]), node.children[0], node.children[2], scope)
         if kind == "shr_op":
             a, b = node.children[1], node.children[2]
-            if a.end_pos != b.start_pos:
+            if not (isinstance(a, Token) and isinstance(b, Token) and a.end_pos == b.start_pos):
                 raise self.error(b, "syntax error, unexpected '>'")
             return self.binary(node, ">>", node.children[0], node.children[3], scope)
         if kind == "unop":
@@ -119,7 +119,7 @@ class ExpressionRules(CheckerBase):
             raise self.error(node, f"unsupported: instantiation {self.text(node)} inside an expression")
         raise self.error(node, f"unsupported: expression {self.text(node)}")
 
-    def struct_init(self, node, t: ir.StructLikeType, pairs: list, count: int) -> ir.StructExpr:
+    def struct_init(self, node: Node, t: ir.StructLikeType, pairs: list, count: int) -> ir.StructExpr:
         if count != len(t.fields):
             raise self.error(node, f"{t.name} has {len(t.fields)} fields, initializer has {count}")
         fields: dict[str, ir.Expr] = {}
@@ -208,7 +208,7 @@ class ExpressionRules(CheckerBase):
             return ir.Constant(t, self.loc(node), (wrap(base.value, ir.BitsType(bt.width)) >> lo.value) & ((1 << t.width) - 1))
         return ir.Slice(t, self.loc(node), base, hi.value, lo.value)
 
-    def coerce(self, e: ir.Expr, t: ir.Type, node, stmt=None) -> ir.Expr:
+    def coerce(self, e: ir.Expr, t: ir.Type, node: Node, stmt: Node | None = None) -> ir.Expr:
         """Give an untyped literal the type `t`; check that `e` has type `t` otherwise."""
         if isinstance(e.type, ir.InfIntType) and isinstance(e, ir.Constant):
             if is_numeric(t):
@@ -230,7 +230,7 @@ class ExpressionRules(CheckerBase):
             raise self.error(stmt if stmt is not None else node, f"{where}: Cannot unify {e.type} to {t}")
         return e
 
-    def binary(self, node: Tree, op: str, lnode, rnode, scope: Scope) -> ir.Expr:
+    def binary(self, node: Tree, op: str, lnode: Tree, rnode: Tree, scope: Scope) -> ir.Expr:
         loc = self.loc(node)
         left, right = self.expr(lnode, scope), self.expr(rnode, scope)
         what = self.text(node)
@@ -303,13 +303,13 @@ class ExpressionRules(CheckerBase):
             return ir.Constant(t, loc, fold_binary(op, left.value, right.value, t))
         return ir.Binary(t, loc, op, left, right)
 
-    def concat_operand(self, e: ir.Expr, node, what: str) -> ir.BitsType | ir.IntType:
+    def concat_operand(self, e: ir.Expr, node: Node, what: str) -> ir.BitsType | ir.IntType:
         """The type of an operand of `++`, which must have a width."""
         if not is_numeric(e.type):
             raise self.error(node, f"{what}: concatenation needs bit<W>/int<W> operands, {self.text(node)} has type {e.type}")
         return e.type
 
-    def coerce_operand(self, e: ir.Expr, t: ir.Type, node, what: str) -> ir.Expr:
+    def coerce_operand(self, e: ir.Expr, t: ir.Type, node: Node, what: str) -> ir.Expr:
         if is_numeric(t) and isinstance(e, ir.Constant):
             return ir.Constant(t, e.loc, wrap(e.value, t), e.base)
         raise self.error(node, f"{what}: Cannot unify int to {t}")
@@ -395,7 +395,7 @@ class ExpressionRules(CheckerBase):
         self.check_writable(e, node)
         return e
 
-    def check_writable(self, e: ir.Expr, node) -> None:
+    def check_writable(self, e: ir.Expr, node: Node) -> None:
         root = e
         while isinstance(root, (ir.Member, ir.ArrayIndex, ir.Slice)):
             root = root.expr

@@ -17,6 +17,7 @@ from ...errors import P4Error
 from .. import ir
 from ..preprocess import Source
 
+Node = Tree | Token  # a node of the parse tree: a rule's subtree or a token
 HIDDEN = object()  # a name declared in a scope that lookups there do not find (a for loop's variable after it)
 
 
@@ -44,8 +45,8 @@ class Context:
     `MyIngress.sub` inside an instance `sub`); `block` the Parser/Control being built.
     """
 
-    def __init__(self, kind: str, name: str | None = None, block=None, prefix: str | None = None,
-                 function: ir.Function | None = None):
+    def __init__(self, kind: str, name: str | None = None, block: ir.Parser | ir.Control | None = None,
+                 prefix: str | None = None, function: ir.Function | None = None):
         self.kind = kind  # "top", "parser", "control", "action", "state", "function"
         self.name = name
         self.block = block
@@ -69,7 +70,7 @@ class GenericFunction:
 class GenericType:
     """`struct S<T> { ... }` (or a header, header_union): checked anew for each list of type arguments."""
 
-    cls: type
+    cls: type[ir.StructLikeType]
     name: str
     node: Tree
     params: list[str]
@@ -102,7 +103,7 @@ class CheckerBase(ABC):
         self.tuple_structs: dict[ir.TupleType, ir.StructType] = {}
         self.loops = 0  # for loops being unrolled around the statement being checked
 
-    def loc(self, node) -> ir.Loc:
+    def loc(self, node: Node) -> ir.Loc:
         if isinstance(node, Token) and node.line is not None and node.column is not None:
             line, col = node.line, node.column
         elif isinstance(node, Tree) and not node.meta.empty:
@@ -112,11 +113,11 @@ class CheckerBase(ABC):
         file, orig = self.source.locate(line)
         return ir.Loc(file, orig, col)
 
-    def error(self, node, message: str) -> P4Error:
+    def error(self, node: Node | ir.Loc, message: str) -> P4Error:
         loc = node if isinstance(node, ir.Loc) else self.loc(node)
         return P4Error(message, loc.file, loc.line, loc.col)
 
-    def text(self, node) -> str:
+    def text(self, node: Node) -> str:
         """The source text of a node (for messages and match-field names)."""
         if isinstance(node, Token):
             return str(node)
@@ -124,13 +125,13 @@ class CheckerBase(ABC):
             return self.source.text[node.meta.start_pos:node.meta.end_pos]
         return "?"
 
-    def name_of(self, node) -> str:
+    def name_of(self, node: Node) -> str:
         """A `name`/`ntname`/`type_name` tree or token -> its string."""
         if isinstance(node, Token):
             return str(node)
         return self.name_of(node.children[0])
 
-    def declare(self, scope: Scope, name: str, decl, node) -> None:
+    def declare(self, scope: Scope, name: str, decl: object, node: Node) -> None:
         if name in scope.names:
             raise self.error(node, f"{name}: duplicate declaration")
         scope.names[name] = decl
@@ -142,7 +143,7 @@ class CheckerBase(ABC):
         """A type named in the source (types.py)."""
 
     @abstractmethod
-    def call(self, callee: Tree, args_node: Tree, scope: Scope, node, explicit: list | None = None) -> ir.Expr:
+    def call(self, callee: Tree, args_node: Tree, scope: Scope, node: Node, explicit: list | None = None) -> ir.Expr:
         """A call of a method, action, function or extern function (calls.py)."""
 
     @abstractmethod

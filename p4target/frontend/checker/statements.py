@@ -9,7 +9,7 @@ from .. import ir
 from ..typing import BOOL, is_numeric
 from .calls import CallRules
 from .constants import const_key, is_constant
-from .names import HIDDEN, BlockDecl, Scope
+from .names import HIDDEN, BlockDecl, Node, Scope
 
 MAX_UNROLL = 1024  # iterations of one for loop: unrolling copies the body that many times
 
@@ -221,7 +221,7 @@ class StatementRules(CallRules):
                                     "(BMv2 runs no loops: only loops with a constant trip count unroll)")
         return s, None
 
-    def loop_constant(self, value: ir.Expr, node) -> ir.Expr:
+    def loop_constant(self, value: ir.Expr, node: Node) -> ir.Expr:
         if not is_constant(value):
             raise self.error(node, f"unsupported: for loop variable set from {self.text(node)}, which is not known at "
                                    "compile time (BMv2 runs no loops: only loops with a constant trip count unroll)")

@@ -12,7 +12,7 @@ from ..passes.walk import same_expr
 from ..typing import is_key, is_numeric
 from .constants import is_constant
 from .declarations import DeclarationRules
-from .names import Scope
+from .names import Node, Scope
 from .types import serializable
 
 
@@ -129,7 +129,7 @@ class TableRules(DeclarationRules):
             raise self.error(name_node, f"{aname}: duplicate action in table {table.name}")
         table.actions.append(ir.ActionRef(action, self.annotations(ann), self.loc(name_node), values))
 
-    def action_binding(self, name_node, args_node, scope: Scope, table: ir.Table, what: str) -> ir.ActionBinding:
+    def action_binding(self, name_node: Node, args_node: Tree | None, scope: Scope, table: ir.Table, what: str) -> ir.ActionBinding:
         aname = self.name_of(name_node)
         ref = next((r for r in table.actions if r.action.name == aname), None)
         if ref is None:

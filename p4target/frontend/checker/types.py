@@ -142,7 +142,7 @@ class TypeRules(AnnotationRules):
             t.fields.append(ir.Field(fname, ftype, self.annotations(fann), self.loc(fname_node)))
         self.program.types[name] = t
 
-    def type_params(self, node, scope: Scope) -> tuple[list[str], Scope]:
+    def type_params(self, node: Tree | None, scope: Scope) -> tuple[list[str], Scope]:
         """Declare a generic's type parameters in a new scope."""
         inner = Scope(scope)
         names: list[str] = []
