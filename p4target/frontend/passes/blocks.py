@@ -134,7 +134,7 @@ def _prefix(a: tuple, b: tuple) -> bool:
     return all(x == y or "*" in (x, y) for x, y in zip(a, b))
 
 
-def _apply_calls(code, inst: ir.BlockInstance) -> list[ir.ApplyCall]:
+def _apply_calls(code: object, inst: ir.BlockInstance) -> list[ir.ApplyCall]:
     return [n for n in walk(code) if isinstance(n, ir.ApplyCall) and n.instance is inst]
 
 

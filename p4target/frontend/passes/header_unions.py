@@ -14,7 +14,7 @@ def invalidate_union_siblings(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
     return flat_map_stmts(stmts, _rewrite)
 
 
-def lower_header_unions(block) -> None:
+def lower_header_unions(block: ir.Parser | ir.Control) -> None:
     """Apply invalidate_union_siblings to a Parser or Control and its actions."""
     map_block_stmts(block, invalidate_union_siblings)
 
@@ -48,7 +48,7 @@ def _siblings_invalid(member: ir.Member, loc: ir.Loc) -> list[ir.Stmt]:
 
 def _next_to_last(member: ir.Member) -> ir.Member:
     e = clone(member)
-    node = e
+    node: ir.Expr = e
     while isinstance(node, (ir.Member, ir.ArrayIndex)):
         if isinstance(node, ir.Member) and node.member == "next":
             node.member = "last"

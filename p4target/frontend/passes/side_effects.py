@@ -18,13 +18,13 @@ _CONSTANT = (ir.Constant, ir.BoolLiteral, ir.StringLiteral, ir.EnumMember, ir.Er
 _CALLS = (ir.FunctionCall, ir.ExternFunctionCall, ir.ExternMethodCall, ir.ActionCall, ir.ApplyCall)
 
 
-def has_call(e) -> bool:
+def has_call(e: object) -> bool:
     """Whether code `e` contains a P4 function call, or a lookahead of a header or struct
     (whose value back ends only store: `x = packet.lookahead<H>()`)."""
     return any(isinstance(n, ir.FunctionCall) or _compound_lookahead(n) for n in walk(e))
 
 
-def _compound_lookahead(n) -> bool:
+def _compound_lookahead(n: object) -> bool:
     return (isinstance(n, ir.ExternMethodCall) and n.method == "lookahead"
             and isinstance(n.type, (ir.HeaderType, ir.StructType)))
 
@@ -39,7 +39,7 @@ class SideEffectOrdering:
         """A statement list with its calls ordered."""
         return flat_map_stmts(stmts, self.stmt)
 
-    def run(self, block) -> None:
+    def run(self, block: ir.Parser | ir.Control | ir.Function) -> None:
         """Order the calls in a Parser, Control (its actions and instances too) or Function."""
         if not _block_has_call(block):
             return
@@ -193,7 +193,7 @@ class SideEffectOrdering:
         return ir.VarRef(decl.type, loc, decl.name, decl)
 
 
-def _block_has_call(block) -> bool:
+def _block_has_call(block: ir.Parser | ir.Control | ir.Function) -> bool:
     if isinstance(block, ir.Function):
         return has_call(block.body)
     code: list = [block.body] if isinstance(block, ir.Control) else list(block.states.values())
