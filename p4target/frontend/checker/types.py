@@ -12,12 +12,6 @@ from .names import BlockDecl, GenericType, Scope
 
 def type_tag(t: ir.Type) -> str:
     """A type argument as p4c spells it in a specialized type's name (`bit<8>` -> `bit8`)."""
-    if isinstance(t, ir.BitsType):
-        return f"bit{t.width}"
-    if isinstance(t, ir.IntType):
-        return f"int{t.width}"
-    if isinstance(t, ir.VarbitType):
-        return f"varbit{t.max_width}"
     return getattr(t, "name", None) or str(t).replace("<", "").replace(">", "").replace(", ", "_")
 
 
