@@ -87,7 +87,7 @@ def _compile(args: argparse.Namespace) -> int:
     return 0
 
 
-_CHECK = ("check", "names resolved and types checked (frontend/checker.py): the program before the passes")
+_CHECK = ("check", "names resolved and types checked (frontend/checker/): the program before the passes")
 
 
 def _list_passes() -> None:

@@ -65,6 +65,16 @@ def test_missing_file_is_a_p4error():
     ("control C() { action a(in bit<8> x, bit<8> y) {} apply { } }", None),
     ("control C() { action a(bit<8> y, in bit<8> x) {} apply { } }", "directional parameters must come before"),
     ("control C() { apply { bit<4> x = 1; switch (x) { 1: {} 1: {} } } }", "duplicate switch label"),
+    # an untyped (int) operand that is not a constant: no width to give it
+    ("control C() { action a(int n) { bit<8> x = 1; x = x << n; } apply { } }", "n: Shift amount must be an unsigned number"),
+    ("control C() { action a(int n) { bit<8> x = 1; x = x + n; } apply { } }", "x + n: Cannot unify int to bit<8>"),
+    # what p4c cannot infer or bind either
+    ("extern void f<T>(in bit<8> a); control C() { apply { f(1); } }", "f: cannot infer type argument T"),
+    ("extern E { E(); T m<T>(); } control C() { E() e; apply { e.m(); } }", "E.m: cannot infer type argument T"),
+    ("extern void f(in bit<8> a, in bit<8> b = 1, in bit<8> c); control C() { apply { f(1, 2); } }",
+     "f: missing argument for parameter c"),
+    ("header H<T> { T f; } struct M { H<varbit<8>> h; }", None),  # a varbit type argument
+    ("control D() { apply { } } action a() { D.apply(); }", "control D can only be applied in a control's apply block"),
 ])
 def test_type_rules(src, needle):
     text = "#include <core.p4>\n" + src

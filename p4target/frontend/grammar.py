@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 
 from ..errors import P4Error
 from .preprocess import Source
 
+if TYPE_CHECKING:
+    from lark import Lark, Token, Tree
+
 _GRAMMAR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "p4.lark")
-_PARSER = None
+_PARSER: Lark | None = None
 _TYPE_NAMES: set[str] = set()  # type names of the source being parsed (read by the lexer callback)
 
 # Declarations that introduce a type name, found by a scan before parsing (as p4c's lexer
@@ -37,7 +41,8 @@ def scan_type_names(text: str) -> set[str]:
     return names - _KEYWORDS
 
 
-def _classify(tok):
+def _classify(tok: Token) -> Token:
+    """An identifier that names a type is a TYPE_IDENT token (P4's grammar needs to tell them apart)."""
     if tok.value in _TYPE_NAMES:
         tok.type = "TYPE_IDENT"
     return tok
@@ -53,7 +58,7 @@ def _grammar() -> str:
     return text + "\n_ann_token: \"(\" _ann_token* \")\" | " + " | ".join(literals + named) + "\n"
 
 
-def _parser():
+def _parser() -> Lark:
     global _PARSER
     if _PARSER is None:
         from lark import Lark
@@ -63,7 +68,7 @@ def _parser():
     return _PARSER
 
 
-def parse_annotation_body(source: Source, start: int, end: int):
+def parse_annotation_body(source: Source, start: int, end: int) -> Tree | None:
     """`source.text[start:end]` (an annotation's body) as an `ann_args` tree with positions in the whole
     source, or None when it is not an expression list (a free-form body)."""
     from lark.exceptions import UnexpectedInput
@@ -91,13 +96,13 @@ def _terminal_text(name: str) -> str:
     return f"'{pattern.value}'" if pattern.type == "str" else name.lower().replace("_lit", " literal")
 
 
-def _describe(tok) -> str:
+def _describe(tok: Token) -> str:
     if tok.type == "$END":
         return "end of file"
     return f"'{tok.value}'"
 
 
-def parse(source: Source):
+def parse(source: Source) -> Tree:
     """Parse preprocessed source into a lark tree; syntax errors become P4Error."""
     from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 

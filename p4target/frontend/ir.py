@@ -4,7 +4,7 @@ Everything here is a plain dataclass. The front end has already resolved every n
 checked every type, so consumers (the interpreter, the P4Info generator, the STF runner)
 never look anything up by string except where noted.
 
-The checker (checker.py) builds this IR; the passes (passes/) then LOWER it, and
+The checker (checker/) builds this IR; the passes (passes/) then LOWER it, and
 load_program returns the lowered program. Back ends (the Python engine in interp/codegen.py,
 the C engine in native/) only ever see the lowered form; section "After lowering" below
 says exactly what it may contain.
@@ -415,8 +415,8 @@ class ExternType(Type):
     """
 
     name: str
-    type_args: tuple = ()
-    decl: ExternDecl | None = field(default=None, repr=False)
+    type_args: tuple[Type, ...]
+    decl: ExternDecl = field(repr=False)
 
     def __str__(self) -> str:
         if self.type_args:
@@ -525,8 +525,8 @@ class StringLiteral(Expr):
 class VarRef(Expr):
     """A local variable or a parameter. `decl` is the Param or VarDecl (compare by identity)."""
 
-    name: str = ""
-    decl: Param | VarDecl | None = None
+    name: str
+    decl: Param | VarDecl
 
     @property
     def direction(self) -> str:
@@ -538,41 +538,41 @@ class VarRef(Expr):
 class InstanceRef(Expr):
     """An extern instance (register, counter, ...); type is ExternType."""
 
-    name: str = ""
-    decl: ExternInstance | None = None
+    name: str
+    decl: ExternInstance
 
 
 @dataclass(eq=False)
 class Member(Expr):
     """`expr.member`: header/struct field; for stacks `next`, `last`, `lastIndex`."""
 
-    expr: Expr | None = None
-    member: str = ""
+    expr: Expr
+    member: str
 
 
 @dataclass(eq=False)
 class ArrayIndex(Expr):
     """`stack[index]`."""
 
-    expr: Expr | None = None
-    index: Expr | None = None
+    expr: Expr
+    index: Expr
 
 
 @dataclass(eq=False)
 class Slice(Expr):
     """`expr[hi:lo]` with constant bounds; type bit<hi-lo+1>."""
 
-    expr: Expr | None = None
-    hi: int = 0
-    lo: int = 0
+    expr: Expr
+    hi: int
+    lo: int
 
 
 @dataclass(eq=False)
 class Unary(Expr):
     """op: '-' (negate), '~' (complement), '!' (not)."""
 
-    op: str = ""
-    expr: Expr | None = None
+    op: str
+    expr: Expr
 
 
 @dataclass(eq=False)
@@ -583,25 +583,25 @@ class Binary(Expr):
     the other side's type); for << >> the right side may differ; ++ widths add up.
     """
 
-    op: str = ""
-    left: Expr | None = None
-    right: Expr | None = None
+    op: str
+    left: Expr
+    right: Expr
 
 
 @dataclass(eq=False)
 class Mux(Expr):
     """`cond ? then : else_`."""
 
-    cond: Expr | None = None
-    then: Expr | None = None
-    else_: Expr | None = None
+    cond: Expr
+    then: Expr
+    else_: Expr
 
 
 @dataclass(eq=False)
 class Cast(Expr):
     """`(type) expr`; the target type is `.type`."""
 
-    expr: Expr | None = None
+    expr: Expr
 
 
 @dataclass(eq=False)
@@ -645,37 +645,37 @@ class DontCare(Expr):
 class ExternMethodCall(Expr):
     """`target.method<type_args>(args)`: target's type is an ExternType."""
 
-    target: Expr | None = None
-    method: str = ""
-    args: list[Expr] = field(default_factory=list)
-    type_args: list[Type] = field(default_factory=list)
-    decl: ExternMethod | None = None
+    target: Expr
+    method: str
+    args: list[Expr]
+    type_args: list[Type]
+    decl: ExternMethod
 
 
 @dataclass(eq=False)
 class ExternFunctionCall(Expr):
     """`name<type_args>(args)` of an extern function (mark_to_drop, hash, verify, ...)."""
 
-    name: str = ""
-    args: list[Expr] = field(default_factory=list)
-    type_args: list[Type] = field(default_factory=list)
-    decl: ExternFunction | None = None
+    name: str
+    args: list[Expr]
+    type_args: list[Type]
+    decl: ExternFunction
 
 
 @dataclass(eq=False)
 class ActionCall(Expr):
     """Direct call of an action: `a(x, y)` in a control body or another action."""
 
-    action: Action | None = None
-    args: list[Expr] = field(default_factory=list)
+    action: Action
+    args: list[Expr]
 
 
 @dataclass(eq=False)
 class HeaderMethodCall(Expr):
     """`hdr.isValid()` / `setValid()` / `setInvalid()`; stacks: `push_front(n)`/`pop_front(n)`."""
 
-    header: Expr | None = None
-    method: str = ""
+    header: Expr
+    method: str
     args: list[Expr] = field(default_factory=list)
 
 
@@ -683,14 +683,14 @@ class HeaderMethodCall(Expr):
 class TableApply(Expr):
     """`t.apply()`; type TableResultType."""
 
-    table: Table | None = None
+    table: Table
 
 
 @dataclass(eq=False)
 class TableHitMiss(Expr):
     """`t.apply().hit` or `t.apply().miss`: applies the table, yields bool."""
 
-    table: Table | None = None
+    table: Table
     which: str = "hit"
 
 
@@ -698,23 +698,23 @@ class TableHitMiss(Expr):
 class ActionRun(Expr):
     """`t.apply().action_run`: applies the table; only a Switch subject."""
 
-    table: Table | None = None
+    table: Table
 
 
 @dataclass(eq=False)
 class FunctionCall(Expr):
     """`f(args)` of a P4 function (lowered away: inlined)."""
 
-    function: Function | None = None
-    args: list[Expr] = field(default_factory=list)
+    function: Function
+    args: list[Expr]
 
 
 @dataclass(eq=False)
 class ApplyCall(Expr):
     """`inst.apply(args)` of a sub-parser or sub-control instance (lowered away: inlined)."""
 
-    instance: BlockInstance | None = None
-    args: list[Expr] = field(default_factory=list)
+    instance: BlockInstance
+    args: list[Expr]
 
 
 # --------------------------------------------------------------------------- statements
@@ -734,21 +734,21 @@ class Block(Stmt):
 class Assign(Stmt):
     """`lhs = rhs`; rhs already has lhs's type (literals typed, lists made StructExpr)."""
 
-    lhs: Expr | None = None
-    rhs: Expr | None = None
+    lhs: Expr
+    rhs: Expr
 
 
 @dataclass(eq=False)
 class MethodCallStmt(Stmt):
     """A call used as a statement (any call expression, incl. TableApply)."""
 
-    call: Expr | None = None
+    call: Expr
 
 
 @dataclass(eq=False)
 class If(Stmt):
-    cond: Expr | None = None
-    then: Stmt | None = None
+    cond: Expr
+    then: Stmt
     else_: Stmt | None = None
 
 
@@ -766,7 +766,7 @@ class SwitchCase:
 
 @dataclass(eq=False)
 class Switch(Stmt):
-    subject: Expr | None = None
+    subject: Expr
     cases: list[SwitchCase] = field(default_factory=list)
 
 
@@ -784,7 +784,7 @@ class Return(Stmt):
 class VarDeclStmt(Stmt):
     """A local variable declaration inside a block; `decl.init` may be None."""
 
-    decl: VarDecl | None = None
+    decl: VarDecl
 
 
 # --------------------------------------------------------------------------- declarations
@@ -914,6 +914,7 @@ class ActionBinding:
     loc: Loc = NOWHERE
 
 
+@dataclass(eq=False)
 class KeySet:
     """Base of a keyset in select cases and const table entries."""
 
@@ -1146,6 +1147,7 @@ class SelectCase:
     loc: Loc = NOWHERE
 
 
+@dataclass(eq=False)
 class Transition:
     """Base of parser transitions."""
 
@@ -1167,7 +1169,7 @@ class SelectTransition(Transition):
 class ParserState:
     name: str
     body: list[Stmt]
-    transition: Transition
+    transition: DirectTransition | SelectTransition
     annotations: Annotations = field(default_factory=Annotations)
     loc: Loc = NOWHERE
 

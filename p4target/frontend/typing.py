@@ -1,6 +1,8 @@
 """Type rules shared by the checker: equality, literal adaptation, constant folding."""
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from . import ir
 
 BOOL = ir.BoolType()
@@ -12,7 +14,7 @@ MATCH_KIND = ir.MatchKindType()
 BIT32 = ir.BitsType(32)
 
 
-def is_numeric(t: ir.Type) -> bool:
+def is_numeric(t: ir.Type) -> TypeGuard[ir.BitsType | ir.IntType]:
     """bit<w> or int<w> (fixed width)."""
     return isinstance(t, (ir.BitsType, ir.IntType))
 
@@ -47,8 +49,8 @@ def same_type(a: ir.Type, b: ir.Type) -> bool:
     return a == b
 
 
-def fold_binary(op: str, a: int, b: int, t: ir.Type) -> int | None:
-    """Value of `a op b` for constants of type t (None if op is not foldable)."""
+def fold_binary(op: str, a: int, b: int, t: ir.Type) -> int:
+    """Value of `a op b` for constants of type t (an arithmetic, bitwise or shift operator)."""
     if op == "+":
         r = a + b
     elif op == "-":
@@ -77,7 +79,7 @@ def fold_binary(op: str, a: int, b: int, t: ir.Type) -> int | None:
             return max(-(1 << (t.width - 1)), min(r, (1 << (t.width - 1)) - 1))
         return r
     else:
-        return None
+        raise ValueError(f"fold_binary: {op} is not an arithmetic operator")
     return wrap(r, t)
 
 

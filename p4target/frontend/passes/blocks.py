@@ -12,6 +12,8 @@ new state holding the rest of the calling state; one that rejects rejects.
 """
 from __future__ import annotations
 
+from typing import cast
+
 from ...errors import P4Error
 from .. import ir
 from .returns import remove_returns
@@ -132,7 +134,7 @@ def _prefix(a: tuple, b: tuple) -> bool:
     return all(x == y or "*" in (x, y) for x, y in zip(a, b))
 
 
-def _apply_calls(code, inst: ir.BlockInstance) -> list[ir.ApplyCall]:
+def _apply_calls(code: object, inst: ir.BlockInstance) -> list[ir.ApplyCall]:
     return [n for n in walk(code) if isinstance(n, ir.ApplyCall) and n.instance is inst]
 
 
@@ -157,7 +159,7 @@ def _inline_control(caller: ir.Control, inst: ir.BlockInstance) -> None:
     calls = _apply_calls(caller.body, inst)
     if not calls:
         return  # never applied: p4c drops it and its objects
-    callee = inst.block
+    callee = cast(ir.Control, inst.block)  # applied in a control: the checker allows only a control there
     params = _Params(caller, inst, calls)
     map_block_exprs(callee, params.replace)
     _move_objects(caller, callee, inst)
@@ -191,7 +193,7 @@ def _inline_parser(caller: ir.Parser, inst: ir.BlockInstance) -> None:
                         isinstance(s, ir.MethodCallStmt) and s.call is n):
                     raise P4Error(f"unsupported: {inst.name}.apply() inside a conditional statement",
                                   n.loc.file, n.loc.line, n.loc.col)
-    callee = inst.block
+    callee = cast(ir.Parser, inst.block)  # applied in a parser state: the checker allows only a parser there
     params = _Params(caller, inst, calls)
     map_block_exprs(callee, params.replace)
     _move_objects(caller, callee, inst)

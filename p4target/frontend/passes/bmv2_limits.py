@@ -50,8 +50,8 @@ def check_bmv2_limits(program: ir.Program) -> None:
                     raise _fail("register: Only registers with bit or int types are currently supported", d.loc)
         if isinstance(b, ir.Control):
             code.append(b.body)
-            for t in b.tables.values():
-                code.append(t.keys)
+            for table in b.tables.values():
+                code.append(table.keys)
             _table_paths(b.body.stmts, frozenset())
         else:
             code.append(list(b.states.values()))
@@ -84,7 +84,7 @@ def _width(t: ir.Type, loc: ir.Loc) -> None:
         raise _fail(f"{t}: Compiler only supports widths up to {MAX_WIDTH}", loc)
 
 
-def _check_node(n) -> None:
+def _check_node(n: object) -> None:
     if isinstance(n, ir.Expr):
         _width(n.type, n.loc)
     if isinstance(n, ir.VarDeclStmt):
@@ -126,7 +126,7 @@ def _table_paths(stmts: list[ir.Stmt], applied: frozenset | None) -> frozenset |
 
 
 def _table_paths_stmt(s: ir.Stmt, applied: frozenset) -> frozenset | None:
-    def apply_in(e) -> frozenset:
+    def apply_in(e: object) -> frozenset:
         out = applied
         for n in walk(e):
             if isinstance(n, (ir.TableApply, ir.TableHitMiss, ir.ActionRun)):

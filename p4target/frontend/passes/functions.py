@@ -18,7 +18,7 @@ def inline_calls(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
     return flat_map_stmts(stmts, _inline_stmt)
 
 
-def inline_functions(block) -> None:
+def inline_functions(block: ir.Parser | ir.Control) -> None:
     """Inline the function calls of a Parser or Control (and its actions)."""
     map_block_stmts(block, inline_calls)
 

@@ -3,6 +3,8 @@ one member valid (setValid, extract, assigning a valid header) invalidates the o
 as BMv2 does. After this pass a back end may treat a union like a struct of headers."""
 from __future__ import annotations
 
+from typing import TypeGuard, cast
+
 from .. import ir
 from .walk import clone, flat_map_stmts, map_block_stmts
 
@@ -12,7 +14,7 @@ def invalidate_union_siblings(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
     return flat_map_stmts(stmts, _rewrite)
 
 
-def lower_header_unions(block) -> None:
+def lower_header_unions(block: ir.Parser | ir.Control) -> None:
     """Apply invalidate_union_siblings to a Parser or Control and its actions."""
     map_block_stmts(block, invalidate_union_siblings)
 
@@ -21,31 +23,32 @@ def _rewrite(s: ir.Stmt) -> list[ir.Stmt]:
     if isinstance(s, ir.MethodCallStmt):
         c = s.call
         if isinstance(c, ir.HeaderMethodCall) and c.method == "setValid" and _member_of_union(c.header):
-            return [s] + _siblings_invalid(c.header, s.loc)
+            return [s, *_siblings_invalid(c.header, s.loc)]
         if (isinstance(c, ir.ExternMethodCall) and c.method == "extract" and c.args
                 and _member_of_union(c.args[0])):
             # after the extract, `next` has moved on: the member extracted is in `last`
-            return [s] + _siblings_invalid(_next_to_last(c.args[0]), s.loc)
+            return [s, *_siblings_invalid(_next_to_last(c.args[0]), s.loc)]
     if isinstance(s, ir.Assign) and _member_of_union(s.lhs):
         valid = ir.HeaderMethodCall(ir.BoolType(), s.loc, clone(s.lhs), "isValid", [])
         return [s, ir.If(s.loc, valid, ir.Block(s.loc, _siblings_invalid(s.lhs, s.loc)), None)]
     return [s]
 
 
-def _member_of_union(e: ir.Expr) -> bool:
+def _member_of_union(e: ir.Expr) -> TypeGuard[ir.Member]:
     return isinstance(e, ir.Member) and isinstance(e.expr.type, ir.HeaderUnionType)
 
 
 def _siblings_invalid(member: ir.Member, loc: ir.Loc) -> list[ir.Stmt]:
     union = member.expr
+    fields = cast(ir.HeaderUnionType, union.type).fields  # _member_of_union checked it
     return [ir.MethodCallStmt(loc, ir.HeaderMethodCall(
         ir.VoidType(), loc, ir.Member(f.type, loc, clone(union), f.name), "setInvalid", []))
-        for f in union.type.fields if f.name != member.member]
+        for f in fields if f.name != member.member]
 
 
-def _next_to_last(e: ir.Expr) -> ir.Expr:
-    e = clone(e)
-    node = e
+def _next_to_last(member: ir.Member) -> ir.Member:
+    e = clone(member)
+    node: ir.Expr = e
     while isinstance(node, (ir.Member, ir.ArrayIndex)):
         if isinstance(node, ir.Member) and node.member == "next":
             node.member = "last"

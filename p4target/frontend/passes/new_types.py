@@ -30,7 +30,7 @@ def erase_new_types(program: ir.Program) -> None:
                     code.append(d.init)
             elif isinstance(d, ir.ExternInstance):
                 d.type_args = [underlying(x) for x in d.type_args]
-                d.type = underlying(d.type)
+                d.type = _extern_underlying(d.type)
                 code.append(d.args)
             elif isinstance(d, ir.Table):
                 code += [d.keys, d.actions, d.entries, d.default_action]
@@ -48,10 +48,16 @@ def underlying(t: ir.Type) -> ir.Type:
     """`t` with new types replaced by what they are made of (also inside extern types)."""
     if isinstance(t, ir.NewType):
         return underlying(t.underlying)
-    if isinstance(t, ir.ExternType) and t.type_args:
-        return ir.ExternType(t.name, tuple(underlying(x) for x in t.type_args), t.decl)
+    if isinstance(t, ir.ExternType):
+        return _extern_underlying(t)
     if isinstance(t, ir.TupleType):
         return ir.TupleType(tuple(underlying(x) for x in t.elements))
+    return t
+
+
+def _extern_underlying(t: ir.ExternType) -> ir.ExternType:
+    if t.type_args:
+        return ir.ExternType(t.name, tuple(underlying(x) for x in t.type_args), t.decl)
     return t
 
 

@@ -18,13 +18,13 @@ _CONSTANT = (ir.Constant, ir.BoolLiteral, ir.StringLiteral, ir.EnumMember, ir.Er
 _CALLS = (ir.FunctionCall, ir.ExternFunctionCall, ir.ExternMethodCall, ir.ActionCall, ir.ApplyCall)
 
 
-def has_call(e) -> bool:
+def has_call(e: object) -> bool:
     """Whether code `e` contains a P4 function call, or a lookahead of a header or struct
     (whose value back ends only store: `x = packet.lookahead<H>()`)."""
     return any(isinstance(n, ir.FunctionCall) or _compound_lookahead(n) for n in walk(e))
 
 
-def _compound_lookahead(n) -> bool:
+def _compound_lookahead(n: object) -> bool:
     return (isinstance(n, ir.ExternMethodCall) and n.method == "lookahead"
             and isinstance(n.type, (ir.HeaderType, ir.StructType)))
 
@@ -39,7 +39,7 @@ class SideEffectOrdering:
         """A statement list with its calls ordered."""
         return flat_map_stmts(stmts, self.stmt)
 
-    def run(self, block) -> None:
+    def run(self, block: ir.Parser | ir.Control | ir.Function) -> None:
         """Order the calls in a Parser, Control (its actions and instances too) or Function."""
         if not _block_has_call(block):
             return
@@ -146,7 +146,7 @@ class SideEffectOrdering:
         result = self.temp(self.expr(e.left, pre), pre)
         inner: list[ir.Stmt] = []
         inner.append(ir.Assign(e.loc, self.ref(result.decl, e.loc), self.expr(e.right, inner)))
-        cond = self.ref(result.decl, e.loc)
+        cond: ir.Expr = self.ref(result.decl, e.loc)
         if e.op == "||":
             cond = ir.Unary(BOOL, e.loc, "!", cond)
         pre.append(ir.If(e.loc, cond, ir.Block(e.loc, inner), None))
@@ -189,11 +189,11 @@ class SideEffectOrdering:
         return decl
 
     @staticmethod
-    def ref(decl: ir.VarDecl, loc: ir.Loc) -> ir.VarRef:
+    def ref(decl: ir.Param | ir.VarDecl, loc: ir.Loc) -> ir.VarRef:
         return ir.VarRef(decl.type, loc, decl.name, decl)
 
 
-def _block_has_call(block) -> bool:
+def _block_has_call(block: ir.Parser | ir.Control | ir.Function) -> bool:
     if isinstance(block, ir.Function):
         return has_call(block.body)
     code: list = [block.body] if isinstance(block, ir.Control) else list(block.states.values())
@@ -205,7 +205,7 @@ def _block_has_call(block) -> bool:
     return has_call(code)
 
 
-def _params(call: ir.Expr) -> list[ir.Param]:
+def _params(call: ir.FunctionCall | ir.ActionCall | ir.ApplyCall | ir.ExternMethodCall | ir.ExternFunctionCall) -> list[ir.Param]:
     """The parameters of whatever `call` calls (their directions say how arguments pass)."""
     if isinstance(call, ir.FunctionCall):
         return call.function.params
@@ -213,4 +213,4 @@ def _params(call: ir.Expr) -> list[ir.Param]:
         return call.action.params
     if isinstance(call, ir.ApplyCall):
         return call.instance.block.params
-    return call.decl.params if call.decl is not None else []
+    return call.decl.params

@@ -8,7 +8,7 @@ from .. import ir
 from .walk import map_block_exprs, map_exprs
 
 
-def reduce_strength(block) -> None:
+def reduce_strength(block: ir.Parser | ir.Control) -> None:
     """In place, over a Parser or Control."""
     map_block_exprs(block, _reduce)
 

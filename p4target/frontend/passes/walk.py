@@ -11,11 +11,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from .. import ir
 
 CODE = (ir.Expr, ir.Stmt, ir.KeySet, ir.SwitchCase, ir.SelectCase, ir.Transition, ir.ParserState,
         ir.KeyElement, ir.TableEntry, ir.ActionBinding, ir.ActionRef)
+T = TypeVar("T")
 _NOT_OWNED = frozenset({"type", "loc", "annotations", "decl", "table", "action", "function", "instance"})
 
 
@@ -29,13 +31,13 @@ def _owned(cls: type) -> tuple[str, ...]:
     return names
 
 
-def _fields(node) -> Iterator[tuple[str, object]]:
+def _fields(node: object) -> Iterator[tuple[str, object]]:
     """(name, value) of the fields a code node owns."""
     for name in _owned(type(node)):
         yield name, getattr(node, name)
 
 
-def walk(node) -> Iterator[object]:
+def walk(node: object) -> Iterator[object]:
     """Every code node in `node` (a code node, or a list/dict of them), pre-order."""
     stack = [node]
     while stack:
@@ -54,7 +56,7 @@ def walk(node) -> Iterator[object]:
                     stack.append(value)
 
 
-def map_exprs(node, fn: Callable[[ir.Expr], ir.Expr]) -> None:
+def map_exprs(node: object, fn: Callable[[ir.Expr], ir.Expr]) -> None:
     """Replace, in place, every expression e inside code node `node` by fn(e), innermost first."""
     for name, value in _fields(node):
         setattr(node, name, _map(value, fn))
@@ -62,7 +64,8 @@ def map_exprs(node, fn: Callable[[ir.Expr], ir.Expr]) -> None:
         node.decl.init = _map(node.decl.init, fn)
 
 
-def _map(value, fn):
+def _map(value: Any, fn: Callable[[ir.Expr], ir.Expr]) -> Any:
+    """`value` (code, or a list/dict of it) with its expressions mapped: the same shape."""
     if isinstance(value, list):
         return [_map(x, fn) for x in value]
     if isinstance(value, dict):
@@ -73,14 +76,14 @@ def _map(value, fn):
     return value
 
 
-def clone(node, memo: dict | None = None):
+def clone(node: T, memo: dict | None = None) -> T:
     """A deep copy of code `node`: code nodes and the variables its statements declare are
     copied, references are shared unless `memo` (id(old) -> new) maps them (e.g. a function's
     parameters to the temporaries of one inlined call)."""
     return _clone(node, {} if memo is None else memo)
 
 
-def _clone(value, memo: dict):
+def _clone(value: Any, memo: dict) -> Any:
     if isinstance(value, list) and not isinstance(value, ir.Annotations):
         return [_clone(x, memo) for x in value]
     if isinstance(value, dict):
@@ -92,14 +95,14 @@ def _clone(value, memo: dict):
         if f.name in ("type", "loc", "annotations"):
             continue
         old = getattr(value, f.name)
-        if f.name == "decl" and isinstance(value, ir.VarDeclStmt):
+        if f.name == "decl" and isinstance(new, ir.VarDeclStmt):
             decl = copy.copy(old)
             decl.init = _clone(old.init, memo)
             memo[id(old)] = decl
             new.decl = decl
         else:
             setattr(new, f.name, _clone(old, memo))
-    if isinstance(new, ir.VarRef) and new.decl is not value.decl:
+    if isinstance(new, ir.VarRef) and isinstance(value, ir.VarRef) and new.decl is not value.decl:
         new.name = new.decl.name
     return new
 
@@ -122,7 +125,7 @@ def flat_map_stmts(stmts: list[ir.Stmt], fn: Callable[[ir.Stmt], list[ir.Stmt]])
     return out
 
 
-def map_block_stmts(block, fn: Callable[[list[ir.Stmt]], list[ir.Stmt]]) -> None:
+def map_block_stmts(block: ir.Parser | ir.Control, fn: Callable[[list[ir.Stmt]], list[ir.Stmt]]) -> None:
     """Replace each statement list of a Parser or Control (its actions' bodies, the control's apply
     body, the parser's states) by fn(list)."""
     for d in block.locals:
@@ -154,13 +157,13 @@ def completes(s: ir.Stmt) -> bool:
     return True
 
 
-def same_expr(a, b) -> bool:
+def same_expr(a: object, b: object) -> bool:
     """Structural equality of two expressions (declarations compared by identity)."""
     if type(a) is not type(b):
         return False
-    if isinstance(a, list):
+    if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(same_expr(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict):
+    if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(same_expr(a[k], b[k]) for k in a)
     if not isinstance(a, CODE):
         return a is b or (not dataclasses.is_dataclass(a) and a == b)
@@ -176,7 +179,7 @@ def same_expr(a, b) -> bool:
     return True
 
 
-def map_block_exprs(block, fn: Callable[[ir.Expr], ir.Expr]) -> None:
+def map_block_exprs(block: ir.Parser | ir.Control, fn: Callable[[ir.Expr], ir.Expr]) -> None:
     """map_exprs over all the code a Parser or Control owns: variable initializers, extern
     constructor arguments, action bodies, table properties, the apply body or the states."""
     for d in block.locals:
