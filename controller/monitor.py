@@ -25,6 +25,7 @@ JOB_COUNTERS = {
 }
 PORT_RX = "AggIngress.port_rx"
 PORT_TX = "AggEgress.port_tx"
+ECN_MARKED = "AggEgress.ecn_marked"
 
 
 def job_counters(conn: SwitchConnection, job_id: int) -> dict[str, int]:

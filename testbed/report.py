@@ -15,7 +15,7 @@ Counters, as `collect_counters` returns them (and as results.json stores them):
 
     {"s1": {"jobs":  {1: {"received", "aggregated", "completed", "duplicates",
                           "retx_answered", "overflows"}},          # packets, aggnet.p4 per-job counters
-            "ports": {1: {"rx_packets", "rx_bytes", "tx_packets", "tx_bytes"}}}}
+            "ports": {1: {"rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "ecn_marks"}}}}
 
 Job ids and port numbers are ints here and strings once read back from JSON; every function
 in this module accepts both. A reader is anything with `read_counter(name, index=None) ->
@@ -63,9 +63,9 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from controller.monitor import JOB_COUNTERS, PORT_RX, PORT_TX  # aggnet.p4's names (docs/protocol.md)
+from controller.monitor import ECN_MARKED, JOB_COUNTERS, PORT_RX, PORT_TX  # aggnet.p4's names (docs/protocol.md)
 
-PORT_FIELDS = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes")
+PORT_FIELDS = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "ecn_marks")
 RESULTS_FILE = "results.json"
 
 
@@ -99,9 +99,10 @@ def read_switch(reader: CounterReader, ports: Iterable[int], job_ids: Iterable[i
     cells = {short: reader.read_counter(name) for short, name in JOB_COUNTERS.items()}
     if job_ids is None:
         job_ids = {j for counts in cells.values() for j, (packets, _) in counts.items() if packets}
-    rx, tx = reader.read_counter(PORT_RX), reader.read_counter(PORT_TX)
+    rx, tx, ecn = reader.read_counter(PORT_RX), reader.read_counter(PORT_TX), reader.read_counter(ECN_MARKED)
     return {"jobs": {j: {short: cells[short].get(j, (0, 0))[0] for short in JOB_COUNTERS} for j in sorted(set(job_ids))},
-            "ports": {p: dict(zip(PORT_FIELDS, (*rx.get(p, (0, 0)), *tx.get(p, (0, 0))))) for p in sorted(ports)}}
+            "ports": {p: dict(zip(PORT_FIELDS, (*rx.get(p, (0, 0)), *tx.get(p, (0, 0)), ecn.get(p, (0, 0))[0])))
+                      for p in sorted(ports)}}
 
 
 def natural_key(name: str) -> list:
@@ -329,7 +330,9 @@ JOB_HEADERS = {"received": "recv", "aggregated": "aggr", "completed": "done", "d
                "retx_answered": "retx", "overflows": "ovfl"}
 JOB_LEGEND = ("recv: agg packets received, aggr: contributions added, done: slot rounds completed, "
               "dup: duplicates, retx: duplicates answered with the stored result, ovfl: saturated sums")
-PORT_HEADERS = {"rx_packets": "rx pkts", "rx_bytes": "rx bytes", "tx_packets": "tx pkts", "tx_bytes": "tx bytes"}
+PORT_HEADERS = {"rx_packets": "rx pkts", "rx_bytes": "rx bytes", "tx_packets": "tx pkts", "tx_bytes": "tx bytes",
+                "ecn_marks": "ecn"}
+PORT_LEGEND = "ecn: aggregation packets the port marked as congested (its queue a quarter full)"
 
 
 def counters_table(counters: Mapping[str, Any], topology: Any = None) -> Table:
@@ -346,6 +349,7 @@ def counters_table(counters: Mapping[str, Any], topology: Any = None) -> Table:
         for port, c in sorted(counters[switch]["ports"].items(), key=lambda kv: int(kv[0])):
             ports.add_row(switch, str(port), _peer(topology, switch, int(port)), *(str(c[f]) for f in PORT_HEADERS))
     jobs.caption = JOB_LEGEND if jobs.row_count else "no aggregation job seen"
+    ports.caption = PORT_LEGEND
     outer = Table.grid(padding=(1, 0))
     outer.add_row(WordWrapped(jobs))
     outer.add_row(WordWrapped(ports))

@@ -24,8 +24,8 @@ def aggnet_counters(run_dir: str) -> dict[int, dict[str, object]]:
     rows = [line.split() for line in done.stdout.splitlines()]
     assert ["no", "aggregation", "job", "seen"] in rows
     return {int(r[1]): {"peer": r[2], "rx_packets": int(r[3]), "rx_bytes": int(r[4]),
-                        "tx_packets": int(r[5]), "tx_bytes": int(r[6])}
-            for r in rows if len(r) == 7 and r[0] == "s1"}
+                        "tx_packets": int(r[5]), "tx_bytes": int(r[6]), "ecn_marks": int(r[7])}
+            for r in rows if len(r) == 8 and r[0] == "s1"}
 
 
 def host_stats(host, intf: str) -> dict[str, int]:
@@ -73,3 +73,4 @@ def test_counters_of_a_running_network_match_the_pings(tmp_path):
             for h in topo.hosts}
     assert sent == {"h1": 5, "h2": 4, "h3": 2, "h4": 1}
     assert after_switch[1]["rx_bytes"] - before_switch[1]["rx_bytes"] == 5 * 98
+    assert all(row["ecn_marks"] == 0 for row in after_switch.values())  # pings are no aggregation packets
