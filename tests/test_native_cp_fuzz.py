@@ -15,11 +15,13 @@ from p4target import state as st
 from p4target.frontend import load_program
 from p4target.lowered import model as lowered
 from p4target.native.build import compiler
+from p4target.native.engine import Trace
 from p4target.native.pipeline import NativePipeline
 from p4target.pipeline import Pipeline
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import fuzz_control_plane as cp  # noqa: E402
+import fuzz_engine as fz  # noqa: E402
 
 pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler for the native engine")
 DATA = Path(__file__).parent / "data"
@@ -62,3 +64,21 @@ def test_a_program_printed_from_its_lowered_form_keeps_defaultonly_actions(tmp_p
     finally:
         native.close()
 
+
+def test_a_register_written_back_after_a_packet_changed_it_is_replayed():
+    """tables.p4 keeps the last packet's k in a register and writes the one before into the next packet. A packet
+    changed the cell, then the control plane wrote back the value it had before that packet (as a reset does):
+    the Trace once left that write out (it compared the cells with what it had last recorded, not with what the
+    packet left), so the sanitized driver's replay sent a different packet."""
+    trace = Trace()
+    native = NativePipeline(load_program(str(DATA / "interp" / "tables.p4")), trace=trace)
+    try:
+        sent = [native.process(1, bytes([k, 0, 0, 0, 0, 8, 0]))[0][1][1] for k in (5, 6)]
+        native.state.register_write("Ing.last_k", 0, 5)  # what it held before the last packet
+        sent.append(native.process(1, bytes([7, 0, 0, 0, 0, 8, 0]))[0][1][1])
+        source, text = native.source, trace.text()
+    finally:
+        native.close()
+    assert sent == [0, 5, 5]  # each packet carries the k before it
+    result = fz.run("tables", source, text, 0, 1)
+    assert result.ok and "(0 with outputs differing from the trace)" in result.line, result.line
