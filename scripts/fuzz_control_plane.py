@@ -10,7 +10,8 @@ of invalid writes, which both engines must refuse with the same exception. Packe
 resent, mutated and random, and entries are built from the keys packets were looked up with, so they hit.
 Every packet's outputs must be the same on the native and the Python engine, and so must the registers and
 counters at the end; then the native run's Trace is replayed by the sanitized driver (fuzz_engine.run),
-which ASan, UBSan and LeakSanitizer watch. One line per program; a finding names its seed; exit 1 on one.
+which ASan, UBSan and LeakSanitizer watch. Each program runs in a child process, so an engine that corrupts the
+heap is a finding too. One line per program; a finding names its seed; exit 1 on one.
 
     python scripts/fuzz_control_plane.py                                 # the programs below, 2,000 ops each
     python scripts/fuzz_control_plane.py --ops 20000 --seed 7 --programs basic,profiles
@@ -20,7 +21,9 @@ from __future__ import annotations
 import argparse
 import collections
 import copy
+import json
 import random
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -435,20 +438,38 @@ def fuzz_program(name: str, path: Path, ops: int, seed: int, frames: int = FRAME
     return Outcome(name, True, f"{counts}; sanitized replay: {result.line}", seq.counts)
 
 
+def isolated(name: str, ops: int, seed: int, frames: int = FRAMES_AFTER) -> Outcome:
+    """fuzz_program in a child process: heap corruption in the engine (it runs in-process, unsanitized) kills the
+    child, and is reported as a finding with its seed, not as the end of the run (or of a later test)."""
+    proc = subprocess.run([sys.executable, __file__, "--one", name, "--ops", str(ops), "--seed", str(seed),
+                           "--frames", str(frames)], capture_output=True, text=True)
+    if proc.returncode == 0:
+        report = json.loads(proc.stdout.strip().splitlines()[-1])
+        return Outcome(name, report["ok"], report["line"], collections.Counter(report["counts"]))
+    how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit code {proc.returncode}"
+    why = " | ".join(proc.stderr.strip().splitlines()[-3:])
+    return Outcome(name, False, f"FINDING: the fuzzer died ({how}) (seed {seed}): {why}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ops", type=int, default=2_000, help="writes and packets per program (default 2,000)")
     parser.add_argument("--seed", type=int, default=1, help="the sequences' seed (default 1)")
     parser.add_argument("--programs", help=f"comma-separated, of: {', '.join(PROGRAMS)} (default: all)")
     parser.add_argument("--frames", type=int, default=FRAMES_AFTER, help="fuzzed frames after each sanitized replay")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # a child of isolated(): this program, in this process
     args = parser.parse_args(argv)
+    if args.one:
+        outcome = fuzz_program(args.one, PROGRAMS[args.one], args.ops, args.seed, args.frames)
+        print(json.dumps({"ok": outcome.ok, "line": outcome.line, "counts": outcome.counts}))
+        return 0
     names = args.programs.split(",") if args.programs else list(PROGRAMS)
     unknown = [n for n in names if n not in PROGRAMS]
     if unknown:
         parser.error(f"unknown program {unknown[0]!r} (known: {', '.join(PROGRAMS)})")
     failed = []
     for name in names:
-        outcome = fuzz_program(name, PROGRAMS[name], args.ops, args.seed, args.frames)
+        outcome = isolated(name, args.ops, args.seed, args.frames)
         print(f"{name}: {outcome.line}", flush=True)
         if not outcome.ok:
             failed.append(name)

@@ -1,8 +1,8 @@
 """The control plane on the native engine against the Python engine: seeded write sequences with packets between
 them (scripts/fuzz_control_plane.py) send the same packets and end with the same registers and counters, the
-sanitized driver replays the native trace clean, and the same writes are refused alike. Reverting the fix of
-243e44d (entries modified to an action with more parameters) makes basic.p4 and ipv4_cpu.p4 send different
-packets within these 600 steps."""
+sanitized driver replays the native trace clean, and the same writes are refused alike. With the fix of 243e44d
+(entries modified to an action with more parameters) reverted, 9 of the 21 programs fail within these 600 steps:
+aggnet.p4's engine corrupts the heap (glibc aborts the child), basic.p4 and others send other packets."""
 from __future__ import annotations
 
 import collections
@@ -32,8 +32,8 @@ def test_control_plane_sequences_agree_and_replay_clean():
     programs = {n: p for n, p in cp.PROGRAMS.items() if p.is_file()}  # the corpus ones need AGGNET_P4C_CORPUS
     assert len(programs) >= 12
     total = collections.Counter()
-    for name, path in programs.items():
-        outcome = cp.fuzz_program(name, path, STEPS, 1)
+    for name in programs:
+        outcome = cp.isolated(name, STEPS, 1)  # a child process: a crash of the engine fails only this test
         assert outcome.ok, f"{name}: {outcome.line}"
         assert "(0 with outputs differing from the trace)" in outcome.line
         assert outcome.counts["packets"] > 100, name
