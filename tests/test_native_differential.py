@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "aggnet"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
 import fabric as fb  # noqa: E402
+from fuzz_control_plane import mutate  # noqa: E402
 
 from p4target import state as st  # noqa: E402
 from p4target.frontend import load_program  # noqa: E402
@@ -31,20 +33,6 @@ STF_PROGRAMS = ["lpm_forward", "ternary_priority", "registers_counters", "multic
 INT_MAX = 2**31 - 1
 
 pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler for the native engine")
-
-
-def mutate(rng: random.Random, data: bytes) -> bytes:
-    """A malformed variant: truncated, extended, or with some bytes flipped."""
-    kind = rng.randrange(4)
-    if kind == 0:
-        return data[:rng.randrange(len(data) + 1)]
-    if kind == 1:
-        return data + bytes(rng.randrange(256) for _ in range(rng.randrange(1, 40)))
-    out = bytearray(data)
-    for _ in range(rng.randrange(1, 4)):
-        if out:
-            out[rng.randrange(len(out))] ^= 1 << rng.randrange(8)
-    return bytes(out)
 
 
 def registers_and_counters(state: st.State) -> dict:

@@ -101,3 +101,28 @@ def test_entries_modified_to_actions_with_more_parameters_forward_as_python_and_
     assert [len(o) for o in outputs["python"]] == [0, 1, 1, 1, 1, 0] + [0, 0, 0, 0, 1, 0]
     result = fz.run("basic", source, text, 2_000, 1)  # ASan and LeakSanitizer: the entries' blocks all freed
     assert result.ok, result.line
+
+
+def test_the_driver_replays_every_call_a_trace_records():
+    """A call the Trace records but the driver does not know stops a replay with 'unknown command'; this says which
+    before a run does."""
+    driver = fz.DRIVER.read_text()
+    assert [n for n in Trace.RECORDED if f'"{n.removeprefix("eng_")}"' not in driver] == []
+
+
+def test_every_engine_call_the_native_store_makes_is_traced_or_only_reads():
+    """What the control plane does to a native engine (p4target/native/store.py) reaches the sanitized driver only
+    through the Trace: each library call behind the Engine methods the store uses is recorded, or hands out a
+    view (whose register writes the Trace watches), takes the lock or drains events."""
+    import inspect
+    import re
+
+    from p4target.native import store
+    from p4target.native.engine import Engine
+
+    methods = {m for m in re.findall(r"engine\.(\w+)", inspect.getsource(store)) if callable(getattr(Engine, m, None))}
+    assert {"table_add", "table_modify", "member_set", "group_set", "mc_set"} <= methods
+    calls = {c for m in methods for c in re.findall(r"lib\.(eng_\w+)", inspect.getsource(getattr(Engine, m)))}
+    reads = {"eng_entry_counters", "eng_entry_last_hit", "eng_register", "eng_counter", "eng_lock", "eng_unlock",
+             "eng_event"}
+    assert calls - reads - set(Trace.RECORDED) == set()

@@ -97,7 +97,8 @@ class Trace:
     """The calls that change an engine's state, and its packets with their outputs, as text lines a C program can
     replay (the sanitizer and fuzz driver, p4target/native/fuzz/driver.c): `name arg...`, an array as its length
     then its values, bytes as their length then hex. Register cells written outside the engine (numpy views) are
-    `reg RID INDEX VALUE` lines before the next packet, for the arrays given to `watch`."""
+    `reg RID INDEX VALUE` lines before the next packet, for the arrays given to `watch`: the cells that differ from
+    what the last packet left (a cell written back to its value before that packet is a write too)."""
 
     RECORDED = ("eng_table_setup", "eng_table_add", "eng_table_modify", "eng_table_delete", "eng_table_default",
                 "eng_member_set", "eng_member_delete", "eng_group_set", "eng_group_delete", "eng_entry_names",
@@ -115,6 +116,9 @@ class Trace:
         if name == "eng_process":
             self._register_writes()
         result = fn(*args)
+        if name == "eng_process":  # what the packet wrote the replay writes too: later lines are the control plane's
+            for _, values, seen in self._registers:
+                seen[:] = values
         if name in self.RECORDED:
             self.lines.append(" ".join([name.removeprefix("eng_"), *map(_token, args[1:])]))
         elif name == "eng_output":  # args: engine, index, byref(port), byref(length)

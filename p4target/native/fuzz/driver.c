@@ -128,7 +128,7 @@ static int replay(engine_t *E, FILE *f, int *packets) {
             u32 nargs;
             int handle = (int)num(), action = (int)num();
             u64 *args = array(&nargs);
-            eng_table_modify(E, handle, action, args, (int)num());
+            if (eng_table_modify(E, handle, action, args, (int)num())) bad("table_modify failed");
             free(args);
         } else if (!strcmp(cmd, "table_delete")) {
             int tid = (int)num();
