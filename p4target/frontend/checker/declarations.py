@@ -108,18 +108,18 @@ class DeclarationRules(StatementRules):
         self.program.types[name] = t
 
     def decl_error_decl(self, node: Tree) -> None:
-        for n in node.children[0].children:
-            name = self.name_of(n)
-            if name in self.program.errors:
-                raise self.error(n, f"error.{name}: duplicate declaration")
-            self.program.errors.append(name)
+        self.declare_members(node, self.program.errors, "error.{}: duplicate declaration")
 
     def decl_match_kind_decl(self, node: Tree) -> None:
+        self.declare_members(node, self.program.match_kinds, "{}: duplicate match_kind")
+
+    def declare_members(self, node: Tree, names: list[str], duplicate: str) -> None:
+        """Append each name an `error { ... }` or `match_kind { ... }` declares; `duplicate` words a repeat."""
         for n in node.children[0].children:
             name = self.name_of(n)
-            if name in self.program.match_kinds:
-                raise self.error(n, f"{name}: duplicate match_kind")
-            self.program.match_kinds.append(name)
+            if name in names:
+                raise self.error(n, duplicate.format(name))
+            names.append(name)
 
     def function_proto(self, node: Tree, scope: Scope, ann: Tree | None) -> ir.ExternFunction:
         ret_node, name_node, tp_node, params_node = node.children
