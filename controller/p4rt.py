@@ -46,6 +46,7 @@ import contextlib
 import dataclasses
 import queue
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -85,6 +86,7 @@ _UPDATE_NAMES = {INSERT: "INSERT", MODIFY: "MODIFY", DELETE: "DELETE"}
 # from 1.5 on. Both targets (the embedded one and BMv2) accept it.
 P4RUNTIME_VERSION = P4RuntimeVersion(1, 5, 0, "")
 ARBITRATION_TIMEOUT_S = 10.0
+ARBITRATION_RETRY_S = 0.2  # between attempts while the switch still holds our election id
 RPC_TIMEOUT_S = 60.0
 MAX_ERROR_LINES = 10  # failed updates listed in a Write error; the rest are counted
 # A failed Write answers one p4.v1.Error per update in trailing metadata; big batches need room.
@@ -105,6 +107,15 @@ class P4RuntimeError(Exception):
     line per failed update for writes)."""
 
     exit_code = 1
+
+
+class _StreamRefused(P4RuntimeError):
+    """The switch ended the stream with an error; `election_id_in_use`: because another stream holds
+    our election id (P4Runtime's INVALID_ARGUMENT), which may be our own previous one, still closing."""
+
+    def __init__(self, message: str, election_id_in_use: bool):
+        super().__init__(message)
+        self.election_id_in_use = election_id_in_use
 
 
 class EntityError(P4RuntimeError):
@@ -318,7 +329,7 @@ class SwitchConnection:
             self._channel = grpc.secure_channel(address, channel_credentials(tls), options=_CHANNEL_OPTIONS)
         self._stub = p4r_grpc.P4RuntimeStub(self._channel)
         self._stream: Any = None  # grpc's response iterator, which also has cancel()
-        self._thread = threading.Thread(target=self._receive, name=f"p4rt-{self.name}", daemon=True)
+        self._thread = self._receiver()
         try:
             if p4info is not None:
                 self.use_p4info(p4info)
@@ -332,15 +343,25 @@ class SwitchConnection:
 
     # ------------------------------------------------------------------ session
 
+    def _receiver(self) -> threading.Thread:
+        return threading.Thread(target=self._receive, name=f"p4rt-{self.name}", daemon=True)
+
     def _become_primary(self, timeout: float) -> None:
-        self._stream = self._stub.StreamChannel(iter(self._requests.get, None))
-        self._thread.start()
-        self._requests.put(p4r.StreamMessageRequest(arbitration=p4r.MasterArbitrationUpdate(
-            device_id=self.device_id, election_id=self.election_id)))
-        try:
-            reply = self._arbitration.get(timeout=timeout)
-        except queue.Empty:
-            raise P4RuntimeError(f"{self.name}: no arbitration answer within {timeout:g} s") from None
+        """Open the stream and win arbitration. A switch that still holds our election id (the stream
+        of a client that just closed, whose end it has not processed yet: a restarted controller) is
+        asked again with a new stream until `timeout`; P4Runtime answers that with INVALID_ARGUMENT."""
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self._arbitrate(deadline)
+            if not (isinstance(reply, _StreamRefused) and reply.election_id_in_use
+                    and time.monotonic() + ARBITRATION_RETRY_S < deadline):
+                break
+            self._requests.put(None)  # that stream is over: end its request iterator, start afresh
+            self._thread.join(timeout=1)
+            self._requests, self._arbitration, self._thread = queue.Queue(), queue.Queue(), self._receiver()
+            time.sleep(ARBITRATION_RETRY_S)
+        if reply is None:
+            raise P4RuntimeError(f"{self.name}: no arbitration answer within {timeout:g} s")
         if isinstance(reply, Exception):
             raise reply
         if reply.status.code != 0:
@@ -348,6 +369,18 @@ class SwitchConnection:
             mine = (self.election_id.high << 64) | self.election_id.low
             raise P4RuntimeError(f"{self.name}: not primary (our election id {mine}, primary's {primary}): "
                                  f"{reply.status.message or 'another controller is primary'}")
+
+    def _arbitrate(self, deadline: float) -> p4r.MasterArbitrationUpdate | Exception | None:
+        """One stream and its arbitration request: the switch's answer, why there is none, or None by
+        the deadline."""
+        self._stream = self._stub.StreamChannel(iter(self._requests.get, None))
+        self._thread.start()
+        self._requests.put(p4r.StreamMessageRequest(arbitration=p4r.MasterArbitrationUpdate(
+            device_id=self.device_id, election_id=self.election_id)))
+        try:
+            return self._arbitration.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return None
 
     def _receive(self) -> None:
         assert self._stream is not None, "the stream opens before the receiving thread starts"
@@ -362,7 +395,9 @@ class SwitchConnection:
                     self.stream_errors.put(message.error)
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
-                self._arbitration.put(P4RuntimeError(f"{self.name}: stream: {_rpc_text(exc, self._transport)}"))
+                self._arbitration.put(_StreamRefused(f"{self.name}: stream: {_rpc_text(exc, self._transport)}",
+                                                     exc.code() == grpc.StatusCode.INVALID_ARGUMENT
+                                                     and "election id" in (exc.details() or "").lower()))
 
     @property
     def alive(self) -> bool:

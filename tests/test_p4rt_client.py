@@ -1,5 +1,7 @@
 """controller.p4rt against the embedded target's real P4Runtime gRPC server (in-process,
 127.0.0.1, free port) running p4src/aggnet.p4."""
+import threading
+
 import pytest
 from finsy import (
     P4CloneSessionEntry,
@@ -159,6 +161,26 @@ def test_only_the_highest_election_id_is_primary(server, conn):
         newer.write([newer.insert(route("10.0.0.3", 32, "00:00:00:00:00:03", 3))])
         with pytest.raises(P4RuntimeError, match="PERMISSION_DENIED"):
             conn.write([conn.insert(route("10.0.0.4", 32, "00:00:00:00:00:04", 4))])
+
+
+def test_a_restarted_controller_waits_for_the_switch_to_let_go_of_its_election_id(server, conn, program):
+    """The switch may not yet have processed the close of the previous client's stream (a restarted
+    controller with the same election id): the new client asks again until the id is free."""
+    address = f"127.0.0.1:{server.port}"
+    closing = threading.Timer(0.5, conn.close)  # the old controller's stream ends only now
+    closing.start()
+    try:
+        again = SwitchConnection(address, device_id=1, name="s1", arbitration_timeout=10, p4info=program.p4info)
+    finally:
+        closing.join()
+    try:
+        assert again.alive and not conn.alive
+        again.write([again.insert(route("10.0.9.0", 24, "00:00:00:00:00:09", 9))])  # it is primary
+        with pytest.raises(P4RuntimeError, match=r"^s1: stream: .*already in use"):  # a live holder: refused
+            SwitchConnection(address, device_id=1, name="s1", arbitration_timeout=1)
+        assert again.alive
+    finally:
+        again.close()
 
 
 def test_read_only_connection_reads_by_name_and_never_writes(server, conn):
