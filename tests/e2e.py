@@ -51,16 +51,16 @@ def aggnet_run(out: Path, *args: str, timeout: float = 600) -> tuple[subprocess.
     return done, json.loads(results.read_text()) if results.exists() else None
 
 
-def processes_mentioning(text: str) -> list[str]:
-    """Command lines of live processes that contain `text` (e.g. a run folder)."""
-    found = []
+def processes_mentioning(text: str) -> dict[int, str]:
+    """pid -> command line of the live processes whose command line contains `text` (e.g. a run folder)."""
+    found = {}
     for pid in (d for d in os.listdir("/proc") if d.isdigit()):
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
         if text in cmd and int(pid) != os.getpid():
-            found.append(cmd)
+            found[int(pid)] = cmd
     return found
 
 
@@ -75,4 +75,4 @@ def leftovers(folder: Path) -> list[str]:
 
     with acquire_network_lock():
         veths = root_veths()
-    return [f"interface {i}" for i in veths] + [f"process {c}" for c in processes_mentioning(str(folder))]
+    return [f"interface {i}" for i in veths] + [f"process {c}" for c in processes_mentioning(str(folder)).values()]

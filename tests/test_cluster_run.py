@@ -97,20 +97,23 @@ def srv2(tmp_path: Path) -> Iterator[tuple[Path, Path, int]]:
         subprocess.run(["ip", "netns", "del", NETNS], capture_output=True)
 
 
-def assert_nothing_left(runs: Path, sshd: int) -> None:
+def assert_nothing_left(runs: Path, sshd: int, shells_before: dict[int, str]) -> None:
     """No tunnels on either side; in srv2 only its sshd (its sessions end once their ssh clients here
-    have: waited for), no Mininet shell anywhere, nothing of the run here."""
+    have: waited for), no Mininet shell the run started, nothing of the run here. (Shells there before
+    the run belong to a network elsewhere, e.g. a soak isolated in a namespace of its own.)"""
     assert links("vxlan") == [] and links("vxlan", NETNS) == []
     deadline = time.monotonic() + 10
     while netns_pids() != [sshd] and time.monotonic() < deadline:
         time.sleep(0.1)
     assert netns_pids() == [sshd], [Path(f"/proc/{p}/cmdline").read_text() for p in netns_pids()]
-    assert e2e.processes_mentioning("mininet:") == []
+    shells = e2e.processes_mentioning("mininet:")
+    assert {pid: cmd for pid, cmd in shells.items() if pid not in shells_before} == {}
     assert e2e.leftovers(runs) == []
 
 
 def test_allreduce_across_two_servers_is_exact_and_leaves_nothing(srv2):
     config, runs, sshd = srv2
+    shells = e2e.processes_mentioning("mininet:")
     done, results = e2e.aggnet_run(runs, "--topo", str(TOPO), "--servers", "localhost,srv2", "--placement", "h2=srv2",
                                    "--ssh-config", str(config), "--workload", "allreduce",
                                    "--elements", "20000", "--link-mbps", "100", "--loss", "1", timeout=300)
@@ -130,17 +133,18 @@ def test_allreduce_across_two_servers_is_exact_and_leaves_nothing(srv2):
     assert s1["completed"] == s2["completed"] > 0
     assert s1["aggregated"] == 3 * s1["completed"] and s2["aggregated"] == 2 * s2["completed"]
     assert results["link_bytes"]["s2-s1"] > 0 and results["link_bytes"]["s1-h2"] > 0
-    assert_nothing_left(runs, sshd)
+    assert_nothing_left(runs, sshd, shells)
 
 
 def test_a_run_that_fails_across_servers_leaves_nothing(srv2):
     config, runs, sshd = srv2
+    shells = e2e.processes_mentioning("mininet:")
     # 800 kB per worker over 1 Mb/s links takes more than 6 s: the run is out of time while the workers run
     done, _ = e2e.aggnet_run(runs, "--topo", str(TOPO), "--servers", "localhost,srv2", "--ssh-config", str(config),
                              "--workload", "allreduce", "--elements", "200000", "--link-mbps", "1",
                              "--timeout", "2", timeout=300)
     assert done.returncode == 1 and "still running after 2 s" in done.stderr, done.stderr
-    assert_nothing_left(runs, sshd)
+    assert_nothing_left(runs, sshd, shells)
 
 
 def test_a_server_that_cannot_be_reached_is_named(srv2, tmp_path):

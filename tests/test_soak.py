@@ -24,7 +24,7 @@ def soak(tmp_path_factory):
                            timeout=1200, cwd=e2e.REPO)
     run = e2e.run_dir(out)
     yield done, json.loads((run / "soak.json").read_text()), run
-    assert e2e.processes_mentioning(str(out)) == []
+    assert e2e.processes_mentioning(str(out)) == {}
 
 
 def test_short_soak_loses_no_step_and_grows_nothing(soak):
