@@ -11,7 +11,7 @@ testbed.script_run.ScriptRun (a user's torch.distributed script as every worker)
 testbed.scenario.ModeRun (several jobs, background traffic, the adaptation loop). Teardown
 always runs (errors, Ctrl-C, SIGTERM); the first process or switch that fails is named in a
 one-line RunFailed. The run folder gets the agent configs, results.json (written also when a
-worker failed, with the error) and logs/.
+worker or the run failed, with the error) and logs/.
 """
 from __future__ import annotations
 
@@ -339,7 +339,7 @@ class Run:
                     self.start_hosts()
                     self.start_meter()
                     self.watch()
-                except RunFailed as exc:
+                except Exception as exc:  # any failure while running goes in the results, then is raised
                     error = exc
                 finally:
                     if self.meter is not None:

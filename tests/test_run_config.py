@@ -148,3 +148,43 @@ def test_cli_compare_rejects_unknown_scheme(tmp_path):
                            "--out", str(tmp_path)], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == ["--schemes: 'innet,magic': give distinct schemes from innet, ps, ring, hostagg"]
+
+
+class _ControllerLostRun(Run):
+    """A run whose phases touch no network, and whose watch loses the controller's connection."""
+
+    def network(self):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def connect(self) -> None:
+        self.conns = {}
+
+    def push_pipeline(self) -> None: ...
+    def install_trees(self) -> None: ...
+    def start_hosts(self) -> None: ...
+    def start_meter(self) -> None: ...
+    def stop_hosts(self) -> None: ...
+    def collect(self) -> None: ...
+
+    def watch(self) -> None:
+        from controller.p4rt import P4RuntimeError
+
+        raise P4RuntimeError("s1: stream: UNAVAILABLE: the switch went away")
+
+    def results(self, seconds: float, error: Exception | None) -> dict:
+        return {"error": str(error)} if error is not None else {}
+
+    def write_results(self, results: dict) -> None:
+        self.written = results
+
+
+def test_any_failure_while_running_is_written_to_the_results_then_raised(tmp_path):
+    from controller.p4rt import P4RuntimeError
+
+    run = _ControllerLostRun(RunConfig(out=str(tmp_path)))
+    with pytest.raises(P4RuntimeError, match="the switch went away"):
+        run.execute()
+    assert run.written["error"] == "s1: stream: UNAVAILABLE: the switch went away"
+    assert run.written["phases_s"].keys() >= {"run", "collect", "teardown"}  # every phase after it still ran
