@@ -10,7 +10,7 @@ import pytest
 from finsy import P4TableEntry
 from procs import free_port, wait_for
 
-from controller.installer import AGG_JOB, Installer, connect_all, load_program
+from controller.installer import AGG_JOB, SLOT_REGISTERS, Installer, connect_all, load_program
 from controller.monitor import snapshot
 from controller.placement import Job, place_jobs
 from controller.topology import load_topology, parse_topology
@@ -67,7 +67,8 @@ def test_install_into_switch_processes_and_zero_registers_over_the_side_channel(
         installer.remove_job("a")
         assert all(not conns[s].read([P4TableEntry(AGG_JOB)]) for s in topo.switches)
         specs, again = installer.install(jobs)
-        assert again["s2"].registers_zeroed == 2 * 2 * (5 + 32)
+        # 2 slots x 2 pools, each a cell of every slot register and 32 lanes
+        assert again["s2"].registers_zeroed == 2 * 2 * (len(SLOT_REGISTERS) + 32)
         assert conns["s2"].register_read("AggIngress.agg_bitmap", 3) == {3: 0}
         assert specs["a"].slot_base == 0
     finally:

@@ -20,26 +20,33 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STAR4 = os.path.join(REPO, "topologies", "star4.yaml")
 
 
-def leftovers() -> tuple[list[str], list[str]]:
-    """Our veths and our switch / host-shell processes still around."""
-    procs = []
+def leftovers() -> tuple[set[str], dict[int, str]]:
+    """Our veths, and switch / host-shell processes (pid -> command line) around now."""
+    procs = {}
     for pid in (d for d in os.listdir("/proc") if d.isdigit()):
         try:
             cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
         except OSError:
             continue
         if "testbed.cli switch" in cmd or "mininet:" in cmd:
-            procs.append(cmd)
-    return clean.root_veths(), procs
+            procs[int(pid)] = cmd
+    return set(clean.root_veths()), procs
+
+
+def left_since(before: tuple[set[str], dict[int, str]]) -> tuple[set[str], dict[int, str]]:
+    """What is around now that was not `before` (a network elsewhere, e.g. an isolated soak, was)."""
+    veths, procs = leftovers()
+    return veths - before[0], {pid: cmd for pid, cmd in procs.items() if pid not in before[1]}
 
 
 @pytest.fixture(autouse=True)
-def needs_root():
+def before():
+    """What was around before the test; the test leaves nothing more."""
     if os.geteuid() != 0:
         pytest.skip("needs root for Mininet")
-    assert leftovers() == ([], []), "leftovers from an earlier run; run `aggnet clean`"
-    yield
-    assert leftovers() == ([], [])
+    around = leftovers()
+    yield around
+    assert left_since(around) == (set(), {})
 
 
 def test_star_starts_and_a_killed_switch_is_reported_by_name(tmp_path):
@@ -69,7 +76,7 @@ def test_nodes_whose_shells_were_killed_still_tear_down(tmp_path):
     # needs_root asserts that no interface or process is left
 
 
-def test_killed_testbed_process_is_cleaned_up_by_aggnet_clean(tmp_path):
+def test_killed_testbed_process_is_cleaned_up_by_aggnet_clean(tmp_path, before):
     script = (
         "import sys, time\n"
         "from controller.topology import load_topology\n"
@@ -95,7 +102,7 @@ def test_killed_testbed_process_is_cleaned_up_by_aggnet_clean(tmp_path):
     out = subprocess.run([sys.executable, "-m", "testbed.cli", "clean"], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0, out.stderr
     assert "removed process s1" in out.stdout  # the switch outlived its testbed until now
-    assert leftovers() == ([], [])
+    assert left_since(before) == (set(), {})
     again = subprocess.run([sys.executable, "-m", "testbed.cli", "clean"], capture_output=True, text=True, cwd=REPO)
     assert again.returncode == 0 and again.stdout == ""
 
