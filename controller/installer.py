@@ -51,7 +51,6 @@ ECN_MARK = "AggEgress.ecn_mark"
 MANAGED_TABLES = (IPV4_LPM, AGG_JOB, AGG_CHILD, AGG_HOST, ECN_MARK)
 SLOT_REGISTERS = ("AggIngress.agg_bitmap", "AggIngress.agg_count", "AggIngress.agg_done",
                   "AggIngress.agg_overflow", "AggIngress.agg_ecn", "AggIngress.agg_workers")
-
 VALUES_REGISTER = "AggIngress.agg_values"
 MCAST_GROUP_BASE = 0x1000  # a job's multicast group id is MCAST_GROUP_BASE + job id
 MAX_CHILDREN = 32  # bits in the agg_bitmap register

@@ -179,9 +179,10 @@ class Transfer:
         once = got[~self.resent[got]]  # Karn: only unambiguous round trips update the estimate
         self.timer.sample(now - self.sent_at[once])
         self.pacing.on_results(int(got.size))
-        if marked is not None and marked[fresh].any():
-            self.stats.marked_results += int(marked[fresh].sum())
-            self.pacing.on_loss_burst(float(self.sent_at[got[marked[fresh]]].max()), now)
+        congested = got[marked[fresh]] if marked is not None else _NONE
+        if congested.size:
+            self.stats.marked_results += int(congested.size)
+            self.pacing.on_loss_burst(float(self.sent_at[congested].max()), now)
         sent = self.done[self.oldest:self.next_new]  # the first chunk without a result is among these, or next_new
         self.oldest = self.next_new if sent.all() else self.oldest + int(np.argmin(sent))
         self._count_passes(got, now)
