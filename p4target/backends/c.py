@@ -159,6 +159,11 @@ class _Printer(LoweredPrinter):
         self.stack_arrays[arr] = headers
         return arr
 
+    def header_stack(self, name: str) -> str:
+        """The C array of a header stack's bases and, one past its end, its scratch header (every user of a
+        stack's array writes the same one: the last write would otherwise decide its length)."""
+        return self.stack(name, [self.L.base[h] for h in self.L.stacks[name]] + [self.L.scratch[name]])
+
     # -- values
 
     def rv(self, v: m.Value | None) -> str:
@@ -362,9 +367,7 @@ class _Printer(LoweredPrinter):
                 for k in range(len(self.L.union_stack_type[stack].headers))]
 
     def stack_element(self, stack: str, index: m.Value | None) -> str:
-        headers = self.L.stacks[stack]
-        arr = self.stack(stack, [self.L.base[h] for h in headers] + [self.L.scratch[stack]])
-        return f"{arr}[l_idx({self.plain(index)}, {len(headers)})]"
+        return f"{self.header_stack(stack)}[l_idx({self.plain(index)}, {len(self.L.stacks[stack])})]"
 
     def store(self, dst: m.Value, code: str, ind: int) -> None:
         """Write `code` into a field, truncated to its width (a signed field keeps its bit pattern)."""
@@ -429,7 +432,7 @@ class _Printer(LoweredPrinter):
         stack, count = ps
         assert isinstance(stack, m.StackRef)
         headers = self.L.stacks[stack.name]
-        arr = self.stack(stack.name, [self.L.base[h] for h in headers])
+        arr = self.header_stack(stack.name)
         self.emit(f"l_shift_stack(F, {arr}, {len(headers)}, {self.L.size[headers[0]]}, {sign}{self.rv(count)}, "
                   f"&F[{self.L.next_index[stack.name]}]);", ind)
 
@@ -740,7 +743,7 @@ class _Printer(LoweredPrinter):
             t = self.L.types[self.L.stack_type[target.name]]
             nxt = self.L.next_index[target.name]
             headers = self.L.stacks[target.name]
-            arr = self.stack(target.name, [self.L.base[h] for h in headers])
+            arr = self.header_stack(target.name)
             self.emit(f"if (F[{nxt}] >= {len(headers)}) {{ rcode = {oob}; goto reject; }}", ind)
             self.emit(f"u64 b = {arr}[F[{nxt}]];", ind)
             self.extract_into("b", t, vl, ind)
