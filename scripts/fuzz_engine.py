@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,10 +153,12 @@ def fuzz(names: list[str], frames: int, seed: int, report=print, json_dir: str |
         share[n] = rest // len(corpus) + (1 if i < rest % len(corpus) else 0)
     if not corpus and AGGNET in share:
         share[AGGNET] = frames
-    for name, (source, trace) in traces.items():
-        result = run(name, source, trace, share[name], seed)
-        report(f"{name}: {result.line}" if result.ok else f"{name}: FAILED\n{result.line}")
-        results.append(result)
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:  # gcc and the driver are processes: one per core
+        runs = [pool.submit(run, name, source, trace, share[name], seed) for name, (source, trace) in traces.items()]
+        for future in runs:
+            result = future.result()
+            report(f"{result.name}: {result.line}" if result.ok else f"{result.name}: FAILED\n{result.line}")
+            results.append(result)
     return results
 
 
