@@ -17,8 +17,8 @@ from collections.abc import Callable
 import numpy as np
 
 from p4target import state as st
+from p4target.backends.c import CProgram, value_set_cells
 from p4target.constants import EV_DIGEST, EV_LOG, EV_PACKET_IN
-from p4target.native.cgen import CProgram, value_set_cells
 from p4target.native.engine import Engine
 
 MAX_DIGESTS_QUEUED = 65536
@@ -352,7 +352,7 @@ class NativeCounterArray(st.CounterArray):
 
 
 class NativeValueSet(st.ValueSet):
-    """A value set whose accepted writes also fill its cells in native memory (cgen.value_set_cells)."""
+    """A value set whose accepted writes also fill its cells in native memory (backends/c.py's value_set_cells)."""
 
     def __init__(self, schema: st.ValueSetSchema, cells: np.ndarray):
         super().__init__(schema)
