@@ -110,14 +110,13 @@ def engine_library(sanitize: bool = False) -> Path:
     def make(out: Path) -> None:
         out.mkdir()
         (out / "constants.h").write_text(c_header())
-        objects = []
-        for src in sorted(ENGINE.glob("*.c")):
-            obj = out / f"{src.stem}.o"
-            _run([cc, *flags, "-I", str(out), "-c", "-o", str(obj), str(src)], f"the engine's {src.name}")
-            objects.append(str(obj))
-        _run(["ar", "rcs", str(out / "libengine.a"), *objects], "the engine library")
+        objects = [out / f"{src.stem}.o" for src in sorted(ENGINE.glob("*.c"))]
         for obj in objects:
-            os.unlink(obj)
+            src = ENGINE / f"{obj.stem}.c"
+            _run([cc, *flags, "-I", str(out), "-c", "-o", str(obj), str(src)], f"the engine's {src.name}")
+        _run(["ar", "rcs", str(out / "libengine.a"), *map(str, objects)], "the engine library")
+        for obj in objects:
+            obj.unlink()
 
     parts = [_identity(cc), " ".join(flags), c_header()] + [f"{p.name}\0{p.read_text()}" for p in sources]
     return cached("engine-asan" if sanitize else "engine", parts, make)

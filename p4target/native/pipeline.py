@@ -44,10 +44,8 @@ class NativePipeline:
         schema.digests = tuple(sorted(name for name, _ in cprog.digests))
         self.state = NativeState(schema, self.engine, cprog)
         if trace is not None:
-            for name, register in self.state.registers.items():
-                trace.watch(cprog.registers[name], register.values)
-            for name, value_set in self.state.value_sets.items():  # its members live in engine cells too
-                trace.watch(cprog.value_sets[name], value_set.cells)
+            for rid, cells in self.state.cells:
+                trace.watch(rid, cells)
 
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
         """The whole pipeline with empty queues: the packets that leave, in order."""
