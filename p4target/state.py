@@ -22,7 +22,12 @@ import collections
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # ---------------------------------------------------------------------------
 # Errors
@@ -973,7 +978,7 @@ class RegisterArray:
 
     def __init__(self, schema: RegisterSchema):
         self.schema = schema
-        self.values = [0] * schema.size
+        self.values: list[int] | np.ndarray = [0] * schema.size  # the native engine's: a view of its memory
 
     def _index(self, index: int) -> int:
         return _check_index(f"register {self.schema.name}", index, self.schema.size)
@@ -1016,8 +1021,8 @@ class CounterArray:
 
     def __init__(self, schema: CounterSchema):
         self.schema = schema
-        self.packets = [0] * schema.size
-        self.bytes = [0] * schema.size
+        self.packets: list[int] | np.ndarray = [0] * schema.size  # the native engine's: views of its memory
+        self.bytes: list[int] | np.ndarray = [0] * schema.size
 
     def _index(self, index: int) -> int:
         return _check_index(f"counter {self.schema.name}", index, self.schema.size)
@@ -1061,7 +1066,7 @@ class State:
 
     def __init__(self, schema: ProgramSchema):
         self.schema = schema
-        self.lock = threading.RLock()
+        self.lock: AbstractContextManager[Any] = threading.RLock()  # the native engine's holds its mutex too
         self._check_schema()
         self.action_profiles: dict[str, ActionProfile] = {
             n: ActionProfile(p, schema.actions) for n, p in schema.action_profiles.items()}

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Switch process packet rates on veth ports, side by side: the embedded switch on its native
-and Python engines, the native engine on p4c's BMv2 JSON of the program (`native_json`: the
-lowered form printed as C by p4target/backends/c.py, against `native`: our front end's IR by
-p4target/native/cgen.py), BMv2 simple_switch (default and speed builds) and simple_switch_grpc
+and Python engines, the native engine on p4c's BMv2 JSON of the program (`native_json`: p4c's
+lowering, against `native`: our front end's IR lowered by p4target/lowered/from_ir, both printed as
+C by p4target/backends/c.py), BMv2 simple_switch (default and speed builds) and simple_switch_grpc
 (`bmv2_grpc`, the speed build's if it has one), all three BMv2s and `native_json` on the same p4c
 JSON, and a Linux bridge. Root only.
 

@@ -11,8 +11,7 @@ import pytest
 from p4target.frontend import load_source
 from p4target.interp.hashes import crc16
 from p4target.native.build import build, compiler, engine_library
-from p4target.native.cgen import generate_c
-from p4target.native.pipeline import NativePipeline, make_pipeline
+from p4target.native.pipeline import NativePipeline, generate, make_pipeline
 from p4target.pipeline import Pipeline
 
 REPO = Path(__file__).resolve().parent.parent
@@ -56,7 +55,7 @@ def _build(source: str) -> str:
 
 def test_concurrent_builds_of_one_program_agree(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    source = generate_c(load_source(PROGRAM % ("", ""), "p.p4")).source
+    source = generate(load_source(PROGRAM % ("", ""), "p.p4"))[1].source
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         paths = pool.map(_build, [source, source])
     assert paths[0] == paths[1] and paths[0].startswith(str(tmp_path))

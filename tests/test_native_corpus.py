@@ -1,8 +1,7 @@
 """Every program of p4c's v1model STF corpus (../shared/p4c-corpus) on the native engine itself, from
 our front end, as `aggnet p4 stf --engine native PROG.p4 TEST.stf` runs it: no fallback to the Python
-engine (a fallback fails the test, it is never a skip) and the STF test passes. Programs with a
-construct cgen.py lacks run through our lowering and backends/c.py. (From p4c's JSON:
-tests/test_bmv2_json.py.)"""
+engine (a fallback fails the test, it is never a skip) and the STF test passes. Every program runs
+through our lowering and backends/c.py. (From p4c's JSON: tests/test_bmv2_json.py.)"""
 import logging
 
 import corpus

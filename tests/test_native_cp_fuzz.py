@@ -9,6 +9,7 @@ import collections
 import sys
 from pathlib import Path
 
+import bmv2_ref
 import pytest
 
 from p4target import state as st
@@ -82,3 +83,28 @@ def test_a_register_written_back_after_a_packet_changed_it_is_replayed():
     assert sent == [0, 5, 5]  # each packet carries the k before it
     result = fz.run("tables", source, text, 0, 1)
     assert result.ok and "(0 with outputs differing from the trace)" in result.line, result.line
+
+
+@pytest.mark.bmv2
+def test_a_direct_meter_read_on_a_miss_leaves_its_field_as_simple_switch(tmp_path):
+    """The fuzz's meters.p4 finding once the native engine printed every program from its lowered form: with
+    `police` (dm.read(hdr.h.dcolor)) as the default action, a miss runs no direct meter, and simple_switch (the
+    lowered form: a meter's result_target is written on a hit only) leaves dcolor as it came; the Python engine
+    on the IR (interp/codegen.py) writes green (0) there."""
+    missing = bmv2_ref.missing()
+    if missing:
+        pytest.skip(missing)
+    path = str(DATA / "interp" / "meters.p4")
+    program = load_program(path)
+    native = NativePipeline(program)
+    try:
+        with bmv2_ref.Bmv2Switch(bmv2_ref.compile_json(path, str(tmp_path)), Pipeline(program).state.schema) as bmv2:
+            sent = {}
+            for name, target in (("native", native), ("bmv2", bmv2)):
+                target.state.set_default("Ing.t", "Ing.police")
+                sent[name] = target.process(1, bytes([1, 0x78, 0x29]))  # a miss: no entry for index 1
+                target.state.insert_entry("Ing.t", st.TableEntry({"hdr.h.idx": st.Exact(1)}, "Ing.police"))
+                sent[name] += target.process(1, bytes([1, 0x78, 0x29]))  # a hit: green
+    finally:
+        native.close()
+    assert sent["native"] == sent["bmv2"] == [(1, bytes([1, 0, 0x29])), (1, bytes([1, 0, 0]))]

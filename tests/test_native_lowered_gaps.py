@@ -5,7 +5,7 @@ matches on a 96-bit key, digests of 128- and 72-bit fields, parser transition ke
 
 Each program under tests/data/native_gaps/ compiles with p4c without a warning; its JSON is loaded
 on the native engine (no fallback, no warning line), on the Python engine and on simple_switch, the
-source on the native engine too (through our lowering, as cgen.py lacks these), and all of them
+source on the native engine too (through our lowering), and all of them
 send the same packets, per port and in order (and queue the same digests), before and after the
 control plane writes value sets (also over P4Runtime, to a native RuntimeServer) and table entries.
 """

@@ -28,8 +28,8 @@ HERE = Path(__file__).resolve().parent
 ENGINE = HERE / "engine"
 COMMON = ("-fPIC", "-pthread", "-fno-strict-aliasing", "-fvisibility=hidden", "-std=gnu11")
 ENGINE_CFLAGS = ("-O2", *COMMON, "-Wall", "-Wextra", "-Werror")
-# The generated code: -Wall -Wextra as errors but for unused names (cgen declares every local, label and action
-# parameter a P4 block might use; over p4src/ and p4c's corpus those are the only warnings it trips).
+# The generated code: -Wall -Wextra as errors but for unused names (backends/c.py declares every local, label and
+# action parameter a P4 block might use; over p4src/ and p4c's corpus those are the only warnings it trips).
 PROGRAM_CFLAGS = ("-O1", *COMMON, "-Wall", "-Wextra", "-Werror", "-Wno-unused-variable", "-Wno-unused-label",
                   "-Wno-unused-but-set-variable", "-Wno-unused-parameter")
 SANITIZE = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g")
@@ -110,14 +110,13 @@ def engine_library(sanitize: bool = False) -> Path:
     def make(out: Path) -> None:
         out.mkdir()
         (out / "constants.h").write_text(c_header())
-        objects = []
-        for src in sorted(ENGINE.glob("*.c")):
-            obj = out / f"{src.stem}.o"
-            _run([cc, *flags, "-I", str(out), "-c", "-o", str(obj), str(src)], f"the engine's {src.name}")
-            objects.append(str(obj))
-        _run(["ar", "rcs", str(out / "libengine.a"), *objects], "the engine library")
+        objects = [out / f"{src.stem}.o" for src in sorted(ENGINE.glob("*.c"))]
         for obj in objects:
-            os.unlink(obj)
+            src = ENGINE / f"{obj.stem}.c"
+            _run([cc, *flags, "-I", str(out), "-c", "-o", str(obj), str(src)], f"the engine's {src.name}")
+        _run(["ar", "rcs", str(out / "libengine.a"), *map(str, objects)], "the engine library")
+        for obj in objects:
+            obj.unlink()
 
     parts = [_identity(cc), " ".join(flags), c_header()] + [f"{p.name}\0{p.read_text()}" for p in sources]
     return cached("engine-asan" if sanitize else "engine", parts, make)
@@ -173,9 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     """Build (or find cached) the native library of each program given: warms the cache."""
     import argparse
 
+    from p4target.backends.c import generate_c
+    from p4target.backends.layout import Unsupported
     from p4target.errors import P4Error
     from p4target.frontend import load_program
-    from p4target.native.cgen import Unsupported, generate_c
+    from p4target.lowered.from_ir import NotLowered, lower_program
 
     parser = argparse.ArgumentParser(prog="python -m p4target.native.build", description=main.__doc__)
     parser.add_argument("programs", nargs="+", metavar="PROG.p4")
@@ -183,9 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     for path in args.programs:
         try:
-            print(f"{path}: {build(generate_c(load_program(path)).source)}")
-        except Unsupported as exc:
-            print(f"{path}: runs on the Python engine (the native engine lacks {exc})")
+            print(f"{path}: {build(generate_c(lower_program(load_program(path))).source)}")
+        except (NotLowered, Unsupported) as exc:
+            print(f"{path}: runs on the Python engine (the native engine lacks {exc.message})")
         except (P4Error, BuildError) as exc:
             print(f"{path}: {exc}")
             failed += 1

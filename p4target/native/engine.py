@@ -236,12 +236,16 @@ class Engine:
         self.lib.eng_entry_names(self.ptr, handle, member, group)
 
     # -- registers and counters, as numpy views of native memory
+    @staticmethod
+    def _view(cells: ctypes._Pointer, size: int) -> np.ndarray:
+        return np.ctypeslib.as_array(cells, shape=(max(size, 1),))[:size]
+
     def register(self, rid: int, size: int) -> np.ndarray:
-        return np.ctypeslib.as_array(self.lib.eng_register(self.ptr, rid), shape=(max(size, 1),))[:size]
+        return self._view(self.lib.eng_register(self.ptr, rid), size)
 
     def counter(self, cid: int, size: int) -> tuple[np.ndarray, np.ndarray]:
-        return tuple(np.ctypeslib.as_array(self.lib.eng_counter(self.ptr, cid, which), shape=(max(size, 1),))[:size]
-                     for which in (0, 1))
+        """(packets, bytes) cells of counter `cid`."""
+        return self._view(self.lib.eng_counter(self.ptr, cid, 0), size), self._view(self.lib.eng_counter(self.ptr, cid, 1), size)
 
     # -- meters: config None = unconfigured (always green); buckets start full
     def meter_set(self, mid: int, index: int, config) -> None:
@@ -278,7 +282,7 @@ class Engine:
 
     def events(self) -> list[tuple[int, int, bytes]]:
         """Drain (kind, argument, bytes) events: PacketIns, log lines, digests."""
-        out = []
+        out: list[tuple[int, int, bytes]] = []
         arg, ln = c_int(), c_uint32()
         while True:
             kind = self.lib.eng_event(self.ptr, ctypes.byref(arg), self._event, EVENT_BUFFER, ctypes.byref(ln))

@@ -1,12 +1,12 @@
 """The native engine's pipeline object, and the one place that chooses an engine.
 
-`make_pipeline(program, engine)` returns a `NativePipeline` (the program compiled to C,
-built and loaded: our front end's IR by p4target/native/cgen.py, the lowered form read from
-p4c's BMv2 JSON by p4target/backends/c.py; an IR program with a construct cgen.py lacks is
-lowered and printed by backends/c.py instead) or the Python engine's `Pipeline`; a program
-the native engine cannot run goes to the Python engine with ONE warning line naming the
-construct. Both offer `.state` (a State) and `.process(port, data)`; the switch process
-drives a NativePipeline's packet loop in C (p4target/switch.py).
+`make_pipeline(program, engine)` returns a `NativePipeline` (the program's lowered form,
+p4target.lowered: our front end's IR lowered by lowered.from_ir or p4c's BMv2 JSON read as it is,
+printed as C by p4target/backends/c.py, built and loaded) or the Python engine's `Pipeline`; a
+program the native engine cannot run (the C compiler failed, or a construct neither the lowering
+nor the printer takes) goes to the Python engine with ONE warning line saying why. Both offer
+`.state` (a State) and `.process(port, data)`; the switch process drives a NativePipeline's
+packet loop in C (p4target/switch.py).
 """
 from __future__ import annotations
 
@@ -14,15 +14,14 @@ import dataclasses
 import logging
 
 from p4target import state as st
-from p4target.backends import c as lowered_c
-from p4target.backends.layout import Unsupported as LoweredUnsupported
+from p4target.backends.c import CProgram, generate_c
+from p4target.backends.layout import Unsupported
 from p4target.frontend import ir
 from p4target.interp.schema import build_schema
 from p4target.lowered import model as lowered
 from p4target.lowered.from_ir import NotLowered, lower_program
 from p4target.lowered.schema import build_schema as build_lowered_schema
 from p4target.native.build import BuildError, build
-from p4target.native.cgen import CProgram, Unsupported, generate_c
 from p4target.native.engine import Engine, Trace
 from p4target.native.store import NativeState
 
@@ -35,24 +34,18 @@ class NativePipeline:
 
     engine_name = "native"
 
-    def __init__(self, program: ir.Program | lowered.Program, seed: int = 0, cprog: CProgram | None = None,
-                 trace: Trace | None = None):
-        source_program = program
-        if cprog is None:
-            program, cprog = _generate(program)
-        self.program = program  # the form the C was printed from (an IR program may come back lowered)
+    def __init__(self, program: ir.Program | lowered.Program, seed: int = 0, trace: Trace | None = None):
+        self.program, cprog = generate(program)  # the lowered form the C was printed from
         self.source = cprog.source  # the generated C, for debugging
         self.engine = Engine(build(cprog.source), seed, trace)
-        schema = build_lowered_schema(program) if isinstance(program, lowered.Program) else build_schema(program)
-        if isinstance(source_program, ir.Program) and program is not source_program:
-            _keep_action_scopes(build_schema(source_program), schema)
+        schema = build_lowered_schema(self.program)
+        if isinstance(program, ir.Program):
+            _keep_action_scopes(build_schema(program), schema)
         schema.digests = tuple(sorted(name for name, _ in cprog.digests))
         self.state = NativeState(schema, self.engine, cprog)
         if trace is not None:
-            for name, register in self.state.registers.items():
-                trace.watch(cprog.registers[name], register.values)
-            for name, value_set in self.state.value_sets.items():  # its members live in engine cells too
-                trace.watch(cprog.value_sets[name], value_set.cells)
+            for rid, cells in self.state.cells:
+                trace.watch(rid, cells)
 
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
         """The whole pipeline with empty queues: the packets that leave, in order."""
@@ -78,27 +71,17 @@ def _keep_action_scopes(source: st.ProgramSchema, printed: st.ProgramSchema) -> 
             printed.action_profiles[name] = dataclasses.replace(profile, actions=source.action_profiles[name].actions)
 
 
-def _generate(program: ir.Program | lowered.Program) -> tuple[ir.Program | lowered.Program, CProgram]:
-    """The C of either form of a program, and the form it was printed from: an IR program whose
-    constructs cgen.py lacks (wide values, run-time stack indexes, varbits, ...) goes through the
-    lowered form's printer, which runs every program p4c's JSON can express."""
-    if isinstance(program, lowered.Program):
-        return program, lowered_c.generate_c(program)
-    try:
-        return program, generate_c(program)
-    except Unsupported:
-        lowered_program = lower_program(program)
-        return lowered_program, lowered_c.generate_c(lowered_program)
+def generate(program: ir.Program | lowered.Program) -> tuple[lowered.Program, CProgram]:
+    """The lowered form of a program (an IR program is lowered first) and its C."""
+    printed = lower_program(program) if isinstance(program, ir.Program) else program
+    return printed, generate_c(printed)
 
 
 def native_or_reason(program: ir.Program | lowered.Program, seed: int = 0) -> tuple[NativePipeline | None, str]:
     """A NativePipeline for `program`, or None and why the native engine cannot run it."""
     try:
-        printed, cprog = _generate(program)
-        return NativePipeline(printed, seed, cprog), ""
-    except NotLowered as exc:
-        return None, f"the native engine lacks {exc.message}"
-    except LoweredUnsupported as exc:
+        return NativePipeline(program, seed), ""
+    except (NotLowered, Unsupported) as exc:
         return None, f"the native engine lacks {exc.message}"
     except BuildError as exc:
         return None, str(exc)

@@ -95,7 +95,7 @@ class NativeTrafficManager(TrafficManager):
 
     def queue(self, port: int) -> NativeQueue:
         q = self.queues.get(port)
-        if q is None:
+        if not isinstance(q, NativeQueue):  # None: every queue here is made below
             q = self.queues[port] = NativeQueue(port, self.clock, self.burst_s)
             if self.engine is not None:
                 q.attach(self.engine)
@@ -103,10 +103,10 @@ class NativeTrafficManager(TrafficManager):
 
     def attach(self, engine: Engine) -> None:
         self.engine = engine
-        for q in self.queues.values():
-            q.attach(engine)
+        for port in self.queues:
+            self.queue(port).attach(engine)
 
     def detach(self) -> None:
-        for q in self.queues.values():
-            q.detach()
+        for port in self.queues:
+            self.queue(port).detach()
         self.engine = None

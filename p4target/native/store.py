@@ -11,14 +11,16 @@ the engine (`NativeMeterCell` forwards each configuration). The lock is the engi
 """
 from __future__ import annotations
 
+import ctypes
+import functools
 import threading
 from collections.abc import Callable
 
 import numpy as np
 
 from p4target import state as st
+from p4target.backends.c import CProgram, value_set_cells
 from p4target.constants import EV_DIGEST, EV_LOG, EV_PACKET_IN
-from p4target.native.cgen import CProgram, value_set_cells
 from p4target.native.engine import Engine
 
 MAX_DIGESTS_QUEUED = 65536
@@ -69,11 +71,15 @@ class NativeMeterArray(st.MeterArray):
 
     def __init__(self, schema: st.MeterSchema, engine: Engine, mid: int):
         self.schema = schema
-        self.cells = [NativeMeterCell(lambda config, i=i: engine.meter_set(mid, i, config)) for i in range(schema.size)]
+        self.cells = [NativeMeterCell(functools.partial(engine.meter_set, mid, i)) for i in range(schema.size)]
 
 
 class NativeTableEntry(st.TableEntry):
     """A stored entry whose direct-counter cells and last-hit time are the engine's (set by NativeTable.insert)."""
+
+    _handle: int  # the engine's entry
+    _cells: ctypes.Array  # (packets, bytes)
+    _last_hit: ctypes.Array  # (time.monotonic() of the last hit,)
 
     @property
     def packets(self) -> int:
@@ -101,6 +107,12 @@ class NativeTableEntry(st.TableEntry):
     def last_hit(self, value: float) -> None:
         if hasattr(self, "_last_hit"):
             self._last_hit[0] = value
+
+
+def _native(entry: st.TableEntry | None) -> NativeTableEntry:
+    """A stored entry of a NativeTable (its insert made every one a NativeTableEntry)."""
+    assert isinstance(entry, NativeTableEntry), entry
+    return entry
 
 
 WORD_BITS = 64
@@ -279,16 +291,17 @@ class NativeTable(st.Table):
             self._engine.entry_names(handle, *self.profile.engine_handles(entry))
         last_hit = entry.last_hit
         entry.__class__ = NativeTableEntry  # its counter cells and last hit now read the engine's
-        entry._handle = handle
-        entry._cells = self._engine.entry_counters(handle)
-        entry._last_hit = self._engine.entry_last_hit(handle)
-        entry.last_hit = last_hit
+        stored = _native(entry)
+        stored._handle = handle
+        stored._cells = self._engine.entry_counters(handle)
+        stored._last_hit = self._engine.entry_last_hit(handle)
+        stored.last_hit = last_hit
         if entry.meter is not None:
             entry.meter = NativeMeterCell(lambda config: self._engine.direct_meter_set(handle, config))
 
     def modify(self, entry: st.TableEntry) -> None:
         super().modify(entry)
-        stored = self._entries[self._canonical(entry)]
+        stored = _native(self._entries[self._canonical(entry)])
         if isinstance(self.profile, NativeActionProfile):
             self._engine.entry_names(stored._handle, *self.profile.engine_handles(stored))
         else:
@@ -301,18 +314,20 @@ class NativeTable(st.Table):
     def delete(self, entry: st.TableEntry) -> None:
         self._check_mutable()
         stored = self._entries.get(self._canonical(entry))
-        super().delete(entry)
-        self._engine.table_delete(self._tid, stored._handle)
+        super().delete(entry)  # raises if there is none
+        self._engine.table_delete(self._tid, _native(stored)._handle)
 
     def clear(self) -> None:
         if not self._const:
             for entry in self._entries.values():
-                self._engine.table_delete(self._tid, entry._handle)
+                self._engine.table_delete(self._tid, _native(entry)._handle)
         super().clear()
 
 
 class NativeRegisterArray(st.RegisterArray):
     """`values` is a numpy view of the engine's register cells: one row of words per cell wider than 64 bits."""
+
+    values: np.ndarray
 
     def __init__(self, schema: st.RegisterSchema, values: np.ndarray):
         self.schema = schema
@@ -338,6 +353,9 @@ class NativeRegisterArray(st.RegisterArray):
 class NativeCounterArray(st.CounterArray):
     """`packets`/`bytes` are numpy views of the engine's counter cells."""
 
+    packets: np.ndarray
+    bytes: np.ndarray
+
     def __init__(self, schema: st.CounterSchema, cells: tuple[np.ndarray, np.ndarray]):
         self.schema = schema
         self.packets, self.bytes = cells
@@ -352,7 +370,7 @@ class NativeCounterArray(st.CounterArray):
 
 
 class NativeValueSet(st.ValueSet):
-    """A value set whose accepted writes also fill its cells in native memory (cgen.value_set_cells)."""
+    """A value set whose accepted writes also fill its cells in native memory (backends/c.py's value_set_cells)."""
 
     def __init__(self, schema: st.ValueSetSchema, cells: np.ndarray):
         super().__init__(schema)
@@ -381,18 +399,24 @@ class NativeState(st.State):
         self.on_packet_in: Callable[[int, bytes], None] | None = None
         with self.lock:
             member_handles, group_handles = Handles(), Handles()
-            self.action_profiles = {n: NativeActionProfile(p, schema.actions, engine, cprog.actions, member_handles,
-                                                           group_handles) for n, p in schema.action_profiles.items()}
+            profiles = {n: NativeActionProfile(p, schema.actions, engine, cprog.actions, member_handles, group_handles)
+                        for n, p in schema.action_profiles.items()}
+            self.action_profiles = dict(profiles)  # State's type (dict is invariant); `profiles` keeps ours
             self.tables = {n: NativeTable(t, schema.actions, engine, cprog.tables[n], cprog.actions,
-                                          self.action_profiles[t.implementation] if t.implementation else None)
+                                          profiles[t.implementation] if t.implementation else None)
                            for n, t in schema.tables.items()}
-            self.registers = {n: NativeRegisterArray(r, engine.register(cprog.registers[n], r.size * _words(r.bitwidth)))
-                              for n, r in schema.registers.items()}
+            registers = {n: NativeRegisterArray(r, engine.register(cprog.registers[n], r.size * _words(r.bitwidth)))
+                         for n, r in schema.registers.items()}
+            self.registers = dict(registers)
             self.counters = {n: NativeCounterArray(c, engine.counter(cprog.counters[n], c.size))
                              for n, c in schema.counters.items()}
             self.meters = {n: NativeMeterArray(m, engine, cprog.meters[n]) for n, m in schema.meters.items()}
-            self.value_sets = {n: NativeValueSet(v, engine.register(cprog.value_sets[n], value_set_cells(v.size, v.bitwidths)))
-                               for n, v in schema.value_sets.items()}
+            value_sets = {n: NativeValueSet(v, engine.register(cprog.value_sets[n], value_set_cells(v.size, v.bitwidths)))
+                          for n, v in schema.value_sets.items()}
+            self.value_sets = dict(value_sets)
+        # the engine's register cells (a value set's members live in some too) by register id, for a Trace to watch
+        self.cells = ([(cprog.registers[n], r.values) for n, r in registers.items()]
+                      + [(cprog.value_sets[n], v.cells) for n, v in value_sets.items()])
 
     def mc_group_insert(self, group_id: int, replicas: list[tuple[int, int]]) -> None:
         with self.lock:

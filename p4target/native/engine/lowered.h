@@ -119,8 +119,8 @@ static inline u64 l_idx(i128 i, u64 n) {
 }
 
 /* A register cell in an expression: 0 past the end. */
-static inline i128 l_reg(pk_t *p, int r, i128 i, u64 n) {
-    return i >= 0 && i < (i128)n ? (i128)p->E->reg[r][(u64)i] : 0;
+static inline i128 l_reg(const u64 *cells, i128 i, u64 n) {
+    return i >= 0 && i < (i128)n ? (i128)cells[(u64)i] : 0;
 }
 
 /* lookahead: `w` (<= 64) bits starting `off` bits past byte `o`; a short packet rejects with `code`. */
