@@ -1,0 +1,57 @@
+"""meter and direct_meter: a colour per index (execute_meter), or per table entry (read on a hit)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from p4target.externs.base import Call, Extern, bound_index, register
+from p4target.frontend import ir
+from p4target.lowered import model as m
+
+if TYPE_CHECKING:
+    from p4target.backends.c import _Printer as CPrinter
+    from p4target.backends.python import _Printer as PyPrinter
+    from p4target.lowered.from_ir.externs import Externs
+
+
+@register
+class Meter(Extern):
+    types = ("meter",)
+    primitives = ("execute_meter",)
+
+    def lower(self, x: Externs, c: Call, out: list[m.Primitive]) -> None:
+        assert isinstance(c, ir.ExternMethodCall)
+        if c.method != "execute_meter":
+            super().lower(x, c, out)
+        name, a = x.instance_name(c), c.args
+        x.write_via(out, a[1], lambda dst: m.Primitive("execute_meter", [
+            m.Named("meter_array", name), x.v.data(a[0]), dst]))
+
+    def instance(self, p: m.Program, inst: ir.ExternInstance) -> None:
+        p.meter_arrays.append(m.MeterArray(inst.control_plane_name, len(p.meter_arrays), inst.size or 0,
+                                           inst.kind or "bytes", 2, False, None, None))
+
+    def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
+        meter = pr.state.meters[pr.named(ps[0], "meter_array")]
+        i = bound_index(pr, ps[1], ind)
+        amount = pr.meter_amount(meter.schema.type)
+        pr.store(ps[2], f"({pr.global_of('_M', meter.cells)}[{i}].execute({amount}, _now()) "
+                        f"if {i} < {meter.schema.size} else 0)", ind)
+
+    def c(self, pr: CPrinter, op: str, ps: list[m.Value], ind: int) -> None:
+        name = pr.named(ps[0], "meter_array")
+        meter = pr.meters[name]
+        i = pr.tmp("i")
+        pr.emit("{{ {} {} = {};".format(*pr.index(ps[1], i)), ind)
+        pr.store(ps[2], f"({i} >= 0 && {i} < {meter.size} ? meter_exec(&p->E->meters[{pr.cp.meters[name]}]"
+                        f"[(u64){i}], {pr.meter_amount(meter.type)}) : 0)", ind + 1)
+        pr.emit("}", ind)
+
+
+@register
+class DirectMeter(Extern):
+    """Executed by its table on every hit, its colour written where read() names (the back ends' table code)."""
+
+    types = ("direct_meter",)
+
+    def lower(self, x: Externs, c: Call, out: list[m.Primitive]) -> None:
+        pass
