@@ -36,7 +36,7 @@ from collections.abc import Callable
 
 from p4target.backends.layout import ident
 from p4target.backends.printer import LoweredPrinter
-from p4target.externs import Extern
+from p4target.externs.base import Extern
 from p4target.externs.checksum import c_checksums
 from p4target.lowered import model as m
 from p4target.lowered.schema import value_set_widths

@@ -7,7 +7,7 @@ is written in its language through the templates and methods it defines.
 from __future__ import annotations
 
 from p4target.backends.layout import Layout, Unsupported
-from p4target.externs import Extern, for_primitive
+from p4target.externs.base import Extern, for_primitive
 from p4target.lowered import model as m
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from p4target import state as st
 from p4target.backends.layout import ident
 from p4target.backends.printer import LoweredPrinter
-from p4target.externs import Extern
+from p4target.externs.base import Extern
 from p4target.externs.checksum import python_checksums
 from p4target.interp import hashes
 from p4target.interp.codegen import Compiled, PacketError, _log_format, _Reject

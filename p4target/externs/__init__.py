@@ -1,7 +1,8 @@
 """One home per v1model extern and BMv2 primitive: a module each, registered by name (see base.py).
 
-Importing this package registers every module below; the lowering, the checks and both back ends
-find an extern through `for_call`, `for_type`, `for_function` and `for_primitive`.
+Importing the package (which importing any of its modules does first) registers every module below;
+the lowering, the BMv2 checks and both back ends find an extern through base.py's `for_call`,
+`for_type`, `for_function` and `for_primitive`.
 """
 from p4target.externs import (  # noqa: F401
                               action_profile,

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from p4target.externs import for_call
-from p4target.externs.base import Call
+from p4target.externs.base import Call, for_call
 from p4target.frontend import ir
 from p4target.lowered import model as m
 from p4target.lowered.from_ir.common import EMPTY_FIELD_LIST, NotLowered, Part, fail
