@@ -6,6 +6,7 @@ the lowering, the BMv2 checks and both back ends find an extern through base.py'
 """
 from p4target.externs import (  # noqa: F401
                               action_profile,
+                              add_to_field,
                               assertion,
                               checksum,
                               checksum16,
