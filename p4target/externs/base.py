@@ -10,13 +10,14 @@ to one extern, so adding one touches its module and its declaration in v1model.p
 - `python` / `c`: a primitive printed by each back end (through the printer's hooks); `emit` is the
   language-neutral form both use unless one needs its own;
 - `check_call` / `check_instance`: the rules p4c's BMv2 back end has for its uses (a P4Error);
-- `instance`: its extern instances in the lowered program (arrays the control plane addresses).
+- `instance`: its extern instances in the lowered program (arrays the control plane addresses);
+- `p4info_prefix` / `p4info`: its instances' P4Info id prefix and entry.
 
 The language's own statements (assign*, header and stack operations, exit, jumps) stay in the printers.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from p4target.errors import P4Error
 from p4target.frontend import ir
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from p4target.backends.printer import LoweredPrinter
     from p4target.backends.python import _Printer as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
+    from p4target.p4info import _P4InfoBuilder as P4InfoBuilder
 
 Call = ir.ExternFunctionCall | ir.ExternMethodCall
 
@@ -42,6 +44,7 @@ class Extern:
     functions: tuple[str, ...] = ()
     types: tuple[str, ...] = ()
     primitives: tuple[str, ...] = ()
+    p4info_prefix: int | None = None  # P4Info's id prefix of its instances (None: they are not in P4Info)
 
     def lower(self, x: Externs, c: Call, out: list[m.Primitive]) -> None:
         """Append the primitives of call `c`."""
@@ -53,6 +56,10 @@ class Extern:
 
     def instance(self, p: m.Program, inst: ir.ExternInstance) -> None:
         """Add what an instance of this extern type is in the lowered program (nothing by default)."""
+
+    def p4info(self, b: P4InfoBuilder, info: Any, inst: ir.ExternInstance) -> Any:
+        """Add the instance's entry to P4Info `info` (the builder fills its preamble); None: it has none here."""
+        return None
 
     def check_call(self, c: Call) -> None:
         """Raise P4Error where p4c's BMv2 back end refuses this call."""

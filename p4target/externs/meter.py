@@ -1,22 +1,25 @@
 """meter and direct_meter: a colour per index (execute_meter), or per table entry (read on a hit)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from p4target.externs.base import Call, Extern, bound_index, register
 from p4target.frontend import ir
 from p4target.lowered import model as m
+from p4target.p4info import DIRECT_METER, METER
 
 if TYPE_CHECKING:
     from p4target.backends.c import _Printer as CPrinter
     from p4target.backends.python import _Printer as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
+    from p4target.p4info import _P4InfoBuilder as P4InfoBuilder
 
 
 @register
 class Meter(Extern):
     types = ("meter",)
     primitives = ("execute_meter",)
+    p4info_prefix = METER
 
     def lower(self, x: Externs, c: Call, out: list[m.Primitive]) -> None:
         assert isinstance(c, ir.ExternMethodCall)
@@ -29,6 +32,11 @@ class Meter(Extern):
     def instance(self, p: m.Program, inst: ir.ExternInstance) -> None:
         p.meter_arrays.append(m.MeterArray(inst.control_plane_name, len(p.meter_arrays), inst.size or 0,
                                            inst.kind or "bytes", 2, False, None, None))
+
+    def p4info(self, b: P4InfoBuilder, info: Any, inst: ir.ExternInstance) -> Any:
+        msg = info.meters.add(size=inst.size or 0)
+        msg.spec.unit = msg.spec.Unit.Value(str(inst.kind).upper())
+        return msg
 
     def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         meter = pr.state.meters[pr.named(ps[0], "meter_array")]
@@ -52,6 +60,12 @@ class DirectMeter(Extern):
     """Executed by its table on every hit, its colour written where read() names (the back ends' table code)."""
 
     types = ("direct_meter",)
+    p4info_prefix = DIRECT_METER
 
     def lower(self, x: Externs, c: Call, out: list[m.Primitive]) -> None:
         pass
+
+    def p4info(self, b: P4InfoBuilder, info: Any, inst: ir.ExternInstance) -> Any:
+        msg = info.direct_meters.add(direct_table_id=b.direct_table_id(inst))
+        msg.spec.unit = msg.spec.Unit.Value(str(inst.kind).upper())
+        return msg

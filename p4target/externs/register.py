@@ -1,18 +1,20 @@
 """register<T>: an array of cells the data plane reads and writes (register_read / register_write)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from p4target.externs.base import Call, Extern, bound_index, fail, register
 from p4target.frontend import ir
 from p4target.lowered import model as m
 from p4target.lowered.from_ir.common import type_width
+from p4target.p4info import REGISTER
 
 if TYPE_CHECKING:
     from p4target.backends.c import _Printer as CPrinter
     from p4target.backends.printer import LoweredPrinter
     from p4target.backends.python import _Printer as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
+    from p4target.p4info import _P4InfoBuilder as P4InfoBuilder
 
 MAX_BITS = 64  # the C engine's word
 
@@ -21,6 +23,7 @@ MAX_BITS = 64  # the C engine's word
 class Register(Extern):
     types = ("register",)
     primitives = ("register_read", "register_write")
+    p4info_prefix = REGISTER
 
     def lower(self, x: Externs, c: Call, out: list[m.Primitive]) -> None:
         assert isinstance(c, ir.ExternMethodCall)
@@ -37,6 +40,11 @@ class Register(Extern):
     def instance(self, p: m.Program, inst: ir.ExternInstance) -> None:
         p.register_arrays.append(m.RegisterArray(inst.control_plane_name, len(p.register_arrays), inst.size or 0,
                                                  type_width(inst.type_args[0])))
+
+    def p4info(self, b: P4InfoBuilder, info: Any, inst: ir.ExternInstance) -> Any:
+        msg = info.registers.add(size=inst.size or 0)
+        b.type_spec(msg.type_spec, inst.type_args[0], info)
+        return msg
 
     def check_instance(self, inst: ir.ExternInstance) -> None:
         cell = inst.type_args[0]
