@@ -11,6 +11,7 @@ to one extern, so adding one touches its module and its declaration in v1model.p
   language-neutral form both use unless one needs its own;
 - `check_call` / `check_instance`: the rules p4c's BMv2 back end has for its uses (a P4Error);
 - `instance`: its extern instances in the lowered program (arrays the control plane addresses);
+- `schema`: what the control plane addresses of it in a lowered program (the State's schema);
 - `p4info_prefix` / `p4info`: its instances' P4Info id prefix and entry.
 
 The language's own statements (assign*, header and stack operations, exit, jumps) stay in the printers.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from p4target import state as st
 from p4target.errors import P4Error
 from p4target.frontend import ir
 from p4target.lowered import model as m
@@ -34,7 +36,7 @@ Call = ir.ExternFunctionCall | ir.ExternMethodCall
 
 
 def fail(message: str, loc: ir.Loc) -> P4Error:
-    """An error at `loc` (a NotLowered while lowering: see `Externs.fail`)."""
+    """A BMv2 rule broken at `loc` (what the lowering cannot lower is a NotLowered: from_ir.common.fail)."""
     return P4Error(message, loc.file, loc.line, loc.col)
 
 
@@ -56,6 +58,9 @@ class Extern:
 
     def instance(self, p: m.Program, inst: ir.ExternInstance) -> None:
         """Add what an instance of this extern type is in the lowered program (nothing by default)."""
+
+    def schema(self, p: m.Program, schema: st.ProgramSchema) -> None:
+        """Add what the control plane addresses of this extern in lowered program `p` (nothing by default)."""
 
     def p4info(self, b: P4InfoBuilder, info: Any, inst: ir.ExternInstance) -> Any:
         """Add the instance's entry to P4Info `info` (the builder fills its preamble); None: it has none here."""

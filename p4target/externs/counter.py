@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from p4target import state as st
 from p4target.externs.base import Call, Extern, bound_index, register
 from p4target.frontend import ir
 from p4target.lowered import model as m
@@ -38,6 +39,11 @@ class Counter(Extern):
         msg.spec.unit = msg.spec.Unit.Value(UNITS[str(inst.kind)])
         return msg
 
+    def schema(self, p: m.Program, schema: st.ProgramSchema) -> None:
+        for c in p.counter_arrays:
+            if not (c.is_direct and c.binding):
+                schema.counters[c.name] = st.CounterSchema(c.name, c.size)
+
     def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         cnt = pr.state.counters[pr.named(ps[0], "counter_array")]
         i = bound_index(pr, ps[1], ind)
@@ -66,3 +72,8 @@ class DirectCounter(Extern):
         msg = info.direct_counters.add(direct_table_id=b.direct_table_id(inst))
         msg.spec.unit = msg.spec.Unit.Value(UNITS[str(inst.kind)])
         return msg
+
+    def schema(self, p: m.Program, schema: st.ProgramSchema) -> None:
+        for c in p.counter_arrays:
+            if c.is_direct and c.binding:
+                schema.direct_counters[c.name] = st.DirectCounterSchema(c.name, c.binding)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from p4target import state as st
 from p4target.externs.base import Call, Extern, bound_index, register
 from p4target.frontend import ir
 from p4target.lowered import model as m
@@ -38,6 +39,11 @@ class Meter(Extern):
         msg.spec.unit = msg.spec.Unit.Value(str(inst.kind).upper())
         return msg
 
+    def schema(self, p: m.Program, schema: st.ProgramSchema) -> None:
+        for mt in p.meter_arrays:
+            if not (mt.is_direct and mt.binding):
+                schema.meters[mt.name] = st.MeterSchema(mt.name, mt.size, mt.type)
+
     def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         meter = pr.state.meters[pr.named(ps[0], "meter_array")]
         i = bound_index(pr, ps[1], ind)
@@ -69,3 +75,8 @@ class DirectMeter(Extern):
         msg = info.direct_meters.add(direct_table_id=b.direct_table_id(inst))
         msg.spec.unit = msg.spec.Unit.Value(str(inst.kind).upper())
         return msg
+
+    def schema(self, p: m.Program, schema: st.ProgramSchema) -> None:
+        for mt in p.meter_arrays:
+            if mt.is_direct and mt.binding:
+                schema.direct_meters[mt.name] = st.DirectMeterSchema(mt.name, mt.binding, mt.type)

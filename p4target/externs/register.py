@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from p4target import state as st
 from p4target.externs.base import Call, Extern, bound_index, fail, register
 from p4target.frontend import ir
 from p4target.lowered import model as m
@@ -45,6 +46,10 @@ class Register(Extern):
         msg = info.registers.add(size=inst.size or 0)
         b.type_spec(msg.type_spec, inst.type_args[0], info)
         return msg
+
+    def schema(self, p: m.Program, schema: st.ProgramSchema) -> None:
+        for r in p.register_arrays:
+            schema.registers[r.name] = st.RegisterSchema(r.name, r.bitwidth, r.size)
 
     def check_instance(self, inst: ir.ExternInstance) -> None:
         cell = inst.type_args[0]
