@@ -127,7 +127,6 @@ def compute_aliases(names: Iterable[str]) -> dict[str, str]:
 # Building the P4Info message from the IR
 
 _MATCH_TYPES = {"exact": "EXACT", "lpm": "LPM", "ternary": "TERNARY", "range": "RANGE", "optional": "OPTIONAL"}
-_COUNTER_UNITS = {"packets": "PACKETS", "bytes": "BYTES", "packets_and_bytes": "BOTH"}
 _SKIPPED_ANNOTATIONS = frozenset({"name", "id", "brief", "description"})
 _TEXT_HEADER = "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.config.v1.P4Info\n\n"
 
@@ -359,7 +358,7 @@ class _P4InfoBuilder:
         out = [sym(ACTION, a.control_plane_name, a) for a in self.actions]
         out += [sym(TABLE, t.control_plane_name, t) for t in self.tables]
         for inst in self.instances:
-            prefix = _EXTERN_PREFIXES.get(inst.extern)
+            prefix = _extern_prefix(inst.extern)
             if prefix is not None:
                 out.append(sym(prefix, inst.control_plane_name, inst))
         out += [sym(ACTION_PROFILE, p.control_plane_name, p) for p in self.profiles  # those built inline
@@ -392,7 +391,7 @@ class _P4InfoBuilder:
         for struct in self.digest_types:
             digest = info.digests.add()
             self._preamble(digest.preamble, DIGEST, struct.name, struct)
-            self._type_spec(digest.type_spec, struct, info)
+            self.type_spec(digest.type_spec, struct, info)
         for vs in self.value_sets:
             self._add_value_set(info.value_sets.add(size=vs.size), vs)
         if self._has_type_info(info):
@@ -453,7 +452,7 @@ class _P4InfoBuilder:
             msg.implementation_id = self.ids[(ACTION_PROFILE, table.implementation.control_plane_name)]
         for inst in (table.direct_counter, table.direct_meter):
             if inst is not None:
-                msg.direct_resource_ids.append(self.ids[(_EXTERN_PREFIXES[inst.extern], inst.control_plane_name)])
+                msg.direct_resource_ids.append(self.ids[(_extern_prefix(inst.extern), inst.control_plane_name)])
         msg.size = table.size if table.size is not None else DEFAULT_TABLE_SIZE
         if table.entries_const:
             msg.is_const_table = True
@@ -525,29 +524,18 @@ class _P4InfoBuilder:
             _add_annotations(p, param.annotations)
 
     def _add_instance(self, info, inst: ir.ExternInstance) -> None:
-        from finsy.proto import p4i
+        """The instance's entry, as its extern's module (p4target.externs) writes it; none for what v1model's
+        P4Info does not show (e.g. Checksum16; action profiles come with their tables)."""
+        from p4target.externs.base import for_type
 
-        name = inst.control_plane_name
-        if inst.extern == "counter":
-            msg = info.counters.add(size=inst.size or 0)
-            msg.spec.unit = p4i.CounterSpec.Unit.Value(_COUNTER_UNITS[inst.kind])
-        elif inst.extern == "direct_counter":
-            msg = info.direct_counters.add(direct_table_id=self._direct_table_id(inst))
-            msg.spec.unit = p4i.CounterSpec.Unit.Value(_COUNTER_UNITS[inst.kind])
-        elif inst.extern == "meter":
-            msg = info.meters.add(size=inst.size or 0)
-            msg.spec.unit = p4i.MeterSpec.Unit.Value(inst.kind.upper())
-        elif inst.extern == "direct_meter":
-            msg = info.direct_meters.add(direct_table_id=self._direct_table_id(inst))
-            msg.spec.unit = p4i.MeterSpec.Unit.Value(inst.kind.upper())
-        elif inst.extern == "register":
-            msg = info.registers.add(size=inst.size or 0)
-            self._type_spec(msg.type_spec, inst.type_args[0], info)
-        else:
-            return  # not control-plane visible in v1model's P4Info (e.g. Checksum16)
-        self._preamble(msg.preamble, _EXTERN_PREFIXES[inst.extern], name, inst)
+        ext = for_type(inst.extern)
+        if ext is None or ext.p4info_prefix is None:
+            return
+        msg = ext.p4info(self, info, inst)
+        if msg is not None:
+            self._preamble(msg.preamble, ext.p4info_prefix, inst.control_plane_name, inst)
 
-    def _direct_table_id(self, inst: ir.ExternInstance) -> int:
+    def direct_table_id(self, inst: ir.ExternInstance) -> int:
         for table in self.tables:
             if inst is table.direct_counter or inst is table.direct_meter:
                 return self.ids[(TABLE, table.control_plane_name)]
@@ -566,7 +554,7 @@ class _P4InfoBuilder:
             self._describe(field_.type, info)
             _add_annotations(md, field_.annotations)
 
-    def _type_spec(self, spec, t, info) -> None:
+    def type_spec(self, spec, t, info) -> None:
         """p4.config.v1.P4DataTypeSpec for `t`; named structs/headers go into type_info."""
         ir = self.ir
         if isinstance(t, ir.BitsType):
@@ -587,7 +575,7 @@ class _P4InfoBuilder:
                 for f in t.fields:
                     member = entry.members.add(name=f.name)
                     if is_struct:
-                        self._type_spec(member.type_spec, f.type, info)
+                        self.type_spec(member.type_spec, f.type, info)
                     else:
                         self._bitstring(member.type_spec, f.type)
         else:
@@ -613,15 +601,14 @@ class _P4InfoBuilder:
 
 
 _PROFILE_EXTERNS = ("action_profile", "action_selector")
-_EXTERN_PREFIXES = {
-    "action_profile": ACTION_PROFILE,
-    "action_selector": ACTION_PROFILE,
-    "counter": COUNTER,
-    "direct_counter": DIRECT_COUNTER,
-    "meter": METER,
-    "direct_meter": DIRECT_METER,
-    "register": REGISTER,
-}
+
+
+def _extern_prefix(extern: str) -> int | None:
+    """The id prefix of an extern type's instances (its module's `p4info_prefix`); None: not in P4Info."""
+    from p4target.externs.base import for_type
+
+    ext = for_type(extern)
+    return ext.p4info_prefix if ext is not None else None
 
 
 _PROFILE_ANNOTATIONS = frozenset({"max_group_size", "selector_size_semantics", "max_member_weight"})

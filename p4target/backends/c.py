@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 
 from p4target.backends.layout import ident
 from p4target.backends.printer import LoweredPrinter
+from p4target.externs.base import Extern
+from p4target.externs.checksum import c_checksums
 from p4target.lowered import model as m
 from p4target.lowered.schema import value_set_widths
 
@@ -444,6 +446,9 @@ class _Printer(LoweredPrinter):
 
     p_modify_field = p_assign
 
+    def extern_primitive(self, ext: Extern, op: str, ps: list[m.Value], ind: int) -> None:
+        ext.c(self, op, ps, ind)
+
     def bind(self, code: str, ind: int) -> str:
         name = self.tmp("b")
         self.emit(f"u64 {name} = {code};", ind)
@@ -483,50 +488,12 @@ class _Printer(LoweredPrinter):
     def p_exit(self, ps: list[m.Value], ind: int) -> None:
         self.emit("p->rc = RC_EXIT; return;", ind)
 
-    def p_mark_to_drop(self, ps: list[m.Value], ind: int) -> None:
-        sm = self.L.sm
-        self.emit(f"F[{sm['egress_spec']}] = DROP_PORT; F[{sm['mcast_grp']}] = 0;", ind)
-
-    p_drop = p_mark_to_drop
-
     def fail_unless(self, cond: str, what: str, ind: int) -> None:
         self.emit(f"if (!{cond}) {{ p->rc = RC_ERR; p->msg = {_cstr(what + ' failed')}; }}", ind)
         self.may_fail = True
 
-    def p_register_write(self, ps: list[m.Value], ind: int) -> None:
-        name = self.named(ps[0], "register_array")
-        reg = self.reg_size[name]
-        i, words, rid = self.tmp("i"), -(-reg.bitwidth // MAX_BITS), self.cp.registers[name]
-        mask = f" & {(1 << reg.bitwidth) - 1:#x}ULL" if reg.bitwidth < 64 else ""
-        self.emit("{{ {} {} = {};".format(*self.index(ps[1], i)), ind)
-        if words > 1:  # a wide cell: `words` engine words
-            self.emit(f"if ({i} >= 0 && {i} < {reg.size}) w_store(&p->E->reg[{rid}][(u64){i} * {words}], {words}, "
-                      f"{reg.bitwidth}, {self.wide_rv(ps[2])}); }}", ind + 1)
-            return
-        self.emit(f"if ({i} >= 0 && {i} < {reg.size}) {self.reg_cells(name)}[(u64){i}] = "
-                  f"(u64)({self.rv(ps[2])}){mask}; }}", ind + 1)
-
-    def p_register_read(self, ps: list[m.Value], ind: int) -> None:
-        self.p_assign([ps[0], m.RegisterCell(self.named(ps[1], "register_array"), ps[2])], ind)
-
-    def p_count(self, ps: list[m.Value], ind: int) -> None:
-        name = self.named(ps[0], "counter_array")
-        cid, i = self.cp.counters[name], self.tmp("i")
-        self.emit("{{ {} {} = {};".format(*self.index(ps[1], i)), ind)
-        self.emit(f"if ({i} >= 0 && {i} < {self.counter_size[name]}) {{ p->E->cpk[{cid}][(u64){i}]++; "
-                  f"p->E->cby[{cid}][(u64){i}] += F[{self.L.sm['packet_length']}]; }} }}", ind + 1)
-
     def meter_amount(self, kind: str) -> str:
         return "1.0" if kind == "packets" else f"(double)F[{self.L.sm['packet_length']}]"
-
-    def p_execute_meter(self, ps: list[m.Value], ind: int) -> None:
-        name = self.named(ps[0], "meter_array")
-        meter = self.meters[name]
-        i = self.tmp("i")
-        self.emit("{{ {} {} = {};".format(*self.index(ps[1], i)), ind)
-        self.store(ps[2], f"({i} >= 0 && {i} < {meter.size} ? meter_exec(&p->E->meters[{self.cp.meters[name]}]"
-                          f"[(u64){i}], {self.meter_amount(meter.type)}) : 0)", ind + 1)
-        self.emit("}", ind)
 
     def calc(self, name: str, ind: int) -> str:
         """Print the packing of calculation `name`'s inputs; a C expression for its hash (u64)."""
@@ -600,37 +567,6 @@ class _Printer(LoweredPrinter):
             vl = f"(int)F[{self.L.base[header] + self.L.offsets[t.name][-1]}]"
             return [(f"F[{slot + i}]", f"l_cw({vl}, {i})" if n > 1 else vl, valid) for i in reversed(range(n))]
         return [(f"F[{slot + i}]", str(min(MAX_BITS, f.width - MAX_BITS * i)), valid) for i in reversed(range(n))]
-
-    def p_modify_field_with_hash_based_offset(self, ps: list[m.Value], ind: int) -> None:
-        dst, base, calc, size = ps
-        h, n = self.tmp("h"), self.tmp("n")
-        self.emit("{", ind)
-        self.emit(f"i128 {h} = (i128){self.calc(self.named(calc, 'calculation'), ind + 1)}, {n} = {self.rv(size)};",
-                  ind + 1)
-        self.store(dst, f"l_add({self.rv(base)}, {n} ? {h} % {n} : {h})", ind + 1)
-        self.emit("}", ind)
-
-    def p_modify_field_rng_uniform(self, ps: list[m.Value], ind: int) -> None:
-        lo, hi = self.tmp("lo"), self.tmp("hi")
-        self.emit(f"{{ i128 {lo} = {self.rv(ps[1])}, {hi} = {self.rv(ps[2])};", ind)
-        self.store(ps[0], f"({lo} <= {hi} ? (i128)rng_range(p->E, (u64){lo}, (u64){hi}) : {lo})", ind + 1)
-        self.emit("}", ind)
-
-    def p_generate_digest(self, ps: list[m.Value], ind: int) -> None:
-        lid = ps[1].value if isinstance(ps[1], m.Const) else None
-        ll = self.learn_lists.get(lid) if lid is not None else None
-        if ll is None:
-            raise self.fail(f"generate_digest names no learn list ({ps[1]})")
-        v = self.tmp("D")
-        words = [w for f in ll.elements for w in self.digest_words(f)]
-        self.emit(f"{{ const u64 {v}[] = {{{', '.join(words) or '0'}}};", ind)
-        self.emit(f"push_digest(p->E, {self.p.learn_lists.index(ll)}, {v}, {len(words)}); }}", ind + 1)
-
-    def digest_words(self, f: m.Field) -> list[str]:
-        """A digest field as engine words: a field wider than 64 bits as its (masked) slots (CProgram.digests)."""
-        if self.L.width(f) > MAX_BITS:
-            return [f"F[{slot}]" for slot in self.field_slots(f)]
-        return [f"(u64){self.rv(f)} & {(1 << max(self.L.width(f), 1)) - 1:#x}ULL"]
 
     def set_slots(self, assignments: list[tuple[int | str, str]], ind: int) -> None:
         self.emit(" ".join(f"F[{slot}] = (u64)({value});" for slot, value in assignments), ind)
@@ -925,24 +861,6 @@ class _Printer(LoweredPrinter):
         self.emit(f"{{ const u64 *vs = p->E->reg[{self.cp.value_sets[vset]}]; "
                   f"for (u64 m = 0; m < vs[0]; m++) if ({same}) {then} }}", ind)
 
-    def gen_checksums(self, fname: str, verify: bool) -> None:
-        self.ctx = "node"
-        self.emit(f"static void {fname}(pk_t *p) {{", 0)
-        self.emit("u64 *F = p->F; (void)F;", 1)
-        for c in self.p.checksums:
-            if not (c.verify if verify else c.update):
-                continue
-            self.emit(f"if ({self.rv(c.if_cond) if c.if_cond is not None else '1'}) {{", 1)
-            self.check(2)
-            value = self.calc(c.calculation, 2)
-            if verify:
-                target, ftype = self.field_lv(c.target)
-                self.emit(f"if ((i128){value} != {self.read(target, ftype)}) F[{self.L.sm['checksum_error']}] = 1;", 2)
-            else:
-                self.store(c.target, value, 2)
-            self.emit("}", 1)
-        self.emit("}", 0)
-
     def gen_deparser(self, d: m.Deparser) -> int:
         """Print g_deparse; the most bytes it writes."""
         self.ctx = "deparser"
@@ -984,8 +902,8 @@ class _Printer(LoweredPrinter):
                 self.gen_pipeline(fname, pipelines[name])
             else:
                 self.emit(f"static void {fname}(pk_t *p) {{ (void)p; }}", 0)
-        self.gen_checksums("g_verify", verify=True)
-        self.gen_checksums("g_compute", verify=False)
+        c_checksums(self, "g_verify", verify=True)
+        c_checksums(self, "g_compute", verify=False)
         hdr_max = self.gen_deparser(self.p.deparsers[0])
         self.cp.source = "\n".join([self.prelude(hdr_max), *self.out, "DEFINE_PROGRAM();", ""])
         return self.cp

@@ -7,6 +7,7 @@ is written in its language through the templates and methods it defines.
 from __future__ import annotations
 
 from p4target.backends.layout import Layout, Unsupported
+from p4target.externs.base import Extern, for_primitive
 from p4target.lowered import model as m
 
 
@@ -217,10 +218,20 @@ class LoweredPrinter:
     # -- primitives
 
     def primitive(self, prim: m.Primitive, ind: int) -> None:
+        """An extern's primitive as its module (p4target.externs) prints it; the language's own (assign, header
+        and stack operations, exit) as the `p_<op>` method here or in the back end prints it."""
+        ext = for_primitive(prim.op)
+        if ext is not None:
+            self.extern_primitive(ext, prim.op, prim.parameters, ind)
+            return
         fn = getattr(self, "p_" + prim.op, None)
         if fn is None:
             raise self.fail(f"primitive {prim.op} is not supported")
         fn(prim.parameters, ind)
+
+    def extern_primitive(self, ext: Extern, op: str, ps: list[m.Value], ind: int) -> None:
+        """Print extern primitive `op` in this back end's language (the module's `python` or `c`)."""
+        raise NotImplementedError
 
     def p_assign_VL(self, ps: list[m.Value], ind: int) -> None:
         dst, src = ps
@@ -245,25 +256,11 @@ class LoweredPrinter:
         for k, (_, tname) in enumerate(self.L.union_type[dst.name].headers):
             self.copy(self.union_members(dst)[k], self.union_members(src)[k], self.L.slots(self.L.types[tname]), ind)
 
-    def p_log_msg(self, ps: list[m.Value], ind: int) -> None:
-        msg = ps[0].value if isinstance(ps[0], m.String) else ""
-        values = ps[1].items if len(ps) > 1 and isinstance(ps[1], m.ValueList) else ()
-        self.log(msg, [self.rv(v) for v in values], ind)
-
-    def p_assert(self, ps: list[m.Value], ind: int) -> None:
-        self.fail_unless(self.rv(ps[0]), "assert", ind)
-
-    def p_assume(self, ps: list[m.Value], ind: int) -> None:
-        self.fail_unless(self.rv(ps[0]), "assume", ind)
-
     def named(self, v: m.Value, kind: str) -> str:
         """The name of a register/counter/meter array or calculation a primitive takes."""
         if not isinstance(v, m.Named) or v.kind != kind:
             raise self.fail(f"expected a {kind}")
         return v.name
-
-    def p_register_read(self, ps: list[m.Value], ind: int) -> None:
-        self.store(ps[0], self.rv(m.RegisterCell(self.named(ps[1], "register_array"), ps[2])), ind)
 
     def p_assign_header_stack(self, ps: list[m.Value], ind: int) -> None:
         dst, src = ps
@@ -286,32 +283,6 @@ class LoweredPrinter:
 
     def p_remove_header(self, ps: list[m.Value], ind: int) -> None:
         self.set_slots([(self.header_base(ps[0]), self.FALSE)], ind)
-
-    def _field_list_id(self, v: m.Value | None, absent: str) -> str:
-        return str(v.value) if isinstance(v, m.Const) else absent
-
-    def p_clone_ingress_pkt_to_egress(self, ps: list[m.Value], ind: int) -> None:
-        self._clone(ps, ind, "I2E")
-
-    def p_clone_egress_pkt_to_egress(self, ps: list[m.Value], ind: int) -> None:
-        self._clone(ps, ind, "E2E")
-
-    def _clone(self, ps: list[m.Value], ind: int, kind: str) -> None:
-        hid = self.L.hidden
-        fl = self._field_list_id(ps[1] if len(ps) > 1 else None, self.NOT_SET)
-        self.set_slots([(hid["clone_session"], self.rv(ps[0])), (hid["clone_type"], self.CLONE[kind]),
-                        (hid["clone_fl"], fl)], ind)
-
-    def p_resubmit(self, ps: list[m.Value], ind: int) -> None:
-        self.set_slots([(self.L.hidden["resubmit"], self._field_list_id(ps[0] if ps else None, self.NO_FIELD_LIST))],
-                       ind)
-
-    def p_recirculate(self, ps: list[m.Value], ind: int) -> None:
-        self.set_slots([(self.L.hidden["recirculate"],
-                         self._field_list_id(ps[0] if ps else None, self.NO_FIELD_LIST))], ind)
-
-    def p_truncate(self, ps: list[m.Value], ind: int) -> None:
-        self.set_slots([(self.L.hidden["truncate"], self.rv(ps[0]))], ind)
 
     def action_body(self, a: m.Action, ind: int) -> None:
         """An action's primitives, with p4c's jumps (its lowering of `if` inside an action) by index."""

@@ -19,12 +19,13 @@ from typing import Any
 from p4target import state as st
 from p4target.backends.layout import ident
 from p4target.backends.printer import LoweredPrinter
+from p4target.externs.base import Extern
+from p4target.externs.checksum import python_checksums
 from p4target.interp import hashes
 from p4target.interp.codegen import Compiled, PacketError, _log_format, _Reject
 from p4target.lowered import model as m
 
 MAX_PARSER_STATES = 1000
-DROP_PORT = 511
 _SHIFT_LIMIT = 4096  # BMv2 fields are at most this wide; a longer shift leaves nothing of them
 
 
@@ -219,6 +220,9 @@ class _Printer(LoweredPrinter):
 
     p_modify_field = p_assign
 
+    def extern_primitive(self, ext: Extern, op: str, ps: list[m.Value], ind: int) -> None:
+        ext.python(self, op, ps, ind)
+
     def bind(self, code: str, ind: int) -> str:
         return code
 
@@ -268,45 +272,11 @@ class _Printer(LoweredPrinter):
     def p_exit(self, ps: list[m.Value], ind: int) -> None:
         self.emit(f"F[{self.L.hidden['exit']}] = True; return", ind)
 
-    def p_mark_to_drop(self, ps: list[m.Value], ind: int) -> None:
-        b = self.L.base[ps[0].name] if isinstance(ps[0], m.HeaderRef) else self.L.base["standard_metadata"]
-        sm = self.L.types["standard_metadata"]
-        k = {f.name: i for i, f in enumerate(sm.fields)}
-        self.emit(f"F[{b + 1 + k['egress_spec']}] = {DROP_PORT}; F[{b + 1 + k['mcast_grp']}] = 0", ind)
-
-    def p_drop(self, ps: list[m.Value], ind: int) -> None:
-        self.p_mark_to_drop([m.HeaderRef("standard_metadata")], ind)
-
     def fail_unless(self, cond: str, what: str, ind: int) -> None:
         self.emit(f"if not {cond}: raise _PacketError('{what} failed')", ind)
 
-    def p_register_write(self, ps: list[m.Value], ind: int) -> None:
-        name = self.named(ps[0], "register_array")
-        reg = self.state.registers[name]
-        i = self.tmp()
-        self.emit(f"{i} = {self.rv(ps[1])}", ind)
-        self.emit(f"if {i} < {reg.schema.size}: {self.global_of('_R', reg.values)}[{i}] = "
-                  f"({self.rv(ps[2])}) & {(1 << reg.schema.bitwidth) - 1:#x}", ind)
-
-    def p_count(self, ps: list[m.Value], ind: int) -> None:
-        name = self.named(ps[0], "counter_array")
-        cnt = self.state.counters[name]
-        i = self.tmp()
-        self.emit(f"{i} = {self.rv(ps[1])}", ind)
-        self.emit(f"if {i} < {cnt.schema.size}: {self.global_of('_CP', cnt.packets)}[{i}] += 1; "
-                  f"{self.global_of('_CB', cnt.bytes)}[{i}] += F[{self.L.sm['packet_length']}]", ind)
-
     def meter_amount(self, kind: str) -> str:
         return "1" if kind == "packets" else f"F[{self.L.sm['packet_length']}]"
-
-    def p_execute_meter(self, ps: list[m.Value], ind: int) -> None:
-        name = self.named(ps[0], "meter_array")
-        meter = self.state.meters[name]
-        i = self.tmp()
-        self.emit(f"{i} = {self.rv(ps[1])}", ind)
-        amount = self.meter_amount(meter.schema.type)
-        self.store(ps[2], f"({self.global_of('_M', meter.cells)}[{i}].execute({amount}, _now()) "
-                          f"if {i} < {meter.schema.size} else 0)", ind)
 
     def calc(self, name: str) -> str:
         """A Python expression hashing calculation `name`'s inputs."""
@@ -347,25 +317,6 @@ class _Printer(LoweredPrinter):
             else:
                 raise self.fail(f"a calculation cannot take a {type(v).__name__}")
         return f"_pack(({''.join(p + ', ' for p in parts)}))"
-
-    def p_modify_field_with_hash_based_offset(self, ps: list[m.Value], ind: int) -> None:
-        dst, base, calc, size = ps
-        h, n = self.tmp(), self.tmp()
-        self.emit(f"{h} = {self.calc(self.named(calc, 'calculation'))}; {n} = {self.rv(size)}", ind)
-        self.store(dst, f"({self.rv(base)} + ({h} % {n} if {n} else {h}))", ind)
-
-    def p_modify_field_rng_uniform(self, ps: list[m.Value], ind: int) -> None:
-        lo, hi = self.tmp(), self.tmp()
-        self.emit(f"{lo} = {self.rv(ps[1])}; {hi} = {self.rv(ps[2])}", ind)
-        self.store(ps[0], f"(_rng.randint({lo}, {hi}) if {lo} <= {hi} else {lo})", ind)
-
-    def p_generate_digest(self, ps: list[m.Value], ind: int) -> None:
-        lid = ps[1].value if isinstance(ps[1], m.Const) else None
-        ll = self.learn_lists.get(lid) if lid is not None else None
-        if ll is None:
-            raise self.fail(f"generate_digest names no learn list ({ps[1]})")
-        values = "".join(f"{self.rv(f)} & {(1 << max(self.L.width(f), 1)) - 1:#x}, " for f in ll.elements)
-        self.emit(f"_DG.append(({ll.name!r}, ({values})))", ind)
 
     def set_slots(self, assignments: list[tuple[int | str, str]], ind: int) -> None:
         self.emit("; ".join(f"F[{slot}] = {value}" for slot, value in assignments), ind)
@@ -638,21 +589,6 @@ class _Printer(LoweredPrinter):
         member = "".join(f"(_k >> {pos}) & {(1 << w) - 1:#x}, " for w, pos in parts)
         self.emit(f"if ({member}) in {members}: {then}", ind)
 
-    def gen_checksums(self, fname: str, verify: bool) -> bool:
-        sums = [c for c in self.p.checksums if (c.verify if verify else c.update)]
-        if not sums:
-            return False
-        self.emit(f"def {fname}(F):", 0)
-        for c in sums:
-            cond = self.rv(c.if_cond) if c.if_cond is not None else "True"
-            self.emit(f"if {cond}:", 1)
-            target, _ = self.field_lv(c.target)
-            if verify:
-                self.emit(f"if {self.calc(c.calculation)} != F[{target}]: F[{self.L.sm['checksum_error']}] = 1", 2)
-            else:
-                self.store(c.target, self.calc(c.calculation), 2)
-        return True
-
     def gen_deparser(self, d: m.Deparser) -> None:
         self.emit("def deparse(F):", 0)
         self.emit("out = []", 1)
@@ -674,9 +610,9 @@ class _Printer(LoweredPrinter):
                 self.gen_pipeline(fname, pipelines[fname])
             else:
                 empty.add(fname)
-        if not self.gen_checksums("verify", verify=True):
+        if not python_checksums(self, "verify", verify=True):
             empty.add("verify")
-        if not self.gen_checksums("compute", verify=False):
+        if not python_checksums(self, "compute", verify=False):
             empty.add("compute")
         self.gen_deparser(self.p.deparsers[0])
         source = "\n".join(self.codecs + self.out) + "\n"

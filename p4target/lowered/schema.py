@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from p4target import state as st
 from p4target.errors import P4Error
+from p4target.externs.base import registered
 from p4target.lowered import model as m
 
 _TABLE_MATCH_KINDS = {"exact", "lpm", "ternary", "range", "optional"}
@@ -100,18 +101,8 @@ def build_schema(program: m.Program) -> st.ProgramSchema:
     for ap in profiles.values():
         actions = tuple(dict.fromkeys(a for t in tables if t.action_profile == ap.name for a in t.actions))
         schema.action_profiles[ap.name] = st.ActionProfileSchema(ap.name, ap.max_size, actions, ap.selector is not None)
-    for r in program.register_arrays:
-        schema.registers[r.name] = st.RegisterSchema(r.name, r.bitwidth, r.size)
-    for c in program.counter_arrays:
-        if c.is_direct and c.binding:
-            schema.direct_counters[c.name] = st.DirectCounterSchema(c.name, c.binding)
-        else:
-            schema.counters[c.name] = st.CounterSchema(c.name, c.size)
-    for mt in program.meter_arrays:
-        if mt.is_direct and mt.binding:
-            schema.direct_meters[mt.name] = st.DirectMeterSchema(mt.name, mt.binding, mt.type)
-        else:
-            schema.meters[mt.name] = st.MeterSchema(mt.name, mt.size, mt.type)
+    for ext in registered():  # registers, counters, meters: as their modules (p4target.externs) say
+        ext.schema(program, schema)
     for vs in program.parse_vsets:
         schema.value_sets[vs.name] = st.ValueSetSchema(vs.name, value_set_widths(program, vs), vs.max_size)
     schema.digests = tuple(sorted(ll.name for ll in program.learn_lists))

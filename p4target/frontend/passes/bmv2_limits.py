@@ -8,12 +8,14 @@ p4c's wording, so a program written against the embedded target moves to BMv2 un
 - no run-time division or modulo (p4c only strength-reduces powers of two, see strength.py);
 - a table applied at most once on any path through a control;
 - headers of a whole number of bytes;
-- registers of bit<W>/int<W> cells only; no Checksum16 (p4c cannot translate it for BMv2);
-- mark_to_drop takes standard_metadata (the deprecated zero-argument form is refused).
+- each extern's own rules, in its module (p4target.externs: `check_instance`, `check_call`), e.g.
+  registers of bit<W>/int<W> cells only, no Checksum16 (p4c cannot translate it for BMv2), mark_to_drop
+  takes standard_metadata (the deprecated zero-argument form is refused).
 """
 from __future__ import annotations
 
 from ...errors import P4Error
+from ...externs.base import for_call, for_type
 from .. import ir
 from .walk import walk
 
@@ -44,10 +46,10 @@ def check_bmv2_limits(program: ir.Program) -> None:
         for d in b.locals:
             if isinstance(d, ir.VarDecl):
                 _width(d.type, d.loc)
-            elif isinstance(d, ir.ExternInstance) and d.extern == "register":
-                cell = d.type_args[0]
-                if not (isinstance(cell, (ir.BitsType, ir.IntType)) or isinstance(cell, ir.EnumType) and cell.underlying):
-                    raise _fail("register: Only registers with bit or int types are currently supported", d.loc)
+            elif isinstance(d, ir.ExternInstance):
+                ext = for_type(d.extern)
+                if ext is not None:
+                    ext.check_instance(d)
         if isinstance(b, ir.Control):
             code.append(b.body)
             for table in b.tables.values():
@@ -101,10 +103,10 @@ def _check_node(n: object) -> None:
         for p, a in zip(params, n.args):
             if p.direction in ("out", "inout") and isinstance(a, ir.Slice):
                 _slice_write(a, None)
-        if isinstance(n, ir.ExternMethodCall) and getattr(n.target.type, "name", "") == "Checksum16":
-            raise _fail(f"{describe(n.target)}.{n.method}(...): not supported", n.loc)
-        if isinstance(n, ir.ExternFunctionCall) and n.name == "mark_to_drop" and not n.args:
-            raise _fail("Expected 1 argument for mark_to_drop(). Are you using an up-to-date v1model.p4?", n.loc)
+        if not isinstance(n, ir.ActionCall):
+            ext = for_call(n)
+            if ext is not None:
+                ext.check_call(n)
 
 
 def _slice_write(lhs: ir.Slice, rhs: ir.Expr | None) -> None:

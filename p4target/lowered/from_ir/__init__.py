@@ -15,6 +15,7 @@ What this does not lower yet raises `NotLowered` naming the construct and its lo
 from __future__ import annotations
 
 from p4target.errors import P4Error
+from p4target.externs.base import for_type
 from p4target.frontend import ir
 from p4target.lowered import model as m
 from p4target.lowered.from_ir.common import NotLowered, type_width
@@ -64,13 +65,8 @@ def lower_program(program: ir.Program) -> m.Program:
 
 
 def _instance(p: m.Program, inst: ir.ExternInstance) -> None:
-    """Register, counter and meter arrays (direct ones come with their tables)."""
-    name = inst.control_plane_name
-    if inst.extern == "register":
-        p.register_arrays.append(m.RegisterArray(name, len(p.register_arrays), inst.size or 0,
-                                                 type_width(inst.type_args[0])))
-    elif inst.extern == "counter":
-        p.counter_arrays.append(m.CounterArray(name, len(p.counter_arrays), inst.size or 0, False, None))
-    elif inst.extern == "meter":
-        p.meter_arrays.append(m.MeterArray(name, len(p.meter_arrays), inst.size or 0, inst.kind or "bytes", 2,
-                                           False, None, None))
+    """What an extern instance is in the lowered program (register, counter and meter arrays; direct ones come
+    with their tables), as its extern's module says."""
+    ext = for_type(inst.extern)
+    if ext is not None:
+        ext.instance(p, inst)

@@ -19,6 +19,13 @@ def fail(message: str, loc: ir.Loc) -> NotLowered:
     return NotLowered(message, loc.file, loc.line, loc.col)
 
 
+def hash_algorithm(e: ir.Expr) -> str:
+    """The algorithm a HashAlgorithm argument names (hash, checksums, action selectors)."""
+    if not isinstance(e, ir.EnumMember):
+        raise fail("a run-time hash algorithm (it must be a HashAlgorithm constant)", e.loc)
+    return e.member
+
+
 def all_ones(width: int) -> int:
     return (1 << width) - 1
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 import copy
 
 from p4target.errors import P4Error
+from p4target.externs.base import for_call
 from p4target.frontend import ir
 from p4target.interp.schema import table_actions
 from p4target.lowered import model as m
-from p4target.lowered.from_ir.common import Part, all_ones, fail, flat_stmts
-from p4target.lowered.from_ir.externs import hash_algorithm
+from p4target.lowered.from_ir.common import Part, all_ones, fail, flat_stmts, hash_algorithm
 from p4target.lowered.from_ir.storage import Scalar
 from p4target.p4info import constant_value, supports_timeout
 
@@ -371,19 +371,7 @@ class Controls(Part):
     def checksums(self, c: ir.Control) -> None:
         for s in flat_stmts(c.body.stmts):
             if isinstance(s, ir.MethodCallStmt) and isinstance(s.call, ir.ExternFunctionCall):
-                call = s.call
-                n, a = call.name, call.args
-                if n in ("verify_checksum", "update_checksum", "verify_checksum_with_payload",
-                         "update_checksum_with_payload"):
-                    inputs = self.v.calc_inputs(a[1], call.loc)
-                    if n.endswith("with_payload"):
-                        inputs.append(m.Payload())
-                    calc = self.x.calculation(hash_algorithm(a[3]), inputs)
-                    target = self.v.store_of(a[2])
-                    assert isinstance(target, Scalar) and isinstance(target.ref, m.Field)
-                    verify = n.startswith("verify")
-                    self.s.p.checksums.append(m.Checksum(f"cksum_{len(self.s.p.checksums)}", len(self.s.p.checksums),
-                                                       target.ref, "generic", calc, verify, not verify,
-                                                       self.v.cond(a[0])))
+                ext = for_call(s.call)
+                if ext is not None and ext.checksum(self.x, s.call):
                     continue
             raise fail("only verify_checksum/update_checksum calls are lowered in checksum controls", s.loc)

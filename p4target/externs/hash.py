@@ -1,0 +1,41 @@
+"""hash: a calculation over data, offset into [base, base + max) (modify_field_with_hash_based_offset)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from p4target.externs.base import Call, Extern, register
+from p4target.lowered import model as m
+
+if TYPE_CHECKING:
+    from p4target.backends.c import _Printer as CPrinter
+    from p4target.backends.python import _Printer as PyPrinter
+    from p4target.lowered.from_ir.externs import Externs
+
+from p4target.lowered.from_ir.common import hash_algorithm
+
+
+@register
+class Hash(Extern):
+    functions = ("hash",)
+    primitives = ("modify_field_with_hash_based_offset",)
+
+    def lower(self, x: Externs, c: Call, out: list[m.Primitive]) -> None:
+        a = c.args
+        calc = x.calculation(hash_algorithm(a[1]), x.v.calc_inputs(a[3], c.loc))
+        x.write_via(out, a[0], lambda dst: m.Primitive("modify_field_with_hash_based_offset", [
+            dst, x.v.data(a[2]), m.Named("calculation", calc), x.v.data(a[4])]))
+
+    def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
+        dst, base, calc, size = ps
+        h, n = pr.tmp(), pr.tmp()
+        pr.emit(f"{h} = {pr.calc(pr.named(calc, 'calculation'))}; {n} = {pr.rv(size)}", ind)
+        pr.store(dst, f"({pr.rv(base)} + ({h} % {n} if {n} else {h}))", ind)
+
+    def c(self, pr: CPrinter, op: str, ps: list[m.Value], ind: int) -> None:
+        dst, base, calc, size = ps
+        h, n = pr.tmp("h"), pr.tmp("n")
+        pr.emit("{", ind)
+        pr.emit(f"i128 {h} = (i128){pr.calc(pr.named(calc, 'calculation'), ind + 1)}, {n} = {pr.rv(size)};",
+                ind + 1)
+        pr.store(dst, f"l_add({pr.rv(base)}, {n} ? {h} % {n} : {h})", ind + 1)
+        pr.emit("}", ind)

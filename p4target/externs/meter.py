@@ -1,0 +1,82 @@
+"""meter and direct_meter: a colour per index (execute_meter), or per table entry (read on a hit)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from p4target import state as st
+from p4target.externs.base import Call, Extern, bound_index, register
+from p4target.frontend import ir
+from p4target.lowered import model as m
+from p4target.p4info import DIRECT_METER, METER
+
+if TYPE_CHECKING:
+    from p4target.backends.c import _Printer as CPrinter
+    from p4target.backends.python import _Printer as PyPrinter
+    from p4target.lowered.from_ir.externs import Externs
+    from p4target.p4info import _P4InfoBuilder as P4InfoBuilder
+
+
+@register
+class Meter(Extern):
+    types = ("meter",)
+    primitives = ("execute_meter",)
+    p4info_prefix = METER
+
+    def lower(self, x: Externs, c: Call, out: list[m.Primitive]) -> None:
+        assert isinstance(c, ir.ExternMethodCall)
+        if c.method != "execute_meter":
+            super().lower(x, c, out)
+        name, a = x.instance_name(c), c.args
+        x.write_via(out, a[1], lambda dst: m.Primitive("execute_meter", [
+            m.Named("meter_array", name), x.v.data(a[0]), dst]))
+
+    def instance(self, p: m.Program, inst: ir.ExternInstance) -> None:
+        p.meter_arrays.append(m.MeterArray(inst.control_plane_name, len(p.meter_arrays), inst.size or 0,
+                                           inst.kind or "bytes", 2, False, None, None))
+
+    def p4info(self, b: P4InfoBuilder, info: Any, inst: ir.ExternInstance) -> Any:
+        msg = info.meters.add(size=inst.size or 0)
+        msg.spec.unit = msg.spec.Unit.Value(str(inst.kind).upper())
+        return msg
+
+    def schema(self, p: m.Program, schema: st.ProgramSchema) -> None:
+        for mt in p.meter_arrays:
+            if not (mt.is_direct and mt.binding):
+                schema.meters[mt.name] = st.MeterSchema(mt.name, mt.size, mt.type)
+
+    def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
+        meter = pr.state.meters[pr.named(ps[0], "meter_array")]
+        i = bound_index(pr, ps[1], ind)
+        amount = pr.meter_amount(meter.schema.type)
+        pr.store(ps[2], f"({pr.global_of('_M', meter.cells)}[{i}].execute({amount}, _now()) "
+                        f"if {i} < {meter.schema.size} else 0)", ind)
+
+    def c(self, pr: CPrinter, op: str, ps: list[m.Value], ind: int) -> None:
+        name = pr.named(ps[0], "meter_array")
+        meter = pr.meters[name]
+        i = pr.tmp("i")
+        pr.emit("{{ {} {} = {};".format(*pr.index(ps[1], i)), ind)
+        pr.store(ps[2], f"({i} >= 0 && {i} < {meter.size} ? meter_exec(&p->E->meters[{pr.cp.meters[name]}]"
+                        f"[(u64){i}], {pr.meter_amount(meter.type)}) : 0)", ind + 1)
+        pr.emit("}", ind)
+
+
+@register
+class DirectMeter(Extern):
+    """Executed by its table on every hit, its colour written where read() names (the back ends' table code)."""
+
+    types = ("direct_meter",)
+    p4info_prefix = DIRECT_METER
+
+    def lower(self, x: Externs, c: Call, out: list[m.Primitive]) -> None:
+        pass
+
+    def p4info(self, b: P4InfoBuilder, info: Any, inst: ir.ExternInstance) -> Any:
+        msg = info.direct_meters.add(direct_table_id=b.direct_table_id(inst))
+        msg.spec.unit = msg.spec.Unit.Value(str(inst.kind).upper())
+        return msg
+
+    def schema(self, p: m.Program, schema: st.ProgramSchema) -> None:
+        for mt in p.meter_arrays:
+            if mt.is_direct and mt.binding:
+                schema.direct_meters[mt.name] = st.DirectMeterSchema(mt.name, mt.binding, mt.type)
