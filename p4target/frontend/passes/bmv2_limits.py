@@ -6,7 +6,11 @@ p4c's wording, so a program written against the embedded target moves to BMv2 un
 - constant shift amounts up to 256, including the shift p4c generates for a write to a slice
   `x[hi:lo] = v` (`(bit<W>)v << lo`);
 - no run-time division or modulo (p4c only strength-reduces powers of two, see strength.py);
-- a table applied at most once on any path through a control;
+- a table applied at most once on any path through a control; at most one lpm key in a table;
+- a direct counter or meter attached to one table only; a table with a direct meter has an action
+  that reads it (`meter.read(...)`);
+- no clone3/resubmit/recirculate with a data argument (deprecated in v1model.p4, unknown to p4c's
+  BMv2 back end: the `*_preserving_field_list` forms replace them);
 - headers of a whole number of bytes;
 - registers of bit<W>/int<W> cells only; no Checksum16 (p4c cannot translate it for BMv2);
 - mark_to_drop takes standard_metadata (the deprecated zero-argument form is refused).
@@ -32,6 +36,7 @@ def check_bmv2_limits(program: ir.Program) -> None:
             for f in t.fields:
                 _width(f.type, f.loc)
     blocks = list(program.parsers.values()) + list(program.controls.values())
+    attached: dict[int, ir.Table] = {}  # id of a direct counter/meter -> the table it is attached to
     for t in _used_headers(blocks):
         if t.width() % 8:
             raise _fail(f"header {t.name}: Found header with fields totaling {t.width()} bits.  BMv2 target only "
@@ -52,6 +57,7 @@ def check_bmv2_limits(program: ir.Program) -> None:
             code.append(b.body)
             for table in b.tables.values():
                 code.append(table.keys)
+                _table_limits(table, attached)
             _table_paths(b.body.stmts, frozenset())
         else:
             code.append(list(b.states.values()))
@@ -84,6 +90,26 @@ def _width(t: ir.Type, loc: ir.Loc) -> None:
         raise _fail(f"{t}: Compiler only supports widths up to {MAX_WIDTH}", loc)
 
 
+def _table_limits(table: ir.Table, attached: dict[int, ir.Table]) -> None:
+    """One lpm key; a direct counter/meter on one table only; a direct meter some action reads."""
+    lpm = [k for k in table.keys if k.match_kind == "lpm"]
+    if len(lpm) > 1:
+        raise _fail(f"multiple LPM keys in table {table.control_plane_name} not supported", table.loc)
+    for direct in (table.direct_counter, table.direct_meter):
+        if direct is None:
+            continue
+        other = attached.setdefault(id(direct), table)
+        if other is not table:
+            raise _fail(f"{direct.extern} {direct.name} is attached to tables {other.name} and {table.name}: "
+                        f"a direct {direct.extern.split('_')[1]} belongs to one table", table.loc)
+    meter = table.direct_meter
+    if meter is not None and not any(
+            isinstance(n, ir.ExternMethodCall) and n.method == "read" and isinstance(n.target, ir.InstanceRef)
+            and n.target.decl is meter for n in walk([ref.action.body for ref in table.actions])):
+        raise _fail(f"{table.control_plane_name}: table with direct meter {meter.name} must have at least one "
+                    f"action with a read method call", table.loc)
+
+
 def _check_node(n: object) -> None:
     if isinstance(n, ir.Expr):
         _width(n.type, n.loc)
@@ -103,6 +129,9 @@ def _check_node(n: object) -> None:
                 _slice_write(a, None)
         if isinstance(n, ir.ExternMethodCall) and getattr(n.target.type, "name", "") == "Checksum16":
             raise _fail(f"{describe(n.target)}.{n.method}(...): not supported", n.loc)
+        if isinstance(n, ir.ExternFunctionCall) and n.name in ("clone3", "resubmit", "recirculate"):
+            raise _fail(f"{n.name}: unknown extern function (use {n.name.replace('3', '')}_preserving_field_list)",
+                        n.loc)
         if isinstance(n, ir.ExternFunctionCall) and n.name == "mark_to_drop" and not n.args:
             raise _fail("Expected 1 argument for mark_to_drop(). Are you using an up-to-date v1model.p4?", n.loc)
 
