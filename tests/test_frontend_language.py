@@ -71,6 +71,9 @@ ACCEPTED = [
   "state start { pk.extract(h.h); transition select(h.h.w) { w: next; default: accept; } } "
   "state next { transition select(h.h.c) { c: look; default: accept; } } "
   "state look { transition select(pk.lookahead<bit<8>>()) { l: accept; default: reject; } }"),
+ ("action_names_alike_not_clashing", '@name("x") action top() {} @name(".y") action top2() {}',
+  '@name("x") action a() {} @name("y") action b() {} table t { key = { h.h.a: exact; } actions = { a; b; top; top2; } }',
+  "t.apply();", None),
  ("value_set_shared", "", "", "", "value_set<bit<8>>(4) vs; "
   "state start { pk.extract(h.h); transition select(h.h.a) { vs: next; default: accept; } } "
   "state next { transition select(h.h.b) { vs: accept; default: reject; } }"),
