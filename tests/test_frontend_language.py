@@ -71,6 +71,7 @@ ACCEPTED = [
   "state start { pk.extract(h.h); transition select(h.h.w) { w: next; default: accept; } } "
   "state next { transition select(h.h.c) { c: look; default: accept; } } "
   "state look { transition select(pk.lookahead<bit<8>>()) { l: accept; default: reject; } }"),
+ ("unused_action_back_end_forms", "", "action never() { mark_to_drop(); h.h.a = h.h.a / h.h.b; }", "", None),
  ("action_names_alike_not_clashing", '@name("x") action top() {} @name(".y") action top2() {}',
   '@name("x") action a() {} @name("y") action b() {} table t { key = { h.h.a: exact; } actions = { a; b; top; top2; } }',
   "t.apply();", None),

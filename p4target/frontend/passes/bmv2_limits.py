@@ -14,6 +14,9 @@ p4c's wording, so a program written against the embedded target moves to BMv2 un
 - headers of a whole number of bytes;
 - registers of bit<W>/int<W> cells only; no Checksum16 (p4c cannot translate it for BMv2);
 - mark_to_drop takes standard_metadata (the deprecated zero-argument form is refused).
+
+Code rules apply to what runs: the blocks and the actions tables list or code calls, as p4c's
+back end sees only those.
 """
 from __future__ import annotations
 
@@ -41,7 +44,7 @@ def check_bmv2_limits(program: ir.Program) -> None:
         if t.width() % 8:
             raise _fail(f"header {t.name}: Found header with fields totaling {t.width()} bits.  BMv2 target only "
                         f"supports headers with fields totaling a multiple of 8 bits.", t.loc)
-    code: list = [a.body for a in program.all_actions()]
+    code: list = []
     for a in program.all_actions():
         for p in a.params:
             _width(p.type, p.loc)
@@ -61,8 +64,23 @@ def check_bmv2_limits(program: ir.Program) -> None:
             _table_paths(b.body.stmts, frozenset())
         else:
             code.append(list(b.states.values()))
+    code += [a.body for a in _used_actions(program, code)]
     for n in walk(code):
         _check_node(n)
+
+
+def _used_actions(program: ir.Program, code: list) -> list[ir.Action]:
+    """The actions a table lists or `code` calls, and those they call: p4c's back end never sees
+    the others (an unused action may, say, call the old mark_to_drop())."""
+    pending = [ref.action for t in program.all_tables() for ref in t.actions]
+    pending += [n.action for n in walk(code) if isinstance(n, ir.ActionCall)]
+    found: dict[int, ir.Action] = {}
+    while pending:
+        action = pending.pop()
+        if id(action) not in found:
+            found[id(action)] = action
+            pending += [n.action for n in walk(action.body) if isinstance(n, ir.ActionCall)]
+    return list(found.values())
 
 
 def _used_headers(blocks: list) -> list[ir.HeaderType]:
