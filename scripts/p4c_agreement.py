@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 V1MODEL = re.compile(r'^\s*#\s*include\s*[<"]v1model\.p4[>"]', re.M)
+LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 ROWS = ("both accept", "both reject", "only p4c accepts", "only we accept", "our crashes")
 
 
@@ -120,12 +121,14 @@ def judge(path: Path, native: bool, timeout: float) -> Verdict:
 
 
 def programs(folders: list[str], every: bool) -> list[Path]:
-    """The .p4 files directly in `folders` (v1model programs only unless `every`), sorted."""
+    """The .p4 files directly in `folders` (v1model programs only unless `every`), sorted; a file
+    another one there #includes "like this" is part of that program, not a program."""
     found = []
     for folder in folders:
-        for path in sorted(Path(folder).glob("*.p4")):
-            if every or V1MODEL.search(path.read_text(encoding="utf-8", errors="replace")):
-                found.append(path)
+        texts = {path: path.read_text(encoding="utf-8", errors="replace") for path in sorted(Path(folder).glob("*.p4"))}
+        included = {(path.parent / name).resolve() for path, text in texts.items() for name in LOCAL_INCLUDE.findall(text)}
+        found += [path for path, text in texts.items()
+                  if path.resolve() not in included and (every or V1MODEL.search(text))]
     return found
 
 
