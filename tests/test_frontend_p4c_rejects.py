@@ -136,6 +136,8 @@ INVALID = [
  ("structured_annotation_duplicate_key", "", "@a[k=1, k=2] action a() {}", "a();", None),
  ("name_annotation_free_form", "", "@name(foo bar) action a() {}", "a();", None),
  ("annotation_unbalanced", "", "@a(() action a() {}", "a();", None),
+ ("table_two_successors", "", "action a() {} table t { key = { h.h.a: exact; } actions = { a; } }",
+  "if (h.h.b == 1) { t.apply(); h.h.a = 1; } else { t.apply(); h.h.a = 2; }", None),
  ("two_lpm_keys", "", "action a() {} table t { key = { h.h.a: lpm; h.h.b: lpm; } actions = { a; } }", "t.apply();", None),
  ("direct_meter_never_read", "", "direct_meter<bit<8>>(MeterType.packets) dm; action a() {} "
   "table t { key = { h.h.a: exact; } actions = { a; } meters = dm; }", "t.apply();", None),

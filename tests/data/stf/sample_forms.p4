@@ -1,6 +1,7 @@
 // Forms found in p4c's sample programs that p4c 1.2.5 compiles for BMv2 (issue 19 item 5):
 // a header field named `type` assigned a named constant, hash() over computed data (p4c stores
-// each computed item in a temporary first), and V1Switch's arguments given by name, out of order.
+// each computed item in a temporary first), a table applied in both branches of an if (one node in
+// BMv2's graph: both places go on to the same statement), and V1Switch's arguments given by name.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -26,6 +27,13 @@ control MyIngress(inout headers_t h, inout meta_t m, inout standard_metadata_t s
     action flip() {
         if (h.m.type == ECHO) { h.m.type = 0; } else { h.m.type = ECHO; }
     }
+    action bump(bit<8> v) { h.m.code = h.m.code + v; }
+    table count_up {
+        key = { h.m.mix : exact; }
+        actions = { bump; }
+        const entries = { 0xED : bump(1); }
+        default_action = bump(2);
+    }
     apply {
         flip();
         bit<8> x;
@@ -34,6 +42,7 @@ control MyIngress(inout headers_t h, inout meta_t m, inout standard_metadata_t s
         hash(y, HashAlgorithm.identity, 8w0, { h.m.code[3:0], h.m.lo[7:4] }, 16w256);
         h.m.mix = x;
         h.m.lo = y;
+        if (h.m.lo == 0x2A) { count_up.apply(); } else { count_up.apply(); }
         sm.egress_spec = 2;
     }
 }
