@@ -61,6 +61,7 @@ def _defines(args: argparse.Namespace) -> dict[str, str]:
 def _compile(args: argparse.Namespace) -> int:
     from p4target.device_config import device_config_source
     from p4target.frontend import load_program
+    from p4target.lowered.from_ir import lower_program
     from p4target.p4info import build_p4info, p4info_text
 
     if args.list_passes:
@@ -70,6 +71,7 @@ def _compile(args: argparse.Namespace) -> int:
         raise P4Error("the following argument is required: PROG.p4")
     program = load_program(args.program, defines=_defines(args), after=_dumper(args.dump_after))
     info = build_p4info(program)
+    lowered = lower_program(program)  # the form the engines run: a program that is ok here loads on the switch
     outputs = []
     if args.p4info:
         outputs.append(("P4Info", args.p4info, p4info_text(info)))
@@ -77,9 +79,8 @@ def _compile(args: argparse.Namespace) -> int:
         outputs.append(("device config", args.device_config, device_config_source(args.program)))
     if args.bmv2_json:
         from p4target.lowered import to_json
-        from p4target.lowered.from_ir import lower_program
 
-        outputs.append(("BMv2 JSON", args.bmv2_json, to_json.dumps(lower_program(program))))
+        outputs.append(("BMv2 JSON", args.bmv2_json, to_json.dumps(lowered)))
     for _what, path, text in outputs:
         _write(path, text)
     print(f"{args.program}: ok ({len(info.tables)} tables, {len(info.actions)} actions)"

@@ -22,7 +22,7 @@ from testbed.cli import main as aggnet
 
 STF_DATA = Path(__file__).resolve().parent / "data" / "stf"
 PROGRAMS = [STF_DATA / "compound_assign.p4", STF_DATA / "for_loops.p4", STF_DATA / "serializable_types.p4",
-            STF_DATA / "statement_forms.p4", STF_DATA / "generic_structs.p4",
+            STF_DATA / "statement_forms.p4", STF_DATA / "generic_structs.p4", STF_DATA / "sample_forms.p4",
             Path(__file__).resolve().parent / "data" / "p4info" / "type_info.p4",
             Path(__file__).resolve().parent / "data" / "p4info" / "annotations.p4"]
 
@@ -71,6 +71,10 @@ ACCEPTED = [
   "state start { pk.extract(h.h); transition select(h.h.w) { w: next; default: accept; } } "
   "state next { transition select(h.h.c) { c: look; default: accept; } } "
   "state look { transition select(pk.lookahead<bit<8>>()) { l: accept; default: reject; } }"),
+ ("unused_action_back_end_forms", "", "action never() { mark_to_drop(); h.h.a = h.h.a / h.h.b; }", "", None),
+ ("action_names_alike_not_clashing", '@name("x") action top() {} @name(".y") action top2() {}',
+  '@name("x") action a() {} @name("y") action b() {} table t { key = { h.h.a: exact; } actions = { a; b; top; top2; } }',
+  "t.apply();", None),
  ("value_set_shared", "", "", "", "value_set<bit<8>>(4) vs; "
   "state start { pk.extract(h.h); transition select(h.h.a) { vs: next; default: accept; } } "
   "state next { transition select(h.h.b) { vs: accept; default: reject; } }"),

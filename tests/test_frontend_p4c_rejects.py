@@ -136,19 +136,48 @@ INVALID = [
  ("structured_annotation_duplicate_key", "", "@a[k=1, k=2] action a() {}", "a();", None),
  ("name_annotation_free_form", "", "@name(foo bar) action a() {}", "a();", None),
  ("annotation_unbalanced", "", "@a(() action a() {}", "a();", None),
+ ("table_two_successors", "", "action a() {} table t { key = { h.h.a: exact; } actions = { a; } }",
+  "if (h.h.b == 1) { t.apply(); h.h.a = 1; } else { t.apply(); h.h.a = 2; }", None),
+ ("two_lpm_keys", "", "action a() {} table t { key = { h.h.a: lpm; h.h.b: lpm; } actions = { a; } }", "t.apply();", None),
+ ("direct_meter_never_read", "", "direct_meter<bit<8>>(MeterType.packets) dm; action a() {} "
+  "table t { key = { h.h.a: exact; } actions = { a; } meters = dm; }", "t.apply();", None),
+ ("direct_counter_on_two_tables", "", "direct_counter(CounterType.packets) dc; action a() {} "
+  "table t1 { key = { h.h.a: exact; } actions = { a; } counters = dc; } "
+  "table t2 { key = { h.h.b: exact; } actions = { a; } counters = dc; }", "t1.apply(); t2.apply();", None),
+ ("clone3_with_data", "", "", "clone3(CloneType.I2E, 32w5, m);", None),
+ ("resubmit_with_data", "", "", "resubmit(m);", None),
+ ("recirculate_with_data", "", "", "recirculate(m);", None),
+ ("action_control_plane_names_clash", '@name("x") action top() {}', '@name(".x") action a() {} '
+  "table t { key = { h.h.a: exact; } actions = { a; top; } }", "t.apply();", None),
+]
+
+# The same template with one of its lines changed: (name, old text, new text).
+EDITED = [
+ ("verify_checksum_in_param", "control V(inout H h, inout M m)", "control V(in H h, inout M m)"),
+ ("headers_struct_with_a_bit_field", "struct H { h_t h; h_t[4] st; }", "struct H { h_t h; h_t[4] st; bit<8> x; }"),
+ ("deparser_inout_headers", "control D(packet_out pk, in H h)", "control D(packet_out pk, inout H h)"),
+ ("v1switch_unknown_argument_name", "V1Switch(P(), V(), I(), E(), C(), D()) main;",
+  "V1Switch(p = P(), vr = V(), ig = I(), eg = E(), ck = C(), deparser = D()) main;"),
 ]
 
 ERROR_LINE = re.compile(r"^\S+:\d+:\d+: error: \S")
 
 
 def write(tmp_path, case) -> str:
-    name, decls, locals_, apply, states = case
+    """The template with a case's pieces spliced in (or, for an EDITED case, one line changed)."""
+    if len(case) == 3:
+        name, old, new = case
+        text = (TEMPLATE % ("", START, "", "")).replace(old, new)
+        assert new in text, case
+    else:
+        name, decls, locals_, apply, states = case
+        text = TEMPLATE % (decls, states or START, locals_, apply)
     path = tmp_path / f"{name}.p4"
-    path.write_text(TEMPLATE % (decls, states or START, locals_, apply))
+    path.write_text(text)
     return str(path)
 
 
-@pytest.mark.parametrize("case", INVALID, ids=[c[0] for c in INVALID])
+@pytest.mark.parametrize("case", INVALID + EDITED, ids=[c[0] for c in INVALID + EDITED])
 def test_aggnet_rejects_with_one_error_line(case, tmp_path, capsys):
     path = write(tmp_path, case)
     assert aggnet(["p4", "compile", path]) == 2
@@ -183,5 +212,5 @@ def test_p4c_rejects_them_too(tmp_path):
                                "--p4runtime-files", str(out / "p4info.txtpb"), path], capture_output=True, text=True)
         return case[0], proc.returncode
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
-        accepted = [name for name, rc in pool.map(p4c, INVALID + [("base", "", "", "", None)]) if rc == 0]
+        accepted = [name for name, rc in pool.map(p4c, INVALID + EDITED + [("base", "", "", "", None)]) if rc == 0]
     assert accepted == ["base"]

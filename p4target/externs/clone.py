@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from p4target.backends.printer import LoweredPrinter
     from p4target.lowered.from_ir.externs import Externs
 
+from p4target.externs.base import fail as bmv2_rule
 from p4target.externs.base import field_list_id
 from p4target.lowered.from_ir.common import fail
 
@@ -21,6 +22,10 @@ _KIND = {"clone_ingress_pkt_to_egress": "I2E", "clone_egress_pkt_to_egress": "E2
 class Clone(Extern):
     functions = ("clone", "clone3", "clone_preserving_field_list")
     primitives = tuple(_KIND)
+
+    def check_call(self, c: Call) -> None:
+        if isinstance(c, ir.ExternFunctionCall) and c.name == "clone3":
+            raise bmv2_rule("clone3: unknown extern function (use clone_preserving_field_list)", c.loc)
 
     def lower(self, x: Externs, c: Call, out: list[m.Primitive]) -> None:
         assert isinstance(c, ir.ExternFunctionCall)

@@ -12,13 +12,17 @@ if TYPE_CHECKING:
     from p4target.backends.printer import LoweredPrinter
     from p4target.lowered.from_ir.externs import Externs
 
-from p4target.externs.base import field_list_id
+from p4target.externs.base import fail, field_list_id
 
 
 @register
 class Resubmit(Extern):
     functions = ("resubmit", "resubmit_preserving_field_list", "recirculate", "recirculate_preserving_field_list")
     primitives = ("resubmit", "recirculate")
+
+    def check_call(self, c: Call) -> None:
+        if isinstance(c, ir.ExternFunctionCall) and c.name in ("resubmit", "recirculate"):
+            raise fail(f"{c.name}: unknown extern function (use {c.name}_preserving_field_list)", c.loc)
 
     def lower(self, x: Externs, c: Call, out: list[m.Primitive]) -> None:
         assert isinstance(c, ir.ExternFunctionCall)

@@ -25,7 +25,7 @@ _TYPE_DECL = re.compile(
     r"\b(?:header|header_union|struct|parser|control|package)\s+([A-Za-z_]\w*)"
     r"|\benum\s+(?:bit\s*<\s*\d+\s*>\s*|int\s*<\s*\d+\s*>\s*)?([A-Za-z_]\w*)"
     r"|\bextern\s+([A-Za-z_]\w*)\s*(?:<[^>{;]*>)?\s*\{"
-    r"|\b(?:typedef|type)\s+[^;]*?([A-Za-z_]\w*)\s*;"
+    r"|(?<![.\w])(?:typedef|type)\s+[^;=]*?([A-Za-z_]\w*)\s*;"  # not `hdr.type = K;` (a field named type)
 )
 _TYPE_PARAMS = re.compile(r"\b[A-Za-z_]\w*\s*<\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*>\s*[({]")
 _KEYWORDS = {"bit", "int", "varbit", "bool", "error", "string", "void", "tuple", "match_kind"}

@@ -11,6 +11,10 @@ from .blocks import BlockRules
 from .names import BlockDecl
 
 V1SWITCH_STAGES = ["parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser"]
+V1SWITCH_PARAMS = ["p", "vr", "ig", "eg", "ck", "dep"]  # v1model.p4's parameter names, for named arguments
+# Each stage's parameter directions as v1model.p4 declares them ("": packet_in / packet_out).
+V1SWITCH_DIRECTIONS = [["", "out", "inout", "inout"], ["inout", "inout"], ["inout", "inout", "inout"],
+                       ["inout", "inout", "inout"], ["inout", "inout"], ["", "in"]]
 
 
 class V1ModelRules(BlockRules):
@@ -23,9 +27,7 @@ class V1ModelRules(BlockRules):
             raise self.error(type_node, f"unsupported: top-level instantiation of {self.text(type_node)}")
         if pkg[2] != "V1Switch":
             raise self.error(type_node, f"unsupported: package {pkg[2]} (only V1Switch)")
-        args = self.arg_nodes(args_node)
-        if len(args) != len(V1SWITCH_STAGES):
-            raise self.error(args_node, f"V1Switch: expected 6 arguments, got {len(args)}")
+        args = self.v1switch_args(args_node)
         blocks = []
         for (_, arg), stage in zip(args, V1SWITCH_STAGES):
             if not (isinstance(arg, Tree) and arg.data == "ctor_call"):
@@ -49,12 +51,26 @@ class V1ModelRules(BlockRules):
         vr, ig, eg, ck, dep = (cast(ir.Control, b) for b in blocks[1:])
         self.program.main = ir.V1SwitchInstance(self.name_of(name_node), parser, vr, ig, eg, ck, dep, loc=self.loc(name_node))
 
+    def v1switch_args(self, args_node: Tree) -> list[tuple[str | None, Tree]]:
+        """The six arguments in parameter order: `V1Switch(p = P(), ig = I(), ...)` names them."""
+        args = self.arg_nodes(args_node)
+        if len(args) != len(V1SWITCH_STAGES):
+            raise self.error(args_node, f"V1Switch: expected 6 arguments, got {len(args)}")
+        if all(name is None for name, _ in args):
+            return args
+        by_name = {name or "": arg for name, arg in args}
+        if sorted(by_name) != sorted(V1SWITCH_PARAMS):
+            raise self.error(args_node, f"V1Switch: name every argument once, as {', '.join(V1SWITCH_PARAMS)}")
+        return [(name, by_name[name]) for name in V1SWITCH_PARAMS]
+
     def check_v1switch_types(self, blocks: list, args: list) -> None:
         """H and M must agree across stages, as V1Switch<H, M> requires."""
         p = blocks[0]
         if len(p.params) != 4:
             raise self.error(args[0][1], f"{p.name}: a v1model parser takes 4 parameters")
         h, m = p.params[1].type, p.params[2].type
+        if not _headers_struct(h):
+            raise self.error(args[0][1], f"{h}: the type should be a struct of headers, stacks, or unions")
         expected = {1: [h, m], 2: [h, m, None], 3: [h, m, None], 4: [h, m], 5: [None, h]}
         for i in range(1, 6):
             ctl = blocks[i]
@@ -64,3 +80,15 @@ class V1ModelRules(BlockRules):
             for prm, t in zip(ctl.params, want):
                 if t is not None and not same_type(prm.type, t):
                     raise self.error(args[i][1], f"{ctl.name}: parameter {prm.name}: Cannot unify {prm.type} to {t}")
+        for block, directions, (_, arg) in zip(blocks, V1SWITCH_DIRECTIONS, args):
+            for prm, direction in zip(block.params, directions):
+                if prm.direction != direction:
+                    raise self.error(arg, f"{block.name}: Cannot unify '{prm.direction or 'directionless'}' parameter "
+                                          f"'{prm.name}' with V1Switch's '{direction}' parameter: different directions")
+
+
+def _headers_struct(t: ir.Type) -> bool:
+    """What V1Switch's H must be (p4c's BMv2 back end): a struct of headers, stacks, unions and such structs."""
+    return isinstance(t, ir.StructType) and all(
+        isinstance(f.type, (ir.HeaderType, ir.HeaderUnionType, ir.StackType)) or _headers_struct(f.type)
+        for f in t.fields)

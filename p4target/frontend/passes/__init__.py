@@ -18,12 +18,13 @@ from .action_args import bind_table_action_args
 from .blocks import inline_blocks
 from .bmv2_limits import check_bmv2_limits
 from .functions import inline_calls, inline_functions
+from .hash_data import HashData
 from .header_unions import invalidate_union_siblings, lower_header_unions
 from .initializers import move_initializers
 from .new_types import erase_new_types
 from .side_effects import SideEffectOrdering
 from .strength import reduce_strength, reduce_strength_in_action
-from .walk import walk
+from .walk import map_block_stmts, walk
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,15 @@ def strength(program: ir.Program) -> None:
         reduce_strength(b)
 
 
+def hash_data(program: ir.Program) -> None:
+    """A computed value in hash()'s data list is stored in a temporary first."""
+    rewrite = HashData()
+    for a in program.actions.values():
+        a.body.stmts = rewrite.run_stmts(a.body.stmts)
+    for b in v1_blocks(program):
+        map_block_stmts(b, rewrite.run_stmts)
+
+
 def action_args(program: ir.Program) -> None:
     """Actions whose directional parameters a table's action list binds are specialized."""
     for b in v1_blocks(program):
@@ -127,8 +137,8 @@ def prune(program: ir.Program) -> None:
 def check_unique_names(program: ir.Program) -> None:
     """Control-plane names of one kind of object are unique, as P4Info needs.
 
-    p4c refuses a program whose @name annotations give two tables, or two registers, the
-    same name."""
+    p4c refuses a program whose @name annotations give two tables, or two registers, or two
+    actions of its tables (declared apart: a pass's copy of one action is the same one), the same name."""
     seen: dict[tuple[str, str], object] = {}
     objects = [("table", t) for t in program.all_tables()] + [(i.extern, i) for i in program.all_instances()]
     for kind, obj in objects:
@@ -136,6 +146,11 @@ def check_unique_names(program: ir.Program) -> None:
         if seen.setdefault(key, obj) is not obj:
             raise P4Error(f"Name '{obj.control_plane_name}' is used for multiple {kind} objects in the P4Info message",
                           obj.loc.file, obj.loc.line, obj.loc.col)
+    declared: dict[str, ir.Loc] = {}
+    for action in (ref.action for t in program.all_tables() for ref in t.actions):
+        name, loc = action.control_plane_name, action.loc
+        if declared.setdefault(name, loc) != loc:
+            raise P4Error(f"{name}: conflicting control plane name: {name}", loc.file, loc.line, loc.col)
 
 
 def check_lowered(program: ir.Program) -> None:
@@ -161,6 +176,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("functions", functions),
     Pass("header_unions", header_unions),
     Pass("strength", strength),
+    Pass("hash_data", hash_data),
     Pass("action_args", action_args),
     Pass("prune", prune),
     Pass("check_lowered", check_lowered),

@@ -6,11 +6,18 @@ p4c's wording, so a program written against the embedded target moves to BMv2 un
 - constant shift amounts up to 256, including the shift p4c generates for a write to a slice
   `x[hi:lo] = v` (`(bit<W>)v << lo`);
 - no run-time division or modulo (p4c only strength-reduces powers of two, see strength.py);
-- a table applied at most once on any path through a control;
+- a table applied at most once on any path through a control; at most one lpm key in a table;
+- a direct counter or meter attached to one table only; a table with a direct meter has an action
+  that reads it (`meter.read(...)`);
 - headers of a whole number of bytes;
 - each extern's own rules, in its module (p4target.externs: `check_instance`, `check_call`), e.g.
   registers of bit<W>/int<W> cells only, no Checksum16 (p4c cannot translate it for BMv2), mark_to_drop
-  takes standard_metadata (the deprecated zero-argument form is refused).
+  takes standard_metadata (the deprecated zero-argument form is refused), no clone3/resubmit/recirculate
+  with a data argument (deprecated in v1model.p4, unknown to p4c's BMv2 back end: the
+  `*_preserving_field_list` forms replace them).
+
+Code rules apply to what runs: the blocks and the actions tables list or code calls, as p4c's
+back end sees only those.
 """
 from __future__ import annotations
 
@@ -34,11 +41,12 @@ def check_bmv2_limits(program: ir.Program) -> None:
             for f in t.fields:
                 _width(f.type, f.loc)
     blocks = list(program.parsers.values()) + list(program.controls.values())
+    attached: dict[int, ir.Table] = {}  # id of a direct counter/meter -> the table it is attached to
     for t in _used_headers(blocks):
         if t.width() % 8:
             raise _fail(f"header {t.name}: Found header with fields totaling {t.width()} bits.  BMv2 target only "
                         f"supports headers with fields totaling a multiple of 8 bits.", t.loc)
-    code: list = [a.body for a in program.all_actions()]
+    code: list = []
     for a in program.all_actions():
         for p in a.params:
             _width(p.type, p.loc)
@@ -54,11 +62,27 @@ def check_bmv2_limits(program: ir.Program) -> None:
             code.append(b.body)
             for table in b.tables.values():
                 code.append(table.keys)
+                _table_limits(table, attached)
             _table_paths(b.body.stmts, frozenset())
         else:
             code.append(list(b.states.values()))
+    code += [a.body for a in _used_actions(program, code)]
     for n in walk(code):
         _check_node(n)
+
+
+def _used_actions(program: ir.Program, code: list) -> list[ir.Action]:
+    """The actions a table lists or `code` calls, and those they call: p4c's back end never sees
+    the others (an unused action may, say, call the old mark_to_drop())."""
+    pending = [ref.action for t in program.all_tables() for ref in t.actions]
+    pending += [n.action for n in walk(code) if isinstance(n, ir.ActionCall)]
+    found: dict[int, ir.Action] = {}
+    while pending:
+        action = pending.pop()
+        if id(action) not in found:
+            found[id(action)] = action
+            pending += [n.action for n in walk(action.body) if isinstance(n, ir.ActionCall)]
+    return list(found.values())
 
 
 def _used_headers(blocks: list) -> list[ir.HeaderType]:
@@ -84,6 +108,26 @@ def _width(t: ir.Type, loc: ir.Loc) -> None:
         raise _fail(f"{t}: Compiler only supports widths up to {MAX_WIDTH}", loc)
     if isinstance(t, ir.VarbitType) and t.max_width > MAX_WIDTH:
         raise _fail(f"{t}: Compiler only supports widths up to {MAX_WIDTH}", loc)
+
+
+def _table_limits(table: ir.Table, attached: dict[int, ir.Table]) -> None:
+    """One lpm key; a direct counter/meter on one table only; a direct meter some action reads."""
+    lpm = [k for k in table.keys if k.match_kind == "lpm"]
+    if len(lpm) > 1:
+        raise _fail(f"multiple LPM keys in table {table.control_plane_name} not supported", table.loc)
+    for direct in (table.direct_counter, table.direct_meter):
+        if direct is None:
+            continue
+        other = attached.setdefault(id(direct), table)
+        if other is not table:
+            raise _fail(f"{direct.extern} {direct.name} is attached to tables {other.name} and {table.name}: "
+                        f"a direct {direct.extern.split('_')[1]} belongs to one table", table.loc)
+    meter = table.direct_meter
+    if meter is not None and not any(
+            isinstance(n, ir.ExternMethodCall) and n.method == "read" and isinstance(n.target, ir.InstanceRef)
+            and n.target.decl is meter for n in walk([ref.action.body for ref in table.actions])):
+        raise _fail(f"{table.control_plane_name}: table with direct meter {meter.name} must have at least one "
+                    f"action with a read method call", table.loc)
 
 
 def _check_node(n: object) -> None:

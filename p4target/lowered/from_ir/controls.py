@@ -102,11 +102,11 @@ class Controls(Part):
     """Pipelines, tables and what runs between them."""
 
     pl: m.Pipeline
-    applied: set[int]
+    applied: dict[int, str]  # id of a table applied already -> its node
 
     def control(self, name: str, c: ir.Control) -> m.Pipeline:
         self.pl = m.Pipeline(name, len(self.s.p.pipelines), None, [], [], [])
-        self.applied: set[int] = set()
+        self.applied = {}
         init: list[m.Primitive] = []
         for d in c.locals:
             if isinstance(d, ir.VarDecl):
@@ -268,8 +268,7 @@ class Controls(Part):
     def table(self, t: ir.Table, targets: dict[str, str | None], nxt: str | None) -> str:
         """Table `t`'s node: `targets` maps actions (or __HIT__/__MISS__) to next nodes, others go to `nxt`."""
         if id(t) in self.applied:
-            raise fail(f"table {t.name} is applied twice", t.loc)
-        self.applied.add(id(t))
+            return self.reapplied(t, targets, nxt)
         pre: list[m.Primitive] = []
         keys: list[m.KeyElement] = []
         selector_inputs: list[m.Value] = []
@@ -328,7 +327,18 @@ class Controls(Part):
                         [a.name for a in actions], next_tables, nxt,
                         default_entry, entries, profile, direct_meter)
         self.pl.tables.append(table)
-        return self.act_table(pre, name, t.loc) if pre else name
+        self.applied[id(t)] = self.act_table(pre, name, t.loc) if pre else name
+        return self.applied[id(t)]
+
+    def reapplied(self, t: ir.Table, targets: dict[str, str | None], nxt: str | None) -> str:
+        """A table applied in two branches (`if (c) { t.apply(); } else { t.apply(); }`) is one node, as in
+        p4c's JSON: BMv2's graph allows it only when both places go on to the same nodes."""
+        table = next(x for x in self.pl.tables if x.name == t.control_plane_name)
+        next_tables = dict(targets) if "__HIT__" in targets else {a: targets.get(a, nxt) for a in table.actions}
+        if next_tables != table.next_tables or nxt != table.base_default_next:
+            raise fail(f"Program is not supported by this target, because table {table.name} has multiple successors",
+                       t.loc)
+        return self.applied[id(t)]
 
     def key(self, k: ir.KeyElement, pre: list[m.Primitive]) -> m.KeyElement:
         v = self.v.data(k.expr)

@@ -1,0 +1,172 @@
+"""Where `aggnet p4 compile` and `p4c --target bmv2 --arch v1model` disagree, over a folder of P4 programs.
+
+For every .p4 directly in each FOLDER, p4c's verdict (its exit code, compiling into a temporary
+directory) is set against ours: the front end in-process, its P4Info, and the program compiled
+for our engines (the lowered form and the Python engine; with --native the C engine built too),
+so "we accept" means the program would run. Each program is judged in a process of its own with a
+time limit, so one that hangs or kills the front end cannot stop the survey.
+
+The table puts every program in one row: both accept, both reject, only p4c accepts (with our
+first error line), only we accept (with p4c's first error line), our crashes (an internal error
+or a traceback, whatever p4c says). --json writes the same as JSON.
+
+    source /opt/p4ref/env.sh   # p4c on PATH
+    python scripts/p4c_agreement.py ~/my-p4-programs [more folders] [--json out.json] [--jobs 2]
+
+Programs that do not include v1model.p4 are skipped unless --all is given (p4c's bmv2 back end
+targets v1model); local #include files are found next to the program, as p4c finds them.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from multiprocessing import get_context
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+V1MODEL = re.compile(r'^\s*#\s*include\s*[<"]v1model\.p4[>"]', re.M)
+LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+ROWS = ("both accept", "both reject", "only p4c accepts", "only we accept", "our crashes")
+
+
+@dataclass
+class Verdict:
+    program: str
+    p4c_ok: bool
+    p4c_error: str  # p4c's first error line when it rejects
+    ours: str  # "ok", "error" or "crash"
+    our_error: str  # our one-line error, or the crash's exception
+
+    @property
+    def row(self) -> str:
+        if self.ours == "crash":
+            return "our crashes"
+        if self.p4c_ok:
+            return "both accept" if self.ours == "ok" else "only p4c accepts"
+        return "only we accept" if self.ours == "ok" else "both reject"
+
+
+def first_error(text: str) -> str:
+    """The line of a compiler's output that says what is wrong (p4c prints context lines after it)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return next((line for line in lines if re.search(r"\berror\b:?", line) and "warning:" not in line),
+                lines[0] if lines else "")
+
+
+def p4c_verdict(path: Path, timeout: float) -> tuple[bool, str]:
+    """p4c's exit code for `path` (compiled for BMv2's v1model into a temporary directory)."""
+    with tempfile.TemporaryDirectory(prefix="p4c-agreement-") as out:
+        try:
+            proc = subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model", "-o", out,
+                                   "--p4runtime-files", os.path.join(out, "p4info.txtpb"), str(path)],
+                                  capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False, f"p4c timed out after {timeout:.0f} s"
+    return proc.returncode == 0, "" if proc.returncode == 0 else first_error(proc.stderr + proc.stdout)
+
+
+def _ours(path: str, native: bool) -> tuple[str, str]:
+    """Our verdict, run in a child process: the front end, P4Info, and the engines' forms."""
+    from p4target.errors import P4Error
+    from p4target.frontend import load_program
+    from p4target.lowered.from_ir import lower_program
+    from p4target.p4info import build_p4info
+    from p4target.pipeline import Pipeline
+
+    try:
+        program = load_program(path)
+        build_p4info(program)
+        lower_program(program)
+        Pipeline(program)
+        if native:
+            from p4target.native.pipeline import native_or_reason
+
+            pipeline, reason = native_or_reason(program)
+            if pipeline is None:
+                return "error", f"{path}: native engine: {reason}"
+            pipeline.close()
+        return "ok", ""
+    except P4Error as exc:
+        return "error", str(exc).splitlines()[0]
+    except Exception as exc:  # noqa: BLE001 - a crash is what this survey looks for
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        return "crash", f"{type(exc).__name__}: {exc} ({Path(where.filename).name}:{where.lineno})"
+
+
+def our_verdict(path: Path, native: bool, timeout: float) -> tuple[str, str]:
+    """`_ours` in a process of its own: a hang or a dying interpreter is a crash, not the survey's end."""
+    with get_context("spawn").Pool(1) as pool:
+        job = pool.apply_async(_ours, (str(path), native))
+        try:
+            return job.get(timeout)
+        except Exception as exc:  # noqa: BLE001 - timeout or the child died
+            return "crash", f"{type(exc).__name__}: {exc or f'no verdict within {timeout:.0f} s'}"
+
+
+def judge(path: Path, native: bool, timeout: float) -> Verdict:
+    p4c_ok, p4c_error = p4c_verdict(path, timeout)
+    ours, our_error = our_verdict(path, native, timeout)
+    return Verdict(str(path), p4c_ok, p4c_error, ours, our_error)
+
+
+def programs(folders: list[str], every: bool) -> list[Path]:
+    """The .p4 files directly in `folders` (v1model programs only unless `every`), sorted; a file
+    another one there #includes "like this" is part of that program, not a program."""
+    found = []
+    for folder in folders:
+        texts = {path: path.read_text(encoding="utf-8", errors="replace") for path in sorted(Path(folder).glob("*.p4"))}
+        included = {(path.parent / name).resolve() for path, text in texts.items() for name in LOCAL_INCLUDE.findall(text)}
+        found += [path for path, text in texts.items()
+                  if path.resolve() not in included and (every or V1MODEL.search(text))]
+    return found
+
+
+def table(verdicts: list[Verdict]) -> str:
+    """Counts per row, then each disagreement and crash with the other side's reason."""
+    lines = [f"{len(verdicts)} programs"]
+    lines += [f"  {row:<17} {sum(v.row == row for v in verdicts):>4}" for row in ROWS]
+    for row in ROWS[2:]:
+        rows = [v for v in verdicts if v.row == row]
+        if rows:
+            lines.append(f"\n{row}:")
+            lines += [f"  {Path(v.program).name}: {v.p4c_error if row == 'only we accept' else v.our_error}"
+                      for v in rows]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folders", nargs="+", metavar="FOLDER")
+    parser.add_argument("--json", metavar="OUT.json", help="write every verdict and the counts as JSON")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="programs judged at once")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per program per compiler")
+    parser.add_argument("--native", action="store_true", help="also build each accepted program's C engine")
+    parser.add_argument("--all", action="store_true", help="judge programs that do not include v1model.p4 too")
+    args = parser.parse_args(argv)
+    if shutil.which("p4c") is None:
+        print("p4c_agreement: p4c is not on PATH (source /opt/p4ref/env.sh)", file=sys.stderr)
+        return 2
+    paths = programs(args.folders, args.all)
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        verdicts = list(pool.map(lambda p: judge(p, args.native, args.timeout), paths))
+    print(table(verdicts))
+    if args.json:
+        counts = {row: sum(v.row == row for v in verdicts) for row in ROWS}
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"counts": counts, "programs": [dict(asdict(v), row=v.row) for v in verdicts]}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
