@@ -111,27 +111,39 @@ class Connection:
 
     def send(self, payload: bytes | memoryview, tag: int | None = None) -> None:
         """Send one frame; tag defaults to the next frame number."""
+        self.send_header(len(payload), tag)
+        self.send_part(payload)
+
+    def send_header(self, length: int, tag: int | None = None) -> None:
+        """Start a frame of `length` payload bytes, sent on with send_part (a frame streamed in pieces)."""
         if tag is None:
             tag, self.sent = self.sent, self.sent + 1
+        self.send_part(_FRAME.pack(MAGIC, tag, length))
+
+    def send_part(self, data: bytes | memoryview) -> None:
+        """Send bytes of the frame under way."""
         try:
-            self.sock.sendall(_FRAME.pack(MAGIC, tag, len(payload)))
-            self.sock.sendall(payload)
+            self.sock.sendall(data)
         except TimeoutError:
             raise self._fail(f"accepted no data for {self.timeout_s:g} s") from None
         except OSError as exc:
             raise self._fail(f"closed the connection ({exc.strerror or exc})") from None
-        self.bytes_sent += _FRAME.size + len(payload)
+        self.bytes_sent += len(data)
 
     def recv(self, tag: int | None = None) -> bytearray:
         """Receive one frame, checking its tag (default: the next frame number)."""
+        return self.recv_part(self.recv_header(tag))
+
+    def recv_header(self, tag: int | None = None) -> int:
+        """Start receiving a frame, checking its tag: its payload length, read on with recv_part."""
         if tag is None:
             tag, self.received = self.received, self.received + 1
-        magic, got_tag, length = _FRAME.unpack(self._recv_exact(_FRAME.size))
+        magic, got_tag, length = _FRAME.unpack(self.recv_part(_FRAME.size))
         if magic != MAGIC:
             raise self._fail(f"sent a malformed frame (magic {magic!r})")
         if got_tag != tag:
             raise self._fail(f"is out of step: sent frame {got_tag}, expected {tag}")
-        return self._recv_exact(length)
+        return length
 
     def send_array(self, vec: np.ndarray) -> None:
         self.send(np.ascontiguousarray(vec, dtype=WIRE_DTYPE).data.cast("B"))
@@ -142,7 +154,8 @@ class Connection:
             raise self._fail(f"sent {len(data)} bytes, expected {count} float32 values")
         return np.frombuffer(data, dtype=WIRE_DTYPE).astype(np.float32)
 
-    def _recv_exact(self, n: int) -> bytearray:
+    def recv_part(self, n: int) -> bytearray:
+        """The next `n` bytes of the frame under way."""
         buf = bytearray(n)
         view = memoryview(buf)
         got = 0

@@ -1,6 +1,13 @@
 """Parameter-server baseline: every worker pushes its gradient to one host, which sums
 them (in rank order, so the result is deterministic) and sends the sum back to all.
 
+The server sums a round CHUNK_BYTES at a time as the workers' frames arrive and sends each
+piece of the sum on at once, as BytePS partitions tensors: its link then carries contributions
+in and sums out at the same time. Waiting for whole frames would leave one direction idle
+while the other works, twice the link time a round (hosts.models.analytic). A worker sends
+on a helper thread while it receives, so a frame larger than the socket buffers cannot
+deadlock against the sums already coming back.
+
 Run the server as its own process on the PS host:
 
     python -m hosts ps --config job.json --out DIR
@@ -12,6 +19,7 @@ without it is a crash, reported by name.
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +29,7 @@ from .comm import WIRE_DTYPE, AllReduce, CommError, Connection, Endpoint, accept
 from .process import setup_logging
 
 log = logging.getLogger("aggnet.ps")
+CHUNK_BYTES = 8192  # 2,048 float32 values: small against a bucket, large against a Python loop turn
 
 
 class ParameterServer:
@@ -38,23 +47,18 @@ class ParameterServer:
         conns = self._accept_all()
         try:
             while True:
-                payloads = [conn.recv() for conn in conns]
-                sizes = {len(p) for p in payloads}
-                if sizes == {0}:
+                lengths = [conn.recv_header() for conn in conns]
+                if set(lengths) == {0}:
                     return self.rounds
-                gone = [self.workers[r] for r, p in enumerate(payloads) if not p]
+                gone = [self.workers[r] for r, n in enumerate(lengths) if not n]
                 if gone:
                     raise CommError(f"ps {self.endpoint.name}: worker(s) {', '.join(gone)} finished at round "
                                     f"{self.rounds} while the others continue")
-                if len(sizes) != 1:
-                    detail = ", ".join(f"{self.workers[r]}={len(p)}" for r, p in enumerate(payloads))
-                    raise CommError(f"ps {self.endpoint.name}: workers sent different sizes in round "
-                                    f"{self.rounds} (bytes: {detail})")
-                total = np.frombuffer(payloads[0], dtype=WIRE_DTYPE).astype(np.float32)
-                for p in payloads[1:]:
-                    total += np.frombuffer(p, dtype=WIRE_DTYPE)
-                for conn in conns:
-                    conn.send_array(total)
+                if len(set(lengths)) != 1 or lengths[0] % WIRE_DTYPE.itemsize:
+                    detail = ", ".join(f"{self.workers[r]}={n}" for r, n in enumerate(lengths))
+                    raise CommError(f"ps {self.endpoint.name}: workers sent different sizes or partial values "
+                                    f"in round {self.rounds} (bytes: {detail})")
+                self._relay_sum(conns, lengths[0])
                 self.rounds += 1
         finally:
             for conn in conns:
@@ -62,6 +66,20 @@ class ParameterServer:
 
     def close(self) -> None:
         self._server.close()
+
+    @staticmethod
+    def _relay_sum(conns: list[Connection], nbytes: int) -> None:
+        """Sum one round's frames piece by piece as they arrive, each piece's sum sent to all at once."""
+        for conn in conns:
+            conn.send_header(nbytes)
+        for start in range(0, nbytes, CHUNK_BYTES):
+            n = min(CHUNK_BYTES, nbytes - start)
+            total = np.frombuffer(conns[0].recv_part(n), dtype=WIRE_DTYPE).astype(np.float32)
+            for conn in conns[1:]:
+                total += np.frombuffer(conn.recv_part(n), dtype=WIRE_DTYPE)
+            piece = total.astype(WIRE_DTYPE).data.cast("B")
+            for conn in conns:
+                conn.send_part(piece)
 
     def _accept_all(self) -> list[Connection]:
         context = f"ps {self.endpoint.name}"
@@ -84,6 +102,7 @@ class ParameterServerClient(AllReduce):
         self.rank = rank
         self.world_size = world_size
         self.conn = connect(server, name, rank, f"ps client {name}", timeout_s)
+        self._sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"ps client {name}")
 
     @property
     def bytes_sent(self) -> int:
@@ -93,10 +112,13 @@ class ParameterServerClient(AllReduce):
         flat = np.asarray(vec, dtype=np.float32).reshape(-1)
         if flat.size == 0:
             return np.asarray(vec, dtype=np.float32).copy()  # an empty frame would mean "bye"
-        self.conn.send_array(flat)
-        return self.conn.recv_array(flat.size).reshape(np.shape(vec))
+        pending = self._sender.submit(self.conn.send_array, flat)
+        out = self.conn.recv_array(flat.size)  # on failure close() abandons the send
+        pending.result()
+        return out.reshape(np.shape(vec))
 
     def close(self) -> None:
+        self._sender.shutdown(wait=False, cancel_futures=True)
         try:
             self.conn.send(b"")
         except CommError:

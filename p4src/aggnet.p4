@@ -360,7 +360,7 @@ control AggIngress(inout headers_t hdr, inout metadata_t meta,
 control AggEgress(inout headers_t hdr, inout metadata_t meta,
                   inout standard_metadata_t standard_metadata) {
     counter(AGG_PORTS, CounterType.packets_and_bytes) port_tx;
-    counter(AGG_PORTS, CounterType.packets) ecn_marked;  /* aggregation packets marked, per egress port */
+    counter(AGG_PORTS, CounterType.packets) ecn_marked;  /* packets marked (aggregation or CE), per egress port */
 
     /* Results leave towards a host addressed to it, so its UDP socket accepts them. They come
      * from the aggregation address: every result descends from a contribution a worker sent
@@ -382,9 +382,9 @@ control AggEgress(inout headers_t hdr, inout metadata_t meta,
         default_action = NoAction();
     }
 
-    /* The queue depth (packets already queued) from which aggregation packets leave a port marked
-     * (hdr.agg.ecn); a port without an entry never marks. The controller installs one per port
-     * (`aggnet run --ecn-fraction`). */
+    /* The queue depth (packets already queued) from which packets leave a port marked: aggregation
+     * packets in hdr.agg.ecn, ECN-capable IPv4 (TCP) as CE; a port without an entry never marks.
+     * The controller installs one per port (`aggnet run --ecn-fraction`). */
     action mark_from(bit<19> depth) {
         meta.agg.ecn_depth = depth;
     }
@@ -397,16 +397,24 @@ control AggEgress(inout headers_t hdr, inout metadata_t meta,
     }
 
     apply {
+        ecn_mark.apply();
+        bool congested = meta.agg.ecn_depth != 0 && standard_metadata.enq_qdepth >= meta.agg.ecn_depth;
         if (hdr.agg.isValid()) {
             if (hdr.agg.result == 1) {
                 agg_host.apply();
             }
-            ecn_mark.apply();
-            if (meta.agg.ecn_depth != 0 && standard_metadata.enq_qdepth >= meta.agg.ecn_depth) {
+            if (congested) {
                 hdr.agg.ecn = 1;
                 ecn_marked.count((bit<32>)standard_metadata.egress_port);
             }
             hdr.udp.checksum = 0;  /* the payload may have changed; 0 = no UDP checksum */
+        } else if (congested && hdr.ipv4.isValid()
+                   && ((hdr.ipv4.diffserv & 3) == 1 || (hdr.ipv4.diffserv & 3) == 2)) {
+            /* An ECN-capable transport (ECT(1) or ECT(0), RFC 3168) meets the same threshold: Congestion
+             * Experienced, as a data-center switch marks TCP instead of letting a shallow queue
+             * tail-drop it (the parameter server's incast). */
+            hdr.ipv4.diffserv = hdr.ipv4.diffserv | 3;
+            ecn_marked.count((bit<32>)standard_metadata.egress_port);
         }
         port_tx.count((bit<32>)standard_metadata.egress_port);
     }

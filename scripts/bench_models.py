@@ -5,8 +5,11 @@ parameter server, at two emulated link rates, with 4 and 8 workers (root: Minine
 Every case is one `aggnet compare --schemes innet,ring,ps --workload model:NAME`: 4 workers on
 star8 and 8 on star9 (the parameter server on a host of its own), links shaped to --link-mbps.
 An emulated rate of E Gb/s is reached by sending --grad-scale = link rate / E of every bucket
-(hosts.models.analytic: a real link of R emulates R / scale), compute times from the models'
---profile. A case whose comparison.json exists is kept, so an interrupted run resumes.
+(hosts.models.analytic: a link of R emulates R / grad scale), compute times from the models'
+--profile. With --scale F the links run F times slower and everything else F times longer
+(testbed.timescale), so that links, not this machine's shared cores, bound the runs; the times are
+reported in the emulated cluster's. A case whose comparison.json exists is kept, so an interrupted
+run resumes.
 
 Writes DIR/models.json (per model and case: each scheme's measured and analytic iteration,
 exposed communication, what bound it, and the speedups) and DIR/models.png.
@@ -45,7 +48,7 @@ def run_case(out: Path, model: str, workers: int, gbps: float, args: argparse.Na
            "--workload", f"model:{model}", "--profile", args.profile, "--topo", TOPOLOGY[workers],
            "--workers", str(workers), "--link-mbps", repr(args.link_mbps), "--grad-scale", repr(grad_scale),
            "--iterations", str(args.iterations), "--lanes", str(args.lanes), "--out", str(folder),
-           "--comm-timeout", str(COMM_TIMEOUT_S)]
+           "--comm-timeout", str(COMM_TIMEOUT_S), "--scale", repr(args.scale)]
     print(" ".join(cmd), flush=True)
     subprocess.run(cmd, check=True, cwd=REPO)
     return sorted(folder.glob("compare-*/comparison.json"))[-1]
@@ -78,6 +81,7 @@ def main() -> int:
     parser.add_argument("--profile", default="cpu", help="compute profiles (shipped name)")
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--lanes", type=int, default=364)
+    parser.add_argument("--scale", type=float, default=1.0, help="time scale F: links / F, compute x F")
     args = parser.parse_args()
     from testbed.plots import plot_model_speedups
 
@@ -87,7 +91,7 @@ def main() -> int:
     if bad:
         print(f"bench_models.py: --models: {', '.join(bad)} not among {', '.join(MODEL_NAMES)}", file=sys.stderr)
         return 2
-    figure: dict = {"profile": args.profile, "link_mbps": args.link_mbps, "models": {}}
+    figure: dict = {"profile": args.profile, "link_mbps": args.link_mbps, "scale": args.scale, "models": {}}
     for model in models:
         figure["models"][model] = [
             case_entry(run_case(out, model, int(w), float(g), args), int(w), float(g))

@@ -9,8 +9,13 @@ kind of node, the differences in small overridable methods.
 - `EmbeddedSwitch`: `aggnet switch` (p4target), which may start with the program.
 - `Bmv2Switch`: `simple_switch_grpc --no-p4`, which starts empty: the controller pushes p4c's JSON.
 - `AggNetHost`: a host with IPv6 off (no router solicitations or MLD reports in the switches'
-  counters and pcaps) and checksum offloads off (a veth would otherwise hand the P4 program
-  frames with unfinished checksums).
+  counters and pcaps), checksum offloads off (a veth would otherwise hand the P4 program
+  frames with unfinished checksums) and TCP as a data center runs it: ECN on (`net.ipv4.tcp_ecn=1`;
+  the switches CE-mark ECN-capable packets past a port's marking depth, aggnet.p4's egress) and
+  Reno, which halves its window on a mark as RFC 3168 has it (BBR, the default a namespace may
+  inherit, ignores marks and keeps the shallow queues overflowing; CUBIC cannot be chosen in a
+  namespace unless the machine allows it), so the parameter server's incast slows down before its
+  port's queue tail-drops.
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ from p4target.runtime.tls import TlsFiles
 from testbed.clean import testbed_environment
 
 PR_SET_PDEATHSIG = 1
+TCP_SYSCTLS = "net.ipv4.tcp_ecn=1 net.ipv4.tcp_congestion_control=reno"  # a host's TCP (module docstring)
 
 
 class SwitchStartError(Exception):
@@ -240,11 +246,11 @@ def check_target(target: str) -> type[P4Switch]:
 
 
 class AggNetHost(Host):
-    """A Mininet host with IPv6 and checksum offloads off (see the module docstring)."""
+    """A Mininet host with IPv6 and checksum offloads off, TCP with ECN and Reno (see the module docstring)."""
 
     def config(self, **params):
         result = super().config(**params)
-        self.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
+        self.cmd(f"sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 {TCP_SYSCTLS}")
         self.cmd(f"ethtool -K {self.defaultIntf().name} tx off rx off >/dev/null 2>&1")
         return result
 

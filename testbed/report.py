@@ -332,7 +332,7 @@ JOB_LEGEND = ("recv: agg packets received, aggr: contributions added, done: slot
               "dup: duplicates, retx: duplicates answered with the stored result, ovfl: saturated sums")
 PORT_HEADERS = {"rx_packets": "rx pkts", "rx_bytes": "rx bytes", "tx_packets": "tx pkts", "tx_bytes": "tx bytes",
                 "ecn_marks": "ecn"}
-PORT_LEGEND = "ecn: aggregation packets the port marked as congested (its queue past --ecn-fraction full)"
+PORT_LEGEND = "ecn: packets the port marked as congested, aggregation or TCP (its queue past --ecn-fraction full)"
 
 
 def counters_table(counters: Mapping[str, Any], topology: Any = None) -> Table:

@@ -223,9 +223,6 @@ class Run:
 
         check_target(cfg.network.target)
         cfg = self.lanes_for_servers(cfg, reporter or Reporter())
-        if cfg.scale != 1 and cfg.workload.kind == "model":
-            raise RunError("--scale: a model workload scales its links with --grad-scale instead; "
-                           "run it without --scale")
         self.asked = cfg  # as the user asked, in the emulated cluster's time
         self.cfg = real_config(cfg, cfg.scale)  # as this machine runs it (testbed.timescale)
         self.reporter = reporter or Reporter()
@@ -448,11 +445,11 @@ class Run:
         if w.kind == "train":
             return ["worker", "--config", str(config), "--worker", host, "--out", str(job.out)]
         if w.kind == "model":
-            net = self.cfg.network
+            net, scale = self.cfg.network, self.cfg.scale  # the worker takes the real link rate and slows compute
             return ["model", "--config", str(config), "--worker", host, "--model", w.model, "--profile", w.profile,
                     "--iterations", str(w.iterations), "--grad-scale", repr(w.grad_scale), "--out", str(job.out),
-                    *(["--bucket-mb", repr(w.bucket_mb)] if w.bucket_mb is not None else []),
-                    *(["--link-mbps", repr(net.link_mbps)] if net.link_mbps is not None else [])]
+                    "--time-scale", repr(scale), *(["--bucket-mb", repr(w.bucket_mb)] if w.bucket_mb is not None else []),
+                    *(["--link-mbps", repr(net.link_mbps / scale)] if net.link_mbps is not None else [])]
         return ["bench", "--config", str(config), "--worker", host, "--elements", str(w.elements),
                 "--seed", str(self.cfg.train.seed), "--dtype", w.dtype, "--out", str(job.out)]
 

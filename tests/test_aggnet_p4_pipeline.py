@@ -154,6 +154,33 @@ def test_ports_mark_from_their_depth_and_count_it():
     assert sw.state.counter_read("AggEgress.ecn_marked", 2)[0] == 0
 
 
+def _ecn_frame(codepoint: int) -> bytes:
+    """A plain IPv4/UDP frame from host 1 to 10.0.255.1 with `codepoint` in the IPv4 ECN field."""
+    raw = bytearray(codec.frame(b"data", fb.host_mac(1), fb.SWITCH_MAC, fb.host_ip(1), "10.0.255.1", 1000, 5201))
+    raw[15] = codepoint
+    raw[24:26] = b"\0\0"
+    raw[24:26] = codec.ipv4_checksum(bytes(raw[14:34])).to_bytes(2, "big")
+    return bytes(raw)
+
+
+def test_ecn_capable_ipv4_is_marked_ce_from_the_ports_depth():
+    sw = fb.switch()  # the reference engine: it runs egress at a given queue depth
+    sw.state.insert_entry("AggIngress.ipv4_lpm", st.TableEntry(
+        {"hdr.ipv4.dstAddr": st.Lpm(0x0A00FF00, 24)}, "AggIngress.ipv4_forward",
+        {"dstAddr": 0x0200000000AA, "port": 2}))
+    _mark_from(sw, 2, 4)
+
+    def through(codepoint: int, enq_qdepth: int) -> bytes:
+        (item,) = sw.ingress(1, _ecn_frame(codepoint))
+        ((port, frame),) = sw.egress(item, enq_qdepth)
+        assert port == 2 and codec.ipv4_checksum(frame[14:34]) == 0  # the header checksum still holds
+        return frame
+
+    # Not-ECT, ECT(1), ECT(0), CE: (codepoint leaving below the depth, at it)
+    assert [(through(c, 3)[15], through(c, 4)[15]) for c in (0, 1, 2, 3)] == [(0, 0), (1, 3), (2, 3), (3, 3)]
+    assert sw.state.counter_read("AggEgress.ecn_marked", 2)[0] == 2  # the two ECT packets it marked
+
+
 def test_two_jobs_with_disjoint_regions_do_not_interfere():
     sw = fb.switch()
     for job, base in ((1, 0), (2, 16)):

@@ -11,10 +11,10 @@ import torch
 import workers as wk
 
 from hosts.agent_config import TrainConfig
-from hosts.comm import Endpoint
+from hosts.comm import Endpoint, connect
 from hosts.data import load_dataset
 from hosts.model import build_model, flat_params
-from hosts.ps import ParameterServer, ParameterServerClient
+from hosts.ps import CHUNK_BYTES, ParameterServer, ParameterServerClient
 from hosts.ring import RingAllReduce
 from hosts.train import train_reference, train_worker
 
@@ -108,3 +108,61 @@ def test_ring_of_one_returns_its_input_without_sockets():
         out = comm.allreduce(vec)
     np.testing.assert_array_equal(out, vec)
     assert out is not vec and comm.bytes_sent == 0
+
+
+def _serve(names):
+    """A parameter server for `names` on a free loopback port, serving on a thread: (endpoint, thread, server)."""
+    ep = Endpoint("ps", "127.0.0.1", wk.free_ports(1)[0])
+    server = ParameterServer(ep, names, timeout_s=30)
+    thread = threading.Thread(target=server.serve)
+    thread.start()
+    return ep, thread, server
+
+
+def test_parameter_server_sends_each_piece_of_the_sum_once_it_has_it():
+    """The sum's first piece comes back while the workers still hold the rest of their frames: the
+    server's link carries contributions in and sums out at once (hosts.models.analytic)."""
+    names = ["h1", "h2"]
+    ep, thread, server = _serve(names)
+    n = 3 * CHUNK_BYTES // 4 + 5  # three whole pieces and a partial one
+    vecs = [np.arange(n, dtype=np.float32) * (r + 1) for r in range(2)]
+    conns = [connect(ep, name, r, "test", 10) for r, name in enumerate(names)]
+    try:
+        for conn, vec in zip(conns, vecs):
+            conn.send_header(4 * n)
+            conn.send_part(vec[:CHUNK_BYTES // 4].tobytes())
+        for conn in conns:
+            assert conn.recv_header() == 4 * n
+            first = np.frombuffer(conn.recv_part(CHUNK_BYTES), dtype=np.float32)
+            np.testing.assert_array_equal(first, (vecs[0] + vecs[1])[:CHUNK_BYTES // 4])
+        for conn, vec in zip(conns, vecs):
+            conn.send_part(vec[CHUNK_BYTES // 4:].tobytes())
+        for conn in conns:
+            rest = np.frombuffer(conn.recv_part(4 * n - CHUNK_BYTES), dtype=np.float32)
+            np.testing.assert_array_equal(rest, (vecs[0] + vecs[1])[CHUNK_BYTES // 4:])
+            conn.send(b"")
+    finally:
+        thread.join(30)
+        server.close()
+        for conn in conns:
+            conn.close()
+    assert server.rounds == 1
+
+
+def test_parameter_server_sums_frames_larger_than_the_socket_buffers():
+    """Workers send while they receive: 32 MB frames cannot deadlock against sums coming back."""
+    names = ["h1", "h2", "h3"]
+    ep, thread, server = _serve(names)
+    n = 8_000_003
+
+    def rank_main(rank):
+        with ParameterServerClient(ep, names[rank], rank, 3, timeout_s=30) as comm:
+            return comm.allreduce(np.full(n, rank + 1, dtype=np.float32))
+
+    try:
+        results, errors = wk.run_ranks(rank_main, 3)
+    finally:
+        thread.join(30)
+        server.close()
+    assert errors == [None] * 3
+    assert all(out.shape == (n,) and np.all(out == 6) for out in results)

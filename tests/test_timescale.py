@@ -14,9 +14,10 @@ from config import ConfigError, flat_dict
 from controller.topology import load_topology
 from hosts.agent_config import AgentConfig, TrainConfig, load_config, parse_config
 from hosts.comm import Endpoint
+from hosts.models.analytic import emulated_link_bps
 from hosts.straggler import Straggler
 from protocol.job import JobSpec, WorkerSpec
-from testbed.config import FaultConfig, JobConfig, NetworkConfig, RunConfig
+from testbed.config import FaultConfig, JobConfig, NetworkConfig, RunConfig, WorkloadConfig
 from testbed.run import REPO, Run
 from testbed.timescale import real_config, scale_topology, unscaled_results
 
@@ -98,6 +99,19 @@ def test_a_run_plans_on_scaled_links_and_hands_scaled_timers_to_its_hosts(tmp_pa
     spec = run.job_spec(run.jobs[0], spec)
     assert (spec.timeout_s, spec.max_timeout_s) == (pytest.approx(0.2 * F), pytest.approx(1.0 * F))
     assert JobSpec.from_json(spec.to_json()) == spec
+
+
+def test_a_model_worker_slows_its_compute_and_models_the_real_link(tmp_path):
+    """The model role divides its own times by F (hosts.models.workload) and takes the real link rate,
+    which emulates link x F / grad scale: the cluster's link over the grad scale, whatever F."""
+    asked = RunConfig(network=NetworkConfig(topo="star4", link_mbps=1000), job=JobConfig(scheme="ring", workers=2),
+                      workload=WorkloadConfig(workload="model:resnet50", grad_scale=0.01), scale=F,
+                      out=str(tmp_path))
+    run = Run(asked)
+    argv = run.worker_argv(run.jobs[0], "h1", tmp_path / "agent.json")
+    link, time_scale = float(argv[argv.index("--link-mbps") + 1]), float(argv[argv.index("--time-scale") + 1])
+    assert (link, time_scale) == (1000 / F, F)
+    assert emulated_link_bps(link, 0.01, time_scale) == pytest.approx(1000e6 / 0.01)
 
 
 def test_results_are_reported_in_the_emulated_clusters_time():

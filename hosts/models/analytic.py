@@ -11,8 +11,13 @@ bytes the scheme puts on its busiest link over the link rate:
   of `lanes` int32 values: ceil(values / lanes) frames of Ethernet + IP + UDP + AggNet header + lanes;
 - ring: reduce-scatter and all-gather, 2 (W-1)/W of the bucket each way, in TCP segments of
   1448 bytes in 1514-byte frames;
-- ps (and hostagg): the server's link carries every worker's bucket in and every sum out: W buckets
-  each way, in TCP frames.
+- ps: the server's link carries every worker's bucket in and every sum out, W buckets each way in
+  TCP frames, both directions at once: the server sums hosts.ps.CHUNK_BYTES at a time as they
+  arrive and sends each piece's sum on at once. The sums trail the contributions by one piece:
+  the last piece's sums leave only once the last piece of every bucket is in, so a bucket takes
+  W (bucket + its last piece) on the server's link (a bucket of one piece: in, then out, twice
+  its W buckets). The pieces are of what is sent, grad_scale of the bucket (see below);
+- hostagg: W buckets each way on the aggregator's link, in TCP frames.
 
 Everything is in the emulated cluster's time: with `--grad-scale G` (a fraction of every bucket
 sent) and a time scale F (link rates / F, compute x F), a real link of R bit/s emulates R * F / G,
@@ -24,6 +29,7 @@ import math
 
 from protocol.wire import packet_bytes
 
+from ..ps import CHUNK_BYTES
 from .ddp import GRAD_BYTES, Plan
 
 ETHERNET_BYTES = 14
@@ -37,24 +43,30 @@ def emulated_link_bps(link_mbps: float, grad_scale: float = 1.0, time_scale: flo
     return link_mbps * 1e6 * time_scale / grad_scale
 
 
-def link_bytes(scheme: str, nbytes: int, workers: int, lanes: int) -> float:
-    """Bytes one all-reduce of `nbytes` per worker puts on the scheme's busiest link, one way."""
+def link_bytes(scheme: str, nbytes: int, workers: int, lanes: int, grad_scale: float = 1.0) -> float:
+    """Bytes one all-reduce of `nbytes` per worker puts on the scheme's busiest link, one way, in the
+    link's time (for ps the piece the sums trail by; `grad_scale`: the fraction of it sent)."""
     if scheme == "innet":
         frames = math.ceil(nbytes / GRAD_BYTES / lanes)
         return frames * (ETHERNET_BYTES + IP_UDP_BYTES + packet_bytes(lanes))
     tcp = TCP_FRAME_BYTES / TCP_PAYLOAD_BYTES
     if scheme == "ring":
         return 2 * (workers - 1) / workers * nbytes * tcp
-    return workers * nbytes * tcp  # ps, hostagg: the server's link
+    if scheme == "ps":
+        sent = max(1, round(nbytes / GRAD_BYTES * grad_scale)) * GRAD_BYTES  # as hosts.models.workload sends
+        last_piece = sent - CHUNK_BYTES * (math.ceil(sent / CHUNK_BYTES) - 1)
+        return workers * (nbytes + last_piece / grad_scale) * tcp
+    return workers * nbytes * tcp  # hostagg: the aggregator's link
 
 
-def iteration(plan: Plan, scheme: str, workers: int, link_bps: float, lanes: int) -> dict[str, float]:
+def iteration(plan: Plan, scheme: str, workers: int, link_bps: float, lanes: int,
+              grad_scale: float = 1.0) -> dict[str, float]:
     """The analytic iteration: {"iteration_s", "compute_s", "exposed_comm_s", "comm_s"} (comm_s: the
     all-reduces' total transfer time, overlapped or not)."""
     comm_end = 0.0
     comm = 0.0
     for bucket in plan.buckets:
-        transfer = link_bytes(scheme, bucket.nbytes, workers, lanes) * 8 / link_bps
+        transfer = link_bytes(scheme, bucket.nbytes, workers, lanes, grad_scale) * 8 / link_bps
         comm_end = max(plan.forward_s + bucket.ready_s, comm_end) + transfer
         comm += transfer
     total = max(plan.compute_s, comm_end)

@@ -89,7 +89,7 @@ def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, b
     if link_mbps is not None:
         lanes = config.job.lanes if config.job is not None else 0
         bps = analytic.emulated_link_bps(link_mbps, grad_scale, time_scale)
-        predicted = analytic.iteration(plan, config.scheme, world, bps, lanes)
+        predicted = analytic.iteration(plan, config.scheme, world, bps, lanes, grad_scale)
         report.update(emulated_link_gbps=bps / 1e9, analytic=predicted,
                       measured_vs_analytic=report["iteration_s"] / predicted["iteration_s"])
     (out_dir / f"{worker}.model.json").write_text(json.dumps(report, indent=2) + "\n")
