@@ -44,8 +44,8 @@ def emulated_link_bps(link_mbps: float, grad_scale: float = 1.0, time_scale: flo
 
 
 def link_bytes(scheme: str, nbytes: int, workers: int, lanes: int, grad_scale: float = 1.0) -> float:
-    """Bytes one all-reduce of `nbytes` per worker puts on the scheme's busiest link, one way, in the
-    link's time (for ps the piece the sums trail by; `grad_scale`: the fraction of it sent)."""
+    """Bytes one all-reduce of `nbytes` per worker puts on the scheme's busiest link, one way (ps: with
+    the last piece its sums trail by, a piece of the `grad_scale` of the bucket that is sent)."""
     if scheme == "innet":
         frames = math.ceil(nbytes / GRAD_BYTES / lanes)
         return frames * (ETHERNET_BYTES + IP_UDP_BYTES + packet_bytes(lanes))
