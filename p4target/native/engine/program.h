@@ -1,4 +1,4 @@
-/* program.h: the contract between a generated program (cgen.py) and the engine library.
+/* program.h: the contract between a generated program (p4target/backends/c.py) and the engine library.
  *
  * The program provides its stages (parser, controls, deparser) and the numbers the engine needs to
  * run them (frame slots, standard metadata slots, sizes of its tables and externs) as one

@@ -1,4 +1,4 @@
-/* runtime.h: the inline helpers the generated program's code (cgen.py) uses.
+/* runtime.h: the inline helpers the generated program's code (p4target/backends/c.py) uses.
  *
  * Every P4 value is a u64 holding its unsigned bit pattern; `sx` reads an int<W> signed.
  * What the program and the engine library exchange (types, the functions each side
@@ -27,44 +27,6 @@ static inline void putbits(u8 *d, u32 bitoff, u64 v, int w) {
     u32 first = bitoff >> 3, sh = bitoff & 7, nbits = sh + w, nbytes = (nbits + 7) >> 3;
     u128 acc = (u128)(v & mask_of(w)) << (nbytes * 8 - nbits);
     for (u32 i = nbytes; i-- > 0;) { d[first + i] |= (u8)acc; acc >>= 8; }
-}
-
-static inline u64 p4_div(pk_t *p, u64 a, u64 b) {
-    if (!b) { p->rc = RC_ERR; p->msg = "ZeroDivisionError: integer division or modulo by zero"; return 0; }
-    return a / b;
-}
-
-static inline u64 p4_mod(pk_t *p, u64 a, u64 b) {
-    if (!b) { p->rc = RC_ERR; p->msg = "ZeroDivisionError: integer division or modulo by zero"; return 0; }
-    return a % b;
-}
-
-static inline u64 p4_shl(u64 a, u64 b, int w) { return b >= (u64)w ? 0 : (a << b) & mask_of(w); }
-static inline u64 p4_shr(u64 a, u64 b) { return b >= 64 ? 0 : a >> b; }
-static inline u64 p4_sar(u64 a, u64 b, int w) { return (u64)(sx(a, w) >> (b > 63 ? 63 : b)) & mask_of(w); }
-
-static inline u64 p4_sat_add_u(u64 a, u64 b, int w) {
-    u64 s = a + b;
-    if (w == 64) return s < a ? ~0ULL : s;
-    return s > mask_of(w) ? mask_of(w) : s;
-}
-
-static inline u64 p4_sat_sub_u(u64 a, u64 b, int w) { (void)w; return a > b ? a - b : 0; }
-
-static inline u64 p4_sat_s(__int128 r, int w) {
-    __int128 hi = ((__int128)1 << (w - 1)) - 1, lo = -hi - 1;
-    return (u64)(r > hi ? hi : r < lo ? lo : r) & mask_of(w);
-}
-
-static inline u64 p4_sat_add_s(u64 a, u64 b, int w) { return p4_sat_s((__int128)sx(a, w) + sx(b, w), w); }
-static inline u64 p4_sat_sub_s(u64 a, u64 b, int w) { return p4_sat_s((__int128)sx(a, w) - sx(b, w), w); }
-
-/* packet.lookahead: nb bytes at o, shifted right; short packets reject with `code`. */
-static inline u64 p4_look(pk_t *p, u32 o, u32 nb, int shift, u64 code) {
-    if ((u64)o + nb > p->len) { p->rc = RC_REJECT; p->rej = code; return 0; }
-    u64 acc = 0;
-    for (u32 i = 0; i < nb; i++) acc = (acc << 8) | p->data[o + i];
-    return acc >> shift;
 }
 
 /* v1model hash algorithms over a ++ b, as BMv2 computes them (see interp/hashes.py). */
