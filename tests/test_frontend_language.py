@@ -60,6 +60,8 @@ ACCEPTED = [
   "@free(this is ; free text (with { nested } parens)) @call(f(x)[1], \"s\") action a() {}", "a();", None),
  ("register_of_serializable_enum", "enum bit<8> kind_t { A = 1, B = 2 }", "register<kind_t>(4) r;",
   "kind_t v; r.read(v, 0); r.write(1, (kind_t)h.h.a); h.h.b = (bit<8>)v;", None),
+ ("serializable_enum_over_typedef", "typedef bit<8> kind_base_t; enum kind_base_t kind_t { A = 1, B = 2 }", "",
+  "kind_t k = (kind_t)h.h.a; if (k == kind_t.B) { h.h.b = (bit<8>)kind_t.A; }", None),
  ("register_of_type", "type bit<8> t_t;", "register<t_t>(4) r;", "t_t v; r.read(v, 0); r.write(1, (t_t)h.h.a);", None),
  ("value_set_bits", "", "", "", "value_set<bit<8>>(4) vs; "
   "state start { pk.extract(h.h); transition select(h.h.a) { 1: accept; vs: reject; 2 &&& 3: reject; default: accept; } }"),
