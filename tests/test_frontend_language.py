@@ -60,6 +60,9 @@ ACCEPTED = [
   "@free(this is ; free text (with { nested } parens)) @call(f(x)[1], \"s\") action a() {}", "a();", None),
  ("register_of_serializable_enum", "enum bit<8> kind_t { A = 1, B = 2 }", "register<kind_t>(4) r;",
   "kind_t v; r.read(v, 0); r.write(1, (kind_t)h.h.a); h.h.b = (bit<8>)v;", None),
+ ("digest_of_a_list", "", "", "digest(1, { h.h.a, sm.ingress_port }); h.h.a = 0; digest(2, { h.h.b });", None),
+ ("serializable_enum_over_typedef", "typedef bit<8> kind_base_t; enum kind_base_t kind_t { A = 1, B = 2 }", "",
+  "kind_t k = (kind_t)h.h.a; if (k == kind_t.B) { h.h.b = (bit<8>)kind_t.A; }", None),
  ("register_of_type", "type bit<8> t_t;", "register<t_t>(4) r;", "t_t v; r.read(v, 0); r.write(1, (t_t)h.h.a);", None),
  ("value_set_bits", "", "", "", "value_set<bit<8>>(4) vs; "
   "state start { pk.extract(h.h); transition select(h.h.a) { 1: accept; vs: reject; 2 &&& 3: reject; default: accept; } }"),
@@ -120,3 +123,22 @@ def test_p4c_accepts_them_too(tmp_path):
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
         refused = [(name, err) for name, rc, err in pool.map(p4c, ACCEPTED + NOT_UNROLLABLE + PROGRAMS) if rc != 0]
     assert refused == []
+
+
+def test_a_digest_of_a_list_is_named_as_p4c_names_it_and_carries_the_values_at_the_call(tmp_path):
+    """p4c calls such a digest digest_0 (P4Info id 401776493 in p4c's own output for issue430-1-bmv2)
+    and copies the list's values at the call, so a later write does not change the message."""
+    from p4target.frontend import load_program
+    from p4target.native.pipeline import native_or_reason
+    from p4target.p4info import build_p4info
+    from p4target.pipeline import Pipeline
+
+    program = load_program(write(tmp_path, ("digest_of_a_list", "", "", "digest(1, { h.h.a, h.h.s }); h.h.a = 0;", None)))
+    (digest,) = build_p4info(program).digests
+    assert (digest.preamble.name, digest.preamble.id) == ("digest_0", 401776493)
+    native, reason = native_or_reason(program)
+    assert native is not None, reason
+    for pipeline in (Pipeline(program), native):
+        pipeline.process(0, bytes([0x11, 0, 0]) + bytes(128) + bytes([0x22, 0x33]))
+        assert pipeline.state.drain_digests() == [("digest_0", (0x11, 0x2233))]
+    native.close()

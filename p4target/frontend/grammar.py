@@ -23,7 +23,7 @@ _TYPE_NAMES: set[str] = set()  # type names of the source being parsed (read by 
 # does with its symbol table), so the LALR grammar can tell `T x;` from `a = b;`.
 _TYPE_DECL = re.compile(
     r"\b(?:header|header_union|struct|parser|control|package)\s+([A-Za-z_]\w*)"
-    r"|\benum\s+(?:bit\s*<\s*\d+\s*>\s*|int\s*<\s*\d+\s*>\s*)?([A-Za-z_]\w*)"
+    r"|\benum\s+(?:(?:bit|int)\s*<\s*\d+\s*>\s*|[A-Za-z_]\w*\s+(?=[A-Za-z_]\w*\s*\{))?([A-Za-z_]\w*)"
     r"|\bextern\s+([A-Za-z_]\w*)\s*(?:<[^>{;]*>)?\s*\{"
     r"|(?<![.\w])(?:typedef|type)\s+[^;=]*?([A-Za-z_]\w*)\s*;"  # not `hdr.type = K;` (a field named type)
 )

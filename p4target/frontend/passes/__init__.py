@@ -17,6 +17,7 @@ from .. import ir
 from .action_args import bind_table_action_args
 from .blocks import inline_blocks
 from .bmv2_limits import check_bmv2_limits
+from .digest_lists import name_digest_lists
 from .functions import inline_calls, inline_functions
 from .hash_data import HashData
 from .header_unions import invalidate_union_siblings, lower_header_unions
@@ -105,6 +106,15 @@ def hash_data(program: ir.Program) -> None:
         map_block_stmts(b, rewrite.run_stmts)
 
 
+def digest_lists(program: ir.Program) -> None:
+    """A digest of a list `{a, b}` gets a struct type of its own, digest_N, as p4c names it."""
+    code: list = [a.body for a in program.actions.values()]
+    for b in v1_blocks(program):
+        code += [d.body for d in b.locals if isinstance(d, ir.Action)]
+        code.append(b.body if isinstance(b, ir.Control) else list(b.states.values()))
+    name_digest_lists(program, code)
+
+
 def action_args(program: ir.Program) -> None:
     """Actions whose directional parameters a table's action list binds are specialized."""
     for b in v1_blocks(program):
@@ -177,6 +187,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("header_unions", header_unions),
     Pass("strength", strength),
     Pass("hash_data", hash_data),
+    Pass("digest_lists", digest_lists),
     Pass("action_args", action_args),
     Pass("prune", prune),
     Pass("check_lowered", check_lowered),
