@@ -12,6 +12,7 @@ the engine (`NativeMeterCell` forwards each configuration). The lock is the engi
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import threading
 from collections.abc import Callable
@@ -107,6 +108,17 @@ class NativeTableEntry(st.TableEntry):
     def last_hit(self, value: float) -> None:
         if hasattr(self, "_last_hit"):
             self._last_hit[0] = value
+
+
+_SET_BY_INSERT = frozenset({"packets", "bytes", "args", "meter", "last_hit"})
+
+
+def _request(entry: st.TableEntry) -> st.TableEntry:
+    """A new plain TableEntry with what `entry` asks for. Insert makes the entry it stores a NativeTableEntry over
+    this engine's cells, and must not make the caller's object one: inserted again elsewhere (a test's steps run on
+    several pipelines), its counter setters would write into the first engine's cells, freed by then."""
+    return st.TableEntry(**{f.name: getattr(entry, f.name) for f in dataclasses.fields(st.TableEntry)
+                            if f.name not in _SET_BY_INSERT})
 
 
 def _native(entry: st.TableEntry | None) -> NativeTableEntry:
@@ -281,6 +293,7 @@ class NativeTable(st.Table):
             self._engine.table_default(self._tid, self._action_ids[value.action], self._args(value.action, value.args))
 
     def insert(self, entry: st.TableEntry) -> None:
+        entry = _request(entry)
         super().insert(entry)
         parts, priority = self._canonical(entry)
         keys = [word for k, p in zip(self._keys, parts) for word in _key_spec(k, p)]
