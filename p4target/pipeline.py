@@ -46,12 +46,12 @@ class Pipeline:
 
     def __init__(self, program: ir.Program | lowered.Program, seed: int = 0, vectorize: bool = True):
         """`program`: our front end's IR or the lowered form (p4c's BMv2 JSON); `vectorize`: numpy code
-        for unrolled lane runs of IR programs (off only to compare with plain code)."""
+        for unrolled lane runs (off only to compare with plain code)."""
         self.program = program
         self.rng = random.Random(seed)
         if isinstance(program, lowered.Program):
             self.state = st.State(build_lowered_schema(program))
-            compiled = compile_program(program, self.state, self.rng)
+            compiled = compile_program(program, self.state, self.rng, vectorize)
         else:
             self.state = st.State(build_schema(program))
             compiled = Compiler(program, self.state, self.rng, vectorize).compile()

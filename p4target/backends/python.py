@@ -19,6 +19,7 @@ from typing import Any
 from p4target import state as st
 from p4target.backends.layout import ident
 from p4target.backends.printer import LoweredPrinter
+from p4target.backends.vectorize import Vectorizer
 from p4target.interp import hashes
 from p4target.interp.codegen import Compiled, PacketError, _log_format, _Reject
 from p4target.lowered import model as m
@@ -136,7 +137,7 @@ class _Printer(LoweredPrinter):
     VALID, OR, FALSE = "bool(F[{b}])", " or ", "False"
     NOT_SET, NO_FIELD_LIST, CLONE = "None", "0", {"I2E": "'I2E'", "E2E": "'E2E'"}
 
-    def __init__(self, p: m.Program, state: st.State, rng: random.Random):
+    def __init__(self, p: m.Program, state: st.State, rng: random.Random, vectorize: bool):
         super().__init__(p)
         self.state = state
         self.labels: dict[str, str] = {}  # parse state -> its function
@@ -152,6 +153,7 @@ class _Printer(LoweredPrinter):
         }
         for name, fn in hashes.ALGORITHMS.items():
             self.ns["_h_" + name] = fn
+        self.vectorizer = Vectorizer(self) if vectorize else None
         for hname, t in self.L.types.items():
             self.ns[f"_FS_{ident(hname)}"] = tuple((f.width, f.signed) for f in t.fields)
         for s, headers in self.L.stacks.items():
@@ -319,7 +321,36 @@ class _Printer(LoweredPrinter):
         return f"{fn}({self.calc_bytes(c.input)})"
 
     def calc_bytes(self, inputs: list[m.Value]) -> str:
-        """The bytes a calculation hashes: inputs MSB first, fields of invalid headers skipped (BMv2)."""
+        """The bytes a calculation hashes: inputs MSB first, fields of invalid headers skipped (BMv2). Fixed-width
+        fields and constants are packed as one int while their headers are valid (the common case: a
+        checksum over a parsed header costs a third of the generic packing)."""
+        generic = self.calc_bytes_generic(inputs)
+        terms: list[tuple[str, int]] = []
+        headers: dict[int, None] = {}
+        for v in inputs:
+            if isinstance(v, m.Const) and v.width is not None:
+                terms.append((str(v.value & ((1 << v.width) - 1)), v.width))
+            elif isinstance(v, m.Field) and (ftype := self.L.field_slot(v)[1]) is not None and ftype.width:
+                terms.append((f"({self.rv(v)} & {(1 << ftype.width) - 1:#x})", ftype.width))
+                if not self.p.header(v.header).metadata:
+                    headers[self.L.base[v.header]] = None
+            else:
+                return generic
+        total = sum(w for _, w in terms)
+        if not terms:
+            return generic
+        pad, shifted = -total % 8, []
+        pos = total + pad
+        for code, w in terms:
+            pos -= w
+            shifted.append(f"{code} << {pos}" if pos else code)
+        packed = f"({' | '.join(shifted)}).to_bytes({(total + pad) // 8}, 'big')"
+        if not headers:
+            return packed
+        return f"({packed} if {' and '.join(f'F[{b}]' for b in headers)} else {generic})"
+
+    def calc_bytes_generic(self, inputs: list[m.Value]) -> str:
+        """calc_bytes for any inputs: field by field through _pack."""
         parts: list[str] = []
         for v in inputs:
             if isinstance(v, m.Field):
@@ -376,6 +407,8 @@ class _Printer(LoweredPrinter):
         return f"ac{a.id}_{ident(a.name)}"
 
     def gen_action(self, a: m.Action) -> None:
+        if self.vectorizer is not None:
+            a = self.vectorizer.reroll(a)
         args = "".join(f", a{i}" for i in range(len(a.runtime_data)))
         self.emit(f"def {self.action_fn(a)}(F{args}):", 0)
         self.emit(f"# action {a.name}", 1)
@@ -402,6 +435,11 @@ class _Printer(LoweredPrinter):
 
     def jump(self, cond: str | None, target: m.Value, ind: int) -> None:
         self.emit(f"{'' if cond is None else f'if not {cond}: '}pc = {self.rv(target)}; continue", ind)
+
+    def p__vector(self, ps: list[m.Value], ind: int) -> None:
+        """A run of unrolled lane primitives, rerolled (see p4target.backends.vectorize)."""
+        assert self.vectorizer is not None and isinstance(ps[0], m.Const)
+        self.vectorizer.emit(ps[0].value, ind)
 
     # -- pipelines
 
@@ -702,7 +740,8 @@ class _Printer(LoweredPrinter):
 _BOOL_OPS = frozenset({"==", "!=", ">", ">=", "<", "<=", "and", "or", "not", "d2b", "valid", "valid_union"})
 
 
-def compile_program(program: m.Program, state: st.State, rng: random.Random) -> Compiled:
-    """Print `program` as Python bound to `state` and load it (P4Error for what it cannot run)."""
-    return _Printer(program, state, rng).compile()
+def compile_program(program: m.Program, state: st.State, rng: random.Random, vectorize: bool = True) -> Compiled:
+    """Print `program` as Python bound to `state` and load it (P4Error for what it cannot run); `vectorize`:
+    numpy code for unrolled lane runs (off only to compare with plain code)."""
+    return _Printer(program, state, rng, vectorize).compile()
 
