@@ -314,7 +314,7 @@ class _Run:
         consts: list[tuple[object, int]] = []
         return (_sig(index, self.p, consts), tuple((v, self.step(node)) for node, v in consts))
 
-    def _reduction(self, dst: m.Value, src: m.Value) -> tuple[int, m.Value] | None:
+    def _reduction(self, dst: m.Value, src: m.Value | None) -> tuple[int, m.Value] | None:
         """(slot, per-lane operand) if `dst = (dst | e) & mask` (or without the mask) into a fixed unsigned slot."""
         if not isinstance(dst, m.Field) or self.step(dst):
             return None
@@ -543,13 +543,14 @@ class _Run:
     def _primitive(self, prim: m.Primitive) -> None:
         ps = prim.parameters
         if prim.op in ("assign", "modify_field"):
-            slot = self.p.L.field_slot(ps[0])[0] if isinstance(ps[0], m.Field) and not self.step(ps[0]) else None
-            if slot in self.reductions:
+            dst = ps[0]
+            slot = self.p.L.field_slot(dst)[0] if isinstance(dst, m.Field) and not self.step(dst) else None
+            if slot in self.reductions and isinstance(dst, m.Field):
                 e = self.value(self.reductions[slot])
                 if e.lo < 0:
                     raise _Reject("an OR reduction of negative values")
                 term = f"int(_np.bitwise_or.reduce({e.code}))" if e.lane else f"int({e.code})"
-                width = self.p.L.width(ps[0])
+                width = self.p.L.width(dst)
                 self.body.append(f"F[{slot}] = (F[{slot}] | {term}) & {(1 << width) - 1:#x}")
             else:
                 self._store(ps[0], self.value(ps[1]))
