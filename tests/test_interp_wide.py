@@ -58,12 +58,6 @@ def test_wide_fields_match_the_int_model(pipeline, seed):
     assert data[-7:] == b"payload"
 
 
-def test_aligned_wide_field_is_unpacked_into_chunks(pipeline):
-    # v (bit 208 of in_t, byte 26) goes from the packet straight into its 8 chunk slots
-    assert "_W8.unpack_from(data, o + 26)" in pipeline.source
-    assert "_W8.pack(*F[" in pipeline.source  # and is emitted chunk-wise
-
-
 def test_wide_layout_chunk_slots():
     lay = WideLayout(200, 10, 17)
     assert lay.chunks == 7

@@ -105,6 +105,12 @@ def _ranged(code: str, lane: bool, lo: int, hi: int, boolean: bool = False) -> _
     return _Val(code, lane, lo, hi, boolean)
 
 
+def _signed(val: _Val, width: int) -> str:
+    """Code of `val` truncated to a signed `width`-bit value (no mask when it is already within `width` bits)."""
+    code = val.code if 0 <= val.lo and val.hi < 1 << width else f"({val.code}) & {(1 << width) - 1:#x}"
+    return f"(({code}) ^ {1 << (width - 1):#x}) - {1 << (width - 1):#x}"
+
+
 def _width_range(width: int, signed: bool) -> tuple[int, int]:
     return (-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed else (0, (1 << width) - 1)
 
@@ -234,6 +240,7 @@ class _Run:
         self.cache: dict[object, _Val] = {}  # storage key -> its lanes' current value
         self.temps: dict[int, _Val] = {}  # fixed slot written per lane -> its current value
         self.memo: dict[str, str] = {}  # code reading no storage -> the temporary holding it
+        self.quiet = False  # while only a value's range and affine form matter: print nothing
         self._survey()
         for prim in self.template:
             self._primitive(prim)
@@ -335,6 +342,8 @@ class _Run:
 
     def _tmp(self, code: str) -> str:
         """A temporary holding `code`; computed once when `code` reads no storage (arrays are never changed)."""
+        if self.quiet:
+            return f"({code})"
         name = self.memo.get(code)
         if name is None:
             name = self.p.tmp("v")
@@ -382,7 +391,10 @@ class _Run:
         if isinstance(v, m.RegisterCell):
             return self._register_read(v.name, v.index)
         if isinstance(v, m.Expr):
-            return self._expr(v)
+            val = self._expr(v)
+            if val.lane and not val.code.isidentifier():  # computed once, however often the template names it
+                val.code = self._tmp(val.code)
+            return val
         raise _Reject(f"a {type(v).__name__} per lane")
 
     def _expr(self, e: m.Expr) -> _Val:
@@ -395,10 +407,9 @@ class _Run:
             if lo <= a.lo and a.hi <= hi:
                 return _ranged(a.code, a.lane, a.lo, a.hi)
             if op == "two_comp_mod":
-                code = f"((({a.code}) & {(1 << e.right.value) - 1:#x}) ^ {1 << (e.right.value - 1):#x}) - " \
-                       f"{1 << (e.right.value - 1):#x}"
+                code = _signed(a, e.right.value)
             else:
-                code = f"_np.clip({a.code}, {lo}, {hi})" if a.lane else f"min(max({a.code}, {lo}), {hi})"
+                code = f"_np.minimum(_np.maximum({a.code}, {lo}), {hi})" if a.lane else f"min(max({a.code}, {lo}), {hi})"
             return _ranged(f"({code})", a.lane, lo, hi)
         if op == "?":
             c, a, b = self.value(e.cond), self.value(e.left), self.value(e.right)
@@ -473,7 +484,9 @@ class _Run:
 
     def _index(self, reg: str, index: m.Value | None) -> tuple[str, int, int]:
         """(list slice of the lanes' cells, base temporary, d) of a register index `E + c_k`; adds the bounds check."""
+        self.quiet = True
         val = self.value(index)
+        self.quiet = False
         if val.affine is None or val.affine[2] <= 0:
             raise _Reject("a register index that is not E + c_k with c stepping up")
         base_code, c0, d, mask = val.affine
@@ -501,7 +514,7 @@ class _Run:
 
     def _lanes(self, val: _Val) -> str:
         """Python list code of a value's lanes (an invariant repeated)."""
-        return f"{val.code}.tolist()" if val.lane else f"[{val.code}] * {self.G}"
+        return self._tmp(f"{val.code}.tolist()") if val.lane else f"[{val.code}] * {self.G}"
 
     def _stored(self, val: _Val, width: int, signed: bool) -> _Val:
         """`val` as written into a field/cell of `width` bits (the scalar code's truncation)."""
@@ -512,7 +525,7 @@ class _Run:
             code = val.code
             lo, hi = val.lo, val.hi
         elif signed:
-            code = f"((({val.code}) & {(1 << width) - 1:#x}) ^ {1 << (width - 1):#x}) - {1 << (width - 1):#x}"
+            code = _signed(val, width)
         else:
             code = f"({val.code}) & {(1 << width) - 1:#x}"
         if val.lane and not code.isidentifier():
@@ -546,10 +559,17 @@ class _Run:
             dst = ps[0]
             slot = self.p.L.field_slot(dst)[0] if isinstance(dst, m.Field) and not self.step(dst) else None
             if slot in self.reductions and isinstance(dst, m.Field):
-                e = self.value(self.reductions[slot])
+                operand: m.Value | None = self.reductions[slot]
+                while isinstance(operand, m.Expr) and operand.op == "&" and isinstance(operand.right, m.Const) \
+                        and operand.right.value & 1 and isinstance(operand.left, m.Expr) and operand.left.op == "b2d":
+                    operand = operand.left  # (b2d(c) & odd mask) is b2d(c): 0 or 1
+                if isinstance(operand, m.Expr) and operand.op == "b2d":
+                    operand = operand.right  # OR-reducing 0/1 is any() of the booleans
+                e = self.value(operand)
                 if e.lo < 0:
                     raise _Reject("an OR reduction of negative values")
-                term = f"int(_np.bitwise_or.reduce({e.code}))" if e.lane else f"int({e.code})"
+                reduce = f"{e.code}.any()" if e.hi <= 1 else f"_np.bitwise_or.reduce({e.code})"
+                term = f"int({reduce})" if e.lane else f"int({e.code})"
                 width = self.p.L.width(dst)
                 self.body.append(f"F[{slot}] = (F[{slot}] | {term}) & {(1 << width) - 1:#x}")
             else:

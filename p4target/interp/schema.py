@@ -8,7 +8,10 @@ from __future__ import annotations
 from p4target import state as st
 from p4target.errors import P4Error
 from p4target.frontend import ir
+from p4target.lowered.from_ir.common import digest_name, table_actions
 from p4target.p4info import constant_value, supports_timeout
+
+__all__ = ["build_schema", "digest_name", "match_keys", "table_actions"]
 
 ERROR_KEY_BITS = 32  # an `error` table key (P4Info gives it no width) holds the error's number
 
@@ -54,15 +57,6 @@ def _entry_match(key: ir.KeyElement, ks: ir.KeySet) -> st.Match | None:
     if isinstance(ks, ir.KsRange) and kind == "range":
         return st.Range(_const(ks.lo, w), _const(ks.hi, w))
     raise _fail(f"this keyset is not valid for a {kind} key", getattr(ks, "loc", key.loc))
-
-
-def table_actions(program: ir.Program, t: ir.Table) -> list[tuple[ir.Action, ir.Annotations]]:
-    """A table's action refs; as p4c does, an implicit default adds `@defaultonly NoAction`."""
-    refs = [(r.action, r.annotations) for r in t.actions]
-    noaction = program.actions.get("NoAction")
-    if t.default_action is None and noaction is not None and all(a is not noaction for a, _ in refs):
-        refs.append((noaction, ir.Annotations([ir.Annotation("defaultonly")])))
-    return refs
 
 
 def match_keys(t: ir.Table) -> list[ir.KeyElement]:
@@ -120,11 +114,6 @@ def _action_profile(program: ir.Program, inst: ir.ExternInstance, tables: list[i
     selector = inst.extern == "action_selector"
     return st.ActionProfileSchema(inst.control_plane_name, inst.size or 0, tuple(actions), selector,
                                   (inst.annotations.get_int("max_group_size") or 0) if selector else 0)
-
-
-def digest_name(t: ir.Type) -> str:
-    """A v1model digest is named after its struct type (as p4target.p4info names it)."""
-    return t.name if isinstance(t, ir.StructLikeType) else str(t)
 
 
 def build_schema(program: ir.Program) -> st.ProgramSchema:

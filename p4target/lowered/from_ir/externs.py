@@ -5,9 +5,8 @@ from collections.abc import Callable
 from typing import Any
 
 from p4target.frontend import ir
-from p4target.interp.schema import digest_name
 from p4target.lowered import model as m
-from p4target.lowered.from_ir.common import EMPTY_FIELD_LIST, STANDARD_METADATA, Part, fail
+from p4target.lowered.from_ir.common import EMPTY_FIELD_LIST, STANDARD_METADATA, Part, digest_name, fail
 from p4target.lowered.from_ir.storage import Scalar
 from p4target.lowered.from_ir.values import Typed
 from p4target.p4info import constant_value
@@ -98,7 +97,7 @@ class Externs(Part):
             fmt = a[0].value if isinstance(a[0], ir.StringLiteral) else ""
             out.append(m.Primitive("log_msg", [m.String(fmt), m.ValueList(values)]))
         elif n in ("assert", "assume"):
-            out.append(m.Primitive(n, [self.v.cond(a[0])]))
+            out.append(m.Primitive(n, [self.v.cond(a[0])], str(c.loc)))
         elif n == "truncate":
             out.append(m.Primitive("truncate", [self.v.data(a[0])]))
         elif n in ("clone", "clone3", "clone_preserving_field_list"):
