@@ -10,10 +10,8 @@ drives a NativePipeline's packet loop in C (p4target/switch.py).
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 
-from p4target import state as st
 from p4target.backends import c as lowered_c
 from p4target.backends.layout import Unsupported as LoweredUnsupported
 from p4target.frontend import ir
@@ -37,15 +35,12 @@ class NativePipeline:
 
     def __init__(self, program: ir.Program | lowered.Program, seed: int = 0, cprog: CProgram | None = None,
                  trace: Trace | None = None):
-        source_program = program
         if cprog is None:
             program, cprog = _generate(program)
         self.program = program  # the form the C was printed from (an IR program may come back lowered)
         self.source = cprog.source  # the generated C, for debugging
         self.engine = Engine(build(cprog.source), seed, trace)
         schema = build_lowered_schema(program) if isinstance(program, lowered.Program) else build_schema(program)
-        if isinstance(source_program, ir.Program) and program is not source_program:
-            _keep_action_scopes(build_schema(source_program), schema)
         schema.digests = tuple(sorted(name for name, _ in cprog.digests))
         self.state = NativeState(schema, self.engine, cprog)
         if trace is not None:
@@ -64,18 +59,6 @@ class NativePipeline:
     def close(self) -> None:
         """Free the engine (only once nothing uses this pipeline any more)."""
         self.engine.close()
-
-
-def _keep_action_scopes(source: st.ProgramSchema, printed: st.ProgramSchema) -> None:
-    """An IR program printed from its lowered form keeps its tables' @defaultonly/@tableonly actions (P4Info's
-    scopes, which the lowered form, like p4c's JSON, lacks), so the control plane refuses what the Python engine
-    and simple_switch_grpc refuse on the same source."""
-    for name, table in printed.tables.items():
-        if name in source.tables:
-            table.default_only, table.table_only = source.tables[name].default_only, source.tables[name].table_only
-    for name, profile in printed.action_profiles.items():
-        if name in source.action_profiles:
-            printed.action_profiles[name] = dataclasses.replace(profile, actions=source.action_profiles[name].actions)
 
 
 def _generate(program: ir.Program | lowered.Program) -> tuple[ir.Program | lowered.Program, CProgram]:
