@@ -194,6 +194,9 @@ class _Printer(LoweredPrinter):
             self.ns["_h_" + name] = fn
         self.vectorizer = Vectorizer(self) if vectorize else None
         self.conditionals: dict[str, m.Conditional] = {}  # of the pipeline being printed
+        # what tells that an action ran `exit` (nothing to test when no action can)
+        self.exited = f"F[{self.L.hidden['exit']}]" if any(prim.op == "exit" for a in p.actions
+                                                           for prim in a.primitives) else ""
         for hname, t in self.L.types.items():
             self.ns[f"_FS_{ident(hname)}"] = tuple((f.width, f.signed) for f in t.fields)
         for s, headers in self.L.stacks.items():
@@ -554,15 +557,15 @@ class _Printer(LoweredPrinter):
 
     # -- pipelines
 
-    def node_fn(self, name: str | None, nodes: dict[str, str]) -> str:
-        """The next node after a node: a conditional whose branches are not conditionals is decided right
-        there (a call fewer per packet)."""
+    def node_fn(self, name: str | None, nodes: dict[str, str], depth: int = 3) -> str:
+        """The next node after a node: a conditional (and the conditionals it leads to, `depth` deep) is decided
+        right there (a call fewer per packet each)."""
         if name is None:
             return "None"
         c = self.conditionals.get(name)
-        if c is None or c.true_next in self.conditionals or c.false_next in self.conditionals:
+        if c is None or depth == 0:
             return nodes[name]
-        true, false = self.node_fn(c.true_next, nodes), self.node_fn(c.false_next, nodes)
+        true, false = self.node_fn(c.true_next, nodes, depth - 1), self.node_fn(c.false_next, nodes, depth - 1)
         return f"({true} if {self.rv(c.expression)} else {false})"
 
     def gen_pipeline(self, fname: str, pl: m.Pipeline) -> None:
@@ -619,13 +622,13 @@ class _Printer(LoweredPrinter):
                 return
             args = "".join(f", {v}" for v in default.action_data)
             self.emit(f"{self.action_fn(action)}(F{args})", 1)
-            self.emit(f"return None if F[{self.L.hidden['exit']}] else {self.node_fn(target, nodes)}", 1)
+            self.emit(f"return {f'None if {self.exited} else ' if self.exited else ''}{self.node_fn(target, nodes)}", 1)
             return
 
         def leave(hit: bool, action: str) -> None:
             target = (hit_next if hit else miss_next) if by_hit else None
-            exit_check = f"if F[{self.L.hidden['exit']}]: return None"
-            self.emit(exit_check, 2 if hit else 1)
+            if self.exited:
+                self.emit(f"if {self.exited}: return None", 2 if hit else 1)
             if by_hit:
                 self.emit(f"return {self.node_fn(target, nodes)}", 2 if hit else 1)
             else:
