@@ -1,6 +1,6 @@
 """The switch's numbers both engines must agree on, defined once.
 
-The Python engine (pipeline.py, tm.py, switch.py, interp/codegen.py) imports them; the native
+The Python engine (pipeline.py, tm.py, switch.py, backends/python.py) imports them; the native
 engine's build writes them as the C header `constants.h` (`c_header`), so the C side never
 holds a copy of its own.
 """
@@ -12,6 +12,7 @@ DEFAULT_CPU_PORT = 255       # the controller's port (PacketIn/PacketOut)
 # BMv2's standard_metadata.instance_type values.
 NORMAL, I2E_CLONE, E2E_CLONE, RECIRCULATED, REPLICATED, RESUBMITTED = 0, 1, 2, 4, 5, 6
 MAX_LOOPS = 16               # resubmit/recirculate/clone generations per original packet
+MAX_DIGESTS_QUEUED = 65536   # digests waiting for the control plane; more are dropped
 
 DEFAULT_DEPTH = 64           # packets, BMv2's default queue depth
 DEFAULT_BURST_S = 0.005      # a token bucket holds this much time's worth of tokens

@@ -20,3 +20,7 @@ class P4Error(Exception):
     def __str__(self) -> str:
         where = ":".join(str(p) for p in (self.file, self.line, self.col) if p is not None)
         return f"{where}: error: {self.message}" if where else f"error: {self.message}"
+
+
+class PacketError(Exception):
+    """A packet the program cannot process (failed assert/assume, division by zero, ...): it is dropped and logged."""

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from finsy.proto import p4i
 
     from p4target.frontend import ir
+    from p4target.lowered import model as lowered
 
 # Entity-type prefix bytes (p4.config.v1.P4Ids).
 ACTION = 0x01
@@ -739,3 +740,16 @@ class P4InfoIndex:
             if key in (p.id, p.name):
                 return p
         raise UnknownEntity(f"action {a.preamble.name} has no parameter {key!r}")
+
+
+def keep_action_scopes(program: lowered.Program, info: p4i.P4Info) -> None:
+    """Set the lowered tables' @defaultonly/@tableonly actions from the P4Info that came with p4c's JSON (the
+    JSON lacks them), so the control plane refuses what simple_switch_grpc refuses with that P4Info."""
+    from finsy.proto import p4i
+
+    actions = {a.preamble.id: a.preamble.name for a in info.actions}
+    scopes = {t.preamble.name: t.action_refs for t in info.tables}
+    for table in (t for pl in program.pipelines for t in pl.tables):
+        refs = scopes.get(table.name, ())
+        table.default_only = frozenset(actions.get(r.id, "") for r in refs if r.scope == p4i.ActionRef.Scope.DEFAULT_ONLY)
+        table.table_only = frozenset(actions.get(r.id, "") for r in refs if r.scope == p4i.ActionRef.Scope.TABLE_ONLY)

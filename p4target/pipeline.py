@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from p4target import state as st
 from p4target.backends.python import compile_program
 from p4target.constants import DROP_PORT, E2E_CLONE, I2E_CLONE, MAX_LOOPS, NORMAL, RECIRCULATED, REPLICATED, RESUBMITTED
+from p4target.errors import PacketError
 from p4target.frontend import ir
-from p4target.interp.codegen import Compiler, PacketError
-from p4target.interp.schema import build_schema
 from p4target.lowered import model as lowered
-from p4target.lowered.schema import build_schema as build_lowered_schema
+from p4target.lowered.from_ir import lower_program
+from p4target.lowered.schema import build_schema
 
 TIMESTAMP_MASK = (1 << 48) - 1
 
@@ -35,7 +35,7 @@ TIMESTAMP_MASK = (1 << 48) - 1
 class EgressItem:
     """One packet copy between the replication engine and egress."""
 
-    frame: list  # the packet's slots (see p4target.interp.layout)
+    frame: list  # the packet's slots (see p4target.backends.layout)
     egress_port: int
     length: int  # bytes, for queue accounting
     generation: int = 0  # how many resubmit/recirculate/clone hops led here
@@ -45,16 +45,14 @@ class Pipeline:
     """A program compiled once, its State, and the v1model flow (see module docstring)."""
 
     def __init__(self, program: ir.Program | lowered.Program, seed: int = 0, vectorize: bool = True):
-        """`program`: our front end's IR or the lowered form (p4c's BMv2 JSON); `vectorize`: numpy code
-        for unrolled lane runs of IR programs (off only to compare with plain code)."""
+        """`program`: our front end's IR (lowered here: the engine sees only the lowered form) or the lowered
+        form itself (e.g. p4c's BMv2 JSON); `vectorize`: numpy code for unrolled lane runs (off only to compare
+        with plain code)."""
         self.program = program
         self.rng = random.Random(seed)
-        if isinstance(program, lowered.Program):
-            self.state = st.State(build_lowered_schema(program))
-            compiled = compile_program(program, self.state, self.rng)
-        else:
-            self.state = st.State(build_schema(program))
-            compiled = Compiler(program, self.state, self.rng, vectorize).compile()
+        form = program if isinstance(program, lowered.Program) else lower_program(program)
+        self.state = st.State(build_schema(form))
+        compiled = compile_program(form, self.state, self.rng, vectorize)
         self.source = compiled.source  # the generated Python, for debugging
         self._init = compiled.frame
         self._sm = compiled.sm

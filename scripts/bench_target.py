@@ -7,7 +7,7 @@
     (first contribution writes the lanes, the others add with saturation, the last one's
     result is multicast to the 4 ports); pps counts contributions in. At 64 lanes the same
     run also times the code generator with its vector pass off (`scalar_pps`), the speed-up
-    that pass (p4target/interp/vectorize.py) brings.
+    that pass (p4target/backends/vectorize.py) brings.
 Each case reports the median of a few timed rounds and the floor it must beat.
 """
 from __future__ import annotations

@@ -35,6 +35,7 @@ import fuzz_engine as fz  # noqa: E402  (puts the repository and tests/ on sys.p
 
 from p4target import state as st  # noqa: E402
 from p4target.frontend import load_program  # noqa: E402
+from p4target.lowered.from_ir import lower_program  # noqa: E402
 from p4target.native.engine import Trace  # noqa: E402
 from p4target.native.pipeline import NativePipeline  # noqa: E402
 from p4target.pipeline import Pipeline  # noqa: E402
@@ -123,7 +124,7 @@ class Sequence:
 
     def __init__(self, name: str, path: Path, seed: int):
         self.name, self.rng = name, random.Random(f"{name}/{seed}")
-        program = load_program(str(path))
+        program = lower_program(load_program(str(path)))  # both engines run the same lowered form
         self.python = Pipeline(program)
         self.trace = Trace()
         self.native = NativePipeline(program, trace=self.trace)

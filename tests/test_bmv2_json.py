@@ -21,6 +21,7 @@ import corpus
 import pytest
 from test_native_build import WIDE_HASH, WIDE_HASH_OUT
 
+from p4target import state as st
 from p4target.device_config import bmv2_json_in
 from p4target.errors import P4Error
 from p4target.lowered import bmv2_json
@@ -183,3 +184,32 @@ def test_runtime_loads_json_device_config_with_the_clients_p4info(ipv4_json, tmp
     loaded = compile_config(config, "python")
     assert loaded.p4info == info
     assert set(loaded.pipeline.state.tables) >= {t.preamble.name for t in info.tables}
+
+
+@needs_p4c
+def test_json_with_a_p4info_takes_its_action_scopes(ipv4_json, tmp_path):
+    """p4c's JSON has no @defaultonly/@tableonly; the P4Info sent with it does, and the state refuses what it
+    scopes out (an entry running a default-only action, a default running a table-only one)."""
+    from finsy.proto import p4i, p4r
+    from google.protobuf import text_format
+
+    from p4target.runtime.device import compile_config
+
+    info = text_format.Parse(Path(ipv4_json).with_suffix(".p4info.txtpb").read_text(), p4i.P4Info())
+    names = {a.preamble.id: a.preamble.name for a in info.actions}
+    table = next(t for t in info.tables if t.preamble.name == "MyIngress.ipv4_lpm")
+    for ref in table.action_refs:
+        if names[ref.id] == "NoAction":
+            ref.scope = p4i.ActionRef.Scope.DEFAULT_ONLY
+        elif names[ref.id] == "MyIngress.set_mcast":
+            ref.scope = p4i.ActionRef.Scope.TABLE_ONLY
+    config = p4r.ForwardingPipelineConfig(p4info=info, p4_device_config=_p4_device_config(ipv4_json, tmp_path))
+    state = compile_config(config, "python").pipeline.state
+    schema = state.table("MyIngress.ipv4_lpm").schema
+    assert (schema.default_only, schema.table_only) == ({"NoAction"}, {"MyIngress.set_mcast"})
+    match = {"hdr.ipv4.dstAddr": st.Lpm(0x0A000000, 8)}
+    with pytest.raises(st.InvalidArgument, match="@defaultonly"):
+        state.insert_entry("MyIngress.ipv4_lpm", st.TableEntry(match, "NoAction"))
+    with pytest.raises(st.InvalidArgument, match="@tableonly"):
+        state.set_default("MyIngress.ipv4_lpm", "MyIngress.set_mcast", {"grp": 1})
+    assert state.table("MyIngress.l2_exact").schema.default_only == set()  # what the P4Info leaves unscoped

@@ -1,7 +1,7 @@
 """Hash/checksum algorithms against known vectors (BMv2's definitions)."""
 import random
 
-from p4target.interp import hashes
+from p4target.backends import hashes
 
 CHECK = b"123456789"
 # The classic IPv4 header example with its checksum field zeroed; checksum is 0xB861.

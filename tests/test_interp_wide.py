@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from p4target.frontend import load_program
-from p4target.interp.layout import WideLayout
 from p4target.pipeline import Pipeline
 
 DATA = Path(__file__).parent / "data" / "interp"
@@ -57,14 +56,3 @@ def test_wide_fields_match_the_int_model(pipeline, seed):
     assert data[IN_BITS // 8:-7] == expected_out(w, v).to_bytes(OUT_BITS // 8, "big")
     assert data[-7:] == b"payload"
 
-
-def test_aligned_wide_field_is_unpacked_into_chunks(pipeline):
-    # v (bit 208 of in_t, byte 26) goes from the packet straight into its 8 chunk slots
-    assert "_W8.unpack_from(data, o + 26)" in pipeline.source
-    assert "_W8.pack(*F[" in pipeline.source  # and is emitted chunk-wise
-
-
-def test_wide_layout_chunk_slots():
-    lay = WideLayout(200, 10, 17)
-    assert lay.chunks == 7
-    assert [lay.chunk_slot(b) for b in (0, 31, 32, 191, 192, 199)] == [16, 16, 15, 11, 10, 10]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from p4target.backends.hashes import crc16
 from p4target.frontend import load_source
-from p4target.interp.hashes import crc16
 from p4target.native.build import build, compiler, engine_library
 from p4target.native.pipeline import NativePipeline, generate, make_pipeline
 from p4target.pipeline import Pipeline

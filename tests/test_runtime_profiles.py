@@ -23,7 +23,7 @@ from procs import free_port
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from p4target.interp.hashes import crc16, pack_fields
+from p4target.backends.hashes import crc16, pack_fields
 from p4target.native.pipeline import NativePipeline
 from p4target.runtime import RuntimeServer
 

@@ -37,6 +37,7 @@ class LoweredPrinter:
         self.actions = {a.id: a for a in p.actions}
         self.learn_lists = {ll.id: ll for ll in p.learn_lists}
         self.calcs = {c.name: c for c in p.calculations}
+        self.current: m.Primitive | None = None  # the primitive being printed
 
     def fail(self, message: str) -> Unsupported:
         return Unsupported(message, self.p.source)
@@ -227,6 +228,7 @@ class LoweredPrinter:
         fn = getattr(self, "p_" + prim.op, None)
         if fn is None:
             raise self.fail(f"primitive {prim.op} is not supported")
+        self.current = prim
         fn(prim.parameters, ind)
 
     def extern_primitive(self, ext: Extern, op: str, ps: list[m.Value], ind: int) -> None:

@@ -2,7 +2,8 @@
 
 Every packet is one list `F` of slots laid out by `p4target.backends.layout` (shared with the
 C back end). Values are Python ints of unbounded precision, as BMv2's are: a value is
-truncated to a field's width when it is written into the field.
+truncated to a field's width when it is written into the field, so an unsigned field's slot
+always holds a value within its width (emitters and checksums do not mask it again).
 
 The printed module has the functions `p4target.pipeline.Pipeline` calls: parse(F, data),
 verify(F), ingress(F), egress(F), compute(F) and deparse(F). A control is its graph of
@@ -14,22 +15,61 @@ import collections
 import functools
 import random
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from p4target import state as st
-from p4target.backends.layout import ident
+from p4target.backends import hashes
+from p4target.backends.layout import Unsupported, ident
 from p4target.backends.printer import LoweredPrinter
+from p4target.backends.vectorize import Vectorizer
+from p4target.errors import PacketError
 from p4target.externs.base import Extern
 from p4target.externs.checksum import python_checksums
-from p4target.interp import hashes
-from p4target.interp.codegen import Compiled, PacketError, _log_format, _Reject
 from p4target.lowered import model as m
 
 MAX_PARSER_STATES = 1000
 _SHIFT_LIMIT = 4096  # BMv2 fields are at most this wide; a longer shift leaves nothing of them
 
 
+@dataclass
+class Compiled:
+    """A printed program loaded: what the pipeline needs from it."""
+
+    source: str
+    namespace: dict[str, Any]
+    frame: list  # the template every packet's frame starts from
+    sm: dict[str, int]  # standard_metadata field -> slot
+    hidden: dict[str, int]  # per-packet bookkeeping slots (clone, resubmit, ...)
+    field_lists: dict[int, list[int]]  # field list id -> user metadata slots to preserve
+    meta_range: tuple[int, int]  # slots of user metadata (reset on an E2E clone)
+    empty: set[str] = field(default_factory=set)  # stages with nothing to do
+
+    def fn(self, name: str) -> Callable[..., Any]:
+        return self.namespace[name]
+
+
 # -- helpers the printed code calls ------------------------------------------------------------
+
+class _Reject(Exception):
+    """The parser went to reject; `code` is the error's number (None: keep parser_error)."""
+
+    def __init__(self, code: int | None, offset: int):
+        super().__init__(code, offset)
+        self.code = code
+        self.offset = offset
+
+
+def _log_format(msg: str, values: tuple) -> str:
+    """log_msg: each `{}` in msg takes the next value (other braces are literal)."""
+    parts = msg.split("{}")
+    out = [parts[0]]
+    for i, rest in enumerate(parts[1:]):
+        out.append(str(values[i]) if i < len(values) else "{}")
+        out.append(rest)
+    return "".join(out)
+
 
 def _sx(value: int, width: int) -> int:
     """Truncate to a signed `width`-bit value (two's complement)."""
@@ -137,7 +177,7 @@ class _Printer(LoweredPrinter):
     VALID, OR, FALSE = "bool(F[{b}])", " or ", "False"
     NOT_SET, NO_FIELD_LIST, CLONE = "None", "0", {"I2E": "'I2E'", "E2E": "'E2E'"}
 
-    def __init__(self, p: m.Program, state: st.State, rng: random.Random):
+    def __init__(self, p: m.Program, state: st.State, rng: random.Random, vectorize: bool):
         super().__init__(p)
         self.state = state
         self.labels: dict[str, str] = {}  # parse state -> its function
@@ -153,6 +193,11 @@ class _Printer(LoweredPrinter):
         }
         for name, fn in hashes.ALGORITHMS.items():
             self.ns["_h_" + name] = fn
+        self.vectorizer = Vectorizer(self) if vectorize else None
+        self.conditionals: dict[str, m.Conditional] = {}  # of the pipeline being printed
+        # what tells that an action ran `exit` (nothing to test when no action can)
+        self.exited = f"F[{self.L.hidden['exit']}]" if any(prim.op == "exit" for a in p.actions
+                                                           for prim in a.primitives) else ""
         for hname, t in self.L.types.items():
             self.ns[f"_FS_{ident(hname)}"] = tuple((f.width, f.signed) for f in t.fields)
         for s, headers in self.L.stacks.items():
@@ -187,6 +232,10 @@ class _Printer(LoweredPrinter):
         if isinstance(v, m.Lookahead):
             return f"_bits(data, o, {v.offset}, {v.width}, {self.error_code('PacketTooShort')})"
         if isinstance(v, m.Expr):
+            if v.op == "d2b" and isinstance(v.right, m.Field) and v.right.field == "$valid$":
+                return f"F[{self.L.base[v.right.header]}]"  # the validity slot holds a bool
+            if v.op == "<<" and isinstance(v.right, m.Const) and 0 <= v.right.value < _SHIFT_LIMIT:
+                return f"({self.rv(v.left)} << {v.right.value})"
             return self.expr(v)
         raise self.fail(f"a {type(v).__name__} cannot be read as a value here")
 
@@ -212,9 +261,30 @@ class _Printer(LoweredPrinter):
 
     # -- primitives
 
+    def unchanged(self, v: m.Value | None, ftype: m.FieldType, width: int) -> bool:
+        """Whether writing `v` into a field of `ftype` leaves it as it is (no truncation to print)."""
+        if isinstance(v, m.Const) and ftype.signed:
+            return -(1 << (width - 1)) <= v.value < 1 << (width - 1)
+        return not ftype.signed and self.fits(v, width)
+
+    def fits(self, v: m.Value | None, width: int) -> bool:
+        """Whether `v` is an unsigned value of at most `width` bits as it stands (no truncation needed)."""
+        if isinstance(v, m.Const):
+            return 0 <= v.value < 1 << width
+        if isinstance(v, m.RegisterCell):
+            return self.state.registers[v.name].schema.bitwidth <= width
+        if isinstance(v, m.Field) and v.field != "$valid$":
+            ftype = self.L.field_slot(v)[1]
+            return ftype is not None and not ftype.signed and ftype.width is not None and ftype.width <= width
+        return False
+
     def p_assign(self, ps: list[m.Value], ind: int) -> None:
-        if isinstance(ps[1], m.BoolConst) or (isinstance(ps[1], m.Expr) and ps[1].op in _BOOL_OPS):
+        if isinstance(ps[1], m.BoolConst) and not self.target(ps[0])[1].signed:
+            self.emit(f"F[{self.target(ps[0])[0]}] = {int(ps[1].value)}", ind)
+        elif isinstance(ps[1], m.Expr) and ps[1].op in _BOOL_OPS:
             self.store(ps[0], f"int({self.rv(ps[1])})", ind)
+        elif isinstance(ps[0], m.Field) and self.unchanged(ps[1], *self.target(ps[0])[1:]):
+            self.emit(f"F[{self.target(ps[0])[0]}] = {self.rv(ps[1])}", ind)
         else:
             self.store(ps[0], self.rv(ps[1]), ind)
 
@@ -273,7 +343,8 @@ class _Printer(LoweredPrinter):
         self.emit(f"F[{self.L.hidden['exit']}] = True; return", ind)
 
     def fail_unless(self, cond: str, what: str, ind: int) -> None:
-        self.emit(f"if not {cond}: raise _PacketError('{what} failed')", ind)
+        where = f" at {self.current.source}" if self.current is not None and self.current.source else ""
+        self.emit(f"if not {cond}: raise _PacketError({what + ' failed' + where!r})", ind)
 
     def meter_amount(self, kind: str) -> str:
         return "1" if kind == "packets" else f"F[{self.L.sm['packet_length']}]"
@@ -289,7 +360,37 @@ class _Printer(LoweredPrinter):
         return f"{fn}({self.calc_bytes(c.input)})"
 
     def calc_bytes(self, inputs: list[m.Value]) -> str:
-        """The bytes a calculation hashes: inputs MSB first, fields of invalid headers skipped (BMv2)."""
+        """The bytes a calculation hashes: inputs MSB first, fields of invalid headers skipped (BMv2). Fixed-width
+        fields and constants are packed as one int while their headers are valid (the common case: a
+        checksum over a parsed header costs a third of the generic packing)."""
+        generic = self.calc_bytes_generic(inputs)
+        terms: list[tuple[str, int]] = []
+        headers: dict[int, None] = {}
+        for v in inputs:
+            if isinstance(v, m.Const) and v.width is not None:
+                terms.append((str(v.value & ((1 << v.width) - 1)), v.width))
+            elif isinstance(v, m.Field) and (ftype := self.L.field_slot(v)[1]) is not None and ftype.width:
+                value = self.rv(v)
+                terms.append((f"({value} & {(1 << ftype.width) - 1:#x})" if ftype.signed else value, ftype.width))
+                if not self.p.header(v.header).metadata:
+                    headers[self.L.base[v.header]] = None
+            else:
+                return generic
+        total = sum(w for _, w in terms)
+        if not terms:
+            return generic
+        pad, shifted = -total % 8, []
+        pos = total + pad
+        for code, w in terms:
+            pos -= w
+            shifted.append(f"{code} << {pos}" if pos else code)
+        packed = f"({' | '.join(shifted)}).to_bytes({(total + pad) // 8}, 'big')"
+        if not headers:
+            return packed
+        return f"({packed} if {' and '.join(f'F[{b}]' for b in headers)} else {generic})"
+
+    def calc_bytes_generic(self, inputs: list[m.Value]) -> str:
+        """calc_bytes for any inputs: field by field through _pack."""
         parts: list[str] = []
         for v in inputs:
             if isinstance(v, m.Field):
@@ -327,23 +428,69 @@ class _Printer(LoweredPrinter):
         return f"ac{a.id}_{ident(a.name)}"
 
     def gen_action(self, a: m.Action) -> None:
+        if self.vectorizer is not None:
+            a = self.vectorizer.reroll(a)
         args = "".join(f", a{i}" for i in range(len(a.runtime_data)))
         self.emit(f"def {self.action_fn(a)}(F{args}):", 0)
         self.emit(f"# action {a.name}", 1)
-        jumps = any(p.op in ("_jump", "_jump_if_zero") for p in a.primitives)
-        if not jumps:
-            for prim in a.primitives:
-                self.primitive(prim, 1)
+        # p4c lowers `if` inside an action to jumps; printed back as if/else where they nest as an `if` does
+        printed = len(self.out)
+        if self.structured(a.primitives, 0, len(a.primitives), 1):
             self.emit("return", 1)
             return
-        # p4c lowers `if` inside an action to jumps: run it as a little state machine over primitive indexes,
-        # one flat `if pc == I` per primitive falling through to the next (an elif chain nests too deep for
-        # Python's compiler at 364 lanes); a jump sets pc and starts over
+        del self.out[printed:]
+        # other jumps: a little state machine over primitive indexes, one flat `if pc == I` per primitive
+        # falling through to the next (an elif chain nests too deep for Python's compiler); a jump sets pc
+        # and starts over
         self.emit("pc = 0", 1)
         self.emit("while True:", 1)
         self.action_body(a, 2)
         self.emit("return", 3)
         self.emit("return", 2)
+
+    def structured(self, prims: list[m.Primitive], lo: int, hi: int, ind: int) -> bool:
+        """Print prims[lo:hi] with p4c's jump patterns as if/else: `_jump_if_zero(c, T)` then-part
+        [`_jump(E)`] else-part up to E; a jump to the action's end is `return`. False if a jump does not nest."""
+        i = lo
+        while i < hi:
+            prim = prims[i]
+            if prim.op == "_jump":
+                if _target(prim, 0) != len(prims):
+                    return False
+                self.emit("return", ind)
+            elif prim.op == "_jump_if_zero":
+                t = _target(prim, 1)
+                if not i < t <= hi:
+                    return False
+                then_end, end = t, t
+                if t - 1 > i and prims[t - 1].op == "_jump":
+                    e = _target(prims[t - 1], 0)
+                    if t <= e <= hi:
+                        then_end, end = t - 1, e
+                cond: m.Value | None = prim.parameters[0]
+                if isinstance(cond, m.Expr) and cond.op == "b2d":  # p4c's jump tests a bool made data
+                    cond = cond.right
+                self.emit(f"if {self.rv(cond)}:", ind)
+                if not self.branch(prims, i + 1, then_end, ind + 1):
+                    return False
+                if end > t:
+                    self.emit("else:", ind)
+                    if not self.branch(prims, t, end, ind + 1):
+                        return False
+                i = end
+                continue
+            else:
+                self.primitive(prim, ind)
+            i += 1
+        return True
+
+    def branch(self, prims: list[m.Primitive], lo: int, hi: int, ind: int) -> bool:
+        printed = len(self.out)
+        if not self.structured(prims, lo, hi, ind):
+            return False
+        if len(self.out) == printed:
+            self.emit("pass", ind)
+        return True
 
     def label(self, index: int, ind: int) -> int:
         if index:
@@ -354,12 +501,26 @@ class _Printer(LoweredPrinter):
     def jump(self, cond: str | None, target: m.Value, ind: int) -> None:
         self.emit(f"{'' if cond is None else f'if not {cond}: '}pc = {self.rv(target)}; continue", ind)
 
+    def p__vector(self, ps: list[m.Value], ind: int) -> None:
+        """A run of unrolled lane primitives, rerolled (see p4target.backends.vectorize)."""
+        assert self.vectorizer is not None and isinstance(ps[0], m.Const)
+        self.vectorizer.emit(ps[0].value, ind)
+
     # -- pipelines
 
-    def node_fn(self, name: str | None, nodes: dict[str, str]) -> str:
-        return "None" if name is None else nodes[name]
+    def node_fn(self, name: str | None, nodes: dict[str, str], depth: int = 3) -> str:
+        """The next node after a node: a conditional (and the conditionals it leads to, `depth` deep) is decided
+        right there (a call fewer per packet each)."""
+        if name is None:
+            return "None"
+        c = self.conditionals.get(name)
+        if c is None or depth == 0:
+            return nodes[name]
+        true, false = self.node_fn(c.true_next, nodes, depth - 1), self.node_fn(c.false_next, nodes, depth - 1)
+        return f"({true} if {self.rv(c.expression)} else {false})"
 
     def gen_pipeline(self, fname: str, pl: m.Pipeline) -> None:
+        self.conditionals = {c.name: c for c in pl.conditionals}
         nodes = {t.name: f"tb{t.id}_{ident(t.name)}" for t in pl.tables}
         nodes.update({c.name: f"cd{c.id}_{ident(c.name)}" for c in pl.conditionals})
         for t in pl.tables:
@@ -368,6 +529,7 @@ class _Printer(LoweredPrinter):
             self.emit(f"def {nodes[c.name]}(F):", 0)
             self.emit(f"return {self.node_fn(c.true_next, nodes)} if {self.rv(c.expression)} "
                       f"else {self.node_fn(c.false_next, nodes)}", 1)
+        self.conditionals = {}
         self.emit(f"def {fname}(F):", 0)
         self.emit(f"F[{self.L.hidden['exit']}] = False", 1)
         self.emit(f"n = {self.node_fn(pl.init_table, nodes)}", 1)
@@ -376,7 +538,11 @@ class _Printer(LoweredPrinter):
 
     def key_code(self, k: m.KeyElement) -> str:
         slot, mask = self.key_mask(k)
-        return f"int(F[{slot}])" if mask is None else f"(F[{slot}] & {mask:#x})"
+        if mask is None:
+            return f"int(F[{slot}])"
+        if isinstance(k.target, m.Field) and self.fits(k.target, mask.bit_length()) and mask & (mask + 1) == 0:
+            return f"F[{slot}]"  # the mask keeps every value the field can hold
+        return f"(F[{slot}] & {mask:#x})"
 
     def gen_table(self, t: m.Table, nodes: dict[str, str]) -> None:
         obj = self.state.tables[t.name]
@@ -398,16 +564,22 @@ class _Printer(LoweredPrinter):
         if not t.key and default is not None and default.action_entry_const and obj.profile is None:
             # a keyless table whose action nobody can change (p4c's synthesized "tbl_act"): call it directly
             action = self.actions[default.action_id]
+            target = t.next_tables.get("__MISS__") if by_hit else t.next_tables.get(action.name, t.base_default_next)
+            if not action.runtime_data and all(p.op not in ("_jump", "_jump_if_zero", "exit") for p in action.primitives):
+                # straight-line, cannot exit: its primitives right here (a call fewer per packet)
+                for prim in (action if self.vectorizer is None else self.vectorizer.reroll(action)).primitives:
+                    self.primitive(prim, 1)
+                self.emit(f"return {self.node_fn(target, nodes)}", 1)
+                return
             args = "".join(f", {v}" for v in default.action_data)
             self.emit(f"{self.action_fn(action)}(F{args})", 1)
-            target = t.next_tables.get("__MISS__") if by_hit else t.next_tables.get(action.name, t.base_default_next)
-            self.emit(f"return None if F[{self.L.hidden['exit']}] else {self.node_fn(target, nodes)}", 1)
+            self.emit(f"return {f'None if {self.exited} else ' if self.exited else ''}{self.node_fn(target, nodes)}", 1)
             return
 
         def leave(hit: bool, action: str) -> None:
             target = (hit_next if hit else miss_next) if by_hit else None
-            exit_check = f"if F[{self.L.hidden['exit']}]: return None"
-            self.emit(exit_check, 2 if hit else 1)
+            if self.exited:
+                self.emit(f"if {self.exited}: return None", 2 if hit else 1)
             if by_hit:
                 self.emit(f"return {self.node_fn(target, nodes)}", 2 if hit else 1)
             else:
@@ -477,19 +649,25 @@ class _Printer(LoweredPrinter):
             self.ns[name] = functools.partial(_extract, fields)
             return name
         self.codecs_printed.add(name)
+        self.codecs += [f"def {name}(F, b, data, o, vl, too_short):"]
+        self.codecs += ["    " + line for line in self.extract_lines(t, "b", "too_short")] + ["    return o"]
+        return name
+
+    @staticmethod
+    def extract_lines(t: m.HeaderType, b: str, too_short: str | int) -> list[str]:
+        """Straight-line code filling fixed-width header `t` at base slot `b` from `data` at `o`, moving `o` on."""
         nbytes = sum(f.width or 0 for f in t.fields) // 8
-        lines = [f"def {name}(F, b, data, o, vl, too_short):", f"    end = o + {nbytes}",
-                 "    if end > len(data): raise _Reject(too_short, o)", "    v = int.from_bytes(data[o:end], 'big')"]
+        lines = [f"_end = o + {nbytes}", f"if _end > len(data): raise _Reject({too_short}, o)",
+                 "_v = int.from_bytes(data[o:_end], 'big')"]
         pos = nbytes * 8
         for k, f in enumerate(t.fields):
             w = f.width or 0
             pos -= w
-            value = f"(v >> {pos}) & {(1 << w) - 1:#x}" if pos else f"v & {(1 << w) - 1:#x}"
+            value = f"_v >> {pos}" if k == 0 else f"(_v >> {pos}) & {(1 << w) - 1:#x}" if pos else f"_v & {(1 << w) - 1:#x}"
             if f.signed:
                 value = f"(({value}) ^ {1 << (w - 1):#x}) - {1 << (w - 1):#x}"
-            lines.append(f"    F[b + {1 + k}] = {value}")
-        self.codecs += lines + ["    F[b] = True", "    return end"]
-        return name
+            lines.append(f"F[{b} + {1 + k}] = {value}" if b == "b" else f"F[{int(b) + 1 + k}] = {value}")
+        return lines + [f"F[{b}] = True", "o = _end"]
 
     def emitter(self, t: m.HeaderType) -> str:
         """The function writing a header of type `t` as bytes (printed straight-line for a fixed-width type)."""
@@ -500,16 +678,22 @@ class _Printer(LoweredPrinter):
             self.ns[name] = functools.partial(_packed, self.ns[f"_FS_{ident(t.name)}"])
             return name
         self.codecs_printed.add(name)
+        self.codecs += [f"def {name}(F, b):", f"    return {self.packed_code(t, 'b')}"]
+        return name
+
+    @staticmethod
+    def packed_code(t: m.HeaderType, b: str) -> str:
+        """An expression: fixed-width header `t` at base slot `b` as wire bytes."""
         total = sum(f.width or 0 for f in t.fields)
         pad = -total % 8
         parts, pos = [], total + pad
         for k, f in enumerate(t.fields):
             w = f.width or 0
             pos -= w
-            part = f"(F[b + {1 + k}] & {(1 << w) - 1:#x})"
+            slot = f"F[b + {1 + k}]" if b == "b" else f"F[{int(b) + 1 + k}]"
+            part = slot if not f.signed else f"({slot} & {(1 << w) - 1:#x})"
             parts.append(f"{part} << {pos}" if pos else part)
-        self.codecs += [f"def {name}(F, b):", f"    return ({' | '.join(parts) or '0'}).to_bytes({(total + pad) // 8}, 'big')"]
-        return name
+        return f"({' | '.join(parts) or '0'}).to_bytes({(total + pad) // 8}, 'big')"
 
     def extract(self, target: m.Value, vl: str, ind: int) -> None:
         too_short = self.error_code("PacketTooShort")
@@ -543,7 +727,11 @@ class _Printer(LoweredPrinter):
             self.emit(f"if _vl + {fixed} > {t.max_length * 8}: raise _Reject({self.error_code('HeaderTooShort')}, o)",
                       ind)
             vl = "_vl"
-        self.emit(f"o = {self.extractor(t)}(F, {b}, data, o, {vl}, {too_short})", ind)
+        if all(f.width is not None for f in t.fields):  # inline: a call per header costs as much as its fields
+            for line in self.extract_lines(t, b, too_short):
+                self.emit(line, ind)
+        else:
+            self.emit(f"o = {self.extractor(t)}(F, {b}, data, o, {vl}, {too_short})", ind)
         self.after_valid_change(target, b, ind)
 
     def verify(self, cond: str, code: str, ind: int) -> None:
@@ -573,7 +761,8 @@ class _Printer(LoweredPrinter):
         self.emit("return o", 1)
 
     def set_key(self, parts: list[tuple[m.Value, int, int]], ind: int) -> None:
-        self.emit(f"_k = {' | '.join(f'(({self.rv(v)}) & {(1 << w) - 1:#x}) << {pos}' for v, w, pos in parts)}", ind)
+        terms = [self.rv(v) if self.fits(v, w) else f"(({self.rv(v)}) & {(1 << w) - 1:#x})" for v, w, _ in parts]
+        self.emit(f"_k = {' | '.join(f'{t} << {pos}' if pos else t for t, (_, _, pos) in zip(terms, parts))}", ind)
 
     def goto(self, state: str | None) -> str:
         return f"return {self.labels[state] if state else 'None'}, o"
@@ -596,7 +785,10 @@ class _Printer(LoweredPrinter):
             self.primitive(prim, 1)
         for h in d.order:
             b = self.L.base[h]
-            self.emit(f"if F[{b}]: out.append({self.emitter(self.L.types[self.p.header(h).header_type])}(F, {b}))", 1)
+            t = self.L.types[self.p.header(h).header_type]
+            fixed = all(f.width is not None for f in t.fields)
+            self.emit(f"if F[{b}]: out.append({self.packed_code(t, str(b)) if fixed else f'{self.emitter(t)}(F, {b})'})",
+                      1)
         self.emit("return out", 1)
 
     def compile(self) -> Compiled:
@@ -635,10 +827,19 @@ class _Printer(LoweredPrinter):
                         self.L.meta_range, empty)
 
 
+def _target(prim: m.Primitive, k: int) -> int:
+    """The primitive index a jump's parameter k names."""
+    target = prim.parameters[k]
+    if not isinstance(target, m.Const):
+        raise Unsupported(f"a {prim.op} whose target is not a constant")
+    return target.value
+
+
 _BOOL_OPS = frozenset({"==", "!=", ">", ">=", "<", "<=", "and", "or", "not", "d2b", "valid", "valid_union"})
 
 
-def compile_program(program: m.Program, state: st.State, rng: random.Random) -> Compiled:
-    """Print `program` as Python bound to `state` and load it (P4Error for what it cannot run)."""
-    return _Printer(program, state, rng).compile()
+def compile_program(program: m.Program, state: st.State, rng: random.Random, vectorize: bool = True) -> Compiled:
+    """Print `program` as Python bound to `state` and load it (P4Error for what it cannot run); `vectorize`:
+    numpy code for unrolled lane runs (off only to compare with plain code)."""
+    return _Printer(program, state, rng, vectorize).compile()
 

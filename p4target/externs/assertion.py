@@ -19,7 +19,7 @@ class Assertion(Extern):
 
     def lower(self, x: Externs, c: Call, out: list[m.Primitive]) -> None:
         assert isinstance(c, ir.ExternFunctionCall)
-        out.append(m.Primitive(c.name, [x.v.cond(c.args[0])]))
+        out.append(m.Primitive(c.name, [x.v.cond(c.args[0])], str(c.loc)))
 
     def emit(self, pr: LoweredPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         pr.fail_unless(pr.rv(ps[0]), op, ind)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from p4target.constants import MAX_DIGESTS_QUEUED
 from p4target.externs.base import Call, Extern, register
 from p4target.lowered import model as m
 
@@ -12,8 +13,7 @@ if TYPE_CHECKING:
     from p4target.backends.python import _Printer as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
 
-from p4target.interp.schema import digest_name
-from p4target.lowered.from_ir.common import fail
+from p4target.lowered.from_ir.common import digest_name, fail
 
 MAX_BITS = 64  # the C engine's word
 
@@ -48,7 +48,7 @@ class Digest(Extern):
     def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         ll = learn_list(pr, ps)
         values = "".join(f"{pr.rv(f)} & {(1 << max(pr.L.width(f), 1)) - 1:#x}, " for f in ll.elements)
-        pr.emit(f"_DG.append(({ll.name!r}, ({values})))", ind)
+        pr.emit(f"if len(_DG) < {MAX_DIGESTS_QUEUED}: _DG.append(({ll.name!r}, ({values})))", ind)
 
     def c(self, pr: CPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         ll = learn_list(pr, ps)

@@ -5,9 +5,9 @@ checked every type, so consumers (the interpreter, the P4Info generator, the STF
 never look anything up by string except where noted.
 
 The checker (checker/) builds this IR; the passes (passes/) then LOWER it, and
-load_program returns the lowered program. Back ends (the Python engine in interp/codegen.py,
-the C engine in native/) only ever see the lowered form; section "After lowering" below
-says exactly what it may contain.
+load_program returns the lowered program: what p4target.lowered.from_ir lowers into the
+lowered form the engines run (and what native/cgen.py still compiles directly); section
+"After lowering" below says exactly what it may contain.
 
 How to walk a Program
 ---------------------

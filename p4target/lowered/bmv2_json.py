@@ -375,7 +375,9 @@ class _Reader:
                              self.each(o, "input", self.value))
 
     def primitive(self, o: Any) -> m.Primitive:
-        return m.Primitive(self.key(o, "op", str), self.each(o, "parameters", self.value))
+        info = self.key(o, "source_info", dict, {})
+        source = ":".join(str(info[k]) for k in ("filename", "line", "column") if k in info)
+        return m.Primitive(self.key(o, "op", str), self.each(o, "parameters", self.value), source)
 
     def action(self, o: Any) -> m.Action:
         def param(r: Any) -> tuple[str, int]:

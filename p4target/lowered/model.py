@@ -235,10 +235,12 @@ class FieldList:
 
 @dataclass
 class Primitive:
-    """A primitive call: in an action, a parser state (`primitive` op) or a deparser."""
+    """A primitive call: in an action, a parser state (`primitive` op) or a deparser. `source`: where in the
+    P4 source it came from, `FILE:LINE:COL` (BMv2's `source_info`; empty where unknown)."""
 
     op: str
     parameters: list[Value]
+    source: str = ""
 
 
 @dataclass
@@ -448,6 +450,10 @@ class Table:
     entries: list[TableEntry]
     action_profile: str | None = None
     direct_meters: str | None = None
+    # P4Info's action scopes (@defaultonly / @tableonly): BMv2's JSON lacks them, our lowering sets them and a
+    # P4Info given with p4c's JSON fills them (p4target.p4info.keep_action_scopes)
+    default_only: frozenset[str] = frozenset()
+    table_only: frozenset[str] = frozenset()
 
 
 @dataclass

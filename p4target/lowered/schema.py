@@ -84,7 +84,8 @@ def _table(program: m.Program, t: m.Table, counters: dict[str, m.CounterArray],
         const_default=bool(t.default_entry and t.default_entry.action_const),
         size=t.max_size, entries=entries, const_entries=bool(t.entries), direct_counter=direct_counter,
         direct_meter=direct_meter if direct_meter in meters else None,
-        support_timeout=t.support_timeout, implementation=profile.name if profile else None)
+        support_timeout=t.support_timeout, implementation=profile.name if profile else None,
+        default_only=t.default_only, table_only=t.table_only)
 
 
 def build_schema(program: m.Program) -> st.ProgramSchema:
@@ -98,8 +99,9 @@ def build_schema(program: m.Program) -> st.ProgramSchema:
     tables = [t for pl in program.pipelines for t in pl.tables]
     for t in tables:
         schema.tables[t.name] = _table(program, t, counters, meters, profiles)
-    for ap in profiles.values():
-        actions = tuple(dict.fromkeys(a for t in tables if t.action_profile == ap.name for a in t.actions))
+    for ap in profiles.values():  # what its members may run: its tables' actions but @defaultonly ones
+        actions = tuple(dict.fromkeys(a for t in tables if t.action_profile == ap.name for a in t.actions
+                                      if a not in t.default_only))
         schema.action_profiles[ap.name] = st.ActionProfileSchema(ap.name, ap.max_size, actions, ap.selector is not None)
     for ext in registered():  # registers, counters, meters: as their modules (p4target.externs) say
         ext.schema(program, schema)

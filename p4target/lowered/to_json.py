@@ -86,7 +86,11 @@ def param(v: m.Value) -> Any:
 def _primitive(p: m.Primitive) -> dict[str, Any]:
     if p.op == "_jump" or p.op == "_jump_if_zero":
         return {"op": p.op, "parameters": [_jump_arg(x) for x in p.parameters]}
-    return {"op": p.op, "parameters": [param(x) for x in p.parameters]}
+    out: dict[str, Any] = {"op": p.op, "parameters": [param(x) for x in p.parameters]}
+    if p.source:
+        filename, line, column = p.source.rsplit(":", 2)
+        out["source_info"] = {"filename": filename, "line": int(line), "column": int(column)}
+    return out
 
 
 def _jump_arg(v: m.Value) -> Any:

@@ -10,14 +10,11 @@ packet loop in C (p4target/switch.py).
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 
-from p4target import state as st
 from p4target.backends.c import CProgram, generate_c
 from p4target.backends.layout import Unsupported
 from p4target.frontend import ir
-from p4target.interp.schema import build_schema
 from p4target.lowered import model as lowered
 from p4target.lowered.from_ir import NotLowered, lower_program
 from p4target.lowered.schema import build_schema as build_lowered_schema
@@ -39,8 +36,6 @@ class NativePipeline:
         self.source = cprog.source  # the generated C, for debugging
         self.engine = Engine(build(cprog.source), seed, trace)
         schema = build_lowered_schema(self.program)
-        if isinstance(program, ir.Program):
-            _keep_action_scopes(build_schema(program), schema)
         schema.digests = tuple(sorted(name for name, _ in cprog.digests))
         self.state = NativeState(schema, self.engine, cprog)
         if trace is not None:
@@ -57,18 +52,6 @@ class NativePipeline:
     def close(self) -> None:
         """Free the engine (only once nothing uses this pipeline any more)."""
         self.engine.close()
-
-
-def _keep_action_scopes(source: st.ProgramSchema, printed: st.ProgramSchema) -> None:
-    """An IR program printed from its lowered form keeps its tables' @defaultonly/@tableonly actions (P4Info's
-    scopes, which the lowered form, like p4c's JSON, lacks), so the control plane refuses what the Python engine
-    and simple_switch_grpc refuse on the same source."""
-    for name, table in printed.tables.items():
-        if name in source.tables:
-            table.default_only, table.table_only = source.tables[name].default_only, source.tables[name].table_only
-    for name, profile in printed.action_profiles.items():
-        if name in source.action_profiles:
-            printed.action_profiles[name] = dataclasses.replace(profile, actions=source.action_profiles[name].actions)
 
 
 def generate(program: ir.Program | lowered.Program) -> tuple[lowered.Program, CProgram]:

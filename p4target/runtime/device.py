@@ -62,24 +62,33 @@ def compile_source(source: str, filename: str, engine: str = "python",
         raise invalid(str(exc)) from None
 
 
-def load_bmv2_json(data: bytes, filename: str, engine: str = "python", state_cap_mb: int = DEFAULT_STATE_CAP_MB) -> Any:
-    """A pipeline running p4c's BMv2 JSON; INVALID_ARGUMENT naming the JSON path of a malformed part."""
+def load_bmv2_json(data: bytes, filename: str, engine: str = "python", state_cap_mb: int = DEFAULT_STATE_CAP_MB,
+                   p4info: p4i.P4Info | None = None) -> Any:
+    """A pipeline running p4c's BMv2 JSON (its tables' action scopes from `p4info` when given);
+    INVALID_ARGUMENT naming the JSON path of a malformed part."""
     from p4target.lowered import bmv2_json
+    from p4target.p4info import keep_action_scopes
 
     try:
-        return _capped_pipeline(bmv2_json.loads(data, filename), filename, engine, state_cap_mb)
+        program = bmv2_json.loads(data, filename)
+        if p4info is not None:
+            keep_action_scopes(program, p4info)
+        return _capped_pipeline(program, filename, engine, state_cap_mb)
     except P4Error as exc:
         raise invalid(str(exc)) from None
 
 
 def _capped_pipeline(program: Any, filename: str, engine: str, state_cap_mb: int) -> Any:
     """The program's pipeline, once its declared state is known to fit the switch's cap (nothing allocated before)."""
-    from p4target.interp.schema import build_schema
     from p4target.lowered import model as lowered
-    from p4target.lowered.schema import build_schema as build_lowered_schema
+    from p4target.lowered.from_ir import lower_program
+    from p4target.lowered.schema import build_schema
     from p4target.native.pipeline import make_pipeline
 
-    schema = build_lowered_schema(program) if isinstance(program, lowered.Program) else build_schema(program)
+    form = program if isinstance(program, lowered.Program) else lower_program(program)
+    if engine == "python":
+        program = form  # what the Python engine runs: lowered once
+    schema = build_schema(form)
     try:
         check_state_cap(schema, state_cap_mb)
     except StateError as exc:
@@ -98,7 +107,7 @@ def compile_config(config: p4r.ForwardingPipelineConfig, engine: str = "python",
     cookie = config.cookie.cookie if config.HasField("cookie") else None
     json_data = bmv2_json_in(config.p4_device_config)
     if json_data is not None:
-        pipeline = load_bmv2_json(json_data, "p4_device_config.json", engine, state_cap_mb)
+        pipeline = load_bmv2_json(json_data, "p4_device_config.json", engine, state_cap_mb, config.p4info)
         return LoadedConfig(config.p4info, config.p4_device_config, cookie, pipeline,
                             Translator(config.p4info, pipeline.state))
     try:

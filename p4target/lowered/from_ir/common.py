@@ -15,6 +15,20 @@ class NotLowered(P4Error):
     """A construct this lowering does not handle yet."""
 
 
+def table_actions(program: ir.Program, t: ir.Table) -> list[tuple[ir.Action, ir.Annotations]]:
+    """A table's action refs; as p4c does, an implicit default adds `@defaultonly NoAction`."""
+    refs = [(r.action, r.annotations) for r in t.actions]
+    noaction = program.actions.get("NoAction")
+    if t.default_action is None and noaction is not None and all(a is not noaction for a, _ in refs):
+        refs.append((noaction, ir.Annotations([ir.Annotation("defaultonly")])))
+    return refs
+
+
+def digest_name(t: ir.Type) -> str:
+    """A v1model digest is named after its struct type (as p4target.p4info names it)."""
+    return t.name if isinstance(t, ir.StructLikeType) else str(t)
+
+
 def fail(message: str, loc: ir.Loc) -> NotLowered:
     return NotLowered(message, loc.file, loc.line, loc.col)
 

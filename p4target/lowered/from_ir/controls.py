@@ -6,9 +6,8 @@ import copy
 from p4target.errors import P4Error
 from p4target.externs.base import for_call
 from p4target.frontend import ir
-from p4target.interp.schema import table_actions
 from p4target.lowered import model as m
-from p4target.lowered.from_ir.common import Part, all_ones, fail, flat_stmts, hash_algorithm
+from p4target.lowered.from_ir.common import Part, all_ones, fail, flat_stmts, hash_algorithm, table_actions
 from p4target.lowered.from_ir.storage import Scalar
 from p4target.p4info import constant_value, supports_timeout
 
@@ -325,7 +324,9 @@ class Controls(Part):
         table = m.Table(name, self.s.next_id("table"), match_type, kind, t.size if t.size is not None else 1024,
                         t.direct_counter is not None, supports_timeout(t), keys, [a.id for a in actions],
                         [a.name for a in actions], next_tables, nxt,
-                        default_entry, entries, profile, direct_meter)
+                        default_entry, entries, profile, direct_meter,
+                        frozenset(a.name for a, (_, an) in zip(actions, refs) if an.has("defaultonly")),
+                        frozenset(a.name for a, (_, an) in zip(actions, refs) if an.has("tableonly")))
         self.pl.tables.append(table)
         self.applied[id(t)] = self.act_table(pre, name, t.loc) if pre else name
         return self.applied[id(t)]

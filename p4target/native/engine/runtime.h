@@ -29,7 +29,7 @@ static inline void putbits(u8 *d, u32 bitoff, u64 v, int w) {
     for (u32 i = nbytes; i-- > 0;) { d[first + i] |= (u8)acc; acc >>= 8; }
 }
 
-/* v1model hash algorithms over a ++ b, as BMv2 computes them (see interp/hashes.py). */
+/* v1model hash algorithms over a ++ b, as BMv2 computes them (see backends/hashes.py). */
 static inline u64 hash_crc16(const u8 *a, u32 na, const u8 *b, u32 nb) {
     u32 crc = 0;
     for (int part = 0; part < 2; part++) {

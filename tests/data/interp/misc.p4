@@ -60,13 +60,13 @@ control Ing(inout headers hdr, inout metadata meta, inout standard_metadata_t sm
         hdr.a.s = meta.pr2.p + meta.pr2.q;
         hdr.a.h32[15:8] = 0xAB;
         hash(hdr.a.h16, HashAlgorithm.crc16, 16w0, { hdr.a.x, hdr.a.y }, 32w65536);
+        hdr.b.setValid();  /* before its field is written: BMv2's setValid (add_header) zeroes an invalid header */
         switch (hdr.a.sw) {
             1: { hdr.b.v = 10; }
             2:
             3: { hdr.b.v = 20; }
             default: { hdr.b.v = 30; }
         }
-        hdr.b.setValid();
         hdr.b2 = hdr.b;
         if (hdr.a.sw == 9) {
             hdr.b.setInvalid();

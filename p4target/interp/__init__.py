@@ -1,1 +1,0 @@
-"""The embedded interpreter: IR -> generated Python (codegen), storage layout, hashes, schema."""
