@@ -489,7 +489,7 @@ class _Printer(LoweredPrinter):
         self.emit("p->rc = RC_EXIT; return;", ind)
 
     def fail_unless(self, cond: str, what: str, ind: int) -> None:
-        self.emit(f"if (!{cond}) {{ p->rc = RC_ERR; p->msg = {_cstr(what + ' failed')}; }}", ind)
+        self.emit(f"if (!{cond}) {{ p->rc = RC_ERR; p->msg = {_cstr(what + ' failed' + self.where())}; }}", ind)
         self.may_fail = True
 
     def meter_amount(self, kind: str) -> str:

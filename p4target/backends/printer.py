@@ -221,6 +221,7 @@ class LoweredPrinter:
     def primitive(self, prim: m.Primitive, ind: int) -> None:
         """An extern's primitive as its module (p4target.externs) prints it; the language's own (assign, header
         and stack operations, exit) as the `p_<op>` method here or in the back end prints it."""
+        self.current = prim
         ext = for_primitive(prim.op)
         if ext is not None:
             self.extern_primitive(ext, prim.op, prim.parameters, ind)
@@ -228,8 +229,11 @@ class LoweredPrinter:
         fn = getattr(self, "p_" + prim.op, None)
         if fn is None:
             raise self.fail(f"primitive {prim.op} is not supported")
-        self.current = prim
         fn(prim.parameters, ind)
+
+    def where(self) -> str:
+        """' at FILE:LINE:COL' of the primitive being printed, where its source is known (BMv2's source_info)."""
+        return f" at {self.current.source}" if self.current is not None and self.current.source else ""
 
     def extern_primitive(self, ext: Extern, op: str, ps: list[m.Value], ind: int) -> None:
         """Print extern primitive `op` in this back end's language (the module's `python` or `c`)."""

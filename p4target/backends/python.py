@@ -343,8 +343,7 @@ class _Printer(LoweredPrinter):
         self.emit(f"F[{self.L.hidden['exit']}] = True; return", ind)
 
     def fail_unless(self, cond: str, what: str, ind: int) -> None:
-        where = f" at {self.current.source}" if self.current is not None and self.current.source else ""
-        self.emit(f"if not {cond}: raise _PacketError({what + ' failed' + where!r})", ind)
+        self.emit(f"if not {cond}: raise _PacketError({what + ' failed' + self.where()!r})", ind)
 
     def meter_amount(self, kind: str) -> str:
         return "1" if kind == "packets" else f"F[{self.L.sm['packet_length']}]"
