@@ -458,7 +458,7 @@ def test_clone_session_insert_read_delete(server, p4info_path):
 def test_packet_out_from_a_backup_is_refused_on_the_stream(server, p4info_path):
     run(_set_pipeline_with_finsy(server, p4info_path))
     primary, backup = RawClient(server.port), RawClient(server.port)
-    primary.arbitrate(10)
+    primary.arbitrate(20)  # above finsy's 10: the server may not yet have seen the end of finsy's stream
     backup.arbitrate(5)
     backup.send(p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=b"x")))
     error = backup.next_message().error
@@ -516,7 +516,7 @@ def test_reconcile_that_cannot_keep_the_state_is_invalid_argument_and_keeps_the_
 def test_wildcard_reads_of_kinds_the_program_lacks_answer_nothing_and_delete_all_works(server, p4info_path):
     run(_set_pipeline_with_finsy(server, p4info_path))
     raw = RawClient(server.port)
-    raw.arbitrate(10)
+    raw.arbitrate(20)  # above finsy's 10: the server may not yet have seen the end of finsy's stream
     for kind in ("action_profile_member", "action_profile_group", "meter_entry", "direct_meter_entry",
                  "value_set_entry", "extern_entry"):
         assert raw.read(p4r.Entity(**{kind: {}})) == [], kind  # ipv4_cpu.p4 has none of these: nothing, as BMv2
