@@ -32,7 +32,7 @@ class Counter(Extern):
 
     def instance(self, p: m.Program, inst: ir.ExternInstance) -> None:
         p.counter_arrays.append(m.CounterArray(inst.control_plane_name, len(p.counter_arrays), inst.size or 0, False,
-                                               None))
+                                               None, inst.kind or "packets_and_bytes"))
 
     def p4info(self, b: P4InfoBuilder, info: Any, inst: ir.ExternInstance) -> Any:
         msg = info.counters.add(size=inst.size or 0)
@@ -42,7 +42,7 @@ class Counter(Extern):
     def schema(self, p: m.Program, schema: st.ProgramSchema) -> None:
         for c in p.counter_arrays:
             if not (c.is_direct and c.binding):
-                schema.counters[c.name] = st.CounterSchema(c.name, c.size)
+                schema.counters[c.name] = st.CounterSchema(c.name, c.size, c.type)
 
     def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         cnt = pr.state.counters[pr.named(ps[0], "counter_array")]
@@ -76,4 +76,4 @@ class DirectCounter(Extern):
     def schema(self, p: m.Program, schema: st.ProgramSchema) -> None:
         for c in p.counter_arrays:
             if c.is_direct and c.binding:
-                schema.direct_counters[c.name] = st.DirectCounterSchema(c.name, c.binding)
+                schema.direct_counters[c.name] = st.DirectCounterSchema(c.name, c.binding, c.type)
