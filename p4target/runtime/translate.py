@@ -8,7 +8,7 @@ forms the spec demands) so the state only sees well-formed requests. Every failu
 
 Supported entities: TableEntry (incl. default entries, direct counter data, meter configs
 and idle timeouts), CounterEntry, DirectCounterEntry, MeterEntry, DirectMeterEntry,
-RegisterEntry, PacketReplicationEngineEntry (multicast groups, clone sessions) and
+RegisterEntry, PacketReplicationEngineEntry (multicast groups, clone sessions: runtime/replication.py) and
 DigestEntry, ValueSetEntry (parser value sets, written whole with MODIFY, exact matches as BMv2
 takes them). Externs: v1model has none in P4Info, so wildcard reads answer nothing (as BMv2's
 server does) and writes answer UNIMPLEMENTED. Counters, meters, registers and digests (direct ones too) are
@@ -34,6 +34,7 @@ from p4target.p4info import P4InfoIndex
 from p4target.runtime import codec
 from p4target.runtime.errors import RuntimeStatus, invalid, state_call, unimplemented
 from p4target.runtime.profiles import ProfileTranslator
+from p4target.runtime.replication import ReplicationTranslator
 
 INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
 
@@ -48,9 +49,8 @@ class Translator:
         self.info = P4InfoIndex(p4info)
         self.state = state
         self.digest_configs: dict[int, p4r.DigestEntry.Config] = {}
-        # ("multicast"|"clone", id) -> {(port, instance): True if written as `egress_port`}
-        self._replica_forms: dict[tuple[str, int], dict[tuple[int, int], bool]] = {}
         self.profiles = ProfileTranslator(self)
+        self.replication = ReplicationTranslator(self.state)
         self._aged: dict[str, dict[int, st.TableEntry]] = {}  # table -> entries notified in the last sweep
 
     def by_id(self, kind: str, entity_id: int):
@@ -79,7 +79,7 @@ class Translator:
         elif kind == "action_profile_group":
             self.profiles.write_group(update_type, entity.action_profile_group)
         elif kind == "packet_replication_engine_entry":
-            self._write_pre(update_type, entity.packet_replication_engine_entry)
+            self.replication.write(update_type, entity.packet_replication_engine_entry)
         elif kind == "value_set_entry":
             self._write_value_set(update_type, entity.value_set_entry)
         else:
@@ -249,56 +249,13 @@ class Translator:
             members.append(tuple(values[f.id] for f in vs.match))
         state_call(self.state.value_set_write, name, members)
 
-    def _write_pre(self, update_type: int, pre: p4r.PacketReplicationEngineEntry) -> None:
-        kind = pre.WhichOneof("type")
-        if kind == "multicast_group_entry":
-            group = pre.multicast_group_entry
-            key = ("multicast", group.multicast_group_id)
-            if group.metadata:
-                raise unimplemented("multicast group metadata is not supported")
-            if update_type == DELETE:
-                state_call(self.state.mc_group_delete, group.multicast_group_id)
-                self._replica_forms.pop(key, None)
-                return
-            forms = _replica_forms_in(group.replicas)
-            calls: dict[int, Callable[..., None]] = {INSERT: self.state.mc_group_insert, MODIFY: self.state.mc_group_modify}
-            state_call(calls[update_type], group.multicast_group_id, list(forms))
-        elif kind == "clone_session_entry":
-            session = pre.clone_session_entry
-            key = ("clone", session.session_id)
-            if update_type == DELETE:
-                state_call(self.state.clone_session_delete, session.session_id)
-                self._replica_forms.pop(key, None)
-                return
-            if session.packet_length_bytes < 0:
-                raise invalid(f"clone session {session.session_id}: negative packet_length_bytes")
-            if session.session_id == 0:
-                raise invalid("clone session id 0 is reserved")
-            forms = _replica_forms_in(session.replicas)
-            calls = {INSERT: self.state.clone_session_insert, MODIFY: self.state.clone_session_modify}
-            state_call(calls[update_type], session.session_id, list(forms), session.packet_length_bytes)
-        else:
-            raise invalid("packet replication engine entry has neither a multicast group nor a clone session")
-        self._replica_forms[key] = forms
-
-    def _replicas_out(self, key: tuple[str, int], replicas: list[tuple[int, int]]) -> list[p4r.Replica]:
-        """Replicas in the form each was written in (`port` bytes when not written over P4Runtime)."""
-        forms = self._replica_forms.get(key, {})
-        out = []
-        for port, instance in replicas:
-            if forms.get((port, instance)):
-                out.append(p4r.Replica(egress_port=port, instance=instance))
-            else:
-                out.append(p4r.Replica(port=codec.encode(port), instance=instance))
-        return out
-
     # ------------------------------------------------------------------ reads
 
     def read(self, entity: p4r.Entity) -> Iterator[p4r.Entity]:
         """Entities matching a (possibly wildcard) read request entity."""
         kind = entity.WhichOneof("entity")
         readers: dict[str, Callable[[Any], Iterator[p4r.Entity]]] = {
-            "table_entry": self._read_tables, "packet_replication_engine_entry": self._read_pre,
+            "table_entry": self._read_tables, "packet_replication_engine_entry": self.replication.read,
             "value_set_entry": self._read_value_sets, "extern_entry": self._read_externs,
             "action_profile_member": self.profiles.read_members, "action_profile_group": self.profiles.read_groups}
         if kind is None:
@@ -428,28 +385,6 @@ class Translator:
             raise invalid(f"unknown extern type id {ee.extern_type_id}")
         return iter(())  # v1model has no P4Info externs
 
-    def _read_pre(self, pre: p4r.PacketReplicationEngineEntry) -> Iterator[p4r.Entity]:
-        kind = pre.WhichOneof("type")
-        if kind == "multicast_group_entry":
-            wanted = pre.multicast_group_entry.multicast_group_id
-            for group_id, replicas in sorted(self.state.multicast_groups.items()):
-                if wanted in (0, group_id):
-                    group = p4r.MulticastGroupEntry(multicast_group_id=group_id,
-                                                    replicas=self._replicas_out(("multicast", group_id), replicas))
-                    yield p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry(
-                        multicast_group_entry=group))
-        elif kind == "clone_session_entry":
-            wanted = pre.clone_session_entry.session_id
-            for session_id, session in sorted(self.state.clone_sessions.items()):
-                if wanted in (0, session_id):
-                    clone = p4r.CloneSessionEntry(session_id=session_id,
-                                                  replicas=self._replicas_out(("clone", session_id), session.replicas),
-                                                  packet_length_bytes=session.packet_length)
-                    yield p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry(
-                        clone_session_entry=clone))
-        else:
-            raise invalid("packet replication engine read needs a multicast group or clone session entry")
-
     # ------------------------------------------------------------------ idle timeouts
 
     def idle_timeout_notifications(self, now: float) -> list[p4r.IdleTimeoutNotification]:
@@ -504,17 +439,3 @@ def _is_wildcard(spec: st.Match, width: int) -> bool:
     if isinstance(spec, st.Range):
         return spec.low == 0 and spec.high == (1 << width) - 1
     return False
-
-
-def _replica_forms_in(replicas) -> dict[tuple[int, int], bool]:
-    """{(port, instance): written as `egress_port`} of a replica list, in order; rejects duplicates."""
-    out: dict[tuple[int, int], bool] = {}
-    for replica in replicas:
-        by_egress_port = replica.WhichOneof("port_kind") != "port"
-        port = replica.egress_port if by_egress_port else codec.decode(replica.port, 32, "replica port")
-        if replica.backup_replicas:
-            raise unimplemented("backup replicas are not supported")
-        if (port, replica.instance) in out:
-            raise invalid(f"replica (port {port}, instance {replica.instance}) listed twice")
-        out[(port, replica.instance)] = by_egress_port
-    return out
