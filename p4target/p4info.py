@@ -742,9 +742,10 @@ class P4InfoIndex:
         raise UnknownEntity(f"action {a.preamble.name} has no parameter {key!r}")
 
 
-def keep_action_scopes(program: lowered.Program, info: p4i.P4Info) -> None:
-    """Set the lowered tables' @defaultonly/@tableonly actions from the P4Info that came with p4c's JSON (the
-    JSON lacks them), so the control plane refuses what simple_switch_grpc refuses with that P4Info."""
+def keep_p4info_details(program: lowered.Program, info: p4i.P4Info) -> None:
+    """Set what BMv2's JSON lacks from the P4Info that came with p4c's JSON: the tables' @defaultonly/@tableonly
+    actions, counter units and selectors' max_group_size, so the control plane refuses what simple_switch_grpc
+    refuses with that P4Info and the State is the one our front end gives."""
     from finsy.proto import p4i
 
     actions = {a.preamble.id: a.preamble.name for a in info.actions}
@@ -753,3 +754,13 @@ def keep_action_scopes(program: lowered.Program, info: p4i.P4Info) -> None:
         refs = scopes.get(table.name, ())
         table.default_only = frozenset(actions.get(r.id, "") for r in refs if r.scope == p4i.ActionRef.Scope.DEFAULT_ONLY)
         table.table_only = frozenset(actions.get(r.id, "") for r in refs if r.scope == p4i.ActionRef.Scope.TABLE_ONLY)
+    units = {c.preamble.name: p4i.CounterSpec.Unit.Name(c.spec.unit).lower() for c in (*info.counters,
+                                                                                  *info.direct_counters)}
+    for c in program.counter_arrays:
+        unit = units.get(c.name, "unspecified")
+        if unit != "unspecified":
+            c.type = "packets_and_bytes" if unit == "both" else unit
+    group_sizes = {ap.preamble.name: ap.max_group_size for ap in info.action_profiles}
+    for profile in (ap for pl in program.pipelines for ap in pl.action_profiles):
+        if profile.selector is not None:
+            profile.max_group_size = group_sizes.get(profile.name, 0)

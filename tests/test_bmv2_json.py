@@ -213,3 +213,37 @@ def test_json_with_a_p4info_takes_its_action_scopes(ipv4_json, tmp_path):
     with pytest.raises(st.InvalidArgument, match="@tableonly"):
         state.set_default("MyIngress.ipv4_lpm", "MyIngress.set_mcast", {"grp": 1})
     assert state.table("MyIngress.l2_exact").schema.default_only == set()  # what the P4Info leaves unscoped
+
+
+UNITS_AND_GROUPS = REPO / "tests" / "data" / "runtime" / "units_and_groups.p4"
+
+
+def _units_and_groups(state: st.State) -> tuple:
+    return (state.schema.counters["I.pkts"].type, state.schema.direct_counters["I.hits"].type,
+            state.schema.action_profiles["I.sel"].max_group_size)
+
+
+@needs_p4c
+def test_counter_units_and_max_group_size_reach_the_state_from_either_front_end(p4c):
+    """BMv2's JSON has neither counter units nor @max_group_size: our lowering keeps them from the source, and
+    p4c's JSON takes them from the P4Info sent with it; either way a group over the limit is refused."""
+    from finsy.proto import p4i, p4r
+    from google.protobuf import text_format
+
+    from p4target.lowered.schema import build_schema
+    from p4target.runtime.device import compile_config, compile_source
+
+    json_path = p4c.json(str(UNITS_AND_GROUPS))
+    info = text_format.Parse(Path(json_path).with_suffix(".p4info.txtpb").read_text(), p4i.P4Info())
+    from_json = compile_config(p4r.ForwardingPipelineConfig(p4info=info, p4_device_config=Path(json_path).read_bytes()),
+                               "python").pipeline.state
+    source_info, pipeline = compile_source(UNITS_AND_GROUPS.read_text(), str(UNITS_AND_GROUPS))
+    from_source = pipeline.state
+    assert source_info.action_profiles[0].max_group_size == info.action_profiles[0].max_group_size == 3
+    for state in (from_json, from_source):
+        assert _units_and_groups(state) == ("packets", "bytes", 3)
+        state.profile_member_insert("I.sel", 1, "I.fwd", {"port": 1})
+        with pytest.raises(st.InvalidArgument, match="exceeds the profile's max_group_size 3"):
+            state.action_profile("I.sel").insert_group(1, {1: 1}, max_size=4)
+    bare = st.State(build_schema(bmv2_json.load_file(json_path)))  # the JSON alone: BMv2's defaults
+    assert _units_and_groups(bare) == ("packets_and_bytes", "packets_and_bytes", 0)

@@ -12,12 +12,15 @@ to one extern, so adding one touches its module and its declaration in v1model.p
 - `check_call` / `check_instance`: the rules p4c's BMv2 back end has for its uses (a P4Error);
 - `instance`: its extern instances in the lowered program (arrays the control plane addresses);
 - `schema`: what the control plane addresses of it in a lowered program (the State's schema);
-- `p4info_prefix` / `p4info`: its instances' P4Info id prefix and entry.
+- `p4info_prefix` / `p4info`: its instances' P4Info id prefix and entry;
+- `p4runtime_entity` / `p4runtime_write` / `p4runtime_read`: the P4Runtime entity its instances are written
+  and read as, through the runtime's Translator (which dispatches on the entity's kind).
 
 The language's own statements (assign*, header and stack operations, exit, jumps) stay in the printers.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from p4target import state as st
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from p4target.backends.python import _Printer as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
     from p4target.p4info import _P4InfoBuilder as P4InfoBuilder
+    from p4target.runtime.translate import Translator
 
 Call = ir.ExternFunctionCall | ir.ExternMethodCall
 
@@ -47,6 +51,7 @@ class Extern:
     types: tuple[str, ...] = ()
     primitives: tuple[str, ...] = ()
     p4info_prefix: int | None = None  # P4Info's id prefix of its instances (None: they are not in P4Info)
+    p4runtime_entity: str | None = None  # the p4r.Entity kind its instances are (None: none of their own)
 
     def lower(self, x: Externs, c: Call, out: list[m.Primitive]) -> None:
         """Append the primitives of call `c`."""
@@ -65,6 +70,14 @@ class Extern:
     def p4info(self, b: P4InfoBuilder, info: Any, inst: ir.ExternInstance) -> Any:
         """Add the instance's entry to P4Info `info` (the builder fills its preamble); None: it has none here."""
         return None
+
+    def p4runtime_write(self, tr: Translator, update_type: int, entry: Any) -> None:
+        """Apply one P4Runtime update of its entity `entry` to `tr`'s state (a RuntimeStatus if refused)."""
+        raise NotImplementedError
+
+    def p4runtime_read(self, tr: Translator, entry: Any) -> Iterator[Any]:
+        """The p4r.Entity messages a read of its entity `entry` (possibly a wildcard) answers."""
+        raise NotImplementedError
 
     def check_call(self, c: Call) -> None:
         """Raise P4Error where p4c's BMv2 back end refuses this call."""
@@ -88,6 +101,7 @@ class Extern:
 _BY_PRIMITIVE: dict[str, Extern] = {}
 _BY_FUNCTION: dict[str, Extern] = {}
 _BY_TYPE: dict[str, Extern] = {}
+_BY_ENTITY: dict[str, Extern] = {}
 
 E = TypeVar("E", bound=type[Extern])
 
@@ -95,7 +109,9 @@ E = TypeVar("E", bound=type[Extern])
 def register(cls: E) -> E:
     """Class decorator: an instance of `cls` answers for its functions, types and primitives."""
     ext = cls()
-    for table, names in ((_BY_PRIMITIVE, cls.primitives), (_BY_FUNCTION, cls.functions), (_BY_TYPE, cls.types)):
+    entities = (cls.p4runtime_entity,) if cls.p4runtime_entity else ()
+    for table, names in ((_BY_PRIMITIVE, cls.primitives), (_BY_FUNCTION, cls.functions), (_BY_TYPE, cls.types),
+                         (_BY_ENTITY, entities)):
         for name in names:
             if name in table:
                 raise ValueError(f"{name} is registered twice ({type(table[name]).__name__}, {cls.__name__})")
@@ -113,6 +129,11 @@ def for_function(name: str) -> Extern | None:
 
 def for_type(name: str) -> Extern | None:
     return _BY_TYPE.get(name)
+
+
+def for_entity(kind: str) -> Extern | None:
+    """The extern whose instances are P4Runtime entities of `kind` ("counter_entry", ...)."""
+    return _BY_ENTITY.get(kind)
 
 
 def for_call(c: Call) -> Extern | None:

@@ -1,6 +1,7 @@
 """counter and direct_counter: packets and bytes per index (count), or per table entry (counted on a hit)."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from p4target import state as st
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
     from p4target.backends.python import _Printer as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
     from p4target.p4info import _P4InfoBuilder as P4InfoBuilder
+    from p4target.runtime.translate import Translator
 
 UNITS = {"packets": "PACKETS", "bytes": "BYTES", "packets_and_bytes": "BOTH"}  # P4Info's CounterSpec.Unit
 
@@ -23,6 +25,7 @@ class Counter(Extern):
     types = ("counter",)
     primitives = ("count",)
     p4info_prefix = COUNTER
+    p4runtime_entity = "counter_entry"
 
     def lower(self, x: Externs, c: Call, out: list[m.Primitive]) -> None:
         assert isinstance(c, ir.ExternMethodCall)
@@ -32,7 +35,7 @@ class Counter(Extern):
 
     def instance(self, p: m.Program, inst: ir.ExternInstance) -> None:
         p.counter_arrays.append(m.CounterArray(inst.control_plane_name, len(p.counter_arrays), inst.size or 0, False,
-                                               None))
+                                               None, inst.kind or "packets_and_bytes"))
 
     def p4info(self, b: P4InfoBuilder, info: Any, inst: ir.ExternInstance) -> Any:
         msg = info.counters.add(size=inst.size or 0)
@@ -42,7 +45,29 @@ class Counter(Extern):
     def schema(self, p: m.Program, schema: st.ProgramSchema) -> None:
         for c in p.counter_arrays:
             if not (c.is_direct and c.binding):
-                schema.counters[c.name] = st.CounterSchema(c.name, c.size)
+                schema.counters[c.name] = st.CounterSchema(c.name, c.size, c.type)
+
+    def p4runtime_write(self, tr: Translator, update_type: int, entry: Any) -> None:
+        from finsy.proto import p4r
+
+        from p4target.runtime.errors import invalid
+
+        counter = tr.by_id("counters", entry.counter_id)
+        if update_type != p4r.Update.MODIFY:
+            raise invalid(f"counter {counter.preamble.name}: counter cells can only be modified")
+        tr.cells_write(counter, entry, lambda index: tr.state.counter_write(
+            counter.preamble.name, index, entry.data.packet_count, entry.data.byte_count))
+
+    def p4runtime_read(self, tr: Translator, entry: Any) -> Iterator[Any]:
+        from finsy.proto import p4r
+
+        from p4target.runtime.errors import state_call
+
+        for counter, index in tr.cells_read("counters", entry.counter_id, entry):
+            packets, nbytes = state_call(tr.state.counter_read, counter.preamble.name, index)
+            yield p4r.Entity(counter_entry=p4r.CounterEntry(
+                counter_id=counter.preamble.id, index=p4r.Index(index=index),
+                data=p4r.CounterData(packet_count=packets, byte_count=nbytes)))
 
     def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         cnt = pr.state.counters[pr.named(ps[0], "counter_array")]
@@ -64,6 +89,7 @@ class DirectCounter(Extern):
 
     types = ("direct_counter",)
     p4info_prefix = DIRECT_COUNTER
+    p4runtime_entity = "direct_counter_entry"
 
     def lower(self, x: Externs, c: Call, out: list[m.Primitive]) -> None:
         pass
@@ -76,4 +102,28 @@ class DirectCounter(Extern):
     def schema(self, p: m.Program, schema: st.ProgramSchema) -> None:
         for c in p.counter_arrays:
             if c.is_direct and c.binding:
-                schema.direct_counters[c.name] = st.DirectCounterSchema(c.name, c.binding)
+                schema.direct_counters[c.name] = st.DirectCounterSchema(c.name, c.binding, c.type)
+
+    def p4runtime_write(self, tr: Translator, update_type: int, entry: Any) -> None:
+        from finsy.proto import p4r
+
+        from p4target.runtime.errors import invalid, state_call
+
+        table = tr.by_id("tables", entry.table_entry.table_id)
+        if update_type != p4r.Update.MODIFY:
+            raise invalid(f"table {table.preamble.name}: direct counter cells can only be modified")
+        if tr.info.direct_counter_of(table.preamble.id) is None:
+            raise invalid(f"table {table.preamble.name} has no direct counter")
+        match = tr.match_in(table, entry.table_entry.match)
+        stored = state_call(tr.state.table(table.preamble.name).find, match, entry.table_entry.priority)
+        stored.packets, stored.bytes = entry.data.packet_count, entry.data.byte_count
+
+    def p4runtime_read(self, tr: Translator, entry: Any) -> Iterator[Any]:
+        from finsy.proto import p4r
+
+        for table, stored in tr.direct_entries_read(entry.table_entry, "direct counter", tr.info.direct_counter_of,
+                                                    tr.info.p4info.direct_counters):
+            out = p4r.DirectCounterEntry(table_entry=tr.entry_out(table, stored, False),
+                                         data=p4r.CounterData(packet_count=stored.packets, byte_count=stored.bytes))
+            out.table_entry.ClearField("action")
+            yield p4r.Entity(direct_counter_entry=out)

@@ -1,7 +1,8 @@
 """digest: a learn list's fields sent to the controller (generate_digest); named after its struct type."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from p4target.constants import MAX_DIGESTS_QUEUED
 from p4target.externs.base import Call, Extern, register
@@ -12,6 +13,7 @@ if TYPE_CHECKING:
     from p4target.backends.printer import LoweredPrinter
     from p4target.backends.python import _Printer as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
+    from p4target.runtime.translate import Translator
 
 from p4target.lowered.from_ir.common import digest_name, fail
 
@@ -31,6 +33,7 @@ def learn_list(pr: LoweredPrinter, ps: list[m.Value]) -> m.LearnList:
 class Digest(Extern):
     functions = ("digest",)
     primitives = ("generate_digest",)
+    p4runtime_entity = "digest_entry"
 
     def lower(self, x: Externs, c: Call, out: list[m.Primitive]) -> None:
         a = c.args
@@ -44,6 +47,34 @@ class Digest(Extern):
                 fields.append(v)
             ll = x.learn_lists[name] = m.LearnList(len(x.learn_lists) + 1, name, fields)
         out.append(m.Primitive("generate_digest", [x.v.data(a[0]), m.Const(ll.id)]))
+
+    def p4runtime_write(self, tr: Translator, update_type: int, entry: Any) -> None:
+        """Configure a digest's delivery (INSERT, MODIFY) or stop it (DELETE): the translator keeps the configs."""
+        import grpc
+        from finsy.proto import p4r
+
+        from p4target.runtime.errors import RuntimeStatus
+
+        name = tr.by_id("digests", entry.digest_id).preamble.name
+        present = entry.digest_id in tr.digest_configs
+        if update_type == p4r.Update.INSERT and present:
+            raise RuntimeStatus(grpc.StatusCode.ALREADY_EXISTS, f"digest {name} is already configured")
+        if update_type != p4r.Update.INSERT and not present:
+            raise RuntimeStatus(grpc.StatusCode.NOT_FOUND, f"digest {name} is not configured")
+        if update_type == p4r.Update.DELETE:
+            del tr.digest_configs[entry.digest_id]
+        else:
+            tr.digest_configs[entry.digest_id] = p4r.DigestEntry.Config()
+            tr.digest_configs[entry.digest_id].CopyFrom(entry.config)
+
+    def p4runtime_read(self, tr: Translator, entry: Any) -> Iterator[Any]:
+        from finsy.proto import p4r
+
+        if entry.digest_id:
+            tr.by_id("digests", entry.digest_id)
+        for digest_id, config in sorted(tr.digest_configs.items()):
+            if entry.digest_id in (0, digest_id):
+                yield p4r.Entity(digest_entry=p4r.DigestEntry(digest_id=digest_id, config=config))
 
     def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         ll = learn_list(pr, ps)

@@ -1,6 +1,7 @@
 """meter and direct_meter: a colour per index (execute_meter), or per table entry (read on a hit)."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from p4target import state as st
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
     from p4target.backends.python import _Printer as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
     from p4target.p4info import _P4InfoBuilder as P4InfoBuilder
+    from p4target.runtime.translate import Translator
 
 
 @register
@@ -21,6 +23,7 @@ class Meter(Extern):
     types = ("meter",)
     primitives = ("execute_meter",)
     p4info_prefix = METER
+    p4runtime_entity = "meter_entry"
 
     def lower(self, x: Externs, c: Call, out: list[m.Primitive]) -> None:
         assert isinstance(c, ir.ExternMethodCall)
@@ -43,6 +46,34 @@ class Meter(Extern):
         for mt in p.meter_arrays:
             if not (mt.is_direct and mt.binding):
                 schema.meters[mt.name] = st.MeterSchema(mt.name, mt.size, mt.type)
+
+    def p4runtime_write(self, tr: Translator, update_type: int, entry: Any) -> None:
+        from finsy.proto import p4r
+
+        from p4target.runtime.codec import meter_config_in
+        from p4target.runtime.errors import invalid, unimplemented
+
+        meter = tr.by_id("meters", entry.meter_id)
+        name = meter.preamble.name
+        if update_type != p4r.Update.MODIFY:
+            raise invalid(f"meter {name}: meter cells can only be modified")
+        if entry.HasField("counter_data"):
+            raise unimplemented(f"meter {name}: meter counters are not supported")
+        config = meter_config_in(entry.config, f"meter {name}") if entry.HasField("config") else None
+        tr.cells_write(meter, entry, lambda index: tr.state.meter_set(name, index, config))
+
+    def p4runtime_read(self, tr: Translator, entry: Any) -> Iterator[Any]:
+        from finsy.proto import p4r
+
+        from p4target.runtime.codec import meter_config_out
+        from p4target.runtime.errors import state_call
+
+        for meter, index in tr.cells_read("meters", entry.meter_id, entry):
+            out = p4r.MeterEntry(meter_id=meter.preamble.id, index=p4r.Index(index=index))
+            config = state_call(tr.state.meter_get, meter.preamble.name, index)
+            if config is not None:
+                out.config.CopyFrom(meter_config_out(config))
+            yield p4r.Entity(meter_entry=out)
 
     def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         meter = pr.state.meters[pr.named(ps[0], "meter_array")]
@@ -67,6 +98,7 @@ class DirectMeter(Extern):
 
     types = ("direct_meter",)
     p4info_prefix = DIRECT_METER
+    p4runtime_entity = "direct_meter_entry"
 
     def lower(self, x: Externs, c: Call, out: list[m.Primitive]) -> None:
         pass
@@ -80,3 +112,40 @@ class DirectMeter(Extern):
         for mt in p.meter_arrays:
             if mt.is_direct and mt.binding:
                 schema.direct_meters[mt.name] = st.DirectMeterSchema(mt.name, mt.binding, mt.type)
+
+    def p4runtime_write(self, tr: Translator, update_type: int, entry: Any) -> None:
+        from finsy.proto import p4r
+
+        from p4target.runtime.codec import meter_config_in
+        from p4target.runtime.errors import invalid, state_call, unimplemented
+
+        table = tr.by_id("tables", entry.table_entry.table_id)
+        direct = tr.info.direct_meter_of(table.preamble.id)
+        if direct is None:
+            raise invalid(f"table {table.preamble.name} has no direct meter")
+        if update_type != p4r.Update.MODIFY:
+            raise invalid(f"table {table.preamble.name}: direct meter cells can only be modified")
+        if entry.table_entry.is_default_action:
+            raise invalid(f"table {table.preamble.name}: the default entry has no direct meter cell")
+        if entry.HasField("counter_data"):
+            raise unimplemented(f"table {table.preamble.name}: meter counters are not supported")
+        match = tr.match_in(table, entry.table_entry.match)
+        what = f"direct meter {direct.preamble.name}"
+        config = meter_config_in(entry.config, what) if entry.HasField("config") else None
+        state_call(tr.state.direct_meter_set, direct.preamble.name, match, entry.table_entry.priority, config)
+
+    def p4runtime_read(self, tr: Translator, entry: Any) -> Iterator[Any]:
+        from finsy.proto import p4r
+
+        from p4target.runtime.codec import meter_config_out
+
+        for table, stored in tr.direct_entries_read(entry.table_entry, "direct meter", tr.info.direct_meter_of,
+                                                    tr.info.p4info.direct_meters):
+            out = p4r.DirectMeterEntry(table_entry=tr.entry_out(table, stored, False))
+            out.table_entry.ClearField("action")
+            out.table_entry.ClearField("idle_timeout_ns")
+            cell = stored.meter
+            assert cell is not None, "entries of a table with a direct meter each have a cell"
+            if cell.config is not None:
+                out.config.CopyFrom(meter_config_out(cell.config))
+            yield p4r.Entity(direct_meter_entry=out)

@@ -1,6 +1,7 @@
 """register<T>: an array of cells the data plane reads and writes (register_read / register_write)."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from p4target import state as st
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from p4target.backends.python import _Printer as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
     from p4target.p4info import _P4InfoBuilder as P4InfoBuilder
+    from p4target.runtime.translate import Translator
 
 MAX_BITS = 64  # the C engine's word
 
@@ -25,6 +27,7 @@ class Register(Extern):
     types = ("register",)
     primitives = ("register_read", "register_write")
     p4info_prefix = REGISTER
+    p4runtime_entity = "register_entry"
 
     def lower(self, x: Externs, c: Call, out: list[m.Primitive]) -> None:
         assert isinstance(c, ir.ExternMethodCall)
@@ -50,6 +53,33 @@ class Register(Extern):
     def schema(self, p: m.Program, schema: st.ProgramSchema) -> None:
         for r in p.register_arrays:
             schema.registers[r.name] = st.RegisterSchema(r.name, r.bitwidth, r.size)
+
+    def p4runtime_write(self, tr: Translator, update_type: int, entry: Any) -> None:
+        from finsy.proto import p4r
+
+        from p4target.runtime import codec
+        from p4target.runtime.errors import invalid
+
+        array = tr.by_id("registers", entry.register_id)
+        name = array.preamble.name
+        if update_type != p4r.Update.MODIFY:
+            raise invalid(f"register {name}: register cells can only be modified")
+        if entry.data.WhichOneof("data") != "bitstring":
+            raise invalid(f"register {name}: data must be a bitstring")
+        value = codec.decode(entry.data.bitstring, codec.bitwidth(array.type_spec), f"register {name}")
+        tr.cells_write(array, entry, lambda index: tr.state.register_write(name, index, value))
+
+    def p4runtime_read(self, tr: Translator, entry: Any) -> Iterator[Any]:
+        from finsy.proto import p4d, p4r
+
+        from p4target.runtime import codec
+        from p4target.runtime.errors import state_call
+
+        for array, index in tr.cells_read("registers", entry.register_id, entry):
+            value = state_call(tr.state.register_read, array.preamble.name, index)
+            yield p4r.Entity(register_entry=p4r.RegisterEntry(
+                register_id=array.preamble.id, index=p4r.Index(index=index),
+                data=p4d.P4Data(bitstring=codec.encode(value))))
 
     def check_instance(self, inst: ir.ExternInstance) -> None:
         cell = inst.type_args[0]

@@ -314,6 +314,9 @@ class CounterArray:
     size: int
     is_direct: bool
     binding: str | None  # the table of a direct counter
+    # P4Info's unit (a lowered-form extension: BMv2's JSON lacks it, our lowering sets it and a P4Info given
+    # with p4c's JSON fills it, p4target.p4info.keep_p4info_details)
+    type: str = "packets_and_bytes"
 
 
 @dataclass
@@ -451,7 +454,7 @@ class Table:
     action_profile: str | None = None
     direct_meters: str | None = None
     # P4Info's action scopes (@defaultonly / @tableonly): BMv2's JSON lacks them, our lowering sets them and a
-    # P4Info given with p4c's JSON fills them (p4target.p4info.keep_action_scopes)
+    # P4Info given with p4c's JSON fills them (p4target.p4info.keep_p4info_details)
     default_only: frozenset[str] = frozenset()
     table_only: frozenset[str] = frozenset()
 
@@ -477,6 +480,7 @@ class ActionProfile:
     id: int
     max_size: int
     selector: Selector | None
+    max_group_size: int = 0  # a selector's @max_group_size (0: no limit); set as CounterArray.type is
 
 
 @dataclass

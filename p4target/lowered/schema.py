@@ -102,7 +102,8 @@ def build_schema(program: m.Program) -> st.ProgramSchema:
     for ap in profiles.values():  # what its members may run: its tables' actions but @defaultonly ones
         actions = tuple(dict.fromkeys(a for t in tables if t.action_profile == ap.name for a in t.actions
                                       if a not in t.default_only))
-        schema.action_profiles[ap.name] = st.ActionProfileSchema(ap.name, ap.max_size, actions, ap.selector is not None)
+        schema.action_profiles[ap.name] = st.ActionProfileSchema(ap.name, ap.max_size, actions, ap.selector is not None,
+                                                                 ap.max_group_size)
     for ext in registered():  # registers, counters, meters: as their modules (p4target.externs) say
         ext.schema(program, schema)
     for vs in program.parse_vsets:

@@ -6,7 +6,12 @@ shortest string holding the value, one zero byte for 0.
 """
 from __future__ import annotations
 
-from p4target.runtime.errors import invalid
+from typing import Any
+
+from finsy.proto import p4r
+
+from p4target import state as st
+from p4target.runtime.errors import invalid, state_call, unimplemented
 
 
 def decode(data: bytes, bitwidth: int, what: str) -> int:
@@ -43,3 +48,24 @@ def unpack_fields(data: bytes, widths: list[int]) -> list[int]:
         values.append(total & ((1 << width) - 1))
         total >>= width
     return values[::-1]
+
+
+def bitwidth(type_spec: Any) -> int:
+    """Width of a register's or digest field's bit<W> P4DataTypeSpec."""
+    if type_spec.WhichOneof("type_spec") != "bitstring":
+        raise unimplemented("only bit<W> register and digest field types are supported")
+    bits = type_spec.bitstring
+    return getattr(bits, bits.WhichOneof("type_spec")).bitwidth
+
+
+def meter_config_in(config: p4r.MeterConfig, what: str) -> st.MeterConfig:
+    """A validated state MeterConfig; INVALID_ARGUMENT for negative values or pir < cir."""
+    if config.eburst:
+        raise unimplemented(f"{what}: eburst (single-rate three-color meters) is not supported")
+    values = st.MeterConfig(config.cir, config.cburst, config.pir, config.pburst)
+    state_call(st.check_meter_config, values)
+    return values
+
+
+def meter_config_out(config: st.MeterConfig) -> p4r.MeterConfig:
+    return p4r.MeterConfig(cir=config.cir, cburst=config.cburst, pir=config.pir, pburst=config.pburst)

@@ -64,15 +64,15 @@ def compile_source(source: str, filename: str, engine: str = "python",
 
 def load_bmv2_json(data: bytes, filename: str, engine: str = "python", state_cap_mb: int = DEFAULT_STATE_CAP_MB,
                    p4info: p4i.P4Info | None = None) -> Any:
-    """A pipeline running p4c's BMv2 JSON (its tables' action scopes from `p4info` when given);
+    """A pipeline running p4c's BMv2 JSON (what the JSON lacks, as action scopes, from `p4info` when given);
     INVALID_ARGUMENT naming the JSON path of a malformed part."""
     from p4target.lowered import bmv2_json
-    from p4target.p4info import keep_action_scopes
+    from p4target.p4info import keep_p4info_details
 
     try:
         program = bmv2_json.loads(data, filename)
         if p4info is not None:
-            keep_action_scopes(program, p4info)
+            keep_p4info_details(program, p4info)
         return _capped_pipeline(program, filename, engine, state_cap_mb)
     except P4Error as exc:
         raise invalid(str(exc)) from None

@@ -42,7 +42,7 @@ class ProfileTranslator:
         self._hidden_members: dict[str, set[int]] = {}  # profile name -> ids of one-shot members
 
     def _profile(self, profile_id: int) -> p4i.ActionProfile:
-        return self._t._by_id("action_profiles", profile_id)
+        return self._t.by_id("action_profiles", profile_id)
 
     # ------------------------------------------------------------------ table entries
 

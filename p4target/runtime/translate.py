@@ -8,10 +8,12 @@ forms the spec demands) so the state only sees well-formed requests. Every failu
 
 Supported entities: TableEntry (incl. default entries, direct counter data, meter configs
 and idle timeouts), CounterEntry, DirectCounterEntry, MeterEntry, DirectMeterEntry,
-RegisterEntry, PacketReplicationEngineEntry (multicast groups, clone sessions) and
+RegisterEntry, PacketReplicationEngineEntry (multicast groups, clone sessions: runtime/replication.py) and
 DigestEntry, ValueSetEntry (parser value sets, written whole with MODIFY, exact matches as BMv2
 takes them). Externs: v1model has none in P4Info, so wildcard reads answer nothing (as BMv2's
-server does) and writes answer UNIMPLEMENTED.
+server does) and writes answer UNIMPLEMENTED. Counters, meters, registers and digests (direct ones too) are
+read and written by their extern modules (p4target.externs, the `p4runtime_*` hooks); the Translator
+dispatches on the entity's kind and lends them its P4Info lookups (`by_id`, `match_in`, `cells_read`, ...).
 
 Reads answer in the form the client wrote (P4Runtime's read-write symmetry): a replica
 written with `egress_port` is read back with `egress_port`, one written with `port` with
@@ -20,31 +22,24 @@ written with `egress_port` is read back with `egress_port`, one written with `po
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import grpc
-from finsy.proto import p4d, p4i, p4r
+from finsy.proto import p4i, p4r
 
 from p4target import state as st
+from p4target.externs import for_entity
 from p4target.p4info import P4InfoIndex
 from p4target.runtime import codec
 from p4target.runtime.errors import RuntimeStatus, invalid, state_call, unimplemented
 from p4target.runtime.profiles import ProfileTranslator
+from p4target.runtime.replication import ReplicationTranslator
 
 INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
 
 _MATCH_ONEOF = {p4i.MatchField.EXACT: "exact", p4i.MatchField.LPM: "lpm", p4i.MatchField.TERNARY: "ternary",
                 p4i.MatchField.RANGE: "range", p4i.MatchField.OPTIONAL: "optional"}
-
-
-def _bitwidth(type_spec) -> int:
-    """Width of a register's bit<W> P4DataTypeSpec."""
-    if type_spec.WhichOneof("type_spec") != "bitstring":
-        raise unimplemented("only bit<W> register and digest field types are supported")
-    bits = type_spec.bitstring
-    kind = bits.WhichOneof("type_spec")
-    return getattr(bits, kind).bitwidth
 
 
 class Translator:
@@ -54,12 +49,11 @@ class Translator:
         self.info = P4InfoIndex(p4info)
         self.state = state
         self.digest_configs: dict[int, p4r.DigestEntry.Config] = {}
-        # ("multicast"|"clone", id) -> {(port, instance): True if written as `egress_port`}
-        self._replica_forms: dict[tuple[str, int], dict[tuple[int, int], bool]] = {}
         self.profiles = ProfileTranslator(self)
+        self.replication = ReplicationTranslator(self.state)
         self._aged: dict[str, dict[int, st.TableEntry]] = {}  # table -> entries notified in the last sweep
 
-    def _by_id(self, kind: str, entity_id: int):
+    def by_id(self, kind: str, entity_id: int):
         """Entity `entity_id` of `kind` ("tables", ...); INVALID_ARGUMENT naming the id if absent."""
         found = self.info.find(kind, entity_id)
         if found is None:
@@ -73,41 +67,32 @@ class Translator:
         if update_type not in (INSERT, MODIFY, DELETE):
             raise invalid(f"update type {update_type} is not INSERT, MODIFY or DELETE")
         kind = entity.WhichOneof("entity")
-        if kind == "table_entry":
+        if kind is None:
+            raise invalid("update has no entity")
+        extern = for_entity(kind)
+        if extern is not None:
+            extern.p4runtime_write(self, update_type, getattr(entity, kind))
+        elif kind == "table_entry":
             self._write_table_entry(update_type, entity.table_entry)
-        elif kind == "counter_entry":
-            self._write_counter(update_type, entity.counter_entry)
-        elif kind == "direct_counter_entry":
-            self._write_direct_counter(update_type, entity.direct_counter_entry)
-        elif kind == "register_entry":
-            self._write_register(update_type, entity.register_entry)
         elif kind == "action_profile_member":
             self.profiles.write_member(update_type, entity.action_profile_member)
         elif kind == "action_profile_group":
             self.profiles.write_group(update_type, entity.action_profile_group)
-        elif kind == "meter_entry":
-            self._write_meter(update_type, entity.meter_entry)
-        elif kind == "direct_meter_entry":
-            self._write_direct_meter(update_type, entity.direct_meter_entry)
         elif kind == "packet_replication_engine_entry":
-            self._write_pre(update_type, entity.packet_replication_engine_entry)
-        elif kind == "digest_entry":
-            self._write_digest(update_type, entity.digest_entry)
+            self.replication.write(update_type, entity.packet_replication_engine_entry)
         elif kind == "value_set_entry":
             self._write_value_set(update_type, entity.value_set_entry)
-        elif kind is None:
-            raise invalid("update has no entity")
         else:
             raise unimplemented(f"{kind} is not supported by this target")
 
     def _write_table_entry(self, update_type: int, te: p4r.TableEntry) -> None:
-        table = self._by_id("tables", te.table_id)
+        table = self.by_id("tables", te.table_id)
         name = table.preamble.name
         if te.controller_metadata or te.metadata:
             raise unimplemented(f"table {name}: controller_metadata and metadata are not supported")
         if te.is_default_action:
             return self._write_default(update_type, table, te)
-        entry = st.TableEntry(self._match_in(table, te.match), "", {}, te.priority, idle_timeout_ns=te.idle_timeout_ns)
+        entry = st.TableEntry(self.match_in(table, te.match), "", {}, te.priority, idle_timeout_ns=te.idle_timeout_ns)
         with self.state.lock:
             if update_type == DELETE:
                 if not table.implementation_id:
@@ -149,7 +134,7 @@ class Translator:
         direct = self.info.direct_meter_of(table.preamble.id)
         if direct is None:
             raise invalid(f"table {table.preamble.name} has no direct meter for meter_config")
-        return direct.preamble.name, _meter_config_in(te.meter_config, f"table {table.preamble.name} meter_config")
+        return direct.preamble.name, codec.meter_config_in(te.meter_config, f"table {table.preamble.name} meter_config")
 
     def _write_default(self, update_type: int, table: p4i.Table, te: p4r.TableEntry) -> None:
         name = table.preamble.name
@@ -164,7 +149,7 @@ class Translator:
         action, params = self._action_in(table, te.action, default=True)
         state_call(self.state.set_default, name, action, params)
 
-    def _match_in(self, table: p4i.Table, matches) -> dict[str, st.Match]:
+    def match_in(self, table: p4i.Table, matches) -> dict[str, st.Match]:
         """FieldMatch list -> {field name: match spec}, enforcing the spec's canonical forms."""
         fields = {f.id: f for f in table.match_fields}
         out: dict[str, st.Match] = {}
@@ -215,7 +200,7 @@ class Translator:
             if ta.WhichOneof("type") is None:
                 raise invalid(f"{where}: entry has no action")
             raise invalid(f"{where}: the table has no action profile; an entry names an action")
-        action = self._by_id("actions", ta.action.action_id)
+        action = self.by_id("actions", ta.action.action_id)
         scopes = {ref.id: ref.scope for ref in table.action_refs}
         if action.preamble.id not in scopes:
             raise invalid(f"{where}: action {action.preamble.name} is not one of the table's actions")
@@ -226,7 +211,7 @@ class Translator:
 
     def action_call_in(self, call: p4r.Action, where: str) -> tuple[str, dict[str, int]]:
         """(action name, {param name: value}) of an Action message, checked against the P4Info."""
-        action = self._by_id("actions", call.action_id)
+        action = self.by_id("actions", call.action_id)
         params = {p.id: p for p in action.params}
         values: dict[str, int] = {}
         for param in call.params:
@@ -242,45 +227,9 @@ class Translator:
             raise invalid(f"{where}: action {action.preamble.name} is missing parameter {missing[0]}")
         return action.preamble.name, values
 
-    def _write_counter(self, update_type: int, ce: p4r.CounterEntry) -> None:
-        counter = self._by_id("counters", ce.counter_id)
-        if update_type != MODIFY:
-            raise invalid(f"counter {counter.preamble.name}: counter cells can only be modified")
-        indexes = [ce.index.index] if ce.HasField("index") else range(counter.size)
-        with self.state.lock:
-            for index in indexes:
-                state_call(self.state.counter_write, counter.preamble.name, index,
-                           ce.data.packet_count, ce.data.byte_count)
-
-    def _write_direct_counter(self, update_type: int, dce: p4r.DirectCounterEntry) -> None:
-        table = self._by_id("tables", dce.table_entry.table_id)
-        if update_type != MODIFY:
-            raise invalid(f"table {table.preamble.name}: direct counter cells can only be modified")
-        stored = self._stored_entry(table, dce.table_entry)
-        stored.packets, stored.bytes = dce.data.packet_count, dce.data.byte_count
-
-    def _stored_entry(self, table: p4i.Table, te: p4r.TableEntry) -> st.TableEntry:
-        if self.info.direct_counter_of(table.preamble.id) is None:
-            raise invalid(f"table {table.preamble.name} has no direct counter")
-        match = self._match_in(table, te.match)
-        return state_call(self.state.table(table.preamble.name).find, match, te.priority)
-
-    def _write_register(self, update_type: int, re: p4r.RegisterEntry) -> None:
-        register = self._by_id("registers", re.register_id)
-        name = register.preamble.name
-        if update_type != MODIFY:
-            raise invalid(f"register {name}: register cells can only be modified")
-        if re.data.WhichOneof("data") != "bitstring":
-            raise invalid(f"register {name}: data must be a bitstring")
-        value = codec.decode(re.data.bitstring, _bitwidth(register.type_spec), f"register {name}")
-        indexes = [re.index.index] if re.HasField("index") else range(register.size)
-        with self.state.lock:
-            for index in indexes:
-                state_call(self.state.register_write, name, index, value)
-
     def _write_value_set(self, update_type: int, vse: p4r.ValueSetEntry) -> None:
         """The set becomes exactly the members given: each one exact value per match field."""
-        vs = self._by_id("value_sets", vse.value_set_id)
+        vs = self.by_id("value_sets", vse.value_set_id)
         name = vs.preamble.name
         if update_type != MODIFY:
             raise invalid(f"value set {name}: value sets can only be modified (written whole)")
@@ -300,113 +249,58 @@ class Translator:
             members.append(tuple(values[f.id] for f in vs.match))
         state_call(self.state.value_set_write, name, members)
 
-    def _write_meter(self, update_type: int, me: p4r.MeterEntry) -> None:
-        meter = self._by_id("meters", me.meter_id)
-        name = meter.preamble.name
-        if update_type != MODIFY:
-            raise invalid(f"meter {name}: meter cells can only be modified")
-        if me.HasField("counter_data"):
-            raise unimplemented(f"meter {name}: meter counters are not supported")
-        config = _meter_config_in(me.config, f"meter {name}") if me.HasField("config") else None
-        indexes = [me.index.index] if me.HasField("index") else range(meter.size)
-        with self.state.lock:
-            for index in indexes:
-                state_call(self.state.meter_set, name, index, config)
-
-    def _write_direct_meter(self, update_type: int, dme: p4r.DirectMeterEntry) -> None:
-        table = self._by_id("tables", dme.table_entry.table_id)
-        direct = self.info.direct_meter_of(table.preamble.id)
-        if direct is None:
-            raise invalid(f"table {table.preamble.name} has no direct meter")
-        if update_type != MODIFY:
-            raise invalid(f"table {table.preamble.name}: direct meter cells can only be modified")
-        if dme.table_entry.is_default_action:
-            raise invalid(f"table {table.preamble.name}: the default entry has no direct meter cell")
-        if dme.HasField("counter_data"):
-            raise unimplemented(f"table {table.preamble.name}: meter counters are not supported")
-        match = self._match_in(table, dme.table_entry.match)
-        config = _meter_config_in(dme.config, f"direct meter {direct.preamble.name}") if dme.HasField("config") else None
-        state_call(self.state.direct_meter_set, direct.preamble.name, match, dme.table_entry.priority, config)
-
-    def _write_pre(self, update_type: int, pre: p4r.PacketReplicationEngineEntry) -> None:
-        kind = pre.WhichOneof("type")
-        if kind == "multicast_group_entry":
-            group = pre.multicast_group_entry
-            key = ("multicast", group.multicast_group_id)
-            if group.metadata:
-                raise unimplemented("multicast group metadata is not supported")
-            if update_type == DELETE:
-                state_call(self.state.mc_group_delete, group.multicast_group_id)
-                self._replica_forms.pop(key, None)
-                return
-            forms = _replica_forms_in(group.replicas)
-            calls: dict[int, Callable[..., None]] = {INSERT: self.state.mc_group_insert, MODIFY: self.state.mc_group_modify}
-            state_call(calls[update_type], group.multicast_group_id, list(forms))
-        elif kind == "clone_session_entry":
-            session = pre.clone_session_entry
-            key = ("clone", session.session_id)
-            if update_type == DELETE:
-                state_call(self.state.clone_session_delete, session.session_id)
-                self._replica_forms.pop(key, None)
-                return
-            if session.packet_length_bytes < 0:
-                raise invalid(f"clone session {session.session_id}: negative packet_length_bytes")
-            if session.session_id == 0:
-                raise invalid("clone session id 0 is reserved")
-            forms = _replica_forms_in(session.replicas)
-            calls = {INSERT: self.state.clone_session_insert, MODIFY: self.state.clone_session_modify}
-            state_call(calls[update_type], session.session_id, list(forms), session.packet_length_bytes)
-        else:
-            raise invalid("packet replication engine entry has neither a multicast group nor a clone session")
-        self._replica_forms[key] = forms
-
-    def _replicas_out(self, key: tuple[str, int], replicas: list[tuple[int, int]]) -> list[p4r.Replica]:
-        """Replicas in the form each was written in (`port` bytes when not written over P4Runtime)."""
-        forms = self._replica_forms.get(key, {})
-        out = []
-        for port, instance in replicas:
-            if forms.get((port, instance)):
-                out.append(p4r.Replica(egress_port=port, instance=instance))
-            else:
-                out.append(p4r.Replica(port=codec.encode(port), instance=instance))
-        return out
-
-    def _write_digest(self, update_type: int, de: p4r.DigestEntry) -> None:
-        digest = self._by_id("digests", de.digest_id)
-        name = digest.preamble.name
-        present = de.digest_id in self.digest_configs
-        if update_type == INSERT and present:
-            raise RuntimeStatus(grpc.StatusCode.ALREADY_EXISTS, f"digest {name} is already configured")
-        if update_type != INSERT and not present:
-            raise RuntimeStatus(grpc.StatusCode.NOT_FOUND, f"digest {name} is not configured")
-        if update_type == DELETE:
-            del self.digest_configs[de.digest_id]
-        else:
-            self.digest_configs[de.digest_id] = p4r.DigestEntry.Config()
-            self.digest_configs[de.digest_id].CopyFrom(de.config)
-
     # ------------------------------------------------------------------ reads
 
     def read(self, entity: p4r.Entity) -> Iterator[p4r.Entity]:
         """Entities matching a (possibly wildcard) read request entity."""
         kind = entity.WhichOneof("entity")
-        readers: dict[str, Callable[[Any], Iterator[p4r.Entity]]] = {"table_entry": self._read_tables, "counter_entry": self._read_counters,
-                   "direct_counter_entry": self._read_direct_counters, "register_entry": self._read_registers,
-                   "meter_entry": self._read_meters, "direct_meter_entry": self._read_direct_meters,
-                   "packet_replication_engine_entry": self._read_pre, "digest_entry": self._read_digests,
-                   "value_set_entry": self._read_value_sets, "extern_entry": self._read_externs,
-                   "action_profile_member": self.profiles.read_members,
-                   "action_profile_group": self.profiles.read_groups}
+        readers: dict[str, Callable[[Any], Iterator[p4r.Entity]]] = {
+            "table_entry": self._read_tables, "packet_replication_engine_entry": self.replication.read,
+            "value_set_entry": self._read_value_sets, "extern_entry": self._read_externs,
+            "action_profile_member": self.profiles.read_members, "action_profile_group": self.profiles.read_groups}
+        if kind is None:
+            raise invalid("read request entity is empty")
+        extern = for_entity(kind)
+        if extern is not None:
+            readers[kind] = lambda entry: extern.p4runtime_read(self, entry)
         if kind not in readers:
-            raise invalid("read request entity is empty") if kind is None else \
-                unimplemented(f"{kind} is not supported by this target")
+            raise unimplemented(f"{kind} is not supported by this target")
         with self.state.lock:
             return iter(list(readers[kind](getattr(entity, kind))))
+
+    def cells_write(self, array: Any, entry: Any, write: Callable[[int], object]) -> None:
+        """`write(index)` the cell of P4Info `array` that `entry` names, or every cell without an index (one lock)."""
+        with self.state.lock:
+            for index in [entry.index.index] if entry.HasField("index") else range(array.size):
+                state_call(write, index)
+
+    def cells_read(self, kind: str, array_id: int, entry: Any) -> Iterator[tuple[Any, int]]:
+        """(P4Info array, index) a read of an indexed entity (counter, meter, register) answers: the cell `entry`
+        names, or all cells of array `array_id` without an index, of every array of `kind` ("counters", ...) with 0."""
+        arrays = [self.by_id(kind, array_id)] if array_id else list(getattr(self.info.p4info, kind))
+        for array in arrays:
+            for index in [entry.index.index] if entry.HasField("index") else range(array.size):
+                yield array, index
+
+    def direct_entries_read(self, te: p4r.TableEntry, what: str, direct_of: Callable[[int], Any],
+                            directs: Iterable[Any]) -> Iterator[tuple[p4i.Table, st.TableEntry]]:
+        """(table, entry) a read of a direct counter or meter (`what`) answers: `te`'s table, which must have one
+        (`direct_of` its id), or with table_id 0 every table one of `directs` is attached to."""
+        if te.table_id:
+            table = self.by_id("tables", te.table_id)
+            if direct_of(table.preamble.id) is None:
+                raise invalid(f"table {table.preamble.name} has no {what}")
+            tables = [table]
+        else:
+            tables = [self.info.table(d.direct_table_id) for d in directs]
+        for table in tables:
+            for entry in self.entries_read(table, te):
+                yield table, entry
 
     def _read_tables(self, te: p4r.TableEntry) -> Iterator[p4r.Entity]:
         if not te.table_id and (te.match or te.is_default_action):
             raise invalid("reading by match or default entry needs a table_id")
-        tables = [self._by_id("tables", te.table_id)] if te.table_id else list(self.info.p4info.tables)
+        tables = [self.by_id("tables", te.table_id)] if te.table_id else list(self.info.p4info.tables)
         with_counters = te.HasField("counter_data")
         now = time.monotonic()
         for table in tables:
@@ -418,15 +312,15 @@ class Translator:
                     out.action.action.CopyFrom(self.action_out(default.action, default.params))
                 yield p4r.Entity(table_entry=out)
                 continue
-            for entry in self._entries_read(table, te):
-                out = self._entry_out(table, entry, with_counters)
+            for entry in self.entries_read(table, te):
+                out = self.entry_out(table, entry, with_counters)
                 if te.HasField("meter_config") and entry.meter is not None and entry.meter.config is not None:
-                    out.meter_config.CopyFrom(_meter_config_out(entry.meter.config))
+                    out.meter_config.CopyFrom(codec.meter_config_out(entry.meter.config))
                 if te.HasField("time_since_last_hit"):
                     out.time_since_last_hit.elapsed_ns = int((now - entry.last_hit) * 1e9) if entry.idle_timeout_ns else 0
                 yield p4r.Entity(table_entry=out)
 
-    def _entries_read(self, table: p4i.Table, te: p4r.TableEntry) -> list[st.TableEntry]:
+    def entries_read(self, table: p4i.Table, te: p4r.TableEntry) -> list[st.TableEntry]:
         """The entries a table read selects: all of them, or the one its match names.
 
         A read request is a filter (P4Runtime spec, "Read RPC"): a fully specified key that
@@ -435,7 +329,7 @@ class Translator:
         stored = self.state.table(table.preamble.name)
         if not te.match:
             return stored.entries()
-        match = self._match_in(table, te.match)
+        match = self.match_in(table, te.match)
         try:
             return [stored.find(match, te.priority)]
         except st.NotFound:
@@ -443,7 +337,7 @@ class Translator:
         except st.StateError as exc:
             raise RuntimeStatus(grpc.StatusCode[exc.code], str(exc)) from None
 
-    def _entry_out(self, table: p4i.Table, entry: st.TableEntry, with_counters: bool) -> p4r.TableEntry:
+    def entry_out(self, table: p4i.Table, entry: st.TableEntry, with_counters: bool) -> p4r.TableEntry:
         out = p4r.TableEntry(table_id=table.preamble.id, priority=entry.priority)
         for field in table.match_fields:
             spec = entry.match.get(field.name)
@@ -476,65 +370,8 @@ class Translator:
             out.params.add(param_id=param.id, value=codec.encode(params[param.name]))
         return out
 
-    def _read_counters(self, ce: p4r.CounterEntry) -> Iterator[p4r.Entity]:
-        counters = [self._by_id("counters", ce.counter_id)] if ce.counter_id else list(self.info.p4info.counters)
-        for counter in counters:
-            indexes = [ce.index.index] if ce.HasField("index") else range(counter.size)
-            for index in indexes:
-                packets, nbytes = state_call(self.state.counter_read, counter.preamble.name, index)
-                yield p4r.Entity(counter_entry=p4r.CounterEntry(
-                    counter_id=counter.preamble.id, index=p4r.Index(index=index),
-                    data=p4r.CounterData(packet_count=packets, byte_count=nbytes)))
-
-    def _read_direct_counters(self, dce: p4r.DirectCounterEntry) -> Iterator[p4r.Entity]:
-        te = dce.table_entry
-        if te.table_id:
-            table = self._by_id("tables", te.table_id)
-            if self.info.direct_counter_of(table.preamble.id) is None:
-                raise invalid(f"table {table.preamble.name} has no direct counter")
-            tables = [table]
-        else:
-            tables = [self.info.table(c.direct_table_id) for c in self.info.p4info.direct_counters]
-        for table in tables:
-            for entry in self._entries_read(table, te):
-                out = p4r.DirectCounterEntry(table_entry=self._entry_out(table, entry, False),
-                                             data=p4r.CounterData(packet_count=entry.packets, byte_count=entry.bytes))
-                out.table_entry.ClearField("action")
-                yield p4r.Entity(direct_counter_entry=out)
-
-    def _read_meters(self, me: p4r.MeterEntry) -> Iterator[p4r.Entity]:
-        meters = [self._by_id("meters", me.meter_id)] if me.meter_id else list(self.info.p4info.meters)
-        for meter in meters:
-            indexes = [me.index.index] if me.HasField("index") else range(meter.size)
-            for index in indexes:
-                out = p4r.MeterEntry(meter_id=meter.preamble.id, index=p4r.Index(index=index))
-                config = state_call(self.state.meter_get, meter.preamble.name, index)
-                if config is not None:
-                    out.config.CopyFrom(_meter_config_out(config))
-                yield p4r.Entity(meter_entry=out)
-
-    def _read_direct_meters(self, dme: p4r.DirectMeterEntry) -> Iterator[p4r.Entity]:
-        te = dme.table_entry
-        if te.table_id:
-            table = self._by_id("tables", te.table_id)
-            if self.info.direct_meter_of(table.preamble.id) is None:
-                raise invalid(f"table {table.preamble.name} has no direct meter")
-            tables = [table]
-        else:
-            tables = [self.info.table(m.direct_table_id) for m in self.info.p4info.direct_meters]
-        for table in tables:
-            for entry in self._entries_read(table, te):
-                out = p4r.DirectMeterEntry(table_entry=self._entry_out(table, entry, False))
-                out.table_entry.ClearField("action")
-                out.table_entry.ClearField("idle_timeout_ns")
-                cell = entry.meter
-                assert cell is not None, "entries of a table with a direct meter each have a cell"
-                if cell.config is not None:
-                    out.config.CopyFrom(_meter_config_out(cell.config))
-                yield p4r.Entity(direct_meter_entry=out)
-
     def _read_value_sets(self, vse: p4r.ValueSetEntry) -> Iterator[p4r.Entity]:
-        sets = [self._by_id("value_sets", vse.value_set_id)] if vse.value_set_id else list(self.info.p4info.value_sets)
+        sets = [self.by_id("value_sets", vse.value_set_id)] if vse.value_set_id else list(self.info.p4info.value_sets)
         for vs in sets:
             out = p4r.ValueSetEntry(value_set_id=vs.preamble.id)
             for member in state_call(self.state.value_set_read, vs.preamble.name):
@@ -547,45 +384,6 @@ class Translator:
         if ee.extern_type_id or ee.extern_id:
             raise invalid(f"unknown extern type id {ee.extern_type_id}")
         return iter(())  # v1model has no P4Info externs
-
-    def _read_registers(self, re: p4r.RegisterEntry) -> Iterator[p4r.Entity]:
-        registers = [self._by_id("registers", re.register_id)] if re.register_id else list(self.info.p4info.registers)
-        for register in registers:
-            indexes = [re.index.index] if re.HasField("index") else range(register.size)
-            for index in indexes:
-                value = state_call(self.state.register_read, register.preamble.name, index)
-                yield p4r.Entity(register_entry=p4r.RegisterEntry(
-                    register_id=register.preamble.id, index=p4r.Index(index=index),
-                    data=p4d.P4Data(bitstring=codec.encode(value))))
-
-    def _read_pre(self, pre: p4r.PacketReplicationEngineEntry) -> Iterator[p4r.Entity]:
-        kind = pre.WhichOneof("type")
-        if kind == "multicast_group_entry":
-            wanted = pre.multicast_group_entry.multicast_group_id
-            for group_id, replicas in sorted(self.state.multicast_groups.items()):
-                if wanted in (0, group_id):
-                    group = p4r.MulticastGroupEntry(multicast_group_id=group_id,
-                                                    replicas=self._replicas_out(("multicast", group_id), replicas))
-                    yield p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry(
-                        multicast_group_entry=group))
-        elif kind == "clone_session_entry":
-            wanted = pre.clone_session_entry.session_id
-            for session_id, session in sorted(self.state.clone_sessions.items()):
-                if wanted in (0, session_id):
-                    clone = p4r.CloneSessionEntry(session_id=session_id,
-                                                  replicas=self._replicas_out(("clone", session_id), session.replicas),
-                                                  packet_length_bytes=session.packet_length)
-                    yield p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry(
-                        clone_session_entry=clone))
-        else:
-            raise invalid("packet replication engine read needs a multicast group or clone session entry")
-
-    def _read_digests(self, de: p4r.DigestEntry) -> Iterator[p4r.Entity]:
-        if de.digest_id:
-            self._by_id("digests", de.digest_id)
-        for digest_id, config in sorted(self.digest_configs.items()):
-            if de.digest_id in (0, digest_id):
-                yield p4r.Entity(digest_entry=p4r.DigestEntry(digest_id=digest_id, config=config))
 
     # ------------------------------------------------------------------ idle timeouts
 
@@ -609,7 +407,7 @@ class Translator:
                 continue
             notification = p4r.IdleTimeoutNotification(timestamp=time.time_ns())
             for entry in fresh:
-                reported = self._entry_out(table, entry, False)
+                reported = self.entry_out(table, entry, False)
                 reported.ClearField("action")
                 notification.table_entry.append(reported)
             out.append(notification)
@@ -641,30 +439,3 @@ def _is_wildcard(spec: st.Match, width: int) -> bool:
     if isinstance(spec, st.Range):
         return spec.low == 0 and spec.high == (1 << width) - 1
     return False
-
-
-def _replica_forms_in(replicas) -> dict[tuple[int, int], bool]:
-    """{(port, instance): written as `egress_port`} of a replica list, in order; rejects duplicates."""
-    out: dict[tuple[int, int], bool] = {}
-    for replica in replicas:
-        by_egress_port = replica.WhichOneof("port_kind") != "port"
-        port = replica.egress_port if by_egress_port else codec.decode(replica.port, 32, "replica port")
-        if replica.backup_replicas:
-            raise unimplemented("backup replicas are not supported")
-        if (port, replica.instance) in out:
-            raise invalid(f"replica (port {port}, instance {replica.instance}) listed twice")
-        out[(port, replica.instance)] = by_egress_port
-    return out
-
-
-def _meter_config_in(config: p4r.MeterConfig, what: str) -> st.MeterConfig:
-    """A validated state MeterConfig; INVALID_ARGUMENT for negative values or pir < cir."""
-    if config.eburst:
-        raise unimplemented(f"{what}: eburst (single-rate three-color meters) is not supported")
-    values = st.MeterConfig(config.cir, config.cburst, config.pir, config.pburst)
-    state_call(st.check_meter_config, values)
-    return values
-
-
-def _meter_config_out(config: st.MeterConfig) -> p4r.MeterConfig:
-    return p4r.MeterConfig(cir=config.cir, cburst=config.cburst, pir=config.pir, pburst=config.pburst)

@@ -310,11 +310,13 @@ class Controls(Part):
             else:
                 kind = "indirect"
             if all(ap.name != profile for ap in self.pl.action_profiles):
-                self.pl.action_profiles.append(m.ActionProfile(profile, len(self.pl.action_profiles),
-                                                               inst.size or 0, selector))
+                self.pl.action_profiles.append(m.ActionProfile(
+                    profile, len(self.pl.action_profiles), inst.size or 0, selector,
+                    (inst.annotations.get_int("max_group_size") or 0) if selector else 0))
         if t.direct_counter is not None:
             self.s.p.counter_arrays.append(m.CounterArray(t.direct_counter.control_plane_name,
-                                                        len(self.s.p.counter_arrays), 0, True, name))
+                                                        len(self.s.p.counter_arrays), 0, True, name,
+                                                        t.direct_counter.kind or "packets_and_bytes"))
         direct_meter = None
         if t.direct_meter is not None:
             direct_meter = t.direct_meter.control_plane_name
