@@ -147,6 +147,8 @@ INVALID = [
  ("clone3_with_data", "", "", "clone3(CloneType.I2E, 32w5, m);", None),
  ("resubmit_with_data", "", "", "resubmit(m);", None),
  ("recirculate_with_data", "", "", "recirculate(m);", None),
+ ("extern_function_of_the_program", "extern void frob<T>(inout T field, in T value);", "",
+  "frob(h.h.a, 8w1);", None),
  ("action_control_plane_names_clash", '@name("x") action top() {}', '@name(".x") action a() {} '
   "table t { key = { h.h.a: exact; } actions = { a; top; } }", "t.apply();", None),
 ]

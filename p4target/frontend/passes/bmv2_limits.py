@@ -21,9 +21,12 @@ back end sees only those.
 """
 from __future__ import annotations
 
+import os
+
 from ...errors import P4Error
 from ...externs.base import for_call, for_type
 from .. import ir
+from ..preprocess import INCLUDE_DIR
 from .walk import walk
 
 MAX_WIDTH = 2048
@@ -151,6 +154,8 @@ def _check_node(n: object) -> None:
             ext = for_call(n)
             if ext is not None:
                 ext.check_call(n)
+            elif isinstance(n, ir.ExternFunctionCall) and os.path.dirname(n.decl.loc.file) != INCLUDE_DIR:
+                raise _fail(f"{n.name}: unknown extern function", n.loc)  # the program's own: BMv2 has none such
 
 
 def _slice_write(lhs: ir.Slice, rhs: ir.Expr | None) -> None:

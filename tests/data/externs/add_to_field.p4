@@ -1,4 +1,5 @@
-// simple_switch's add_to_field / subtract_from_field, declared by the program (v1model.p4 has neither):
+// simple_switch's add_to_field / subtract_from_field, declared by the program (v1model.p4 has neither), for the
+// test-only extern of tests/add_to_field_extern.py: p4c and this target without it refuse the program.
 // fields of several widths and signedness, wrapping both ways, by constants and by packet values.
 #include <core.p4>
 #include <v1model.p4>

@@ -1,7 +1,7 @@
-"""add_to_field and subtract_from_field: simple_switch's primitives adding a value to a field (or taking it
-away) in place, wrapping at the field's width. p4c never writes them and v1model.p4 does not declare them:
-a program that wants them declares `extern void add_to_field<T>(inout T field, in T value);` (likewise
-subtract_from_field) and runs on this target, or on simple_switch from this target's JSON."""
+"""A test-only extern (tests/test_externs.py): add_to_field and subtract_from_field, simple_switch's primitives
+adding a value to a field (or taking it away) in place, wrapping at the field's width. v1model.p4 does not
+declare them and p4c refuses a program that does ("unknown extern function"), and so does the target until
+this module is imported: one module registered with p4target.externs is all an extern takes."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
