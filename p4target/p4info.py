@@ -307,9 +307,9 @@ class _P4InfoBuilder:
             refs = [r.action for r in table.actions] + [e.action.action for e in table.entries]
             if table.default_action is not None:
                 refs.append(table.default_action.action)
-            elif self._needs_implicit_noaction(table):
-                refs.append(self.program.actions.get("NoAction"))
-            in_tables += [a for a in refs if a is not None and all(a is not u for u in in_tables)]
+            elif self._needs_implicit_noaction(table) and "NoAction" in self.program.actions:
+                refs.append(self.program.actions["NoAction"])
+            in_tables += [a for a in refs if all(a is not u for u in in_tables)]
         called = [node.action for node in _walk_exprs(control.body, set()) if isinstance(node, self.ir.ActionCall)]
         used = in_tables + [a for a in called if all(a is not u for u in in_tables)]
         self.parameterless.update(id(a) for a in called if all(a is not u for u in in_tables))
@@ -754,8 +754,8 @@ def keep_p4info_details(program: lowered.Program, info: p4i.P4Info) -> None:
         refs = scopes.get(table.name, ())
         table.default_only = frozenset(actions.get(r.id, "") for r in refs if r.scope == p4i.ActionRef.Scope.DEFAULT_ONLY)
         table.table_only = frozenset(actions.get(r.id, "") for r in refs if r.scope == p4i.ActionRef.Scope.TABLE_ONLY)
-    units = {c.preamble.name: p4i.CounterSpec.Unit.Name(c.spec.unit).lower() for c in (*info.counters,
-                                                                                  *info.direct_counters)}
+    units = {c.preamble.name: p4i.CounterSpec.Unit.Name(c.spec.unit).lower() for c in info.counters}
+    units.update((c.preamble.name, p4i.CounterSpec.Unit.Name(c.spec.unit).lower()) for c in info.direct_counters)
     for c in program.counter_arrays:
         unit = units.get(c.name, "unspecified")
         if unit != "unspecified":
