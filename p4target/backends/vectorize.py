@@ -42,7 +42,7 @@ import numpy as np
 from p4target.lowered import model as m
 
 if TYPE_CHECKING:
-    from p4target.backends.python import _Printer
+    from p4target.backends.python_values import PyValues
 
 MIN_GROUPS = 4
 VECTOR_OP = "_vector"  # the pseudo-primitive standing for a run: its parameter is the run's number
@@ -57,7 +57,7 @@ class _Reject(Exception):
     """The run is outside what vector mode can prove equivalent; it stays scalar."""
 
 
-def _sig(v: m.Value | None, p: _Printer, consts: list[tuple[object, int]]) -> tuple:
+def _sig(v: m.Value | None, p: PyValues, consts: list[tuple[object, int]]) -> tuple:
     """Structural key of a value without its integer constants (appended to `consts` as (node, value))."""
     if v is None:
         return ("-",)
@@ -81,7 +81,7 @@ def _sig(v: m.Value | None, p: _Printer, consts: list[tuple[object, int]]) -> tu
     raise _Reject(type(v).__name__)
 
 
-def _prim_sig(prim: m.Primitive, p: _Printer, consts: list[tuple[object, int]]) -> tuple:
+def _prim_sig(prim: m.Primitive, p: PyValues, consts: list[tuple[object, int]]) -> tuple:
     if prim.op not in _PRIMITIVES:
         raise _Reject(prim.op)
     return (prim.op, *(_sig(v, p, consts) for v in prim.parameters))
@@ -118,7 +118,7 @@ def _width_range(width: int, signed: bool) -> tuple[int, int]:
 class Vectorizer:
     """Rerolls the actions of one Python printer (module docstring)."""
 
-    def __init__(self, printer: _Printer):
+    def __init__(self, printer: PyValues):
         self.p = printer
         self.runs: list[_Run] = []
         printer.ns["_np"] = np
@@ -225,7 +225,7 @@ class Vectorizer:
 class _Run:
     """One candidate run: analysed (raises _Reject) and its vector code printed on creation."""
 
-    def __init__(self, printer: _Printer, action: m.Action, prims: list[m.Primitive], length: int, groups: int,
+    def __init__(self, printer: PyValues, action: m.Action, prims: list[m.Primitive], length: int, groups: int,
                  steps: dict[int, int]):
         self.p = printer
         self.action = action

@@ -31,7 +31,7 @@ from p4target.lowered import model as m
 if TYPE_CHECKING:
     from p4target.backends.c import _Printer as CPrinter
     from p4target.backends.printer import LoweredPrinter
-    from p4target.backends.python import _Printer as PyPrinter
+    from p4target.backends.python_values import PyValues as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
     from p4target.p4info import _P4InfoBuilder as P4InfoBuilder
     from p4target.runtime.translate import Translator
