@@ -291,8 +291,8 @@ class StfRunner:
         # means the lowest, so earlier entries win among equals.
         entry = TableEntry(match, action, params, (priority or 1) if needs_priority else 0)
         self.state.insert_entry(table.name, entry)
-        if handle is not None:  # the entry the table stored (the native engine's holds its counter cells)
-            self.handles[handle] = (table.name, self.state.table(table.name).find(match, entry.priority))
+        if handle is not None:
+            self.handles[handle] = (table.name, entry)
 
     def do_setdefault(self, cmd: Command) -> None:
         name, _, action_text = cmd.rest.partition(" ")

@@ -50,7 +50,9 @@ class NativePipeline:
         return out
 
     def close(self) -> None:
-        """Free the engine (only once nothing uses this pipeline any more)."""
+        """Free the engine (only once nothing uses this pipeline any more); the entries its tables stored keep
+        their last counters as plain values."""
+        self.state.detach_entries()
         self.engine.close()
 
 

@@ -12,7 +12,6 @@ the engine (`NativeMeterCell` forwards each configuration). The lock is the engi
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import functools
 import threading
 from collections.abc import Callable
@@ -110,15 +109,15 @@ class NativeTableEntry(st.TableEntry):
             self._last_hit[0] = value
 
 
-_SET_BY_INSERT = frozenset({"packets", "bytes", "args", "meter", "last_hit"})
-
-
-def _request(entry: st.TableEntry) -> st.TableEntry:
-    """A new plain TableEntry with what `entry` asks for. Insert makes the entry it stores a NativeTableEntry over
-    this engine's cells, and must not make the caller's object one: inserted again elsewhere (a test's steps run on
-    several pipelines), its counter setters would write into the first engine's cells, freed by then."""
-    return st.TableEntry(**{f.name: getattr(entry, f.name) for f in dataclasses.fields(st.TableEntry)
-                            if f.name not in _SET_BY_INSERT})
+def _detach(entry: st.TableEntry) -> None:
+    """Make a NativeTableEntry a plain TableEntry again, its counters and last hit as the engine has them now: its
+    cells are another engine's memory (or this one's about to be freed), which its setters must never write."""
+    if isinstance(entry, NativeTableEntry):
+        packets, nbytes, last_hit = entry.packets, entry.bytes, entry.last_hit
+        for name in ("_handle", "_cells", "_last_hit"):
+            entry.__dict__.pop(name, None)
+        entry.__class__ = st.TableEntry
+        entry.packets, entry.bytes, entry.last_hit = packets, nbytes, last_hit
 
 
 def _native(entry: st.TableEntry | None) -> NativeTableEntry:
@@ -293,7 +292,7 @@ class NativeTable(st.Table):
             self._engine.table_default(self._tid, self._action_ids[value.action], self._args(value.action, value.args))
 
     def insert(self, entry: st.TableEntry) -> None:
-        entry = _request(entry)
+        _detach(entry)  # an entry object inserted before, into this engine or another (maybe freed since)
         super().insert(entry)
         parts, priority = self._canonical(entry)
         keys = [word for k, p in zip(self._keys, parts) for word in _key_spec(k, p)]
@@ -474,6 +473,13 @@ class NativeState(st.State):
     def drain_digests(self) -> list[tuple[str, tuple[int, ...]]]:
         self.pump_events()
         return super().drain_digests()
+
+    def detach_entries(self) -> None:
+        """Before the engine is freed: every stored entry a plain TableEntry again (see _detach)."""
+        with self.lock:
+            for table in self.tables.values():
+                for entry in table.entries():
+                    _detach(entry)
 
     def pump_events(self) -> None:
         for kind, arg, data in self.engine.events():
