@@ -90,7 +90,7 @@ def test_a_direct_meter_read_on_a_miss_leaves_its_field_as_simple_switch(tmp_pat
     """The fuzz's meters.p4 finding once the native engine printed every program from its lowered form: with
     `police` (dm.read(hdr.h.dcolor)) as the default action, a miss runs no direct meter, and simple_switch (the
     lowered form: a meter's result_target is written on a hit only) leaves dcolor as it came; the Python engine
-    on the IR (interp/codegen.py) writes green (0) there."""
+    on the IR (interp/codegen.py, gone since) wrote green (0) there."""
     missing = bmv2_ref.missing()
     if missing:
         pytest.skip(missing)

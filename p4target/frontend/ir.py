@@ -6,7 +6,7 @@ never look anything up by string except where noted.
 
 The checker (checker/) builds this IR; the passes (passes/) then LOWER it, and
 load_program returns the lowered program: what p4target.lowered.from_ir lowers into the
-lowered form the engines run (and what native/cgen.py still compiles directly); section
+lowered form both engines run; section
 "After lowering" below says exactly what it may contain.
 
 How to walk a Program
