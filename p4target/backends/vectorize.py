@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from p4target.backends.python_values import PyValues
 
 MIN_GROUPS = 4
+MAX_REFUSED = 64  # candidate runs an action may have refused before the rest of it stays scalar: each costs a
+# pass over the run, and p4c's JSON of a wide aggnet.p4 offers thousands that fail (its lanes_add)
 VECTOR_OP = "_vector"  # the pseudo-primitive standing for a run: its parameter is the run's number
 _LIMIT = 1 << 62  # every value's range stays inside int64
 _PRIMITIVES = {"assign", "modify_field", "register_read", "register_write"}
@@ -121,11 +123,15 @@ class Vectorizer:
     def __init__(self, printer: PyValues):
         self.p = printer
         self.runs: list[_Run] = []
+        self._sigs: dict[int, tuple[tuple, list[tuple[object, int]]]] = {}  # id(primitive) -> its shape, constants
+        self._refused = 0
         printer.ns["_np"] = np
 
     def reroll(self, a: m.Action) -> m.Action:
         """`a` with each vectorisable run replaced by one `_vector` primitive (jump targets renumbered)."""
         prims = a.primitives
+        self._sigs = {}  # a primitive's shape is computed once per action, not once per candidate run
+        self._refused = 0  # candidate runs analysed and refused in this action (see MAX_REFUSED)
         targets = {int(t.value) for prim in prims if prim.op in _JUMPS
                    for t in [prim.parameters[_JUMPS[prim.op]]] if isinstance(t, m.Const)}
         keys = self._coarse_keys(prims)
@@ -172,7 +178,7 @@ class Vectorizer:
 
     def _run_at(self, a: m.Action, prims: list[m.Primitive], keys: list[int], i: int, n: int) -> _Run | None:
         """The longest vectorisable run in prims[i:n] starting at i, if any."""
-        if keys[i] < 0 or n - i < MIN_GROUPS:
+        if keys[i] < 0 or n - i < MIN_GROUPS or self._refused >= MAX_REFUSED:
             return None
         best: _Run | None = None
         for length in range(1, (n - i) // MIN_GROUPS + 1):
@@ -192,8 +198,17 @@ class Vectorizer:
             try:
                 best = _Run(self.p, a, prims[i:i + groups * length], length, groups, steps)
             except _Reject:
+                self._refused += 1
                 continue
         return best
+
+    def _sig(self, prim: m.Primitive) -> tuple[tuple, list[tuple[object, int]]]:
+        """A primitive's shape and its constants (_prim_sig), computed once per action."""
+        got = self._sigs.get(id(prim))
+        if got is None:
+            consts: list[tuple[object, int]] = []
+            got = self._sigs[id(prim)] = (_prim_sig(prim, self.p, consts), consts)
+        return got
 
     def _affine_groups(self, prims: list[m.Primitive], i: int, length: int, most: int) -> tuple[int, dict[int, int]]:
         """How many groups from i are group 0 with affinely varying constants, and each constant's step
@@ -204,8 +219,9 @@ class Vectorizer:
         steps: list[int] = []
         count = 0
         for k in range(most):
-            consts: list[tuple[object, int]] = []
-            shape = tuple(_prim_sig(prim, self.p, consts) for prim in prims[i + k * length:i + (k + 1) * length])
+            sigs = [self._sig(prim) for prim in prims[i + k * length:i + (k + 1) * length]]
+            shape = tuple(sig for sig, _ in sigs)
+            consts = [c for _, cs in sigs for c in cs]
             values = [v for _, v in consts]
             if k == 0:
                 base, nodes, values0 = shape, [node for node, _ in consts], values

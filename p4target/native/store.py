@@ -116,8 +116,9 @@ def _detach(entry: st.TableEntry) -> None:
         packets, nbytes, last_hit = entry.packets, entry.bytes, entry.last_hit
         for name in ("_handle", "_cells", "_last_hit"):
             entry.__dict__.pop(name, None)
-        entry.__class__ = st.TableEntry
-        entry.packets, entry.bytes, entry.last_hit = packets, nbytes, last_hit
+        plain: st.TableEntry = entry
+        plain.__class__ = st.TableEntry
+        plain.packets, plain.bytes, plain.last_hit = packets, nbytes, last_hit
 
 
 def _native(entry: st.TableEntry | None) -> NativeTableEntry:
