@@ -165,7 +165,7 @@ class TableApi(ApiBase):
         with error_codes(TABLE_ERROR, AlreadyExists=DUPLICATE_ENTRY, ResourceExhausted=TABLE_FULL,
                     PermissionDenied=IMMUTABLE_TABLE_ENTRIES, FailedPrecondition=EMPTY_GRP):
             prog.state.insert_entry(table.name, entry)
-        return prog.handles[table.name].of(table.find(entry.match, entry.priority))  # what the table stored
+        return prog.handles[table.name].of(entry)
 
     def _modify(self, table_name: str, handle: int, indirect: bool, **change: Any) -> None:
         prog, table = self._table(table_name, indirect)
