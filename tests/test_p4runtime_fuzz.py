@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from p4target.runtime import RuntimeServer
-from p4target.runtime.translate import Translator
+from p4target.externs.register import Register
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import fuzz_p4runtime as fz  # noqa: E402
@@ -33,9 +33,9 @@ def test_the_same_seed_sends_the_same_updates():
 
 def test_an_update_that_crashes_the_server_is_a_finding(tmp_path, monkeypatch):
     """The fuzzer notices a server bug: here, register writes made to raise a plain Python error."""
-    def broken(self, update_type, entry):
+    def broken(self, translator, update_type, entry):
         raise KeyError("planted bug")
-    monkeypatch.setattr(Translator, "_write_register", broken)
+    monkeypatch.setattr(Register, "p4runtime_write", broken)
     server = RuntimeServer(device_id=1, address="127.0.0.1:0", log_path=str(tmp_path / "requests.txt"),
                            engine="python")
     port = server.start()
