@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from p4target.runtime import RuntimeServer
 from p4target.externs.register import Register
+from p4target.runtime import RuntimeServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import fuzz_p4runtime as fz  # noqa: E402
