@@ -35,6 +35,7 @@ the vector code each temporary slot holds its last lane's value, as after the sc
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -125,6 +126,7 @@ class Vectorizer:
         self.runs: list[_Run] = []
         self._sigs: dict[int, tuple[tuple, list[tuple[object, int]]]] = {}  # id(primitive) -> its shape, constants
         self._refused = 0
+        self.reads: dict[m.Field, int] | None = None
         printer.ns["_np"] = np
 
     def reroll(self, a: m.Action) -> m.Action:
@@ -196,11 +198,17 @@ class Vectorizer:
             if groups < MIN_GROUPS or best is not None and groups * length <= len(best.prims):
                 continue
             try:
-                best = _Run(self.p, a, prims[i:i + groups * length], length, groups, steps)
+                best = _Run(self.p, a, prims[i:i + groups * length], length, groups, steps, self._reads())
             except _Reject:
                 self._refused += 1
                 continue
         return best
+
+    def _reads(self) -> dict[m.Field, int]:
+        """The program's field_reads, counted at the first run analysed."""
+        if self.reads is None:
+            self.reads = m.field_reads(self.p.p)
+        return self.reads
 
     def _sig(self, prim: m.Primitive) -> tuple[tuple, list[tuple[object, int]]]:
         """A primitive's shape and its constants (_prim_sig), computed once per action."""
@@ -238,11 +246,28 @@ class Vectorizer:
         return count, table
 
 
+def _without_round_trips(body: list[str]) -> list[str]:
+    """`body` where `X = _np.array(S, dtype=_np.int64)` then `Y = X.tolist()`, X read nowhere else, is
+    `Y = S`: a plain copy of lanes (a list slice is already a new list of ints)."""
+    out: list[str] = []
+    for line in body:
+        name, _, code = line.partition(" = ")
+        if out and code.endswith(".tolist()"):
+            array = code[:-len(".tolist()")]
+            prev_name, _, prev_code = out[-1].partition(" = ")
+            if prev_name == array and prev_code.startswith("_np.array(") and prev_code.endswith(", dtype=_np.int64)") \
+                    and sum(len(re.findall(rf"\b{array}\b", x)) for x in body) == 2:
+                out[-1] = f"{name} = {prev_code[len('_np.array('):-len(', dtype=_np.int64)')]}"
+                continue
+        out.append(line)
+    return out
+
+
 class _Run:
     """One candidate run: analysed (raises _Reject) and its vector code printed on creation."""
 
     def __init__(self, printer: PyValues, action: m.Action, prims: list[m.Primitive], length: int, groups: int,
-                 steps: dict[int, int]):
+                 steps: dict[int, int], reads: dict[m.Field, int]):
         self.p = printer
         self.action = action
         self.prims = prims
@@ -261,10 +286,21 @@ class _Run:
         for prim in self.template:
             self._primitive(prim)
         for slot, val in self.temps.items():
-            self.body.append(f"F[{slot}] = {f'int({val.code}[-1])' if val.lane else val.code}")
+            if self._read_elsewhere(self.slot_fields[slot], reads):
+                self.body.append(f"F[{slot}] = {f'int({val.code}[-1])' if val.lane else val.code}")
+        self.body = _without_round_trips(self.body)
 
     def step(self, node: object) -> int:
         return self.steps.get(id(node), 0)
+
+    def _read_elsewhere(self, f: m.Field, reads: dict[m.Field, int]) -> bool:
+        """Whether anything outside the run may read field `f` (`reads`: the program's field_reads): after the
+        vector code a temporary needs its last lane's value only then. A local of the lowering (user metadata)
+        that only this run names is dead after it; standard metadata and headers are read by the flow itself."""
+        header = self.p.p.header(f.header)
+        if not header.metadata or f.header == "standard_metadata" or reads.get(m.Field(f.header, "*")):
+            return True
+        return reads.get(f, 0) > m.field_reads(self.prims).get(f, 0)
 
     # ------------------------------------------------------------------ which storage the run touches
 
@@ -278,6 +314,8 @@ class _Run:
         registers: dict[str, set[tuple]] = {}  # register -> mappings (code-free: node ids of the index consts)
         written_registers: set[str] = set()
 
+        self.slot_fields: dict[int, m.Field] = {}  # fixed slot -> the field it holds
+
         def touch(v: m.Value | None, write: bool = False) -> None:
             if isinstance(v, m.Field):
                 slot, _ = self.p.L.field_slot(v)
@@ -288,6 +326,7 @@ class _Run:
                     lanes[(slot, d)] = lanes.get((slot, d), False) or write
                     return
                 first.setdefault(slot, "w" if write else "r")
+                self.slot_fields[slot] = v
                 fixed[slot] = fixed.get(slot, 0) + 1
                 if write:
                     written.add(slot)

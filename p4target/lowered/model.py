@@ -549,3 +549,30 @@ class Program:
     @staticmethod
     def _by_name(items: list[_Named], name: str) -> _Named:
         return next(x for x in items if x.name == name)
+
+
+def field_reads(node: object) -> dict[Field, int]:
+    """How often each field may be read in `node` (any part of a program), so a back end can tell which
+    values nothing reads: every naming of a field counts except as the destination of an assignment or a
+    register read; a header named whole (HeaderRef) counts as a read of its `*` field."""
+    reads: dict[Field, int] = {}
+    todo = [node]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, Field):
+            reads[x] = reads.get(x, 0) + 1
+        elif isinstance(x, HeaderRef):
+            key = Field(x.name, "*")
+            reads[key] = reads.get(key, 0) + 1
+        elif isinstance(x, Primitive) and x.op in _WRITES_FIRST and x.parameters and isinstance(x.parameters[0], Field):
+            todo.extend(x.parameters[1:])
+        elif isinstance(x, (list, tuple)):
+            todo.extend(x)
+        elif isinstance(x, dict):
+            todo.extend(x.values())
+        elif hasattr(x, "__dataclass_fields__"):
+            todo.extend(getattr(x, name) for name in x.__dataclass_fields__)
+    return reads
+
+
+_WRITES_FIRST = frozenset({"assign", "modify_field", "register_read"})  # primitives whose parameter 0 is written
