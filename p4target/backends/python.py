@@ -26,6 +26,8 @@ from p4target.backends.python_runtime import _constant
 from p4target.externs.checksum import python_checksums
 from p4target.lowered import model as m
 
+MAX_INLINE_INDENT = 40  # deeper, a node is a function of its own (Python's parser nests at most 100 blocks)
+
 
 @dataclass
 class Compiled:
@@ -56,6 +58,7 @@ class _Printer(PyParsing):
         if self.vectorizer is not None:
             a = self.vectorizer.reroll(a)
         args = "".join(f", a{i}" for i in range(len(a.runtime_data)))
+        self.param_widths = [width for _, width in a.runtime_data]
         self.emit(f"def {self.action_fn(a)}(F{args}):", 0)
         self.emit(f"# action {a.name}", 1)
         # p4c lowers `if` inside an action to jumps; printed back as if/else where they nest as an `if` does
@@ -133,31 +136,91 @@ class _Printer(PyParsing):
 
     # -- pipelines
 
-    def node_fn(self, name: str | None, nodes: dict[str, str], depth: int = 3) -> str:
-        """The next node after a node: a conditional (and the conditionals it leads to, `depth` deep) is decided
-        right there (a call fewer per packet each)."""
+    def node_fn(self, name: str | None, depth: int = 3) -> str:
+        """The function of the next node (printed because this asks for it); a conditional (and the conditionals
+        it leads to, `depth` deep) is decided right there (a call fewer per packet each)."""
         if name is None:
             return "None"
         c = self.conditionals.get(name)
         if c is None or depth == 0:
-            return nodes[name]
-        true, false = self.node_fn(c.true_next, nodes, depth - 1), self.node_fn(c.false_next, nodes, depth - 1)
+            if name not in self.node_fns:
+                self.node_fns[name] = self.nodes[name]
+                self.wanted.append(name)
+            return self.nodes[name]
+        true, false = self.node_fn(c.true_next, depth - 1), self.node_fn(c.false_next, depth - 1)
         return f"({true} if {self.rv(c.expression)} else {false})"
 
+    def successors(self, name: str) -> set[str | None]:
+        """The nodes that may follow a node."""
+        c = self.conditionals.get(name)
+        if c is not None:
+            return {c.true_next, c.false_next}
+        t = self.tables[name]
+        if "__HIT__" in t.next_tables or "__MISS__" in t.next_tables:
+            return {t.next_tables.get("__HIT__"), t.next_tables.get("__MISS__")}
+        return {t.next_tables.get(self.actions[aid].name, t.base_default_next) for aid in t.action_ids} \
+            | set(t.next_tables.values()) | {t.base_default_next}
+
+    def tail(self, name: str | None, depth: int = 3) -> bool:
+        """Whether node `name` ends the control in a few fixed steps (action-less lookups, p4c's "tbl_act"
+        tables): printed wherever it follows, since a copy costs less than a call per packet."""
+        t = self.tables.get(name or "")
+        if t is None or t.key or t.default_entry is None or not t.default_entry.action_entry_const \
+                or self.state.tables[t.name].profile is not None or depth == 0:
+            return False
+        after = self.successors(t.name)
+        return after == {None} or len(after) == 1 and self.tail(next(iter(after)), depth - 1)
+
+    def dispatched(self, name: str) -> bool:
+        """Whether the node after table `name` depends on the action it ran (a map of functions picks it)."""
+        t = self.tables.get(name)
+        return t is not None and not ("__HIT__" in t.next_tables or "__MISS__" in t.next_tables) \
+            and len(self.successors(name)) > 1
+
+    def continue_at(self, name: str | None, ind: int) -> None:
+        """Continue at node `name`: its code right here when this is the only place it follows (and the code is
+        not nested too deep), else return its function to the control's loop."""
+        if name is not None and (name in self.inline or self.tail(name)) and ind < MAX_INLINE_INDENT:
+            c = self.conditionals.get(name)
+            if c is None:
+                self.table_code(self.tables[name], ind)
+                return
+            self.emit(f"# {name}", ind)
+            self.emit(f"if {self.rv(c.expression)}:", ind)
+            self.continue_at(c.true_next, ind + 1)
+            self.emit("else:", ind)
+            self.continue_at(c.false_next, ind + 1)
+        else:
+            self.emit(f"return {self.node_fn(name)}", ind)
+
     def gen_pipeline(self, fname: str, pl: m.Pipeline) -> None:
+        """A control as its graph: a node that follows one node only is printed inside it; the others are
+        functions returning the next one, run by a loop (`continue_at`)."""
         self.conditionals = {c.name: c for c in pl.conditionals}
-        nodes = {t.name: f"tb{t.id}_{ident(t.name)}" for t in pl.tables}
-        nodes.update({c.name: f"cd{c.id}_{ident(c.name)}" for c in pl.conditionals})
-        for t in pl.tables:
-            self.gen_table(t, nodes)
-        for c in pl.conditionals:
-            self.emit(f"def {nodes[c.name]}(F):", 0)
-            self.emit(f"return {self.node_fn(c.true_next, nodes)} if {self.rv(c.expression)} "
-                      f"else {self.node_fn(c.false_next, nodes)}", 1)
+        self.tables = {t.name: t for t in pl.tables}
+        self.wanted: list[str] = []  # nodes whose functions are still to print
+        self.nodes = {t.name: f"tb{t.id}_{ident(t.name)}" for t in pl.tables}
+        self.nodes.update({c.name: f"cd{c.id}_{ident(c.name)}" for c in pl.conditionals})
+        preds: dict[str, list[str]] = collections.defaultdict(list)
+        for name in self.nodes:
+            for succ in self.successors(name):
+                if succ is not None:
+                    preds[succ].append(name)
+        self.inline = {name for name, ps in preds.items() if len(ps) == 1 and not self.dispatched(ps[0])}
+        first = self.node_fn(pl.init_table)
+        while self.wanted:
+            name = self.wanted.pop()
+            self.emit(f"def {self.nodes[name]}(F):", 0)
+            c = self.conditionals.get(name)
+            if c is None:
+                self.table_code(self.tables[name], 1)
+            else:
+                self.emit(f"return {self.node_fn(c.true_next)} if {self.rv(c.expression)} "
+                          f"else {self.node_fn(c.false_next)}", 1)
         self.conditionals = {}
         self.emit(f"def {fname}(F):", 0)
         self.emit(f"F[{self.L.hidden['exit']}] = False", 1)
-        self.emit(f"n = {self.node_fn(pl.init_table, nodes)}", 1)
+        self.emit(f"n = {first}", 1)
         self.emit("while n is not None:", 1)
         self.emit("n = n(F)", 2)
 
@@ -169,22 +232,16 @@ class _Printer(PyParsing):
             return f"F[{slot}]"  # the mask keeps every value the field can hold
         return f"(F[{slot}] & {mask:#x})"
 
-    def gen_table(self, t: m.Table, nodes: dict[str, str]) -> None:
+    def table_code(self, t: m.Table, ind: int) -> None:
+        """A table's lookup and action call, then on to the next node (`continue_at`)."""
         obj = self.state.tables[t.name]
-        fns = {}
-        for aid in t.action_ids:
-            fns[self.actions[aid].name] = self.action_fn(self.actions[aid])
         amap = f"_AM{t.id}"
-        self.ns[amap] = fns  # filled with functions after exec
-        tv = f"_T{t.id}"
+        self.ns[amap] = {self.actions[aid].name: self.action_fn(self.actions[aid]) for aid in t.action_ids}  # filled
+        tv = f"_T{t.id}"  # with functions after exec
         self.ns[tv] = obj
-        hit_next = t.next_tables.get("__HIT__")
-        miss_next = t.next_tables.get("__MISS__")
         by_hit = "__HIT__" in t.next_tables or "__MISS__" in t.next_tables
-        nexts = f"_NX{t.id}"
-        self.next_maps[nexts] = (t.next_tables, t.base_default_next)
-        self.emit(f"def {nodes[t.name]}(F):", 0)
-        self.emit(f"# table {t.name}", 1)
+        nexts = self.successors(t.name)
+        self.emit(f"# table {t.name}", ind)
         default = t.default_entry
         if not t.key and default is not None and default.action_entry_const and obj.profile is None:
             # a keyless table whose action nobody can change (p4c's synthesized "tbl_act"): call it directly
@@ -193,48 +250,69 @@ class _Printer(PyParsing):
             if not action.runtime_data and all(p.op not in ("_jump", "_jump_if_zero", "exit") for p in action.primitives):
                 # straight-line, cannot exit: its primitives right here (a call fewer per packet)
                 for prim in (action if self.vectorizer is None else self.vectorizer.reroll(action)).primitives:
-                    self.primitive(prim, 1)
-                self.emit(f"return {self.node_fn(target, nodes)}", 1)
-                return
-            args = "".join(f", {v}" for v in default.action_data)
-            self.emit(f"{self.action_fn(action)}(F{args})", 1)
-            self.emit(f"return {f'None if {self.exited} else ' if self.exited else ''}{self.node_fn(target, nodes)}", 1)
+                    self.primitive(prim, ind)
+            else:
+                args = "".join(f", {v}" for v in default.action_data)
+                self.emit(f"{self.action_fn(action)}(F{args})", ind)
+                if self.exited:
+                    self.emit(f"if {self.exited}: return None", ind)
+            self.continue_at(target, ind)
             return
 
-        def leave(hit: bool, action: str) -> None:
-            target = (hit_next if hit else miss_next) if by_hit else None
+        hit_next, miss_next = t.next_tables.get("__HIT__"), t.next_tables.get("__MISS__")
+        if not by_hit:
+            hit_next = miss_next = next(iter(nexts)) if len(nexts) == 1 else t.base_default_next
+        # one way on, whether the table hit or not: the code after it is printed once, below both
+        join = not self.dispatched(t.name) and hit_next == miss_next
+
+        def leave(action: str, target: str | None, ind: int) -> None:
             if self.exited:
-                self.emit(f"if {self.exited}: return None", 2 if hit else 1)
-            if by_hit:
-                self.emit(f"return {self.node_fn(target, nodes)}", 2 if hit else 1)
-            else:
-                self.emit(f"return {nexts}[{action}]", 2 if hit else 1)
+                self.emit(f"if {self.exited}: return None", ind)
+            if not self.dispatched(t.name):
+                self.continue_at(target, ind)
+                return
+            var = f"_NX{t.id}"  # where to go depends on the action
+            self.next_maps[var] = (t.next_tables, t.base_default_next)
+            for name in nexts:
+                self.node_fn(name, 0)
+            self.emit(f"return {var}[{action}]", ind)
 
         if t.key:
             values = ", ".join(self.key_code(k) for k in t.key)
-            self.emit(f"_e = {tv}.lookup(({values},))", 1)
-            self.emit("if _e is not None:", 1)
+            self.emit(f"_e = {tv}.lookup(({values},))", ind)
+            self.emit("if _e is not None:", ind)
             if t.support_timeout:
-                self.emit("_e.last_hit = _now()", 2)
+                self.emit("_e.last_hit = _now()", ind + 1)
             if obj.schema.direct_counter is not None:
-                self.emit(f"_e.packets += 1; _e.bytes += F[{self.L.sm['packet_length']}]", 2)
+                self.emit(f"_e.packets += 1; _e.bytes += F[{self.L.sm['packet_length']}]", ind + 1)
             if obj.schema.direct_meter is not None:
                 meter = next(mt for mt in self.p.meter_arrays if mt.name == obj.schema.direct_meter)
                 color = f"_e.meter.execute({self.meter_amount(meter.type)}, _now())"
                 if meter.result_target is not None:
-                    self.store(meter.result_target, color, 2)
+                    self.store(meter.result_target, color, ind + 1)
             if obj.profile is None:
-                self.emit(f"{amap}[_e.action](F, *_e.args)", 2)
-                leave(True, "_e.action")
+                self.emit(f"{amap}[_e.action](F, *_e.args)", ind + 1)
             else:
-                self.indirect_hit(t, obj.profile, amap, 2)
-                leave(True, "_m.action")
+                self.indirect_hit(t, obj.profile, amap, ind + 1)
+            if join:
+                if self.exited:
+                    self.emit(f"if {self.exited}: return None", ind + 1)
+                if obj.profile is None:
+                    self.emit("else:", ind)
+            else:
+                leave("_e.action" if obj.profile is None else "_m.action", hit_next, ind + 1)
         if obj.profile is None:
-            self.emit(f"_d = {tv}.default", 1)
-            self.emit(f"{amap}[_d.action](F, *_d.args)", 1)
-            leave(False, "_d.action")
+            miss = ind + bool(t.key and join)
+            self.emit(f"_d = {tv}.default", miss)
+            self.emit(f"{amap}[_d.action](F, *_d.args)", miss)
+            if join:
+                if self.exited:
+                    self.emit(f"if {self.exited}: return None", miss)
+                self.continue_at(miss_next, ind)
+            else:
+                leave("_d.action", miss_next, ind)
         else:
-            self.emit(f"return {self.node_fn(t.base_default_next if not by_hit else miss_next, nodes)}", 1)
+            self.continue_at(miss_next if by_hit else t.base_default_next, ind)
 
     def indirect_hit(self, t: m.Table, profile: st.ActionProfile, amap: str, ind: int) -> None:
         pv = f"_P{t.id}"
@@ -260,7 +338,7 @@ class _Printer(PyParsing):
         pipelines = {pl.name: pl for pl in self.p.pipelines}
         empty = set()
         for fname in ("ingress", "egress"):
-            if fname in pipelines:
+            if fname in pipelines and (fname == "ingress" or pipelines[fname].init_table is not None):
                 self.gen_pipeline(fname, pipelines[fname])
             else:
                 empty.add(fname)
@@ -274,12 +352,7 @@ class _Printer(PyParsing):
         for key in list(self.ns):
             if key.startswith("_AM"):
                 self.ns[key] = {name: self.ns[fn] for name, fn in self.ns[key].items()}
-        node_names = {}
-        for pl in self.p.pipelines:
-            for t in pl.tables:
-                node_names[t.name] = self.ns[f"tb{t.id}_{ident(t.name)}"]
-            for c in pl.conditionals:
-                node_names[c.name] = self.ns[f"cd{c.id}_{ident(c.name)}"]
+        node_names = {name: self.ns[fn] for name, fn in self.node_fns.items()}
         for var, (targets, fallback) in self.next_maps.items():  # action -> next node, as functions
             fallback_node = node_names.get(fallback) if fallback else None
             self.ns[var] = collections.defaultdict(functools.partial(_constant, fallback_node),

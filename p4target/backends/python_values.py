@@ -62,7 +62,9 @@ class PyValues(LoweredPrinter):
         for name, fn in hashes.ALGORITHMS.items():
             self.ns["_h_" + name] = fn
         self.vectorizer = Vectorizer(self) if vectorize else None
+        self.param_widths: list[int] = []  # of the action being printed
         self.conditionals: dict[str, m.Conditional] = {}  # of the pipeline being printed
+        self.node_fns: dict[str, str] = {}  # table or conditional -> its printed function
         # what tells that an action ran `exit` (nothing to test when no action can)
         self.exited = f"F[{self.L.hidden['exit']}]" if any(prim.op == "exit" for a in p.actions
                                                            for prim in a.primitives) else ""
@@ -152,6 +154,12 @@ class PyValues(LoweredPrinter):
         if isinstance(v, m.Field) and v.field != "$valid$":
             ftype = self.L.field_slot(v)[1]
             return ftype is not None and not ftype.signed and ftype.width is not None and ftype.width <= width
+        if isinstance(v, m.ActionParam):  # the store checks every action parameter against its width
+            return self.param_widths[v.index] <= width
+        if isinstance(v, m.Expr) and v.op == "&":
+            return self.fits(v.left, width) or self.fits(v.right, width)
+        if isinstance(v, m.Expr) and v.op == "b2d":
+            return width >= 1
         return False
 
     def p_assign(self, ps: list[m.Value], ind: int) -> None:

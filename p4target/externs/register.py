@@ -97,8 +97,9 @@ class Register(Extern):
             return
         reg = pr.state.registers[pr.named(ps[0], "register_array")]
         i = bound_index(pr, ps[1], ind)
-        pr.emit(f"if {i} < {reg.schema.size}: {pr.global_of('_R', reg.values)}[{i}] = "
-                f"({pr.rv(ps[2])}) & {(1 << reg.schema.bitwidth) - 1:#x}", ind)
+        value = pr.rv(ps[2]) if pr.fits(ps[2], reg.schema.bitwidth) else \
+            f"({pr.rv(ps[2])}) & {(1 << reg.schema.bitwidth) - 1:#x}"
+        pr.emit(f"if {i} < {reg.schema.size}: {pr.global_of('_R', reg.values)}[{i}] = {value}", ind)
 
     def c(self, pr: CPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         if op == "register_read":
