@@ -7,7 +7,8 @@ always holds a value within its width (emitters and checksums do not mask it aga
 
 The printed module has the functions `p4target.pipeline.Pipeline` calls: parse(F, data),
 verify(F), ingress(F), egress(F), compute(F) and deparse(F). A control is its graph of
-tables and conditionals, one function per node returning the next node (None at the end).
+tables and conditionals: functions returning the next one (None at the end), each holding
+the nodes that follow it alone (`_Printer.gen_pipeline`).
 """
 from __future__ import annotations
 
