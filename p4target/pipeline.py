@@ -63,7 +63,14 @@ class Pipeline:
         sm = self._sm
         self._s_ingress_port, self._s_instance_type = sm["ingress_port"], sm["instance_type"]
         self._s_packet_length, self._s_ingress_ts = sm["packet_length"], sm["ingress_global_timestamp"]
-        self._s_payload = self._hid["payload"]
+        self._s_mcast_grp, self._s_egress_spec = sm["mcast_grp"], sm["egress_spec"]
+        self._s_egress_port, self._s_egress_rid = sm["egress_port"], sm["egress_rid"]
+        self._s_enq_qdepth, self._s_deq_qdepth = sm["enq_qdepth"], sm["deq_qdepth"]
+        self._s_egress_ts = sm["egress_global_timestamp"]
+        hid = self._hid
+        self._s_payload, self._s_truncate, self._s_recirculate = hid["payload"], hid["truncate"], hid["recirculate"]
+        self._s_clone_session, self._s_clone_type, self._s_resubmit = \
+            hid["clone_session"], hid["clone_type"], hid["resubmit"]
         self._parse = compiled.fn("parse")
         self._verify = None if "verify" in compiled.empty else compiled.fn("verify")
         self._ingress_ctl = compiled.fn("ingress")
@@ -80,12 +87,15 @@ class Pipeline:
     def ingress(self, port: int, data: bytes) -> list[EgressItem]:
         """Parse and run ingress for a packet arriving on `port`; the copies bound for egress."""
         with self.state.lock:
-            stats = self.state.port(port)
-            stats.rx_packets += 1
-            stats.rx_bytes += len(data)
-            out: list[EgressItem] = []
-            self._run_ingress(port, data, NORMAL, (), 0, out)
-            return out
+            return self._receive(port, data)
+
+    def _receive(self, port: int, data: bytes) -> list[EgressItem]:
+        stats = self.state.port(port)
+        stats.rx_packets += 1
+        stats.rx_bytes += len(data)
+        out: list[EgressItem] = []
+        self._run_ingress(port, data, NORMAL, (), 0, out)
+        return out
 
     def _parsed(self, port: int, data: bytes, instance_type: int, carry) -> list:
         """A fresh frame with standard metadata set, preserved fields restored, parsed."""
@@ -102,7 +112,6 @@ class Pipeline:
 
     def _run_ingress(self, port: int, data: bytes, instance_type: int, carry, gen: int,
                      out: list[EgressItem]) -> None:
-        sm, hid = self._sm, self._hid
         try:
             F = self._parsed(port, data, instance_type, carry)
             if self._verify is not None:
@@ -111,26 +120,26 @@ class Pipeline:
         except (PacketError, ArithmeticError, IndexError) as exc:
             self._packet_error("ingress", exc)
             return
-        if F[hid["clone_session"]] is not None and F[hid["clone_type"]] == "I2E":
+        if F[self._s_clone_session] is not None and F[self._s_clone_type] == "I2E":
             self._clone_i2e(F, port, data, gen, out)
-        F[hid["clone_session"]] = None
-        if F[hid["resubmit"]] is not None:
+        F[self._s_clone_session] = None
+        if F[self._s_resubmit] is not None:
             if gen < MAX_LOOPS:
-                self._run_ingress(port, data, RESUBMITTED, self._carry(F, F[hid["resubmit"]]), gen + 1, out)
+                self._run_ingress(port, data, RESUBMITTED, self._carry(F, F[self._s_resubmit]), gen + 1, out)
             return
-        group = F[sm["mcast_grp"]]
+        group = F[self._s_mcast_grp]
         if group:
             for eport, rid in self.state.multicast_groups.get(group, ()):
                 R = F[:]
-                R[sm["egress_port"]] = R[sm["egress_spec"]] = eport
-                R[sm["egress_rid"]] = rid
-                R[sm["instance_type"]] = REPLICATED
+                R[self._s_egress_port] = R[self._s_egress_spec] = eport
+                R[self._s_egress_rid] = rid
+                R[self._s_instance_type] = REPLICATED
                 out.append(EgressItem(R, eport, len(data), gen))
             return
-        eport = F[sm["egress_spec"]]
+        eport = F[self._s_egress_spec]
         if eport == DROP_PORT:
             return
-        F[sm["egress_port"]] = eport
+        F[self._s_egress_port] = eport
         out.append(EgressItem(F, eport, len(data), gen))
 
     def _carry(self, F: list, field_list: int | None) -> list[tuple[int, object]]:
@@ -167,35 +176,34 @@ class Pipeline:
             return out
 
     def _run_egress(self, item: EgressItem, enq_qdepth: int, deq_qdepth: int, out: list[tuple[int, bytes]]) -> None:
-        sm, hid = self._sm, self._hid
         F = item.frame
-        F[sm["enq_qdepth"]] = enq_qdepth
-        F[sm["deq_qdepth"]] = deq_qdepth
-        F[sm["egress_global_timestamp"]] = self._now_us()
+        F[self._s_enq_qdepth] = enq_qdepth
+        F[self._s_deq_qdepth] = deq_qdepth
+        F[self._s_egress_ts] = self._now_us()
         try:
             if self._egress_ctl is not None:
                 self._egress_ctl(F)
-            if F[hid["clone_session"]] is not None and F[hid["clone_type"]] == "E2E":
+            if F[self._s_clone_session] is not None and F[self._s_clone_type] == "E2E":
                 self._clone_e2e(F, item.generation, out)
-            if F[sm["egress_spec"]] == DROP_PORT:
+            if F[self._s_egress_spec] == DROP_PORT:
                 return
             if self._compute is not None:
                 self._compute(F)
-            data = b"".join(self._deparse(F)) + F[hid["payload"]]
+            data = b"".join(self._deparse(F)) + F[self._s_payload]
         except (PacketError, ArithmeticError, IndexError) as exc:
             self._packet_error("egress", exc)
             return
-        if F[hid["truncate"]]:
-            data = data[:F[hid["truncate"]]]
-        if F[hid["recirculate"]] is not None:
+        if F[self._s_truncate]:
+            data = data[:F[self._s_truncate]]
+        if F[self._s_recirculate] is not None:
             if item.generation < MAX_LOOPS:
                 items: list[EgressItem] = []
-                carry = self._carry(F, F[hid["recirculate"]])
-                self._run_ingress(F[sm["ingress_port"]], data, RECIRCULATED, carry, item.generation + 1, items)
+                carry = self._carry(F, F[self._s_recirculate])
+                self._run_ingress(F[self._s_ingress_port], data, RECIRCULATED, carry, item.generation + 1, items)
                 for it in items:
                     self._run_egress(it, 0, 0, out)
             return
-        port = F[sm["egress_port"]]
+        port = F[self._s_egress_port]
         stats = self.state.port(port)
         stats.tx_packets += 1
         stats.tx_bytes += len(data)
@@ -232,7 +240,7 @@ class Pipeline:
         """The whole pipeline with empty queues: the packets that leave, in order."""
         with self.state.lock:
             out: list[tuple[int, bytes]] = []
-            for item in self.ingress(port, data):
+            for item in self._receive(port, data):
                 self._run_egress(item, 0, 0, out)
             return out
 

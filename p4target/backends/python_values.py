@@ -158,6 +158,8 @@ class PyValues(LoweredPrinter):
             return self.param_widths[v.index] <= width
         if isinstance(v, m.Expr) and v.op == "&":
             return self.fits(v.left, width) or self.fits(v.right, width)
+        if isinstance(v, m.Expr) and v.op in ("|", "^"):
+            return self.fits(v.left, width) and self.fits(v.right, width)
         if isinstance(v, m.Expr) and v.op == "b2d":
             return width >= 1
         return False
