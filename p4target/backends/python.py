@@ -24,6 +24,7 @@ from p4target.backends import hashes
 from p4target.backends.layout import Unsupported, ident
 from p4target.backends.python_parser import PyParsing
 from p4target.backends.python_runtime import _constant
+from p4target.backends.vectorize import VECTOR_OP
 from p4target.externs.checksum import python_checksums
 from p4target.lowered import model as m
 
@@ -64,7 +65,10 @@ class _Printer(PyParsing):
         self.emit(f"# action {a.name}", 1)
         # p4c lowers `if` inside an action to jumps; printed back as if/else where they nest as an `if` does
         printed = len(self.out)
-        if self.structured(a.primitives, 0, len(a.primitives), 1):
+        self.dead = self.dead_stores(a.primitives)
+        done = self.structured(a.primitives, 0, len(a.primitives), 1)
+        self.dead = set()
+        if done:
             self.emit("return", 1)
             return
         del self.out[printed:]
@@ -108,10 +112,42 @@ class _Printer(PyParsing):
                         return False
                 i = end
                 continue
-            else:
+            elif i not in self.dead:
                 self.primitive(prim, ind)
             i += 1
         return True
+
+    def dead_stores(self, prims: list[m.Primitive]) -> set[int]:
+        """Indexes of field assignments that the primitives after them, before any jump, overwrite before they
+        read the field (the lowering's zeroing of locals an action sets next): left out of the printed code."""
+        effects = [self.slot_effects(prim) for prim in prims]
+        dead = set()
+        for i, effect in enumerate(effects):
+            if effect is None or prims[i].op == VECTOR_OP:
+                continue
+            (slot,) = effect[1]
+            for later in effects[i + 1:]:
+                if later is None or slot in later[0]:
+                    break
+                if slot in later[1]:
+                    dead.add(i)
+                    break
+        return dead
+
+    def slot_effects(self, prim: m.Primitive) -> tuple[set[int], set[int]] | None:
+        """(slots read, slots written first) of an assignment, register read or vector run; None for the rest."""
+        if prim.op == VECTOR_OP:
+            assert self.vectorizer is not None and isinstance(prim.parameters[0], m.Const)
+            run = self.vectorizer.runs[prim.parameters[0].value]
+            written, reads = run.written - set(run.reductions), m.field_reads(run.prims)
+        elif prim.op in ("assign", "modify_field", "register_read") and isinstance(prim.parameters[0], m.Field):
+            written, reads = {self.L.field_slot(prim.parameters[0])[0]}, m.field_reads(prim)
+        else:
+            return None
+        if any(f.field == "*" for f in reads):
+            return None  # a whole header: its slots are not told apart here
+        return {self.L.field_slot(f)[0] for f in reads} - written if prim.op == VECTOR_OP else \
+            {self.L.field_slot(f)[0] for f in reads}, written
 
     def branch(self, prims: list[m.Primitive], lo: int, hi: int, ind: int) -> bool:
         printed = len(self.out)

@@ -36,7 +36,7 @@ class PyValues(LoweredPrinter):
     """The Python printer's state (bound to one State: tables, registers, ...), values and primitives. PyParsing and
     the printer (p4target.backends.python) build on it."""
 
-    OPS = {"d2b": "({b} != 0)", "b2d": "int({b})", "not": "(not {b})", "~": "(~{b})", "neg": "(-{b})",
+    OPS = {"d2b": "({b} != 0)", "b2d": "(1 if {b} else 0)", "not": "(not {b})", "~": "(~{b})", "neg": "(-{b})",
            "?": "({a} if {c} else {b})", "two_comp_mod": "_sx({a}, {b})", "sat_cast": "_sat({a}, {b})",
            "usat_cast": "_usat({a}, {b})", "<<": "_shl({a}, {b})", "/": "_div({a}, {b})", "%": "_mod({a}, {b})",
            **{op: f"({{a}} {op} {{b}})" for op in ("+", "-", "*", ">>", "==", "!=", ">", ">=", "<", "<=", "&", "|",
@@ -63,6 +63,7 @@ class PyValues(LoweredPrinter):
             self.ns["_h_" + name] = fn
         self.vectorizer = Vectorizer(self) if vectorize else None
         self.param_widths: list[int] = []  # of the action being printed
+        self.dead: set[int] = set()  # its primitives left out (_Printer.dead_stores)
         self.conditionals: dict[str, m.Conditional] = {}  # of the pipeline being printed
         self.node_fns: dict[str, str] = {}  # table or conditional -> its printed function
         # what tells that an action ran `exit` (nothing to test when no action can)
@@ -102,6 +103,8 @@ class PyValues(LoweredPrinter):
         if isinstance(v, m.Lookahead):
             return f"_bits(data, o, {v.offset}, {v.width}, {self.error_code('PacketTooShort')})"
         if isinstance(v, m.Expr):
+            if v.op == "b2d" and isinstance(v.right, m.BoolConst):
+                return str(int(v.right.value))
             if v.op == "d2b" and isinstance(v.right, m.Field) and v.right.field == "$valid$":
                 return f"F[{self.L.base[v.right.header]}]"  # the validity slot holds a bool
             if v.op == "<<" and isinstance(v.right, m.Const) and 0 <= v.right.value < _SHIFT_LIMIT:
@@ -168,7 +171,7 @@ class PyValues(LoweredPrinter):
         if isinstance(ps[1], m.BoolConst) and not self.target(ps[0])[1].signed:
             self.emit(f"F[{self.target(ps[0])[0]}] = {int(ps[1].value)}", ind)
         elif isinstance(ps[1], m.Expr) and ps[1].op in _BOOL_OPS:
-            self.store(ps[0], f"int({self.rv(ps[1])})", ind)
+            self.store(ps[0], f"(1 if {self.rv(ps[1])} else 0)", ind)
         elif isinstance(ps[0], m.Field) and self.unchanged(ps[1], *self.target(ps[0])[1:]):
             self.emit(f"F[{self.target(ps[0])[0]}] = {self.rv(ps[1])}", ind)
         else:
