@@ -17,8 +17,9 @@ Over the phases' total length T it measures:
 - every link direction's utilization: bits the switches' port counters saw it carry, over the
   link's rate and T (a direction out of a switch from its tx counter, into a switch from its rx
   counter). Counters are read once, after the run: outside the phases hosts send only set-up
-  packets (a one-packet warm-up, TCP handshakes), a few hundred bytes, and a model workload's
-  compute sends nothing, so all the bytes counted were carried in the phases;
+  packets (a warm-up all-reduce of a few values, TCP handshakes), a few packets a link, and a
+  model workload's compute sends nothing, so the bytes counted are the phases' (a test compares
+  a worker link's bytes with its all-reduces' packets: tests/test_e2e_timescale.py);
 - every switch process's busy fraction: CPU time it used in the phases over T (a packet loop
   that waits in poll() when idle uses CPU only while it moves packets);
 - every host process's CPU use, the same way;
