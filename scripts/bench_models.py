@@ -12,7 +12,10 @@ reported in the emulated cluster's. A case whose comparison.json exists is kept,
 run resumes.
 
 Writes DIR/models.json (per model and case: each scheme's measured and analytic iteration,
-exposed communication, what bound it, and the speedups) and DIR/models.png.
+exposed communication, what bound it, and the speedups) and DIR/models.png. What bound a run is the
+fidelity monitor's verdict over its communication phases (`bound_over`: the times any all-reduce
+was in flight; testbed.fidelity): DDP hides communication behind the backward pass, so over whole
+iterations no link looks busy.
 
     .venv/bin/python scripts/bench_models.py --out bench/models [--models resnet50,gpt2] [--rates-gbps 1,10]
 """
@@ -64,7 +67,8 @@ def case_entry(comparison: Path, workers: int, gbps: float) -> dict:
         r = json.loads((Path(run_dir) / "results.json").read_text())
         schemes[scheme] = {k: r.get(k) for k in ("iteration_s", "compute_s", "exposed_comm_s", "analytic_iteration_s",
                                                  "measured_vs_analytic", "sums_correct", "run_dir")}
-        schemes[scheme]["bound_by"] = bottleneck_text(r.get("fidelity") or {})
+        fidelity = r.get("fidelity") or {}
+        schemes[scheme].update(bound_by=bottleneck_text(fidelity), bound_over=fidelity.get("measured_over"))
     innet = schemes["innet"]["iteration_s"]
     return {"workers": workers, "emulated_gbps": gbps, "schemes": schemes,
             "speedup_vs_ring": schemes["ring"]["iteration_s"] / innet,

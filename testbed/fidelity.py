@@ -1,23 +1,33 @@
 """Is this run evidence about the network, or about this machine? (the Mininet-HiFi argument)
 
 An emulation says something about links only while no switch or host process, and not the
-machine's cores, is the bottleneck. Each run measures, over its workload window (from the first
-worker's start of the measured work to the last worker's end: the timed all-reduce of a
-benchmark, the training steps of a training run; the whole time its host processes ran when
-no worker reported one):
+machine's cores, is the bottleneck. Mininet-HiFi checks this over the time the experiment's
+traffic ran, and so does each run here, over its measured phases:
+
+- a model workload's communication phases: the union over workers of the intervals during which
+  any of a worker's bucket all-reduces was in flight. DDP overlaps them with the backward pass,
+  so over a whole iteration a link that was saturated whenever it had work averages far below
+  its rate (the iteration is mostly compute), and the question is what bound the communication;
+- else the workload window (from the first worker's start of the measured work to the last
+  worker's end: the timed all-reduce of a benchmark, the training steps of a training run);
+- else the whole time the run's host processes ran, when no worker reported either.
+
+Over the phases' total length T it measures:
 
 - every link direction's utilization: bits the switches' port counters saw it carry, over the
-  link's rate and the window (a direction out of a switch from its tx counter, into a switch
-  from its rx counter). Counters are read once, after the run: outside the window hosts send
-  only set-up packets (a one-packet warm-up, TCP handshakes), a few hundred bytes;
-- every switch process's busy fraction: CPU time it used in the window over the window (a
-  packet loop that waits in poll() when idle uses CPU only while it moves packets);
+  link's rate and T (a direction out of a switch from its tx counter, into a switch from its rx
+  counter). Counters are read once, after the run: outside the phases hosts send only set-up
+  packets (a warm-up all-reduce of a few values, TCP handshakes), a few packets a link, and a
+  model workload's compute sends nothing, so the bytes counted are the phases' (a test compares
+  a worker link's bytes with its all-reduces' packets: tests/test_e2e_timescale.py);
+- every switch process's busy fraction: CPU time it used in the phases over T (a packet loop
+  that waits in poll() when idle uses CPU only while it moves packets);
 - every host process's CPU use, the same way;
 - how busy the machine's cores were (all processes and the kernel's packet work, from
   /proc/stat): many processes on few cores can bind a run that no single process does;
 - the packets the traffic managers dropped (tail drops and emulated loss), per switch.
 
-CPU times are sampled every SAMPLE_S on a thread of their own and interpolated to the window's
+CPU times are sampled every SAMPLE_S on a thread of their own and interpolated to each phase's
 edges. The bottleneck is what ran closest to its limit: a link direction at >= BUSY of its rate,
 else a process at >= BUSY of a core or the cores at >= BUSY. A run whose bottleneck is not a link
 gets a one-line warning: its times describe this machine, not the network.
@@ -27,7 +37,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 BUSY = 0.9  # of a link's rate, of one core, or of all cores
@@ -97,11 +107,12 @@ class CpuMeter:
         times = [t for series in self.series.values() for t, _ in series]
         return (min(times), max(times)) if times else (0.0, 0.0)
 
-    def used(self, window: Window) -> dict[str, float]:
-        """Per name: CPU seconds spent in the window (MACHINE: summed over all cores)."""
+    def used(self, *windows: Window) -> dict[str, float]:
+        """Per name: CPU seconds spent in the windows, added up (MACHINE: summed over all cores)."""
         out: dict[str, float] = {}
         for (name, _), series in self.series.items():
-            out[name] = out.get(name, 0.0) + _at(series, window[1]) - _at(series, window[0])
+            spent = sum(_at(series, end) - _at(series, start) for start, end in windows)
+            out[name] = out.get(name, 0.0) + spent
         return out
 
 
@@ -119,6 +130,17 @@ def workload_window(windows: Iterable[Window]) -> Window | None:
     """From the earliest start to the latest end of the workers' windows; None without any."""
     spans = list(windows)
     return (min(s for s, _ in spans), max(e for _, e in spans)) if spans else None
+
+
+def union(intervals: Iterable[Window]) -> list[Window]:
+    """The intervals merged where they overlap or touch, in order: the time at least one of them covers."""
+    out: list[Window] = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
 
 
 def link_utilization(topology: Any, counters: Mapping[str, Any], seconds: float) -> dict[str, float]:
@@ -175,18 +197,18 @@ def assess(links: Mapping[str, float], switches: Mapping[str, float], hosts: Map
     return {"bottleneck": bottleneck, "warning": warning}
 
 
-def report(topology: Any, counters: Mapping[str, Any], queues: Mapping[str, Any], window: Window,
+def report(topology: Any, counters: Mapping[str, Any], queues: Mapping[str, Any], phases: Sequence[Window],
            measured_over: str, meter: CpuMeter, switch_names: set[str]) -> dict:
-    """The `fidelity` section of results.json (see the module docstring); measured_over says
-    what the window is ("workload", or "run" when no worker reported one)."""
-    seconds = window[1] - window[0]
+    """The `fidelity` section of results.json (see the module docstring), measured over the phases
+    (disjoint windows); measured_over says what they are ("communication", "workload" or "run")."""
+    seconds = sum(end - start for start, end in phases)
     links = link_utilization(topology, counters, seconds)
-    used = meter.used(window) if seconds > 0 else {}
+    used = meter.used(*phases) if seconds > 0 else {}
     ncores = os.cpu_count() or 1
     cores = round(used.pop(MACHINE) / (ncores * seconds), 3) if MACHINE in used else None
     cpu = {n: round(u / seconds, 3) for n, u in used.items()}
     switches = {n: u for n, u in cpu.items() if n in switch_names}
     hosts = {n: u for n, u in cpu.items() if n not in switch_names}
-    return {"seconds": round(seconds, 3), "measured_over": measured_over, "link_utilization": links,
-            "switch_busy": switches, "host_cpu": hosts, "cores_busy": cores, "queue_drops": queue_drops(queues),
-            **assess(links, switches, hosts, cores, ncores)}
+    return {"seconds": round(seconds, 3), "measured_over": measured_over, "phases": len(phases),
+            "link_utilization": links, "switch_busy": switches, "host_cpu": hosts, "cores_busy": cores,
+            "queue_drops": queue_drops(queues), **assess(links, switches, hosts, cores, ncores)}

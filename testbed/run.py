@@ -535,11 +535,25 @@ class Run:
         stats = {s: queue_stats(conn) for s, conn in self.conns.items()}
         self.queues = {s: q for s, q in stats.items() if q is not None}
         if self.meter is not None:
-            window = self.workload_window()
-            self.fidelity = fidelity.report(self.topo, self.counters, self.queues, window or self.meter.span(),
-                                            "workload" if window else "run", self.meter, set(self.topo.switches))
+            phases, measured_over = self.measured_phases()
+            self.fidelity = fidelity.report(self.topo, self.counters, self.queues, phases, measured_over, self.meter,
+                                            set(self.topo.switches))
             if self.fidelity["warning"]:
                 self.reporter.status(self.fidelity["warning"])
+
+    def measured_phases(self) -> tuple[list[tuple[float, float]], str]:
+        """What the fidelity monitor measures over, and its name: the communication phases when workers
+        reported when their all-reduces were in flight (a model workload's `comm_intervals`, united over
+        workers), else the workload window, else the whole run."""
+        from testbed.fidelity import union
+
+        kind = self.cfg.workload.kind
+        comm = union((start, end) for job in self.jobs for h in job.workers
+                     for start, end in (read_json(job.result_file(h, kind)) or {}).get("comm_intervals", []))
+        if comm:
+            return comm, "communication"
+        window = self.workload_window()
+        return ([window], "workload") if window else ([self.meter.span()], "run")
 
     def workload_window(self) -> tuple[float, float] | None:
         """When the workers did the measured work (testbed.fidelity): the timed all-reduce of every

@@ -15,8 +15,9 @@ times (speedup, exposed communication, link utilization) is the fast cluster's:
 Results are reported in the emulated cluster's time: every measured duration divided by F, rates
 multiplied by it (`unscaled_results`); results.json says so in `time_scale`. What stays in this
 machine's time: wall_time_s, the fidelity section (its utilizations are ratios, against the scaled
-link rates, so it still says whether links or processes bound the run), the per-step metrics files
-and the live display, and --timeout (a budget of real time).
+link rates, so it still says whether links or processes bound the run), the time.monotonic() stamps
+it is measured over (a worker's `window` and `comm_intervals`), the per-step metrics files and the
+live display, and --timeout (a budget of real time).
 
 The switches' per-packet work is not slowed: at scale F a switch is F times faster than this one,
 which is what a hardware switch at line rate is to the emulated links.

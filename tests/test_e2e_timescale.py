@@ -1,14 +1,23 @@
 """`aggnet compare --scale F` as a user runs it (root, Mininet): a cluster with 1 Gb/s links
 emulated at 5 Mb/s. Every sum is still exact, the times are reported in the cluster's time (each
 worker's measured window divided by F, no faster than its links allow at the emulated rate), and
-the fidelity monitor, on the scaled rates, names a link as what bound the in-network run."""
+the fidelity monitor, on the scaled rates, names a link as what bound the in-network run; for a
+model workload, whose all-reduces overlap the backward pass, it does so over the communication
+phases only."""
 from __future__ import annotations
 
 import json
+import math
 import os
 
+import e2e
 import pytest
 from e2e import REPO, aggnet_cmd, run_command
+
+from hosts.models import ddp, profile
+from hosts.models.analytic import ETHERNET_BYTES, IP_UDP_BYTES
+from hosts.models.arch import build
+from protocol.wire import packet_bytes
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]
@@ -41,3 +50,28 @@ def test_compare_at_scale_reports_the_clusters_time_and_stays_link_bound(tmp_pat
     innet = json.loads(next((folder / "innet").glob("*/results.json")).read_text())["fidelity"]
     assert innet["bottleneck"]["kind"] == "link" and innet["bottleneck"]["load"] >= 0.9, innet
     assert "emulated cluster's" in done.stdout
+
+
+def test_a_model_run_at_scale_is_judged_over_its_communication_phases(tmp_path):
+    """ResNet-50's DDP iterations in-network, 50 Mb/s links run 8 times slower: the iteration is mostly
+    compute, so the links are idle most of the window, but whenever an all-reduce is in flight they are
+    what binds it, and the monitor, measuring over those phases only, names a link."""
+    grad_scale, iterations, lanes = 0.02, 2, 364
+    done, results = e2e.aggnet_run(tmp_path, "--workload", "model:resnet50", "--scheme", "innet", "--workers", "3",
+                                   "--link-mbps", "50", "--grad-scale", str(grad_scale), "--scale", "8",
+                                   "--lanes", str(lanes), "--iterations", str(iterations), timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert results is not None and results["sums_correct"] is True
+    fidelity = results["fidelity"]
+    windows = [w["window"] for w in results["per_worker"].values()]
+    workload_s = max(end for _, end in windows) - min(start for start, _ in windows)  # this machine's time
+    assert fidelity["measured_over"] == "communication" and 0 < fidelity["seconds"] < workload_s
+    assert fidelity["bottleneck"]["kind"] == "link" and fidelity["bottleneck"]["load"] >= 0.9, fidelity
+    # the counters are read after the run: what a worker's link carried is its all-reduces' packets (one
+    # exponent vote and the value chunks a bucket), and beside them only the warm-up's vote and chunk
+    plan = ddp.plan("resnet50", build("resnet50"), profile.load("resnet50", "cpu"))
+    packets = iterations * sum(1 + math.ceil(round(b.elements * grad_scale) / lanes) for b in plan.buckets)
+    frame = ETHERNET_BYTES + IP_UDP_BYTES + packet_bytes(lanes)
+    carried = results["counters"]["s1"]["ports"]["1"]["rx_bytes"]  # h1 -> s1
+    assert 2 * frame <= carried - packets * frame <= 2 * frame + 0.02 * carried  # (2 %: resends, in the phases too)
+    assert e2e.leftovers(tmp_path) == []

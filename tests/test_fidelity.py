@@ -66,6 +66,7 @@ def test_cpu_meter_reads_the_cpu_a_process_spent_in_a_window_of_its_samples(monk
     assert meter.used((101.0, 102.0)) == {"h1": 1.0, fidelity.MACHINE: 2.0}
     assert meter.used((101.5, 102.5))["h1"] == 0.5 + 0.25  # linear between samples at both edges
     assert meter.used((90.0, 200.0))["h1"] == 1.5  # flat outside the samples
+    assert meter.used((100.0, 101.0), (101.5, 102.0), (102.5, 103.0)) == {"h1": 0.0 + 0.5 + 0.25, fidelity.MACHINE: 1.5}
 
 
 def test_a_process_restarted_under_its_name_adds_its_lives(monkeypatch):
@@ -129,6 +130,31 @@ def test_the_meter_thread_goes_on_when_the_process_list_changes_under_it():
 def test_the_workload_window_spans_every_worker_and_is_absent_without_any():
     assert fidelity.workload_window([(5.0, 6.0), (4.5, 5.5), (5.2, 6.4)]) == (4.5, 6.4)
     assert fidelity.workload_window([]) is None
+
+
+def test_the_union_of_intervals_merges_those_that_overlap_or_touch():
+    assert fidelity.union([(5.0, 6.0), (1.0, 2.0), (1.5, 3.0), (3.0, 4.0), (5.5, 5.8), (7.0, 7.5)]) == [
+        (1.0, 4.0), (5.0, 6.0), (7.0, 7.5)]
+    assert fidelity.union([]) == []
+
+
+def test_a_link_busy_in_short_communication_phases_binds_them_though_idle_over_the_run():
+    """4 s of communication in a 10 s run (the rest compute): 3.8 s worth of s1->h1's rate, counted over the
+    whole run, is 38%; over the communication phases 95%. Processes at a constant load show it either way."""
+    topo = load_topology(STAR4)
+    counters = {"s1": {"ports": {1: port(tx_bytes=int(3.8 * 100e6 / 8)), 2: port(), 3: port(), 4: port()}}}
+    meter = fidelity.CpuMeter(dict)  # samples at the run's ends: a constant load in between
+    meter.series = {(name, 1): [(0.0, 0.0), (10.0, 10 * load)] for name, load in
+                    (("s1", 0.5), ("h1", 0.2), (fidelity.MACHINE, 0.8))}
+    whole = fidelity.report(topo, counters, {}, [(0.0, 10.0)], "workload", meter, {"s1"})
+    assert whole["link_utilization"]["s1->h1"] == 0.38 and whole["bottleneck"] is None
+    phases = [(1.0, 2.5), (4.0, 5.0), (8.0, 9.5)]
+    comm = fidelity.report(topo, counters, {}, phases, "communication", meter, {"s1"})
+    assert comm["seconds"] == 4.0 and comm["measured_over"] == "communication" and comm["phases"] == 3
+    assert comm["link_utilization"]["s1->h1"] == 0.95
+    assert comm["bottleneck"] == {"kind": "link", "name": "s1->h1", "load": 0.95} and comm["warning"] is None
+    assert comm["switch_busy"] == {"s1": 0.5} and comm["host_cpu"] == {"h1": 0.2}
+    assert comm["cores_busy"] == round(0.8 / (os.cpu_count() or 1), 3)
 
 
 def test_queue_drops_add_tail_and_loss_drops_of_every_port():

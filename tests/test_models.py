@@ -4,15 +4,19 @@ hand-worked iteration, profiles load (or fail with one line naming file and fiel
 `aggnet profile` measures one that a plan can use."""
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 
 import e2e
+import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
 
-from hosts.models import MODEL_NAMES, analytic, ddp, profile
+from hosts.agent_config import AgentConfig, TrainConfig
+from hosts.comm import Endpoint
+from hosts.models import MODEL_NAMES, analytic, ddp, profile, workload
 from hosts.models.arch import MODELS, build
 from hosts.models.ddp import Bucket, Plan
 
@@ -61,6 +65,36 @@ def test_plan_readies_buckets_in_order_and_covers_every_gradient():
     ready = [b.ready_s for b in plan.buckets]
     assert ready == sorted(ready) and 0 < ready[0] and ready[-1] == pytest.approx(plan.backward_s)
     assert plan.buckets[-1].elements >= 50257 * 768  # the tied embedding, ready last, in the last bucket
+
+
+@pytest.mark.parametrize("allreduce_s", [1e-4, 10.0])
+def test_a_worker_reports_when_its_all_reduces_were_in_flight(tmp_path, monkeypatch, allreduce_s):
+    """On a clock of the test's: all-reduces quicker than the gaps between buckets are one interval
+    each, from its issue to its end; all-reduces so slow that every next bucket waits are one interval
+    an iteration, from the first bucket's issue to the last one's end."""
+    clock = [1000.0]
+    monkeypatch.setattr(workload.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(workload, "_sleep_until", lambda t: clock.__setitem__(0, max(clock[0], t)))
+
+    class Comm:
+        def allreduce(self, vec: np.ndarray) -> np.ndarray:
+            clock[0] += allreduce_s
+            return np.full_like(vec, 3.0)  # the sum of ranks + 1 of two workers
+
+    monkeypatch.setattr(workload, "make_allreduce", lambda config, rank: contextlib.nullcontext(Comm()))
+    config = AgentConfig("ring", TrainConfig(), (Endpoint("h1", "10.0.0.1", 1), Endpoint("h2", "10.0.0.2", 1)))
+    report = workload.run_model(config, "h1", "resnet50", "cpu", None, 2, 0.001, None, 1.0, tmp_path)
+    plan = ddp.plan("resnet50", build("resnet50"), profile.load("resnet50", "cpu"))
+    starts = [r["window"][0] + plan.forward_s for r in report["iterations"]]  # each backward pass's start
+    if allreduce_s < 1e-3:
+        expected = [[t + b.ready_s, t + b.ready_s + allreduce_s] for t in starts for b in plan.buckets]
+    else:
+        expected = [[t + plan.buckets[0].ready_s, t + plan.buckets[0].ready_s + len(plan.buckets) * allreduce_s]
+                    for t in starts]
+    assert len(report["comm_intervals"]) == len(expected)
+    for got, want in zip(report["comm_intervals"], expected):
+        assert got == pytest.approx(want, abs=1e-9)
+    assert json.loads((tmp_path / "h1.model.json").read_text())["comm_intervals"] == report["comm_intervals"]
 
 
 def test_analytic_iteration_by_hand():

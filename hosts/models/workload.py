@@ -14,7 +14,10 @@ W (W + 1) / 2, which quantization keeps exact: `correct` checks it. Times are di
 `time_scale` (the emulated cluster's time; compute sleeps are multiplied by it).
 
 Writes DIR/NAME.model.json: per-iteration times and their medians, the buckets, the analytic
-model's iteration beside the measured one; `window` is the timed iterations on time.monotonic().
+model's iteration beside the measured one; `window` is the timed iterations and `comm_intervals`
+the times any of this worker's all-reduces was in flight ([start, end] pairs, one for all-reduces
+that followed each other without a pause), both on time.monotonic() in this machine's time (the
+fidelity monitor measures links and processes over them: testbed.fidelity).
 """
 from __future__ import annotations
 
@@ -58,6 +61,7 @@ def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, b
     log.info("worker %s rank %d of %d, %s (%s profile), %d buckets of %d values in all, grad scale %g", worker, rank,
              world, model, prof.device, len(vectors), sum(len(v) for v in vectors), grad_scale)
     records: list[dict[str, Any]] = []
+    in_flight: list[list[float]] = []  # [start, end] of the timed all-reduces, merged where one waited for another
     correct = True
     with make_allreduce(config, rank) as comm:
         comm.allreduce(np.zeros(world, dtype=np.float32))  # returns once every worker is there
@@ -66,10 +70,16 @@ def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, b
             backward_at = t0 + plan.forward_s * time_scale
             busy = 0.0
             for bucket, vec in zip(plan.buckets, vectors):
-                _sleep_until(backward_at + bucket.ready_s * time_scale)
+                ready_at = backward_at + bucket.ready_s * time_scale
+                _sleep_until(ready_at)
                 s = time.monotonic()
                 out = comm.allreduce(vec)
-                busy += time.monotonic() - s
+                e = time.monotonic()
+                busy += e - s
+                if in_flight and in_flight[-1][1] >= ready_at:  # it waited for the one before: no pause between
+                    in_flight[-1][1] = e
+                else:
+                    in_flight.append([s, e])
                 correct = correct and bool(np.all(out == expected))
             _sleep_until(backward_at + plan.backward_s * time_scale)
             t1 = time.monotonic()
@@ -85,7 +95,8 @@ def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, b
               "iteration_s": statistics.median(r["iteration_s"] for r in records),
               "exposed_comm_s": statistics.median(r["exposed_comm_s"] for r in records),
               "comm_s": statistics.median(r["comm_s"] for r in records),
-              "window": [records[0]["window"][0], records[-1]["window"][1]], "iterations": records}
+              "window": [records[0]["window"][0], records[-1]["window"][1]], "comm_intervals": in_flight,
+              "iterations": records}
     if link_mbps is not None:
         lanes = config.job.lanes if config.job is not None else 0
         bps = analytic.emulated_link_bps(link_mbps, grad_scale, time_scale)
