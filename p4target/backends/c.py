@@ -32,6 +32,8 @@ nodes (tables and conditionals), each giving the index of the next.
 """
 from __future__ import annotations
 
+import collections
+import re
 from collections.abc import Callable
 
 from p4target.backends.c_parser import CParsing
@@ -208,9 +210,43 @@ class _Printer(CParsing):
         self.emit("u64 *F = p->F; (void)F; (void)A;", 1)
         at, self.reg_locals = len(self.out), set()
         self.action_body(a, 0)
-        self.out[at:at] = [f"    u64 *const R{rid} = p->E->reg[{rid}];" for rid in sorted(self.reg_locals)]
         self.emit(f"L{len(a.primitives)}: ;", 0)
+        self.hold_in_locals(at)
+        self.out[at:at] = [f"    u64 *const R{rid} = p->E->reg[{rid}];" for rid in sorted(self.reg_locals)]
         self.emit("}", 0)
+
+    def hold_in_locals(self, at: int) -> None:
+        """In the action printed from self.out[at:], the slots it names more than once that only printed code
+        names (`local_slots`) become C locals: loaded on entry, stored back on every way out. The compiler
+        cannot keep a slot in a register across a register-array store (both are u64 arrays that may
+        alias); a local it can: aggnet's lanes_add runs its four temporaries through 32 lanes."""
+        body = "\n".join(self.out[at:])
+        names = collections.Counter(int(n) for n in re.findall(r"(?<![&\w])F\[(\d+)\]", body))
+        held = sorted(slot for slot, n in names.items() if n > 1 and slot in self.local_slots()
+                      and f"&F[{slot}]" not in body)
+        if not held:
+            return
+        store = " ".join(f"F[{slot}] = l{slot};" for slot in held)
+        pattern = re.compile(r"(?<![&\w])F\[(" + "|".join(map(str, held)) + r")\]")
+        self.out[at:] = [pattern.sub(r"l\1", line).replace("return;", f"{{ {store} return; }}") for line in self.out[at:]]
+        self.out.insert(at, "    u64 " + ", ".join(f"l{slot} = F[{slot}]" for slot in held) + ";")
+        self.emit(store, 1)
+
+    def local_slots(self) -> set[int]:
+        """Slots no engine helper reads or writes behind the printed code: user metadata of at most 64 bits
+        that no calculation, field list, learn list, checksum or extern instance names, in a header never
+        named whole."""
+        if self._local_slots is None:
+            elsewhere = m.field_reads([self.p.calculations, self.p.learn_lists, self.p.field_lists, self.p.checksums,
+                                       self.p.extern_instances, self.p.meter_arrays, self.p.counter_arrays,
+                                       self.p.register_arrays, self.p.field_aliases, self.p.parse_vsets])
+            whole = {f.header for f in m.field_reads(self.p) if f.field == "*"}
+            self._local_slots = {
+                self.L.field_slot(m.Field(h.name, f.name))[0] for h in self.p.headers
+                if h.metadata and h.name != "standard_metadata" and h.name not in whole
+                for f in self.L.header_type(h.name).fields
+                if f.width is not None and f.width <= MAX_BITS and m.Field(h.name, f.name) not in elsewhere}
+        return self._local_slots
 
     def label(self, index: int, ind: int) -> int:
         self.emit(f"L{index}: ;", ind)

@@ -143,6 +143,7 @@ class CValues(LoweredPrinter):
         self.wide = False  # printing an expression in wint (see OPSW)
         self.param_widths: list[int] = []  # the current action's parameters
         self.param_offsets: list[int] = []  # ... and where each starts in its engine words A[]
+        self._local_slots: set[int] | None = None  # see _Printer.local_slots
         widths = [f.width or 0 for t in p.header_types for f in t.fields]
         widths += [width for a in p.actions for _, width in a.runtime_data]
         widths += [look.width for parser in p.parsers for s in parser.parse_states
