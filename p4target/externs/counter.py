@@ -48,15 +48,9 @@ class Counter(Extern):
                 schema.counters[c.name] = st.CounterSchema(c.name, c.size, c.type)
 
     def p4runtime_write(self, tr: Translator, update_type: int, entry: Any) -> None:
-        from finsy.proto import p4r
-
-        from p4target.runtime.errors import invalid
-
-        counter = tr.by_id("counters", entry.counter_id)
-        if update_type != p4r.Update.MODIFY:
-            raise invalid(f"counter {counter.preamble.name}: counter cells can only be modified")
+        counter, name = tr.cells_array("counters", entry.counter_id, update_type)
         tr.cells_write(counter, entry, lambda index: tr.state.counter_write(
-            counter.preamble.name, index, entry.data.packet_count, entry.data.byte_count))
+            name, index, entry.data.packet_count, entry.data.byte_count))
 
     def p4runtime_read(self, tr: Translator, entry: Any) -> Iterator[Any]:
         from finsy.proto import p4r

@@ -48,15 +48,10 @@ class Meter(Extern):
                 schema.meters[mt.name] = st.MeterSchema(mt.name, mt.size, mt.type)
 
     def p4runtime_write(self, tr: Translator, update_type: int, entry: Any) -> None:
-        from finsy.proto import p4r
-
         from p4target.runtime.codec import meter_config_in
-        from p4target.runtime.errors import invalid, unimplemented
+        from p4target.runtime.errors import unimplemented
 
-        meter = tr.by_id("meters", entry.meter_id)
-        name = meter.preamble.name
-        if update_type != p4r.Update.MODIFY:
-            raise invalid(f"meter {name}: meter cells can only be modified")
+        meter, name = tr.cells_array("meters", entry.meter_id, update_type)
         if entry.HasField("counter_data"):
             raise unimplemented(f"meter {name}: meter counters are not supported")
         config = meter_config_in(entry.config, f"meter {name}") if entry.HasField("config") else None

@@ -55,15 +55,10 @@ class Register(Extern):
             schema.registers[r.name] = st.RegisterSchema(r.name, r.bitwidth, r.size)
 
     def p4runtime_write(self, tr: Translator, update_type: int, entry: Any) -> None:
-        from finsy.proto import p4r
-
         from p4target.runtime import codec
         from p4target.runtime.errors import invalid
 
-        array = tr.by_id("registers", entry.register_id)
-        name = array.preamble.name
-        if update_type != p4r.Update.MODIFY:
-            raise invalid(f"register {name}: register cells can only be modified")
+        array, name = tr.cells_array("registers", entry.register_id, update_type)
         if entry.data.WhichOneof("data") != "bitstring":
             raise invalid(f"register {name}: data must be a bitstring")
         value = codec.decode(entry.data.bitstring, codec.bitwidth(array.type_spec), f"register {name}")

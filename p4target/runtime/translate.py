@@ -268,6 +268,15 @@ class Translator:
         with self.state.lock:
             return iter(list(readers[kind](getattr(entity, kind))))
 
+    def cells_array(self, kind: str, array_id: int, update_type: int) -> tuple[Any, str]:
+        """The P4Info array of `kind` ("counters", ...) whose cells an update writes, and its name: an indexed
+        array's cells always exist, so they can only be modified."""
+        array = self.by_id(kind, array_id)
+        name = array.preamble.name
+        if update_type != MODIFY:
+            raise invalid(f"{kind[:-1]} {name}: {kind[:-1]} cells can only be modified")
+        return array, name
+
     def cells_write(self, array: Any, entry: Any, write: Callable[[int], object]) -> None:
         """`write(index)` the cell of P4Info `array` that `entry` names, or every cell without an index (one lock)."""
         with self.state.lock:
