@@ -134,3 +134,38 @@ def test_native_state_reads_and_writes_go_to_engine_memory():
     assert sw.state.register_read("AggIngress.agg_bitmap", 0) == 0
     assert fb.send(sw, 1, fb.packet(1, 0, 0, [3], src=1)) == []  # job gone: no route either, dropped
     assert np.count_nonzero(sw.state.registers["AggIngress.agg_bitmap"].values) == 0
+
+
+HELD_LOCAL = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; }
+struct m_t { bit<8> t; }
+struct hs_t { h_t h; }
+parser P(packet_in p, out hs_t hs, inout m_t m, inout standard_metadata_t s) {
+    state start { p.extract(hs.h); transition accept; } }
+control V(inout hs_t hs, inout m_t m) { apply { } }
+control I(inout hs_t hs, inout m_t m, inout standard_metadata_t s) {
+    apply {
+        m.t = hs.h.a + 1;
+        m.t = m.t + m.t;
+        log_msg("return; t={}", {m.t});
+        hs.h.b = m.t;
+        s.egress_spec = 1;
+    } }
+control E(inout hs_t hs, inout m_t m, inout standard_metadata_t s) { apply { } }
+control C(inout hs_t hs, inout m_t m) { apply { } }
+control D(packet_out p, in hs_t hs) { apply { p.emit(hs.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_a_metadata_local_and_a_log_message_come_out_as_on_python():
+    """The C printer holds an action's metadata locals in C locals; a string in the action stays as written."""
+    from p4target.frontend import load_source
+
+    program = load_source(HELD_LOCAL, "held_local.p4")
+    native, python = NativePipeline(program), Pipeline(program)
+    for engine in (native, python):
+        assert engine.process(0, bytes([3, 0])) == [(1, bytes([3, 8]))]
+    assert list(native.state.log) == list(python.state.log) == ["return; t=8"]

@@ -221,6 +221,8 @@ class _Printer(CParsing):
         cannot keep a slot in a register across a register-array store (both are u64 arrays that may
         alias); a local it can: aggnet's lanes_add runs its four temporaries through 32 lanes."""
         body = "\n".join(self.out[at:])
+        if '"' in body:
+            return  # a string (log_msg's format) could hold text like a slot or `return;`: the text is not rewritten
         names = collections.Counter(int(n) for n in re.findall(r"(?<![&\w])F\[(\d+)\]", body))
         held = sorted(slot for slot, n in names.items() if n > 1 and slot in self.local_slots()
                       and f"&F[{slot}]" not in body)
