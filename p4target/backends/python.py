@@ -146,8 +146,8 @@ class _Printer(PyParsing):
             return None
         if any(f.field == "*" for f in reads):
             return None  # a whole header: its slots are not told apart here
-        return {self.L.field_slot(f)[0] for f in reads} - written if prim.op == VECTOR_OP else \
-            {self.L.field_slot(f)[0] for f in reads}, written
+        read = {self.L.field_slot(f)[0] for f in reads}
+        return (read - written if prim.op == VECTOR_OP else read), written
 
     def branch(self, prims: list[m.Primitive], lo: int, hi: int, ind: int) -> bool:
         printed = len(self.out)
@@ -193,7 +193,7 @@ class _Printer(PyParsing):
         if c is not None:
             return {c.true_next, c.false_next}
         t = self.tables[name]
-        if "__HIT__" in t.next_tables or "__MISS__" in t.next_tables:
+        if _by_hit(t):
             return {t.next_tables.get("__HIT__"), t.next_tables.get("__MISS__")}
         return {t.next_tables.get(self.actions[aid].name, t.base_default_next) for aid in t.action_ids} \
             | set(t.next_tables.values()) | {t.base_default_next}
@@ -211,8 +211,7 @@ class _Printer(PyParsing):
     def dispatched(self, name: str) -> bool:
         """Whether the node after table `name` depends on the action it ran (a map of functions picks it)."""
         t = self.tables.get(name)
-        return t is not None and not ("__HIT__" in t.next_tables or "__MISS__" in t.next_tables) \
-            and len(self.successors(name)) > 1
+        return t is not None and not _by_hit(t) and len(self.successors(name)) > 1
 
     def continue_at(self, name: str | None, ind: int) -> None:
         """Continue at node `name`: its code right here when this is the only place it follows (and the code is
@@ -276,7 +275,7 @@ class _Printer(PyParsing):
         self.ns[amap] = {self.actions[aid].name: self.action_fn(self.actions[aid]) for aid in t.action_ids}  # filled
         tv = f"_T{t.id}"  # with functions after exec
         self.ns[tv] = obj
-        by_hit = "__HIT__" in t.next_tables or "__MISS__" in t.next_tables
+        by_hit = _by_hit(t)
         nexts = self.successors(t.name)
         self.emit(f"# table {t.name}", ind)
         default = t.default_entry
@@ -397,6 +396,11 @@ class _Printer(PyParsing):
         field_lists = {fl.id: [self.L.field_slot(f)[0] for f in fl.elements] for fl in self.p.field_lists}
         return Compiled(source, self.ns, self.L.initial, self.L.sm, self.L.hidden, field_lists,
                         self.L.meta_range, empty)
+
+
+def _by_hit(t: m.Table) -> bool:
+    """Whether a table goes on by hit or miss (BMv2's `__HIT__`/`__MISS__`), not by the action it ran."""
+    return "__HIT__" in t.next_tables or "__MISS__" in t.next_tables
 
 
 def _target(prim: m.Primitive, k: int) -> int:

@@ -127,10 +127,18 @@ class Vectorizer:
         self._sigs: dict[int, tuple[tuple, list[tuple[object, int]]]] = {}  # id(primitive) -> its shape, constants
         self._refused = 0
         self.reads: dict[m.Field, int] | None = None
+        self.rerolled: dict[int, m.Action] = {}  # action id -> the action rerolled
         printer.ns["_np"] = np
 
     def reroll(self, a: m.Action) -> m.Action:
-        """`a` with each vectorisable run replaced by one `_vector` primitive (jump targets renumbered)."""
+        """`a` with each vectorisable run replaced by one `_vector` primitive (jump targets renumbered); once per
+        action, however often it is printed (an action-only table prints its action's primitives in place)."""
+        done = self.rerolled.get(a.id)
+        if done is None:
+            done = self.rerolled[a.id] = self._reroll(a)
+        return done
+
+    def _reroll(self, a: m.Action) -> m.Action:
         prims = a.primitives
         self._sigs = {}  # a primitive's shape is computed once per action, not once per candidate run
         self._refused = 0  # candidate runs analysed and refused in this action (see MAX_REFUSED)
@@ -285,22 +293,24 @@ class _Run:
         self._survey()
         for prim in self.template:
             self._primitive(prim)
+        mine = m.field_reads(self.prims)
         for slot, val in self.temps.items():
-            if self._read_elsewhere(self.slot_fields[slot], reads):
+            if self._read_elsewhere(self.slot_fields[slot], reads, mine):
                 self.body.append(f"F[{slot}] = {f'int({val.code}[-1])' if val.lane else val.code}")
         self.body = _without_round_trips(self.body)
 
     def step(self, node: object) -> int:
         return self.steps.get(id(node), 0)
 
-    def _read_elsewhere(self, f: m.Field, reads: dict[m.Field, int]) -> bool:
-        """Whether anything outside the run may read field `f` (`reads`: the program's field_reads): after the
-        vector code a temporary needs its last lane's value only then. A local of the lowering (user metadata)
-        that only this run names is dead after it; standard metadata and headers are read by the flow itself."""
+    def _read_elsewhere(self, f: m.Field, reads: dict[m.Field, int], mine: dict[m.Field, int]) -> bool:
+        """Whether anything outside the run may read field `f` (`reads`, `mine`: the program's and the run's
+        field_reads): after the vector code a temporary needs its last lane's value only then. A local of the
+        lowering (user metadata) that only this run names is dead after it; standard metadata and headers are
+        read by the flow itself."""
         header = self.p.p.header(f.header)
         if not header.metadata or f.header == "standard_metadata" or reads.get(m.Field(f.header, "*")):
             return True
-        return reads.get(f, 0) > m.field_reads(self.prims).get(f, 0)
+        return reads.get(f, 0) > mine.get(f, 0)
 
     # ------------------------------------------------------------------ which storage the run touches
 
