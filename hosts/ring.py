@@ -6,16 +6,31 @@ it in; afterwards rank r holds the full sum of chunk (r + 1) mod W. All-gather s
 send chunk (r + 1 - s) mod W, receive chunk (r - s) mod W and keep it. Each chunk's sum
 is computed on one rank and copied to the others, so all ranks end bit-identical.
 
-Sends run on a helper thread while the main thread receives: with chunks larger than the
-socket buffers, "everyone sends, then everyone receives" would deadlock.
+Every step's chunk travels in slices of at most SLICE_BYTES, and a slice of the next step leaves
+as soon as the same slice of this step is in and added: the steps overlap, as NCCL's and Gloo's
+rings pipeline them. Without slices each of the 2 (W-1) steps would wait for its whole chunk's
+last byte before its neighbour's link had anything to send, and the links would idle between
+steps (issue 23 measured the ring 11% over its byte count that way at 8 workers).
+
+Sends run on a helper thread, in order, while the main thread receives: with chunks larger than
+the socket buffers, "everyone sends, then everyone receives" would deadlock.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import math
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-from .comm import AllReduce, CommError, Connection, Endpoint, accept, connect, listen
+from .comm import WIRE_DTYPE, AllReduce, CommError, Connection, Endpoint, accept, connect, listen
+
+SLICE_BYTES = 16384  # about 11 full frames: small against a bucket's chunk, large against a loop turn
+
+
+def slices(chunk: np.ndarray) -> list[np.ndarray]:
+    """A chunk's slices (views), a function of its length alone, so sender and receiver agree."""
+    return np.array_split(chunk, max(1, math.ceil(chunk.size * WIRE_DTYPE.itemsize / SLICE_BYTES)))
 
 
 class RingAllReduce(AllReduce):
@@ -60,19 +75,29 @@ class RingAllReduce(AllReduce):
         if w == 1:
             return out.reshape(np.shape(vec))
         chunks = np.array_split(out, w)  # views into `out`
-        for s in range(w - 1):
-            chunks[(r - s - 1) % w] += self._exchange(chunks[(r - s) % w], chunks[(r - s - 1) % w].size)
-        for s in range(w - 1):
-            chunks[(r - s) % w][:] = self._exchange(chunks[(r + 1 - s) % w], chunks[(r - s) % w].size)
+        # Step t receives chunk recv[t] and sends what it received at step t - 1 (step 0: chunk r):
+        # reduce-scatter adds what it receives, all-gather keeps it.
+        recv = [(r - t - 1) % w for t in range(w - 1)] + [(r - t) % w for t in range(w - 1)]
+        sending: deque[Future] = deque(self._send(piece) for piece in slices(chunks[r]))
+        for t, index in enumerate(recv):
+            for piece in slices(chunks[index]):
+                received = self._left.recv_array(piece.size)  # on failure close() abandons the sends
+                if t < w - 1:
+                    piece += received
+                else:
+                    piece[:] = received
+                if t + 1 < len(recv):
+                    sending.append(self._send(piece))
+                while sending and sending[0].done():
+                    sending.popleft().result()  # a failed send raises here
+        for pending in sending:
+            pending.result()
         return out.reshape(np.shape(vec))
 
-    def _exchange(self, send: np.ndarray, recv_count: int) -> np.ndarray:
-        """Send `send` to the right while receiving `recv_count` values from the left."""
+    def _send(self, piece: np.ndarray) -> Future:
+        """Queue a copy of `piece` for the right neighbour (the view may change before it goes)."""
         assert self._sender and self._right and self._left, "a ring of one exchanges nothing"
-        pending = self._sender.submit(self._right.send_array, send.copy())
-        received = self._left.recv_array(recv_count)  # on failure close() abandons the send
-        pending.result()
-        return received
+        return self._sender.submit(self._right.send_array, piece.copy())
 
     def close(self) -> None:
         if self._sender:

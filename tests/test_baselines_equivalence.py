@@ -15,7 +15,7 @@ from hosts.comm import Endpoint, connect
 from hosts.data import load_dataset
 from hosts.model import build_model, flat_params
 from hosts.ps import CHUNK_BYTES, ParameterServer, ParameterServerClient
-from hosts.ring import RingAllReduce
+from hosts.ring import SLICE_BYTES, RingAllReduce, slices
 from hosts.train import train_reference, train_worker
 
 W = 4
@@ -100,6 +100,31 @@ def test_ring_sums_uneven_vectors_exactly():
         np.testing.assert_allclose(full, np.sum(inputs, axis=0), rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(tiny, np.sum([x[:2] for x in inputs], axis=0), rtol=1e-6, atol=1e-6)
         assert full.tobytes() == results[0][0].tobytes()
+
+
+def test_ring_sends_chunks_larger_than_a_slice_in_slices_and_sums_exactly():
+    """Chunks of several slices (uneven, so slice lengths differ between chunks) go one frame per
+    slice, and the sum is still exact and the same on every rank."""
+    w = 3
+    n = w * (5 * SLICE_BYTES // 4 + SLICE_BYTES // 2) + 2  # 7 slices a chunk, 8 in the two a value longer
+    peers = wk.endpoints(w)
+    inputs = [np.arange(n, dtype=np.float32) * (rank + 1) for rank in range(w)]
+
+    def rank_main(rank):
+        with RingAllReduce(peers, rank, timeout_s=10) as comm:
+            hello = comm.bytes_sent
+            return comm.allreduce(inputs[rank]), comm.bytes_sent - hello
+
+    results, errors = wk.run_ranks(rank_main, w)
+    assert errors == [None] * w
+    chunks = np.array_split(np.zeros(n, dtype=np.float32), w)
+    for rank, (out, sent) in enumerate(results):
+        np.testing.assert_array_equal(out, np.arange(n, dtype=np.float32) * 6)
+        # rank r sends chunk r, then what it received at each step but the last: 2 (w-1) chunks
+        sent_chunks = [(rank - t) % w for t in range(w - 1)] + [(rank + 1 - t) % w for t in range(w - 1)]
+        frames = sum(len(slices(chunks[c])) for c in sent_chunks)
+        assert frames >= 2 * (w - 1) * 7
+        assert sent == sum(chunks[c].nbytes for c in sent_chunks) + 16 * frames
 
 
 def test_ring_of_one_returns_its_input_without_sockets():
