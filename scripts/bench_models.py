@@ -8,7 +8,10 @@ An emulated rate of E Gb/s is reached by sending --grad-scale = link rate / E of
 (hosts.models.analytic: a link of R emulates R / grad scale), compute times from the models'
 --profile. With --scale F the links run F times slower and everything else F times longer
 (testbed.timescale), so that links, not this machine's shared cores, bound the runs; the times are
-reported in the emulated cluster's. A case whose comparison.json exists is kept, so an interrupted
+reported in the emulated cluster's. --scheme-scale gives a scheme its own F: by default in-network
+runs at 4 (its hosts quantize in Python: at 8 workers they took the two cores at F = 1) and the
+others at --scale (their hosts barely use the cores; the parameter server at F = 4 ran 1.21-1.23
+times its model with its link 83% busy, 1.06-1.08 and 94-95% at F = 1: docs/models.md). A case whose comparison.json exists is kept, so an interrupted
 run resumes.
 
 Writes DIR/models.json (per model and case: each scheme's measured and analytic iteration,
@@ -51,7 +54,7 @@ def run_case(out: Path, model: str, workers: int, gbps: float, args: argparse.Na
            "--workload", f"model:{model}", "--profile", args.profile, "--topo", TOPOLOGY[workers],
            "--workers", str(workers), "--link-mbps", repr(args.link_mbps), "--grad-scale", repr(grad_scale),
            "--iterations", str(args.iterations), "--lanes", str(args.lanes), "--out", str(folder),
-           "--comm-timeout", str(COMM_TIMEOUT_S), "--scale", repr(args.scale)]
+           "--comm-timeout", str(COMM_TIMEOUT_S), "--scale", repr(args.scale), "--scheme-scale", args.scheme_scale]
     print(" ".join(cmd), flush=True)
     subprocess.run(cmd, check=True, cwd=REPO)
     return sorted(folder.glob("compare-*/comparison.json"))[-1]
@@ -68,7 +71,8 @@ def case_entry(comparison: Path, workers: int, gbps: float) -> dict:
         schemes[scheme] = {k: r.get(k) for k in ("iteration_s", "compute_s", "exposed_comm_s", "analytic_iteration_s",
                                                  "measured_vs_analytic", "sums_correct", "run_dir")}
         fidelity = r.get("fidelity") or {}
-        schemes[scheme].update(bound_by=bottleneck_text(fidelity), bound_over=fidelity.get("measured_over"))
+        schemes[scheme].update(bound_by=bottleneck_text(fidelity), bound_over=fidelity.get("measured_over"),
+                               time_scale=r.get("time_scale", {}).get("factor", 1))
     innet = schemes["innet"]["iteration_s"]
     return {"workers": workers, "emulated_gbps": gbps, "schemes": schemes,
             "speedup_vs_ring": schemes["ring"]["iteration_s"] / innet,
@@ -86,6 +90,7 @@ def main() -> int:
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--lanes", type=int, default=364)
     parser.add_argument("--scale", type=float, default=1.0, help="time scale F: links / F, compute x F")
+    parser.add_argument("--scheme-scale", default="innet=4", help="a scheme's own time scale (SCHEME=F,...)")
     args = parser.parse_args()
     from testbed.plots import plot_model_speedups
 
@@ -95,7 +100,8 @@ def main() -> int:
     if bad:
         print(f"bench_models.py: --models: {', '.join(bad)} not among {', '.join(MODEL_NAMES)}", file=sys.stderr)
         return 2
-    figure: dict = {"profile": args.profile, "link_mbps": args.link_mbps, "scale": args.scale, "models": {}}
+    figure: dict = {"profile": args.profile, "link_mbps": args.link_mbps, "scale": args.scale,
+                    "scheme_scale": args.scheme_scale, "models": {}}
     for model in models:
         figure["models"][model] = [
             case_entry(run_case(out, model, int(w), float(g), args), int(w), float(g))

@@ -150,6 +150,17 @@ def test_cli_compare_rejects_unknown_scheme(tmp_path):
     assert done.stderr.strip().splitlines() == ["--schemes: 'innet,magic': give distinct schemes from innet, ps, ring, hostagg"]
 
 
+@pytest.mark.parametrize("entry", ["ps=0.5", "magic=4", "ring", "innet=fast"])
+def test_cli_compare_rejects_a_bad_scheme_scale(tmp_path, entry):
+    done = subprocess.run([sys.executable, "-m", "testbed.cli", "compare", "--schemes", "innet,ring",
+                           "--scheme-scale", f"innet=4,{entry}", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [f"--scheme-scale: {entry!r}: give SCHEME=F with a compared scheme "
+                                                "(innet, ring) and F >= 1"]
+    assert list(tmp_path.iterdir()) == []
+
+
 class _ControllerLostRun(Run):
     """A run whose phases touch no network, and whose watch loses the controller's connection."""
 
