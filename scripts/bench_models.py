@@ -11,8 +11,8 @@ An emulated rate of E Gb/s is reached by sending --grad-scale = link rate / E of
 reported in the emulated cluster's. --scheme-scale gives a scheme its own F: by default in-network
 runs at 4 (its hosts quantize in Python: at 8 workers they took the two cores at F = 1) and the
 others at --scale (their hosts barely use the cores; the parameter server at F = 4 ran 1.21-1.23
-times its model with its link 83% busy, 1.06-1.08 and 94-95% at F = 1: docs/models.md). A case whose comparison.json exists is kept, so an interrupted
-run resumes.
+times its model with its link 83% busy, 1.06-1.08 and 94-95% at F = 1: docs/models.md). A case
+whose comparison.json exists is kept, so an interrupted run resumes.
 
 Writes DIR/models.json (per model and case: each scheme's measured and analytic iteration,
 exposed communication, what bound it, and the speedups) and DIR/models.png. What bound a run is the
