@@ -9,7 +9,7 @@ An emulated rate of E Gb/s is reached by sending --grad-scale = link rate / E of
 --profile. With --scale F the links run F times slower and everything else F times longer
 (testbed.timescale), so that links, not this machine's shared cores, bound the runs; the times are
 reported in the emulated cluster's. --scheme-scale gives a scheme its own F: by default in-network
-runs at 4 (its hosts quantize in Python: at 8 workers they took the two cores at F = 1) and the
+runs at 4 (its hosts quantize in Python: 8 of them used 1.6 of the 2 cores at F = 4) and the
 others at --scale (their hosts barely use the cores; the parameter server at F = 4 ran 1.21-1.23
 times its model with its link 83% busy, 1.06-1.08 and 94-95% at F = 1: docs/models.md). A case
 whose comparison.json exists is kept, so an interrupted run resumes.
