@@ -15,11 +15,14 @@ traffic ran, and so does each run here, over its measured phases:
 Over the phases' total length T it measures:
 
 - every link direction's utilization: bits the switches' port counters saw it carry, over the
-  link's rate and T (a direction out of a switch from its tx counter, into a switch from its rx
-  counter). Counters are read once, after the run: outside the phases hosts send only set-up
-  packets (a warm-up all-reduce of a few values, TCP handshakes), a few packets a link, and a
-  model workload's compute sends nothing, so the bytes counted are the phases' (a test compares
-  a worker link's bytes with its all-reduces' packets: tests/test_e2e_timescale.py);
+  bits the link could carry in T (a direction out of a switch from its tx counter, into a switch
+  from its rx counter): its rate over T, plus a full token bucket at the start of each phase (a
+  shaped link, the traffic manager's or a host's tbf, sends DEFAULT_BURST_S of its rate at once
+  after an idle time: a sixth of a 30 ms phase, which the rate alone would count as 117% busy).
+  Counters are read once, after the run: outside the phases hosts send only set-up packets (a
+  warm-up all-reduce of a few values, TCP handshakes), a few packets a link, and a model
+  workload's compute sends nothing, so the bytes counted are the phases' (a test compares a
+  worker link's bytes with its all-reduces' packets: tests/test_e2e_timescale.py);
 - every switch process's busy fraction: CPU time it used in the phases over T (a packet loop
   that waits in poll() when idle uses CPU only while it moves packets);
 - every host process's CPU use, the same way;
@@ -39,6 +42,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+
+from p4target.tm import DEFAULT_BURST_S
 
 BUSY = 0.9  # of a link's rate, of one core, or of all cores
 SAMPLE_S = 0.05
@@ -143,12 +148,14 @@ def union(intervals: Iterable[Window]) -> list[Window]:
     return out
 
 
-def link_utilization(topology: Any, counters: Mapping[str, Any], seconds: float) -> dict[str, float]:
-    """"a->b" -> bits carried over bits the link's rate allows in `seconds`, for every shaped link
-    direction the switches' counters saw (unshaped links have no rate to compare with)."""
+def link_utilization(topology: Any, counters: Mapping[str, Any], seconds: float, phases: int = 1) -> dict[str, float]:
+    """"a->b" -> bits carried over bits the link allows in `phases` busy times of `seconds` in all,
+    for every shaped link direction the switches' counters saw (unshaped links have no rate to
+    compare with)."""
     out: dict[str, float] = {}
     if seconds <= 0:
         return out
+    allowed_s = seconds + phases * DEFAULT_BURST_S  # each phase may start with a full token bucket
     for link in topology.links:
         if not link.bw_mbps:
             continue
@@ -160,7 +167,7 @@ def link_utilization(topology: Any, counters: Mapping[str, Any], seconds: float)
                 got = _port(counters, dst, link.port_on(dst))
                 carried = got["rx_bytes"] if got is not None else None
             if carried is not None:
-                out[f"{src}->{dst}"] = round(carried * 8 / (link.bw_mbps * 1e6 * seconds), 3)
+                out[f"{src}->{dst}"] = round(carried * 8 / (link.bw_mbps * 1e6 * allowed_s), 3)
     return out
 
 
@@ -202,7 +209,7 @@ def report(topology: Any, counters: Mapping[str, Any], queues: Mapping[str, Any]
     """The `fidelity` section of results.json (see the module docstring), measured over the phases
     (disjoint windows); measured_over says what they are ("communication", "workload" or "run")."""
     seconds = sum(end - start for start, end in phases)
-    links = link_utilization(topology, counters, seconds)
+    links = link_utilization(topology, counters, seconds, len(phases))
     used = meter.used(*phases) if seconds > 0 else {}
     ncores = os.cpu_count() or 1
     cores = round(used.pop(MACHINE) / (ncores * seconds), 3) if MACHINE in used else None
