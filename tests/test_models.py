@@ -71,7 +71,7 @@ def test_plan_readies_buckets_in_order_and_covers_every_gradient():
 def test_a_worker_reports_when_its_all_reduces_were_in_flight(tmp_path, monkeypatch, allreduce_s):
     """On a clock of the test's: all-reduces quicker than the gaps between buckets are one interval
     each, from its issue to its end; all-reduces so slow that every next bucket waits are one interval
-    an iteration, from the first bucket's issue to the last one's end."""
+    an iteration, from the first bucket's issue to the last one's end. Each bucket's time is reported too."""
     clock = [1000.0]
     monkeypatch.setattr(workload.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(workload, "_sleep_until", lambda t: clock.__setitem__(0, max(clock[0], t)))
@@ -95,6 +95,8 @@ def test_a_worker_reports_when_its_all_reduces_were_in_flight(tmp_path, monkeypa
     for got, want in zip(report["comm_intervals"], expected):
         assert got == pytest.approx(want, abs=1e-9)
     assert json.loads((tmp_path / "h1.model.json").read_text())["comm_intervals"] == report["comm_intervals"]
+    for record in report["iterations"]:  # each bucket's all-reduce time
+        assert record["bucket_s"] == pytest.approx([allreduce_s] * len(plan.buckets), abs=1e-9)
 
 
 def test_analytic_iteration_by_hand():

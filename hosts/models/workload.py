@@ -69,6 +69,7 @@ def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, b
             t0 = time.monotonic()
             backward_at = t0 + plan.forward_s * time_scale
             busy = 0.0
+            took = []  # each bucket's all-reduce, the cluster's time
             for bucket, vec in zip(plan.buckets, vectors):
                 ready_at = backward_at + bucket.ready_s * time_scale
                 _sleep_until(ready_at)
@@ -76,6 +77,7 @@ def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, b
                 out = comm.allreduce(vec)
                 e = time.monotonic()
                 busy += e - s
+                took.append((e - s) / time_scale)
                 if in_flight and in_flight[-1][1] >= ready_at:  # it waited for the one before: no pause between
                     in_flight[-1][1] = e
                 else:
@@ -84,7 +86,7 @@ def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, b
             _sleep_until(backward_at + plan.backward_s * time_scale)
             t1 = time.monotonic()
             seconds = (t1 - t0) / time_scale
-            records.append({"iteration": it, "iteration_s": seconds, "comm_s": busy / time_scale,
+            records.append({"iteration": it, "iteration_s": seconds, "comm_s": busy / time_scale, "bucket_s": took,
                             "exposed_comm_s": seconds - plan.compute_s, "window": [t0, t1]})
             log.info("iteration %d: %.3f s, all-reduces busy %.3f s", it, seconds, busy / time_scale)
     report: dict[str, Any] = {"worker": worker, "rank": rank, "workers": world, "scheme": config.scheme, "model": model,
