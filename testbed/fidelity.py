@@ -17,8 +17,9 @@ Over the phases' total length T it measures:
 - every link direction's utilization: bits the switches' port counters saw it carry, over the
   bits the link could carry in T (a direction out of a switch from its tx counter, into a switch
   from its rx counter): its rate over T, plus a full token bucket at the start of each phase (a
-  shaped link, the traffic manager's or a host's tbf, sends DEFAULT_BURST_S of its rate at once
-  after an idle time: a sixth of a 30 ms phase, which the rate alone would count as 117% busy).
+  shaped link sends its bucket at once after an idle time: a switch's traffic manager
+  DEFAULT_BURST_S of its rate, a sixth of a 30 ms phase, which the rate alone would count as 117%
+  busy; a host's tbf two frames, testbed.network.host_tbf_command).
   Counters are read once, after the run: outside the phases hosts send only set-up packets (a
   warm-up all-reduce of a few values, TCP handshakes), a few packets a link, and a model
   workload's compute sends nothing, so the bytes counted are the phases' (a test compares a
@@ -44,6 +45,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from p4target.tm import DEFAULT_BURST_S
+from testbed.network import FRAME_BYTES, HOST_BURST_FRAMES
 
 BUSY = 0.9  # of a link's rate, of one core, or of all cores
 SAMPLE_S = 0.05
@@ -155,19 +157,21 @@ def link_utilization(topology: Any, counters: Mapping[str, Any], seconds: float,
     out: dict[str, float] = {}
     if seconds <= 0:
         return out
-    allowed_s = seconds + phases * DEFAULT_BURST_S  # each phase may start with a full token bucket
     for link in topology.links:
         if not link.bw_mbps:
             continue
+        rate_bytes = link.bw_mbps * 1e6 / 8
         for src, dst in ((link.a, link.b), (link.b, link.a)):
             if topology.is_switch(src):
                 sent = _port(counters, src, link.port_on(src))
                 carried = sent["tx_bytes"] if sent is not None else None
+                bucket = max(FRAME_BYTES, rate_bytes * DEFAULT_BURST_S)  # p4target.tm.TokenBucket
             else:
                 got = _port(counters, dst, link.port_on(dst))
                 carried = got["rx_bytes"] if got is not None else None
-            if carried is not None:
-                out[f"{src}->{dst}"] = round(carried * 8 / (link.bw_mbps * 1e6 * allowed_s), 3)
+                bucket = HOST_BURST_FRAMES * FRAME_BYTES
+            if carried is not None:  # each phase may start with a full token bucket
+                out[f"{src}->{dst}"] = round(carried / (rate_bytes * seconds + phases * bucket), 3)
     return out
 
 

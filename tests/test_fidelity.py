@@ -30,14 +30,18 @@ def test_each_direction_of_a_link_from_the_counter_of_the_switch_it_leaves_or_en
 
 def test_each_busy_phase_may_start_with_a_full_token_bucket():
     """Ten 30 ms phases on a 100 Mb/s link: the rate allows 3.75 MB, and each phase may open with
-    DEFAULT_BURST_S of it sent at once (p4target.tm, the hosts' tbf); 4.4 MB is then 100%, not 117%."""
+    DEFAULT_BURST_S of it sent at once out of the switch (p4target.tm): 4.4 MB is then 100%, not 117%."""
     topo = load_topology(STAR4)
     burst_bytes = 100e6 / 8 * fidelity.DEFAULT_BURST_S
     counters = {"s1": {"ports": {1: port(tx_bytes=round(3_750_000 + 10 * burst_bytes)), 2: port(), 3: port(),
                                  4: port()}}}
-    assert fidelity.link_utilization(topo, counters, seconds=0.3, phases=10)["s1->h1"] == 1.0
+    util = fidelity.link_utilization(topo, counters, seconds=0.3, phases=10)
+    assert util["s1->h1"] == 1.0
     assert fidelity.link_utilization(topo, counters, seconds=0.3)["s1->h1"] == pytest.approx(
         (3_750_000 + 10 * burst_bytes) / (3_750_000 + burst_bytes), abs=0.001)
+    # a host's tbf holds two frames: each phase may open with those only
+    counters["s1"]["ports"][1] = port(rx_bytes=round(3_750_000 + 10 * 2 * 1514))
+    assert fidelity.link_utilization(topo, counters, seconds=0.3, phases=10)["h1->s1"] == 1.0
 
 
 def test_a_link_at_its_rate_is_the_bottleneck_and_no_warning_is_given():
