@@ -71,7 +71,8 @@ def test_plan_readies_buckets_in_order_and_covers_every_gradient():
 def test_a_worker_reports_when_its_all_reduces_were_in_flight(tmp_path, monkeypatch, allreduce_s):
     """On a clock of the test's: all-reduces quicker than the gaps between buckets are one interval
     each, from its issue to its end; all-reduces so slow that every next bucket waits are one interval
-    an iteration, from the first bucket's issue to the last one's end. Each bucket's time is reported too."""
+    an iteration, from the first bucket's issue to the last one's end; the untimed warm-up pass before them is one
+    interval. Each bucket's time is reported too."""
     clock = [1000.0]
     monkeypatch.setattr(workload.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(workload, "_sleep_until", lambda t: clock.__setitem__(0, max(clock[0], t)))
@@ -91,8 +92,10 @@ def test_a_worker_reports_when_its_all_reduces_were_in_flight(tmp_path, monkeypa
     else:
         expected = [[t + plan.buckets[0].ready_s, t + plan.buckets[0].ready_s + len(plan.buckets) * allreduce_s]
                     for t in starts]
-    assert len(report["comm_intervals"]) == len(expected)
-    for got, want in zip(report["comm_intervals"], expected):
+    warm_up, *timed = report["comm_intervals"]  # every bucket once, back to back, before the first iteration
+    assert warm_up[1] - warm_up[0] == pytest.approx(len(plan.buckets) * allreduce_s) and warm_up[1] <= starts[0]
+    assert len(timed) == len(expected)
+    for got, want in zip(timed, expected):
         assert got == pytest.approx(want, abs=1e-9)
     assert json.loads((tmp_path / "h1.model.json").read_text())["comm_intervals"] == report["comm_intervals"]
     for record in report["iterations"]:  # each bucket's all-reduce time
@@ -101,23 +104,24 @@ def test_a_worker_reports_when_its_all_reduces_were_in_flight(tmp_path, monkeypa
 
 def test_analytic_iteration_by_hand():
     # host aggregation, 2 workers: the aggregator's link carries 2 x 724,000 bytes in 1448-byte
-    # segments of 1514-byte frames = 1,514,000 bytes a bucket, 1.0 s at 12.112 Mb/s (2.0 s for the
-    # double bucket). Forward 1 s, backward 2 s. Bucket 1 ready at 1.1, on the link until 3.1;
-    # bucket 2 ready at 3.0 but waits for it: 3.1 to 4.1. Compute 3 s, so 1.1 s exposed.
+    # segments of 1514-byte frames, and a 66-byte ACK for every two of the 1,000 segments coming the
+    # other way: 1,547,000 bytes a bucket, 1.0 s at 12.376 Mb/s (2.0 s for the double bucket). Forward
+    # 1 s, backward 2 s. Bucket 1 ready at 1.1, on the link until 3.1; bucket 2 ready at 3.0 but waits
+    # for it: 3.1 to 4.1. Compute 3 s, so 1.1 s exposed.
     plan = Plan("hand", forward_s=1.0, backward_s=2.0,
                 buckets=(Bucket(2 * 181_000, ready_s=0.1), Bucket(181_000, ready_s=2.0)))
-    got = analytic.iteration(plan, "hostagg", workers=2, link_bps=12.112e6, lanes=32)
+    got = analytic.iteration(plan, "hostagg", workers=2, link_bps=12.376e6, lanes=32)
     assert got["iteration_s"] == pytest.approx(4.1)
     assert got["compute_s"] == 3.0 and got["exposed_comm_s"] == pytest.approx(1.1)
     assert got["comm_s"] == pytest.approx(3.0)
     # the ring moves 2 (W-1)/W of a bucket per worker: with 2 workers one bucket's worth, half the PS's
-    assert analytic.link_bytes("ring", 724_000, 2, 32) == pytest.approx(757_000)
+    assert analytic.link_bytes("ring", 724_000, 2, 32) == pytest.approx(757_000 + 250 * 66)
     # in-network: 364 values a 1514-byte frame; 1,000 values are 3 frames
     assert analytic.link_bytes("innet", 4_000, 8, 364) == 3 * 1514
     # the parameter server's sums trail its 2 workers' buckets by one 8,192-byte piece of what is sent:
     # 10,000 values at grad scale 0.5 send 20,000 bytes, pieces of 8,192, 8,192 and 3,616 bytes; the
     # last piece is 7,232 bytes in the emulated link's time. A bucket of one piece: in, then out.
-    tcp = 1514 / 1448
+    tcp = (1514 + 33) / 1448
     assert analytic.link_bytes("ps", 40_000, 2, 32, grad_scale=0.5) == pytest.approx(2 * (40_000 + 7_232) * tcp)
     assert analytic.link_bytes("ps", 4_000, 2, 32) == pytest.approx(2 * 2 * 4_000 * tcp)
     # a real 100 Mb/s link carrying 1% of every bucket emulates 10 Gb/s

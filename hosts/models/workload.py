@@ -15,9 +15,10 @@ W (W + 1) / 2, which quantization keeps exact: `correct` checks it. Times are di
 
 Writes DIR/NAME.model.json: per-iteration times and their medians, the buckets, the analytic
 model's iteration beside the measured one; `window` is the timed iterations and `comm_intervals`
-the times any of this worker's all-reduces was in flight ([start, end] pairs, one for all-reduces
-that followed each other without a pause), both on time.monotonic() in this machine's time (the
-fidelity monitor measures links and processes over them: testbed.fidelity).
+the times any of this worker's all-reduces was in flight, the untimed warm-up pass first ([start,
+end] pairs, one for all-reduces that followed each other without a pause), both on time.monotonic()
+in this machine's time (the fidelity monitor measures links and processes over them:
+testbed.fidelity).
 """
 from __future__ import annotations
 
@@ -61,10 +62,16 @@ def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, b
     log.info("worker %s rank %d of %d, %s (%s profile), %d buckets of %d values in all, grad scale %g", worker, rank,
              world, model, prof.device, len(vectors), sum(len(v) for v in vectors), grad_scale)
     records: list[dict[str, Any]] = []
-    in_flight: list[list[float]] = []  # [start, end] of the timed all-reduces, merged where one waited for another
+    in_flight: list[list[float]] = []  # [start, end] of the all-reduces, merged where one waited for another
     correct = True
     with make_allreduce(config, rank) as comm:
         comm.allreduce(np.zeros(world, dtype=np.float32))  # returns once every worker is there
+        # The warm-up pass, as DDP benchmarks discard their first iterations: every bucket once, back
+        # to back, so the timed iterations find each size's buffers and quantization bits in place.
+        s = time.monotonic()
+        for vec in vectors:
+            correct = correct and bool(np.all(comm.allreduce(vec) == expected))
+        in_flight.append([s, time.monotonic()])
         for it in range(iterations):
             t0 = time.monotonic()
             backward_at = t0 + plan.forward_s * time_scale
