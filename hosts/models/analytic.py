@@ -10,7 +10,8 @@ bytes the scheme puts on its busiest link over the link rate:
 - innet: every worker sends its bucket once and receives the sum once (full duplex), in UDP frames
   of `lanes` int32 values: ceil(values / lanes) frames of Ethernet + IP + UDP + AggNet header + lanes;
 - ring: reduce-scatter and all-gather, 2 (W-1)/W of the bucket each way, in TCP segments of
-  1448 bytes in 1514-byte frames;
+  1448 bytes in 1514-byte frames, beside the ACKs of the flow coming the other way (a 66-byte frame
+  per two segments, Linux's delayed ACK; 2.2% more);
 - ps: the server's link carries every worker's bucket in and every sum out, W buckets each way in
   TCP frames, both directions at once: the server sums hosts.ps.CHUNK_BYTES at a time as they
   arrive and sends each piece's sum on at once. The sums trail the contributions by one piece:
@@ -36,6 +37,7 @@ ETHERNET_BYTES = 14
 IP_UDP_BYTES = 20 + 8
 TCP_FRAME_BYTES = 1514
 TCP_PAYLOAD_BYTES = 1448  # MSS on a 1500-byte MTU with TCP timestamps
+TCP_ACK_BYTES = 66  # Ethernet, IP, TCP with timestamps: one for every two segments received
 
 
 def emulated_link_bps(link_mbps: float, grad_scale: float = 1.0, time_scale: float = 1.0) -> float:
@@ -49,7 +51,8 @@ def link_bytes(scheme: str, nbytes: int, workers: int, lanes: int, grad_scale: f
     if scheme == "innet":
         frames = math.ceil(nbytes / GRAD_BYTES / lanes)
         return frames * (ETHERNET_BYTES + IP_UDP_BYTES + packet_bytes(lanes))
-    tcp = TCP_FRAME_BYTES / TCP_PAYLOAD_BYTES
+    tcp = (TCP_FRAME_BYTES + TCP_ACK_BYTES / 2) / TCP_PAYLOAD_BYTES  # a TCP scheme's links carry data one way
+    # and as much the other way (every worker sends what it receives): each direction its data and the ACKs
     if scheme == "ring":
         return 2 * (workers - 1) / workers * nbytes * tcp
     if scheme == "ps":
