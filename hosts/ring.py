@@ -26,11 +26,15 @@ import numpy as np
 from .comm import WIRE_DTYPE, AllReduce, CommError, Connection, Endpoint, accept, connect, listen
 
 SLICE_BYTES = 16384  # about 11 full frames: small against a bucket's chunk, large against a loop turn
+MIN_SLICES = 4  # a small chunk still overlaps its steps: 16 KiB goes as four slices of three frames
+MIN_SLICE_BYTES = 4096
 
 
 def slices(chunk: np.ndarray) -> list[np.ndarray]:
     """A chunk's slices (views), a function of its length alone, so sender and receiver agree."""
-    return np.array_split(chunk, max(1, math.ceil(chunk.size * WIRE_DTYPE.itemsize / SLICE_BYTES)))
+    nbytes = chunk.size * WIRE_DTYPE.itemsize
+    count = max(1, math.ceil(nbytes / SLICE_BYTES), min(MIN_SLICES, nbytes // MIN_SLICE_BYTES))
+    return np.array_split(chunk, count)
 
 
 class RingAllReduce(AllReduce):

@@ -127,6 +127,11 @@ def test_ring_sends_chunks_larger_than_a_slice_in_slices_and_sums_exactly():
         assert sent == sum(chunks[c].nbytes for c in sent_chunks) + 16 * frames
 
 
+def test_a_small_chunk_still_goes_in_slices_and_a_tiny_one_whole():
+    assert [len(slices(np.zeros(n, dtype=np.float32))) for n in (100, 1024, 2048, 4096, 8192, 65536)] == \
+        [1, 1, 2, 4, 4, 16]
+
+
 def test_ring_of_one_returns_its_input_without_sockets():
     with RingAllReduce([Endpoint("h1", "127.0.0.1", 1)], 0) as comm:  # port 1: never bound for W=1
         vec = np.arange(5, dtype=np.float32)
