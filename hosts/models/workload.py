@@ -72,6 +72,10 @@ def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, b
         for vec in vectors:
             correct = correct and bool(np.all(comm.allreduce(vec) == expected))
         in_flight.append([s, time.monotonic()])
+        # A barrier: a large all-reduce ends up to a step apart on different ranks (90 ms apart after
+        # GPT-2's warm-up on the ring), and where DDP hides communication nothing evens that out later:
+        # every bucket's all-reduce would start that much apart and wait for the latest rank.
+        comm.allreduce(np.zeros(world, dtype=np.float32))
         for it in range(iterations):
             t0 = time.monotonic()
             backward_at = t0 + plan.forward_s * time_scale
