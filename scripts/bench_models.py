@@ -9,16 +9,17 @@ An emulated rate of E Gb/s is reached by sending --grad-scale = link rate / E of
 --profile. With --scale F the links run F times slower and everything else F times longer
 (testbed.timescale), so that links, not this machine's shared cores, bound the runs; the times are
 reported in the emulated cluster's. --scheme-scale gives a scheme its own F: by default in-network
-runs at 4 (its hosts quantize in Python: 8 of them used 1.6 of the 2 cores at F = 4) and the
-others at --scale (their hosts barely use the cores; the parameter server at F = 4 ran 1.21-1.23
-times its model with its link 83% busy, 1.06-1.08 and 94-95% at F = 1: docs/models.md). A case
-whose comparison.json exists is kept, so an interrupted run resumes.
+runs at 4 (its hosts quantize in Python: 8 of them used 1.6 of the 2 cores at F = 4) and the others
+at --scale (their hosts barely use the cores; the parameter server at F = 4 ran 1.21-1.23 times its
+model with its link 83% busy, 1.06-1.08 and 94-95% at F = 1: docs/models.md). An in-network or ring
+run that the fidelity monitor found not bound by a link runs again 4 times slower, up to F = 16:
+the figure says links bound them. A case that ran already is kept, so an interrupted run resumes.
 
 Writes DIR/models.json (per model and case: each scheme's measured and analytic iteration,
-exposed communication, what bound it, and the speedups) and DIR/models.png. What bound a run is the
-fidelity monitor's verdict over its communication phases (`bound_over`: the times any all-reduce
-was in flight; testbed.fidelity): DDP hides communication behind the backward pass, so over whole
-iterations no link looks busy.
+exposed communication, what bound it, its time scale, and the speedups), DIR/models.png and
+DIR/models.md (the table). What bound a run is the fidelity monitor's verdict over its
+communication phases (`bound_over`: the times any all-reduce was in flight; testbed.fidelity): DDP
+hides communication behind the backward pass, so over whole iterations no link looks busy.
 
     .venv/bin/python scripts/bench_models.py --out bench/models [--models resnet50,gpt2] [--rates-gbps 1,10]
 """
@@ -43,40 +44,86 @@ TOPOLOGY = {4: "star8", 8: "star9"}
 COMM_TIMEOUT_S = 600  # one host more than workers: the parameter server's
 
 
-def run_case(out: Path, model: str, workers: int, gbps: float, args: argparse.Namespace) -> Path:
-    """The case's comparison.json, running `aggnet compare` unless it is there already."""
-    folder = out / f"{model}-{workers}w-{gbps:g}gbps"
-    done = sorted(folder.glob("compare-*/comparison.json"))
-    if done:
-        return done[-1]
+# The runs the figure says links bound: one the monitor found bound by anything else (its links short
+# of testbed.fidelity.BUSY, or a process) runs again ESCALATE times slower, up to MAX_SCALE.
+LINK_BOUND = ("innet", "ring")
+ESCALATE = 4
+MAX_SCALE = 16
+
+
+def compare(folder: Path, model: str, workers: int, gbps: float, schemes: list[str], scale_args: list[str],
+            args: argparse.Namespace) -> None:
+    """`aggnet compare` of `schemes` for one case, into a new compare-* folder under `folder`."""
     grad_scale = args.link_mbps * 1e6 / (gbps * 1e9)
-    cmd = [sys.executable, "-m", "testbed.cli", "compare", "--schemes", ",".join(SCHEMES),
+    cmd = [sys.executable, "-m", "testbed.cli", "compare", "--schemes", ",".join(schemes),
            "--workload", f"model:{model}", "--profile", args.profile, "--topo", TOPOLOGY[workers],
            "--workers", str(workers), "--link-mbps", repr(args.link_mbps), "--grad-scale", repr(grad_scale),
            "--iterations", str(args.iterations), "--lanes", str(args.lanes), "--out", str(folder),
-           "--comm-timeout", str(COMM_TIMEOUT_S), "--scale", repr(args.scale), "--scheme-scale", args.scheme_scale]
+           "--comm-timeout", str(COMM_TIMEOUT_S), *scale_args]
     print(" ".join(cmd), flush=True)
     subprocess.run(cmd, check=True, cwd=REPO)
-    return sorted(folder.glob("compare-*/comparison.json"))[-1]
 
 
-def case_entry(comparison: Path, workers: int, gbps: float) -> dict:
+def latest_runs(folder: Path) -> dict[str, dict]:
+    """Per scheme, its results.json (with run_dir) from the latest compare-* folder that ran it."""
+    runs: dict[str, dict] = {}
+    for comparison in sorted(folder.glob("compare-*/comparison.json"), key=lambda p: p.stat().st_mtime):
+        for scheme, run_dir in json.loads(comparison.read_text())["runs"].items():
+            runs[scheme] = json.loads((Path(run_dir) / "results.json").read_text()) | {"run_dir": run_dir}
+    return runs
+
+
+def run_case(out: Path, model: str, workers: int, gbps: float, args: argparse.Namespace) -> dict[str, dict]:
+    """The case's runs per scheme: `aggnet compare` of all schemes unless it ran already, then a link-bound
+    scheme whose run was not bound by a link again, slower (ESCALATE), until it is or MAX_SCALE."""
+    folder = out / f"{model}-{workers}w-{gbps:g}gbps"
+    if not list(folder.glob("compare-*/comparison.json")):
+        compare(folder, model, workers, gbps, list(SCHEMES), ["--scale", repr(args.scale), "--scheme-scale",
+                                                              args.scheme_scale], args)
+    runs = latest_runs(folder)
+    for scheme in LINK_BOUND:
+        scale = runs[scheme].get("time_scale", {}).get("factor", 1)
+        while ((runs[scheme].get("fidelity") or {}).get("bottleneck") or {}).get("kind") != "link" \
+                and scale * ESCALATE <= MAX_SCALE:
+            scale *= ESCALATE
+            compare(folder, model, workers, gbps, [scheme], ["--scale", repr(scale)], args)
+            runs = latest_runs(folder)
+    return runs
+
+
+def case_entry(runs: dict[str, dict], workers: int, gbps: float) -> dict:
     """Per scheme the run's figures, and in-network's speedups."""
     from testbed.report import bottleneck_text
 
-    runs = json.loads(comparison.read_text())["runs"]
     schemes = {}
-    for scheme, run_dir in runs.items():
-        r = json.loads((Path(run_dir) / "results.json").read_text())
+    for scheme, r in runs.items():
         schemes[scheme] = {k: r.get(k) for k in ("iteration_s", "compute_s", "exposed_comm_s", "analytic_iteration_s",
                                                  "measured_vs_analytic", "sums_correct", "run_dir")}
         fidelity = r.get("fidelity") or {}
         schemes[scheme].update(bound_by=bottleneck_text(fidelity), bound_over=fidelity.get("measured_over"),
+                               busiest_link=max((fidelity.get("link_utilization") or {}).values(), default=None),
                                time_scale=r.get("time_scale", {}).get("factor", 1))
     innet = schemes["innet"]["iteration_s"]
     return {"workers": workers, "emulated_gbps": gbps, "schemes": schemes,
             "speedup_vs_ring": schemes["ring"]["iteration_s"] / innet,
             "speedup_vs_ps": schemes["ps"]["iteration_s"] / innet}
+
+
+def markdown_table(figure: dict) -> str:
+    """The figure as a table: per case each scheme's iteration (ms), in-network's speedups, each
+    measured / analytic ratio and what bound each run (the busiest link's load when nothing did)."""
+    lines = ["| model, workers, emulated rate | in-network (ms) | ring (ms, speedup) | PS (ms, speedup) "
+             "| measured / analytic: innet, ring, PS | bound: innet / ring / PS |", "|---|---|---|---|---|---|"]
+    for model, cases in figure["models"].items():
+        for case in cases:
+            runs = [case["schemes"][s] for s in SCHEMES]
+            ms = [f"{r['iteration_s'] * 1e3:,.0f}" for r in runs]
+            ratios = ", ".join(f"{r['measured_vs_analytic']:.2f}" for r in runs)
+            bound = [r["bound_by"] if r["bound_by"] != "none" else f"none ({r['busiest_link']:.0%})" for r in runs]
+            lines.append(f"| {model}, {case['workers']}, {case['emulated_gbps']:g} Gb/s | {ms[0]} "
+                         f"| {ms[1]} ({case['speedup_vs_ring']:.2f}x) | {ms[2]} ({case['speedup_vs_ps']:.2f}x) "
+                         f"| {ratios} | {' / '.join(bound)} |")
+    return "\n".join(lines) + "\n"
 
 
 def main() -> int:
@@ -108,7 +155,8 @@ def main() -> int:
             for w in args.workers.split(",") for g in args.rates_gbps.split(",")]
         (out / "models.json").write_text(json.dumps(figure, indent=2) + "\n")
     plot_model_speedups(figure, out / "models.png")
-    print(f"bench_models.py: {out}/models.json and models.png")
+    (out / "models.md").write_text(markdown_table(figure))
+    print(f"bench_models.py: {out}/models.json, models.png and models.md (the table)")
     return 0
 
 

@@ -1,0 +1,38 @@
+"""scripts/bench_models.py as a user runs it, cut to one case (ResNet-50, 4 workers, 10 Gb/s emulated,
+one iteration): every scheme's run, in-network at its own time scale (--scheme-scale's default), the
+JSON with the speedups taken from the runs' own iteration times, the PNG, and the table beside them.
+Root only (Mininet)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+pytestmark = [pytest.mark.root, pytest.mark.slow,
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]
+
+
+def test_bench_models_writes_the_figure_its_json_and_its_table(tmp_path):
+    done = subprocess.run([sys.executable, "scripts/bench_models.py", "--out", str(tmp_path), "--models", "resnet50",
+                           "--workers", "4", "--rates-gbps", "10", "--link-mbps", "50", "--iterations", "1"],
+                          capture_output=True, text=True, timeout=900, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    figure = json.loads((tmp_path / "models.json").read_text())
+    case, = figure["models"]["resnet50"]
+    assert (case["workers"], case["emulated_gbps"]) == (4, 10.0)
+    runs = case["schemes"]
+    assert all(runs[s]["sums_correct"] is True for s in ("innet", "ring", "ps"))
+    assert [runs[s]["time_scale"] for s in ("innet", "ring", "ps")] == [4.0, 1, 1]
+    assert case["speedup_vs_ring"] == runs["ring"]["iteration_s"] / runs["innet"]["iteration_s"]
+    assert case["speedup_vs_ps"] == runs["ps"]["iteration_s"] / runs["innet"]["iteration_s"]
+    for run in runs.values():  # the compute is the profile's, so no scheme is faster than it
+        assert run["iteration_s"] >= run["compute_s"] and run["bound_over"] == "communication"
+    assert (tmp_path / "models.png").stat().st_size > 10_000
+    row = (tmp_path / "models.md").read_text().splitlines()[2]
+    assert row.startswith("| resnet50, 4, 10 Gb/s | ") and f"({case['speedup_vs_ring']:.2f}x)" in row
