@@ -78,6 +78,8 @@ class RingAllReduce(AllReduce):
         w, r = self.world_size, self.rank
         if w == 1:
             return out.reshape(np.shape(vec))
+        left = self._left
+        assert left is not None, "a ring of more than one has a left neighbour"
         chunks = np.array_split(out, w)  # views into `out`
         # Step t receives chunk recv[t] and sends what it received at step t - 1 (step 0: chunk r):
         # reduce-scatter adds what it receives, all-gather keeps it.
@@ -85,7 +87,7 @@ class RingAllReduce(AllReduce):
         sending: deque[Future] = deque(self._send(piece) for piece in slices(chunks[r]))
         for t, index in enumerate(recv):
             for piece in slices(chunks[index]):
-                received = self._left.recv_array(piece.size)  # on failure close() abandons the sends
+                received = left.recv_array(piece.size)  # on failure close() abandons the sends
                 if t < w - 1:
                     piece += received
                 else:
