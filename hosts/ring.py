@@ -102,7 +102,7 @@ class RingAllReduce(AllReduce):
 
     def _send(self, piece: np.ndarray) -> Future:
         """Queue a copy of `piece` for the right neighbour (the view may change before it goes)."""
-        assert self._sender and self._right and self._left, "a ring of one exchanges nothing"
+        assert self._sender and self._right, "a ring of one sends nothing"
         return self._sender.submit(self._right.send_array, piece.copy())
 
     def close(self) -> None:

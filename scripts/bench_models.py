@@ -73,6 +73,11 @@ def latest_runs(folder: Path) -> dict[str, dict]:
     return runs
 
 
+def link_bound(run: dict) -> bool:
+    """Whether the fidelity monitor named a link as what bound the run."""
+    return ((run.get("fidelity") or {}).get("bottleneck") or {}).get("kind") == "link"
+
+
 def run_case(out: Path, model: str, workers: int, gbps: float, args: argparse.Namespace) -> dict[str, dict]:
     """The case's runs per scheme: `aggnet compare` of all schemes unless it ran already, then a link-bound
     scheme whose run was not bound by a link again, slower (ESCALATE), until it is or MAX_SCALE."""
@@ -83,8 +88,7 @@ def run_case(out: Path, model: str, workers: int, gbps: float, args: argparse.Na
     runs = latest_runs(folder)
     for scheme in LINK_BOUND:
         scale = runs[scheme].get("time_scale", {}).get("factor", 1)
-        while ((runs[scheme].get("fidelity") or {}).get("bottleneck") or {}).get("kind") != "link" \
-                and scale * ESCALATE <= MAX_SCALE:
+        while not link_bound(runs[scheme]) and scale * ESCALATE <= MAX_SCALE:
             scale *= ESCALATE
             compare(folder, model, workers, gbps, [scheme], ["--scale", repr(scale)], args)
             runs = latest_runs(folder)

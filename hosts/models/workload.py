@@ -33,6 +33,7 @@ import numpy as np
 
 from ..agent import make_allreduce
 from ..agent_config import AgentConfig
+from ..comm import AllReduce
 from . import analytic, ddp, profile
 from .arch import build
 
@@ -47,6 +48,11 @@ def _sleep_until(t: float) -> None:
     delay = t - time.monotonic()
     if delay > 0:
         time.sleep(delay)
+
+
+def _barrier(comm: AllReduce, world: int) -> None:
+    """A small all-reduce: it returns once every worker is there, all at about the same moment."""
+    comm.allreduce(np.zeros(world, dtype=np.float32))
 
 
 def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, bucket_mb: float | None,
@@ -65,17 +71,17 @@ def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, b
     in_flight: list[list[float]] = []  # [start, end] of the all-reduces, merged where one waited for another
     correct = True
     with make_allreduce(config, rank) as comm:
-        comm.allreduce(np.zeros(world, dtype=np.float32))  # returns once every worker is there
+        _barrier(comm, world)
         # The warm-up pass, as DDP benchmarks discard their first iterations: every bucket once, back
         # to back, so the timed iterations find each size's buffers and quantization bits in place.
         s = time.monotonic()
         for vec in vectors:
             correct = correct and bool(np.all(comm.allreduce(vec) == expected))
         in_flight.append([s, time.monotonic()])
-        # A barrier: a large all-reduce ends up to a step apart on different ranks (90 ms apart after
+        # Again: a large all-reduce ends up to a step apart on different ranks (90 ms apart after
         # GPT-2's warm-up on the ring), and where DDP hides communication nothing evens that out later:
         # every bucket's all-reduce would start that much apart and wait for the latest rank.
-        comm.allreduce(np.zeros(world, dtype=np.float32))
+        _barrier(comm, world)
         for it in range(iterations):
             t0 = time.monotonic()
             backward_at = t0 + plan.forward_s * time_scale
