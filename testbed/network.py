@@ -32,7 +32,6 @@ from types import FrameType
 from typing import IO, Any
 
 from p4target.runtime.tls import TlsFiles
-from p4target.tm import DEFAULT_DEPTH
 from testbed import clean
 from testbed.nodes import AggNetHost, P4Switch, SwitchDied, TargetUnsupported, check_target, switch_class
 
@@ -41,6 +40,7 @@ LOCK_FILE = os.path.join(clean.STATE_DIR, "network.lock")
 LOSS_PPM = 1_000_000  # nftables draws loss as `numgen random mod LOSS_PPM < p * LOSS_PPM`
 FRAME_BYTES = 1514  # a full-size Ethernet frame on a 1500-byte MTU
 HOST_BURST_FRAMES = 2  # a host link's token bucket (host_tbf_command)
+HOST_QUEUE_FRAMES = 1000  # a host link's queue: Linux's default txqueuelen (host_tbf_command)
 
 
 def network_lock_file() -> str:
@@ -123,19 +123,25 @@ def kernel_loss_script(drops: dict[str, float]) -> str:
 
 
 def host_tbf_command(link: Any, intf: str) -> str | None:
-    """The `tc` command giving a host's interface its link's rate and queue (None: unshaped), so the
+    """The `tc` command giving a host's interface its link's rate (None: unshaped), so the
     host-to-switch direction crosses the same link a switch's traffic manager gives the other one:
-    a token bucket of HOST_BURST_FRAMES full frames before a queue of queue_pkts of them (the
-    traffic manager's default depth when unset).
+    a token bucket of HOST_BURST_FRAMES full frames before a queue of HOST_QUEUE_FRAMES.
 
     A NIC sends no faster than its rate, so the bucket is small: with DEFAULT_BURST_S of tokens
     (31 KB at 50 Mb/s) a host sent a burst at the veth's speed after every pause, deeper than the
     switch's ECN marking depth, and every mark halved a TCP window (VGG-16's ring, 4 workers:
-    about 250 marks a port and 13% over its model; 0-27 marks and 8% with two frames)."""
+    about 250 marks a port and 13% over its model; 0-27 marks and 8% with two frames).
+
+    The queue is the host's, not the link's `queue_pkts` (a switch port's depth, where ECN marks):
+    tbf cannot mark, so a TCP flow whose bottleneck is its own host's queue sees no mark, grows its
+    window past a shallow queue and loses its own packets there, which a host's kernel, pushing back
+    on its sockets instead, does not. With the switch's 64 packets, GPT-2's ring on 8 workers lost
+    0-67 packets a host and a run, and the links that recovered ended their all-reduce up to 38 ms
+    (emulated) after the others; with 1000 frames none was lost."""
     if not link.bw_mbps:
         return None
     burst = HOST_BURST_FRAMES * FRAME_BYTES
-    limit = (link.queue_pkts or DEFAULT_DEPTH) * FRAME_BYTES
+    limit = HOST_QUEUE_FRAMES * FRAME_BYTES
     return f"tc qdisc replace dev {intf} root tbf rate {link.bw_mbps * 1e6:.0f}bit burst {burst} limit {limit}"
 
 
