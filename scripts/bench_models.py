@@ -36,6 +36,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from hosts.models import MODEL_NAMES  # noqa: E402
+from testbed.timescale import time_scale_of  # noqa: E402
 
 SCHEMES = ("innet", "ring", "ps")
 TOPOLOGY = {4: "star8", 8: "star9"}
@@ -87,7 +88,7 @@ def run_case(out: Path, model: str, workers: int, gbps: float, args: argparse.Na
                                                               args.scheme_scale], args)
     runs = latest_runs(folder)
     for scheme in LINK_BOUND:
-        scale = runs[scheme].get("time_scale", {}).get("factor", 1)
+        scale = time_scale_of(runs[scheme])
         while not link_bound(runs[scheme]) and scale * ESCALATE <= MAX_SCALE:
             scale *= ESCALATE
             compare(folder, model, workers, gbps, [scheme], ["--scale", repr(scale)], args)
@@ -106,7 +107,7 @@ def case_entry(runs: dict[str, dict], workers: int, gbps: float) -> dict:
         fidelity = r.get("fidelity") or {}
         schemes[scheme].update(bound_by=bottleneck_text(fidelity), bound_over=fidelity.get("measured_over"),
                                busiest_link=max((fidelity.get("link_utilization") or {}).values(), default=None),
-                               time_scale=r.get("time_scale", {}).get("factor", 1))
+                               time_scale=time_scale_of(r))
     innet = schemes["innet"]["iteration_s"]
     return {"workers": workers, "emulated_gbps": gbps, "schemes": schemes,
             "speedup_vs_ring": schemes["ring"]["iteration_s"] / innet,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from testbed.run import Reporter
+from testbed.timescale import time_scale_of
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -88,7 +89,7 @@ class RichReporter(Reporter):
 def summarize(results: dict, console: Any) -> None:
     """The lines after the counters: accuracy and step time, or the all-reduce verdict and goodput."""
     run_dir = results["run_dir"]
-    factor = results.get("time_scale", {}).get("factor", 1)
+    factor = time_scale_of(results)
     if factor != 1:
         console.print(f"times below are the emulated cluster's: this machine ran {factor:g} times slower (--scale)")
     if results.get("staleness_bound") is not None:

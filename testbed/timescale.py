@@ -74,6 +74,11 @@ def unscaled_results(results: Mapping[str, Any], factor: float) -> dict[str, Any
     return out
 
 
+def time_scale_of(results: Mapping[str, Any]) -> float:
+    """The F a run's results.json says it ran at (1 for results without `time_scale`)."""
+    return results.get("time_scale", {}).get("factor", 1)
+
+
 def _unscaled(value: Any, factor: float) -> Any:
     """`value` with every DURATIONS/RATES field divided/multiplied by factor, at any depth (per
     worker, per event), except in the fidelity section (REAL_TIME)."""
