@@ -87,7 +87,8 @@ class _Printer(CParsing):
     def log(self, msg: str, values: list[str], ind: int) -> None:
         v = self.tmp("L")
         self.emit(f"{{ const u64 {v}[] = {{{', '.join(f'(u64){x}' for x in values) or '0'}}};", ind)
-        self.emit(f"push_log(p->E, {c_string(msg)}, {v}, {len(values)}); }}", ind + 1)
+        fmt = msg.encode("utf-8", "surrogatepass")  # its length: a NUL in it is text too
+        self.emit(f"push_log(p->E, {c_string(fmt)}, {len(fmt)}, {v}, {len(values)}); }}", ind + 1)
 
     def copy(self, dst: str, src: str, n: int, ind: int) -> None:
         self.emit(f"memmove(&F[{dst}], &F[{src}], {n * 8});", ind)
