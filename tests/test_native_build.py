@@ -122,30 +122,31 @@ class Planted:
 
 
 def test_a_cache_others_can_write_is_not_used(tmp_path, monkeypatch, caplog):
-    """A library and a front-end pickle planted where the switch would find them, in a cache directory anyone can
-    write: neither runs; the process builds in a private directory of its own and says so in one line."""
+    """A front-end pickle planted where the switch would find it, in a cache directory anyone can write: it is not
+    loaded (nor is anything else there: libraries too come from the cache directory); the process uses a private
+    directory of its own and says so in one line."""
     import pickle
 
     from p4target.compiled import front_end
+    from p4target.native.build import cache_dir
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     text = PROGRAM % ("", "")
     cache = tmp_path / "cache" / "aggnet" / "native"
-    library = build(generate(load_source(text, "p.p4"))[1].source)
     front_end(text, "p.p4")
     [frontend] = cache.glob("frontend-*.pickle")
     marker = tmp_path / "marker"
-    library.write_bytes(planted_library(tmp_path, marker))
     frontend.write_bytes(pickle.dumps(Planted(marker)))
     cache.chmod(0o777)
     with caplog.at_level(logging.WARNING, logger="aggnet.native"):
         program = front_end(text, "p.p4")[0]
-        pipeline = NativePipeline(program)
-    assert pipeline.process(1, bytes([7, 0, 9])) == [(2, bytes([7, 8, 9]))]
-    pipeline.close()
+        private = cache_dir()
     assert not marker.exists()
+    assert Pipeline(program).process(1, bytes([7, 0, 9])) == [(2, bytes([7, 8, 9]))]
+    assert private != cache and private.stat().st_mode & 0o077 == 0
     [line] = {r.getMessage() for r in caplog.records}
-    assert line.startswith(f"build cache {cache} is writable by others (mode 777): building in ")
+    assert line == f"build cache {cache} is writable by others (mode 777): building in {private} instead, reusing " \
+                   "nothing across processes"
 
 
 def test_a_cache_entry_that_is_a_symlink_is_built_again(tmp_path, monkeypatch):

@@ -38,7 +38,7 @@ from collections.abc import Callable
 
 from p4target.backends.c_parser import CParsing
 from p4target.backends.c_values import MAX_BITS, CProgram, value_set_cells
-from p4target.backends.source_text import c_string, check_source
+from p4target.backends.source_text import c_string, check_source, identifier
 from p4target.externs.base import Extern
 from p4target.externs.checksum import c_checksums
 from p4target.lowered import model as m
@@ -265,7 +265,7 @@ class _Printer(CParsing):
     def jump(self, cond: str | None, target: m.Value, ind: int) -> None:
         if not isinstance(target, m.Const):
             raise self.fail("a jump to a computed place")
-        self.emit(f"{'' if cond is None else f'if (!{cond}) '}goto L{target.value};", ind)
+        self.emit(f"{'' if cond is None else f'if (!{cond}) '}goto {identifier(f'L{target.value}')};", ind)
         self.check(ind)
 
     # -- pipelines
