@@ -240,20 +240,18 @@ def test_crafted_names_in_p4_source_load_as_data(kind, engine, tmp_path):
 # -- an `aggnet switch` process, pushed the crafted names over gRPC and addressed by them over Thrift
 
 
-def descendants() -> list[int]:
-    """The processes this test started, and theirs (from /proc)."""
-    parents: dict[int, int] = {}
-    for status in Path("/proc").glob("[0-9]*/status"):
+def switch_and_children(thrift_port: int) -> tuple[int, list[int]]:
+    """The pid of the switch serving Thrift on `thrift_port`, and the pids of its children (from /proc)."""
+    switch, parents = 0, {}
+    for proc in Path("/proc").glob("[0-9]*"):
         try:
-            ppid = next(line for line in status.read_text().splitlines() if line.startswith("PPid:"))
-        except (OSError, StopIteration):
+            if f"--thrift-port\0{thrift_port}\0" in (proc / "cmdline").read_text():
+                switch = int(proc.name)
+            status = (proc / "status").read_text()
+        except OSError:
             continue  # gone meanwhile
-        parents[int(status.parent.name)] = int(ppid.split()[1])
-    mine, found = {os.getpid()}, True
-    while found:
-        found = {pid for pid, ppid in parents.items() if ppid in mine and pid not in mine}
-        mine |= found
-    return sorted(mine - {os.getpid()})
+        parents[int(proc.name)] = int(status.split("\nPPid:")[1].split()[0])
+    return switch, sorted(pid for pid, ppid in parents.items() if ppid == switch)
 
 
 def text_format_named(p4info, replacements: list[tuple[str, str]]):
@@ -303,7 +301,8 @@ def test_a_switch_pushed_crafted_names_runs_none_of_them(named_json, engine, tmp
     with running_switch(None, tmp_path / "switch.log", options=("--engine", engine)) as (thrift_port, grpc_port):
         p4rt, thrift = RawClient(grpc_port), BmClient(thrift_port)
         try:
-            [switch] = descendants()
+            switch, children = switch_and_children(thrift_port)
+            assert switch and children == []
             assert p4rt.arbitrate(10).status.code == 0
             data, p4info = named_json  # p4c's JSON and P4Info, renamed
             p4rt.set_pipeline(commit, p4r.ForwardingPipelineConfig(
@@ -315,7 +314,7 @@ def test_a_switch_pushed_crafted_names_runs_none_of_them(named_json, engine, tmp
                 p4info=front_end(source, "device_config.p4")[1], p4_device_config=source.encode()))
             no_marker(marker)
             forward_and_count(thrift, p4rt, table, action, counter)
-            assert descendants() == [switch]
+            assert switch_and_children(thrift_port) == (switch, [])  # nothing started, nothing left running
         finally:
             p4rt.close()
             thrift.close()
