@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
