@@ -42,14 +42,16 @@ def stop_process(proc: subprocess.Popen, grace_s: float = 10) -> None:
 
 
 @contextlib.contextmanager
-def running_switch(program: Path, log: Path, *interfaces: str, device_id: int = 1) -> Iterator[tuple[int, int]]:
-    """An `aggnet switch` process running `program` (ports `N@IFACE`); yields (thrift port, gRPC port).
-    Stopped with SIGTERM (killed if it hangs) when the block ends, also on failure."""
+def running_switch(program: Path | None, log: Path, *interfaces: str, device_id: int = 1,
+                   options: tuple[str, ...] = ()) -> Iterator[tuple[int, int]]:
+    """An `aggnet switch` process running `program` (None: --no-p4; ports `N@IFACE`, more flags in `options`);
+    yields (thrift port, gRPC port). Stopped with SIGTERM (killed if it hangs) when the block ends, also on failure."""
     thrift_port, grpc_port = free_port(), free_port()
-    args = [arg for spec in interfaces for arg in ("-i", spec)]
+    args = [arg for spec in interfaces for arg in ("-i", spec)] + list(options)
     proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "switch", "--device-id", str(device_id), *args,
                              "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--thrift-port", str(thrift_port),
-                             "--log", str(log), str(program)], cwd=Path(__file__).resolve().parent.parent)
+                             "--log", str(log), str(program) if program else "--no-p4"],
+                            cwd=Path(__file__).resolve().parent.parent)
     try:
         wait_for(thrift_port, proc, log)
         yield thrift_port, grpc_port

@@ -37,6 +37,21 @@ def test_defines_from_the_command_line():
         parse_define("1X=2")
 
 
+def test_if_conditions_are_computed_as_cpp_does_and_never_run():
+    """A client's program chooses no computation of the switch's: C's operators in 64 bits, nothing else (Python's
+    `**` once ran here, and `#if 9**9**9**9` held the switch's CPU until it was killed)."""
+    def holds(cond: str, **defines: str) -> bool:
+        return "yes" in pp(f"#if {cond}\nyes\n#else\nno\n#endif\n", **defines)
+
+    assert holds("-7 / 2 == -3 && -7 % 2 == -1 && 010 == 8 && 0x1fUL == 31 && (N ? 1 : 0)", N="2")
+    assert holds("~0 == -1 && !0 && (1 << 62) * 4 == 0 && 3 > 2 == 1 && (6 & 3 ^ 1 | 8) == 11")
+    for cond in ("9**9**9**9", "1 << 64", "1 / 0", "(1", "1 ? 2"):
+        with pytest.raises(P4Error, match="malformed #if condition"):
+            pp(f"#if {cond}\nx\n#endif\n")
+    with pytest.raises(P4Error, match="unsupported: #if condition"):
+        pp("#if 1.5\nx\n#endif\n")
+
+
 def test_macro_call_with_wrong_argument_count_is_an_error():
     with pytest.raises(P4Error, match="takes 2 arguments, got 1"):
         pp("#define F(a, b) a\nF(1)\n")

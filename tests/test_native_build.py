@@ -100,3 +100,85 @@ def test_cli_fallback_is_one_stderr_line(tmp_path):
     assert out.returncode == 0 and out.stdout.startswith("PASS"), out.stdout + out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "running on the Python engine" in lines[0] and "no space left" in lines[0], lines
+
+
+def planted_library(tmp_path: Path, marker: Path) -> bytes:
+    """A shared library that runs `touch marker` when it is loaded."""
+    src = tmp_path / "planted.c"
+    src.write_text(f'#include <stdlib.h>\n__attribute__((constructor)) static void planted(void) {{ '
+                   f'if (system("touch {marker}")) {{ }} }}\n')
+    subprocess.run([compiler(), "-shared", "-fPIC", "-o", str(tmp_path / "planted.so"), str(src)], check=True)
+    return (tmp_path / "planted.so").read_bytes()
+
+
+class Planted:
+    """A pickle that runs `touch marker` when it is loaded."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_a_cache_others_can_write_is_not_used(tmp_path, monkeypatch, caplog):
+    """A front-end pickle planted where the switch would find it, in a cache directory anyone can write: it is not
+    loaded (nor is anything else there: libraries too come from the cache directory); the process uses a private
+    directory of its own and says so in one line."""
+    import pickle
+
+    from p4target.compiled import front_end
+    from p4target.native.build import cache_dir
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    text = PROGRAM % ("", "")
+    cache = tmp_path / "cache" / "aggnet" / "native"
+    front_end(text, "p.p4")
+    [frontend] = cache.glob("frontend-*.pickle")
+    marker = tmp_path / "marker"
+    frontend.write_bytes(pickle.dumps(Planted(marker)))
+    cache.chmod(0o777)
+    with caplog.at_level(logging.WARNING, logger="aggnet.native"):
+        program = front_end(text, "p.p4")[0]
+        private = cache_dir()
+    assert not marker.exists()
+    assert Pipeline(program).process(1, bytes([7, 0, 9])) == [(2, bytes([7, 8, 9]))]
+    assert private != cache and private.stat().st_mode & 0o077 == 0
+    [line] = {r.getMessage() for r in caplog.records}
+    assert line == f"build cache {cache} is writable by others (mode 777): building in {private} instead, reusing " \
+                   "nothing across processes"
+
+
+def test_a_cache_entry_that_is_a_symlink_is_built_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    source = generate(load_source(PROGRAM % ("", ""), "p.p4"))[1].source
+    library = build(source)
+    marker = tmp_path / "marker"
+    (tmp_path / "elsewhere.so").write_bytes(planted_library(tmp_path, marker))
+    library.unlink()
+    library.symlink_to(tmp_path / "elsewhere.so")
+    assert build(source) == library and not library.is_symlink() and library.stat().st_mode & 0o022 == 0
+    NativePipeline(load_source(PROGRAM % ("", ""), "p.p4")).close()
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory to another user")
+def test_a_cache_another_user_owns_is_not_used(tmp_path, monkeypatch):
+    from p4target.native.build import cache_dir
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    cache = tmp_path / "cache" / "aggnet" / "native"
+    cache.mkdir(parents=True, mode=0o700)
+    os.chown(cache, 65534, 65534)
+    assert cache_dir() != cache and cache_dir().stat().st_uid == 0 and cache_dir().stat().st_mode & 0o077 == 0
+
+
+def test_cache_keys_tell_every_list_of_parts_apart(tmp_path, monkeypatch):
+    from p4target.native.build import cached
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    made = [cached("k.txt", parts, lambda out, p=parts: out.write_text(repr(p)))
+            for parts in (["a\0", "b"], ["a", "\0b"], ["a\0b"], ["a", "", "b"])]
+    assert len(set(made)) == 4 and [p.read_text() for p in made] == [repr(["a\0", "b"]), repr(["a", "\0b"]),
+                                                                      repr(["a\0b"]), repr(["a", "", "b"])]
+    assert (tmp_path / "aggnet").stat().st_mode & 0o777 == 0o700

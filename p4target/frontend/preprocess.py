@@ -3,7 +3,7 @@
 Supports `#include <f>` / `#include "f"`, `#define NAME value` and function-like
 `#define NAME(a, b) body` (with `#a` and `x ## y`), `#undef`, `-D NAME[=VALUE]`
 (`defines`), `#ifdef`/`#ifndef`/`#if`/`#elif`/`#else`/`#endif` (conditions: integers,
-defined(X), macro names, ! && || == != < > <= >= + - * and parentheses). Comments are blanked
+defined(X), macro names, C's operators, computed in 64 bits as cpp does). Comments are blanked
 out first so every output line maps to exactly one original (file, line); columns stay exact
 unless a macro on that line expands to a different length. A macro call's arguments must be
 on one line.
@@ -244,14 +244,95 @@ class _Preprocessor:
                       lambda m: "1" if (m.group(1) or m.group(2)) in self.macros else "0", expr)
         expr = self.expand(expr, path, line)
         expr = _IDENT.sub("0", expr)  # undefined names are 0, as in C
-        if not re.fullmatch(r"[\s\d()!&|=<>x+\-*/%a-fA-F]*", expr):
-            raise P4Error(f"unsupported: #if condition '{expr}'", path, line, col)
-        py = expr.replace("&&", " and ").replace("||", " or ")
-        py = re.sub(r"!(?!=)", " not ", py)
+        tokens = _CONDITION_TOKEN.findall(expr)
+        if "".join(tokens) != re.sub(r"\s+", "", expr):
+            raise P4Error(f"unsupported: #if condition '{expr[:200]}'", path, line, col)
         try:
-            return bool(eval(py, {"__builtins__": {}}, {}))  # only digits and operators remain
-        except Exception:
-            raise P4Error(f"malformed #if condition '{expr}'", path, line, col) from None
+            return bool(_Condition(tokens).value())
+        except (ValueError, IndexError, ZeroDivisionError, RecursionError):
+            raise P4Error(f"malformed #if condition '{expr[:200]}'", path, line, col) from None
+
+
+# An #if condition once macros are expanded: integers (a u/l suffix ignored) and C's operators.
+_CONDITION_TOKEN = re.compile(r"(?:0[xX][0-9a-fA-F]+|\d+)[uUlL]*|\|\||&&|==|!=|<=|>=|<<|>>|[-+*/%()<>!~&|^?:]")
+_BINARY = [("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", ">", "<=", ">="), ("<<", ">>"), ("+", "-"),
+           ("*", "/", "%")]  # loosest first
+
+
+def _int64(v: int) -> int:
+    """`v` wrapped as cpp's intmax_t: every value stays 64 bits, whatever the condition."""
+    return (v + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
+class _Condition:
+    """The value of an #if condition's tokens, as cpp computes it in intmax_t (C11 6.10.1): computed here, never
+    handed to Python's eval (a client's program must not choose what the switch computes, nor make it compute
+    9**9**9**9). Raises ValueError when malformed."""
+
+    def __init__(self, tokens: list[str]):
+        self.tokens, self.at = [t.rstrip("uUlL") for t in tokens] + [""], 0
+
+    def value(self) -> int:
+        v = self.conditional()
+        if self.tokens[self.at]:
+            raise ValueError(f"unexpected {self.tokens[self.at]}")
+        return v
+
+    def take(self, token: str) -> bool:
+        if self.tokens[self.at] == token:
+            self.at += 1
+            return True
+        return False
+
+    def conditional(self) -> int:
+        cond = self.binary(0)
+        if not self.take("?"):
+            return cond
+        yes = self.conditional()
+        if not self.take(":"):
+            raise ValueError("? without :")
+        no = self.conditional()
+        return yes if cond else no
+
+    def binary(self, level: int) -> int:
+        if level == len(_BINARY):
+            return self.unary()
+        v = self.binary(level + 1)
+        while self.tokens[self.at] in _BINARY[level]:
+            op = self.tokens[self.at]
+            self.at += 1
+            v = _int64(_apply(op, v, self.binary(level + 1)))
+        return v
+
+    def unary(self) -> int:
+        token = self.tokens[self.at]
+        self.at += 1
+        if token == "(":
+            v = self.conditional()
+            if not self.take(")"):
+                raise ValueError("unbalanced (")
+            return v
+        if token in ("-", "+", "~", "!"):
+            v = self.unary()
+            return _int64({"-": -v, "+": v, "~": ~v, "!": int(not v)}[token])
+        if token[:1].isdigit():
+            base = 16 if token[:2].lower() == "0x" else 8 if token.startswith("0") else 10
+            return _int64(int(token, base))
+        raise ValueError(f"unexpected {token or 'end'}")
+
+
+def _apply(op: str, a: int, b: int) -> int:
+    if op in ("<<", ">>"):
+        if not 0 <= b < 64:
+            raise ValueError("shift count out of range")
+        return a << b if op == "<<" else a >> b
+    if op in ("/", "%"):
+        q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)  # C truncates toward zero
+        return q if op == "/" else a - b * q
+    return {"||": lambda: int(bool(a or b)), "&&": lambda: int(bool(a and b)), "|": lambda: a | b,
+            "^": lambda: a ^ b, "&": lambda: a & b, "==": lambda: int(a == b), "!=": lambda: int(a != b),
+            "<": lambda: int(a < b), ">": lambda: int(a > b), "<=": lambda: int(a <= b), ">=": lambda: int(a >= b),
+            "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b}[op]()
 
 
 def parse_define(text: str) -> tuple[str, str]:

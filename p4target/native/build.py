@@ -3,20 +3,31 @@
 The engine (engine/*.c, its interface in engine/api.h and engine/program.h) is compiled once per
 change of its sources, p4target/constants.py (written as constants.h) or the flags, into a static
 library; a generated program is compiled and linked with it into a shared library Python loads
-(engine.py). Cache keys hash everything that goes into an output (sources, the compiler's
-identity and flags), so each is built once per machine. Outputs live in $XDG_CACHE_HOME/aggnet/native
+(engine.py). Cache keys hash everything that goes into an output (sources, the compiler's identity
+and flags), so each is built once per machine. Outputs live in $XDG_CACHE_HOME/aggnet/native
 (default ~/.cache/aggnet/native). Concurrent builds of the same output do not race or repeat work:
 the first takes a lock file for that key and builds in a temporary directory renamed into place
 (atomic); the others wait for the lock and find the output. Programs build at -O1: a 364-lane
 program's C is large, and switches compile it at start-up (`python -m p4target.native.build
 PROG.p4...` warms the cache beforehand; scripts/setup.sh does it for p4src/).
+
+The cache holds code this process runs (shared libraries, the front end's pickles), so only the
+switch's user may write it: its directories are made 0700, and a cache directory that another user
+owns or could write (it, or a directory above it that is not sticky) is not used: the process builds
+in a private temporary directory of its own instead, with one warning line (nothing is reused across
+processes then, but nothing another user planted runs either). An entry that is not a file or
+directory of this user's that only it can write (a symlink, another user's) is built again.
 """
 from __future__ import annotations
 
+import atexit
 import fcntl
+import functools
 import hashlib
+import logging
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -48,8 +59,57 @@ def compiler() -> str | None:
 
 
 def cache_dir() -> Path:
+    """The build cache: $XDG_CACHE_HOME/aggnet/native (made 0700) when only this user can write it, else a private
+    temporary directory of this process's (see the module docstring)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "aggnet" / "native"
+    path = Path(os.path.realpath(base)) / "aggnet" / "native"
+    try:
+        os.makedirs(path.parent.parent, exist_ok=True)
+        for made in (path.parent, path):
+            try:
+                os.mkdir(made, 0o700)
+            except FileExistsError:
+                pass
+        why = _untrusted_dir(path)
+    except OSError as exc:
+        why = f"cannot be made ({exc.strerror})"
+    return path if why is None else _private_fallback(str(path), why)
+
+
+def _untrusted_dir(path: Path) -> str | None:
+    """Why another user could put files in directory `path` (None: nobody but this user and root can)."""
+    me = os.geteuid()
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if st.st_uid != me:
+        return f"is owned by uid {st.st_uid}, not this user (uid {me})"
+    if st.st_mode & 0o022:
+        return f"is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+    for above in path.parents:  # another user able to rename entries here could swap the whole cache
+        st = os.lstat(above)
+        if st.st_uid not in (me, 0):
+            return f"is inside {above}, which uid {st.st_uid} owns"
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            return f"is inside {above}, which others can write (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def _trusted_entry(path: Path) -> bool:
+    """Whether cache entry `path` is a file or directory (not a symlink) of this user's that only it can write."""
+    st = os.lstat(path)
+    return (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)) and st.st_uid == os.geteuid() \
+        and not st.st_mode & 0o022
+
+
+@functools.cache
+def _private_fallback(refused: str, why: str) -> Path:
+    """A temporary directory only this process uses (removed at exit), instead of cache directory `refused`."""
+    path = Path(tempfile.mkdtemp(prefix="aggnet-native-"))
+    atexit.register(shutil.rmtree, path, True)
+    logging.getLogger("aggnet.native").warning("build cache %s %s: building in %s instead, reusing nothing across "
+                                               "processes", refused, why, path)
+    return path
 
 
 def _identity(cc: str) -> str:
@@ -80,25 +140,49 @@ def _run(cmd: list[str], what: str, keep: tuple[Path, str] | None = None) -> Non
 
 
 def cached(name: str, parts: list[str], make: Callable[[Path], None]) -> Path:
-    """The cache entry `name`-KEY (KEY hashes `parts`), made by make(temporary path) unless there already."""
+    """The cache entry `name`-KEY (KEY hashes `parts`, each length-prefixed so no two lists share a key), made by
+    make(temporary path) unless there already."""
     h = hashlib.sha256()
     for part in parts:
-        h.update(part.encode())
-        h.update(b"\0")
+        data = part.encode("utf-8", "surrogatepass")
+        h.update(len(data).to_bytes(8, "little") + data)
     out_dir = cache_dir()
     stem, dot, ext = name.partition(".")
-    path = out_dir / f"{stem}-{h.hexdigest()[:32]}{dot}{ext}"
-    if path.exists():
+    path = out_dir / f"{stem}-{h.hexdigest()}{dot}{ext}"
+    if _usable(path):
         return path
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name.partition(".")[0] + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if we die
-        if not path.exists():
+    lock = os.open(path.with_name(f"{stem}-{h.hexdigest()}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    with open(lock, "w") as lock_file:
+        fcntl.flock(lock_file, fcntl.LOCK_EX)  # released when the file closes, also if we die
+        if not _usable(path):
             with tempfile.TemporaryDirectory(prefix="aggnet-cc-", dir=out_dir) as tmp:
                 made = Path(tmp) / path.name
                 make(made)
+                _seal(made)
                 os.replace(made, path)
     return path
+
+
+def _seal(path: Path) -> None:
+    """Take group and others' write permission off a new entry and everything in it, whatever the umask."""
+    for where in [path, *(Path(d) / f for d, dirs, files in os.walk(path) for f in dirs + files)]:
+        if not where.is_symlink():
+            os.chmod(where, stat.S_IMODE(os.lstat(where).st_mode) & ~0o022)
+
+
+def _usable(path: Path) -> bool:
+    """Whether cache entry `path` is there to use; one that is not this user's alone is removed (and made again)."""
+    if not os.path.lexists(path):
+        return False
+    if _trusted_entry(path):
+        return True
+    logging.getLogger("aggnet.native").warning("build cache entry %s is not this user's alone: building it again",
+                                               path)
+    if stat.S_ISDIR(os.lstat(path).st_mode):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+    return False
 
 
 def engine_library(sanitize: bool = False) -> Path:
