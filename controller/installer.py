@@ -92,10 +92,10 @@ def load_program(path: str, target: str = "embedded", build_dir: str | None = No
     directory when None); CompileError when p4c is missing or fails, InstallError when p4c's
     P4Info IDs differ from ours (the controller must address the same objects on both targets).
     """
-    from p4target.compiled import front_end_file
+    from p4target.compiled import p4info_file
     from p4target.device_config import device_config_source
 
-    _, p4info = front_end_file(path)
+    p4info = p4info_file(path)
     if target == "embedded":
         device_config = device_config_source(path).encode()
     elif target == "bmv2":
