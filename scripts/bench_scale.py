@@ -99,11 +99,10 @@ def main() -> int:
     if os.geteuid() != 0:
         print("bench_scale.py: needs root (veth pairs)", file=sys.stderr)
         return 2
-    from testbed.network import acquire_network_lock
     from testbed.run import program_path
 
     counts = sorted({int(n) for n in args.ports.split(",")})
-    with acquire_network_lock(), tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp:
         runs = {n: switch_memory(n, program_path(args.lanes), Path(tmp)) for n in counts}
     host_mb = idle_rss_mb(["bash", "--norc"])
     worker_mb = idle_rss_mb([sys.executable, "-c", "import sys, hosts.roles, hosts.allreduce_bench; sys.stdin.read()"])

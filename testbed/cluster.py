@@ -265,6 +265,16 @@ class RemoteSwitch(RemoteMixin, EmbeddedSwitch):
     def log_args(self) -> list[str]:
         return super().log_args() if self.server.local else []
 
+    def configure_ports(self) -> None:
+        """On another server, through the node's shell there."""
+        if self.server.local:
+            super().configure_ports()
+            return
+        for intf in self.intfList():
+            if intf.name != "lo":
+                self.cmd(f"sysctl -qw net.ipv6.conf.{intf.name}.disable_ipv6=1; "
+                         f"ethtool -K {intf.name} tx off rx off >/dev/null 2>&1")
+
     def launch(self, argv: list[str], log: IO[bytes]) -> subprocess.Popen:
         if self.server.local:
             return super().launch(argv, log)
@@ -345,7 +355,6 @@ class ClusterTestbed(Testbed):
     """A Testbed whose nodes are placed on `servers` (NODE -> SERVER in `placement`, the rest by place_nodes)."""
 
     host_class = RemoteHost
-    link_class = VxlanLink
 
     def __init__(self, topology: Any, servers: Sequence[str], placement: Mapping[str, str],
                  target: str = "embedded", run_dir: str | None = None, ssh_config: str | None = None,
@@ -370,6 +379,13 @@ class ClusterTestbed(Testbed):
     def node_params(self, node: str) -> dict[str, Any]:
         server = self.server_of(node)
         return {"server": server, "copy_dir": self.run_dir if server.name in self.copied else None}
+
+    def make_mininet(self, **params: Any) -> Any:
+        """Mininet's own, its links tunnels between servers: the cluster edition's commands go through ssh
+        one at a time (testbed.batched's batches are this machine's)."""
+        from mininet.net import Mininet
+
+        return Mininet(link=VxlanLink, **params)
 
     def switch_address(self, switch: str) -> str:
         server = self.server_of(switch)

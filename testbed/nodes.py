@@ -8,6 +8,9 @@ kind of node, the differences in small overridable methods.
   process gets SIGTERM if the testbed process itself dies (PR_SET_PDEATHSIG).
 - `EmbeddedSwitch`: `aggnet switch` (p4target), which may start with the program.
 - `Bmv2Switch`: `simple_switch_grpc --no-p4`, which starts empty: the controller pushes p4c's JSON.
+- Ports: a switch's interfaces get IPv6 off and checksum offloads off (`configure_ports`); for a
+  switch on this machine by writing /proc/sys and ethtool's ioctl from this process, not a shell
+  command per interface (640 of them at k=8).
 - `AggNetHost`: a host with IPv6 off (no router solicitations or MLD reports in the switches'
   counters and pcaps), checksum offloads off (a veth would otherwise hand the P4 program
   frames with unfinished checksums) and TCP as a data center runs it: ECN on (`net.ipv4.tcp_ecn=1`;
@@ -19,10 +22,11 @@ kind of node, the differences in small overridable methods.
 """
 from __future__ import annotations
 
-import ctypes
+import errno
+import fcntl
 import shutil
-import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -35,6 +39,8 @@ from p4target.runtime.tls import TlsFiles
 from testbed.clean import testbed_environment
 
 PR_SET_PDEATHSIG = 1
+SIOCETHTOOL = 0x8946
+ETHTOOL_SRXCSUM, ETHTOOL_STXCSUM = 0x15, 0x17  # ethtool -K IFACE rx off / tx off
 TCP_SYSCTLS = "net.ipv4.tcp_ecn=1 net.ipv4.tcp_congestion_control=reno"  # a host's TCP (module docstring)
 
 
@@ -80,8 +86,34 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return False
 
 
-def _die_with_parent() -> None:
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+def disable_ipv6(ifname: str) -> None:
+    """`sysctl -qw net.ipv6.conf.IFACE.disable_ipv6=1` for an interface of this namespace (nothing
+    without IPv6)."""
+    try:
+        with open(f"/proc/sys/net/ipv6/conf/{ifname}/disable_ipv6", "w") as f:
+            f.write("1")
+    except FileNotFoundError:
+        pass
+
+
+def checksum_offloads_off(ifname: str) -> None:
+    """`ethtool -K IFACE tx off rx off` for an interface of this namespace, through ethtool's ioctl
+    (the kernel turns off what depends on them, as for ethtool); an error only if the interface is gone."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for command in (ETHTOOL_STXCSUM, ETHTOOL_SRXCSUM):
+            value = bytearray(struct.pack("II", command, 0))
+            request = struct.pack("16sP16x", ifname.encode(), _address_of(value))
+            try:
+                fcntl.ioctl(sock, SIOCETHTOOL, request)
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                    raise
+
+
+def _address_of(buffer: bytearray) -> int:
+    import ctypes
+
+    return ctypes.addressof(ctypes.c_char.from_buffer(buffer))
 
 
 class P4Switch(Switch):
@@ -129,12 +161,16 @@ class P4Switch(Switch):
     def start(self, controllers) -> None:  # noqa: ARG002 - P4 switches have no OpenFlow controller
         """Launch the target process without waiting for it: Mininet starts every switch, then
         `batchStartup` waits for them all, so their start-ups overlap."""
-        for intf in self.intfList():
-            if intf.name != "lo":
-                self.cmd(f"sysctl -qw net.ipv6.conf.{intf.name}.disable_ipv6=1; "
-                         f"ethtool -K {intf.name} tx off rx off >/dev/null 2>&1")
+        self.configure_ports()
         with open(self.log_file, "ab") as log:
             self.process = self.launch(self.command(), log)
+
+    def configure_ports(self) -> None:
+        """IPv6 and checksum offloads off on every port (testbed.cluster: through the node's shell there)."""
+        for intf in self.intfList():
+            if intf.name != "lo":
+                disable_ipv6(intf.name)
+                checksum_offloads_off(intf.name)
 
     @classmethod
     def batchStartup(cls, switches: Sequence[P4Switch]) -> Sequence[P4Switch]:  # noqa: N802 - Mininet's name
@@ -144,13 +180,15 @@ class P4Switch(Switch):
         return switches
 
     @classmethod
-    def batchShutdown(cls, switches: Sequence[P4Switch]) -> Sequence[P4Switch]:  # noqa: N802 - Mininet's name
+    def batchShutdown(cls, switches: Sequence[P4Switch],  # noqa: N802 - Mininet's name
+                      delete_interfaces: bool = True) -> Sequence[P4Switch]:
         """Mininet's hook for stopping switches: ask every process to stop first, so their exits overlap,
-        then stop each (waiting for its process, deleting its interfaces)."""
+        then stop each (waiting for its process, and deleting its interfaces unless the network deletes
+        them all at once: testbed.batched)."""
         for switch in switches:
             switch.ask_to_stop()
         for switch in switches:
-            switch.stop()
+            switch.stop(delete_interfaces)
         return switches
 
     def ask_to_stop(self) -> None:
@@ -159,9 +197,11 @@ class P4Switch(Switch):
             self.process.terminate()
 
     def launch(self, argv: list[str], log: IO[bytes]) -> subprocess.Popen:
-        """Start the target process, its output to `log` (testbed.cluster: on another server)."""
-        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                preexec_fn=_die_with_parent, env=testbed_environment())  # marked: `aggnet clean` may stop it
+        """Start the target process, its output to `log` (testbed.cluster: on another server). It gets
+        SIGTERM when this process dies (setpriv --pdeathsig: a preexec_fn would make Python fork the
+        whole testbed process instead of vfork, 30 ms a switch at k=8)."""
+        return subprocess.Popen(["setpriv", "--pdeathsig", "TERM", "--", *argv], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=testbed_environment())  # marked: `aggnet clean` may stop it
 
     def wait_ready(self) -> None:
         """Block until the P4Runtime and side-channel ports answer, or fail with the log tail."""
@@ -250,9 +290,14 @@ class AggNetHost(Host):
 
     def config(self, **params):
         result = super().config(**params)
-        self.cmd(f"sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 {TCP_SYSCTLS}")
-        self.cmd(f"ethtool -K {self.defaultIntf().name} tx off rx off >/dev/null 2>&1")
+        self.cmd(self.tuning())
         return result
+
+    def tuning(self) -> str:
+        """The shell command that gives the host its IPv6, offload and TCP settings (testbed.batched runs it
+        with the rest of the host's configuration)."""
+        return (f"sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 {TCP_SYSCTLS}; "
+                f"ethtool -K {self.defaultIntf().name} tx off rx off >/dev/null 2>&1")
 
     def setARP(self, ip: str, mac: str) -> str:  # noqa: N802 - Mininet's name
         """A permanent neighbour entry (Mininet's static ARP and the job's aggregation address)."""

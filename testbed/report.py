@@ -84,14 +84,17 @@ class CounterReader(Protocol):
 
 def collect_counters(topology: Any, readers: Mapping[str, CounterReader],
                      job_ids: Iterable[int] | None = None) -> dict[str, dict]:
-    """Per-job and per-port counters of every switch in `readers` (see the module docstring).
+    """Per-job and per-port counters of every switch in `readers` (see the module docstring), many switches
+    read at once.
 
     Ports are the switch's ports in the topology. Jobs are `job_ids`, or, when None, every
     job that any per-job counter of that switch has seen.
     """
-    return {switch: read_switch(readers[switch], sorted(link.port_on(switch) for link in topology.links_of(switch)),
-                                job_ids)
-            for switch in sorted(readers, key=natural_key)}
+    from controller.parallel import each
+
+    job_ids = None if job_ids is None else list(job_ids)
+    return each(sorted(readers, key=natural_key), lambda switch: read_switch(
+        readers[switch], sorted(link.port_on(switch) for link in topology.links_of(switch)), job_ids))
 
 
 def read_switch(reader: CounterReader, ports: Iterable[int], job_ids: Iterable[int] | None = None) -> dict:

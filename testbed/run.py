@@ -244,6 +244,7 @@ class Run:
         self.meter: Any = None  # testbed.fidelity.CpuMeter over the switch and host processes
         self.fidelity: dict = {}
         self.pki: Any = None  # testbed.tls.RunPki with --tls
+        self.run_slot: dict | None = None  # the network's run slot (testbed.slots), in results.json
 
     # -- plan: every input check, before anything starts
 
@@ -331,6 +332,10 @@ class Run:
         clock = PhaseClock()
         clock.begin("start network")
         with self.network() as self.tb:
+            self.run_slot = self.tb.slot_json()
+            if self.run_slot["index"]:
+                self.reporter.status(f"beside another network: run slot {self.run_slot['index']} (switch interfaces "
+                                     f"{self.run_slot['interface_prefix']}s1-eth1..., ports +{self.run_slot['port_offset']})")
             try:
                 clock.begin("load pipelines")
                 self.connect()
@@ -388,7 +393,8 @@ class Run:
         self.conns = connect_all(self.topo, side_channel_ports={s: self.tb.side_channel_port(s)
                                                                 for s in self.topo.switches},
                                  target=self.cfg.network.target, tls=self.pki.client if self.pki else None,
-                                 addresses={s: self.tb.switch_address(s) for s in self.topo.switches})
+                                 addresses={s: self.tb.switch_address(s) for s in self.topo.switches},
+                                 grpc_ports={s: self.tb.grpc_port(s) for s in self.topo.switches})
 
     def push_pipeline(self) -> None:
         """The program and routes on every switch; link queues where the target needs the program first."""
@@ -533,12 +539,13 @@ class Run:
     def collect(self) -> None:
         """Counters of every switch (ports, and the jobs in the switches), and the traffic managers' queues."""
         from controller.monitor import queue_stats
+        from controller.parallel import each
         from testbed import fidelity, report
 
         self.tb.gather()  # results the host processes wrote on other servers
         job_ids = [j.job_id for j in self.jobs if j.job_id is not None]
         self.counters = report.collect_counters(self.topo, self.conns, job_ids)
-        stats = {s: queue_stats(conn) for s, conn in self.conns.items()}
+        stats = each(self.conns, lambda s: queue_stats(self.conns[s]))
         self.queues = {s: q for s, q in stats.items() if q is not None}
         if self.meter is not None:
             phases, measured_over = self.measured_phases()
@@ -592,6 +599,7 @@ class Run:
             "link_bytes": report.link_bytes(self.topo, self.counters), "scheme": job.scheme,
             "placement": self.placement_json(job), "fidelity": self.fidelity,
             "admission": job.admission.to_json() if job.admission is not None else None,
+            "run_slot": self.run_slot,
         }
         if job.aggregators:
             results.update(aggregators=job.aggregators, staleness_bound=cfg.job.staleness,

@@ -33,8 +33,11 @@ class NativePipeline:
 
     def __init__(self, program: ir.Program | lowered.Program, seed: int = 0, trace: Trace | None = None,
                  cprog: CProgram | None = None):
-        # the lowered form the C was printed from (`cprog`: printed already, from `program` lowered)
-        self.program, cprog = generate(program) if cprog is None else (program, cprog)
+        if cprog is None:
+            self.program, cprog = generate(program)  # the lowered form the C was printed from
+        else:
+            assert isinstance(program, lowered.Program), "C is printed from a lowered program"
+            self.program = program
         self.source = cprog.source  # the generated C, for debugging
         self.engine = Engine(build(cprog.source), seed, trace)
         schema = build_lowered_schema(self.program)
