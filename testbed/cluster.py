@@ -266,10 +266,8 @@ class RemoteSwitch(RemoteMixin, EmbeddedSwitch):
         return super().log_args() if self.server.local else []
 
     def configure_ports(self) -> None:
-        """On another server, through the node's shell there."""
-        if self.server.local:
-            super().configure_ports()
-            return
+        """IPv6 and checksum offloads off through the node's shell (on any server: the cluster edition's links
+        are made one at a time, with IPv6 on)."""
         for intf in self.intfList():
             if intf.name != "lo":
                 self.cmd(f"sysctl -qw net.ipv6.conf.{intf.name}.disable_ipv6=1; "

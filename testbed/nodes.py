@@ -8,9 +8,9 @@ kind of node, the differences in small overridable methods.
   process gets SIGTERM if the testbed process itself dies (PR_SET_PDEATHSIG).
 - `EmbeddedSwitch`: `aggnet switch` (p4target), which may start with the program.
 - `Bmv2Switch`: `simple_switch_grpc --no-p4`, which starts empty: the controller pushes p4c's JSON.
-- Ports: a switch's interfaces get IPv6 off and checksum offloads off (`configure_ports`); for a
-  switch on this machine by writing /proc/sys and ethtool's ioctl from this process, not a shell
-  command per interface (640 of them at k=8).
+- Ports: a switch's interfaces have no IPv6 address (made so: testbed.batched) and checksum offloads
+  off (`configure_ports`, through ethtool's ioctl from this process, not a shell command per
+  interface: 640 of them at k=8).
 - `AggNetHost`: a host with IPv6 off (no router solicitations or MLD reports in the switches'
   counters and pcaps), checksum offloads off (a veth would otherwise hand the P4 program
   frames with unfinished checksums) and TCP as a data center runs it: ECN on (`net.ipv4.tcp_ecn=1`;
@@ -86,16 +86,6 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return False
 
 
-def disable_ipv6(ifname: str) -> None:
-    """`sysctl -qw net.ipv6.conf.IFACE.disable_ipv6=1` for an interface of this namespace (nothing
-    without IPv6)."""
-    try:
-        with open(f"/proc/sys/net/ipv6/conf/{ifname}/disable_ipv6", "w") as f:
-            f.write("1")
-    except FileNotFoundError:
-        pass
-
-
 def checksum_offloads_off(ifname: str) -> None:
     """`ethtool -K IFACE tx off rx off` for an interface of this namespace, through ethtool's ioctl
     (the kernel turns off what depends on them, as for ethtool); an error only if the interface is gone."""
@@ -166,10 +156,10 @@ class P4Switch(Switch):
             self.process = self.launch(self.command(), log)
 
     def configure_ports(self) -> None:
-        """IPv6 and checksum offloads off on every port (testbed.cluster: through the node's shell there)."""
+        """Checksum offloads off on every port (IPv6 is off from their creation: testbed.batched; testbed.cluster
+        turns both off through the node's shell)."""
         for intf in self.intfList():
             if intf.name != "lo":
-                disable_ipv6(intf.name)
                 checksum_offloads_off(intf.name)
 
     @classmethod
