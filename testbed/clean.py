@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 
 STATE_DIR = "/run/aggnet"
-SWITCH_MARKERS = ("testbed.cli switch", "aggnet switch", "simple_switch_grpc")
+SWITCH_MARKERS = ("testbed.cli switch", "aggnet switch", "simple_switch_grpc", "testbed.launcher")
 NFT_TABLE = "aggnet"  # nftables netdev table of BMv2 link loss (testbed.network.kernel_loss_script)
 HOST_SHELL_MARKER = "mininet:"
 TESTBED_ENV = "AGGNET_TESTBED"  # in a switch process's environment: the testbed that started it

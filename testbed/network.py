@@ -166,6 +166,7 @@ class Testbed:
         self._record: dict | None = None
         self._old_sigterm: Callable[[int, FrameType | None], Any] | int | None = None
         self.slot: RunSlot | None = None  # held while the network runs
+        self.launcher: Any = None  # testbed.launcher.Launcher forking the embedded switches, while the network runs
 
     # -- paths
     @property
@@ -235,6 +236,7 @@ class Testbed:
         self._trap_sigterm()
         try:
             self.slot = self.acquire_slot()
+            self.launcher = self.make_launcher()
             self._build()
             self.net.start()
             self._record_processes()
@@ -259,6 +261,12 @@ class Testbed:
         return acquire_slot(ports, [topo.intf_name(node, link.port_on(node)) for link in topo.links
                                     for node in (link.a, link.b) if topo.is_switch(node)])
 
+    def make_launcher(self) -> Any:
+        """The launcher that forks the embedded switches (testbed.launcher); None for BMv2 (a program of its own)."""
+        from testbed.launcher import Launcher
+
+        return Launcher(clean.testbed_environment()) if self.target == "embedded" else None
+
     def make_mininet(self, **params: Any) -> Any:
         """The Mininet object the nodes go in: its commands batched per namespace (testbed.batched)."""
         from testbed.batched import BatchedMininet, IpBatch
@@ -275,7 +283,8 @@ class Testbed:
             self.net.addSwitch(s.name, cls=self.switch_class, device_id=s.device_id, grpc_port=self.grpc_port(s.name),
                                side_channel_port=self.side_channel_port(s.name), log_file=self.log_file(s.name),
                                program=self.program, pcap_dir=self.pcaps_dir if self.pcap else None,
-                               start_timeout=self.start_timeout, tls=self.tls, **self.node_params(s.name))
+                               start_timeout=self.start_timeout, tls=self.tls, launcher=self.launcher,
+                               **self.node_params(s.name))
         interfaces = []
         for link in topo.links:
             names = (self.intf_name(link.a, link.a_port), self.intf_name(link.b, link.b_port))
@@ -292,6 +301,9 @@ class Testbed:
     def _record_processes(self) -> None:
         procs = [{"name": h.name, "pid": h.shell.pid, "start": clean.process_start_time(h.shell.pid)}
                  for h in self.net.hosts]  # the shell: a host on another server is its ssh client here
+        if self.launcher is not None:
+            pid = self.launcher.process.pid
+            procs.append({"name": "launcher", "pid": pid, "start": clean.process_start_time(pid)})
         for s in self.net.switches:
             if s.process is not None:
                 procs.append({"name": s.name, "pid": s.process.pid, "start": clean.process_start_time(s.process.pid)})
@@ -384,6 +396,9 @@ class Testbed:
                 self.net.stop()
         finally:
             self.net = None
+            if self.launcher is not None:
+                self.launcher.stop()
+                self.launcher = None
             if self._record is not None:
                 clean.clean_record(self._record)
                 clean.remove_record(self._record["owner"])

@@ -37,6 +37,7 @@ from mininet.node import Host, Switch
 
 from p4target.runtime.tls import TlsFiles
 from testbed.clean import testbed_environment
+from testbed.launcher import LaunchedProcess, Launcher
 
 PR_SET_PDEATHSIG = 1
 SIOCETHTOOL = 0x8946
@@ -116,7 +117,8 @@ class P4Switch(Switch):
 
     def __init__(self, name: str, device_id: int, grpc_port: int, side_channel_port: int, log_file: str,
                  program: str | None = None, pcap_dir: str | None = None, cpu_port: int = 255,
-                 start_timeout: float = 30.0, tls: TlsFiles | None = None, **params):
+                 start_timeout: float = 30.0, tls: TlsFiles | None = None, launcher: Launcher | None = None,
+                 **params):
         super().__init__(name, **params)
         self.device_id = device_id
         self.grpc_port = grpc_port
@@ -127,7 +129,8 @@ class P4Switch(Switch):
         self.cpu_port = cpu_port
         self.start_timeout = start_timeout
         self.tls = tls
-        self.process: subprocess.Popen | None = None
+        self.launcher = launcher  # the network's switch launcher (testbed.launcher), for a switch it can fork
+        self.process: subprocess.Popen | LaunchedProcess | None = None
 
     def port_args(self) -> list[str]:
         return [arg for port, intf in sorted(self.intfs.items()) if intf.name != "lo"
@@ -226,7 +229,13 @@ class P4Switch(Switch):
 
 
 class EmbeddedSwitch(P4Switch):
-    """`aggnet switch`: the embedded target, in the interpreter running AggNet."""
+    """`aggnet switch`: the embedded target, in the interpreter running AggNet; forked by the network's
+    launcher when it has one (testbed.launcher: the same program, started without importing it anew)."""
+
+    def launch(self, argv: list[str], log: IO[bytes]) -> subprocess.Popen | LaunchedProcess:
+        if self.launcher is None:
+            return super().launch(argv, log)
+        return self.launcher.launch(argv, log)
 
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "testbed.cli", "switch", "--device-id", str(self.device_id),
