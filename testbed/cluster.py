@@ -46,7 +46,7 @@ from mininet.link import Link
 
 from p4target.sidechannel import SideChannelError, send_command
 from testbed.network import Testbed
-from testbed.nodes import PR_SET_PDEATHSIG, AggNetHost, EmbeddedSwitch, SwitchStartError, log_tail
+from testbed.nodes import PR_SET_PDEATHSIG, AggNetHost, EmbeddedSwitch, SwitchProcess, SwitchStartError, log_tail
 
 REPO = Path(__file__).resolve().parent.parent
 TETHER = REPO / "testbed" / "tether.py"
@@ -273,7 +273,7 @@ class RemoteSwitch(RemoteMixin, EmbeddedSwitch):
                 self.cmd(f"sysctl -qw net.ipv6.conf.{intf.name}.disable_ipv6=1; "
                          f"ethtool -K {intf.name} tx off rx off >/dev/null 2>&1")
 
-    def launch(self, argv: list[str], log: IO[bytes]) -> subprocess.Popen:
+    def launch(self, argv: list[str], log: IO[bytes]) -> SwitchProcess:
         if self.server.local:
             return super().launch(argv, log)
         process = self._popen(argv, tty=False, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.PIPE)

@@ -171,6 +171,8 @@ def set_title(argv: list[str]) -> None:
 class LaunchedProcess:
     """A process the launcher forked, used as a subprocess.Popen: pid, poll, wait, send_signal, terminate, kill."""
 
+    stdin: IO[bytes] | None = None  # its stdin is /dev/null
+
     def __init__(self, launcher: Launcher, pid: int, args: list[str]):
         self.launcher, self.pid, self.args = launcher, pid, args
 

@@ -40,6 +40,7 @@ from testbed.clean import testbed_environment
 from testbed.launcher import LaunchedProcess, Launcher
 
 PR_SET_PDEATHSIG = 1
+SwitchProcess = subprocess.Popen | LaunchedProcess  # a switch's process: started here, or forked by the launcher
 SIOCETHTOOL = 0x8946
 ETHTOOL_SRXCSUM, ETHTOOL_STXCSUM = 0x15, 0x17  # ethtool -K IFACE rx off / tx off
 TCP_SYSCTLS = "net.ipv4.tcp_ecn=1 net.ipv4.tcp_congestion_control=reno"  # a host's TCP (module docstring)
@@ -130,7 +131,7 @@ class P4Switch(Switch):
         self.start_timeout = start_timeout
         self.tls = tls
         self.launcher = launcher  # the network's switch launcher (testbed.launcher), for a switch it can fork
-        self.process: subprocess.Popen | LaunchedProcess | None = None
+        self.process: SwitchProcess | None = None
 
     def port_args(self) -> list[str]:
         return [arg for port, intf in sorted(self.intfs.items()) if intf.name != "lo"
@@ -189,7 +190,7 @@ class P4Switch(Switch):
         if self.process and self.process.poll() is None:
             self.process.terminate()
 
-    def launch(self, argv: list[str], log: IO[bytes]) -> subprocess.Popen:
+    def launch(self, argv: list[str], log: IO[bytes]) -> SwitchProcess:
         """Start the target process, its output to `log` (testbed.cluster: on another server). It gets
         SIGTERM when this process dies (setpriv --pdeathsig: a preexec_fn would make Python fork the
         whole testbed process instead of vfork, 30 ms a switch at k=8)."""
@@ -232,7 +233,7 @@ class EmbeddedSwitch(P4Switch):
     """`aggnet switch`: the embedded target, in the interpreter running AggNet; forked by the network's
     launcher when it has one (testbed.launcher: the same program, started without importing it anew)."""
 
-    def launch(self, argv: list[str], log: IO[bytes]) -> subprocess.Popen | LaunchedProcess:
+    def launch(self, argv: list[str], log: IO[bytes]) -> SwitchProcess:
         if self.launcher is None:
             return super().launch(argv, log)
         return self.launcher.launch(argv, log)
