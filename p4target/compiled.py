@@ -97,6 +97,35 @@ def printed(source: str, filename: str) -> tuple[Any, Any, p4i.P4Info] | None:
     cannot take (not cached: the native engine then says why as it falls back); P4Error on a bad one."""
     from p4target.backends.layout import Unsupported
     from p4target.lowered.from_ir import NotLowered
+
+    try:
+        path = _printed_entry(source, filename)
+    except (NotLowered, Unsupported):
+        return None
+    if path in _kept:
+        return _kept[path]
+    form, cprog, info = pickle.loads(path.read_bytes())
+    return form, cprog, p4i.P4Info.FromString(info)
+
+
+_kept: dict[Path, tuple[Any, Any, p4i.P4Info]] = {}  # printed forms this process read once and keeps (keep_printed)
+
+
+def keep_printed(path: str, filename: str) -> None:
+    """Read the printed form of the P4 file at `path` (pushed as device config `filename`) now, and keep it:
+    `printed` then returns it without reading the cache file, here and in every process forked from here
+    (testbed.launcher: 80 switches unpickled it at 0.1 s of CPU each). Nothing kept for a program the
+    native engine cannot take. The pipeline built on it only reads it."""
+    from p4target.device_config import device_config_source
+
+    source = device_config_source(path)
+    form = printed(source, filename)
+    if form is not None:
+        _kept[_printed_entry(source, filename)] = form
+
+
+def _printed_entry(source: str, filename: str) -> Path:
+    """The cache file of `printed`'s output, made first if need be."""
     from p4target.native.build import cached
     from p4target.native.pipeline import generate
 
@@ -104,9 +133,4 @@ def printed(source: str, filename: str) -> tuple[Any, Any, p4i.P4Info] | None:
         program, info = front_end(source, filename)
         out.write_bytes(pickle.dumps((*generate(program), info.SerializeToString()), protocol=pickle.HIGHEST_PROTOCOL))
 
-    key = [front_end_identity(), code_identity(BACK_END), "source", filename, source]
-    try:
-        form, cprog, info = pickle.loads(cached("printed.pickle", key, make).read_bytes())
-    except (NotLowered, Unsupported):
-        return None
-    return form, cprog, p4i.P4Info.FromString(info)
+    return cached("printed.pickle", [front_end_identity(), code_identity(BACK_END), "source", filename, source], make)

@@ -378,6 +378,10 @@ class ClusterTestbed(Testbed):
         server = self.server_of(node)
         return {"server": server, "copy_dir": self.run_dir if server.name in self.copied else None}
 
+    def make_launchers(self) -> dict[str, Any]:
+        """None: a node on another server starts its processes there, through ssh."""
+        return {}
+
     def make_mininet(self, **params: Any) -> Any:
         """Mininet's own, its links tunnels between servers: the cluster edition's commands go through ssh
         one at a time (testbed.batched's batches are this machine's)."""

@@ -1,27 +1,35 @@
-"""The switch launcher: one interpreter with the switch's modules loaded, forking a network's embedded
-switch processes instead of starting each from nothing.
+"""Launchers: an interpreter with a program's modules loaded, forking that program's processes instead
+of starting each from nothing.
 
 An `aggnet switch` process spends ~0.35 s of CPU starting Python and importing gRPC, the P4Runtime
 stubs, numpy and the native engine before it listens; 80 of them at once (fat-tree k=8) kept both
-cores busy for 15 s, and on a loaded machine the last ones were not up 30 s later. Forked from
-`python -m testbed.launcher`, which has imported all that once, a switch is up in a few
-milliseconds of CPU and shares those pages with its siblings. It is the same program: the child
-runs `aggnet switch`'s own entry point (testbed.cli.main) with the switch's command line, its output
-to its log, its environment as given, its title (`ps`, /proc/PID/cmdline) that command line, and it
-gets SIGTERM when the launcher ends (which gets SIGTERM when its testbed ends).
+cores busy for 15 s, and on a loaded machine the last ones were not up 30 s later. A host's
+`python -m hosts bench` spends ~0.3 s more on numpy and its modules, 64 of them as much again.
+Forked from `python -m testbed.launcher`, which has imported all that once (and, for switches,
+read the compiled form of the program the controller is going to push: p4target.compiled), a
+process is up in a few milliseconds of CPU and shares those pages with its siblings.
+
+It is the same program: the child runs the command line's own entry point (`-m testbed.cli`:
+testbed.cli.main, so `aggnet switch`; `-m hosts`: hosts.roles.main) with its arguments, its output
+appended to its log, its environment and working folder as given, its title (ps, /proc/PID/cmdline)
+that command line, and it gets SIGTERM when the launcher ends (which gets SIGTERM when its testbed
+ends). A host's process first joins that host's network and mount namespaces and a session of
+its own, as Mininet's `mnexec -da PID` does. The launcher's own environment is what the children
+start with below Python (a host launcher's has the hosts' malloc settings, testbed.nodes).
 
 Protocol over the launcher's stdin/stdout, one JSON object a line: a request {"argv": [...],
-"log": PATH, "env": {...}} is answered {"pid": N}; when a child exits the launcher reports
-{"exited": N, "code": C} (negative: killed by signal -C). When stdin closes, the launcher stops its
-children (SIGTERM, SIGKILL after STOP_GRACE_S), reports their exits and ends. The launcher itself
-is started with TITLE_SPACE bytes of padding in its command line: the memory a child writes its
-title into (the way setproctitle does).
+"log": PATH, "env": {...}, "cwd": PATH|null, "namespaces_of": PID|null} is answered {"pid": N};
+when a child exits the launcher reports {"exited": N, "code": C} (negative: killed by signal -C).
+When stdin closes, the launcher stops its children (SIGTERM, SIGKILL after STOP_GRACE_S), reports
+their exits and ends. It is started with TITLE_SPACE bytes of padding in its command line: the
+memory a child writes its title into (the way setproctitle does).
 
-`Launcher` is the testbed's side; `launch(argv, log)` returns a `LaunchedProcess`, which the
-switch node uses as it would the subprocess.Popen of a switch it started itself.
+`Launcher` is the testbed's side; `launch(...)` returns a `LaunchedProcess`, which the node uses as
+it would the subprocess.Popen of a process it started itself.
 """
 from __future__ import annotations
 
+import argparse
 import ctypes
 import importlib
 import json
@@ -32,12 +40,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-PRELOAD = ("testbed.cli", "p4target.switch", "p4target.runtime.server", "p4target.native.pipeline",
-           "p4target.sidechannel", "p4target.runtime.bmv2_thrift.service", "p4target.compiled")
-ENTRY = ("-m", "testbed.cli")  # a command line the launcher runs: sys.executable -m testbed.cli ...
+ENTRIES = {"testbed.cli": "testbed.cli", "hosts": "hosts.roles"}  # `python -m X` -> the module whose main() it runs
+SWITCH_MODULES = ("testbed.cli", "p4target.switch", "p4target.runtime.server", "p4target.native.pipeline",
+                  "p4target.sidechannel", "p4target.runtime.bmv2_thrift.service", "p4target.compiled")
+HOST_MODULES = ("numpy", "hosts.roles", "hosts.agent_config", "hosts.allreduce", "hosts.allreduce_bench")
 TITLE_SPACE = 8192
 STOP_GRACE_S = 5.0
 PR_SET_PDEATHSIG = 1
@@ -52,13 +61,23 @@ class LaunchError(Exception):
 
 # ---------------------------------------------------------------------------- the launcher process
 
-def serve() -> int:
+def serve(argv: list[str] | None = None) -> int:
     """The launcher's loop (see the module docstring); returns once stdin closes and its children are gone."""
     from testbed.cli import no_grpc_fork_handlers
 
+    parser = argparse.ArgumentParser(prog="python -m testbed.launcher")
+    parser.add_argument("padding", help="room for the children's titles")
+    parser.add_argument("--preload", default="", help="modules to import before forking (comma-separated)")
+    parser.add_argument("--program", help="a P4 program whose compiled form to read before forking")
+    args = parser.parse_args(argv)
     no_grpc_fork_handlers()  # before gRPC loads: a child creates its server after the fork
-    for module in PRELOAD:
+    for module in filter(None, args.preload.split(",")):
         importlib.import_module(module)
+    if args.program:
+        from p4target.compiled import keep_printed
+        from p4target.runtime.device import DEVICE_CONFIG_FILENAME
+
+        keep_printed(args.program, DEVICE_CONFIG_FILENAME)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
@@ -129,6 +148,11 @@ def _fork(request: dict, *launcher_fds: int) -> int:
             signal.signal(sig, signal.SIG_DFL)
         for fd in launcher_fds:
             os.close(fd)
+        if request.get("namespaces_of"):
+            enter_namespaces(request["namespaces_of"])
+            os.setsid()
+        if request.get("cwd"):
+            os.chdir(request["cwd"])
         log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
@@ -140,10 +164,8 @@ def _fork(request: dict, *launcher_fds: int) -> int:
         os.environ.update(request["env"])
         argv = request["argv"]
         set_title(argv)
-        sys.argv = [argv[0], *argv[len(ENTRY) + 1:]]
-        from testbed.cli import main
-
-        code = main(argv[len(ENTRY) + 1:])
+        sys.argv = [argv[0], *argv[3:]]
+        code = importlib.import_module(ENTRIES[argv[2]]).main(argv[3:])
     except BaseException:  # noqa: BLE001 - the child must end here whatever happens
         import traceback
 
@@ -152,6 +174,18 @@ def _fork(request: dict, *launcher_fds: int) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def enter_namespaces(pid: int) -> None:
+    """Join the network and mount namespaces of process `pid` (a Mininet host's shell), as `mnexec -a PID`."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for kind in ("net", "mnt"):
+        fd = os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY)
+        try:
+            if libc.setns(fd, 0) != 0:
+                raise OSError(ctypes.get_errno(), f"setns into {kind} namespace of pid {pid}")
+        finally:
+            os.close(fd)
 
 
 def set_title(argv: list[str]) -> None:
@@ -204,36 +238,44 @@ class LaunchedProcess:
 
 
 class Launcher:
-    """The testbed's handle on a launcher process (see the module docstring); `env` is its environment."""
+    """The testbed's handle on a launcher process (see the module docstring): `env` its environment,
+    `preload` the modules it imports, `program` a P4 program whose compiled form it reads first."""
 
-    def __init__(self, env: Mapping[str, str]):
+    def __init__(self, env: Mapping[str, str], preload: Sequence[str], program: str | None = None):
         self._exits: dict[int, int] = {}
         self._replies: list[int] = []
         self._changed = threading.Condition()
         self._lock = threading.Lock()  # one request and its reply at a time
-        self.process = subprocess.Popen(
-            ["setpriv", "--pdeathsig", "TERM", "--", sys.executable, "-m", "testbed.launcher", "x" * TITLE_SPACE],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**env, "OPENBLAS_NUM_THREADS": "1"})
+        argv = [sys.executable, "-m", "testbed.launcher", "x" * TITLE_SPACE, "--preload", ",".join(preload),
+                *(["--program", program] if program else [])]
+        self.process = subprocess.Popen(["setpriv", "--pdeathsig", "TERM", "--", *argv], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, env={**env, "OPENBLAS_NUM_THREADS": "1"})
         self._reader = threading.Thread(target=self._read, name="launcher-replies", daemon=True)
         self._reader.start()
 
-    def launch(self, argv: list[str], log: IO[bytes]) -> LaunchedProcess:
-        """Fork `argv` (sys.executable -m testbed.cli ...) with its output appended to `log`'s file."""
-        if argv[1:len(ENTRY) + 1] != list(ENTRY):
-            raise LaunchError(f"the launcher runs `{' '.join(ENTRY)} ...` command lines, not {argv[:3]}")
-        from testbed.clean import testbed_environment
+    @staticmethod
+    def runs(argv: Sequence[str]) -> bool:
+        """Whether a launcher can fork this command line (`sys.executable -m testbed.cli|hosts ...`)."""
+        return len(argv) >= 3 and argv[0] == sys.executable and argv[1] == "-m" and argv[2] in ENTRIES
 
-        request = {"argv": argv, "log": os.path.abspath(log.name), "env": testbed_environment()}
+    def launch(self, argv: list[str], log: str, env: Mapping[str, str], cwd: str | None = None,
+               namespaces_of: int | None = None) -> LaunchedProcess:
+        """Fork `argv` (see `runs`) with its output appended to the file `log`; in the namespaces of process
+        `namespaces_of` (a host's shell) when given."""
+        if not self.runs(argv):
+            raise LaunchError(f"a launcher runs `{sys.executable} -m testbed.cli|hosts ...`, not {argv[:3]}")
+        request = {"argv": argv, "log": os.path.abspath(log), "env": dict(env), "cwd": cwd,
+                   "namespaces_of": namespaces_of}
         with self._lock, self._changed:
             assert self.process.stdin is not None, "started with a pipe"
             try:
                 self.process.stdin.write((json.dumps(request) + "\n").encode())
                 self.process.stdin.flush()
             except BrokenPipeError:
-                raise LaunchError(f"the switch launcher exited with code {self.process.wait()}") from None
+                raise LaunchError(f"the launcher exited with code {self.process.wait()}") from None
             while not self._replies:
                 if self.process.poll() is not None:
-                    raise LaunchError(f"the switch launcher exited with code {self.process.returncode}")
+                    raise LaunchError(f"the launcher exited with code {self.process.returncode}")
                 self._changed.wait(0.1)
             return LaunchedProcess(self, self._replies.pop(0), argv)
 

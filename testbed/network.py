@@ -149,7 +149,7 @@ class Testbed:
 
     def __init__(self, topology: Any, target: str = "embedded", run_dir: str | None = None,
                  program: str | None = None, pcap: bool = False, start_timeout: float = 30.0,
-                 tls: TlsFiles | None = None):
+                 tls: TlsFiles | None = None, pushed_program: str | None = None):
         check_links(topology, target)
         if program and not switch_class(target).takes_program:
             raise TargetUnsupported(f"{program}: {target} switches start without a program; the controller "
@@ -162,11 +162,12 @@ class Testbed:
         self.pcap = pcap
         self.start_timeout = start_timeout
         self.tls = tls  # the switches' certificate, key and client CA: P4Runtime over mutual TLS
+        self.pushed_program = pushed_program  # the P4 file the controller will push (the launcher reads it first)
         self.net: Any = None  # a mininet.net.Mininet once built (Mininet has no type hints)
         self._record: dict | None = None
         self._old_sigterm: Callable[[int, FrameType | None], Any] | int | None = None
         self.slot: RunSlot | None = None  # held while the network runs
-        self.launcher: Any = None  # testbed.launcher.Launcher forking the embedded switches, while the network runs
+        self.launchers: dict[str, Any] = {}  # testbed.launcher.Launcher by kind ("switch", "host"), while it runs
 
     # -- paths
     @property
@@ -236,7 +237,7 @@ class Testbed:
         self._trap_sigterm()
         try:
             self.slot = self.acquire_slot()
-            self.launcher = self.make_launcher()
+            self.launchers = self.make_launchers()
             self._build()
             self.net.start()
             self._record_processes()
@@ -261,11 +262,17 @@ class Testbed:
         return acquire_slot(ports, [topo.intf_name(node, link.port_on(node)) for link in topo.links
                                     for node in (link.a, link.b) if topo.is_switch(node)])
 
-    def make_launcher(self) -> Any:
-        """The launcher that forks the embedded switches (testbed.launcher); None for BMv2 (a program of its own)."""
-        from testbed.launcher import Launcher
+    def make_launchers(self) -> dict[str, Any]:
+        """The launchers (testbed.launcher) that fork the embedded switches (BMv2's is a program of its own) and the
+        hosts' `python -m hosts` processes, by kind."""
+        from testbed.launcher import HOST_MODULES, SWITCH_MODULES, Launcher
+        from testbed.nodes import HOST_MALLOC_ENV
 
-        return Launcher(clean.testbed_environment()) if self.target == "embedded" else None
+        env = clean.testbed_environment()
+        out = {"host": Launcher({**env, **HOST_MALLOC_ENV}, HOST_MODULES)}
+        if self.target == "embedded":
+            out["switch"] = Launcher(env, SWITCH_MODULES, self.pushed_program)
+        return out
 
     def make_mininet(self, **params: Any) -> Any:
         """The Mininet object the nodes go in: its commands batched per namespace (testbed.batched)."""
@@ -278,12 +285,13 @@ class Testbed:
         self.net = self.make_mininet(topo=None, build=False, controller=None, host=self.host_class,
                                      autoSetMacs=False, autoStaticArp=True)
         for h in topo.hosts.values():
-            self.net.addHost(h.name, ip=h.ip_cidr, mac=h.mac, **self.node_params(h.name))
+            self.net.addHost(h.name, ip=h.ip_cidr, mac=h.mac, launcher=self.launchers.get("host"),
+                             **self.node_params(h.name))
         for s in topo.switches.values():
             self.net.addSwitch(s.name, cls=self.switch_class, device_id=s.device_id, grpc_port=self.grpc_port(s.name),
                                side_channel_port=self.side_channel_port(s.name), log_file=self.log_file(s.name),
                                program=self.program, pcap_dir=self.pcaps_dir if self.pcap else None,
-                               start_timeout=self.start_timeout, tls=self.tls, launcher=self.launcher,
+                               start_timeout=self.start_timeout, tls=self.tls, launcher=self.launchers.get("switch"),
                                **self.node_params(s.name))
         interfaces = []
         for link in topo.links:
@@ -301,9 +309,9 @@ class Testbed:
     def _record_processes(self) -> None:
         procs = [{"name": h.name, "pid": h.shell.pid, "start": clean.process_start_time(h.shell.pid)}
                  for h in self.net.hosts]  # the shell: a host on another server is its ssh client here
-        if self.launcher is not None:
-            pid = self.launcher.process.pid
-            procs.append({"name": "launcher", "pid": pid, "start": clean.process_start_time(pid)})
+        for kind, launcher in self.launchers.items():
+            pid = launcher.process.pid
+            procs.append({"name": f"{kind} launcher", "pid": pid, "start": clean.process_start_time(pid)})
         for s in self.net.switches:
             if s.process is not None:
                 procs.append({"name": s.name, "pid": s.process.pid, "start": clean.process_start_time(s.process.pid)})
@@ -396,9 +404,9 @@ class Testbed:
                 self.net.stop()
         finally:
             self.net = None
-            if self.launcher is not None:
-                self.launcher.stop()
-                self.launcher = None
+            for launcher in self.launchers.values():
+                launcher.stop()
+            self.launchers = {}
             if self._record is not None:
                 clean.clean_record(self._record)
                 clean.remove_record(self._record["owner"])

@@ -38,10 +38,6 @@ JOB_NAME = "job1"
 STOP_GRACE_S = 5.0
 RESULT_SUFFIX = {"train": ".result.json", "allreduce": ".bench.json", "model": ".model.json"}
 POLL_S = 0.2
-# An emulated host keeps the memory it frees (glibc: no mmap, no trim). On this kind of VM a page
-# freed to the kernel goes back to the hypervisor, and touching it again costs ~12 us: quantizing a
-# 20 MB bucket in fresh temporaries took 0.8 s instead of 0.03, on the two cores every host shares.
-HOST_MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 40)}
 
 
 class RunError(ConfigError):
@@ -109,7 +105,9 @@ def _last_line(path: Path) -> str:
 def start_process(tb: Any, host: str, name: str, argv: list[str], logs: Path,
                   env: dict[str, str] | None = None) -> HostProcess:
     """`python ARGV` inside host's network namespace, with the interpreter running us (the .venv one);
-    `env`: its whole environment (default: ours), with HOST_MALLOC_ENV."""
+    `env`: its whole environment (default: ours), with testbed.nodes.HOST_MALLOC_ENV."""
+    from testbed.nodes import HOST_MALLOC_ENV
+
     output = logs / f"{name}.out"
     with open(output, "wb") as out:
         popen = tb.host(host).popen([sys.executable, *argv], stdout=out, stderr=subprocess.STDOUT,
@@ -385,7 +383,7 @@ class Run:
             self.pki = make_pki(self.cfg.network.tls)
             self.reporter.status(f"P4Runtime over mutual TLS, certificates in {self.cfg.network.tls}")
         return Testbed(self.topo, self.cfg.network.target, str(self.run_dir),
-                       tls=self.pki.server if self.pki else None)
+                       tls=self.pki.server if self.pki else None, pushed_program=program_path(self.cfg.network.lanes))
 
     def connect(self) -> None:
         from controller.installer import connect_all
