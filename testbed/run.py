@@ -30,7 +30,7 @@ from typing import Any
 
 from config import ConfigError, flat_dict
 from testbed.config import RunConfig, resolve_topology
-from testbed.timescale import real_config, scale_topology, unscaled_results
+from testbed.timescale import AUTO, real_config, scale_topology, unscaled_results
 
 REPO = Path(__file__).resolve().parent.parent
 AGG_MAC = "02:00:00:00:ff:fe"  # any unicast MAC: the first switch intercepts by UDP port
@@ -226,14 +226,20 @@ class Run:
         from testbed.nodes import check_target
 
         check_target(cfg.network.target)
-        cfg = self.lanes_for_servers(cfg, reporter or Reporter())
+        self.reporter = reporter or Reporter()
+        cfg = self.lanes_for_servers(cfg, self.reporter)
+        self.scale_auto: dict | None = None  # what --scale auto chose and why (testbed.autoscale)
+        auto = cfg.scale == AUTO
+        if auto:
+            cfg = dataclasses.replace(cfg, scale=1.0)  # planned at 1 first: the plan is what F is chosen for
         self.asked = cfg  # as the user asked, in the emulated cluster's time
         self.cfg = real_config(cfg, cfg.scale)  # as this machine runs it (testbed.timescale)
-        self.reporter = reporter or Reporter()
         self.topo = self.load_topology()
         self.run_dir = run_dir or Path(new_run_dir(cfg.out))
         self.logs = self.run_dir / "logs"
         self.jobs = self.plan_jobs()
+        if auto:
+            self.choose_scale()
         self.tb: Any = None
         self.conns: dict[str, Any] = {}
         self.installer: Any = None
@@ -245,6 +251,28 @@ class Run:
         self.run_slot: dict | None = None  # the network's run slot (testbed.slots), in results.json
 
     # -- plan: every input check, before anything starts
+
+    def choose_scale(self) -> None:
+        """--scale auto: the run planned at F = 1, the smallest F at which the links bind it (testbed.autoscale),
+        then the run as it is at that F."""
+        from testbed.autoscale import ScaleError, choose_scale
+
+        job = self.jobs[0]
+        if job.placement is None:
+            raise RunError(f"--scale auto: models the in-network all-reduce's traffic, not scheme {job.scheme} "
+                           "(give --scale F)")
+        from controller.installer import plan_job
+
+        try:
+            self.scale_auto = choose_scale(self.topo, plan_job(job.placement, 1), self.cfg.network.lanes, self.reporter)
+        except ScaleError as exc:
+            raise RunError(str(exc)) from None
+        factor = self.scale_auto["factor"]
+        self.reporter.status(f"--scale auto: {factor:g} ({self.scale_auto['reason']})")
+        self.asked = dataclasses.replace(self.asked, scale=factor)
+        self.cfg = real_config(self.asked, factor)
+        self.topo = self.load_topology()
+        self.jobs = self.plan_jobs()
 
     @staticmethod
     def lanes_for_servers(cfg: RunConfig, reporter: Reporter) -> RunConfig:
@@ -548,7 +576,7 @@ class Run:
         if self.meter is not None:
             phases, measured_over = self.measured_phases()
             self.fidelity = fidelity.report(self.topo, self.counters, self.queues, phases, measured_over, self.meter,
-                                            set(self.topo.switches))
+                                            set(self.topo.switches), self.cfg.scale)
             if self.fidelity["warning"]:
                 self.reporter.status(self.fidelity["warning"])
 
@@ -597,7 +625,7 @@ class Run:
             "link_bytes": report.link_bytes(self.topo, self.counters), "scheme": job.scheme,
             "placement": self.placement_json(job), "fidelity": self.fidelity,
             "admission": job.admission.to_json() if job.admission is not None else None,
-            "run_slot": self.run_slot,
+            "run_slot": self.run_slot, "scale_auto": self.scale_auto,
         }
         if job.aggregators:
             results.update(aggregators=job.aggregators, staleness_bound=cfg.job.staleness,
@@ -650,7 +678,9 @@ class Run:
         complete = len(reports) == len(job.workers)
         seconds = max((r["seconds"] for r in reports.values()), default=None)
         w = self.cfg.workload
-        return {"elements": w.elements, "dtype": w.dtype,
+        from testbed.fidelity import link_bound_seconds
+
+        return {"elements": w.elements, "dtype": w.dtype, "link_bound_s": link_bound_seconds(self.topo, self.counters),
                 "allreduce_exact": complete and all(r["exact"] for r in reports.values()),
                 "allreduce_correct": complete and all(r["correct"] for r in reports.values()),
                 "max_abs_error": max((r["max_abs_error"] for r in reports.values()), default=None),
