@@ -24,8 +24,9 @@ When stdin closes, the launcher stops its children (SIGTERM, SIGKILL after STOP_
 their exits and ends. It is started with TITLE_SPACE bytes of padding in its command line: the
 memory a child writes its title into (the way setproctitle does).
 
-`Launcher` is the testbed's side; `launch(...)` returns a `LaunchedProcess`, which the node uses as
-it would the subprocess.Popen of a process it started itself.
+`Launcher` is the testbed's side; `launch(...)` sends a request and returns a `LaunchedProcess` at
+once (its pid known when the launcher answers), which the node uses as it would the subprocess.Popen
+of a process it started itself.
 """
 from __future__ import annotations
 
@@ -207,14 +208,22 @@ class LaunchedProcess:
 
     stdin: IO[bytes] | None = None  # its stdin is /dev/null
 
-    def __init__(self, launcher: Launcher, pid: int, args: list[str]):
-        self.launcher, self.pid, self.args = launcher, pid, args
+    def __init__(self, launcher: Launcher, args: list[str]):
+        self.launcher, self.args = launcher, args
+        self.forked: int | None = None  # its pid, once the launcher has answered
+
+    @property
+    def pid(self) -> int:
+        """Its pid (waits for the launcher's answer: requests are sent without waiting for one)."""
+        return self.launcher.pid_of(self)
 
     @property
     def returncode(self) -> int | None:
         return self.poll()
 
     def poll(self) -> int | None:
+        if self.forked is None and not self.launcher.answered(self):
+            return None  # still being forked
         return self.launcher.exit_code(self.pid)
 
     def wait(self, timeout: float | None = None) -> int:
@@ -243,9 +252,8 @@ class Launcher:
 
     def __init__(self, env: Mapping[str, str], preload: Sequence[str], program: str | None = None):
         self._exits: dict[int, int] = {}
-        self._replies: list[int] = []
+        self._waiting: list[LaunchedProcess] = []  # requests sent, in order, not answered yet
         self._changed = threading.Condition()
-        self._lock = threading.Lock()  # one request and its reply at a time
         argv = [sys.executable, "-m", "testbed.launcher", "x" * TITLE_SPACE, "--preload", ",".join(preload),
                 *(["--program", program] if program else [])]
         self.process = subprocess.Popen(["setpriv", "--pdeathsig", "TERM", "--", *argv], stdin=subprocess.PIPE,
@@ -266,18 +274,30 @@ class Launcher:
             raise LaunchError(f"a launcher runs `{sys.executable} -m testbed.cli|hosts ...`, not {argv[:3]}")
         request = {"argv": argv, "log": os.path.abspath(log), "env": dict(env), "cwd": cwd,
                    "namespaces_of": namespaces_of}
-        with self._lock, self._changed:
+        process = LaunchedProcess(self, argv)
+        with self._changed:  # its answer (the pid) comes while the caller goes on: 80 switches fork meanwhile
             assert self.process.stdin is not None, "started with a pipe"
             try:
                 self.process.stdin.write((json.dumps(request) + "\n").encode())
                 self.process.stdin.flush()
             except BrokenPipeError:
                 raise LaunchError(f"the launcher exited with code {self.process.wait()}") from None
-            while not self._replies:
-                if self.process.poll() is not None:
-                    raise LaunchError(f"the launcher exited with code {self.process.returncode}")
+            self._waiting.append(process)
+        return process
+
+    def answered(self, process: LaunchedProcess) -> bool:
+        with self._changed:
+            return process.forked is not None
+
+    def pid_of(self, process: LaunchedProcess) -> int:
+        """A launched process's pid, once the launcher has answered; LaunchError if it ended first."""
+        with self._changed:
+            while process.forked is None:
+                if not self._reader.is_alive():
+                    raise LaunchError(f"the launcher exited with code {self.process.wait()} before it forked "
+                                      f"{' '.join(process.args[:4])}")
                 self._changed.wait(0.1)
-            return LaunchedProcess(self, self._replies.pop(0), argv)
+            return process.forked
 
     def exit_code(self, pid: int) -> int | None:
         """A child's exit code as the launcher reported it; None while it runs. A child of a launcher that
@@ -308,7 +328,7 @@ class Launcher:
             message: dict[str, Any] = json.loads(line)
             with self._changed:
                 if "pid" in message:
-                    self._replies.append(message["pid"])
+                    self._waiting.pop(0).forked = message["pid"]
                 else:
                     self._exits[message["exited"]] = message["code"]
                 self._changed.notify_all()
