@@ -10,7 +10,9 @@ read the program. What a forked switch adds is its own pages (USS: Private_Clean
 launcher's pages are shared by all (its RSS, once). N veth pairs are made for a switch on N ports;
 the per-port cost is the slope between the fewest and most ports, the base the intercept. The
 per-slot cost is the slope between aggnet.p4 built with AGG_SLOTS at the given counts, on 8 ports.
-A worker's peak is the largest VmHWM the workers of a 4-worker star4 all-reduce of 1M int32 elements
+A slot's registers are not touched until a job uses it (the pages stay unallocated: the measured
+slope is ~0), so the bytes a slot takes in use are also stated from the program: its cells in every
+slot register, both pools, one 8-byte engine word each. A worker's peak is the largest VmHWM the workers of a 4-worker star4 all-reduce of 1M int32 elements
 report (hosts.allreduce_bench: their peak resident memory, shared pages of the host launcher
 included: an upper bound); a host's shell is an idle `bash --norc`. A fat-tree k needs 5k^2/4
 switches of k ports, k^3/4 hosts and runs up to k^3/8 workers (half its hosts, as the k=8 run's 64);
@@ -102,6 +104,17 @@ def forked_switch_kb(launcher, n: int, program: str, tmp: Path) -> int:
             return uss_kb(proc.pid)
         finally:
             procs.stop_process(proc)
+
+
+def slot_bytes(program: str) -> int:
+    """What one aggregation slot of `program` occupies once a job uses it: its cells in every slot register (both
+    pools), one 8-byte engine word each (p4target.native.store: a cell of up to 64 bits)."""
+    from controller.installer import SLOT_REGISTERS, VALUES_REGISTER, load_program
+    from controller.p4rt import load_schema
+
+    loaded = load_program(program)
+    schema = load_schema(loaded.p4info)
+    return round(sum(schema.registers[name].size for name in (*SLOT_REGISTERS, VALUES_REGISTER)) * 8 / loaded.slots)
 
 
 def mem_available_kb() -> int:
@@ -204,7 +217,7 @@ def main() -> int:
     fits = [k for k, mb in need.items() if mb <= available_mb]
     out = {"lanes": args.lanes, "switch_uss_kb_by_ports": by_ports, "switch_uss_kb_by_slots_on_8_ports": by_slots,
            "launcher_mb": round(launcher_mb, 1), "switch_base_mb": round(base_mb, 1), "per_port_mb": round(port_mb, 2),
-           "per_slot_kb": round(slot_kb, 2), "host_mb": round(host_mb, 1), "worker_peak_mb_1m": worker_mb,
+           "per_slot_kb": round(slot_kb, 2), "per_slot_in_use_bytes": slot_bytes(program), "host_mb": round(host_mb, 1), "worker_peak_mb_1m": worker_mb,
            "mem_available_mb": round(available_mb), "fat_tree_mb": {k: need[k] for k in (4, 8, 10, 12)},
            "largest_fat_tree_k": fits[-1] if fits else None, "run": run}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
