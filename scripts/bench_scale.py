@@ -12,9 +12,9 @@ the per-port cost is the slope between the fewest and most ports, the base the i
 per-slot cost is the slope between aggnet.p4 built with AGG_SLOTS at the given counts, on 8 ports.
 A slot's registers are not touched until a job uses it (the pages stay unallocated: the measured
 slope is ~0), so the bytes a slot takes in use are also stated from the program: its cells in every
-slot register, both pools, one 8-byte engine word each. A worker's peak is the largest VmHWM the workers of a 4-worker star4 all-reduce of 1M int32 elements
-report (hosts.allreduce_bench: their peak resident memory, shared pages of the host launcher
-included: an upper bound); a host's shell is an idle `bash --norc`. A fat-tree k needs 5k^2/4
+slot register, both pools, one 8-byte engine word each. A worker's peak is the largest VmHWM the
+workers of a 4-worker star4 all-reduce of 1M int32 elements report (hosts.allreduce_bench: their
+peak resident memory, shared pages of the host launcher included: an upper bound); a host's shell is an idle `bash --norc`. A fat-tree k needs 5k^2/4
 switches of k ports, k^3/4 hosts and runs up to k^3/8 workers (half its hosts, as the k=8 run's 64);
 the largest even k whose processes fit in MemAvailable is reported. Kernel memory (veths,
 namespaces, socket buffers) is not counted, so that k is an upper bound; --run measures the real
@@ -217,7 +217,8 @@ def main() -> int:
     fits = [k for k, mb in need.items() if mb <= available_mb]
     out = {"lanes": args.lanes, "switch_uss_kb_by_ports": by_ports, "switch_uss_kb_by_slots_on_8_ports": by_slots,
            "launcher_mb": round(launcher_mb, 1), "switch_base_mb": round(base_mb, 1), "per_port_mb": round(port_mb, 2),
-           "per_slot_kb": round(slot_kb, 2), "per_slot_in_use_bytes": slot_bytes(program), "host_mb": round(host_mb, 1), "worker_peak_mb_1m": worker_mb,
+           "per_slot_kb": round(slot_kb, 2), "per_slot_in_use_bytes": slot_bytes(program), "host_mb": round(host_mb, 1),
+           "worker_peak_mb_1m": worker_mb,
            "mem_available_mb": round(available_mb), "fat_tree_mb": {k: need[k] for k in (4, 8, 10, 12)},
            "largest_fat_tree_k": fits[-1] if fits else None, "run": run}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

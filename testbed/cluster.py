@@ -353,6 +353,7 @@ class ClusterTestbed(Testbed):
     """A Testbed whose nodes are placed on `servers` (NODE -> SERVER in `placement`, the rest by place_nodes)."""
 
     host_class = RemoteHost
+    parallel_nodes = 1  # a node there logs in over ssh: one after another, as the cluster edition does
 
     def __init__(self, topology: Any, servers: Sequence[str], placement: Mapping[str, str],
                  target: str = "embedded", run_dir: str | None = None, ssh_config: str | None = None,

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from controller.parallel import each
 from p4target.runtime.tls import TlsFiles
 from testbed import clean
 from testbed.nodes import AggNetHost, P4Switch, SwitchDied, TargetUnsupported, check_target, switch_class
@@ -146,6 +147,9 @@ class Testbed:
 
     __test__ = False  # not a pytest test class despite the name
     host_class: type = AggNetHost
+    # Nodes made at once: each waits for its shell's first prompt (at k=8, 208 shells one after another
+    # took 6 s on a loaded machine).
+    parallel_nodes = 8
 
     def __init__(self, topology: Any, target: str = "embedded", run_dir: str | None = None,
                  program: str | None = None, pcap: bool = False, start_timeout: float = 30.0,
@@ -284,15 +288,9 @@ class Testbed:
         topo, slot = self.topology, self._slot()
         self.net = self.make_mininet(topo=None, build=False, controller=None, host=self.host_class,
                                      autoSetMacs=False, autoStaticArp=True)
-        for h in topo.hosts.values():
-            self.net.addHost(h.name, ip=h.ip_cidr, mac=h.mac, launcher=self.launchers.get("host"),
-                             **self.node_params(h.name))
-        for s in topo.switches.values():
-            self.net.addSwitch(s.name, cls=self.switch_class, device_id=s.device_id, grpc_port=self.grpc_port(s.name),
-                               side_channel_port=self.side_channel_port(s.name), log_file=self.log_file(s.name),
-                               program=self.program, pcap_dir=self.pcaps_dir if self.pcap else None,
-                               start_timeout=self.start_timeout, tls=self.tls, launcher=self.launchers.get("switch"),
-                               **self.node_params(s.name))
+        each(list(topo.hosts) + list(topo.switches), self._add_node, self.parallel_nodes)
+        self.net.hosts = [self.net.nameToNode[h] for h in topo.hosts]  # in the topology's order, as added one by one
+        self.net.switches = [self.net.nameToNode[s] for s in topo.switches]
         interfaces = []
         for link in topo.links:
             names = (self.intf_name(link.a, link.a_port), self.intf_name(link.b, link.b_port))
@@ -305,6 +303,20 @@ class Testbed:
         clean.write_record(self._record)
         self.net.build()
         self._record_processes()
+
+    def _add_node(self, name: str) -> None:
+        """The Mininet node of host or switch `name` (its shell started and answering: testbed.batched configures it)."""
+        topo = self.topology
+        if topo.is_host(name):
+            h = topo.hosts[name]
+            self.net.addHost(h.name, ip=h.ip_cidr, mac=h.mac, launcher=self.launchers.get("host"), **self.node_params(name))
+            return
+        s = topo.switches[name]
+        self.net.addSwitch(s.name, cls=self.switch_class, device_id=s.device_id, grpc_port=self.grpc_port(s.name),
+                           side_channel_port=self.side_channel_port(s.name), log_file=self.log_file(s.name),
+                           program=self.program, pcap_dir=self.pcaps_dir if self.pcap else None,
+                           start_timeout=self.start_timeout, tls=self.tls, launcher=self.launchers.get("switch"),
+                           **self.node_params(name))
 
     def _record_processes(self) -> None:
         procs = [{"name": h.name, "pid": h.shell.pid, "start": clean.process_start_time(h.shell.pid)}
@@ -348,8 +360,8 @@ class Testbed:
         return script
 
     def apply_link_queues(self) -> None:
-        """Per-link bw/delay/loss/queue from the topology -> the switches' egress queues (one batch per switch),
-        and a host link's delay also to the switch's ingress from that host (shape_host_links does the rest).
+        """Per-link bw/delay/loss/queue from the topology -> the switches' egress queues (one batch per switch, many
+        switches at once), and a host link's delay also to the switch's ingress from that host (shape_host_links does the rest).
 
         `start()` does this on the embedded target; on BMv2 call it after pushing the pipeline.
         """
@@ -366,9 +378,8 @@ class Testbed:
                         commands[node].append(f"set_ingress_delay {link.delay_ms} {port}")
                     if link.loss and self.target == "bmv2":
                         drops[self.intf_name(node, port)] = link.loss / 100.0
-        for switch, lines in commands.items():
-            if lines:
-                side_channel(self.target, self.side_channel_port(switch)).run(lines)
+        each([s for s, lines in commands.items() if lines],
+             lambda switch: side_channel(self.target, self.side_channel_port(switch)).run(commands[switch]))
         if drops:
             subprocess.run(["nft", "-f", "-"], input=kernel_loss_script(drops, self._slot().nft_table), text=True,
                            check=True, capture_output=True)
