@@ -14,11 +14,11 @@ A slot's registers are not touched until a job uses it (the pages stay unallocat
 slope is ~0), so the bytes a slot takes in use are also stated from the program: its cells in every
 slot register, both pools, one 8-byte engine word each. A worker's peak is the largest VmHWM the
 workers of a 4-worker star4 all-reduce of 1M int32 elements report (hosts.allreduce_bench: their
-peak resident memory, shared pages of the host launcher included: an upper bound); a host's shell is an idle `bash --norc`. A fat-tree k needs 5k^2/4
-switches of k ports, k^3/4 hosts and runs up to k^3/8 workers (half its hosts, as the k=8 run's 64);
-the largest even k whose processes fit in MemAvailable is reported. Kernel memory (veths,
-namespaces, socket buffers) is not counted, so that k is an upper bound; --run measures the real
-thing for one command (MemAvailable sampled every second while it runs: the peak drop):
+peak resident memory, shared pages of the host launcher included: an upper bound); a host's shell
+is an idle `bash --norc`. A fat-tree k needs 5k^2/4 switches of k ports, k^3/4 hosts and runs up
+to k^3/8 workers (half its hosts, as the k=8 run's 64); the largest even k whose processes fit in
+MemAvailable is reported. Kernel memory (veths, namespaces, socket buffers) is not counted, so that
+k is an upper bound; --run measures the real thing for one command (MemAvailable sampled every second while it runs: the peak drop):
 
     .venv/bin/python scripts/bench_scale.py --out bench/scale.json [--ports 1,4,8,16] [--slots 512,1024,2048] \\
         [--run "--workload allreduce --topo fattree8 --workers 64 --elements 1000000"]
