@@ -269,7 +269,8 @@ def table_rows(state: dict) -> tuple[list[str], list[list[str]]]:
     for p in state["points"]:
         s = p.get("summary") or {}
         t, lb = s.get("time_s"), s.get("link_bound_s")
-        bound = "" if not s.get("bottleneck") else f"{s['bottleneck'].split()[0]} {s['bottleneck_load']:.0%}"
+        kind = "cores" if s.get("bottleneck") == "machine" else (s.get("bottleneck") or "").split(" ")[0]
+        bound = f"{kind} {s['bottleneck_load']:.0%}" if kind else ""
         sum_text = "" if s.get("correct") is None else "exact" if s.get("exact") else "ok" if s["correct"] else "WRONG"
         rows.append([*(p["values"][a] for a in axes), f"{t:.3f}" if t is not None else "",
                      f"{lb:.3f}" if lb else "", f"{t / lb:.2f}" if t and lb else "", f"{s.get('scale', '')}",

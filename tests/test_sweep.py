@@ -57,6 +57,7 @@ def test_a_run_the_cores_bound_alone_keeps_its_result_and_a_link_bound_one_allow
     sweeper.limit, sweeper.running = 1, {"p1": (proc, 1)}
     assert sweeper.finish("p1") is False and sweeper.limit == 1
     assert sweeper.point("p1")["status"] == "done" and sweeper.point("p1")["summary"]["bottleneck"] == "machine"
+    assert sweep.table_rows(sweeper.state)[1][0][6] == "cores 95%"
     sweeper, proc = finished_point(tmp_path / "b", verdict("link"))
     sweeper.limit, sweeper.running = 2, {"p1": (proc, 2)}
     assert sweeper.finish("p1") is False and sweeper.limit == 3
