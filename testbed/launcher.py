@@ -76,9 +76,13 @@ def serve(argv: list[str] | None = None) -> int:
         importlib.import_module(module)
     if args.program:
         from p4target.compiled import keep_printed
+        from p4target.errors import P4Error
         from p4target.runtime.device import DEVICE_CONFIG_FILENAME
 
-        keep_printed(args.program, DEVICE_CONFIG_FILENAME)
+        try:
+            keep_printed(args.program, DEVICE_CONFIG_FILENAME)
+        except P4Error:
+            pass  # nothing kept: pushed, the program fails on each switch, which says why to the controller
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
