@@ -358,10 +358,6 @@ class Run:
         clock = PhaseClock()
         clock.begin("start network")
         with self.network() as self.tb:
-            self.run_slot = self.tb.slot_json()
-            if self.run_slot["index"]:
-                self.reporter.status(f"beside another network: run slot {self.run_slot['index']} (switch interfaces "
-                                     f"{self.run_slot['interface_prefix']}s1-eth1..., ports +{self.run_slot['port_offset']})")
             try:
                 clock.begin("load pipelines")
                 self.connect()
@@ -414,7 +410,13 @@ class Run:
                        tls=self.pki.server if self.pki else None, pushed_program=program_path(self.cfg.network.lanes))
 
     def connect(self) -> None:
+        """A primary connection to every switch, at the ports of the network's run slot (testbed.slots)."""
         from controller.installer import connect_all
+
+        self.run_slot = self.tb.slot_json()
+        if self.run_slot["index"]:
+            self.reporter.status(f"beside another network: run slot {self.run_slot['index']} (switch interfaces "
+                                 f"{self.run_slot['interface_prefix']}s1-eth1..., ports +{self.run_slot['port_offset']})")
 
         self.conns = connect_all(self.topo, side_channel_ports={s: self.tb.side_channel_port(s)
                                                                 for s in self.topo.switches},

@@ -83,21 +83,18 @@ def test_a_model_run_at_scale_is_judged_over_its_communication_phases(tmp_path):
 
 def test_scale_auto_probes_the_machine_once_and_records_its_choice(tmp_path, monkeypatch):
     """`--scale auto` on a machine without a probe: it probes (a star4 all-reduce), caches the result beside the
-    native builds, runs at the factor it chose (results in the cluster's time), and says why."""
-    cache = tmp_path / "cache"
-    (cache / "aggnet").mkdir(parents=True)
-    (cache / "aggnet" / "native").symlink_to(autoscale.probe_path().parent / "native")  # the builds, not rebuilt
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    native builds, runs at the factor it chose (results in the cluster's time), and says why; the next choice
+    reads the cache."""
+    autoscale.probe_path().unlink(missing_ok=True)  # this machine's probe, made again by the run
     done = run_command(aggnet_cmd("run", "--workload", "allreduce", "--topo", "star4", "--elements", "20000",
-                                  "--scale", "auto", "--out", str(tmp_path / "runs")), 600, cwd=REPO, env=env)
+                                  "--scale", "auto", "--out", str(tmp_path / "runs")), 600, cwd=REPO)
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads(next((tmp_path / "runs").glob("*/results.json")).read_text())
     chosen = results["scale_auto"]
     assert results["allreduce_exact"] and results["time_scale"]["factor"] == chosen["factor"] >= 1
     assert chosen["factor"] == step_up(max(1.0, chosen["needed"])) and chosen["hops_per_chunk"] == 8
     assert "probing this machine once" in done.stdout and f"--scale auto: {chosen['factor']:g} (" in done.stdout
-    probe = json.loads(next((cache / "aggnet").glob("scale-probe-*.json")).read_text())
+    probe = json.loads(autoscale.probe_path().read_text())
     assert probe["machine"] == autoscale.machine() and probe["hop_cpu_s"] == chosen["hop_cpu_s"] > 0
-    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))  # the next choice on this machine reads it, probing nothing
     monkeypatch.setattr(autoscale, "run_probe", lambda: pytest.fail("probed again"))
     assert autoscale.hop_cost(None) == probe
