@@ -27,7 +27,6 @@ import hashlib
 import logging
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
@@ -35,6 +34,7 @@ from typing import Any, TypeVar
 from finsy import P4MulticastGroupEntry, P4TableAction, P4TableEntry, P4TableMatch
 
 from controller.p4rt import diff_entities, entry_key, load_schema
+from controller.parallel import each
 from controller.placement import AggTree, JobPlacement
 from controller.routing import Route, compute_routes
 from controller.topology import Topology
@@ -92,10 +92,10 @@ def load_program(path: str, target: str = "embedded", build_dir: str | None = No
     directory when None); CompileError when p4c is missing or fails, InstallError when p4c's
     P4Info IDs differ from ours (the controller must address the same objects on both targets).
     """
-    from p4target.compiled import front_end_file
+    from p4target.compiled import p4info_file
     from p4target.device_config import device_config_source
 
-    _, p4info = front_end_file(path)
+    p4info = p4info_file(path)
     if target == "embedded":
         device_config = device_config_source(path).encode()
     elif target == "bmv2":
@@ -451,11 +451,9 @@ class Installer:
         return self._each_switch(lambda s: self._sync_switch(s, desired[s]))
 
     def _each_switch(self, work: Callable[[str], T]) -> dict[str, T]:
-        """`work(switch)` for every switch at once: a switch compiles a pushed pipeline and applies writes
-        on its own, so twenty of them take about as long as the slowest, not as all together."""
-        switches = list(self.topo.switches)
-        with ThreadPoolExecutor(max_workers=max(1, len(switches))) as pool:
-            return dict(zip(switches, pool.map(work, switches)))
+        """`work(switch)` for every switch, many at once (controller.parallel): a switch compiles a pushed
+        pipeline and applies writes on its own, so twenty of them take about as long as the slowest."""
+        return each(self.topo.switches, work)
 
     def _sync_switch(self, switch: str, want: SwitchState) -> SyncReport:
         conn = self.connections[switch]
@@ -526,27 +524,32 @@ def _same_tree(a: JobPlan, b: JobPlan) -> bool:
 
 def connect_all(topo: Topology, host: str = "127.0.0.1", election_id: tuple[int, int] = (0, 1),
                 side_channel_ports: Mapping[str, int] | None = None, target: str = "embedded",
-                addresses: Mapping[str, str] | None = None, tls: TlsFiles | None = None) -> dict[str, Any]:
-    """A primary SwitchConnection to every switch at host:grpc_port (closes them all if one fails),
-    over TLS with `tls` (the controller's certificate and key, and the CA that signed the switches').
+                addresses: Mapping[str, str] | None = None, tls: TlsFiles | None = None,
+                grpc_ports: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """A primary SwitchConnection to every switch at host:grpc_port, many at once (closes them all if one
+    fails), over TLS with `tls` (the controller's certificate and key, and the CA that signed the switches').
 
     A switch listed in `side_channel_ports` gets its `target`'s side channel on that port
     (registers and queues: the embedded switch's TCP port, BMv2's Thrift port), always on this
-    machine. A switch listed in `addresses` has its P4Runtime server there instead of at `host`.
+    machine. A switch listed in `addresses` has its P4Runtime server there instead of at `host`, one
+    listed in `grpc_ports` on that port instead of its topology's (a network in a run slot: testbed.slots).
     """
     from controller.p4rt import SwitchConnection
     from controller.switch_cli import side_channel
 
     ports = side_channel_ports or {}
     conns: dict[str, Any] = {}
+
+    def connect(name: str) -> None:
+        sw = topo.switches[name]
+        address = f"{(addresses or {}).get(name, host)}:{(grpc_ports or {}).get(name, sw.grpc_port)}"
+        side = side_channel(target, ports[name]) if name in ports else None
+        conns[name] = SwitchConnection(address, sw.device_id, election_id, name=name, side_channel=side, tls=tls)
+
     try:
-        for name, sw in topo.switches.items():
-            address = (addresses or {}).get(name, host)
-            side = side_channel(target, ports[name]) if name in ports else None
-            conns[name] = SwitchConnection(f"{address}:{sw.grpc_port}", sw.device_id, election_id, name=name,
-                                           side_channel=side, tls=tls)
+        each(topo.switches, connect)
     except BaseException:
         for conn in conns.values():
             conn.close()
         raise
-    return conns
+    return {name: conns[name] for name in topo.switches}

@@ -24,6 +24,7 @@ from hosts.models import MODEL_NAMES
 from hosts.pacing import PACING_CHOICES
 from protocol.job import MAX_TIMEOUT_S
 from protocol.wire import DEFAULT_ECN_FRACTION, DEFAULT_LANES, LANE_COUNTS, program_name
+from testbed.timescale import AUTO, parse_scale
 
 TARGETS = ("embedded", "bmv2")
 WORKLOADS = ("train", "allreduce", *(f"model:{m}" for m in MODEL_NAMES))
@@ -180,12 +181,15 @@ class RunConfig:
                               help="give up after this many seconds (of this machine's time, also with --scale)")
     comm_timeout_s: float = option(30.0, minimum=1e-3, flag="--comm-timeout", timer=True,
                                    help="a host process gives up when its peers are silent this long")
-    scale: float = option(1.0, minimum=1.0, help="emulate a cluster F times faster: link rates / F, compute, link "
-                                                 "delays and protocol timers x F; results in the cluster's time "
-                                                 "(testbed.timescale)")
+    scale: float = option(1.0, parse=parse_scale, help="emulate a cluster F times faster: link rates / F, compute, "
+                                                        "link delays and protocol timers x F; results in the cluster's "
+                                                        "time (testbed.timescale); auto: the smallest F at which this "
+                                                        "machine's cores let the links bind (testbed.autoscale)")
     out: str = option("runs", help="runs go to OUT/<timestamp>/")
 
     def __post_init__(self) -> None:
+        if self.scale != AUTO and self.scale < 1:
+            raise FieldProblem("scale", f"a factor >= 1, or auto, got {self.scale:g}")
         if self.workload.workload == "allreduce" and self.job.scheme == "hostagg":
             raise FieldProblem("job.scheme", "the all-reduce benchmark runs innet, ps and ring (hostagg is "
                                              "for training)")

@@ -30,7 +30,7 @@ from typing import Any
 
 from config import ConfigError, flat_dict
 from testbed.config import RunConfig, resolve_topology
-from testbed.timescale import real_config, scale_topology, unscaled_results
+from testbed.timescale import AUTO, real_config, scale_topology, unscaled_results
 
 REPO = Path(__file__).resolve().parent.parent
 AGG_MAC = "02:00:00:00:ff:fe"  # any unicast MAC: the first switch intercepts by UDP port
@@ -38,10 +38,6 @@ JOB_NAME = "job1"
 STOP_GRACE_S = 5.0
 RESULT_SUFFIX = {"train": ".result.json", "allreduce": ".bench.json", "model": ".model.json"}
 POLL_S = 0.2
-# An emulated host keeps the memory it frees (glibc: no mmap, no trim). On this kind of VM a page
-# freed to the kernel goes back to the hypervisor, and touching it again costs ~12 us: quantizing a
-# 20 MB bucket in fresh temporaries took 0.8 s instead of 0.03, on the two cores every host shares.
-HOST_MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 40)}
 
 
 class RunError(ConfigError):
@@ -109,7 +105,9 @@ def _last_line(path: Path) -> str:
 def start_process(tb: Any, host: str, name: str, argv: list[str], logs: Path,
                   env: dict[str, str] | None = None) -> HostProcess:
     """`python ARGV` inside host's network namespace, with the interpreter running us (the .venv one);
-    `env`: its whole environment (default: ours), with HOST_MALLOC_ENV."""
+    `env`: its whole environment (default: ours), with testbed.nodes.HOST_MALLOC_ENV."""
+    from testbed.nodes import HOST_MALLOC_ENV
+
     output = logs / f"{name}.out"
     with open(output, "wb") as out:
         popen = tb.host(host).popen([sys.executable, *argv], stdout=out, stderr=subprocess.STDOUT,
@@ -228,14 +226,20 @@ class Run:
         from testbed.nodes import check_target
 
         check_target(cfg.network.target)
-        cfg = self.lanes_for_servers(cfg, reporter or Reporter())
+        self.reporter = reporter or Reporter()
+        cfg = self.lanes_for_servers(cfg, self.reporter)
+        self.scale_auto: dict | None = None  # what --scale auto chose and why (testbed.autoscale)
+        auto = cfg.scale == AUTO
+        if auto:
+            cfg = dataclasses.replace(cfg, scale=1.0)  # planned at 1 first: the plan is what F is chosen for
         self.asked = cfg  # as the user asked, in the emulated cluster's time
         self.cfg = real_config(cfg, cfg.scale)  # as this machine runs it (testbed.timescale)
-        self.reporter = reporter or Reporter()
         self.topo = self.load_topology()
         self.run_dir = run_dir or Path(new_run_dir(cfg.out))
         self.logs = self.run_dir / "logs"
         self.jobs = self.plan_jobs()
+        if auto:
+            self.choose_scale()
         self.tb: Any = None
         self.conns: dict[str, Any] = {}
         self.installer: Any = None
@@ -244,8 +248,31 @@ class Run:
         self.meter: Any = None  # testbed.fidelity.CpuMeter over the switch and host processes
         self.fidelity: dict = {}
         self.pki: Any = None  # testbed.tls.RunPki with --tls
+        self.run_slot: dict | None = None  # the network's run slot (testbed.slots), in results.json
 
     # -- plan: every input check, before anything starts
+
+    def choose_scale(self) -> None:
+        """--scale auto: the run planned at F = 1, the smallest F at which the links bind it (testbed.autoscale),
+        then the run as it is at that F."""
+        from testbed.autoscale import ScaleError, choose_scale
+
+        job = self.jobs[0]
+        if job.placement is None:
+            raise RunError(f"--scale auto: models the in-network all-reduce's traffic, not scheme {job.scheme} "
+                           "(give --scale F)")
+        from controller.installer import plan_job
+
+        try:
+            self.scale_auto = choose_scale(self.topo, plan_job(job.placement, 1), self.cfg.network.lanes, self.reporter)
+        except ScaleError as exc:
+            raise RunError(str(exc)) from None
+        factor = self.scale_auto["factor"]
+        self.reporter.status(f"--scale auto: {factor:g} ({self.scale_auto['reason']})")
+        self.asked = dataclasses.replace(self.asked, scale=factor)
+        self.cfg = real_config(self.asked, factor)
+        self.topo = self.load_topology()
+        self.jobs = self.plan_jobs()
 
     @staticmethod
     def lanes_for_servers(cfg: RunConfig, reporter: Reporter) -> RunConfig:
@@ -380,15 +407,22 @@ class Run:
             self.pki = make_pki(self.cfg.network.tls)
             self.reporter.status(f"P4Runtime over mutual TLS, certificates in {self.cfg.network.tls}")
         return Testbed(self.topo, self.cfg.network.target, str(self.run_dir),
-                       tls=self.pki.server if self.pki else None)
+                       tls=self.pki.server if self.pki else None, pushed_program=program_path(self.cfg.network.lanes))
 
     def connect(self) -> None:
+        """A primary connection to every switch, at the ports of the network's run slot (testbed.slots)."""
         from controller.installer import connect_all
+
+        self.run_slot = self.tb.slot_json()
+        if self.run_slot["index"]:
+            self.reporter.status(f"beside another network: run slot {self.run_slot['index']} (switch interfaces "
+                                 f"{self.run_slot['interface_prefix']}s1-eth1..., ports +{self.run_slot['port_offset']})")
 
         self.conns = connect_all(self.topo, side_channel_ports={s: self.tb.side_channel_port(s)
                                                                 for s in self.topo.switches},
                                  target=self.cfg.network.target, tls=self.pki.client if self.pki else None,
-                                 addresses={s: self.tb.switch_address(s) for s in self.topo.switches})
+                                 addresses={s: self.tb.switch_address(s) for s in self.topo.switches},
+                                 grpc_ports={s: self.tb.grpc_port(s) for s in self.topo.switches})
 
     def push_pipeline(self) -> None:
         """The program and routes on every switch; link queues where the target needs the program first."""
@@ -533,17 +567,18 @@ class Run:
     def collect(self) -> None:
         """Counters of every switch (ports, and the jobs in the switches), and the traffic managers' queues."""
         from controller.monitor import queue_stats
+        from controller.parallel import each
         from testbed import fidelity, report
 
         self.tb.gather()  # results the host processes wrote on other servers
         job_ids = [j.job_id for j in self.jobs if j.job_id is not None]
         self.counters = report.collect_counters(self.topo, self.conns, job_ids)
-        stats = {s: queue_stats(conn) for s, conn in self.conns.items()}
+        stats = each(self.conns, lambda s: queue_stats(self.conns[s]))
         self.queues = {s: q for s, q in stats.items() if q is not None}
         if self.meter is not None:
             phases, measured_over = self.measured_phases()
             self.fidelity = fidelity.report(self.topo, self.counters, self.queues, phases, measured_over, self.meter,
-                                            set(self.topo.switches))
+                                            set(self.topo.switches), self.cfg.scale)
             if self.fidelity["warning"]:
                 self.reporter.status(self.fidelity["warning"])
 
@@ -592,6 +627,7 @@ class Run:
             "link_bytes": report.link_bytes(self.topo, self.counters), "scheme": job.scheme,
             "placement": self.placement_json(job), "fidelity": self.fidelity,
             "admission": job.admission.to_json() if job.admission is not None else None,
+            "run_slot": self.run_slot, "scale_auto": self.scale_auto,
         }
         if job.aggregators:
             results.update(aggregators=job.aggregators, staleness_bound=cfg.job.staleness,
@@ -644,7 +680,9 @@ class Run:
         complete = len(reports) == len(job.workers)
         seconds = max((r["seconds"] for r in reports.values()), default=None)
         w = self.cfg.workload
-        return {"elements": w.elements, "dtype": w.dtype,
+        from testbed.fidelity import link_bound_seconds
+
+        return {"elements": w.elements, "dtype": w.dtype, "link_bound_s": link_bound_seconds(self.topo, self.counters),
                 "allreduce_exact": complete and all(r["exact"] for r in reports.values()),
                 "allreduce_correct": complete and all(r["correct"] for r in reports.values()),
                 "max_abs_error": max((r["max_abs_error"] for r in reports.values()), default=None),

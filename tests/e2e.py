@@ -27,7 +27,18 @@ def run_command(argv: list[str], timeout: float, **kwargs) -> subprocess.Complet
     """subprocess.run, except that on timeout the command first prints where its threads are (SIGUSR1),
     then gets SIGTERM (a run then tears its network down) before SIGKILL; the error raised then ends
     with the command's stderr."""
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs) as proc:
+    return finish_command(start_command(argv, **kwargs), timeout)
+
+
+def start_command(argv: list[str], **kwargs) -> subprocess.Popen:
+    """Start `argv` (in the repository by default) with its output captured; finish_command waits for it."""
+    kwargs.setdefault("cwd", REPO)
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def finish_command(proc: subprocess.Popen, timeout: float) -> subprocess.CompletedProcess:
+    """Wait for a command start_command started, as run_command does."""
+    with proc:
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -39,9 +50,9 @@ def run_command(argv: list[str], timeout: float, **kwargs) -> subprocess.Complet
             except subprocess.TimeoutExpired:
                 proc.kill()
                 out, err = proc.communicate()
-            raise AssertionError(f"{' '.join(argv[2:])}: no exit after {timeout:g} s; its stderr:\n"
+            raise AssertionError(f"{' '.join(proc.args[2:])}: no exit after {timeout:g} s; its stderr:\n"
                                  f"{err[-6000:]}") from None
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def aggnet_run(out: Path, *args: str, timeout: float = 600) -> tuple[subprocess.CompletedProcess, dict | None]:
@@ -65,14 +76,10 @@ def processes_mentioning(text: str) -> dict[int, str]:
 
 
 def leftovers(folder: Path) -> list[str]:
-    """Mininet-style veths in the root namespace, and any process still working for `folder`.
+    """Mininet-style veths in the root namespace that no running network claims, and any process still
+    working for `folder` (another network may run beside the test's, in a run slot of its own)."""
+    from testbed.clean import live_records, root_veths
 
-    Interfaces are looked at while holding the one-network lock: another test's network
-    (the lock serializes them) may be running right now, and its s1-eth1 is not ours.
-    """
-    from testbed.clean import root_veths
-    from testbed.network import acquire_network_lock
-
-    with acquire_network_lock():
-        veths = root_veths()
+    claimed = {intf for record in live_records() for intf in record.get("interfaces", [])}
+    veths = [v for v in root_veths() if v not in claimed]
     return [f"interface {i}" for i in veths] + [f"process {c}" for c in processes_mentioning(str(folder)).values()]

@@ -18,6 +18,8 @@ from hosts.models import ddp, profile
 from hosts.models.analytic import ETHERNET_BYTES, IP_UDP_BYTES
 from hosts.models.arch import build
 from protocol.wire import packet_bytes
+from testbed import autoscale
+from testbed.timescale import step_up
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]
@@ -77,3 +79,22 @@ def test_a_model_run_at_scale_is_judged_over_its_communication_phases(tmp_path):
     carried = results["counters"]["s1"]["ports"]["1"]["rx_bytes"]  # h1 -> s1
     assert 4 * frame <= carried - packets * frame <= 4 * frame + 0.02 * carried  # (2 %: resends, in the phases too)
     assert e2e.leftovers(tmp_path) == []
+
+
+def test_scale_auto_probes_the_machine_once_and_records_its_choice(tmp_path, monkeypatch):
+    """`--scale auto` on a machine without a probe: it probes (a star4 all-reduce), caches the result beside the
+    native builds, runs at the factor it chose (results in the cluster's time), and says why; the next choice
+    reads the cache."""
+    autoscale.probe_path().unlink(missing_ok=True)  # this machine's probe, made again by the run
+    done = run_command(aggnet_cmd("run", "--workload", "allreduce", "--topo", "star4", "--elements", "20000",
+                                  "--scale", "auto", "--out", str(tmp_path / "runs")), 600, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(next((tmp_path / "runs").glob("*/results.json")).read_text())
+    chosen = results["scale_auto"]
+    assert results["allreduce_exact"] and results["time_scale"]["factor"] == chosen["factor"] >= 1
+    assert chosen["factor"] == step_up(max(1.0, chosen["needed"])) and chosen["hops_per_chunk"] == 8
+    assert "probing this machine once" in done.stdout and f"--scale auto: {chosen['factor']:g} (" in done.stdout
+    probe = json.loads(autoscale.probe_path().read_text())
+    assert probe["machine"] == autoscale.machine() and probe["hop_cpu_s"] == chosen["hop_cpu_s"] > 0
+    monkeypatch.setattr(autoscale, "run_probe", lambda: pytest.fail("probed again"))
+    assert autoscale.hop_cost(None) == probe

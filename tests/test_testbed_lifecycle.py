@@ -90,7 +90,7 @@ def test_killed_testbed_process_is_cleaned_up_by_aggnet_clean(tmp_path, before):
     try:
         assert proc.stdout.readline().strip() == "up"
         assert len(clean.root_veths()) == 4
-        switch_pid = int(subprocess.run(["pgrep", "-f", "-P", str(proc.pid), "testbed.cli switch"],
+        switch_pid = int(subprocess.run(["pgrep", "-f", f"testbed.cli switch .*{tmp_path}"],  # the launcher's child
                                          capture_output=True, text=True).stdout.split()[0])
         os.kill(switch_pid, signal.SIGSTOP)  # a hung switch: it will not act on PDEATHSIG's SIGTERM
         proc.send_signal(signal.SIGKILL)  # the testbed dies without any teardown

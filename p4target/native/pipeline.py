@@ -31,8 +31,13 @@ class NativePipeline:
 
     engine_name = "native"
 
-    def __init__(self, program: ir.Program | lowered.Program, seed: int = 0, trace: Trace | None = None):
-        self.program, cprog = generate(program)  # the lowered form the C was printed from
+    def __init__(self, program: ir.Program | lowered.Program, seed: int = 0, trace: Trace | None = None,
+                 cprog: CProgram | None = None):
+        if cprog is None:
+            self.program, cprog = generate(program)  # the lowered form the C was printed from
+        else:
+            assert isinstance(program, lowered.Program), "C is printed from a lowered program"
+            self.program = program
         self.source = cprog.source  # the generated C, for debugging
         self.engine = Engine(build(cprog.source), seed, trace)
         schema = build_lowered_schema(self.program)
@@ -62,25 +67,29 @@ def generate(program: ir.Program | lowered.Program) -> tuple[lowered.Program, CP
     return printed, generate_c(printed)
 
 
-def native_or_reason(program: ir.Program | lowered.Program, seed: int = 0) -> tuple[NativePipeline | None, str]:
-    """A NativePipeline for `program`, or None and why the native engine cannot run it."""
+def native_or_reason(program: ir.Program | lowered.Program, seed: int = 0,
+                     cprog: CProgram | None = None) -> tuple[NativePipeline | None, str]:
+    """A NativePipeline for `program` (`cprog`: its C, printed already), or None and why the native engine cannot
+    run it."""
     try:
-        return NativePipeline(program, seed), ""
+        return NativePipeline(program, seed, cprog=cprog), ""
     except (NotLowered, Unsupported) as exc:
         return None, f"the native engine lacks {exc.message}"
     except BuildError as exc:
         return None, str(exc)
 
 
-def make_pipeline(program: ir.Program | lowered.Program, engine: str = "native", seed: int = 0):
-    """A pipeline on `engine` ('native' or 'python'); native falls back to python with one warning."""
-    from p4target.pipeline import Pipeline
-
+def make_pipeline(program: ir.Program | lowered.Program, engine: str = "native", seed: int = 0,
+                  cprog: CProgram | None = None):
+    """A pipeline on `engine` ('native' or 'python'); native falls back to python with one warning. `cprog`: the
+    C printed from `program` (lowered) already (p4target.compiled.printed)."""
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r} (expected one of {', '.join(ENGINES)})")
     if engine == "native":
-        pipeline, reason = native_or_reason(program, seed)
+        pipeline, reason = native_or_reason(program, seed, cprog)
         if pipeline is not None:
             return pipeline
         log.warning("%s: running on the Python engine: %s", program.source, reason)
+    from p4target.pipeline import Pipeline  # imported only where it runs: a switch on the native engine starts sooner
+
     return Pipeline(program, seed)

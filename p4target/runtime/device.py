@@ -53,9 +53,13 @@ def compile_source(source: str, filename: str, engine: str = "python",
                    state_cap_mb: int = DEFAULT_STATE_CAP_MB) -> tuple[p4i.P4Info, Any]:
     """(P4Info, pipeline on `engine`) of a P4 program; INVALID_ARGUMENT carrying the "FILE:LINE:COL: error:" line,
     RESOURCE_EXHAUSTED when its state may exceed `state_cap_mb`."""
-    from p4target.compiled import front_end
+    from p4target.compiled import front_end, printed
 
     try:
+        form = printed(source, filename) if engine == "native" else None  # lowered and printed once per machine
+        if form is not None:
+            program, cprog, p4info = form
+            return p4info, _capped_pipeline(program, filename, engine, state_cap_mb, cprog)
         program, p4info = front_end(source, filename)
         return p4info, _capped_pipeline(program, filename, engine, state_cap_mb)
     except P4Error as exc:
@@ -78,8 +82,9 @@ def load_bmv2_json(data: bytes, filename: str, engine: str = "python", state_cap
         raise invalid(str(exc)) from None
 
 
-def _capped_pipeline(program: Any, filename: str, engine: str, state_cap_mb: int) -> Any:
-    """The program's pipeline, once its declared state is known to fit the switch's cap (nothing allocated before)."""
+def _capped_pipeline(program: Any, filename: str, engine: str, state_cap_mb: int, cprog: Any = None) -> Any:
+    """The program's pipeline, once its declared state is known to fit the switch's cap (nothing allocated before);
+    `cprog`: the C already printed from `program` (lowered), for the native engine."""
     from p4target.lowered import model as lowered
     from p4target.lowered.from_ir import lower_program
     from p4target.lowered.schema import build_schema
@@ -93,7 +98,7 @@ def _capped_pipeline(program: Any, filename: str, engine: str, state_cap_mb: int
         check_state_cap(schema, state_cap_mb)
     except StateError as exc:
         raise RuntimeStatus(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{filename}: error: {exc}") from None
-    return make_pipeline(program, engine)
+    return make_pipeline(program, engine, cprog=cprog)
 
 
 def compile_config(config: p4r.ForwardingPipelineConfig, engine: str = "python",
