@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import signal
 import statistics
@@ -166,7 +167,8 @@ class JobRun:
     out: Path  # where its processes write metrics and results
     prefix: str = ""
     ps: str | None = None
-    aggregators: list[str] = field(default_factory=list)  # hostagg: aggregator host, then replica host
+    aggregators: list[str] = field(default_factory=list)  # hostagg, split: aggregator host, then replica host
+    split: list[str] = field(default_factory=list)  # split: the stragglers, whose seat in the tree the aggregator takes
     placement: Any = None  # controller.placement.JobPlacement (innet)
     admission: Any = None  # controller.tenants.Admission (innet)
     spec: Any = None  # protocol job spec handed to the workers (innet)
@@ -176,6 +178,14 @@ class JobRun:
     def result_file(self, worker: str, kind: str) -> Path:
         """What a worker writes at the end, by workload kind (testbed.config.WorkloadConfig.kind)."""
         return self.out / f"{worker}{RESULT_SUFFIX[kind]}"
+
+    @property
+    def members(self) -> list[str]:
+        """The hosts in the job's aggregation tree: its workers, or with split aggregation the on-time ones
+        and the aggregator in the stragglers' seat (hosts.split_agg)."""
+        from hosts.agent_config import tree_members
+
+        return tree_members(self.workers, tuple(self.split), self.aggregators[0] if self.split else "")
 
 
 def choose_workers(topo: Any, cfg: RunConfig) -> list[str]:
@@ -278,11 +288,25 @@ class Run:
         workers = choose_workers(self.topo, cfg)
         job = JobRun(JOB_NAME, workers, cfg.job.scheme, self.logs,
                      ps=ps_host(self.topo, workers) if cfg.job.scheme == "ps" else None)
-        if job.scheme == "innet":
-            self.admit([job], [Job(JOB_NAME, tuple(workers), k=cfg.job.k, slots=cfg.job.slots)])
+        if job.scheme == "split":
+            self.split_job(job, [w for w in workers if w in cfg.job.stragglers], set(workers))
+        if job.scheme in ("innet", "split"):
+            self.admit([job], [Job(JOB_NAME, tuple(job.members), k=cfg.job.k, slots=cfg.job.slots)])
         if job.scheme == "hostagg":
             job.aggregators = self.pick_aggregators(workers)
         return [job]
+
+    def split_job(self, job: JobRun, stragglers: list[str], busy: set[str]) -> None:
+        """Split aggregation for `job` (hosts.split_agg): its stragglers send to an aggregator on a host that
+        is not `busy`, which takes their seat in the tree. Without stragglers the job is plain in-network."""
+        if not stragglers:
+            job.scheme = "innet"
+            return
+        idle = [h for h in self.topo.hosts if h not in busy]
+        if not idle:
+            raise RunError(f"job {job.name}: split aggregation needs a host that runs no worker for its aggregator "
+                           f"({self.topo.source} has none left)")
+        job.split, job.aggregators = stragglers, idle[:1]
 
     def admit(self, jobs: list[JobRun], wanted: list[Any], policy: str = "downgrade") -> Any:
         """Place `wanted` (controller.placement.Job, one per job) in order within the slot budgets; a
@@ -297,6 +321,7 @@ class Run:
                 job.placement = placed[job.name]
             elif job.admission.status == HOST:
                 job.scheme = self.fallback_scheme(job, tenancy)
+                job.split, job.aggregators = [], []
         return tenancy
 
     def fallback_scheme(self, job: JobRun, tenancy: Any) -> str:
@@ -412,7 +437,7 @@ class Run:
             if job.name in specs:
                 job.spec = self.job_spec(job, specs[job.name])
                 job.job_id = self.installer.plans[job.name].job_id
-                prepare_worker_hosts(self.tb, job.workers, job.spec.agg_ip)
+                prepare_worker_hosts(self.tb, job.members, job.spec.agg_ip)
 
     def job_spec(self, job: JobRun, spec: Any) -> Any:
         """The spec the installer made, with the run's pacing and largest retransmission timeout."""
@@ -468,7 +493,6 @@ class Run:
         """The job's agent config (hosts.agent_config) in the run folder."""
         from hosts.agent_config import AGG_PORT_TCP, PS_PORT, REPLICA_PORT, RING_PORT, AgentConfig
         from hosts.comm import Endpoint
-        from hosts.straggler import Straggler
 
         cfg, hosts = self.cfg, self.topo.hosts
         workers = tuple(Endpoint(h, hosts[h].ip, RING_PORT) for h in job.workers)
@@ -477,11 +501,18 @@ class Run:
         config = AgentConfig(job.scheme, cfg.train, workers, ps, job.spec, cfg.comm_timeout_s,
                              aggregator=ends[0] if ends else None, replica=ends[1] if len(ends) > 1 else None,
                              staleness=cfg.job.staleness, wait_s=cfg.job.agg_wait_s,
-                             stragglers={n: Straggler(d) for n, d in cfg.job.stragglers.items() if n in job.workers},
-                             time_scale=cfg.scale)
+                             stragglers={n: self.straggler(n) for n in cfg.job.stragglers if n in job.workers},
+                             time_scale=cfg.scale, split_workers=tuple(job.split))
         path = self.run_dir / name
         path.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
         return path
+
+    def straggler(self, host: str) -> Any:
+        """How `host` is slowed (hosts.straggler.Straggler), in the cluster's time."""
+        from hosts.straggler import Straggler
+
+        start, end = self.cfg.job.straggle_s or (0.0, math.inf)
+        return Straggler(self.cfg.job.stragglers[host], start_s=start, end_s=end)
 
     def processes(self) -> list[HostProcess]:
         return [p for job in self.jobs for p in job.processes]
@@ -596,6 +627,8 @@ class Run:
         if job.aggregators:
             results.update(aggregators=job.aggregators, staleness_bound=cfg.job.staleness,
                            aggregation=read_aggregation_stats(job.out))
+        if job.split:
+            results["split_workers"] = job.split
         if error is not None:
             results["error"] = str(error)
         results.update(self.workload_results(job))
