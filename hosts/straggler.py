@@ -2,10 +2,10 @@
 
 A straggler is a worker whose compute takes longer: a fixed delay per step (a busy or
 remote worker) and/or a slowdown factor (a worker with a fraction of a CPU: every step's
-compute takes `slowdown` times as long), for the whole run or for a period of it
-([start_s, end_s) seconds after its first step, in the cluster's time). Both are emulated by
-sleeping after the backward pass, which the step time then includes, so a slow worker is
-slow in every scheme alike.
+compute takes `slowdown` times as long), for the whole run or for a period of it: from
+start_s to end_s seconds (the cluster's time) after the end of its first step, when every
+worker has started. Both are emulated by sleeping after the backward pass, which the step
+time then includes, so a slow worker is slow in every scheme alike.
 
 The agent config names them: `"stragglers": {"h2": {"delay_s": 0.2, "start_s": 5, "end_s": 15}}`.
 

@@ -59,7 +59,8 @@ def run_training(config: TrainConfig, data: Dataset, batch_of_step: Callable[[in
         if checkpointer is None:
             raise ValueError("resume_step needs a checkpointer to load from")
         checkpointer.load(resume_step, model, optimizer, comm)
-    began, loss = time.perf_counter(), float("nan")
+    began: float | None = None  # a straggler's period counts from the end of the first step, when all have started
+    loss = float("nan")
     for step in range(resume_step + 1, config.steps):
         t0 = time.perf_counter()
         ahead = closed(step) if closed else None
@@ -70,11 +71,12 @@ def run_training(config: TrainConfig, data: Dataset, batch_of_step: Callable[[in
             computed.backward()
             loss = computed.item()
             if straggler:
-                straggler.after_compute(time.perf_counter() - t0, t0 - began)
+                straggler.after_compute(time.perf_counter() - t0, 0.0 if began is None else t0 - began)
         t1 = time.perf_counter()
         set_flat_grad(model, average(flat_grad(model)) if ahead is None else ahead)
         t2 = time.perf_counter()
         optimizer.step()
+        began = time.perf_counter() if began is None else began
         record = {"step": step, "epoch": step // batches_per_epoch, "loss": loss,
                   "step_time_s": time.perf_counter() - t0, "comm_time_s": t2 - t1, "ended_at": time.monotonic()}
         if ahead is not None:

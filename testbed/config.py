@@ -94,7 +94,7 @@ class JobConfig:
                                           help="HOST=DELAY_S: the worker computes DELAY_S longer every step")
     straggle_s: tuple[float, ...] = option((), flag="--straggle", minimum=0,
                                            help="START,END: the stragglers are slow only from START to END seconds "
-                                                "after their first step (default: all the time)")
+                                                "after the end of their first step (default: all the time)")
     replica: bool = option(True, help="host aggregation: run a replica of the aggregator")
 
     def __post_init__(self) -> None:
