@@ -289,20 +289,20 @@ class Run:
         job = JobRun(JOB_NAME, workers, cfg.job.scheme, self.logs,
                      ps=ps_host(self.topo, workers) if cfg.job.scheme == "ps" else None)
         if job.scheme == "split":
-            self.split_job(job, [w for w in workers if w in cfg.job.stragglers], set(workers))
+            self.split_job(job, [w for w in workers if w in cfg.job.stragglers],
+                           [h for h in self.topo.hosts if h not in workers])
         if job.scheme in ("innet", "split"):
             self.admit([job], [Job(JOB_NAME, tuple(job.members), k=cfg.job.k, slots=cfg.job.slots)])
         if job.scheme == "hostagg":
             job.aggregators = self.pick_aggregators(workers)
         return [job]
 
-    def split_job(self, job: JobRun, stragglers: list[str], busy: set[str]) -> None:
-        """Split aggregation for `job` (hosts.split_agg): its stragglers send to an aggregator on a host that
-        is not `busy`, which takes their seat in the tree. Without stragglers the job is plain in-network."""
+    def split_job(self, job: JobRun, stragglers: list[str], idle: list[str]) -> None:
+        """Split aggregation for `job` (hosts.split_agg): its stragglers send to an aggregator on the first
+        `idle` host, which takes their seat in the tree. Without stragglers the job is plain in-network."""
         if not stragglers:
             job.scheme = "innet"
             return
-        idle = [h for h in self.topo.hosts if h not in busy]
         if not idle:
             raise RunError(f"job {job.name}: split aggregation needs a host that runs no worker for its aggregator "
                            f"({self.topo.source} has none left)")

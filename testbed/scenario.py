@@ -12,6 +12,9 @@ mode is one ModeRun (a testbed.run.Run variant) on a fresh network with the same
   moves trees off congested links while the jobs train; with `pacing: aimd` the jobs also
   get MLfabric-style ordering weights (hosts.pacing);
 - `unaware`: in-network aggregation with the trees placed once;
+- `split`: in-network with the trees placed once, and a job with stragglers (`job.stragglers`)
+  aggregates split (hosts.split_agg): the switches sum its on-time workers, a host aggregator
+  in the stragglers' seat (the job's `ps` host, else an idle one) adds their late gradients;
 - `ps` / `ring`: every job on the host baselines (parameter server / ring all-reduce).
 
 Jobs are admitted with the slot budgets in force (controller.tenants); a job that does not fit
@@ -34,9 +37,9 @@ from typing import Any
 from config import ConfigError, FieldProblem, load, option
 from testbed.config import RunConfig, resolve_topology
 from testbed.report import accuracy_curve, time_to_accuracy
-from testbed.run import REPO, JobRun, Run, RunFailed, read_json, read_jsonl
+from testbed.run import REPO, JobRun, Run, RunFailed, read_aggregation_stats, read_json, read_jsonl
 
-MODES = ("aware", "unaware", "ps", "ring")
+MODES = ("aware", "unaware", "split", "ps", "ring")
 PROTOCOLS = ("udp", "tcp")
 TRAFFIC_PORT_BASE = 5001
 
@@ -224,7 +227,7 @@ class ModeRun(Run):
 
     @property
     def innet(self) -> bool:
-        return self.mode in ("aware", "unaware")
+        return self.mode in ("aware", "unaware", "split")
 
     def load_topology(self) -> Any:
         from controller.tenants import with_slot_budgets
@@ -237,11 +240,26 @@ class ModeRun(Run):
 
         jobs = [JobRun(j.name, list(j.workers), "innet" if self.innet else self.mode, self.logs / j.name,
                        prefix=f"{j.name}.", ps=j.ps if self.mode == "ps" else None) for j in self.cfg.jobs]
+        if self.mode == "split":
+            self.split_jobs(jobs)
         if self.innet:
-            wanted = [Job(j.name, j.workers, j.root, j.k, j.slots) for j in self.cfg.jobs]
+            wanted = [Job(j.name, tuple(run.members), j.root, j.k, j.slots) for j, run in zip(self.cfg.jobs, jobs)]
             self.tenancy = self.admit(jobs, wanted, self.cfg.admission)
             jobs = [j for j in jobs if j.admission.status != REJECTED]
         return jobs
+
+    def split_jobs(self, jobs: list[JobRun]) -> None:
+        """Mode split: each job with stragglers gets its aggregator on its `ps` host, else on a host no job uses."""
+        used = {h for j in self.cfg.jobs for h in (*j.workers, *([j.ps] if j.ps else []))}
+        for spec, job in zip(self.cfg.jobs, jobs):
+            taken = used | {h for other in jobs for h in other.aggregators}
+            job.scheme = "split"
+            self.split_job(job, self.stragglers_of(job),
+                           ([spec.ps] if spec.ps else []) + [h for h in self.topo.hosts if h not in taken])
+
+    def stragglers_of(self, job: JobRun) -> list[str]:
+        """The job's workers that straggle (`job.stragglers`), in rank order."""
+        return [w for w in job.workers if w in self.cfg.job.stragglers]
 
     def fallback_scheme(self, job: JobRun, tenancy: Any) -> str:
         """A job the switches cannot hold runs on its parameter server, or a ring when it has none."""
@@ -335,8 +353,11 @@ class ModeRun(Run):
                 entry["placement"] = self.placement_json(job)
                 entry["counters"] = {s: c["jobs"][job.job_id] for s, c in self.counters.items()
                                      if c["jobs"][job.job_id]["received"]}
-            if scn.workload.workload == "train":
-                records = read_jsonl(job.out / f"{job.workers[0]}.metrics.jsonl")
+            if job.split:
+                entry.update(split_workers=job.split, aggregators=job.aggregators,
+                             aggregation=read_aggregation_stats(job.out))
+            if scn.workload.workload == "train":  # timed on an on-time worker (a straggler skips steps in split)
+                records = read_jsonl(job.out / f"{next(w for w in job.workers if w not in job.split)}.metrics.jsonl")
                 evals = [r for r in records if "test_accuracy" in r]
                 entry.update(steps=len(records), final_accuracy=evals[-1]["test_accuracy"] if evals else None,
                              train_time_s=round(sum(r.get("step_time_s", 0.0) for r in records), 3),

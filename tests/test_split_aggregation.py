@@ -140,3 +140,15 @@ def test_bad_split_input_is_one_line(tmp_path, job, message):
     with pytest.raises(ConfigError) as err:
         Run(load(RunConfig, {"job": job, "out": str(tmp_path)}, "run"))
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_scenario_mode_split_seats_each_straggling_jobs_aggregator(tmp_path):
+    from testbed.scenario import ModeRun, parse_scenario
+
+    data = {"network": {"topo": "leafspine"}, "modes": ["split"], "job": {"stragglers": {"h3": 0.1}},
+            "jobs": [{"name": "a", "workers": ["h1", "h3", "h4"], "ps": "h2"},
+                     {"name": "b", "workers": ["h5", "h7"]}]}
+    a, b = ModeRun(parse_scenario(data, "x.yaml"), "split", tmp_path / "split").jobs
+    assert (a.scheme, a.split, a.aggregators, a.members) == ("split", ["h3"], ["h2"], ["h1", "h2", "h4"])
+    assert a.placement.job.workers == ("h1", "h2", "h4")  # the tree holds the seat, not the straggler
+    assert (b.scheme, b.split, b.aggregators) == ("innet", [], [])  # nothing straggles: plain in-network
