@@ -8,6 +8,11 @@ timeout, fast retransmit) is hosts.transfer.Transfer's business; this module is 
 socket loop around it: encode the chunks, send what the Transfer says in batches
 (hosts.batch_socket), hand it the results, collect the sums.
 
+A job that shares its switch's slots with others (JobSpec.pool, ATP's way) hashes each chunk
+into the pool; when the switch says a chunk spilled (its slot was taken), that chunk goes to
+the job's parameter server instead (hosts.spill), and what the chunk's round holds at the
+switch is released.
+
 Float tensors are quantized (hosts.quantize) with the fractional bits the previous call of
 the same size agreed on, and this call's exponent votes ride in the same stream, so a step
 costs no extra round trip; when the votes show that those bits did not fit (or a switch
@@ -70,6 +75,7 @@ class AllReduceClient:
         self.sock = sock
         self._packet_bytes = wire.packet_bytes(job.lanes)
         self.io = BatchSocket(sock, (job.agg_ip, job.agg_port), self._packet_bytes)
+        self.spill_io = BatchSocket(sock, (job.spill_ip, job.spill_port), self._packet_bytes) if job.pool else None
         rx, stride = self.io.data, self.io.data.strides[0]
         self._rx_header = np.ndarray((self.io.batch,), wire.HEADER_DTYPE, rx, 0, (stride,))
         self._rx_values = np.ndarray((self.io.batch, job.lanes), ">i4", rx, wire.HEADER_BYTES, (stride, 4))
@@ -175,10 +181,12 @@ class AllReduceClient:
             chunks.reshape(-1)[c * lanes:c * lanes + p.size] = p
         g0 = self.next_chunk
         g = g0 + np.arange(n, dtype=np.int64)
-        packets = codec.encode(job.job_id, g % job.slot_count, g, ((g // job.slot_count) % 2) * wire.FLAG_POOL,
-                               chunks, scale=scale).view(np.uint8)
+        slots = pool_slots(job.job_id, g, job.slot_count, job.pool) if job.pool else g % job.slot_count
+        flags = ((g // job.slot_count) % 2) * wire.FLAG_POOL
+        packets = codec.encode(job.job_id, slots, g, flags, chunks, scale=scale).view(np.uint8)
         sums = np.zeros((n, lanes), dtype=np.int32)
         overflow = np.zeros(n, dtype=bool)
+        spilled = np.zeros(n, dtype=bool)  # chunks the switch sent to the parameter server (shared pool)
         pb = self._packet_bytes
         transfer = Transfer(n, job.slot_count, self.timer, self.window, self.stats, time.monotonic())
         while transfer.remaining:
@@ -186,7 +194,10 @@ class AllReduceClient:
             send, retx = transfer.due(now)
             if send.size:
                 packets[send[retx] * pb + _FLAGS] |= wire.FLAG_RETX
-                self.io.send(packets, send * pb)
+                away = spilled[send]
+                self.io.send(packets, send[~away] * pb)
+                if self.spill_io is not None and away.any():
+                    self.spill_io.send(packets, send[away] * pb)
             if now - transfer.last_progress > self.stall_timeout_s:
                 raise AllReduceError(f"job {job.job_id}: no result for {self.stall_timeout_s:.1f} s; "
                                      f"{transfer.remaining} of {n} chunks outstanding "
@@ -194,20 +205,25 @@ class AllReduceClient:
             wait = transfer.next_deadline() - now
             received = self.io.recv(job.timeout_s if math.isinf(wait) else wait)
             if received:
-                self._take_results(transfer, received, g0, scale, sums, overflow)
+                self._take_results(transfer, received, g0, scale, sums, overflow, spilled, packets)
         self.next_chunk = g0 + n
         self.stats.chunks += n
         flat = sums.reshape(-1)
         return [flat[c * lanes:c * lanes + p.size] for p, c in zip(parts, first)], overflow
 
     def _take_results(self, transfer: Transfer, count: int, g0: int, scale: int, sums: np.ndarray,
-                      overflow: np.ndarray) -> None:
-        """Hand the `count` datagrams just received to the Transfer; copy the new results' sums."""
+                      overflow: np.ndarray, spilled: np.ndarray, packets: np.ndarray) -> None:
+        """Hand the `count` datagrams just received to the Transfer; copy the new results' sums; spill
+        the chunks the switch says spilled."""
         header = self._rx_header[:count]
         chunk = (header["seq"].astype(np.int64) - g0) % (1 << 32)
         ours = ((self.io.lengths[:count] == self._packet_bytes) & (header["job_id"] == self.job.job_id)
                 & (header["flags"] & wire.FLAG_RESULT != 0) & (header["lanes"] == self.job.lanes)
                 & (chunk < transfer.chunks))
+        notices = ours & (header["flags"] & wire.FLAG_SPILL != 0)
+        if notices.any() and self.spill_io is not None:
+            self._spill(transfer, chunk[notices], spilled, packets)
+        ours &= ~notices
         pos = np.flatnonzero(ours)
         self.stats.stale_results += count - pos.size
         marked = header["flags"][pos] & wire.FLAG_ECN != 0
@@ -221,6 +237,33 @@ class AllReduceClient:
         sums[chunk[new]] = self._rx_values[new]
         overflow[chunk[new]] = header["flags"][new] & wire.FLAG_OVERFLOW != 0
 
+    def _spill(self, transfer: Transfer, chunks: np.ndarray, spilled: np.ndarray, packets: np.ndarray) -> None:
+        """Chunks whose slot in the shared pool was taken: from now on they go to the parameter server
+        (at once for those sent already), and what their rounds hold at the switch is freed."""
+        assert self.spill_io is not None, "only a job with a shared pool spills"
+        fresh = np.unique(chunks[~transfer.done[chunks] & ~spilled[chunks]])
+        if not fresh.size:
+            return
+        pb = self._packet_bytes
+        self.stats.spilled += int(fresh.size)
+        spilled[fresh] = True
+        sent = fresh[fresh < transfer.next_new]
+        if sent.size:
+            release = packets.reshape(-1, pb)[sent].copy()
+            release[:, _FLAGS] = (release[:, _FLAGS] & (0xFF ^ wire.FLAG_RETX)) | wire.FLAG_SPILL
+            self.io.send(release.reshape(-1), np.arange(sent.size) * pb)
+            transfer.resend_now(sent)
+        packets[fresh * pb + _FLAGS] |= wire.FLAG_PS
+
+
+def pool_slots(job_id: int, g: np.ndarray, window: int, pool: int) -> np.ndarray:
+    """The shared-pool slot of each chunk g. As ATP's workers map the positions of their window to
+    aggregators by a hash, the job's window lands at an offset hashed from its id and goes around the
+    pool from there: distinct slots within the window (chunk g + W reuses g's slot, in the other pool
+    as in a region of its own), and jobs whose windows overlap there share those slots."""
+    offset = ((job_id * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF) >> 32
+    return (offset + np.asarray(g, dtype=np.int64) % window) % pool
+
 
 class InNetworkAllReduce(AllReduce):
     """The switches sum: gradients are quantized (hosts.quantize) and streamed over UDP.
@@ -233,6 +276,9 @@ class InNetworkAllReduce(AllReduce):
         self.client = AllReduceClient(job, rank, sock, stall_timeout_s=stall_timeout_s)
         self.rank = rank
         self.world_size = job.world_size
+
+    def run_metrics(self) -> dict[str, int]:
+        return {"spilled_chunks": self.client.stats.spilled} if self.client.job.pool else {}
 
     def allreduce(self, vec: np.ndarray) -> np.ndarray:
         before = self.client.stats.packets_sent

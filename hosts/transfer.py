@@ -84,6 +84,7 @@ class TransferStats:
     results: int = 0
     marked_results: int = 0  # new results that met a deep queue (wire.FLAG_ECN)
     stale_results: int = 0  # duplicates, other jobs' or calls' results, malformed packets
+    spilled: int = 0  # chunks that found their slot in a shared pool taken: summed by the parameter server
 
 
 _NONE = np.zeros(0, dtype=np.int64)
@@ -151,6 +152,10 @@ class Transfer:
             self.stats.packets_sent += int(chunks.size)
             self.stats.retransmissions += int(resend.size)
         return chunks, retx
+
+    def resend_now(self, chunks: np.ndarray) -> None:
+        """Send these outstanding chunks again at the next due() (they go somewhere else now: a spill)."""
+        self._fast = _merge(self._fast, np.asarray(chunks, dtype=np.int64))
 
     def on_results(self, chunks: np.ndarray, now: float, marked: np.ndarray | None = None) -> np.ndarray:
         """Results for `chunks` (indices in arrival order) arrived at `now`; `marked[i]`: result i met a

@@ -334,10 +334,14 @@ control AggIngress(inout headers_t hdr, inout metadata_t meta,
                         bitmap = 0;
                     }
                     /* Contributing to this pool means the child has the other pool's result:
-                     * clear its bit there, so its next contribution to that pool is new. */
-                    bit<32> other;
-                    agg_bitmap.read(other, meta.agg.idx ^ 1);
-                    agg_bitmap.write(meta.agg.idx ^ 1, other & ~meta.agg.child_mask);
+                     * clear its bit there, so its next contribution to that pool is new. (A shared
+                     * pool's slot starts a new round when a chunk takes it: the other pool may
+                     * hold another job's round.) */
+                    if (meta.agg.shared == 0) {
+                        bit<32> other;
+                        agg_bitmap.read(other, meta.agg.idx ^ 1);
+                        agg_bitmap.write(meta.agg.idx ^ 1, other & ~meta.agg.child_mask);
+                    }
                     if ((bitmap & meta.agg.child_mask) == 0) {
                         agg_aggregated.count(job);
                         if (bitmap == 0) {

@@ -173,7 +173,8 @@ class JobRun:
     admission: Any = None  # controller.tenants.Admission (innet)
     spec: Any = None  # protocol job spec handed to the workers (innet)
     job_id: int | None = None
-    processes: list[HostProcess] = field(default_factory=list)
+    processes: list[HostProcess] = field(default_factory=list)  # what the job is done with once they exit 0
+    services: list[HostProcess] = field(default_factory=list)  # servers that run until stopped (hosts.spill)
 
     def result_file(self, worker: str, kind: str) -> Path:
         """What a worker writes at the end, by workload kind (testbed.config.WorkloadConfig.kind)."""
@@ -456,7 +457,10 @@ class Run:
                              + (f" and the host aggregator on {job.aggregators[0]}" if job.aggregators else "")
                              + (f", its replica on {job.aggregators[1]}" if len(job.aggregators) > 1 else ""))
         job.out.mkdir(parents=True, exist_ok=True)
-        if job.ps:
+        if job.ps and job.spec is not None and job.spec.pool:  # the spilled chunks' server, until stopped
+            job.services.append(self.start(job.ps, f"{job.prefix}spill", ["spill", "--config", str(config),
+                                                                          "--out", str(job.out)]))
+        elif job.ps:
             job.processes.append(self.start(job.ps, f"{job.prefix}ps", ["ps", "--config", str(config),
                                                                         "--out", str(job.out)]))
         # The replica starts first: the aggregator connects to it before serving anyone.
@@ -515,7 +519,8 @@ class Run:
         return Straggler(self.cfg.job.stragglers[host], start_s=start, end_s=end)
 
     def processes(self) -> list[HostProcess]:
-        return [p for job in self.jobs for p in job.processes]
+        """Every host process of the run, the jobs' services too."""
+        return [p for job in self.jobs for p in (*job.processes, *job.services)]
 
     def pids(self) -> dict[str, int]:
         """Every switch and host process of the run by name, for the CPU meter."""
@@ -555,7 +560,8 @@ class Run:
         dead = [d for d in self.tb.dead_switches() if d.split(":")[0] not in ignore]
         if dead:
             raise RunFailed(f"run failed: switch {dead[0]}")
-        return all(p.popen.poll() == 0 for p in procs)
+        services = {id(p) for job in self.jobs for p in job.services}  # they run until stopped
+        return all(p.popen.poll() == 0 for p in procs if id(p) not in services)
 
     def stop_hosts(self) -> None:
         for proc in self.processes():

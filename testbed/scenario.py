@@ -15,6 +15,11 @@ mode is one ModeRun (a testbed.run.Run variant) on a fresh network with the same
 - `split`: in-network with the trees placed once, and a job with stragglers (`job.stragglers`)
   aggregates split (hosts.split_agg): the switches sum its on-time workers, a host aggregator
   in the stragglers' seat (the job's `ps` host, else an idle one) adds their late gradients;
+- `relocate`: in-network with the trees placed once; a job whose switches lack its slots is
+  placed on other switches that have them (SOAR where the memory is) before it falls back;
+- `atp`: ATP's best-effort sharing instead of admission: every job aggregates at its root in a
+  pool of the root's slots shared with the jobs rooted there; a chunk whose slot is taken
+  spills to the job's parameter server (`ps`, hosts.spill) and is summed there;
 - `ps` / `ring`: every job on the host baselines (parameter server / ring all-reduce).
 
 Jobs are admitted with the slot budgets in force (controller.tenants); a job that does not fit
@@ -39,7 +44,7 @@ from testbed.config import RunConfig, resolve_topology
 from testbed.report import accuracy_curve, time_to_accuracy
 from testbed.run import REPO, JobRun, Run, RunFailed, read_aggregation_stats, read_json, read_jsonl
 
-MODES = ("aware", "unaware", "split", "ps", "ring")
+MODES = ("aware", "unaware", "split", "relocate", "atp", "ps", "ring")
 PROTOCOLS = ("udp", "tcp")
 TRAFFIC_PORT_BASE = 5001
 
@@ -139,8 +144,9 @@ class Scenario(RunConfig):
         for i, job in enumerate(self.jobs):
             if job.name in [j.name for j in self.jobs[:i]]:
                 raise FieldProblem(f"jobs[{i}].name", f"duplicate job name '{job.name}'")
-            if "ps" in self.modes and job.ps is None:
-                raise FieldProblem(f"jobs[{i}].ps", "missing (mode ps needs a server host per job)")
+            for mode in ("ps", "atp"):
+                if mode in self.modes and job.ps is None:
+                    raise FieldProblem(f"jobs[{i}].ps", f"missing (mode {mode} needs a server host per job)")
             for role, host in [("workers", w) for w in job.workers] + ([("ps", job.ps)] if job.ps else []):
                 if host in owner:  # the aggregation and PS ports are per host
                     raise FieldProblem(f"jobs[{i}].{role}", f"host {host} already runs {owner[host]}")
@@ -227,7 +233,7 @@ class ModeRun(Run):
 
     @property
     def innet(self) -> bool:
-        return self.mode in ("aware", "unaware", "split")
+        return self.mode in ("aware", "unaware", "split", "relocate", "atp")
 
     def load_topology(self) -> Any:
         from controller.tenants import with_slot_budgets
@@ -239,14 +245,27 @@ class ModeRun(Run):
         from controller.tenants import REJECTED
 
         jobs = [JobRun(j.name, list(j.workers), "innet" if self.innet else self.mode, self.logs / j.name,
-                       prefix=f"{j.name}.", ps=j.ps if self.mode == "ps" else None) for j in self.cfg.jobs]
+                       prefix=f"{j.name}.", ps=j.ps if self.mode in ("ps", "atp") else None) for j in self.cfg.jobs]
         if self.mode == "split":
             self.split_jobs(jobs)
         if self.innet:
             wanted = [Job(j.name, tuple(run.members), j.root, j.k, j.slots) for j, run in zip(self.cfg.jobs, jobs)]
-            self.tenancy = self.admit(jobs, wanted, self.cfg.admission)
+            if self.mode == "atp":
+                self.tenancy = self.share(jobs, wanted)
+            else:
+                self.tenancy = self.admit(jobs, wanted, "move" if self.mode == "relocate" else self.cfg.admission)
             jobs = [j for j in jobs if j.admission.status != REJECTED]
         return jobs
+
+    def share(self, jobs: list[JobRun], wanted: list[Any]) -> Any:
+        """Mode atp: every job in-network in its root's shared pool (controller.tenants.share)."""
+        from controller.tenants import share
+
+        tenancy = share(self.topo, wanted, self.cfg.job.algo, self.cfg.train.seed)
+        placed = {jp.job.name: jp for jp in tenancy.placements}
+        for job in jobs:
+            job.admission, job.placement = tenancy.admission(job.name), placed[job.name]
+        return tenancy
 
     def split_jobs(self, jobs: list[JobRun]) -> None:
         """Mode split: each job with stragglers gets its aggregator on its `ps` host, else on a host no job uses."""
@@ -288,7 +307,8 @@ class ModeRun(Run):
         if self.mode == "aware" and self.cfg.job.pacing == "aimd":
             innet = {j.name: len(j.workers) for j in self.jobs if j.placement}
             weight = transfer_weights(innet, {name: 1.0 for name in innet})[job.name]
-        return dataclasses.replace(super().job_spec(job, spec), weight=weight)
+        spill_ip = self.topo.hosts[job.ps].ip if spec.pool and job.ps else ""
+        return dataclasses.replace(super().job_spec(job, spec), weight=weight, spill_ip=spill_ip)
 
     def start_hosts(self) -> None:
         """Background receivers, the jobs, then the senders; the adaptation loop in mode aware."""
@@ -318,7 +338,7 @@ class ModeRun(Run):
         deadline = self.t0 + self.cfg.timeout_s
         while len(self.finished_s) < len(self.jobs):
             for job in self.jobs:
-                failed = [f for f in (p.failure() for p in job.processes) if f]
+                failed = [f for f in (p.failure() for p in (*job.processes, *job.services)) if f]
                 if failed:
                     raise RunFailed(f"mode {self.mode}: job {job.name}: {failed[0]} (logs in {self.logs})")
                 if job.name not in self.finished_s and all(p.popen.poll() == 0 for p in job.processes):
@@ -356,6 +376,10 @@ class ModeRun(Run):
             if job.split:
                 entry.update(split_workers=job.split, aggregators=job.aggregators,
                              aggregation=read_aggregation_stats(job.out))
+            spilled = [r["spilled_chunks"] for h in job.workers
+                       if (r := read_json(job.result_file(h, scn.workload.kind))) and "spilled_chunks" in r]
+            if spilled:  # every worker hears of every spilled chunk of its job
+                entry["spilled_chunks"] = max(spilled)
             if scn.workload.workload == "train":  # timed on an on-time worker (a straggler skips steps in split)
                 records = read_jsonl(job.out / f"{next(w for w in job.workers if w not in job.split)}.metrics.jsonl")
                 evals = [r for r in records if "test_accuracy" in r]
@@ -388,7 +412,8 @@ class ModeRun(Run):
 
 def summarize(scn: Scenario, by_mode: dict[str, dict]) -> dict:
     """Per mode: each job's time to the target (or wall time), and ratios against mode aware."""
-    key = "time_to_accuracy_s" if scn.workload.workload == "train" and scn.target_accuracy else "wall_s"
+    key = ("time_to_accuracy_s" if scn.workload.workload == "train" and scn.target_accuracy
+           else "seconds" if scn.workload.workload == "allreduce" else "wall_s")
     table = {mode: {name: job.get(key) for name, job in res["jobs"].items()} for mode, res in by_mode.items()}
     means = {mode: _mean(values.values()) for mode, values in table.items()}
     base = means.get("aware")

@@ -348,3 +348,13 @@ def test_a_spilled_chunk_frees_its_round_and_travels_to_the_server_as_plain_ipv4
     back = fb.send(sw, 9, fb.packet(2, 1, 40, [14], src=9, flags=wire.FLAG_PS | wire.FLAG_RESULT, dst="10.0.0.3"))
     assert [(o.port, o.frame.src_ip, o.values[0]) for o in back] == [(3, "10.0.0.9", 14)]  # routed, not re-addressed
     assert fb.counter(sw, "received", 2) == 3 and fb.counter(sw, "spilled", 2) == 0
+
+
+def test_a_shared_slots_other_pool_keeps_another_jobs_round():
+    sw = shared_pool("python")
+    fb.send(sw, 2, fb.packet(1, 0, 5, [1], pool=1, src=2))  # job 1's round in slot 0, pool 1, from child bit 1
+    fb.send(sw, 3, fb.packet(2, 0, 9, [1], pool=0, src=3))  # job 2 (child bit 0) takes slot 0, pool 0
+    fb.send(sw, 4, fb.packet(2, 0, 9, [1], pool=0, src=4))  # ... and completes it (child bit 1)
+    assert sw.state.register_read("AggIngress.agg_bitmap", 8 * 2 + 1) == 0b10  # job 1's bit is still in
+    outs = fb.send(sw, 1, fb.packet(1, 0, 5, [2], pool=1, src=1))
+    assert sorted((o.port, o.values[0]) for o in outs) == [(1, 3), (2, 3)]

@@ -273,7 +273,8 @@ class Traffic:
         slot, pool = g % job.slot_count, (g // job.slot_count) % 2
         flags = wire.FLAG_POOL if pool else 0
         if job.shared:  # a hashed slot, spilled chunks' releases and their trips to the server
-            slot, flags = self.rng.randrange(job.slot_count), self.rng.choice([0, 0, 0, wire.FLAG_SPILL, wire.FLAG_PS])
+            slot = self.rng.randrange(job.slot_count)
+            flags |= self.rng.choice([0, 0, 0, wire.FLAG_SPILL, wire.FLAG_PS])
         hosts = [(c.port if c.src_ip is None else int(c.src_ip.rsplit(".", 1)[1])) for c in job.children]
         out = []
         for host in self.rng.sample(hosts, len(hosts)):
