@@ -154,6 +154,7 @@ class JobPlan:
     slot_count: int
     slot_base: int = 0
     pool: int = 0  # >0: its root's slots [slot_base, slot_base + pool) are shared with other jobs (ATP)
+    standby: tuple[tuple[str, str], ...] = ()  # (worker, host that shares its seat: same child bit, its results)
 
     @property
     def region(self) -> int:
@@ -186,7 +187,7 @@ def plan_job(jp: JobPlacement, job_id: int) -> JobPlan:
                            f"{', '.join(sorted(aggregators - {tree.root}))}")
     return JobPlan(name=name, job_id=job_id, tree=tree, workers=tuple(jp.job.workers),
                    aggregators=frozenset(aggregators), promoted=tuple(promoted), slot_count=jp.job.slots,
-                   pool=jp.job.pool)
+                   pool=jp.job.pool, standby=jp.job.standby)
 
 
 def _relief(tree: AggTree, aggregators: set[str], messages: dict[str, list[Message]]) -> str | None:
@@ -296,6 +297,11 @@ def desired_state(topo: Topology, plans: Iterable[JobPlan], routes: Mapping[str,
 
 def _add_job(topo: Topology, plan: JobPlan, state: dict[str, SwitchState]) -> None:
     tree, gid = plan.tree, mcast_group(plan.job_id)
+    standby = dict(plan.standby)  # a worker's seat may also be taken by this host on its switch
+    for member, host in plan.standby:
+        if topo.switch_of(host) != topo.switch_of(member):
+            raise InstallError(f"job {plan.name}: {host} cannot stand by for {member}'s seat: it is attached to "
+                               f"{topo.switch_of(host)}, not {topo.switch_of(member)}")
     for v in tree.order:
         aggregate = v in plan.aggregators
         parent = tree.parent[v]
@@ -312,7 +318,8 @@ def _add_job(topo: Topology, plan: JobPlan, state: dict[str, SwitchState]) -> No
                 ("slot_base", plan.slot_base), ("slot_count", plan.region), ("children", len(incoming)),
                 ("aggregate", int(aggregate)), ("is_root", int(v == tree.root)),
                 ("parent_port", 0 if parent is None else topo.port_of(v, parent)), ("mcast_grp", gid))))
-        down = [topo.port_of(v, h) for h in tree.workers.get(v, ())] + [topo.port_of(v, c) for c in tree.children[v]]
+        hosts = [*tree.workers.get(v, ()), *(standby[h] for h in tree.workers.get(v, ()) if h in standby)]
+        down = [topo.port_of(v, h) for h in hosts] + [topo.port_of(v, c) for c in tree.children[v]]
         state[v].groups[gid] = tuple(sorted((port, 0) for port in down))
         if aggregate:
             per_port: dict[int, int] = {}
@@ -322,14 +329,19 @@ def _add_job(topo: Topology, plan: JobPlan, state: dict[str, SwitchState]) -> No
                 # Only worker messages can share a port (plan_job promotes the other cases).
                 src = (topo.hosts[message.origin].ip, 0xFFFFFFFF) if per_port[port] > 1 else (0, 0)
                 state[v].add(_child_entry(plan.job_id, port, src, index))
+                spare = standby.get(message.origin) if message.kind == "worker" else None
+                if spare is not None and topo.switch_of(spare) == v:  # on a port of its own: the seat's bit
+                    state[v].add(_child_entry(plan.job_id, topo.port_of(v, spare), (0, 0), index))
+                elif spare is not None and per_port[port] > 1:  # through a forwarder, told apart by address
+                    state[v].add(_child_entry(plan.job_id, port, (topo.hosts[spare].ip, 0xFFFFFFFF), index))
         else:
             # A forwarder keeps no bitmap; it only admits contributions from the ports below it.
             for port in sorted(set(down)):
                 state[v].add(_child_entry(plan.job_id, port, (0, 0), 0))
-        for h in tree.workers.get(v, ()):
-            host = topo.hosts[h]
+        for h in hosts:
+            node = topo.hosts[h]
             state[v].add(Entry(AGG_HOST, (("standard_metadata.egress_port", topo.port_of(v, h)),),
-                               "AggEgress.set_host", (("mac", host.mac), ("ip", host.ip), ("udp_port", AGG_PORT))))
+                               "AggEgress.set_host", (("mac", node.mac), ("ip", node.ip), ("udp_port", AGG_PORT))))
 
 
 def _child_entry(job_id: int, port: int, src: tuple[int | str, int], index: int) -> Entry:
@@ -555,8 +567,8 @@ def _diff(conn: Any, want: SwitchState) -> tuple[Any, Any]:
 
 
 def _same_tree(a: JobPlan, b: JobPlan) -> bool:
-    return ((a.aggregators, a.slot_count, a.pool, dict(a.tree.parent))
-            == (b.aggregators, b.slot_count, b.pool, dict(b.tree.parent)))
+    return ((a.aggregators, a.slot_count, a.pool, a.standby, dict(a.tree.parent))
+            == (b.aggregators, b.slot_count, b.pool, b.standby, dict(b.tree.parent)))
 
 
 def connect_all(topo: Topology, host: str = "127.0.0.1", election_id: tuple[int, int] = (0, 1),

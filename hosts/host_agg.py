@@ -283,6 +283,17 @@ class HostAggregator:
             for conn in self._conns.values():
                 conn.close()
 
+    def copy(self, rnd: Round) -> bytes:
+        """What the replica gets of a closed round (split aggregation adds its seat's state)."""
+        return encode_round(rnd)
+
+    def replicate(self, data: bytes, index: int) -> None:
+        """`data` to the replica, acknowledged."""
+        assert self._replica is not None, "replicate only with a replica"
+        self._replica.send(data)
+        if self._replica.recv() != b"ack":
+            raise CommError(f"{self.context}: replica {self._replica.peer} did not acknowledge round {index}")
+
     def complete(self, rnd: Round) -> Round:
         """The round's sum as the workers get it: here the gradients' own (split aggregation adds the
         switches' sum of the on-time workers, hosts.split_agg)."""
@@ -329,9 +340,7 @@ class HostAggregator:
     def _publish(self, rnd: Round) -> None:
         """Replica first (and its ack), then every worker whose gradient this round holds."""
         if self._replica:
-            self._replica.send(encode_round(rnd))
-            if self._replica.recv() != b"ack":
-                raise CommError(f"{self.context}: replica {self._replica.peer} did not acknowledge round {rnd.index}")
+            self.replicate(self.copy(rnd), rnd.index)
         log.info("round %d: %d gradients, staleness %d", rnd.index, len(rnd.included), rnd.staleness)
         for rank in [r for r, step in self._waiting.items() if step == rnd.index and r in self._conns]:
             del self._waiting[rank]
@@ -456,13 +465,7 @@ def write_stats(out_dir: str | Path, name: str, stats: AggStats, staleness: int,
 
 
 def run_host_aggregator(config: AgentConfig, out_dir: Path, source: str = "<agent config>") -> None:
-    """The aggregator host process: serve the job in `config`; OUT/NAME-agg.log and NAME-agg.agg.json.
-    A split job's aggregator also sits in the job's tree (hosts.split_agg)."""
-    if config.scheme == "split":
-        from .split_agg import run_split_aggregator
-
-        run_split_aggregator(config, out_dir, source)
-        return
+    """The aggregator host process: serve the job in `config`; OUT/NAME-agg.log and NAME-agg.agg.json."""
     if config.aggregator is None:
         raise ConfigError(f"{source}: field 'aggregator': missing (needed to run a host aggregator)")
     name = config.aggregator.name + "-agg"

@@ -8,7 +8,8 @@ each closed round before any worker sees it; the replica records it and acknowle
 A "bye" on the feed means the job finished: exit 0. The feed closing without one means
 the aggregator died: the replica becomes the aggregator on its own endpoint (workers fail
 over to it and resend their unanswered gradient, see hosts.host_agg) and serves until
-every worker said bye.
+every worker said bye. A split aggregator's replica takes its seat in the tree too
+(hosts.split_agg.SplitReplica).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from .agent_config import AgentConfig, ConfigError
 from .comm import CommError, Endpoint, accept, listen
 from .host_agg import REPLICA_RANK, AggStats, HostAggregator, RoundBook, decode_round, write_stats
 from .process import setup_logging
+from .split_agg import SplitReplica
 
 log = logging.getLogger("aggnet.replica")
 
@@ -69,8 +71,12 @@ def run_replica(config: AgentConfig, out_dir: Path, source: str = "<agent config
         raise ConfigError(f"{source}: field 'replica': missing (needed to run a replica)")
     name = config.replica.name + "-replica"
     setup_logging(out_dir, name)
-    replica = Replica(config.replica, [w.name for w in config.workers], RoundBook.from_config(config),
-                      config.timeout_s)
+    replica: Replica | SplitReplica
+    if config.scheme == "split":  # it stands by in the tree too (hosts.split_agg)
+        replica = SplitReplica(config)
+    else:
+        replica = Replica(config.replica, [w.name for w in config.workers], RoundBook.from_config(config),
+                          config.timeout_s)
     try:
         took_over, stats = replica.serve()
     finally:

@@ -120,8 +120,10 @@ def _ps(args: argparse.Namespace) -> None:
 def _hostagg(args: argparse.Namespace) -> None:
     from .agent_config import load_config
     from .host_agg import run_host_aggregator
+    from .split_agg import run_split_aggregator
 
-    run_host_aggregator(load_config(args.config), Path(args.out), args.config)
+    config = load_config(args.config)  # a split job's aggregator also sits in the job's tree
+    (run_split_aggregator if config.scheme == "split" else run_host_aggregator)(config, Path(args.out), args.config)
 
 
 def _replica(args: argparse.Namespace) -> None:

@@ -118,6 +118,7 @@ class Transfer:
         self.passed = np.zeros(chunks, dtype=np.int32)  # results of later chunks seen while it was outstanding
         self.remaining = chunks
         self.next_new = 0  # the first chunk never sent
+        self.settled = 0  # chunks below next_new that are done
         self.oldest = 0  # the first chunk without a result
         self.last_progress = now  # when the last new result arrived (or the call began)
         self._fast: np.ndarray = _NONE  # chunks fast retransmit found lost, to resend next
@@ -125,7 +126,15 @@ class Transfer:
     @property
     def in_flight(self) -> int:
         """Chunks sent and not answered yet."""
-        return self.next_new - (self.chunks - self.remaining)  # only chunks sent can be done
+        return self.next_new - self.settled
+
+    def prefill(self, chunks: np.ndarray) -> None:
+        """These chunks' results are known before the call sends anything (a replica taking over a seat
+        mid-round, hosts.split_agg): they are done and are never sent."""
+        chunks = np.unique(np.asarray(chunks, dtype=np.int64))
+        chunks = chunks[~self.done[chunks]]
+        self.done[chunks] = True
+        self.remaining -= int(chunks.size)
 
     def next_deadline(self) -> float:
         """When the earliest outstanding chunk times out (inf when none is outstanding)."""
@@ -180,6 +189,7 @@ class Transfer:
         self.done[got] = True
         self.deadline[got] = math.inf
         self.remaining -= int(got.size)
+        self.settled += int(got.size)
         self.last_progress = now
         once = got[~self.resent[got]]  # Karn: only unambiguous round trips update the estimate
         self.timer.sample(now - self.sent_at[once])
@@ -229,4 +239,6 @@ class Transfer:
         if not free.all():
             fresh = fresh[:int(np.argmin(free))]
         self.next_new += int(fresh.size)
-        return fresh
+        known = self.done[fresh]  # prefilled: passed over, never sent
+        self.settled += int(known.sum())
+        return fresh[~known]

@@ -188,6 +188,11 @@ class JobRun:
 
         return tree_members(self.workers, tuple(self.split), self.aggregators[0] if self.split else "")
 
+    @property
+    def standby(self) -> tuple[tuple[str, str], ...]:
+        """Split aggregation with a replica: (the aggregator, its replica), which stands by in its seat."""
+        return ((self.aggregators[0], self.aggregators[1]),) if self.split and len(self.aggregators) > 1 else ()
+
 
 def choose_workers(topo: Any, cfg: RunConfig) -> list[str]:
     """The worker hosts in rank order: --worker-hosts as given, else the first --workers hosts."""
@@ -293,21 +298,24 @@ class Run:
             self.split_job(job, [w for w in workers if w in cfg.job.stragglers],
                            [h for h in self.topo.hosts if h not in workers])
         if job.scheme in ("innet", "split"):
-            self.admit([job], [Job(JOB_NAME, tuple(job.members), k=cfg.job.k, slots=cfg.job.slots)])
+            self.admit([job], [Job(JOB_NAME, tuple(job.members), k=cfg.job.k, slots=cfg.job.slots,
+                                   standby=job.standby)])
         if job.scheme == "hostagg":
             job.aggregators = self.pick_aggregators(workers)
         return [job]
 
     def split_job(self, job: JobRun, stragglers: list[str], idle: list[str]) -> None:
         """Split aggregation for `job` (hosts.split_agg): its stragglers send to an aggregator on the first
-        `idle` host, which takes their seat in the tree. Without stragglers the job is plain in-network."""
+        `idle` host, which takes their seat in the tree, with a replica (--replica) on the next idle host
+        of the same switch if there is one. Without stragglers the job is plain in-network."""
         if not stragglers:
             job.scheme = "innet"
             return
         if not idle:
             raise RunError(f"job {job.name}: split aggregation needs a host that runs no worker for its aggregator "
                            f"({self.topo.source} has none left)")
-        job.split, job.aggregators = stragglers, idle[:1]
+        spare = [h for h in idle[1:] if self.topo.switch_of(h) == self.topo.switch_of(idle[0])]
+        job.split, job.aggregators = stragglers, idle[:1] + (spare[:1] if self.cfg.job.replica else [])
 
     def admit(self, jobs: list[JobRun], wanted: list[Any], policy: str = "downgrade") -> Any:
         """Place `wanted` (controller.placement.Job, one per job) in order within the slot budgets; a
@@ -438,7 +446,7 @@ class Run:
             if job.name in specs:
                 job.spec = self.job_spec(job, specs[job.name])
                 job.job_id = self.installer.plans[job.name].job_id
-                prepare_worker_hosts(self.tb, job.members, job.spec.agg_ip)
+                prepare_worker_hosts(self.tb, job.members + [h for _, h in job.standby], job.spec.agg_ip)
 
     def job_spec(self, job: JobRun, spec: Any) -> Any:
         """The spec the installer made, with the run's pacing and largest retransmission timeout."""

@@ -249,7 +249,8 @@ class ModeRun(Run):
         if self.mode == "split":
             self.split_jobs(jobs)
         if self.innet:
-            wanted = [Job(j.name, tuple(run.members), j.root, j.k, j.slots) for j, run in zip(self.cfg.jobs, jobs)]
+            wanted = [Job(j.name, tuple(run.members), j.root, j.k, j.slots, standby=run.standby)
+                      for j, run in zip(self.cfg.jobs, jobs)]
             if self.mode == "atp":
                 self.tenancy = self.share(jobs, wanted)
             else:

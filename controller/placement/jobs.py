@@ -28,6 +28,7 @@ class Job:
     k: int = 1  # at most k aggregating switches besides a root switch that is the sink
     slots: int = 1  # slots the job needs on every switch that aggregates for it
     pool: int = 0  # >0: it aggregates at its root only, in a pool of this many slots shared with other jobs (ATP)
+    standby: tuple[tuple[str, str], ...] = ()  # (worker, host on its switch that may take its seat: a replica)
 
 
 @dataclass(frozen=True)
