@@ -152,3 +152,23 @@ def test_scenario_mode_split_seats_each_straggling_jobs_aggregator(tmp_path):
     assert (a.scheme, a.split, a.aggregators, a.members) == ("split", ["h3"], ["h2"], ["h1", "h2", "h4"])
     assert a.placement.job.workers == ("h1", "h2", "h4")  # the tree holds the seat, not the straggler
     assert (b.scheme, b.split, b.aggregators) == ("innet", [], [])  # nothing straggles: plain in-network
+
+
+def test_the_replica_stands_by_in_the_aggregators_seat(tmp_path):
+    from config import load
+    from controller.installer import desired_state, plan_job
+    from testbed.config import RunConfig
+    from testbed.run import Run
+
+    run = Run(load(RunConfig, {"network": {"topo": "star8"}, "out": str(tmp_path),
+                               "job": {"worker_hosts": ["h1", "h2", "h3"], "scheme": "split", "stragglers": {"h2": 0.1}}},
+                   "run"))
+    (job,) = run.jobs
+    assert job.aggregators == ["h4", "h5"] and job.standby == (("h4", "h5"),)
+    s1 = desired_state(run.topo, [plan_job(job.placement, 1)])["s1"]
+    bits = {e.match[1][1]: e.param("index") for e in s1.table("AggIngress.agg_child")}  # ingress port -> bit
+    port = {h: run.topo.port_of("s1", h) for h in ("h1", "h3", "h4", "h5")}
+    assert set(bits) == set(port.values()) and len({bits[port[h]] for h in ("h1", "h3", "h4")}) == 3
+    assert bits[port["h5"]] == bits[port["h4"]]  # the replica has the seat's bit
+    assert {p for p, _ in s1.groups[0x1001]} == set(port.values())  # results reach the replica too
+    assert {e.match[0][1] for e in s1.table("AggEgress.agg_host")} == set(port.values())
