@@ -43,6 +43,7 @@ import struct
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -229,6 +230,31 @@ def decode_round(data: bytes | bytearray) -> Round:
     pairs = tuple(struct.unpack_from("!iq", data, 12 + 12 * i) for i in range(n))
     total = np.frombuffer(bytes(data[12 + 12 * n:]), dtype=WIRE_DTYPE).astype(np.float32)
     return Round(index, total, pairs)
+
+
+def follow_feed(server: Any, context: str, timeout_s: float, book: RoundBook, take: Any) -> bool:
+    """A replica's standby: accept the aggregator's feed and hand every copied round to `take`, then
+    acknowledge it. True when the feed broke (the aggregator died: take over), False after its bye."""
+    rank, name, feed = accept(server, context, timeout_s)
+    if rank != REPLICA_RANK:
+        feed.close()
+        raise CommError(f"{context}: {name!r} connected before the aggregator it replicates")
+    feed.sock.settimeout(None)  # rounds may be far apart (stragglers); only a closed feed means death
+    log.info("aggregator %s feeding", feed.peer)
+    try:
+        while True:
+            try:
+                data = feed.recv()
+            except CommError as exc:
+                log.warning("%s: taking over at round %d", exc, book.next_round)
+                return True
+            if not data:
+                log.info("aggregator finished after %d rounds", book.next_round)
+                return False
+            take(data)
+            feed.send(b"ack")
+    finally:
+        feed.close()
 
 
 class HostAggregator:

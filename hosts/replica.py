@@ -17,8 +17,8 @@ import logging
 from pathlib import Path
 
 from .agent_config import AgentConfig, ConfigError
-from .comm import CommError, Endpoint, accept, listen
-from .host_agg import REPLICA_RANK, AggStats, HostAggregator, RoundBook, decode_round, write_stats
+from .comm import Endpoint, listen
+from .host_agg import AggStats, HostAggregator, RoundBook, decode_round, follow_feed, write_stats
 from .process import setup_logging
 from .split_agg import SplitReplica
 
@@ -37,26 +37,9 @@ class Replica:
         self._server = listen(endpoint, backlog=len(workers) + 1)
 
     def serve(self) -> tuple[bool, AggStats]:
-        rank, name, feed = accept(self._server, self.context, self.timeout_s)
-        if rank != REPLICA_RANK:
-            feed.close()
-            raise CommError(f"{self.context}: {name!r} connected before the aggregator it replicates")
-        feed.sock.settimeout(None)  # rounds may be far apart (stragglers); only a closed feed means death
-        log.info("aggregator %s feeding", feed.peer)
-        try:
-            while True:
-                try:
-                    data = feed.recv()
-                except CommError as exc:
-                    log.warning("%s: taking over at round %d", exc, self.book.next_round)
-                    break
-                if not data:
-                    log.info("aggregator finished after %d rounds", self.book.next_round)
-                    return False, self.book.stats
-                self.book.apply(decode_round(data))
-                feed.send(b"ack")
-        finally:
-            feed.close()
+        if not follow_feed(self._server, self.context, self.timeout_s, self.book,
+                           lambda data: self.book.apply(decode_round(data))):
+            return False, self.book.stats
         aggregator = HostAggregator(self.endpoint, self.workers, self.book, self.timeout_s, server=self._server)
         return True, aggregator.serve()
 

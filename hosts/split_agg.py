@@ -48,8 +48,8 @@ from typing import Any
 from protocol import wire
 
 from .agent_config import AgentConfig, ConfigError
-from .comm import AllReduce, CommError, Endpoint, accept, listen
-from .host_agg import REPLICA_RANK, HostAggregator, Round, RoundBook, decode_round, encode_round, write_stats
+from .comm import AllReduce, Endpoint, listen
+from .host_agg import HostAggregator, Round, RoundBook, decode_round, encode_round, follow_feed, write_stats
 from .process import setup_logging
 
 log = logging.getLogger("aggnet.split_agg")
@@ -107,6 +107,8 @@ class SplitReplica:
         self.member = InNetworkAllReduce(dataclasses.replace(config.job, workers=tuple(workers)), seat,
                                          stall_timeout_s=config.timeout_s)
         self.seen: dict[int, bytes] = {}  # seq -> a result for the seat, of the round in flight
+        self._state: dict[str, Any] = {"next_chunk": 0, "next_scale": {}}  # the seat's stream, last copied
+        self._before: Round | None = None  # the round copied before going into the tree, not yet complete
         self._listening = threading.Event()
         self._thread = threading.Thread(target=self._listen, daemon=True)
 
@@ -127,38 +129,26 @@ class SplitReplica:
                     self.seen[head[2]] = data
 
     def serve(self) -> tuple[bool, Any]:
-        rank, name, feed = accept(self._server, self.context, self.config.timeout_s)
-        if rank != REPLICA_RANK:
-            feed.close()
-            raise CommError(f"{self.context}: {name!r} connected before the aggregator it replicates")
-        feed.sock.settimeout(None)  # rounds may be far apart (stragglers); only a closed feed means death
         self._thread.start()
-        state: dict[str, Any] = {"next_chunk": 0, "next_scale": {}}
-        before: Round | None = None
         try:
-            while True:
-                try:
-                    data = feed.recv()
-                except CommError as exc:
-                    log.warning("%s: taking over at round %d", exc, self.book.next_round)
-                    break
-                if not data:
-                    log.info("aggregator finished after %d rounds", self.book.next_round)
-                    return False, self.book.stats
-                kind, state, rnd = read_copy(data)
-                if kind == BEFORE:
-                    before = rnd
-                    start = int(state["next_chunk"])
-                    self.seen = {s: d for s, d in self.seen.items() if (s - start) % (1 << 32) < 1 << 31}
-                else:
-                    self.book.apply(rnd, time.monotonic())
-                    before = None
-                feed.send(b"ack")
+            died = follow_feed(self._server, self.context, self.config.timeout_s, self.book, self._take)
         finally:
-            feed.close()
             self._listening.set()
             self._thread.join()
-        return True, self.take_over(state, before)
+        if not died:
+            return False, self.book.stats
+        return True, self.take_over(self._state, self._before)
+
+    def _take(self, data: bytes | bytearray) -> None:
+        """A copied round: the one about to go into the tree (BEFORE), or complete (AFTER)."""
+        kind, self._state, rnd = read_copy(data)
+        if kind == BEFORE:
+            self._before = rnd
+            start = int(self._state["next_chunk"])
+            self.seen = {s: d for s, d in self.seen.items() if (s - start) % (1 << 32) < 1 << 31}
+        else:
+            self.book.apply(rnd, time.monotonic())
+            self._before = None
 
     def take_over(self, state: dict, before: Round | None) -> Any:
         """The seat from the copied state: the round in flight again (the results seen kept), then serve."""
