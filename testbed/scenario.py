@@ -20,6 +20,8 @@ mode is one ModeRun (a testbed.run.Run variant) on a fresh network with the same
 - `atp`: ATP's best-effort sharing instead of admission: every job aggregates at its root in a
   pool of the root's slots shared with the jobs rooted there; a chunk whose slot is taken
   spills to the job's parameter server (`ps`, hosts.spill) and is summed there;
+- `hostagg`: every job on a host aggregator on its `ps` host, stragglers' gradients at most
+  `job.staleness` rounds late (MLfabric's bounded delay; hosts.host_agg);
 - `ps` / `ring`: every job on the host baselines (parameter server / ring all-reduce).
 
 Jobs are admitted with the slot budgets in force (controller.tenants); a job that does not fit
@@ -44,7 +46,7 @@ from testbed.config import RunConfig, resolve_topology
 from testbed.report import accuracy_curve, time_to_accuracy
 from testbed.run import REPO, JobRun, Run, RunFailed, read_aggregation_stats, read_json, read_jsonl
 
-MODES = ("aware", "unaware", "split", "relocate", "atp", "ps", "ring")
+MODES = ("aware", "unaware", "split", "relocate", "atp", "hostagg", "ps", "ring")
 PROTOCOLS = ("udp", "tcp")
 TRAFFIC_PORT_BASE = 5001
 
@@ -144,7 +146,7 @@ class Scenario(RunConfig):
         for i, job in enumerate(self.jobs):
             if job.name in [j.name for j in self.jobs[:i]]:
                 raise FieldProblem(f"jobs[{i}].name", f"duplicate job name '{job.name}'")
-            for mode in ("ps", "atp"):
+            for mode in ("ps", "atp", "hostagg"):
                 if mode in self.modes and job.ps is None:
                     raise FieldProblem(f"jobs[{i}].ps", f"missing (mode {mode} needs a server host per job)")
             for role, host in [("workers", w) for w in job.workers] + ([("ps", job.ps)] if job.ps else []):
@@ -248,6 +250,9 @@ class ModeRun(Run):
                        prefix=f"{j.name}.", ps=j.ps if self.mode in ("ps", "atp") else None) for j in self.cfg.jobs]
         if self.mode == "split":
             self.split_jobs(jobs)
+        if self.mode == "hostagg":
+            for spec, job in zip(self.cfg.jobs, jobs):
+                job.aggregators = [spec.ps] if spec.ps else []
         if self.innet:
             wanted = [Job(j.name, tuple(run.members), j.root, j.k, j.slots, standby=run.standby)
                       for j, run in zip(self.cfg.jobs, jobs)]
@@ -374,15 +379,18 @@ class ModeRun(Run):
                 entry["placement"] = self.placement_json(job)
                 entry["counters"] = {s: c["jobs"][job.job_id] for s, c in self.counters.items()
                                      if c["jobs"][job.job_id]["received"]}
+            if job.aggregators:
+                entry.update(aggregators=job.aggregators, aggregation=read_aggregation_stats(job.out))
             if job.split:
-                entry.update(split_workers=job.split, aggregators=job.aggregators,
-                             aggregation=read_aggregation_stats(job.out))
+                entry["split_workers"] = job.split
             spilled = [r["spilled_chunks"] for h in job.workers
                        if (r := read_json(job.result_file(h, scn.workload.kind))) and "spilled_chunks" in r]
             if spilled:  # every worker hears of every spilled chunk of its job
                 entry["spilled_chunks"] = max(spilled)
-            if scn.workload.workload == "train":  # timed on an on-time worker (a straggler skips steps in split)
-                records = read_jsonl(job.out / f"{next(w for w in job.workers if w not in job.split)}.metrics.jsonl")
+            if scn.workload.workload == "train":  # timed on an on-time worker: a straggler may skip steps
+                late = self.stragglers_of(job)
+                records = read_jsonl(job.out / f"{next((w for w in job.workers if w not in late), job.workers[0])}"
+                                                f".metrics.jsonl")
                 evals = [r for r in records if "test_accuracy" in r]
                 entry.update(steps=len(records), final_accuracy=evals[-1]["test_accuracy"] if evals else None,
                              train_time_s=round(sum(r.get("step_time_s", 0.0) for r in records), 3),
