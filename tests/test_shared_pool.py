@@ -123,3 +123,18 @@ def test_a_shared_pool_spec_needs_its_server_and_a_window_within_the_pool(field,
             "agg_ip": "10.0.255.254", "pool": 8, "spill_ip": "10.0.0.9", field: value}
     with pytest.raises(ValueError, match=message):
         JobSpec.from_dict(data, "job.json")
+
+
+def test_the_shipped_scenario_holds_more_windows_than_the_spines_have_room_for(tmp_path):
+    from testbed.scenario import ModeRun, load_scenario
+
+    scn = load_scenario("experiments/atp_multitenant.yaml")
+    assert scn.modes == ("unaware", "relocate", "atp", "ps")
+
+    def where(mode):
+        return [(a.status, a.aggregators) for a in ModeRun(scn, mode, tmp_path / mode).tenancy.admissions]
+
+    assert where("unaware") == [("in-network", ("s1",)), ("in-network", ("s2",)), ("host", ()), ("host", ())]
+    assert where("relocate") == [("in-network", ("s1",)), ("in-network", ("s2",)), ("in-network", ("s4",)),
+                                 ("in-network", ("s3",))]
+    assert where("atp") == [("shared", ("s1",)), ("shared", ("s2",)), ("shared", ("s1",)), ("shared", ("s2",))]
