@@ -22,6 +22,7 @@ JOB_COUNTERS = {
     "duplicates": "AggIngress.agg_duplicates",
     "retx_answered": "AggIngress.agg_retx_answered",
     "overflows": "AggIngress.agg_overflows",
+    "spilled": "AggIngress.agg_spilled",
 }
 PORT_RX = "AggIngress.port_rx"
 PORT_TX = "AggEgress.port_tx"

@@ -15,6 +15,11 @@ resend, since chunk g + W takes the slot only once chunk g's result is in; a res
 into the output as it arrives (dequantized, for a float tensor). An int32 all-reduce of 1M
 elements made three fresh copies of the tensor per call before (chunks, packets, sums: 12 MB).
 
+A job that shares its switch's slots with others (JobSpec.pool, ATP's way) hashes each chunk
+into the pool; when the switch says a chunk spilled (its slot was taken), that chunk goes to
+the job's parameter server instead (hosts.spill), and what the chunk's round holds at the
+switch is released.
+
 Float tensors are quantized (hosts.quantize) with the fractional bits the previous call of
 the same size agreed on, and this call's exponent votes ride in the same stream, so a step
 costs no extra round trip; when the votes show that those bits did not fit (or a switch
@@ -108,6 +113,7 @@ class AllReduceClient:
         self.timer = RetransmitTimer(job.timeout_s, job.max_timeout_s)  # both persist across calls, like TCP's RTO and cwnd
         self.window = make_window(job.pacing, job.slot_count, job.weight)
         self.scale = 0  # fractional bits of the last call (0 for int32)
+        self.known: dict[int, bytes] = {}  # seq -> a result datagram seen before this worker sent anything
         self._next_scale: dict[int, int] = {}  # tensor size -> fractional bits its last call agreed on
         if sock is None:
             me = job.workers[rank]
@@ -116,8 +122,12 @@ class AllReduceClient:
         self.sock = sock
         self._packet_bytes = wire.packet_bytes(job.lanes)
         self.io = BatchSocket(sock, (job.agg_ip, job.agg_port), self._packet_bytes)
-        # the window: slot s's packet is the chunk in flight in slot s (see the module docstring)
-        self._window = codec.encode(job.job_id, np.arange(job.slot_count), 0, 0,
+        self.spill_io = BatchSocket(sock, (job.spill_ip, job.spill_port), self._packet_bytes) if job.pool else None
+        # the window: row r's packet is the chunk in flight in window position r (see the module docstring);
+        # its switch slot is r, or r's place in a shared pool
+        position = np.arange(job.slot_count)
+        self._window = codec.encode(job.job_id, pool_slots(job.job_id, position, job.slot_count, job.pool)
+                                    if job.pool else position, 0, 0,
                                     np.zeros((job.slot_count, job.lanes), dtype=np.int32))
         self._window_bytes = self._window.view(np.uint8)
         rx, stride = self.io.data, self.io.data.strides[0]
@@ -230,17 +240,23 @@ class AllReduceClient:
         n = int(first[-1])
         g0 = self.next_chunk
         overflow = np.zeros(n, dtype=bool)
+        spilled = np.zeros(n, dtype=bool)  # chunks the switch sent to the parameter server (shared pool)
         transfer = Transfer(n, job.slot_count, self.timer, self.window, self.stats, time.monotonic())
+        if self.known:
+            self._prefill(transfer, g0, parts, first, overflow)
         while transfer.remaining:
             now = time.monotonic()
             before = transfer.next_new
             send, retx = transfer.due(now)
             if transfer.next_new > before:
-                self._encode(parts, first, before, transfer.next_new, g0, scale)
+                self._encode(parts, first, before, transfer.next_new, g0, scale, spilled)
             if send.size:
-                slots = (g0 + send) % job.slot_count
-                self._window_bytes[slots[retx] * pb + _FLAGS] |= wire.FLAG_RETX
-                self.io.send(self._window_bytes, slots * pb)
+                rows = (g0 + send) % job.slot_count
+                self._window_bytes[rows[retx] * pb + _FLAGS] |= wire.FLAG_RETX
+                away = spilled[send]
+                self.io.send(self._window_bytes, rows[~away] * pb)
+                if self.spill_io is not None and away.any():
+                    self.spill_io.send(self._window_bytes, rows[away] * pb)
             if now - transfer.last_progress > self.stall_timeout_s:
                 raise AllReduceError(f"job {job.job_id}: no result for {self.stall_timeout_s:.1f} s; "
                                      f"{transfer.remaining} of {n} chunks outstanding "
@@ -248,14 +264,15 @@ class AllReduceClient:
             wait = transfer.next_deadline() - now
             received = self.io.recv(job.timeout_s if math.isinf(wait) else wait)
             if received:
-                self._take_results(transfer, received, g0, scale, parts, first, overflow)
+                self._take_results(transfer, received, g0, scale, parts, first, overflow, spilled)
         self.next_chunk = g0 + n
         self.stats.chunks += n
         return overflow
 
-    def _encode(self, parts: list[Part], first: np.ndarray, lo: int, hi: int, g0: int, scale: int) -> None:
+    def _encode(self, parts: list[Part], first: np.ndarray, lo: int, hi: int, g0: int, scale: int,
+                spilled: np.ndarray) -> None:
         """Chunks lo..hi-1 (newly admitted) into their slots' packets, a block at a time: a run of chunks whose
-        slots do not wrap around the window, within one part."""
+        slots do not wrap around the window, within one part; a spilled chunk is marked for the parameter server."""
         slots = self.job.slot_count
         start = lo
         while start < hi:
@@ -265,19 +282,24 @@ class AllReduceClient:
             g = g0 + np.arange(start, end)
             rows = self._window[slot:slot + g.size]
             rows["seq"] = g & 0xFFFFFFFF
-            rows["flags"] = ((g // slots) % 2) * wire.FLAG_POOL
+            rows["flags"] = ((g // slots) % 2) * wire.FLAG_POOL | spilled[start:end] * wire.FLAG_PS
             rows["scale"] = scale
             parts[p].fill(start - int(first[p]), rows["values"])
             start = end
 
     def _take_results(self, transfer: Transfer, count: int, g0: int, scale: int, parts: list[Part],
-                      first: np.ndarray, overflow: np.ndarray) -> None:
-        """Hand the `count` datagrams just received to the Transfer; store the new results' sums."""
+                      first: np.ndarray, overflow: np.ndarray, spilled: np.ndarray) -> None:
+        """Hand the `count` datagrams just received to the Transfer; store the new results' sums; spill
+        the chunks the switch says spilled."""
         header = self._rx_header[:count]
         chunk = (header["seq"].astype(np.int64) - g0) % (1 << 32)
         ours = ((self.io.lengths[:count] == self._packet_bytes) & (header["job_id"] == self.job.job_id)
                 & (header["flags"] & wire.FLAG_RESULT != 0) & (header["lanes"] == self.job.lanes)
                 & (chunk < transfer.chunks))
+        notices = ours & (header["flags"] & wire.FLAG_SPILL != 0)
+        if notices.any() and self.spill_io is not None:
+            self._spill(transfer, g0, chunk[notices], spilled)
+        ours &= ~notices
         pos = np.flatnonzero(ours)
         self.stats.stale_results += count - pos.size
         marked = header["flags"][pos] & wire.FLAG_ECN != 0
@@ -289,11 +311,56 @@ class AllReduceClient:
                                  f"contributions at scale {int(bad['scale'])}, expected {self.job.world_size} at "
                                  f"scale {scale} (switch children or worker set misconfigured)")
         overflow[chunk[new]] = header["flags"][new] & wire.FLAG_OVERFLOW != 0
-        which = np.searchsorted(first, chunk[new], side="right") - 1
-        for p, part in enumerate(parts):
-            mine = which == p
-            if mine.any():
-                part.store(chunk[new][mine] - first[p], self._rx_values[new[mine]])
+        _store(parts, first, chunk[new], self._rx_values[new])
+
+    def _prefill(self, transfer: Transfer, g0: int, parts: list[Part], first: np.ndarray,
+                 overflow: np.ndarray) -> None:
+        """Chunks whose results are `known` (a replica that takes over a seat saw them come back for the
+        seat it stood by for): theirs are the sums, and they are not sent again."""
+        seqs = ((g0 + np.arange(transfer.chunks)) % (1 << 32)).tolist()
+        hits = np.array([i for i, seq in enumerate(seqs) if seq in self.known], dtype=np.int64)
+        if hits.size:
+            results = np.concatenate([codec.decode(self.known[seqs[i]], self.job.lanes) for i in hits])
+            overflow[hits] = results["flags"] & wire.FLAG_OVERFLOW != 0
+            _store(parts, first, hits, results["values"])
+        transfer.prefill(hits)
+
+    def _spill(self, transfer: Transfer, g0: int, chunks: np.ndarray, spilled: np.ndarray) -> None:
+        """Chunks whose slot in the shared pool was taken: from now on they go to the parameter server
+        (at once for those sent already), and what their rounds hold at the switch is freed."""
+        assert self.spill_io is not None, "only a job with a shared pool spills"
+        fresh = np.unique(chunks[~transfer.done[chunks] & ~spilled[chunks]])
+        if not fresh.size:
+            return
+        pb = self._packet_bytes
+        self.stats.spilled += int(fresh.size)
+        spilled[fresh] = True
+        sent = fresh[fresh < transfer.next_new]  # in the window already (later ones are marked as encoded)
+        if sent.size:
+            rows = (g0 + sent) % self.job.slot_count
+            release = self._window_bytes.reshape(-1, pb)[rows].copy()
+            release[:, _FLAGS] = (release[:, _FLAGS] & (0xFF ^ wire.FLAG_RETX)) | wire.FLAG_SPILL
+            self.io.send(release.reshape(-1), np.arange(sent.size) * pb)
+            transfer.resend_now(sent)
+            self._window_bytes[rows * pb + _FLAGS] |= wire.FLAG_PS
+
+
+def _store(parts: list[Part], first: np.ndarray, chunks: np.ndarray, sums: np.ndarray) -> None:
+    """The sums (rows of `sums`) of the call's chunks `chunks` into the outputs of the parts they belong to."""
+    which = np.searchsorted(first, chunks, side="right") - 1
+    for p, part in enumerate(parts):
+        mine = which == p
+        if mine.any():
+            part.store(chunks[mine] - first[p], sums[mine])
+
+
+def pool_slots(job_id: int, g: np.ndarray, window: int, pool: int) -> np.ndarray:
+    """The shared-pool slot of each chunk g. As ATP's workers map the positions of their window to
+    aggregators by a hash, the job's window lands at an offset hashed from its id and goes around the
+    pool from there: distinct slots within the window (chunk g + W reuses g's slot, in the other pool
+    as in a region of its own), and jobs whose windows overlap there share those slots."""
+    offset = ((job_id * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF) >> 32
+    return (offset + np.asarray(g, dtype=np.int64) % window) % pool
 
 
 class InNetworkAllReduce(AllReduce):
@@ -307,6 +374,9 @@ class InNetworkAllReduce(AllReduce):
         self.client = AllReduceClient(job, rank, sock, stall_timeout_s=stall_timeout_s)
         self.rank = rank
         self.world_size = job.world_size
+
+    def run_metrics(self) -> dict[str, int]:
+        return {"spilled_chunks": self.client.stats.spilled} if self.client.job.pool else {}
 
     def allreduce(self, vec: np.ndarray) -> np.ndarray:
         before = self.client.stats.packets_sent

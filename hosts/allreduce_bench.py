@@ -161,7 +161,8 @@ def run_bench(config: AgentConfig, worker: str, elements: int, seed: int, dtype:
             t1 = time.monotonic()
             stats = {"packets_sent": client.stats.packets_sent, "retransmissions": client.stats.retransmissions,
                      "fast_retransmits": client.stats.fast_retransmits, "marked_results": client.stats.marked_results,
-                     "smallest_window": client.window.smallest}
+                     "smallest_window": client.window.smallest,
+                     **({"spilled_chunks": client.stats.spilled} if config.job.pool else {})}
     elif config.scheme in ("ps", "ring"):
         with _host_client(config, worker, rank) as client:
             client.allreduce(np.zeros(world, dtype=np.float32))  # returns once every worker is there

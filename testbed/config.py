@@ -72,7 +72,8 @@ class JobConfig:
     workers: int | None = option(None, minimum=2, help="use the first N hosts as workers (default: all)")
     worker_hosts: tuple[str, ...] = option((), help="these hosts as workers, in rank order (H1,H2,...)")
     scheme: str = option("innet", choices=SCHEMES, help="innet (host aggregation when the switches have no slots "
-                                                        "for it), ps, ring or hostagg")
+                                                        "for it), ps, ring, hostagg, or split (the switches sum "
+                                                        "the on-time workers, a host the stragglers' late gradients)")
     algo: str = option("soar", help="placement algorithm")
     k: int = option(1, minimum=0, help="aggregating switches besides the root")
     slots: int = option(64, minimum=1, help="the job's slot window on each aggregating switch")
@@ -92,6 +93,9 @@ class JobConfig:
     staleness: int = option(0, minimum=0, help="host aggregation: sum a gradient up to S rounds late")
     stragglers: dict[str, float] = option(default_factory=dict, flag="--straggler", repeat=True, minimum=0,
                                           help="HOST=DELAY_S: the worker computes DELAY_S longer every step")
+    straggle_s: tuple[float, ...] = option((), flag="--straggle", minimum=0,
+                                           help="START,END: the stragglers are slow only from START to END seconds "
+                                                "after the end of their first step (default: all the time)")
     replica: bool = option(True, help="host aggregation: run a replica of the aggregator")
 
     def __post_init__(self) -> None:
@@ -99,9 +103,14 @@ class JobConfig:
             raise FieldProblem("workers", f"{self.workers} disagrees with the {len(self.worker_hosts)} worker hosts")
         if len(set(self.worker_hosts)) != len(self.worker_hosts):
             raise FieldProblem("worker_hosts", "a host is listed twice")
-        if self.staleness and self.scheme not in ("hostagg", "innet"):
-            raise FieldProblem("staleness", f"only host aggregation bounds staleness (scheme hostagg, or innet "
-                                            f"when downgraded), not scheme {self.scheme}")
+        if self.staleness and self.scheme not in ("hostagg", "innet", "split"):
+            raise FieldProblem("staleness", f"only host and split aggregation bound staleness (scheme hostagg or "
+                                            f"split, or innet when downgraded), not scheme {self.scheme}")
+        if self.scheme == "split" and not self.stragglers:
+            raise FieldProblem("stragglers", "scheme split needs --straggler HOST=DELAY_S: the workers whose "
+                                             "seat in the tree the host aggregator takes")
+        if self.straggle_s and (len(self.straggle_s) != 2 or self.straggle_s[1] <= self.straggle_s[0]):
+            raise FieldProblem("straggle_s", f"give START,END with END > START, got {','.join(map(str, self.straggle_s))}")
 
 
 @dataclass(frozen=True)
@@ -190,9 +199,9 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.scale != AUTO and self.scale < 1:
             raise FieldProblem("scale", f"a factor >= 1, or auto, got {self.scale:g}")
-        if self.workload.workload == "allreduce" and self.job.scheme == "hostagg":
-            raise FieldProblem("job.scheme", "the all-reduce benchmark runs innet, ps and ring (hostagg is "
-                                             "for training)")
+        if self.workload.workload == "allreduce" and self.job.scheme in ("hostagg", "split"):
+            raise FieldProblem("job.scheme", f"the all-reduce benchmark runs innet, ps and ring ({self.job.scheme} "
+                                             "is for training)")
         if self.faults.faults and self.workload.workload != "train":
             raise FieldProblem("faults.faults", "faults are injected into training runs")
 

@@ -14,7 +14,7 @@ The experiment runner calls, in this order (plots live in testbed/plots.py):
 Counters, as `collect_counters` returns them (and as results.json stores them):
 
     {"s1": {"jobs":  {1: {"received", "aggregated", "completed", "duplicates",
-                          "retx_answered", "overflows"}},          # packets, aggnet.p4 per-job counters
+                          "retx_answered", "overflows", "spilled"}},  # packets, aggnet.p4's per-job counters
             "ports": {1: {"rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "ecn_marks"}}}}
 
 Job ids and port numbers are ints here and strings once read back from JSON; every function
@@ -341,9 +341,10 @@ def _stacked(table: Table, texts: list[list[str]]) -> Table:
 
 # Short headers keep the tables within 80 columns; the caption says what they mean.
 JOB_HEADERS = {"received": "recv", "aggregated": "aggr", "completed": "done", "duplicates": "dup",
-               "retx_answered": "retx", "overflows": "ovfl"}
+               "retx_answered": "retx", "overflows": "ovfl", "spilled": "spill"}
 JOB_LEGEND = ("recv: agg packets received, aggr: contributions added, done: slot rounds completed, "
-              "dup: duplicates, retx: duplicates answered with the stored result, ovfl: saturated sums")
+              "dup: duplicates, retx: duplicates answered with the stored result, ovfl: saturated sums, "
+              "spill: chunks that found their shared slot taken (to the parameter server)")
 PORT_HEADERS = {"rx_packets": "rx pkts", "rx_bytes": "rx bytes", "tx_packets": "tx pkts", "tx_bytes": "tx bytes",
                 "ecn_marks": "ecn"}
 PORT_LEGEND = "ecn: packets the port marked as congested, aggregation or TCP (its queue past --ecn-fraction full)"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import signal
 import statistics
@@ -164,16 +165,31 @@ class JobRun:
     out: Path  # where its processes write metrics and results
     prefix: str = ""
     ps: str | None = None
-    aggregators: list[str] = field(default_factory=list)  # hostagg: aggregator host, then replica host
+    aggregators: list[str] = field(default_factory=list)  # hostagg, split: aggregator host, then replica host
+    split: list[str] = field(default_factory=list)  # split: the stragglers, whose seat in the tree the aggregator takes
     placement: Any = None  # controller.placement.JobPlacement (innet)
     admission: Any = None  # controller.tenants.Admission (innet)
     spec: Any = None  # protocol job spec handed to the workers (innet)
     job_id: int | None = None
-    processes: list[HostProcess] = field(default_factory=list)
+    processes: list[HostProcess] = field(default_factory=list)  # what the job is done with once they exit 0
+    services: list[HostProcess] = field(default_factory=list)  # servers that run until stopped (hosts.spill)
 
     def result_file(self, worker: str, kind: str) -> Path:
         """What a worker writes at the end, by workload kind (testbed.config.WorkloadConfig.kind)."""
         return self.out / f"{worker}{RESULT_SUFFIX[kind]}"
+
+    @property
+    def members(self) -> list[str]:
+        """The hosts in the job's aggregation tree: its workers, or with split aggregation the on-time ones
+        and the aggregator in the stragglers' seat (hosts.split_agg)."""
+        from hosts.agent_config import tree_members
+
+        return tree_members(self.workers, tuple(self.split), self.aggregators[0] if self.split else "")
+
+    @property
+    def standby(self) -> tuple[tuple[str, str], ...]:
+        """Split aggregation with a replica: (the aggregator, its replica), which stands by in its seat."""
+        return ((self.aggregators[0], self.aggregators[1]),) if self.split and len(self.aggregators) > 1 else ()
 
 
 def choose_workers(topo: Any, cfg: RunConfig) -> list[str]:
@@ -305,11 +321,28 @@ class Run:
         workers = choose_workers(self.topo, cfg)
         job = JobRun(JOB_NAME, workers, cfg.job.scheme, self.logs,
                      ps=ps_host(self.topo, workers) if cfg.job.scheme == "ps" else None)
-        if job.scheme == "innet":
-            self.admit([job], [Job(JOB_NAME, tuple(workers), k=cfg.job.k, slots=cfg.job.slots)])
+        if job.scheme == "split":
+            self.split_job(job, [w for w in workers if w in cfg.job.stragglers],
+                           [h for h in self.topo.hosts if h not in workers])
+        if job.scheme in ("innet", "split"):
+            self.admit([job], [Job(JOB_NAME, tuple(job.members), k=cfg.job.k, slots=cfg.job.slots,
+                                   standby=job.standby)])
         if job.scheme == "hostagg":
             job.aggregators = self.pick_aggregators(workers)
         return [job]
+
+    def split_job(self, job: JobRun, stragglers: list[str], idle: list[str]) -> None:
+        """Split aggregation for `job` (hosts.split_agg): its stragglers send to an aggregator on the first
+        `idle` host, which takes their seat in the tree, with a replica (--replica) on the next idle host
+        of the same switch if there is one. Without stragglers the job is plain in-network."""
+        if not stragglers:
+            job.scheme = "innet"
+            return
+        if not idle:
+            raise RunError(f"job {job.name}: split aggregation needs a host that runs no worker for its aggregator "
+                           f"({self.topo.source} has none left)")
+        spare = [h for h in idle[1:] if self.topo.switch_of(h) == self.topo.switch_of(idle[0])]
+        job.split, job.aggregators = stragglers, idle[:1] + (spare[:1] if self.cfg.job.replica else [])
 
     def admit(self, jobs: list[JobRun], wanted: list[Any], policy: str = "downgrade") -> Any:
         """Place `wanted` (controller.placement.Job, one per job) in order within the slot budgets; a
@@ -324,6 +357,7 @@ class Run:
                 job.placement = placed[job.name]
             elif job.admission.status == HOST:
                 job.scheme = self.fallback_scheme(job, tenancy)
+                job.split, job.aggregators = [], []
         return tenancy
 
     def fallback_scheme(self, job: JobRun, tenancy: Any) -> str:
@@ -446,7 +480,7 @@ class Run:
             if job.name in specs:
                 job.spec = self.job_spec(job, specs[job.name])
                 job.job_id = self.installer.plans[job.name].job_id
-                prepare_worker_hosts(self.tb, job.workers, job.spec.agg_ip)
+                prepare_worker_hosts(self.tb, job.members + [h for _, h in job.standby], job.spec.agg_ip)
 
     def job_spec(self, job: JobRun, spec: Any) -> Any:
         """The spec the installer made, with the run's pacing and largest retransmission timeout."""
@@ -465,7 +499,10 @@ class Run:
                              + (f" and the host aggregator on {job.aggregators[0]}" if job.aggregators else "")
                              + (f", its replica on {job.aggregators[1]}" if len(job.aggregators) > 1 else ""))
         job.out.mkdir(parents=True, exist_ok=True)
-        if job.ps:
+        if job.ps and job.spec is not None and job.spec.pool:  # the spilled chunks' server, until stopped
+            job.services.append(self.start(job.ps, f"{job.prefix}spill", ["spill", "--config", str(config),
+                                                                          "--out", str(job.out)]))
+        elif job.ps:
             job.processes.append(self.start(job.ps, f"{job.prefix}ps", ["ps", "--config", str(config),
                                                                         "--out", str(job.out)]))
         # The replica starts first: the aggregator connects to it before serving anyone.
@@ -502,7 +539,6 @@ class Run:
         """The job's agent config (hosts.agent_config) in the run folder."""
         from hosts.agent_config import AGG_PORT_TCP, PS_PORT, REPLICA_PORT, RING_PORT, AgentConfig
         from hosts.comm import Endpoint
-        from hosts.straggler import Straggler
 
         cfg, hosts = self.cfg, self.topo.hosts
         workers = tuple(Endpoint(h, hosts[h].ip, RING_PORT) for h in job.workers)
@@ -511,14 +547,22 @@ class Run:
         config = AgentConfig(job.scheme, cfg.train, workers, ps, job.spec, cfg.comm_timeout_s,
                              aggregator=ends[0] if ends else None, replica=ends[1] if len(ends) > 1 else None,
                              staleness=cfg.job.staleness, wait_s=cfg.job.agg_wait_s,
-                             stragglers={n: Straggler(d) for n, d in cfg.job.stragglers.items() if n in job.workers},
-                             time_scale=cfg.scale)
+                             stragglers={n: self.straggler(n) for n in cfg.job.stragglers if n in job.workers},
+                             time_scale=cfg.scale, split_workers=tuple(job.split))
         path = self.run_dir / name
         path.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
         return path
 
+    def straggler(self, host: str) -> Any:
+        """How `host` is slowed (hosts.straggler.Straggler), in the cluster's time."""
+        from hosts.straggler import Straggler
+
+        start, end = self.cfg.job.straggle_s or (0.0, math.inf)
+        return Straggler(self.cfg.job.stragglers[host], start_s=start, end_s=end)
+
     def processes(self) -> list[HostProcess]:
-        return [p for job in self.jobs for p in job.processes]
+        """Every host process of the run, the jobs' services too."""
+        return [p for job in self.jobs for p in (*job.processes, *job.services)]
 
     def pids(self) -> dict[str, int]:
         """Every switch and host process of the run by name, for the CPU meter."""
@@ -558,7 +602,8 @@ class Run:
         dead = [d for d in self.tb.dead_switches() if d.split(":")[0] not in ignore]
         if dead:
             raise RunFailed(f"run failed: switch {dead[0]}")
-        return all(p.popen.poll() == 0 for p in procs)
+        services = {id(p) for job in self.jobs for p in job.services}  # they run until stopped
+        return all(p.popen.poll() == 0 for p in procs if id(p) not in services)
 
     def stop_hosts(self) -> None:
         for proc in self.processes():
@@ -632,6 +677,8 @@ class Run:
         if job.aggregators:
             results.update(aggregators=job.aggregators, staleness_bound=cfg.job.staleness,
                            aggregation=read_aggregation_stats(job.out))
+        if job.split:
+            results["split_workers"] = job.split
         if error is not None:
             results["error"] = str(error)
         results.update(self.workload_results(job))

@@ -46,11 +46,13 @@ def test_program_declares_the_wire_format_and_the_documented_control_plane(lanes
     assert schema.registers["AggIngress.agg_values"].size == 1024 * 2 * lanes
     assert schema.registers["AggIngress.agg_bitmap"].bitwidth == 32
     per_job = {f"AggIngress.agg_{n}" for n in
-               ("received", "aggregated", "completed", "duplicates", "retx_answered", "overflows")}
+               ("received", "aggregated", "completed", "duplicates", "retx_answered", "overflows", "spilled")}
     assert per_job | {"AggIngress.port_rx", "AggEgress.port_tx", "AggEgress.ecn_marked"} == set(schema.counters)
     assert schema.counters["AggIngress.port_rx"].type == "packets_and_bytes"
     assert [p for p, _ in schema.actions["AggIngress.set_job"].params] == [
         "slot_base", "slot_count", "children", "aggregate", "is_root", "parent_port", "mcast_grp"]
+    assert [p for p, _ in schema.actions["AggIngress.set_shared_job"].params] == [
+        "slot_base", "slot_count", "children", "mcast_grp"]
 
 
 def test_the_largest_packet_fills_the_mtu():

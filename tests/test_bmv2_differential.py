@@ -192,6 +192,7 @@ class Job:
     slot_count: int
     children: list
     role: dict = field(default_factory=dict)  # is_root, parent_port, aggregate, mcast_grp
+    shared: bool = False  # a root sharing its slots with other jobs (fabric.install_shared_job)
 
 
 ROLES = (
@@ -206,6 +207,9 @@ ROLES = (
     Job(4, 1022, 4, [fabric.Child(1, 0), fabric.Child(2, 1)]),
     # a root whose multicast group is gone: completed results go nowhere
     Job(5, 1000, 2, [fabric.Child(1, 0), fabric.Child(3, 1)], {"mcast_grp": MISSING_GROUP}),
+    # two roots sharing one pool of two slots, ATP's way: a chunk holds a slot, others spill
+    Job(6, 40, 2, [fabric.Child(1, 0), fabric.Child(2, 1)], shared=True),
+    Job(7, 40, 2, [fabric.Child(3, 0), fabric.Child(5, 1)], shared=True),
 )
 HOST_PORTS = {1: 1, 2: 2, 3: 3, 5: 5, 6: 6, 71: 7, 72: 7, 8: 8, 9: FOREIGN}  # host number -> port
 
@@ -213,7 +217,10 @@ HOST_PORTS = {1: 1, 2: 2, 3: 3, 5: 5, 6: 6, 71: 7, 72: 7, 8: 8, 9: FOREIGN}  # h
 def install_roles(sw) -> None:
     """The same control-plane calls on either target (`sw.state` is a State or a Bmv2State)."""
     for job in ROLES:
-        fabric.install_job(sw, job.job_id, job.slot_base, job.slot_count, job.children, **job.role)
+        if job.shared:
+            fabric.install_shared_job(sw, job.job_id, job.slot_base, job.slot_count, job.children)
+        else:
+            fabric.install_job(sw, job.job_id, job.slot_base, job.slot_count, job.children, **job.role)
     sw.state.mc_group_delete(MISSING_GROUP)
     for host, port in HOST_PORTS.items():
         if host == min(h for h, p in HOST_PORTS.items() if p == port):  # agg_host: one host per port
@@ -265,6 +272,9 @@ class Traffic:
         self.seq[job.job_id] += 1
         slot, pool = g % job.slot_count, (g // job.slot_count) % 2
         flags = wire.FLAG_POOL if pool else 0
+        if job.shared:  # a hashed slot, spilled chunks' releases and their trips to the server
+            slot = self.rng.randrange(job.slot_count)
+            flags |= self.rng.choice([0, 0, 0, wire.FLAG_SPILL, wire.FLAG_PS])
         hosts = [(c.port if c.src_ip is None else int(c.src_ip.rsplit(".", 1)[1])) for c in job.children]
         out = []
         for host in self.rng.sample(hosts, len(hosts)):
@@ -359,11 +369,12 @@ def aggnet_cells(lanes: int, schema: st.ProgramSchema) -> tuple[dict, dict]:
     slots = [s for job in ROLES for s in range(job.slot_base, job.slot_base + job.slot_count)]
     idx = [i for i in (2 * s + pool for s in slots for pool in (0, 1))
            if i < schema.registers["AggIngress.agg_bitmap"].size]
-    registers = {f"AggIngress.agg_{name}": idx for name in ("bitmap", "count", "done", "overflow", "workers")}
+    registers = {f"AggIngress.agg_{name}": idx for name in ("bitmap", "count", "done", "overflow", "workers",
+                                                             "owner", "seq")}
     registers["AggIngress.agg_values"] = [i * lanes + k for i in idx for k in range(lanes)]
     jobs = sorted({job.job_id for job in ROLES} | {0, 99, 1023})
     counters = {f"AggIngress.agg_{name}": jobs for name in ("received", "aggregated", "completed", "duplicates",
-                                                            "retx_answered", "overflows")}
+                                                            "retx_answered", "overflows", "spilled")}
     counters["AggIngress.port_rx"] = counters["AggEgress.port_tx"] = list(range(0, 11))
     return registers, counters
 
@@ -408,6 +419,6 @@ def test_aggnet_matches_bmv2(lanes, p4c, tmp_path):
             on_our_json = bmv2_ref.observe(bmv2_ours, packets, registers, counters)
         assert bmv2_ref.first_difference(on_our_json, theirs) == ""
     # and the traffic reached every outcome: rounds completed, retransmissions answered, sums saturated
-    for name in ("completed", "retx_answered", "duplicates", "overflows"):
+    for name in ("completed", "retx_answered", "duplicates", "overflows", "spilled"):
         assert sum(packets for packets, _ in ours.counters[f"AggIngress.agg_{name}"]) > 0, name
     assert sum(map(len, ours.outputs.values())) > len(packets) // 4

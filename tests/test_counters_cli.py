@@ -95,7 +95,7 @@ def table_rows(text: str) -> list[list[str]]:
 def test_reads_the_running_switch_and_leaves_the_controller_primary(network, capsys):
     conn, run_dir = network
     written = {"agg_received": 40, "agg_aggregated": 36, "agg_completed": 9, "agg_duplicates": 4,
-               "agg_retx_answered": 2, "agg_overflows": 1}
+               "agg_retx_answered": 2, "agg_overflows": 1, "agg_spilled": 3}
     for name, value in written.items():
         set_counter(conn, f"AggIngress.{name}", 5, value)
     set_counter(conn, "AggIngress.agg_received", 9, 3)
@@ -103,10 +103,10 @@ def test_reads_the_running_switch_and_leaves_the_controller_primary(network, cap
     assert main(["counters"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0] == f"run folder {run_dir}"
-    assert table_rows(out) == [["s1", "5", *map(str, written.values())], ["s1", "9", "3", "0", "0", "0", "0", "0"]]
+    assert table_rows(out) == [["s1", "5", *map(str, written.values())], ["s1", "9", "3", "0", "0", "0", "0", "0", "0"]]
 
     assert main(["counters", "s1", "--run", str(run_dir), "--job", "7"]) == 0
-    assert table_rows(capsys.readouterr().out) == [["s1", "7", "0", "0", "0", "0", "0", "0"]]
+    assert table_rows(capsys.readouterr().out) == [["s1", "7", "0", "0", "0", "0", "0", "0", "0"]]
 
     set_counter(conn, "AggIngress.agg_received", 5, 41)  # the controller is still primary
 
