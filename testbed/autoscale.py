@@ -34,6 +34,7 @@ import os
 import platform
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ def probe_path() -> Path:
     return cache_dir().parent / f"scale-probe-{hashlib.sha256(key).hexdigest()[:16]}.json"
 
 
-def hop_cost(reporter: Any) -> dict[str, Any]:
+def hop_cost(reporter: Any, execute: Callable[[Any], dict]) -> dict[str, Any]:
     """The probe's result ({"hop_cpu_s", "hops", "cpu_s", "machine", ...}), from the cache or measured now."""
     path = probe_path()
     try:
@@ -82,7 +83,7 @@ def hop_cost(reporter: Any) -> dict[str, Any]:
     except (OSError, ValueError):
         pass
     reporter.status(f"--scale auto: probing this machine once (a star4 all-reduce; cached in {path})")
-    result = run_probe()
+    result = run_probe(execute)
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
         json.dump(result, f, indent=2)
@@ -90,15 +91,15 @@ def hop_cost(reporter: Any) -> dict[str, Any]:
     return result
 
 
-def run_probe() -> dict[str, Any]:
-    """A star4 in-network all-reduce on unshaped links: CPU seconds its processes used per packet hop."""
+def run_probe(execute: Callable[[Any], dict]) -> dict[str, Any]:
+    """A star4 in-network all-reduce on unshaped links, run by `execute` (a RunConfig to its results: the
+    caller's Run, which this module does not import): CPU seconds its processes used per packet hop."""
     from testbed.config import JobConfig, NetworkConfig, RunConfig, WorkloadConfig
-    from testbed.run import Run
 
     with tempfile.TemporaryDirectory(prefix="aggnet-probe-") as out:
         cfg = RunConfig(network=NetworkConfig(topo="star4"), job=JobConfig(workers=4),
                         workload=WorkloadConfig(workload="allreduce", elements=PROBE_ELEMENTS), out=out)
-        results = Run(cfg).execute()
+        results = execute(cfg)
     fidelity = results["fidelity"]
     cpu = (sum(fidelity["switch_busy"].values()) + sum(fidelity["host_cpu"].values())) * fidelity["seconds"]
     hops = sum(port["rx_packets"] for switch in results["counters"].values() for port in switch["ports"].values())
@@ -130,14 +131,14 @@ def chunk_load(topo: Any, plan: Any, lanes: int) -> tuple[int, float]:
     return hops, max(frames * frame_bits / (link.bw_mbps * 1e6) for frames, link in directions)
 
 
-def choose_scale(topo: Any, plan: Any, lanes: int, reporter: Any) -> dict[str, Any]:
+def choose_scale(topo: Any, plan: Any, lanes: int, reporter: Any, execute: Callable[[Any], dict]) -> dict[str, Any]:
     """The F `--scale auto` runs at, with its inputs and reason (results.json's `scale_auto`); ScaleError when
     the run's links have no rate (nothing to bind)."""
     hops, link_s = chunk_load(topo, plan, lanes)
     if link_s == 0.0:
         raise ScaleError("--scale auto: the links carrying the job have no rate to bind (give --link-mbps, or "
                          "bw_mbps in the topology)")
-    probe = hop_cost(reporter)
+    probe = hop_cost(reporter, execute)
     ncores = os.cpu_count() or 1
     needed = hops * probe["hop_cpu_s"] / (link_s * ncores * TARGET)
     factor = step_up(max(1.0, needed))

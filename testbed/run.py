@@ -280,7 +280,8 @@ class Run:
         from controller.installer import plan_job
 
         try:
-            self.scale_auto = choose_scale(self.topo, plan_job(job.placement, 1), self.cfg.network.lanes, self.reporter)
+            self.scale_auto = choose_scale(self.topo, plan_job(job.placement, 1), self.cfg.network.lanes, self.reporter,
+                                           lambda cfg: Run(cfg).execute())
         except ScaleError as exc:
             raise RunError(str(exc)) from None
         factor = self.scale_auto["factor"]

@@ -81,7 +81,7 @@ def test_a_model_run_at_scale_is_judged_over_its_communication_phases(tmp_path):
     assert e2e.leftovers(tmp_path) == []
 
 
-def test_scale_auto_probes_the_machine_once_and_records_its_choice(tmp_path, monkeypatch):
+def test_scale_auto_probes_the_machine_once_and_records_its_choice(tmp_path):
     """`--scale auto` on a machine without a probe: it probes (a star4 all-reduce), caches the result beside the
     native builds, runs at the factor it chose (results in the cluster's time), and says why; the next choice
     reads the cache."""
@@ -96,5 +96,4 @@ def test_scale_auto_probes_the_machine_once_and_records_its_choice(tmp_path, mon
     assert "probing this machine once" in done.stdout and f"--scale auto: {chosen['factor']:g} (" in done.stdout
     probe = json.loads(autoscale.probe_path().read_text())
     assert probe["machine"] == autoscale.machine() and probe["hop_cpu_s"] == chosen["hop_cpu_s"] > 0
-    monkeypatch.setattr(autoscale, "run_probe", lambda: pytest.fail("probed again"))
-    assert autoscale.hop_cost(None) == probe
+    assert autoscale.hop_cost(None, lambda cfg: pytest.fail("probed again")) == probe
