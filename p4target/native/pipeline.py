@@ -34,7 +34,8 @@ class NativePipeline:
     def __init__(self, program: ir.Program | lowered.Program, seed: int = 0, trace: Trace | None = None):
         self.program, cprog = generate(program)  # the lowered form the C was printed from
         self.source = cprog.source  # the generated C, for debugging
-        self.engine = Engine(build(cprog.source), seed, trace)
+        with build(cprog.source) as library:
+            self.engine = Engine(library, seed, trace)
         schema = build_lowered_schema(self.program)
         schema.digests = tuple(sorted(name for name, _ in cprog.digests))
         self.state = NativeState(schema, self.engine, cprog)
