@@ -59,7 +59,8 @@ def _compiled(key: list[str], compile_ir: Callable[[], ir.Program]) -> tuple[ir.
         out.write_bytes(pickle.dumps((program, build_p4info(program).SerializeToString()),
                                      protocol=pickle.HIGHEST_PROTOCOL))
 
-    program, info = pickle.loads(cached("frontend.pickle", [front_end_identity(), *key], make).read_bytes())
+    with cached("frontend.pickle", [front_end_identity(), *key], make) as path:
+        program, info = pickle.loads(path.read_bytes())
     return program, p4i.P4Info.FromString(info)
 
 

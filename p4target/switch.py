@@ -542,12 +542,13 @@ def _start_runtime(switch: Switch, args: argparse.Namespace) -> Any:
     switch.packet_in = lambda frame: server.packet_in(args.cpu_port, frame)
     server.device.state_cap_mb = args.max_state_mb
     if args.program:
-        try:
-            with open(args.program, encoding="utf-8") as f:
-                source = f.read()
-            server.load_source(source, args.program)
-        except OSError as exc:
-            raise SwitchError(f"error: cannot read {args.program}: {exc.strerror}") from None
+        from p4target.device_config import device_config_source
+        from p4target.errors import P4Error
+
+        try:  # as the controller would push it: its local includes inlined (source given as text reads no file)
+            server.load_source(device_config_source(args.program), args.program)
+        except P4Error as exc:  # a file it names cannot be read
+            raise SwitchError(str(exc), exit_code=exc.exit_code) from None
         except RuntimeStatus as exc:
             raise SwitchError(exc.message, exit_code=2) from None
     try:

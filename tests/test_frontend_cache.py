@@ -53,6 +53,6 @@ def test_an_edited_program_is_compiled_again_and_errors_are_not_cached(cache):
     assert front_end(edited, "device_config.p4")[1] != front_end(source, "device_config.p4")[1]
     assert len(list(cache.glob("frontend-*.pickle"))) == 2
     for _ in range(2):
-        with pytest.raises(P4Error, match="bad.p4"):
+        with pytest.raises(P4Error, match="aggnet.p4:[0-9]+:1: error: syntax error, unexpected 'this'"):  # #line
             front_end(source + "\nthis is not P4;\n", "bad.p4")
     assert len(list(cache.glob("frontend-*.pickle"))) == 2

@@ -59,8 +59,8 @@ def test_the_checker_catches_a_wrong_type():
 
 @pytest.mark.skipif(compiler() is None or shutil.which("nm") is None, reason="no C compiler or nm")
 def test_a_built_program_exports_exactly_the_api():
-    lib = build(generate(load_program("p4src/aggnet.p4"))[1].source)
-    nm = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True)
-    exported = {line.split()[-1] for line in nm.stdout.splitlines() if line.split()[-2:-1] == ["T"]}
-    assert exported == set(_SIGNATURES)
-    ctypes.CDLL(str(lib))  # and it loads: every symbol the engine needs is defined
+    with build(generate(load_program("p4src/aggnet.p4"))[1].source) as lib:
+        nm = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True)
+        exported = {line.split()[-1] for line in nm.stdout.splitlines() if line.split()[-2:-1] == ["T"]}
+        assert exported == set(_SIGNATURES)
+        ctypes.CDLL(str(lib))  # and it loads: every symbol the engine needs is defined

@@ -39,7 +39,8 @@ class NativePipeline:
             assert isinstance(program, lowered.Program), "C is printed from a lowered program"
             self.program = program
         self.source = cprog.source  # the generated C, for debugging
-        self.engine = Engine(build(cprog.source), seed, trace)
+        with build(cprog.source) as library:
+            self.engine = Engine(library, seed, trace)
         schema = build_lowered_schema(self.program)
         schema.digests = tuple(sorted(name for name, _ in cprog.digests))
         self.state = NativeState(schema, self.engine, cprog)
