@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import pickle
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +91,8 @@ def p4info_file(path: str) -> p4i.P4Info:
         out.write_bytes(front_end_file(path)[1].SerializeToString())
 
     key = [front_end_identity(), "file", path, device_config_source(path)]
-    return p4i.P4Info.FromString(cached("p4info.bin", key, make).read_bytes())
+    with cached("p4info.bin", key, make) as entry:
+        return p4i.P4Info.FromString(entry.read_bytes())
 
 
 def printed(source: str, filename: str) -> tuple[Any, Any, p4i.P4Info] | None:
@@ -99,17 +102,18 @@ def printed(source: str, filename: str) -> tuple[Any, Any, p4i.P4Info] | None:
     from p4target.backends.layout import Unsupported
     from p4target.lowered.from_ir import NotLowered
 
+    key = _printed_key(source, filename)
+    if key in _kept:
+        return _kept[key]
     try:
-        path = _printed_entry(source, filename)
+        with _printed_entry(source, filename) as path:
+            form, cprog, info = pickle.loads(path.read_bytes())
     except (NotLowered, Unsupported):
         return None
-    if path in _kept:
-        return _kept[path]
-    form, cprog, info = pickle.loads(path.read_bytes())
     return form, cprog, p4i.P4Info.FromString(info)
 
 
-_kept: dict[Path, tuple[Any, Any, p4i.P4Info]] = {}  # printed forms this process read once and keeps (keep_printed)
+_kept: dict[str, tuple[Any, Any, p4i.P4Info]] = {}  # printed forms this process read once and keeps (keep_printed)
 
 
 def keep_printed(path: str, filename: str) -> None:
@@ -122,11 +126,16 @@ def keep_printed(path: str, filename: str) -> None:
     source = device_config_source(path)
     form = printed(source, filename)
     if form is not None:
-        _kept[_printed_entry(source, filename)] = form
+        _kept[_printed_key(source, filename)] = form
 
 
-def _printed_entry(source: str, filename: str) -> Path:
-    """The cache file of `printed`'s output, made first if need be."""
+def _printed_key(source: str, filename: str) -> str:
+    """What `printed`'s output is kept under in this process: a hash of what it is made from."""
+    return hashlib.sha256(json.dumps([front_end_identity(), code_identity(BACK_END), filename, source]).encode()).hexdigest()
+
+
+def _printed_entry(source: str, filename: str) -> AbstractContextManager[Path]:
+    """The cache file of `printed`'s output, made first if need be, held while the block runs."""
     from p4target.native.build import cached
     from p4target.native.pipeline import generate
 
