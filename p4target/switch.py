@@ -495,11 +495,12 @@ def run(args: argparse.Namespace) -> int:
     switch = Switch(ports, args.device_id, args.cpu_port, args.pcap, pcap_max_bytes=args.pcap_max_mb << 20)
     thrift_port = args.thrift_port if args.thrift_port is not None else 9090 + args.device_id
     sidechannel = runtime = None
+    # before anything answers: a SIGTERM as soon as a server is up stops the switch the orderly way
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: switch.stop())
     try:
         runtime = _start_runtime(switch, args)  # first: once the side channel answers, PROG is loaded
         sidechannel = SideChannelServer(switch, thrift_port).start()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: switch.stop())
         log.info("device %d up: ports %s, grpc %s%s, side channel 127.0.0.1:%d", args.device_id,
                  ", ".join(f"{n}@{p.ifname}" for n, p in sorted(switch.ports.items())) or "none",
                  args.grpc_server_addr, _security(args), thrift_port)
