@@ -37,7 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 from p4target.constants import DEFAULT_CPU_PORT, IDLE_WAKE_S, RX_BATCH
-from p4target.limits import DEFAULT_LOG_MAX_MB, DEFAULT_PCAP_MAX_MB, DEFAULT_STATE_CAP_MB
+from p4target.limits import DEFAULT_LOG_MAX_MB, DEFAULT_PCAP_MAX_MB, DEFAULT_STATE_CAP_MB, PACKET_OUT_QUEUE
 from p4target.native.pipeline import ENGINES, NativePipeline
 from p4target.native.queues import NativeTrafficManager
 from p4target.ports import Port, PortError, parse_port_spec
@@ -122,16 +122,20 @@ class Switch:
                 stats.setdefault(number, {}).update({k: qs[k] for k in ("tail_drops", "loss_drops", "qdepth")})
         return stats
 
-    def inject(self, port: int, data: bytes) -> None:
-        """Feed a frame into ingress as if it arrived on `port` (PacketOut uses the CPU port).
-        Thread-safe: the frame is handed to the packet loop, which is woken up."""
+    def inject(self, port: int, data: bytes) -> bool:
+        """Feed a frame into ingress as if it arrived on `port` (PacketOut uses the CPU port); False when
+        PACKET_OUT_QUEUE frames wait for the loop already: this one is dropped, so a client sending
+        faster than the switch forwards costs it a bounded queue. Thread-safe: the frame is handed to
+        the packet loop, which is woken up."""
         with self._handover:
             native = self._native
             if native is not None and native is self.pipeline:
-                native.engine.inject(port, data)
-                return
+                return native.engine.inject(port, data, PACKET_OUT_QUEUE)
+            if len(self._injected) >= PACKET_OUT_QUEUE:
+                return False
             self._injected.append((port, data))  # the Python loop's, or the next engine's when it starts
         self._wake()
+        return True
 
     def stop(self) -> None:
         """Ask the loop to finish (safe from signal handlers and other threads)."""
@@ -172,7 +176,7 @@ class Switch:
         with self._handover:
             self._native = pipeline
             while self._injected:
-                engine.inject(*self._injected.popleft())
+                engine.inject(*self._injected.popleft(), PACKET_OUT_QUEUE)
         pump.start()
         loop = threading.Thread(target=engine.run, name="native-loop", daemon=True)
         try:

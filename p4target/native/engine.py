@@ -53,7 +53,7 @@ _SIGNATURES = {
     "eng_run": (c_int, [c_void_p]),
     "eng_ports_release": (None, [c_void_p]),
     "eng_stop": (None, [c_void_p]),
-    "eng_inject": (c_int, [c_void_p, c_uint32, c_char_p, c_uint32]),
+    "eng_inject": (c_int, [c_void_p, c_uint32, c_char_p, c_uint32, c_uint32]),
     "eng_q_rate": (None, [c_void_p, c_int, c_int, c_double]),
     "eng_q_depth": (None, [c_void_p, c_int, c_uint32]),
     "eng_q_delay": (None, [c_void_p, c_int, c_double]),
@@ -327,9 +327,12 @@ class Engine:
         Python loop or another engine."""
         self.lib.eng_ports_release(self.ptr)
 
-    def inject(self, port: int, data: bytes) -> None:
-        if self.lib.eng_inject(self.ptr, port, data, len(data)):
+    def inject(self, port: int, data: bytes, cap: int) -> bool:
+        """Queue a frame for ingress on `port` unless `cap` frames wait already (False: it was dropped)."""
+        result = self.lib.eng_inject(self.ptr, port, data, len(data), cap)
+        if result < 0:
             raise MemoryError("native engine: out of memory queueing a PacketOut")
+        return result == 0
 
     def queue_rate(self, port: int, rate: float | None, bits: bool) -> None:
         self.lib.eng_q_rate(self.ptr, port, int(bits), float(rate or 0))

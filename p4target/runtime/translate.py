@@ -21,6 +21,7 @@ written with `egress_port` is read back with `egress_port`, one written with `po
 """
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -252,7 +253,8 @@ class Translator:
     # ------------------------------------------------------------------ reads
 
     def read(self, entity: p4r.Entity) -> Iterator[p4r.Entity]:
-        """Entities matching a (possibly wildcard) read request entity."""
+        """Entities matching a (possibly wildcard) read request entity, made as they are taken: hold
+        `state.lock` while taking them for a consistent view. A malformed request raises here, not later."""
         kind = entity.WhichOneof("entity")
         readers: dict[str, Callable[[Any], Iterator[p4r.Entity]]] = {
             "table_entry": self._read_tables, "packet_replication_engine_entry": self.replication.read,
@@ -265,8 +267,10 @@ class Translator:
             readers[kind] = lambda entry: extern.p4runtime_read(self, entry)
         if kind not in readers:
             raise unimplemented(f"{kind} is not supported by this target")
+        answer = readers[kind](getattr(entity, kind))
         with self.state.lock:
-            return iter(list(readers[kind](getattr(entity, kind))))
+            first = next(answer, None)  # the reader checks the request before its first entity
+        return answer if first is None else itertools.chain([first], answer)
 
     def cells_array(self, kind: str, array_id: int, update_type: int) -> tuple[Any, str]:
         """The P4Info array of `kind` ("counters", ...) whose cells an update writes, and its name: an indexed
@@ -433,7 +437,8 @@ class Translator:
         read_request.CopyFrom(entity)
         if entity.HasField("table_entry") and not entity.table_entry.is_default_action:
             read_request.table_entry.counter_data.SetInParent()
-        prior = list(self.read(read_request))
+        with self.state.lock:
+            prior = list(self.read(read_request))
         if update.type == DELETE:
             return [(INSERT, e) for e in prior]
         return [(MODIFY, e) for e in prior]
