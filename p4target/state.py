@@ -363,6 +363,16 @@ def _check_width(what: str, value: int, bitwidth: int) -> None:
 
 def _check_args(action: ActionSchema, params: dict[str, int], where: str) -> tuple[int, ...]:
     """Validate action params; returns them in declaration order."""
+    if len(params) == len(action.params):  # the usual case: every parameter once, nothing else
+        try:
+            values = tuple(params[n] for n, _ in action.params)
+        except KeyError:
+            pass
+        else:
+            for (name, width), value in zip(action.params, values):
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0 or value >> width:
+                    _check_width(f"{where}: action {action.name} param {name}", value, width)
+            return values
     declared = {n for n, _ in action.params}
     extra = sorted(set(params) - declared)
     if extra:
@@ -876,8 +886,9 @@ class Table:
 
     # -- writes
 
-    def insert(self, entry: TableEntry) -> None:
-        """Add `entry`. AlreadyExists if an entry with the same match (and priority) is present."""
+    def insert(self, entry: TableEntry) -> tuple:
+        """Add `entry`; returns its canonical key ((field parts...), priority). AlreadyExists if an entry with
+        the same match (and priority) is present."""
         self._check_mutable()
         key = self._canonical(entry)
         args = self._check_action(entry)
@@ -894,6 +905,7 @@ class Table:
             self.profile.reference(entry)
         self._entries[key] = entry
         self._index.add(key, entry)
+        return key
 
     def modify(self, entry: TableEntry) -> None:
         """Replace the action/params and idle timeout of the entry with the same match (counters kept)."""

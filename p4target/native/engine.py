@@ -65,8 +65,7 @@ _SIGNATURES = {
 }
 
 
-def _u64s(values) -> ctypes.Array:
-    values = list(values)
+def _u64s(values: tuple | list) -> ctypes.Array:
     return (c_uint64 * max(1, len(values)))(*values)
 
 
@@ -189,9 +188,9 @@ class Engine:
     def table_add(self, tid: int, keys: list[tuple[int, int, int, int]], priority: int, action: int,
                   args: tuple[int, ...]) -> int:
         """keys: (kind 0 wildcard / 1 value&mask / 2 range / 3 lower word of a wider range, value or low, mask, high) per key word."""
-        kinds = (c_uint8 * max(1, len(keys)))(*[k[0] for k in keys])
-        handle = self.lib.eng_table_add(self.ptr, tid, _u64s(k[1] for k in keys), _u64s(k[2] for k in keys),
-                                        _u64s(k[3] for k in keys), kinds, priority, action, _u64s(args), len(args))
+        kinds, values, masks, highs = zip(*keys) if keys else ((0,), (0,), (0,), (0,))
+        handle = self.lib.eng_table_add(self.ptr, tid, _u64s(values), _u64s(masks), _u64s(highs),
+                                        (c_uint8 * len(kinds))(*kinds), priority, action, _u64s(args), len(args))
         if handle < 0:
             raise MemoryError("native engine: out of memory adding a table entry")
         return handle

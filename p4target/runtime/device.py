@@ -11,6 +11,8 @@ This module knows no gRPC: the server turns its RuntimeStatus failures into RPC 
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import threading
 import time
@@ -308,7 +310,7 @@ class Device:
         rollback = atomicity in (p4r.WriteRequest.ROLLBACK_ON_ERROR, p4r.WriteRequest.DATAPLANE_ATOMIC)
         failures: list[RuntimeStatus | None] = []
         undo: list[tuple[int, p4r.Entity]] = []
-        with loaded.pipeline.state.lock:
+        with loaded.pipeline.state.lock, _collector_paused():
             for update in updates:
                 try:
                     inverse = loaded.translator.inverse(update) if rollback else []
@@ -408,6 +410,20 @@ def _installed_by_program(loaded: LoadedConfig, entity: p4r.Entity, failure: Run
     table = loaded.translator.info.find("tables", entity.table_entry.table_id)
     return table is not None and (table.is_const_table or table.has_initial_entries) and \
         failure.code in (grpc.StatusCode.ALREADY_EXISTS, grpc.StatusCode.PERMISSION_DENIED)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a Write batch runs. A batch makes objects that live on (the
+    stored entries), and each time they grow the heap by a quarter the collector walks every object there is:
+    half of a 100,000-entry Write's time. What the batch drops is freed by reference counting all the same."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _batched(lock: Any, answers: list[Iterator[p4r.Entity]]) -> Iterator[list[p4r.Entity]]:

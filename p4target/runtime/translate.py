@@ -53,6 +53,11 @@ class Translator:
         self.profiles = ProfileTranslator(self)
         self.replication = ReplicationTranslator(self.state)
         self._aged: dict[str, dict[int, st.TableEntry]] = {}  # table -> entries notified in the last sweep
+        # Per table and per action, what every update looks up, made once (a batch would otherwise build
+        # the same dicts from the P4Info for each of its updates).
+        self._fields: dict[int, tuple[dict[int, p4i.MatchField], list[str]]] = {}  # table: fields by id, exact names
+        self._scopes: dict[int, dict[int, int]] = {}  # table: its actions' scopes by action id
+        self._params: dict[int, dict[int, p4i.Action.Param]] = {}  # action: its params by id
 
     def by_id(self, kind: str, entity_id: int):
         """Entity `entity_id` of `kind` ("tables", ...); INVALID_ARGUMENT naming the id if absent."""
@@ -152,7 +157,12 @@ class Translator:
 
     def match_in(self, table: p4i.Table, matches) -> dict[str, st.Match]:
         """FieldMatch list -> {field name: match spec}, enforcing the spec's canonical forms."""
-        fields = {f.id: f for f in table.match_fields}
+        shape = self._fields.get(table.preamble.id)
+        if shape is None:
+            shape = self._fields[table.preamble.id] = (
+                {f.id: f for f in table.match_fields},
+                [f.name for f in table.match_fields if f.match_type == p4i.MatchField.EXACT])
+        fields, exact = shape
         out: dict[str, st.Match] = {}
         where = f"table {table.preamble.name}"
         for fm in matches:
@@ -167,7 +177,7 @@ class Translator:
             if kind != expected:
                 raise invalid(f"{what}: expected a {expected} match, got {kind}")
             out[field.name] = self._field_in(fm, field.bitwidth, what)
-        missing = [f.name for f in table.match_fields if f.match_type == p4i.MatchField.EXACT and f.name not in out]
+        missing = [name for name in exact if name not in out]
         if missing:
             raise invalid(f"{where}: exact match field {missing[0]} is missing")
         return out
@@ -202,7 +212,9 @@ class Translator:
                 raise invalid(f"{where}: entry has no action")
             raise invalid(f"{where}: the table has no action profile; an entry names an action")
         action = self.by_id("actions", ta.action.action_id)
-        scopes = {ref.id: ref.scope for ref in table.action_refs}
+        scopes = self._scopes.get(table.preamble.id)
+        if scopes is None:
+            scopes = self._scopes[table.preamble.id] = {ref.id: ref.scope for ref in table.action_refs}
         if action.preamble.id not in scopes:
             raise invalid(f"{where}: action {action.preamble.name} is not one of the table's actions")
         forbidden = p4i.ActionRef.TABLE_ONLY if default else p4i.ActionRef.DEFAULT_ONLY
@@ -213,7 +225,9 @@ class Translator:
     def action_call_in(self, call: p4r.Action, where: str) -> tuple[str, dict[str, int]]:
         """(action name, {param name: value}) of an Action message, checked against the P4Info."""
         action = self.by_id("actions", call.action_id)
-        params = {p.id: p for p in action.params}
+        params = self._params.get(call.action_id)
+        if params is None:
+            params = self._params[call.action_id] = {p.id: p for p in action.params}
         values: dict[str, int] = {}
         for param in call.params:
             decl = params.get(param.param_id)
@@ -223,8 +237,8 @@ class Translator:
                 raise invalid(f"{where}: action {action.preamble.name} parameter {decl.name} given twice")
             values[decl.name] = codec.decode(param.value, decl.bitwidth,
                                              f"{where}: action {action.preamble.name} param {decl.name}")
-        missing = [p.name for p in action.params if p.name not in values]
-        if missing:
+        if len(values) != len(params):
+            missing = [p.name for p in action.params if p.name not in values]
             raise invalid(f"{where}: action {action.preamble.name} is missing parameter {missing[0]}")
         return action.preamble.name, values
 
