@@ -341,8 +341,9 @@ class NativeTable(st.Table):
         self._check_mutable()
         stored = self._entries.get(self._canonical(entry))
         super().delete(entry)  # raises if there is none
-        handle = _native(stored)._handle
-        _detach(stored)  # a plain entry with its last counts: its views would outlive the engine's entry
+        native = _native(stored)
+        handle = native._handle
+        _detach(native)  # a plain entry with its last counts: its views would outlive the engine's entry
         self._engine.table_delete(self._tid, handle)
 
     def clear(self) -> None:
