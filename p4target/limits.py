@@ -31,6 +31,7 @@ GRPC_MESSAGE_BYTES = 4 << 20  # one P4Runtime request, as gRPC's default (a Writ
 STREAM_QUEUE = 1024           # messages waiting for one stream's client; PacketIns and the like past it are dropped
 STREAM_QUEUE_BYTES = 1 << 20  # ... and their bytes (whichever bound comes first)
 PACKET_OUT_QUEUE = 1024       # PacketOuts waiting for the packet loop; more are dropped (counted, a StreamError)
+PACKET_OUT_QUEUE_BYTES = 4 << 20  # ... and their bytes
 READ_BATCH = 1000             # entities per ReadResponse: a Read holds one batch, however many it answers
 THRIFT_VALUES = 1 << 16       # values (fields, elements) in one Thrift call, the decoded form's size
 THRIFT_BYTES = 16 << 20       # bytes of one Thrift call

@@ -53,7 +53,7 @@ _SIGNATURES = {
     "eng_run": (c_int, [c_void_p]),
     "eng_ports_release": (None, [c_void_p]),
     "eng_stop": (None, [c_void_p]),
-    "eng_inject": (c_int, [c_void_p, c_uint32, c_char_p, c_uint32, c_uint32]),
+    "eng_inject": (c_int, [c_void_p, c_uint32, c_char_p, c_uint32, c_uint32, c_uint64]),
     "eng_q_rate": (None, [c_void_p, c_int, c_int, c_double]),
     "eng_q_depth": (None, [c_void_p, c_int, c_uint32]),
     "eng_q_delay": (None, [c_void_p, c_int, c_double]),
@@ -326,9 +326,10 @@ class Engine:
         Python loop or another engine."""
         self.lib.eng_ports_release(self.ptr)
 
-    def inject(self, port: int, data: bytes, cap: int) -> bool:
-        """Queue a frame for ingress on `port` unless `cap` frames wait already (False: it was dropped)."""
-        result = self.lib.eng_inject(self.ptr, port, data, len(data), cap)
+    def inject(self, port: int, data: bytes, max_frames: int, max_bytes: int) -> bool:
+        """Queue a frame for ingress on `port` unless the queue would pass `max_frames` or `max_bytes` (False:
+        it was dropped)."""
+        result = self.lib.eng_inject(self.ptr, port, data, len(data), max_frames, max_bytes)
         if result < 0:
             raise MemoryError("native engine: out of memory queueing a PacketOut")
         return result == 0

@@ -60,7 +60,7 @@ import grpc
 from finsy.proto import p4r, p4r_grpc
 from google.protobuf.message import DecodeError
 
-from p4target.limits import DEFAULT_LOG_MAX_MB, GRPC_MESSAGE_BYTES, MAX_CALLS, MAX_STREAMS, PACKET_OUT_QUEUE
+from p4target.limits import DEFAULT_LOG_MAX_MB, GRPC_MESSAGE_BYTES, MAX_CALLS, MAX_STREAMS, PACKET_OUT_QUEUE, PACKET_OUT_QUEUE_BYTES
 from p4target.runtime.arbitration import Arbitration, election_id_of
 from p4target.runtime.device import Device
 from p4target.runtime.errors import RuntimeStatus, abort, batch_status, code_number, echoed_packet
@@ -374,7 +374,8 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
         if not self._packet_out(self.cpu_port, frame):
             self.packet_out_drops += 1
             self._stream_error(session, grpc.StatusCode.RESOURCE_EXHAUSTED,
-                               f"PacketOut dropped: {PACKET_OUT_QUEUE} PacketOuts wait for the switch already", packet)
+                               f"PacketOut dropped: the switch's queue of PacketOuts is full ({PACKET_OUT_QUEUE} frames "
+                               f"or {PACKET_OUT_QUEUE_BYTES >> 20} MiB wait for its packet loop)", packet)
 
     def _stream_error(self, session: Session, code: grpc.StatusCode, message: str,
                       packet: p4r.PacketOut | None = None) -> None:
