@@ -48,6 +48,11 @@ class Session:
         self._bytes = 0
         self._closed = False
 
+    @property
+    def closed(self) -> bool:
+        """Whether the stream's end is queued (after what waits before it)."""
+        return self._closed
+
     def _full(self, size: int) -> bool:
         return len(self._outbox) >= STREAM_QUEUE or self._bytes + size > STREAM_QUEUE_BYTES
 
