@@ -158,7 +158,7 @@ class Commands:
         return self._set(args, 1, lambda q: q.set_ingress_delay_ms(float(args[0])))
 
     def do_set_queue_loss(self, args: list[str]) -> str:
-        if len(args) == 1:
+        if len(args) <= 1:  # P alone (none: _ports says what is missing)
             return self._set(args, 1, lambda q: q.set_loss(float(args[0])))
         seed = int(args[1])
         return self._set(args, 2, lambda q: q.set_loss(float(args[0]), seed))
@@ -240,12 +240,15 @@ class _Handler(socketserver.StreamRequestHandler):
             thrift.serve(self.rfile.read, self.wfile.write)
             return
         commands: Commands = self.server.commands  # type: ignore[attr-defined]
-        while raw := self.rfile.readline(LINE_BYTES + 1):
-            if len(raw) > LINE_BYTES:
-                self.wfile.write(f"error: a command line is at most {LINE_BYTES} bytes\n".encode())
-                return
-            reply = commands.run(raw.decode("utf-8", "replace").strip())
-            self.wfile.write(reply.encode() + b"\n")
+        try:
+            while raw := self.rfile.readline(LINE_BYTES + 1):
+                if len(raw) > LINE_BYTES:
+                    self.wfile.write(f"error: a command line is at most {LINE_BYTES} bytes\n".encode())
+                    return
+                reply = commands.run(raw.decode("utf-8", "replace").strip())
+                self.wfile.write(reply.encode() + b"\n")
+        except OSError:
+            pass  # the client went away
 
 
 class SideChannelServer(socketserver.ThreadingTCPServer):

@@ -385,6 +385,13 @@ def _check_args(action: ActionSchema, params: dict[str, int], where: str) -> tup
     return tuple(params[n] for n, _ in action.params)
 
 
+def counter_values(what: str, packets: int, nbytes: int) -> tuple[int, int]:
+    """(packets, bytes) to write into a counter cell; InvalidArgument unless both fit its 64 unsigned bits."""
+    _check_width(f"{what} packets", packets, 64)
+    _check_width(f"{what} bytes", nbytes, 64)
+    return packets, nbytes
+
+
 def _check_index(what: str, index: int, size: int) -> int:
     """`index` if it addresses one of `size` cells; OutOfRange otherwise."""
     if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < size:
@@ -1046,8 +1053,7 @@ class CounterArray:
 
     def write(self, index: int, packets: int = 0, nbytes: int = 0) -> None:
         i = self._index(index)
-        self.packets[i] = packets
-        self.bytes[i] = nbytes
+        self.packets[i], self.bytes[i] = counter_values(f"counter {self.schema.name}", packets, nbytes)
 
     def reset(self) -> None:
         self.packets[:] = [0] * self.schema.size

@@ -246,8 +246,13 @@ class Device:
             p4info = p4i.P4Info()
         else:
             p4info, pipeline = compile_source(source, filename, self.engine, self.state_cap_mb)
+        self.use_pipeline(p4info, pipeline, source.encode())
+
+    def use_pipeline(self, p4info: p4i.P4Info, pipeline: Any, device_config: bytes) -> None:
+        """Commit a pipeline already made, with its P4Info (and the device config it came from); no cookie.
+        The fuzzers give theirs an engine whose calls are traced for the sanitizers' replay."""
         with self.lock:
-            self._commit(LoadedConfig(p4info, source.encode(), None, pipeline, Translator(p4info, pipeline.state)))
+            self._commit(LoadedConfig(p4info, device_config, None, pipeline, Translator(p4info, pipeline.state)))
 
     def _commit(self, loaded: LoadedConfig) -> None:
         self.current, self.saved = loaded, None

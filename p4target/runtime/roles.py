@@ -26,6 +26,7 @@ import grpc
 from finsy.proto import p4r
 from finsy.proto.stratum1 import p4_role_config_pb2
 from google.protobuf import any_pb2
+from google.protobuf.message import DecodeError
 
 from p4target.errors import shorten
 from p4target.runtime.errors import RuntimeStatus
@@ -47,10 +48,15 @@ class RoleScope:
     def parse(cls, role: str, config: any_pb2.Any) -> RoleScope:
         """The scope of `config`; INVALID_ARGUMENT for a config of another message type."""
         message = P4RoleConfig()
-        if not config.Unpack(message):
+        try:
+            unpacked = config.Unpack(message)
+        except DecodeError:
+            raise RuntimeStatus(grpc.StatusCode.INVALID_ARGUMENT, f"role '{shorten(role)}': its config does not parse "
+                                f"as a {P4RoleConfig.DESCRIPTOR.full_name}") from None
+        if not unpacked:
             raise RuntimeStatus(grpc.StatusCode.INVALID_ARGUMENT,
-                                f"role '{shorten(role)}': config of type {shorten(config.TypeName()) or '(none)'} is not supported; "
-                                f"this target takes {P4RoleConfig.DESCRIPTOR.full_name}")
+                                f"role '{shorten(role)}': config of type {shorten(config.TypeName()) or '(none)'} is not "
+                                f"supported; this target takes {P4RoleConfig.DESCRIPTOR.full_name}")
         packet_filter = None
         if message.HasField("packet_in_filter"):
             packet_filter = (message.packet_in_filter.metadata_id, message.packet_in_filter.value)

@@ -69,6 +69,7 @@ from p4target.runtime.roles import RoleScope
 from p4target.runtime.stream import Closed, Session
 
 P4RUNTIME_API_VERSION = "1.5.0"
+SERVICE = "p4.v1.P4Runtime"
 WORKERS = 4  # threads doing the requests' work (the GIL lets one run at a time; more only queue)
 STOP_MARGIN_S = 5.0  # what stop() waits past its grace for gRPC to finish; then it returns anyway
 GRPC_OPTIONS = [("grpc.max_receive_message_length", GRPC_MESSAGE_BYTES),
@@ -124,8 +125,8 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
         return port
 
     async def _serve(self) -> int:
-        server = grpc.aio.server(options=GRPC_OPTIONS, maximum_concurrent_rpcs=self.max_streams + MAX_CALLS)
-        p4r_grpc.add_P4RuntimeServicer_to_server(self, server)
+        server = grpc.aio.server(handlers=[self._service()], options=GRPC_OPTIONS,
+                                 maximum_concurrent_rpcs=self.max_streams + MAX_CALLS)
         try:
             if self._credentials is None:
                 port = server.add_insecure_port(self.address)
@@ -155,6 +156,30 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
         if self._poller is not None:
             self._poller.join()
         self._log.close()
+
+    def _service(self) -> grpc.GenericRpcHandler:
+        """The P4Runtime service, each request parsed here: one that does not parse is INVALID_ARGUMENT naming
+        what it should have been (gRPC's own parsing answers UNKNOWN with a Python exception's text)."""
+        def serialize(message) -> bytes:
+            return message.SerializeToString()
+
+        unary = {"Capabilities": (self.Capabilities, p4r.CapabilitiesRequest), "Write": (self.Write, p4r.WriteRequest),
+                 "SetForwardingPipelineConfig": (self.SetForwardingPipelineConfig,
+                                                 p4r.SetForwardingPipelineConfigRequest),
+                 "GetForwardingPipelineConfig": (self.GetForwardingPipelineConfig,
+                                                 p4r.GetForwardingPipelineConfigRequest)}
+        handlers = {name: grpc.unary_unary_rpc_method_handler(_parsing(method, kind), response_serializer=serialize)
+                    for name, (method, kind) in unary.items()}
+
+        async def read(raw: bytes, context) -> AsyncIterator[p4r.ReadResponse]:
+            request = await _parsed(p4r.ReadRequest, raw, context)
+            async for response in self.Read(request, context):
+                yield response
+
+        handlers["Read"] = grpc.unary_stream_rpc_method_handler(read, response_serializer=serialize)
+        handlers["StreamChannel"] = grpc.stream_stream_rpc_method_handler(  # _read_stream answers what does not parse
+            self.StreamChannel, request_deserializer=p4r.StreamMessageRequest.FromString, response_serializer=serialize)
+        return grpc.method_handlers_generic_handler(SERVICE, handlers)
 
     async def _shutdown(self, server: grpc.aio.Server, grace: float) -> None:
         for session in list(self.sessions):
@@ -186,7 +211,7 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
 
     async def _work(self, fn: Callable[..., Any], *args: Any) -> Any:
         """fn(*args) on the worker pool, so the event loop serves other clients meanwhile."""
-        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        return await asyncio.get_running_loop().run_in_executor(self._pool, _internal_errors, fn, *args)
 
     # ------------------------------------------------------------------ packet I/O
 
@@ -383,6 +408,34 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
         if packet is not None:
             error.packet_out.packet_out.CopyFrom(echoed_packet(packet))
         self._offer(session, p4r.StreamMessageResponse(error=error))
+
+
+def _internal_errors(fn: Callable[..., Any], *args: Any) -> Any:
+    """fn(*args), an exception other than a RuntimeStatus (a bug) logged with its traceback and answered as
+    INTERNAL in one line: gRPC would answer UNKNOWN with the exception's text."""
+    try:
+        return fn(*args)
+    except RuntimeStatus:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the one place a request's unexpected failure becomes a status
+        log.exception("P4Runtime request failed")
+        raise RuntimeStatus(grpc.StatusCode.INTERNAL,
+                            f"internal error ({type(exc).__name__}); the switch's log has the details") from None
+
+
+async def _parsed(kind: Any, raw: bytes, context: grpc.aio.ServicerContext) -> Any:
+    """The request `raw` holds, of message type `kind`; INVALID_ARGUMENT if it is not one."""
+    try:
+        return kind.FromString(raw)
+    except DecodeError:
+        await abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"the request is not a {kind.DESCRIPTOR.full_name}")
+
+
+def _parsing(method: Callable[..., Any], kind: Any) -> Callable[..., Any]:
+    """A unary handler taking the request's bytes, parsed as `kind` for `method`."""
+    async def handler(raw: bytes, context: grpc.aio.ServicerContext) -> Any:
+        return await method(await _parsed(kind, raw, context), context)
+    return handler
 
 
 def _wake(loop: asyncio.AbstractEventLoop, ready: asyncio.Event) -> None:

@@ -106,8 +106,12 @@ class Translator:
                 old = state_call(self.state.table(name).find, entry.match, entry.priority)
                 state_call(self.state.delete_entry, name, entry)
                 return self.profiles.discard(table, old.member_id, old.group_id)
-            if te.HasField("counter_data") and self.info.direct_counter_of(te.table_id) is None:
-                raise invalid(f"table {name} has no direct counter for counter_data")
+            counts = None
+            if te.HasField("counter_data"):
+                if self.info.direct_counter_of(te.table_id) is None:
+                    raise invalid(f"table {name} has no direct counter for counter_data")
+                counts = state_call(st.counter_values, f"table {name} counter_data", te.counter_data.packet_count,
+                                    te.counter_data.byte_count)
             meter = self._direct_meter_config_in(table, te) if te.HasField("meter_config") else None
             if table.implementation_id:
                 self._write_indirect_entry(update_type, table, te, entry)
@@ -115,9 +119,9 @@ class Translator:
                 entry.action, entry.params = self._action_in(table, te.action)
                 call = self.state.insert_entry if update_type == INSERT else self.state.modify_entry
                 state_call(call, name, entry)
-            if te.HasField("counter_data"):
+            if counts is not None:
                 stored = state_call(self.state.table(name).find, entry.match, entry.priority)
-                stored.packets, stored.bytes = te.counter_data.packet_count, te.counter_data.byte_count
+                stored.packets, stored.bytes = counts
             if meter is not None:
                 state_call(self.state.direct_meter_set, meter[0], entry.match, entry.priority, meter[1])
 

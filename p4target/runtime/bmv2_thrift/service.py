@@ -33,6 +33,7 @@ from p4target.runtime.bmv2_thrift.api import (
     TABLE_ERROR,
     UNKNOWN_METHOD,
     ApiError,
+    argument,
     log,
 )
 from p4target.runtime.bmv2_thrift.arrays import ArrayApi
@@ -69,10 +70,8 @@ class BmRuntime(TableApi, ArrayApi, ValueSetApi, PreApi, DeviceApi):
         found = METHODS.get(method)
         if found is None:
             return wire.EXCEPTION, wire.app_exception(f"aggnet switch: no method {shorten(method)}", UNKNOWN_METHOD)
-        fn, rtype, text = found
-        values = [args.get(i + 1) for i in range(len(text))]
-        values = [v.decode("utf-8", "replace") if is_text and isinstance(v, bytes) else v
-                  for v, is_text in zip(values, text)]
+        fn, rtype, annotations = found
+        values = [argument(args.get(i + 1), annotation) for i, annotation in enumerate(annotations)]
         try:
             with self._lock:
                 result = fn(self, *values)
