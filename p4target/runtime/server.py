@@ -73,6 +73,7 @@ SERVICE = "p4.v1.P4Runtime"
 WORKERS = 4  # threads doing the requests' work (the GIL lets one run at a time; more only queue)
 STOP_MARGIN_S = 5.0  # what stop() waits past its grace for gRPC to finish; then it returns anyway
 GRPC_OPTIONS = [("grpc.max_receive_message_length", GRPC_MESSAGE_BYTES),
+                ("grpc.http2.bdp_probe", 0),  # each stream takes in 64 KiB ahead of its handler, not megabytes
                 ("grpc.so_reuseport", 0)]  # one server a port: a second switch on it fails to start
 
 log = logging.getLogger("aggnet.p4runtime")
