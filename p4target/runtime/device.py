@@ -456,6 +456,8 @@ _READ_PRESENCE_ONLY = frozenset({"counter_data", "meter_config", "meter_counter_
 
 def distinct_requests(entities) -> list[p4r.Entity]:
     """A Read's request entities, each answer-changing one once, in order."""
+    if len(entities) < 2:
+        return list(entities)
     seen_bytes: set[bytes] = set()
     seen_keys: set[bytes] = set()
     out = []

@@ -60,7 +60,15 @@ import grpc
 from finsy.proto import p4r, p4r_grpc
 from google.protobuf.message import DecodeError
 
-from p4target.limits import DEFAULT_LOG_MAX_MB, GRPC_MESSAGE_BYTES, MAX_CALLS, MAX_STREAMS, PACKET_OUT_QUEUE, PACKET_OUT_QUEUE_BYTES
+from p4target.limits import (
+    DEFAULT_LOG_MAX_MB,
+    GRPC_MESSAGE_BYTES,
+    MAX_CALLS,
+    MAX_STREAMS,
+    PACKET_OUT_QUEUE,
+    PACKET_OUT_QUEUE_BYTES,
+    READ_BATCH,
+)
 from p4target.runtime.arbitration import Arbitration, election_id_of
 from p4target.runtime.device import Device
 from p4target.runtime.errors import RuntimeStatus, abort, batch_status, code_number, echoed_packet
@@ -310,18 +318,25 @@ class RuntimeServer(p4r_grpc.P4RuntimeServicer):
 
     async def Read(self, request, context) -> AsyncIterator[p4r.ReadResponse]:
         try:
-            batches = await self._work(self._read, request)
-            while (batch := await self._work(next, batches, None)) is not None:
+            batch, more = await self._work(self._read, request)
+            yield p4r.ReadResponse(entities=batch)
+            while more is not None and (batch := await self._work(self._next_batch, more, request.role)) is not None:
                 yield p4r.ReadResponse(entities=batch)
         except RuntimeStatus as failure:
             await abort(context, failure.code, failure.message)
 
-    def _read(self, request: p4r.ReadRequest) -> Iterator[list[p4r.Entity]]:
-        """The Read's answer in batches (at least one, maybe empty); request errors are raised here, first."""
+    def _read(self, request: p4r.ReadRequest) -> tuple[list[p4r.Entity], Iterator[list[p4r.Entity]] | None]:
+        """The Read's first batch (maybe empty), and the batches to come (None: it was the last, being short);
+        request errors are raised here, first."""
         self._log.write("Read", request)
         self.device.check_device_id(request.device_id)
         batches = self.device.read_batches(request.entities)
-        return (self.arbitration.readable(request.role, batch) for batch in batches)
+        first = next(batches)
+        return self.arbitration.readable(request.role, first), batches if len(first) == READ_BATCH else None
+
+    def _next_batch(self, batches: Iterator[list[p4r.Entity]], role: str) -> list[p4r.Entity] | None:
+        batch = next(batches, None)
+        return None if batch is None else self.arbitration.readable(role, batch)
 
     # ------------------------------------------------------------------ stream
 
