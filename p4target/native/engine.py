@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 from ctypes import POINTER, c_char_p, c_double, c_int, c_int64, c_uint8, c_uint32, c_uint64, c_void_p
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -206,13 +207,13 @@ class Engine:
         if self.lib.eng_table_default(self.ptr, tid, action, _u64s(args), len(args)):
             raise MemoryError("native engine: out of memory setting a default action")
 
-    def entry_counters(self, handle: int) -> ctypes.Array:
-        """The (packets, bytes) direct-counter cells of an entry, as a live 2-element view."""
-        return ctypes.cast(self.lib.eng_entry_counters(self.ptr, handle), POINTER(c_uint64 * 2)).contents
+    def entry_counters(self, handle: int) -> Any:
+        """The (packets, bytes) direct-counter cells of an entry: a live pointer, [0] and [1]."""
+        return self.lib.eng_entry_counters(self.ptr, handle)
 
-    def entry_last_hit(self, handle: int) -> ctypes.Array:
-        """The time.monotonic() of an entry's last hit, as a live 1-element view."""
-        return ctypes.cast(self.lib.eng_entry_last_hit(self.ptr, handle), POINTER(c_double * 1)).contents
+    def entry_last_hit(self, handle: int) -> Any:
+        """The time.monotonic() of an entry's last hit: a live pointer, [0]."""
+        return self.lib.eng_entry_last_hit(self.ptr, handle)
 
     # -- action profiles and selectors: members and groups by handles the caller chooses (see NativeState)
     def member_set(self, handle: int, action: int, args: tuple[int, ...]) -> None:

@@ -11,10 +11,10 @@ the engine (`NativeMeterCell` forwards each configuration). The lock is the engi
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -76,51 +76,55 @@ class NativeMeterArray(st.MeterArray):
 
 class NativeTableEntry(st.TableEntry):
     """A stored entry whose direct-counter cells and last-hit time are the engine's (set by NativeTable.insert).
-    The views on the engine's memory are made when first used: most entries' never are, and two per entry
-    cost a 100,000-entry table some 30 MB and a tenth of its insert time."""
+    The pointers to the engine's cells are fetched when first used, most entries' never: two per entry cost a
+    100,000-entry table some 30 MB and a tenth of its insert time."""
 
     _handle: int  # the engine's entry
     _engine: Engine
 
-    @functools.cached_property
-    def _cells(self) -> ctypes.Array:
-        """(packets, bytes)"""
-        return self._engine.entry_counters(self._handle)
+    def _pointer(self, name: str, fetch: Callable[[int], Any]) -> Any:
+        pointer = self.__dict__.get(name)
+        if pointer is None:
+            pointer = self.__dict__[name] = fetch(self._handle)
+        return pointer
 
-    @functools.cached_property
-    def _last_hit(self) -> ctypes.Array:
-        """(time.monotonic() of the last hit,): the engine sets it when it adds the entry"""
-        return self._engine.entry_last_hit(self._handle)
+    def _cells(self) -> Any:
+        """[0] packets, [1] bytes"""
+        return self._pointer("_cells_ptr", self._engine.entry_counters)
+
+    def _last_hit(self) -> Any:
+        """[0] the time.monotonic() of the last hit: the engine sets it when it adds the entry"""
+        return self._pointer("_last_hit_ptr", self._engine.entry_last_hit)
 
     def _attached(self) -> bool:
         return "_handle" in self.__dict__
 
     @property
     def packets(self) -> int:
-        return int(self._cells[0])
+        return int(self._cells()[0])
 
     @packets.setter
     def packets(self, value: int) -> None:
         if self._attached():
-            self._cells[0] = value
+            self._cells()[0] = value
 
     @property
     def bytes(self) -> int:
-        return int(self._cells[1])
+        return int(self._cells()[1])
 
     @bytes.setter
     def bytes(self, value: int) -> None:
         if self._attached():
-            self._cells[1] = value
+            self._cells()[1] = value
 
     @property
     def last_hit(self) -> float:
-        return self._last_hit[0]
+        return self._last_hit()[0]
 
     @last_hit.setter
     def last_hit(self, value: float) -> None:
         if self._attached():
-            self._last_hit[0] = value
+            self._last_hit()[0] = value
 
 
 def _detach(entry: st.TableEntry) -> None:
@@ -128,7 +132,7 @@ def _detach(entry: st.TableEntry) -> None:
     cells are another engine's memory (or this one's about to be freed), which its setters must never write."""
     if isinstance(entry, NativeTableEntry):
         packets, nbytes, last_hit = entry.packets, entry.bytes, entry.last_hit
-        for name in ("_handle", "_engine", "_cells", "_last_hit"):
+        for name in ("_handle", "_engine", "_cells_ptr", "_last_hit_ptr"):
             entry.__dict__.pop(name, None)
         plain: st.TableEntry = entry
         plain.__class__ = st.TableEntry
