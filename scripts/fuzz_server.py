@@ -684,11 +684,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("aggnet").setLevel(logging.ERROR)  # a fuzzed client's expected warnings are no news
     failed = False
     for kind in args.fuzzers.split(","):
-        result = fuzz(kind, args.steps, args.seed, args.check, args.frames)
-        print(result.line, flush=True)
-        for finding in result.findings[:20]:
-            print("  " + finding)
-        failed |= bool(result.findings)
+        failed |= fuzz_p4runtime.reported(fuzz(kind, args.steps, args.seed, args.check, args.frames))
     return 1 if failed else 0
 
 
