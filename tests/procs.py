@@ -73,3 +73,24 @@ def veth_pairs(pairs: list[tuple[str, str]]) -> Iterator[None]:
     finally:
         for sw, _ in pairs:
             subprocess.run(["ip", "link", "del", sw], check=False, capture_output=True)
+
+
+def _status_kib(pid: int, field: str) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+@contextlib.contextmanager
+def peak_growth(pid: int) -> Iterator[list[float]]:
+    """Measures how far process `pid`'s resident memory rose above where it was while the block ran:
+    the list yielded holds that figure (MiB) once the block ends. Resets the kernel's high-water mark
+    (VmHWM) first, so the peak is this block's, however short it was."""
+    with open(f"/proc/{pid}/clear_refs", "w") as f:
+        f.write("5")
+    before = _status_kib(pid, "VmRSS")
+    growth: list[float] = []
+    yield growth
+    growth.append((_status_kib(pid, "VmHWM") - before) / 1024)

@@ -32,8 +32,8 @@ from p4target.frontend import load_program
 from p4target.native.pipeline import ENGINES
 from p4target.p4info import build_p4info
 from p4target.runtime import RuntimeServer
-from p4target.runtime.arbitration import Session
 from p4target.runtime.errors import RuntimeStatus
+from p4target.runtime.stream import Session
 
 PROGRAM = Path(__file__).parent / "data" / "runtime" / "ipv4_cpu.p4"
 CPU_PORT = 255
@@ -281,10 +281,15 @@ def test_a_stream_that_ends_frees_its_election_id_at_once():
     hello = p4r.StreamMessageRequest(arbitration=p4r.MasterArbitrationUpdate(
         device_id=1, election_id=p4r.Uint128(low=1)))
     ended = Session(1)
-    server._read_stream(iter([hello]), ended)  # the client said hello, then half-closed
+
+    async def hello_then_half_close():
+        yield hello
+
+    asyncio.run(server._read_stream(hello_then_half_close(), ended))
     again = Session(1)
     server.arbitration.update(again, "", 1)
     assert server.arbitration.is_primary(again)
+    server.stop()
 
 
 def test_write_before_pipeline_is_failed_precondition(server, p4info_path):
@@ -469,7 +474,7 @@ def test_packet_out_from_a_backup_is_refused_on_the_stream(server, p4info_path):
 
 
 def test_request_log_shows_large_write_batches_by_their_head_and_a_count(tmp_path):
-    from p4target.runtime.server import LOGGED_UPDATES, RequestLog
+    from p4target.runtime.requestlog import LOGGED_UPDATES, RequestLog
 
     path = tmp_path / "requests.txt"
     log = RequestLog(str(path))
@@ -486,7 +491,7 @@ def test_request_log_shows_large_write_batches_by_their_head_and_a_count(tmp_pat
 
 
 def test_request_log_names_a_json_device_config_as_such(tmp_path):
-    from p4target.runtime.server import RequestLog
+    from p4target.runtime.requestlog import RequestLog
 
     path = tmp_path / "requests.txt"
     log = RequestLog(str(path))

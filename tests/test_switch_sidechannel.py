@@ -96,3 +96,11 @@ def test_state_verbs(served):
 def test_unreachable_switch_is_a_clear_error():
     with pytest.raises(SideChannelError, match="side channel 127.0.0.1"):
         send_command(free_port(), "port_stats", timeout=1)
+
+
+def test_a_verb_missing_its_values_is_an_error_line(served):
+    """Found by scripts/fuzz_server.py: `set_queue_loss` alone raised IndexError in the connection's thread,
+    which dropped the connection with no reply."""
+    _, port = served
+    with pytest.raises(SideChannelError, match="expected 1 value"):
+        send_command(port, "set_queue_loss")
