@@ -5,6 +5,10 @@ subprocess killed on timeout), what AggNet networks it left behind are torn down
 next test starts, so one failing test never breaks the next with `File exists` on s1-eth1.
 Networks this pytest process owns may be a module's shared fixture, so those go only when
 the module is done.
+
+$AGGNET_NATIVE_ONLY is set for this process and everything it starts (switches, `aggnet` runs): a
+program meant for the native engine that cannot run on it is an error, never a silent run on the
+Python engine that a test of the native engine would pass. A test of that fallback unsets it.
 """
 from __future__ import annotations
 
@@ -12,9 +16,11 @@ import os
 
 import pytest
 
+from p4target.native.pipeline import NATIVE_ONLY_ENV
 from testbed.cli import no_grpc_fork_handlers
 
 no_grpc_fork_handlers()  # tests run networks in this process, which also holds gRPC channels
+os.environ[NATIVE_ONLY_ENV] = "1"
 
 
 def _root(node: pytest.Item | pytest.Module) -> bool:

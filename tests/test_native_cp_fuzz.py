@@ -15,7 +15,6 @@ import pytest
 from p4target import state as st
 from p4target.frontend import load_program
 from p4target.lowered import model as lowered
-from p4target.native.build import compiler
 from p4target.native.engine import Trace
 from p4target.native.pipeline import NativePipeline
 from p4target.pipeline import Pipeline
@@ -24,7 +23,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import fuzz_control_plane as cp  # noqa: E402
 import fuzz_engine as fz  # noqa: E402
 
-pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler for the native engine")
 DATA = Path(__file__).parent / "data"
 STEPS = 600
 

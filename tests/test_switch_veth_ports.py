@@ -18,7 +18,6 @@ import pytest
 from procs import free_port
 
 from p4target.frontend import load_source
-from p4target.native.build import compiler
 from p4target.native.pipeline import NativePipeline, make_pipeline
 from p4target.pipeline import Pipeline
 from p4target.sidechannel import SideChannelServer, send_command
@@ -100,8 +99,6 @@ def receive(socks: dict[int, socket.socket], count: int, timeout_s: float = 30) 
 
 @pytest.mark.parametrize("engine", ["native", "python"])
 def test_ingress_delay_holds_a_port_in_order_and_no_other(peers, engine):
-    if engine == "native" and compiler() is None:
-        pytest.skip("no C compiler for the native engine")
     switch = Switch(SW)
     switch.set_pipeline(make_pipeline(load_source(CROSS, "cross.p4"), engine))
     assert isinstance(switch.pipeline, NativePipeline if engine == "native" else Pipeline)
@@ -144,8 +141,6 @@ def test_ingress_delay_holds_a_port_in_order_and_no_other(peers, engine):
 
 
 def test_the_native_engine_takes_waiting_frames_and_gives_its_ports_back_at_every_swap(peers):
-    if compiler() is None:
-        pytest.skip("no C compiler for the native engine")
     program = load_source(CROSS, "cross.p4")
     switch = Switch(SW)
     switch.set_pipeline(make_pipeline(program, "native"))
@@ -173,8 +168,6 @@ def test_the_native_engine_takes_waiting_frames_and_gives_its_ports_back_at_ever
 
 
 def test_a_frame_bigger_than_a_ring_slot_arrives_whole(peers):
-    if compiler() is None:
-        pytest.skip("no C compiler for the native engine")
     switch = Switch(SW)
     switch.set_pipeline(make_pipeline(load_source(CROSS, "cross.p4"), "native"))
     loop = threading.Thread(target=switch.run, daemon=True)
@@ -208,8 +201,6 @@ def test_native_sends_in_order_around_big_frames_and_drops_what_a_downed_port_he
     """The native engine sends through an AF_XDP ring per port (sendmmsg where there is none): a frame too big
     for it leaves by the port's socket after the frames before it; a port taken down drops what it was sending,
     and once up again sends on, with nothing stale arriving late."""
-    if compiler() is None:
-        pytest.skip("no C compiler for the native engine")
     if send == "sendmmsg":
         monkeypatch.setenv("AGGNET_NATIVE_SENDMMSG", "1")
     for ifname in (*SW.values(), *PEER.values()):

@@ -40,9 +40,11 @@ class BuildError(Exception):
 
 
 def compiler() -> str | None:
-    """The C compiler to use: $CC, else gcc or cc on PATH."""
-    for name in (os.environ.get("CC"), "gcc", "cc"):
-        if name and shutil.which(name):
+    """The C compiler to use: $CC when set (None if it is not found: never another compiler than the one
+    asked for), else gcc or cc on PATH."""
+    asked = os.environ.get("CC")
+    for name in (asked,) if asked else ("gcc", "cc"):
+        if shutil.which(name):
             return shutil.which(name)
     return None
 
@@ -63,7 +65,9 @@ def _identity(cc: str) -> str:
 def _cc() -> str:
     cc = compiler()
     if cc is None:
-        raise BuildError("no C compiler (gcc) found; scripts/setup.sh installs it")
+        asked = os.environ.get("CC")
+        raise BuildError(f"the C compiler $CC={asked} is not found" if asked else
+                         "no C compiler (gcc) found; scripts/setup.sh installs it")
     return cc
 
 
