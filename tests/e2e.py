@@ -45,10 +45,14 @@ def run_command(argv: list[str], timeout: float, **kwargs) -> subprocess.Complet
 
 
 def aggnet_run(out: Path, *args: str, timeout: float = 600) -> tuple[subprocess.CompletedProcess, dict | None]:
-    """`aggnet run ... --out OUT`; returns the process and results.json (None when not written)."""
+    """`aggnet run ... --out OUT`; returns the process and results.json (None when not written). Every
+    embedded switch of the run ran its program on the native engine (results.json's `engines`)."""
     done = run_command(aggnet_cmd("run", *args, "--out", str(out)), timeout, cwd=REPO)
-    results = run_dir(out) / "results.json"
-    return done, json.loads(results.read_text()) if results.exists() else None
+    path = run_dir(out) / "results.json"
+    results = json.loads(path.read_text()) if path.exists() else None
+    if results is not None:
+        assert set(results["engines"].values()) <= {"native"}, results["engines"]
+    return done, results
 
 
 def processes_mentioning(text: str) -> dict[int, str]:

@@ -27,6 +27,7 @@ def test_run_sh_default_trains_to_90_percent_through_the_switch(tmp_path):
     results = json.loads((run / "results.json").read_text())
     assert results["final_accuracy"] >= 0.90
     assert results["steps"] == 200 and results["config"]["scheme"] == "innet"
+    assert results["engines"] == {"s1": "native"}  # not the Python engine after a failed build
     assert results["config"]["worker_hosts"] == ["h1", "h2", "h3", "h4"]
     job = results["counters"]["s1"]["jobs"]["1"]
     assert job["aggregated"] > 0 and job["completed"] > 0 and job["overflows"] == 0
