@@ -50,8 +50,9 @@ def links(kind: str, netns: str | None = None) -> list[str]:
 @pytest.fixture
 def srv2(tmp_path: Path) -> Iterator[tuple[Path, Path, int]]:
     """A second server: (the ssh_config that reaches it as root@srv2, the run root it does not share, sshd's pid)."""
-    if HERE in sh("ip", "-o", "-4", "addr"):
-        pytest.skip(f"{HERE} is already in use on this machine")
+    subprocess.run(["ip", "link", "del", VETH_HERE], capture_output=True)  # what a killed run of this test left
+    subprocess.run(["ip", "netns", "del", NETNS], capture_output=True)
+    assert HERE not in sh("ip", "-o", "-4", "addr"), f"{HERE} is in use on this machine: srv2's /30 needs it"
     keys = tmp_path / "ssh"
     keys.mkdir()
     for name in ("host_key", "id_ed25519"):
