@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,12 @@ def nstat(host, name: str) -> int:
     """A counter of the host's namespace (nstat -a: absolute, not since the last call)."""
     out = host.cmd(f"nstat -az {name}").split()
     return int(out[out.index(name) + 1])
+
+
+def wait_listening(host, ports) -> None:
+    """Until `host` listens on every TCP port in `ports` (servers started in the background)."""
+    while not all(re.search(rf":{p}\s", host.cmd("ss -ltnH")) for p in ports):
+        time.sleep(0.05)
 
 
 def test_tcp_incast_is_ce_marked_instead_of_tail_dropped(tmp_path):
@@ -45,6 +53,7 @@ def test_tcp_incast_is_ce_marked_instead_of_tail_dropped(tmp_path):
             servers = {h: 5201 + i for i, h in enumerate(SENDERS)}
             for p in servers.values():  # -1: one test, then the server exits by itself
                 sink.cmd(f"iperf3 -s -1 -p {p} >/dev/null 2>&1 &")
+            wait_listening(sink, servers.values())  # else a client may connect first and be refused
             reports = {h: tmp_path / f"{h}.json" for h in SENDERS}
             for h in SENDERS:
                 tb.host(h).cmd(f"iperf3 -c {topo.hosts['h4'].ip} -p {servers[h]} -t {SECONDS} -J "
