@@ -559,8 +559,8 @@ class Bmv2Switch:
         self.close()
 
     def _wait_for_thrift(self) -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        """Until simple_switch listens, however long it takes to start (the per-test timeout ends a hang)."""
+        while True:
             if self._proc.poll() is not None:
                 raise Bmv2Error(f"simple_switch exited with {self._proc.returncode}: {self._last_log()}")
             try:
@@ -568,7 +568,6 @@ class Bmv2Switch:
                 return
             except OSError:
                 time.sleep(0.05)
-        raise Bmv2Error("simple_switch: Thrift server not up after 30 s")
 
     def _last_log(self) -> str:
         self._threads[0].join(1)  # the process is gone: its output ends soon
