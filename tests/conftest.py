@@ -43,3 +43,16 @@ def _no_network_outlives_a_module(request: pytest.FixtureRequest):
         from testbed.clean import clean
 
         clean(all_records=True)
+
+
+@pytest.fixture(scope="session")
+def p4c_compiler(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """The reference p4c for the whole session (tests/bmv2_ref.py): each program compiled once, in the
+    background, whichever modules want its JSON, its P4Info or its warnings. Kept in pytest's cache folder
+    when there is one (keyed by the sources and p4c's version), else in this session's temporary folder."""
+    import bmv2_ref
+
+    cache = getattr(request.config, "cache", None)  # None under -p no:cacheprovider (scripts/test.sh)
+    folder = cache.mkdir("p4c") if cache is not None else tmp_path_factory.mktemp("p4c")
+    with bmv2_ref.Compiler(str(folder), workers=os.cpu_count() or 2) as compiler:
+        yield compiler

@@ -151,12 +151,11 @@ def test_native_runs_profiles_and_selectors_as_the_python_engine(name, caplog):
 
 
 @pytest.fixture(scope="module")
-def p4c(tmp_path_factory):
+def p4c(p4c_compiler):
     missing = bmv2_ref.missing()
     if missing:
         pytest.skip(missing)
-    with bmv2_ref.Compiler(str(tmp_path_factory.mktemp("bmv2-json"))) as compiler_:
-        yield compiler_
+    return p4c_compiler
 
 
 @pytest.mark.bmv2
