@@ -20,6 +20,7 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root (namespaces and veth pairs)"),
     pytest.mark.skipif(not ((P4REF / "p4c").exists() and (P4REF / "simple_switch_grpc").exists()),
                        reason=f"needs p4c and simple_switch_grpc in {P4REF}"),
+    pytest.mark.timeout(600 + 120),  # the bench's own limit, and its teardown (pyproject's cap: 420 s)
 ]
 
 

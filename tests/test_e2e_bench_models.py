@@ -19,7 +19,8 @@ from testbed.timescale import time_scale_of
 REPO = Path(__file__).resolve().parent.parent
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet"),
+              pytest.mark.timeout(900 + 120)]  # the script's own limit, and its teardown (pyproject's cap: 420 s)
 
 
 def test_bench_models_writes_the_figure_its_json_and_its_table(tmp_path):

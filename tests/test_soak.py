@@ -12,7 +12,8 @@ import e2e
 import pytest
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet"),
+              pytest.mark.timeout(1200 + 120)]  # the soak's own limit, and its teardown (pyproject's cap: 420 s)
 SEED = 5  # within two minutes: every kind of fault (tests/test_soak_judge.py draws the schedules)
 
 
