@@ -79,7 +79,8 @@ def _run(cmd: list[str], what: str, keep: tuple[Path, str] | None = None) -> Non
         if keep is not None:
             keep[0].write_text(keep[1])
             where = f" ({keep[0]})"
-        first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr.strip()[:300])
+        first = next((ln for ln in proc.stderr.splitlines() if "error" in ln),
+                     proc.stderr.strip()[:300] or f"exit {proc.returncode}, no output")
         raise BuildError(f"C compiler failed on {what}{where}: {first}")
 
 
