@@ -48,6 +48,14 @@ def port_counters(conn: SwitchConnection, ports: Iterable[int]) -> dict[int, dic
     return out
 
 
+def engine(conn: SwitchConnection) -> str | None:
+    """Which engine runs the embedded switch's program, "native" or "python" (side channel); None on
+    BMv2 (its own engine, named in results' versions) or without a side channel."""
+    if not isinstance(conn.side_channel, TcpSideChannel):
+        return None
+    return conn.side_command("engine")
+
+
 def queue_stats(conn: SwitchConnection) -> dict[str, Any] | None:
     """The switch's queue settings, depths and drops (side channel JSON).
 

@@ -19,6 +19,7 @@ The line protocol: one command per line, one reply line per command:
     set_queue_loss P [SEED] [PORT]        random loss probability in [0, 1]
     queue_stats [PORT]                    settings, qdepth and drop counters as JSON
     port_stats                            rx/tx packets and bytes per port as JSON
+    engine                                the engine running the program: native or python
     register_read NAME [INDEX]            one value, or all cells space-separated
     register_write NAME INDEX VALUE
     counter_read NAME INDEX               "packets=N bytes=M"
@@ -36,7 +37,8 @@ either protocol are open at once (one more is closed at once, a line client told
 Thrift call is bounded as p4target.runtime.bmv2_thrift.wire says. `stop()` closes them all.
 
 The switch object served must offer: `tm` (TrafficManager), `lock` (guards `tm`),
-`state` (the current p4target.state.State, or None before a pipeline is set),
+`state` (the current p4target.state.State, or None before a pipeline is set), `pipeline`
+(with its `engine_name`),
 `port_numbers()` and `port_stats() -> dict[int, dict]`.
 """
 from __future__ import annotations
@@ -174,6 +176,12 @@ class Commands:
         return json.dumps({str(p): s for p, s in self.switch.port_stats().items()})
 
     # -- pipeline state
+    def do_engine(self, args: list[str]) -> str:
+        if args:
+            raise CommandError("engine takes no arguments")
+        self._state()  # a program is loaded
+        return self.switch.pipeline.engine_name
+
     def _state(self) -> st.State:
         state = self.switch.state
         if state is None:

@@ -42,8 +42,14 @@ def _stat_field(pid: int, index: int) -> int | None:
 
 
 def process_start_time(pid: int) -> int | None:
-    """The kernel's start time of `pid` (clock ticks since boot), None if it is gone."""
-    return _stat_field(pid, 19)
+    """The kernel's start time of `pid` (clock ticks since boot), None if it is gone: also when it has exited
+    and nobody reaped it yet (a zombie; under a pid namespace's first process, which may never reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] == "Z" else int(fields[19])
 
 
 def _ppid(pid: int) -> int | None:

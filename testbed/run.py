@@ -261,6 +261,7 @@ class Run:
         self.installer: Any = None
         self.counters: dict = {}
         self.queues: dict = {}
+        self.engines: dict = {}  # switch -> the engine that ran its program (embedded target)
         self.meter: Any = None  # testbed.fidelity.CpuMeter over the switch and host processes
         self.fidelity: dict = {}
         self.pki: Any = None  # testbed.tls.RunPki with --tls
@@ -612,7 +613,7 @@ class Run:
 
     def collect(self) -> None:
         """Counters of every switch (ports, and the jobs in the switches), and the traffic managers' queues."""
-        from controller.monitor import queue_stats
+        from controller.monitor import engine, queue_stats
         from controller.parallel import each
         from testbed import fidelity, report
 
@@ -621,6 +622,7 @@ class Run:
         self.counters = report.collect_counters(self.topo, self.conns, job_ids)
         stats = each(self.conns, lambda s: queue_stats(self.conns[s]))
         self.queues = {s: q for s, q in stats.items() if q is not None}
+        self.engines = {s: e for s, conn in self.conns.items() if (e := engine(conn)) is not None}
         if self.meter is not None:
             phases, measured_over = self.measured_phases()
             self.fidelity = fidelity.report(self.topo, self.counters, self.queues, phases, measured_over, self.meter,
@@ -670,6 +672,7 @@ class Run:
             "config": config, "seeds": {"model": cfg.train.seed, "data": cfg.train.seed, "vectors": cfg.train.seed},
             "run_dir": str(self.run_dir), "workers": len(job.workers), "wall_time_s": seconds,
             "versions": report.versions(cfg.network.target), "counters": self.counters, "queues": self.queues,
+            "engines": self.engines,
             "link_bytes": report.link_bytes(self.topo, self.counters), "scheme": job.scheme,
             "placement": self.placement_json(job), "fidelity": self.fidelity,
             "admission": job.admission.to_json() if job.admission is not None else None,

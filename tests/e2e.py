@@ -56,10 +56,14 @@ def finish_command(proc: subprocess.Popen, timeout: float) -> subprocess.Complet
 
 
 def aggnet_run(out: Path, *args: str, timeout: float = 600) -> tuple[subprocess.CompletedProcess, dict | None]:
-    """`aggnet run ... --out OUT`; returns the process and results.json (None when not written)."""
+    """`aggnet run ... --out OUT`; returns the process and results.json (None when not written). Every
+    embedded switch of the run ran its program on the native engine (results.json's `engines`)."""
     done = run_command(aggnet_cmd("run", *args, "--out", str(out)), timeout, cwd=REPO)
-    results = run_dir(out) / "results.json"
-    return done, json.loads(results.read_text()) if results.exists() else None
+    path = run_dir(out) / "results.json"
+    results = json.loads(path.read_text()) if path.exists() else None
+    if results is not None:
+        assert set(results["engines"].values()) <= {"native"}, results["engines"]
+    return done, results
 
 
 def processes_mentioning(text: str) -> dict[int, str]:
@@ -83,3 +87,29 @@ def leftovers(folder: Path) -> list[str]:
     claimed = {intf for record in live_records() for intf in record.get("interfaces", [])}
     veths = [v for v in root_veths() if v not in claimed]
     return [f"interface {i}" for i in veths] + [f"process {c}" for c in processes_mentioning(str(folder)).values()]
+
+
+def judged_busiest(fidelity: dict, carried_bytes: float, link_mbps: float) -> float:
+    """The busiest link direction's load, once it is checked to be what the fidelity monitor measured and judged.
+
+    Whether links or this machine's cores bound a run depends on how busy the machine is, so a test does not
+    expect either; it checks what holds on any machine: the busiest direction ran at no less than
+    `carried_bytes` (what it must have carried) over the measured seconds at `link_mbps` (the rate as run,
+    after any time scale), plus one full token bucket; and the verdict follows from the loads: a link when
+    one reached testbed.fidelity.BUSY of its rate, else something else at BUSY, with the warning that the
+    run measured the machine, or nothing."""
+    from p4target.tm import DEFAULT_BURST_S
+    from testbed.fidelity import BUSY
+    from testbed.network import FRAME_BYTES, HOST_BURST_FRAMES
+
+    loads = fidelity["link_utilization"]
+    busiest = max(loads, key=loads.get)
+    rate = link_mbps * 1e6 / 8
+    bucket = max(FRAME_BYTES, rate * DEFAULT_BURST_S, HOST_BURST_FRAMES * FRAME_BYTES)
+    assert loads[busiest] >= carried_bytes / (rate * fidelity["seconds"] + fidelity["phases"] * bucket) - 0.001, fidelity
+    verdict = fidelity["bottleneck"]
+    if loads[busiest] >= BUSY:
+        assert verdict == {"kind": "link", "name": busiest, "load": loads[busiest]} and fidelity["warning"] is None, fidelity
+    else:
+        assert verdict is None or (verdict["kind"] != "link" and verdict["load"] >= BUSY and fidelity["warning"]), fidelity
+    return loads[busiest]

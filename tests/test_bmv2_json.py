@@ -38,11 +38,10 @@ needs_p4c = pytest.mark.skipif(P4C is None, reason="p4c is not on PATH (source /
 
 
 @pytest.fixture(scope="module")
-def p4c(tmp_path_factory):
+def p4c(p4c_compiler):
     """The reference p4c, compiling in the background ahead of the tests."""
-    with bmv2_ref.Compiler(str(tmp_path_factory.mktemp("bmv2-json")), workers=2) as compiler:
-        compiler.prefetch([str(PROGRAM), str(LOOPS)] + [str(CORPUS / f"{n}.p4") for n in corpus.names()])
-        yield compiler
+    p4c_compiler.prefetch([str(PROGRAM), str(LOOPS)] + [str(CORPUS / f"{n}.p4") for n in corpus.names()])
+    return p4c_compiler
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from finsy import P4CounterData, P4CounterEntry
-from procs import free_port
+from procs import free_port, wait_until
 
 from controller.installer import load_program
 from controller.p4rt import P4RuntimeError, SwitchConnection
@@ -63,10 +62,7 @@ def network(tmp_path, monkeypatch):
                              "--log", str(log)], cwd=REPO)
     conn = None
     try:
-        deadline = time.monotonic() + 60
-        while not port_open(grpc_port):
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text() if log.exists() else ""
-            time.sleep(0.1)
+        wait_until(lambda: port_open(grpc_port), proc, lambda: log.read_text() if log.exists() else "")
         program = load_program(str(REPO / "p4src" / "aggnet.p4"))
         conn = SwitchConnection(f"127.0.0.1:{grpc_port}", 1, name="s1")
         conn.set_pipeline(program.p4info, program.device_config)

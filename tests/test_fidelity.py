@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+from procs import wait_until
 
 from controller.topology import load_topology
 from testbed import fidelity
@@ -112,12 +113,10 @@ def test_cpu_meter_measures_a_busy_and_an_idle_process_on_its_own_thread():
         for proc in (busy, idle):
             assert proc.stdout is not None and proc.stdout.readline() == "up\n"  # past the interpreter's start-up
         meter = fidelity.CpuMeter(lambda: {"busy": busy.pid, "idle": idle.pid}).start()
-        hang_guard = time.monotonic() + 120  # not a rate: only so that a broken meter fails instead of hanging
         while True:
             series = list(meter.series[("busy", busy.pid)])
             if len(series) >= 10 and series[-1][1] - series[0][1] >= 0.2:
                 break
-            assert time.monotonic() < hang_guard, series
             time.sleep(0.05)
         meter.stop()
     finally:
@@ -142,9 +141,9 @@ def test_the_meter_thread_goes_on_when_the_process_list_changes_under_it():
         return {"me": os.getpid()}
 
     meter = fidelity.CpuMeter(pids).start()
-    time.sleep(0.4)
+    wait_until(lambda: len(calls) >= 5)  # samples went on after the failed one
     meter.stop()
-    assert not meter.thread.is_alive() and len(calls) >= 5
+    assert not meter.thread.is_alive()
     assert len(meter.series[("me", os.getpid())]) == len(calls) - 1  # every sample but the failed one
 
 

@@ -1,4 +1,5 @@
-"""Building and choosing the native engine: the build cache, concurrent builds, the fallback line."""
+"""Building and choosing the native engine: the build cache, concurrent builds, the fallback line, and
+the error instead of it under $AGGNET_NATIVE_ONLY (which tests/conftest.py sets for the whole suite)."""
 import logging
 import multiprocessing
 import os
@@ -12,12 +13,11 @@ import pytest
 
 from p4target.backends.hashes import crc16
 from p4target.frontend import load_source
-from p4target.native.build import build, compiler, engine_library
-from p4target.native.pipeline import NativePipeline, generate, make_pipeline
+from p4target.native.build import BuildError, build, compiler, engine_library
+from p4target.native.pipeline import NATIVE_ONLY_ENV, NativePipeline, NativeUnavailable, generate, make_pipeline
 from p4target.pipeline import Pipeline
 
 REPO = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler for the native engine")
 
 PROGRAM = """
 #include <core.p4>
@@ -84,6 +84,7 @@ def test_a_computed_value_written_to_a_field_wider_than_128_bits_runs_natively()
 def test_a_program_the_c_compiler_fails_on_runs_on_python_with_one_line(tmp_path, monkeypatch, caplog):
     for name, value in failing_cc(tmp_path).items():
         monkeypatch.setenv(name, value)
+    monkeypatch.delenv(NATIVE_ONLY_ENV)
     program = load_source(PROGRAM % ("", ""), "p.p4")
     with caplog.at_level(logging.WARNING, logger="aggnet.native"):
         pipeline = make_pipeline(program, "native")
@@ -100,7 +101,8 @@ def test_cli_fallback_is_one_stderr_line(tmp_path):
     stf = tmp_path / "t.stf"
     stf.write_text("packet 1 07 00\nexpect 2 07 08\n")
     out = subprocess.run([sys.executable, "-m", "testbed.cli", "p4", "stf", str(prog), str(stf)], cwd=REPO,
-                         capture_output=True, text=True, timeout=120, env={**os.environ, **failing_cc(tmp_path)})
+                         capture_output=True, text=True, timeout=120,
+                         env={**without_native_only(), **failing_cc(tmp_path)})
     assert out.returncode == 0 and out.stdout.startswith("PASS"), out.stdout + out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "running on the Python engine" in lines[0] and "no space left" in lines[0], lines
@@ -272,3 +274,40 @@ def test_eviction_skips_what_a_live_process_holds_and_a_loaded_library_outlives_
     finally:
         holder.kill()
         holder.wait()
+
+
+def without_native_only() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != NATIVE_ONLY_ENV}
+
+
+def test_with_native_only_a_failed_build_is_an_error_not_a_python_run(tmp_path, monkeypatch):
+    for name, value in failing_cc(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    assert os.environ[NATIVE_ONLY_ENV]  # tests/conftest.py: the whole suite runs so
+    with pytest.raises(NativeUnavailable) as raised:
+        make_pipeline(load_source(PROGRAM % ("", ""), "p.p4"), "native")
+    assert str(raised.value).startswith("p.p4: error: the native engine cannot run it (C compiler failed on ")
+    assert str(raised.value).endswith("no space left on device) and $AGGNET_NATIVE_ONLY forbids the Python engine")
+    assert isinstance(make_pipeline(load_source(PROGRAM % ("", ""), "p.p4"), "python"), Pipeline)  # asked for
+
+
+def test_cli_with_native_only_exits_with_one_line(tmp_path):
+    prog = tmp_path / "p.p4"
+    prog.write_text(PROGRAM % ("", ""))
+    stf = tmp_path / "t.stf"
+    stf.write_text("packet 1 07 00\nexpect 2 07 08\n")
+    out = subprocess.run([sys.executable, "-m", "testbed.cli", "p4", "stf", str(prog), str(stf)], cwd=REPO,
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, **failing_cc(tmp_path), NATIVE_ONLY_ENV: "1"})
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and out.stdout == "" and len(lines) == 1, (out.returncode, out.stdout, lines)
+    assert "$AGGNET_NATIVE_ONLY forbids the Python engine" in lines[0] and "no space left" in lines[0], lines
+
+
+def test_a_cc_that_is_not_found_is_not_replaced_by_another_compiler(tmp_path, monkeypatch):
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert compiler() is None
+    with pytest.raises(BuildError, match=f"the C compiler \\$CC={tmp_path}/no-such-cc is not found"):
+        with build("int x;"):
+            pass

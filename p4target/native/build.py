@@ -64,9 +64,11 @@ class BuildError(Exception):
 
 
 def compiler() -> str | None:
-    """The C compiler to use: $CC, else gcc or cc on PATH."""
-    for name in (os.environ.get("CC"), "gcc", "cc"):
-        if name and shutil.which(name):
+    """The C compiler to use: $CC when set (None if it is not found: never another compiler than the one
+    asked for), else gcc or cc on PATH."""
+    asked = os.environ.get("CC")
+    for name in (asked,) if asked else ("gcc", "cc"):
+        if shutil.which(name):
             return shutil.which(name)
     return None
 
@@ -136,7 +138,9 @@ def _identity(cc: str) -> str:
 def _cc() -> str:
     cc = compiler()
     if cc is None:
-        raise BuildError("no C compiler (gcc) found; scripts/setup.sh installs it")
+        asked = os.environ.get("CC")
+        raise BuildError(f"the C compiler $CC={asked} is not found" if asked else
+                         "no C compiler (gcc) found; scripts/setup.sh installs it")
     return cc
 
 
@@ -148,7 +152,8 @@ def _run(cmd: list[str], what: str, keep: tuple[Path, str] | None = None) -> Non
         if keep is not None:
             keep[0].write_text(keep[1])
             where = f" ({keep[0]})"
-        first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr.strip()[:300])
+        first = next((ln for ln in proc.stderr.splitlines() if "error" in ln),
+                     proc.stderr.strip()[:300] or f"exit {proc.returncode}, no output")
         raise BuildError(f"C compiler failed on {what}{where}: {first}")
 
 

@@ -4,16 +4,20 @@
 p4target.lowered: our front end's IR lowered by lowered.from_ir or p4c's BMv2 JSON read as it is,
 printed as C by p4target/backends/c.py, built and loaded) or the Python engine's `Pipeline`; a
 program the native engine cannot run (the C compiler failed, or a construct neither the lowering
-nor the printer takes) goes to the Python engine with ONE warning line saying why. Both offer
+nor the printer takes) goes to the Python engine with ONE warning line saying why, unless
+$AGGNET_NATIVE_ONLY is set (the test suite sets it): then that is a NativeUnavailable error, so a run
+meant for the native engine never passes on the Python one unseen. Both offer
 `.state` (a State) and `.process(port, data)`; the switch process drives a NativePipeline's
 packet loop in C (p4target/switch.py).
 """
 from __future__ import annotations
 
 import logging
+import os
 
 from p4target.backends.c import CProgram, generate_c
 from p4target.backends.layout import Unsupported
+from p4target.errors import P4Error
 from p4target.frontend import ir
 from p4target.lowered import model as lowered
 from p4target.lowered.from_ir import NotLowered, lower_program
@@ -23,7 +27,12 @@ from p4target.native.engine import Engine, Trace
 from p4target.native.store import NativeState
 
 ENGINES = ("native", "python")
+NATIVE_ONLY_ENV = "AGGNET_NATIVE_ONLY"
 log = logging.getLogger("aggnet.native")
+
+
+class NativeUnavailable(P4Error):
+    """The native engine cannot run a program and $AGGNET_NATIVE_ONLY forbids the fallback to Python."""
 
 
 class NativePipeline:
@@ -82,14 +91,18 @@ def native_or_reason(program: ir.Program | lowered.Program, seed: int = 0,
 
 def make_pipeline(program: ir.Program | lowered.Program, engine: str = "native", seed: int = 0,
                   cprog: CProgram | None = None):
-    """A pipeline on `engine` ('native' or 'python'); native falls back to python with one warning. `cprog`: the
-    C printed from `program` (lowered) already (p4target.compiled.printed)."""
+    """A pipeline on `engine` ('native' or 'python'); native falls back to python with one warning
+    (NativeUnavailable instead when $AGGNET_NATIVE_ONLY is set). `cprog`: the C printed from `program` (lowered)
+    already (p4target.compiled.printed)."""
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r} (expected one of {', '.join(ENGINES)})")
     if engine == "native":
         pipeline, reason = native_or_reason(program, seed, cprog)
         if pipeline is not None:
             return pipeline
+        if os.environ.get(NATIVE_ONLY_ENV):
+            raise NativeUnavailable(f"the native engine cannot run it ({reason}) and ${NATIVE_ONLY_ENV} forbids "
+                                    "the Python engine", program.source)
         log.warning("%s: running on the Python engine: %s", program.source, reason)
     from p4target.pipeline import Pipeline  # imported only where it runs: a switch on the native engine starts sooner
 
