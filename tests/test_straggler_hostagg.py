@@ -75,9 +75,9 @@ def test_synchronous_rounds_sum_every_step_exactly():
 
 
 def test_bounded_staleness_lets_fast_workers_run_ahead():
-    """The straggler (rank 2) sends its step t only once the fast workers hold round t + bound - 1 (the
-    last round excepted: it waits for everyone), so they run ahead by exactly `bound` rounds, whatever
-    the machine's speed: the order of events is checked, not the times between them."""
+    """The straggler (rank 2) sends its step t >= 1 only once the fast workers hold round t + bound - 1 (the
+    first and last rounds wait for everyone, so step 0 goes at once), so they run ahead by exactly `bound`
+    rounds, whatever the machine's speed: the order of events is checked, not the times between them."""
     world, steps, bound = 3, 8, 2
     ep, thread, out = start_aggregator(world, steps, staleness=bound, wait_s=0.02)
     events, done = [], threading.Condition()  # ("round", rank, r): rank holds round r; ("sent", 2, t)
@@ -88,7 +88,7 @@ def test_bounded_staleness_lets_fast_workers_run_ahead():
         with HostAggClient([ep], f"h{rank + 1}", rank, world, timeout_s=10) as comm:
             for step in range(steps):
                 if rank == 2:
-                    held = min(step + bound, steps - 1)  # rounds the fast workers reach without its step
+                    held = min(step + bound, steps - 1) if step else 0  # rounds they reach without its step
                     with done:
                         done.wait_for(lambda n=held: min(rounds_held[:2]) >= n)
                         events.append(("sent", rank, step))
@@ -110,15 +110,17 @@ def test_bounded_staleness_lets_fast_workers_run_ahead():
     for step in range(steps):  # all ranks saw identical sums for each round
         for rank in (1, 2):
             np.testing.assert_array_equal(results[rank][step], results[0][step])
-    # a fast worker held round r only after the straggler sent step r - bound (round r needs it), and
-    # rounds 0..bound-1 before it sent anything
+    # a fast worker held round r only after the straggler sent step r - bound (round r needs it), the first
+    # and last rounds only after its step of the same round, and rounds 1..bound before it sent step 1
     at = {e: i for i, e in enumerate(events)}
     for rank in (0, 1):
         for r in range(steps):
+            if r in (0, steps - 1):
+                assert at[("sent", 2, r)] < at[("round", rank, r)], events
             if r >= bound:
                 assert at[("sent", 2, r - bound)] < at[("round", rank, r)], events
-            else:
-                assert at[("round", rank, r)] < at[("sent", 2, 0)], events
+            if 0 < r <= bound:
+                assert at[("round", rank, r)] < at[("sent", 2, 1)], events
 
 
 def test_staleness_zero_waits_for_the_straggler():
