@@ -39,7 +39,7 @@ from controller.placement import AggTree, JobPlacement
 from controller.routing import Route, compute_routes
 from controller.topology import Topology
 from p4target.constants import DEFAULT_DEPTH
-from p4target.runtime.tls import TlsFiles
+from p4target.tls import TlsFiles
 from protocol.job import MAX_JOBS, JobSpec, WorkerSpec
 from protocol.wire import AGG_PORT, DEFAULT_ECN_FRACTION
 

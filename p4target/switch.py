@@ -526,7 +526,7 @@ def _start_runtime(switch: Switch, args: argparse.Namespace) -> Any:
     """Start the P4Runtime server bound to this switch; load PROG.p4 through it if given."""
     from p4target.runtime.errors import RuntimeStatus
     from p4target.runtime.server import RuntimeServer
-    from p4target.runtime.tls import TlsFiles, server_credentials
+    from p4target.tls import TlsFiles, server_credentials
 
     log_path = None
     if args.log:

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import IO, Any
 
-from p4target.runtime.tls import TlsFiles
+from p4target.tls import TlsFiles
 from testbed import clean
 from testbed.nodes import AggNetHost, P4Switch, SwitchDied, TargetUnsupported, check_target, switch_class
 

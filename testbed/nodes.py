@@ -31,7 +31,7 @@ from typing import IO
 
 from mininet.node import Host, Switch
 
-from p4target.runtime.tls import TlsFiles
+from p4target.tls import TlsFiles
 from testbed.clean import testbed_environment
 
 PR_SET_PDEATHSIG = 1

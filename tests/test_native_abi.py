@@ -1,4 +1,4 @@
-"""The ctypes table in engine.py against the engine's C declarations (engine/api.h): the same functions, the
+"""The ctypes table in binding.py against the engine's C declarations (engine/api.h): the same functions, the
 same argument and return types, and a built library exporting exactly those functions."""
 import ctypes
 import re
@@ -9,8 +9,8 @@ from ctypes import POINTER, c_char_p, c_double, c_int, c_int64, c_uint8, c_uint3
 import pytest
 
 from p4target.frontend import load_program
+from p4target.native.binding import _SIGNATURES
 from p4target.native.build import ENGINE, build, compiler
-from p4target.native.engine import _SIGNATURES
 from p4target.native.pipeline import generate
 
 # Each C type and the ctypes types that pass it (bytes go in as c_char_p where Python hands a bytes object).

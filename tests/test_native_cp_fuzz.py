@@ -6,23 +6,20 @@ aggnet.p4's engine corrupts the heap (glibc aborts the child), basic.p4 and othe
 from __future__ import annotations
 
 import collections
-import sys
 from pathlib import Path
 
 import bmv2_ref
+import control_plane_fuzz as cp
+import engine_fuzz as fz
 import pytest
 
 from p4target import state as st
 from p4target.frontend import load_program
 from p4target.lowered import model as lowered
+from p4target.native.binding import Trace
 from p4target.native.build import compiler
-from p4target.native.engine import Trace
 from p4target.native.pipeline import NativePipeline
 from p4target.pipeline import Pipeline
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import fuzz_control_plane as cp  # noqa: E402
-import fuzz_engine as fz  # noqa: E402
 
 pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler for the native engine")
 DATA = Path(__file__).parent / "data"

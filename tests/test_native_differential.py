@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "aggnet"))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
 import fabric as fb  # noqa: E402
-from fuzz_control_plane import mutate  # noqa: E402
+from engine_fuzz import mutate  # noqa: E402
 
 from p4target import state as st  # noqa: E402
 from p4target.frontend import load_program  # noqa: E402

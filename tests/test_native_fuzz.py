@@ -5,22 +5,19 @@ p4c's JSON of a sample of them (p4target/backends/c.py). The same run by hand: `
 [--json]`."""
 import re
 import shutil
-import sys
 from pathlib import Path
 
+import engine_fuzz as fz
 import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from p4target import state as st
 from p4target.frontend import load_program
+from p4target.native.binding import Trace
 from p4target.native.build import compiler
-from p4target.native.engine import Trace
 from p4target.native.pipeline import NativePipeline
 from p4target.pipeline import Pipeline
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import fuzz_engine as fz  # noqa: E402
 
 SAMPLE = ["arith-bmv2", "checksum2-bmv2", "parser_error-bmv2", "issue1755-bmv2", "table-entries-ternary-bmv2",
           "union-valid-bmv2", fz.AGGNET]
@@ -122,7 +119,7 @@ def test_every_engine_call_the_native_store_makes_is_traced_or_only_reads():
     import re
 
     from p4target.native import store
-    from p4target.native.engine import Engine
+    from p4target.native.binding import Engine
 
     methods = {m for m in re.findall(r"engine\.(\w+)", inspect.getsource(store)) if callable(getattr(Engine, m, None))}
     assert {"table_add", "table_modify", "member_set", "group_set", "mc_set"} <= methods

@@ -16,11 +16,11 @@ import ctypes
 import re
 import struct
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import bmv2_ref
+import engine_fuzz as fz
 import pytest
 from bm_thrift import BmClient
 from finsy.proto import p4i, p4r
@@ -30,13 +30,10 @@ from p4rt_raw import RawClient
 from p4target import state as st
 from p4target.frontend import load_program
 from p4target.lowered import bmv2_json
-from p4target.native.engine import Trace
+from p4target.native.binding import Trace
 from p4target.native.pipeline import NativePipeline, make_pipeline
 from p4target.runtime import RuntimeServer
 from p4target.runtime.bmv2_thrift import wire
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import fuzz_engine as fz  # noqa: E402
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.skipif(bool(bmv2_ref.missing()), reason=bmv2_ref.missing() or "-")]
 

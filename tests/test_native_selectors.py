@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import logging
 import re
-import sys
 from pathlib import Path
 
 import bmv2_ref
+import engine_fuzz as fz
 import pytest
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
@@ -28,13 +28,10 @@ from p4target import state as st
 from p4target.frontend import load_program
 from p4target.lowered import bmv2_json
 from p4target.lowered.from_ir import lower_program
+from p4target.native.binding import Trace
 from p4target.native.build import compiler
-from p4target.native.engine import Trace
 from p4target.native.pipeline import NativePipeline, make_pipeline
 from p4target.pipeline import Pipeline
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import fuzz_engine as fz  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "native"
 PROFILE, SELECTOR = "MyIngress.nhops", "MyIngress.ecmp_selector"

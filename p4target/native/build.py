@@ -3,7 +3,7 @@
 The engine (engine/*.c, its interface in engine/api.h and engine/program.h) is compiled once per
 change of its sources, p4target/constants.py (written as constants.h) or the flags, into a static
 library; a generated program is compiled and linked with it into a shared library Python loads
-(engine.py). Cache keys hash everything that goes into an output (sources, the compiler's identity
+(binding.py). Cache keys hash everything that goes into an output (sources, the compiler's identity
 and flags), so each is built once per machine. Outputs live in $XDG_CACHE_HOME/aggnet/native
 (default ~/.cache/aggnet/native). Concurrent builds of the same output do not race or repeat work:
 the first takes a lock file for that key and builds in a temporary directory renamed into place

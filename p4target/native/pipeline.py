@@ -18,8 +18,8 @@ from p4target.frontend import ir
 from p4target.lowered import model as lowered
 from p4target.lowered.from_ir import NotLowered, lower_program
 from p4target.lowered.schema import build_schema as build_lowered_schema
+from p4target.native.binding import Engine, Trace
 from p4target.native.build import BuildError, build
-from p4target.native.engine import Engine, Trace
 from p4target.native.store import NativeState
 
 ENGINES = ("native", "python")

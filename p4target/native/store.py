@@ -21,7 +21,7 @@ import numpy as np
 from p4target import state as st
 from p4target.backends.c import CProgram, value_set_cells
 from p4target.constants import EV_DIGEST, EV_LOG, EV_PACKET_IN
-from p4target.native.engine import Engine
+from p4target.native.binding import Engine
 
 MAX_DIGESTS_QUEUED = 65536
 
