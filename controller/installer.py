@@ -92,9 +92,11 @@ def load_program(path: str, target: str = "embedded", build_dir: str | None = No
     directory when None); CompileError when p4c is missing or fails, InstallError when p4c's
     P4Info IDs differ from ours (the controller must address the same objects on both targets).
     """
+    from p4target import externs
     from p4target.compiled import front_end_file
     from p4target.device_config import device_config_source
 
+    externs.load()  # the controller computes P4Info with the target's front end: its composition root
     _, p4info = front_end_file(path)
     if target == "embedded":
         device_config = device_config_source(path).encode()

@@ -23,7 +23,7 @@ from p4target.frontend import ir
 
 HERE = Path(__file__).resolve().parent
 # What the front end's output depends on besides the program: its code, grammar and includes.
-FRONT_END = ("frontend/**/*.py", "frontend/*.lark", "include/*.p4", "externs/*.py", "p4info.py", "errors.py")
+FRONT_END = ("frontend/**/*.py", "frontend/*.lark", "include/*.p4", "externs/*.py", "extern_registry.py", "p4info.py", "errors.py")
 
 
 @functools.cache

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from p4target.errors import P4Error
+from p4target.extern_registry import for_type
 
 if TYPE_CHECKING:
     from finsy.proto import p4i
@@ -527,8 +528,6 @@ class _P4InfoBuilder:
     def _add_instance(self, info, inst: ir.ExternInstance) -> None:
         """The instance's entry, as its extern's module (p4target.externs) writes it; none for what v1model's
         P4Info does not show (e.g. Checksum16; action profiles come with their tables)."""
-        from p4target.externs.base import for_type
-
         ext = for_type(inst.extern)
         if ext is None or ext.p4info_prefix is None:
             return
@@ -606,8 +605,6 @@ _PROFILE_EXTERNS = ("action_profile", "action_selector")
 
 def _extern_prefix(extern: str) -> int | None:
     """The id prefix of an extern type's instances (its module's `p4info_prefix`); None: not in P4Info."""
-    from p4target.externs.base import for_type
-
     ext = for_type(extern)
     return ext.p4info_prefix if ext is not None else None
 

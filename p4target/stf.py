@@ -116,10 +116,12 @@ def run_stf_file(program_path: str, stf_path: str, engine: str = "python",
                  defines: dict[str, str] | None = None) -> StfResult:
     """Load the P4 program (with -D `defines`) and the STF file, run the test on `engine`
     ('python' or 'native'), return its result."""
+    from p4target import externs
     from p4target.frontend import load_program
     from p4target.lowered import bmv2_json
     from p4target.native.pipeline import make_pipeline
 
+    externs.load()  # the STF runner is a composition root
     try:
         with open(stf_path) as f:
             text = f.read()

@@ -36,6 +36,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from p4target import externs
 from p4target.constants import DEFAULT_CPU_PORT, IDLE_WAKE_S, RX_BATCH
 from p4target.limits import DEFAULT_LOG_MAX_MB, DEFAULT_PCAP_MAX_MB, DEFAULT_STATE_CAP_MB
 from p4target.native.pipeline import ENGINES, NativePipeline
@@ -475,6 +476,7 @@ def run(args: argparse.Namespace) -> int:
     """Start the switch; return when SIGTERM/SIGINT arrives."""
     from p4target.sidechannel import SideChannelServer
 
+    externs.load()  # the composition root: every program it loads uses them
     check_options(args)
     try:
         _setup_logging(args)

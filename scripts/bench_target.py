@@ -121,6 +121,9 @@ def bench_aggnet(lanes: int, count: int, rounds: int, vectorize: bool = True) ->
 
 
 def main(argv: list[str] | None = None) -> int:
+    from p4target import externs
+
+    externs.load()  # this script is a composition root of the target
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="JSON file to write")
     parser.add_argument("--packets", type=int, default=20000, help="packets per timed round")

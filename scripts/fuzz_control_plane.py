@@ -20,6 +20,9 @@ from control_plane_fuzz import FRAMES_AFTER, PROGRAMS, fuzz_program, isolated  #
 
 
 def main(argv: list[str] | None = None) -> int:
+    from p4target import externs
+
+    externs.load()  # this script is a composition root of the target
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ops", type=int, default=2_000, help="writes and packets per program (default 2,000)")
     parser.add_argument("--seed", type=int, default=1, help="the sequences' seed (default 1)")

@@ -19,6 +19,9 @@ from engine_fuzz import AGGNET, corpus_names, fuzz  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
+    from p4target import externs
+
+    externs.load()  # this script is a composition root of the target
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--frames", type=int, default=1_000_000, help="fuzzed frames in all (default 1,000,000)")
     parser.add_argument("--seed", type=int, default=1, help="the fuzzer's seed (default 1)")

@@ -146,6 +146,9 @@ def table(verdicts: list[Verdict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from p4target import externs
+
+    externs.load()  # this script is a composition root of the target
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folders", nargs="+", metavar="FOLDER")
     parser.add_argument("--json", metavar="OUT.json", help="write every verdict and the counts as JSON")

@@ -12,9 +12,11 @@ import os
 
 import pytest
 
+from p4target import externs
 from testbed.cli import no_grpc_fork_handlers
 
 no_grpc_fork_handlers()  # tests run networks in this process, which also holds gRPC channels
+externs.load()  # the tests are a composition root of the target: they load programs themselves
 
 
 def _root(node: pytest.Item | pytest.Module) -> bool:

@@ -1,4 +1,5 @@
-"""The extern registry (p4target/externs): one module per v1model extern, and nothing half-added.
+"""The extern registry (p4target/extern_registry.py; one module per v1model extern in p4target/externs/), and nothing
+half-added.
 
 - complete: every extern function and extern type v1model.p4 declares has a module; every primitive the
   lowering writes, p4c writes into the JSON of the STF programs, or a module claims, is printed by both
@@ -19,11 +20,11 @@ import add_to_field_extern  # noqa: F401  (registers the test-only extern)
 import bmv2_ref
 import pytest
 
-from p4target import externs
+from p4target import extern_registry as externs
 from p4target.backends import c as c_backend
 from p4target.backends import python as py_backend
 from p4target.backends.vectorize import VECTOR_OP
-from p4target.externs.base import Extern
+from p4target.extern_registry import Extern
 from p4target.frontend import load_program
 from p4target.lowered import to_json
 from p4target.lowered.from_ir import lower_program
@@ -102,7 +103,7 @@ def test_every_module_says_how_it_lowers_and_prints():
 
 def test_a_name_is_registered_once():
     with pytest.raises(ValueError, match="registered twice"):
-        externs.base.register(type("Again", (Extern,), {"primitives": ("count",)}))
+        externs.register(type("Again", (Extern,), {"primitives": ("count",)}))
 
 
 # --------------------------------------------------------------------------- an extern added the registry's way

@@ -182,3 +182,16 @@ def test_cache_keys_tell_every_list_of_parts_apart(tmp_path, monkeypatch):
     assert len(set(made)) == 4 and [p.read_text() for p in made] == [repr(["a\0", "b"]), repr(["a", "\0b"]),
                                                                       repr(["a\0b"]), repr(["a", "", "b"])]
     assert (tmp_path / "aggnet").stat().st_mode & 0o777 == 0o700
+
+
+def test_aggnet_p4_build_warms_the_cache_and_names_each_program(tmp_path):
+    """`aggnet p4 build` (scripts/setup.sh runs it on p4src/): one line per program, its library or why not."""
+    good, bad = tmp_path / "p.p4", tmp_path / "bad.p4"
+    good.write_text(PROGRAM % ("", ""))
+    bad.write_text("control C(")
+    proc = subprocess.run([str(REPO / ".venv" / "bin" / "aggnet"), "p4", "build", str(good), str(bad)],
+                          capture_output=True, text=True, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")})
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert lines[0].startswith(f"{good}: {tmp_path / 'cache'}") and lines[0].endswith(".so")
+    assert lines[1].startswith(f"{bad}:") and "error" in lines[1] and len(lines) == 2

@@ -39,8 +39,7 @@ from collections.abc import Callable
 from p4target.backends.c_parser import CParsing
 from p4target.backends.c_values import MAX_BITS, CProgram, value_set_cells
 from p4target.backends.source_text import c_string, check_source, identifier
-from p4target.externs.base import Extern
-from p4target.externs.checksum import c_checksums
+from p4target.extern_registry import Extern
 from p4target.lowered import model as m
 
 _ALGOS = {"crc16": "crc16", "crc16_custom": "crc16", "crc32": "crc32", "crc32_custom": "crc32", "csum16": "csum16",
@@ -381,12 +380,31 @@ class _Printer(CParsing):
                 self.gen_pipeline(fname, pipelines[name])
             else:
                 self.emit(f"static void {fname}(pk_t *p) {{ (void)p; }}", 0)
-        c_checksums(self, "g_verify", verify=True)
-        c_checksums(self, "g_compute", verify=False)
+        self.gen_checksums("g_verify", verify=True)
+        self.gen_checksums("g_compute", verify=False)
         hdr_max = self.gen_deparser(self.p.deparsers[0])
         self.cp.source = "\n".join([self.prelude(hdr_max), *self.out, "DEFINE_PROGRAM();", ""])
         check_source(self.cp.source, self.p.source)
         return self.cp
+
+    def gen_checksums(self, fname: str, verify: bool) -> None:
+        """Print the function of the verify (or update) checksums."""
+        self.ctx = "node"
+        self.emit(f"static void {fname}(pk_t *p) {{", 0)
+        self.emit("u64 *F = p->F; (void)F;", 1)
+        for c in self.p.checksums:
+            if not (c.verify if verify else c.update):
+                continue
+            self.emit(f"if ({self.rv(c.if_cond) if c.if_cond is not None else '1'}) {{", 1)
+            self.check(2)
+            value = self.calc(c.calculation, 2)
+            if verify:
+                target, ftype = self.field_lv(c.target)
+                self.emit(f"if ((i128){value} != {self.read(target, ftype)}) F[{self.L.sm['checksum_error']}] = 1;", 2)
+            else:
+                self.store(c.target, value, 2)
+            self.emit("}", 1)
+        self.emit("}", 0)
 
     def field_slots(self, f: m.Field) -> range:
         """Every slot of a field (one per 64-bit chunk)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from p4target.backends.layout import Layout, Unsupported
 from p4target.backends.source_text import Identifiers
-from p4target.externs.base import Extern, for_primitive
+from p4target.extern_registry import Extern, for_primitive
 from p4target.lowered import model as m
 
 

@@ -26,7 +26,6 @@ from p4target.backends.python_parser import PyParsing
 from p4target.backends.python_runtime import _constant
 from p4target.backends.source_text import check_source, hint
 from p4target.backends.vectorize import VECTOR_OP
-from p4target.externs.checksum import python_checksums
 from p4target.lowered import model as m
 
 MAX_INLINE_INDENT = 40  # deeper, a node is a function of its own (Python's parser nests at most 100 blocks)
@@ -378,9 +377,9 @@ class _Printer(PyParsing):
                 self.gen_pipeline(fname, pipelines[fname])
             else:
                 empty.add(fname)
-        if not python_checksums(self, "verify", verify=True):
+        if not self.gen_checksums("verify", verify=True):
             empty.add("verify")
-        if not python_checksums(self, "compute", verify=False):
+        if not self.gen_checksums("compute", verify=False):
             empty.add("compute")
         self.gen_deparser(self.p.deparsers[0])
         source = "\n".join(self.codecs + self.out) + "\n"

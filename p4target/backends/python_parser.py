@@ -153,6 +153,22 @@ class PyParsing(PyValues):
         member = "".join(f"(_k >> {pos}) & {(1 << w) - 1:#x}, " for w, pos in parts)
         self.emit(f"if ({member}) in {members}: {then}", ind)
 
+    def gen_checksums(self, fname: str, verify: bool) -> bool:
+        """Print the function of the verify (or update) checksums; False where there are none."""
+        sums = [c for c in self.p.checksums if (c.verify if verify else c.update)]
+        if not sums:
+            return False
+        self.emit(f"def {fname}(F):", 0)
+        for c in sums:
+            cond = self.rv(c.if_cond) if c.if_cond is not None else "True"
+            self.emit(f"if {cond}:", 1)
+            target, _ = self.field_lv(c.target)
+            if verify:
+                self.emit(f"if {self.calc(c.calculation)} != F[{target}]: F[{self.L.sm['checksum_error']}] = 1", 2)
+            else:
+                self.store(c.target, self.calc(c.calculation), 2)
+        return True
+
     def gen_deparser(self, d: m.Deparser) -> None:
         self.emit("def deparse(F):", 0)
         self.emit("out = []", 1)

@@ -25,7 +25,7 @@ from p4target.backends.python_runtime import (
 )
 from p4target.backends.vectorize import Vectorizer
 from p4target.errors import PacketError
-from p4target.externs.base import Extern
+from p4target.extern_registry import Extern
 from p4target.lowered import model as m
 
 _BOOL_OPS = frozenset({"==", "!=", ">", ">=", "<", "<=", "and", "or", "not", "d2b", "valid", "valid_union"})

@@ -5,7 +5,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from p4target import state as st
-from p4target.externs.base import Call, Extern, bound_index, register
+from p4target.extern_registry import Extern, register
+from p4target.externs.base import Call, bound_index
 from p4target.frontend import ir
 from p4target.lowered import model as m
 from p4target.p4info import COUNTER, DIRECT_COUNTER

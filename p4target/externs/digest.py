@@ -5,7 +5,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from p4target.constants import MAX_DIGESTS_QUEUED
-from p4target.externs.base import Call, Extern, register
+from p4target.extern_registry import Extern, register
+from p4target.externs.base import Call
 from p4target.lowered import model as m
 
 if TYPE_CHECKING:

@@ -662,6 +662,9 @@ class ExternFunctionCall(Expr):
     decl: ExternFunction
 
 
+ExternCall = ExternFunctionCall | ExternMethodCall  # a call the extern registry finds the extern of
+
+
 @dataclass(eq=False)
 class ActionCall(Expr):
     """Direct call of an action: `a(x, y)` in a control body or another action."""

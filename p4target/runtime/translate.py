@@ -29,7 +29,7 @@ import grpc
 from finsy.proto import p4i, p4r
 
 from p4target import state as st
-from p4target.externs import for_entity
+from p4target.extern_registry import for_entity
 from p4target.p4info import P4InfoIndex
 from p4target.runtime import codec
 from p4target.runtime.errors import RuntimeStatus, invalid, state_call, unimplemented

@@ -15,7 +15,7 @@ What this does not lower yet raises `NotLowered` naming the construct and its lo
 from __future__ import annotations
 
 from p4target.errors import P4Error
-from p4target.externs.base import for_type
+from p4target.extern_registry import for_type
 from p4target.frontend import ir
 from p4target.lowered import model as m
 from p4target.lowered.from_ir.common import NotLowered, type_width

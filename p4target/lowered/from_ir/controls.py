@@ -4,7 +4,7 @@ from __future__ import annotations
 import copy
 
 from p4target.errors import P4Error
-from p4target.externs.base import for_call
+from p4target.extern_registry import for_call
 from p4target.frontend import ir
 from p4target.lowered import model as m
 from p4target.lowered.from_ir.common import Part, all_ones, fail, flat_stmts, hash_algorithm, table_actions

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from p4target.externs.base import Call, for_call
+from p4target.extern_registry import for_call
 from p4target.frontend import ir
 from p4target.lowered import model as m
 from p4target.lowered.from_ir.common import EMPTY_FIELD_LIST, NotLowered, Part, fail
@@ -30,13 +30,13 @@ class Externs(Part):
             raise fail("verify() outside a parser", c.loc)
         self.extern_call(c, out)
 
-    def extern_call(self, c: Call, out: list[m.Primitive]) -> None:
+    def extern_call(self, c: ir.ExternCall, out: list[m.Primitive]) -> None:
         ext = for_call(c)
         if ext is None:
             raise self.not_lowered(c)
         ext.lower(self, c, out)
 
-    def not_lowered(self, c: Call) -> NotLowered:
+    def not_lowered(self, c: ir.ExternCall) -> NotLowered:
         if isinstance(c, ir.ExternFunctionCall):
             return fail(f"extern {c.name}() is not lowered", c.loc)
         return fail(f"{getattr(c.target.type, 'name', '?')}.{c.method}() is not lowered", c.loc)
