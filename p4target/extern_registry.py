@@ -9,6 +9,8 @@ one extern, in its own module (p4target/externs/, or a test's): adding an extern
 - lowering: `lower` (an IR call of it -> primitives, through the lowering's `Externs` part, its helpers),
   `checksum` (a call in a checksum control), `instance` (its instances in the lowered program);
 - schema: `schema`, what the control plane addresses of it in a lowered program;
+- state: `storage` / `native_storage`, the cells its instances keep on the Python and the native engine
+  (a schema entry names the extern that keeps it: `keeper`);
 - P4Info: `p4info_prefix` / `p4info`; P4Runtime: `p4runtime_entity` / `p4runtime_write` / `p4runtime_read`;
 - back ends: `python` / `c` print a primitive (through the printer's hooks); `emit` is the language-neutral
   form both use unless one needs its own.
@@ -54,10 +56,18 @@ class Extern:
     def instance(self, p: Any, inst: Any) -> None:
         """Add what an instance of this extern type is in lowered program `p` (nothing by default)."""
 
-    # -- schema
+    # -- schema and state
 
     def schema(self, p: Any, schema: Any) -> None:
         """Add what the control plane addresses of this extern in lowered program `p` (nothing by default)."""
+
+    def storage(self, entry: Any) -> Any:
+        """The Python engine's cells of the instance a schema entry describes (one whose `extern` names this)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no cells")
+
+    def native_storage(self, entry: Any, engine: Any, ids: Any) -> Any:
+        """The same in the native engine's memory (`ids`: the CProgram's numbers of the engine's arrays)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no cells")
 
     # -- P4Info and P4Runtime
 
@@ -139,6 +149,14 @@ def for_call(c: Any) -> Extern | None:
     if hasattr(c, "target"):
         return for_type(getattr(c.target.type, "name", ""))
     return for_function(c.name)
+
+
+def keeper(extern_type: str) -> Extern:
+    """The extern that keeps the cells of a schema entry naming `extern_type` (its `storage` hooks)."""
+    ext = for_type(extern_type)
+    if ext is None:
+        raise KeyError(f"no extern {extern_type!r} is registered to keep its cells")
+    return ext
 
 
 def registered() -> list[Extern]:

@@ -112,16 +112,19 @@ def test_the_driver_replays_every_call_a_trace_records():
 
 
 def test_every_engine_call_the_native_store_makes_is_traced_or_only_reads():
-    """What the control plane does to a native engine (p4target/native/store.py) reaches the sanitized driver only
-    through the Trace: each library call behind the Engine methods the store uses is recorded, or hands out a
-    view (whose register writes the Trace watches), takes the lock or drains events."""
+    """What the control plane does to a native engine (p4target/native/store/, and the externs' modules that keep
+    cells there) reaches the sanitized driver only through the Trace: each library call behind the Engine methods
+    the store uses is recorded, or hands out a view (whose register writes the Trace watches), takes the lock or
+    drains events."""
     import inspect
     import re
 
-    from p4target.native import store
     from p4target.native.binding import Engine
 
-    methods = {m for m in re.findall(r"engine\.(\w+)", inspect.getsource(store)) if callable(getattr(Engine, m, None))}
+    repo = Path(__file__).resolve().parent.parent
+    source = "".join(p.read_text() for folder in ("p4target/native/store", "p4target/externs")
+                     for p in sorted((repo / folder).glob("*.py")))
+    methods = {m for m in re.findall(r"engine\.(\w+)", source) if callable(getattr(Engine, m, None))}
     assert {"table_add", "table_modify", "member_set", "group_set", "mc_set"} <= methods
     calls = {c for m in methods for c in re.findall(r"lib\.(eng_\w+)", inspect.getsource(getattr(Engine, m)))}
     reads = {"eng_entry_counters", "eng_entry_last_hit", "eng_register", "eng_counter", "eng_lock", "eng_unlock",

@@ -1,4 +1,4 @@
-"""The native engine's State (p4target/native/store.py): what the control plane writes lands in the engine's
+"""The native engine's State (p4target/native/store/): what the control plane writes lands in the engine's
 memory, and no entry object points into an engine's memory once that engine is freed."""
 from pathlib import Path
 

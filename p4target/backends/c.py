@@ -14,7 +14,7 @@ value of 128 bits or more (a field, a constant, an action parameter wider than 6
 in the multi-word integers of engine/wide.h (`wint`, W_WORDS words: twice the widest field and a
 sign word). Table keys (a range over its words as one number), action parameters, register cells,
 digest fields and parser value-set values wider than 64 bits take one engine word per 64-bit chunk,
-least significant first (p4target/native/store.py splits and joins the control plane's values the
+least significant first (p4target/native/store/words.py splits and joins the control plane's values the
 same way; a value set's members live in engine cells, `value_set_cells`, which P4Runtime's
 ValueSetEntry writes fill). A parser transition key of up to 128 bits is one u128; a wider one
 (fields, lookaheads, a value set's key) is an array of 64-bit words, least significant first, each

@@ -9,10 +9,13 @@ from p4target.extern_registry import Extern, register
 from p4target.externs.base import Call, bound_index
 from p4target.frontend import ir
 from p4target.lowered import model as m
+from p4target.native.binding import Engine
+from p4target.native.store.cells import NativeCounterArray
 from p4target.p4info import COUNTER, DIRECT_COUNTER
 
 if TYPE_CHECKING:
     from p4target.backends.c import _Printer as CPrinter
+    from p4target.backends.c_values import CProgram
     from p4target.backends.python_values import PyValues as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
     from p4target.p4info import _P4InfoBuilder as P4InfoBuilder
@@ -47,6 +50,12 @@ class Counter(Extern):
         for c in p.counter_arrays:
             if not (c.is_direct and c.binding):
                 schema.counters[c.name] = st.CounterSchema(c.name, c.size, c.type)
+
+    def storage(self, entry: st.CounterSchema) -> st.CounterArray:
+        return st.CounterArray(entry)
+
+    def native_storage(self, entry: st.CounterSchema, engine: Engine, ids: CProgram) -> NativeCounterArray:
+        return NativeCounterArray(entry, engine.counter(ids.counters[entry.name], entry.size))
 
     def p4runtime_write(self, tr: Translator, update_type: int, entry: Any) -> None:
         counter, name = tr.cells_array("counters", entry.counter_id, update_type)

@@ -9,10 +9,13 @@ from p4target.extern_registry import Extern, register
 from p4target.externs.base import Call, bound_index
 from p4target.frontend import ir
 from p4target.lowered import model as m
+from p4target.native.binding import Engine
+from p4target.native.store.cells import NativeMeterArray
 from p4target.p4info import DIRECT_METER, METER
 
 if TYPE_CHECKING:
     from p4target.backends.c import _Printer as CPrinter
+    from p4target.backends.c_values import CProgram
     from p4target.backends.python_values import PyValues as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
     from p4target.p4info import _P4InfoBuilder as P4InfoBuilder
@@ -47,6 +50,12 @@ class Meter(Extern):
         for mt in p.meter_arrays:
             if not (mt.is_direct and mt.binding):
                 schema.meters[mt.name] = st.MeterSchema(mt.name, mt.size, mt.type)
+
+    def storage(self, entry: st.MeterSchema) -> st.MeterArray:
+        return st.MeterArray(entry)
+
+    def native_storage(self, entry: st.MeterSchema, engine: Engine, ids: CProgram) -> NativeMeterArray:
+        return NativeMeterArray(entry, engine, ids.meters[entry.name])
 
     def p4runtime_write(self, tr: Translator, update_type: int, entry: Any) -> None:
         from p4target.runtime.codec import meter_config_in

@@ -10,10 +10,14 @@ from p4target.externs.base import Call, bound_index, fail
 from p4target.frontend import ir
 from p4target.lowered import model as m
 from p4target.lowered.from_ir.common import type_width
+from p4target.native.binding import Engine
+from p4target.native.store.cells import NativeRegisterArray
+from p4target.native.store.words import words
 from p4target.p4info import REGISTER
 
 if TYPE_CHECKING:
     from p4target.backends.c import _Printer as CPrinter
+    from p4target.backends.c_values import CProgram
     from p4target.backends.printer import LoweredPrinter
     from p4target.backends.python_values import PyValues as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
@@ -54,6 +58,12 @@ class Register(Extern):
     def schema(self, p: m.Program, schema: st.ProgramSchema) -> None:
         for r in p.register_arrays:
             schema.registers[r.name] = st.RegisterSchema(r.name, r.bitwidth, r.size)
+
+    def storage(self, entry: st.RegisterSchema) -> st.RegisterArray:
+        return st.RegisterArray(entry)
+
+    def native_storage(self, entry: st.RegisterSchema, engine: Engine, ids: CProgram) -> NativeRegisterArray:
+        return NativeRegisterArray(entry, engine.register(ids.registers[entry.name], entry.size * words(entry.bitwidth)))
 
     def p4runtime_write(self, tr: Translator, update_type: int, entry: Any) -> None:
         from p4target.runtime import codec
