@@ -69,9 +69,9 @@ def _defines(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _compile(args: argparse.Namespace) -> int:
+    from p4target import load
     from p4target.device_config import device_config_source
     from p4target.frontend import load_program
-    from p4target.lowered.from_ir import lower_program
     from p4target.p4info import build_p4info, p4info_text
 
     if args.list_passes:
@@ -81,7 +81,7 @@ def _compile(args: argparse.Namespace) -> int:
         raise P4Error("the following argument is required: PROG.p4")
     program = load_program(args.program, defines=_defines(args), after=_dumper(args.dump_after))
     info = build_p4info(program)
-    lowered = lower_program(program)  # the form the engines run: a program that is ok here loads on the switch
+    lowered = load.lowered(program).form  # what the engines run: a program that is ok here loads on the switch
     outputs = []
     if args.p4info:
         outputs.append(("P4Info", args.p4info, p4info_text(info)))
@@ -149,16 +149,17 @@ def _stf(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from p4target import load
     from p4target.backends.c import generate_c
     from p4target.backends.layout import Unsupported
     from p4target.frontend import load_program
-    from p4target.lowered.from_ir import NotLowered, lower_program
+    from p4target.lowered.from_ir import NotLowered
     from p4target.native.build import BuildError, build
 
     failed = 0
     for path in args.programs:
         try:
-            print(f"{path}: {build(generate_c(lower_program(load_program(path))).source)}")
+            print(f"{path}: {build(generate_c(load.lowered(load_program(path)).form).source)}")
         except (NotLowered, Unsupported) as exc:
             print(f"{path}: runs on the Python engine (the native engine lacks {exc.message})")
         except (P4Error, BuildError) as exc:

@@ -39,7 +39,8 @@ from typing import Any
 from p4target import externs
 from p4target.constants import DEFAULT_CPU_PORT, IDLE_WAKE_S, RX_BATCH
 from p4target.limits import DEFAULT_LOG_MAX_MB, DEFAULT_PCAP_MAX_MB, DEFAULT_STATE_CAP_MB
-from p4target.native.pipeline import ENGINES, NativePipeline
+from p4target.load import ENGINES
+from p4target.native.pipeline import NativePipeline
 from p4target.native.queues import NativeTrafficManager
 from p4target.ports import Port, PortError, parse_port_spec
 

@@ -28,12 +28,11 @@ from pathlib import Path
 import engine_fuzz as fz
 from engine_fuzz import mutate
 
+from p4target import load
 from p4target import state as st
 from p4target.frontend import load_program
 from p4target.lowered.from_ir import lower_program
 from p4target.native.binding import Trace
-from p4target.native.pipeline import NativePipeline
-from p4target.pipeline import Pipeline
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "fuzz_control_plane.py"  # its --one runs fuzz_program in a child process
@@ -109,9 +108,9 @@ class Sequence:
     def __init__(self, name: str, path: Path, seed: int):
         self.name, self.rng = name, random.Random(f"{name}/{seed}")
         program = lower_program(load_program(str(path)))  # both engines run the same lowered form
-        self.python = Pipeline(program)
+        self.python = load.pipeline(program, "python")
         self.trace = Trace()
-        self.native = NativePipeline(program, trace=self.trace)
+        self.native = load.native(program, trace=self.trace)
         self.state = self.python.state  # the model to draw writes from (both states hold the same)
         self.schema = self.state.schema
         self.frames = _frames(self.rng, name, path)

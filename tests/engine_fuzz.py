@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from controller.p4c import CompileError, compile_bmv2
+from p4target import load
 from p4target.errors import P4Error
 from p4target.frontend import load_program
 from p4target.lowered import bmv2_json
 from p4target.native.binding import Trace
 from p4target.native.build import BuildError, build_sanitized
-from p4target.native.pipeline import NativePipeline
 from p4target.stf import StfError, StfRunner, parse_stf
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,7 +57,7 @@ def corpus_names() -> list[str]:
             if n.removesuffix(".p4") in passing and (CORPUS / f"{n.removesuffix('.p4')}.stf").is_file()]
 
 
-def load(path: Path, json_dir: str | None):
+def program_at(path: Path, json_dir: str | None):
     """The program at `path`: our front end's IR, or (`json_dir` given) p4c's BMv2 JSON of it, compiled there."""
     if json_dir is None:
         return load_program(str(path))
@@ -69,9 +69,9 @@ def trace_stf(name: str, json_dir: str | None = None) -> tuple[str, str] | None:
     """(generated C, trace) of a corpus program's STF test on the native engine; None if it cannot run there (a
     construct the native engine lacks; a BuildError is raised)."""
     try:
-        program = load(CORPUS / f"{name}.p4", json_dir)
+        program = program_at(CORPUS / f"{name}.p4", json_dir)
         trace = Trace()
-        pipeline = NativePipeline(program, trace=trace)
+        pipeline = load.native(program, trace=trace)
     except P4Error:  # the lowering or the C printer refused a construct
         return None
     stf = CORPUS / f"{name}.stf"
@@ -92,7 +92,7 @@ def trace_aggnet(json_dir: str | None = None) -> tuple[str, str]:
 
     hosts = 4
     trace = Trace()
-    pipeline = NativePipeline(load(REPO / "p4src" / "aggnet.p4", json_dir), trace=trace)
+    pipeline = load.native(program_at(REPO / "p4src" / "aggnet.p4", json_dir), trace=trace)
     fb.install_job(pipeline, 1, 0, 8, [fb.Child(p, p - 1) for p in range(1, hosts + 1)])
     for p in range(1, hosts + 1):
         fb.install_host(pipeline, p, fb.host_mac(p), fb.host_ip(p))

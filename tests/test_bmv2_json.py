@@ -21,12 +21,12 @@ import corpus
 import pytest
 from test_native_build import WIDE_HASH, WIDE_HASH_OUT
 
+from p4target import load
 from p4target import state as st
 from p4target.device_config import bmv2_json_in
 from p4target.errors import P4Error
 from p4target.lowered import bmv2_json
-from p4target.native.pipeline import NativePipeline, make_pipeline
-from p4target.pipeline import Pipeline
+from p4target.native.pipeline import NativePipeline
 from p4target.stf import StfRunner, parse_stf
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,7 +54,7 @@ def ipv4_json(p4c) -> str:
 def test_corpus_program_passes_its_stf_from_p4c_json(name, p4c):
     program = bmv2_json.load_file(p4c.json(str(CORPUS / f"{name}.p4")))
     stf = CORPUS / f"{name}.stf"
-    result = StfRunner(Pipeline(program), str(stf)).run(parse_stf(stf.read_text(), str(stf)))
+    result = StfRunner(load.pipeline(program, "python"), str(stf)).run(parse_stf(stf.read_text(), str(stf)))
     assert result.passed, result.report(name)
 
 
@@ -62,7 +62,7 @@ def test_corpus_program_passes_its_stf_from_p4c_json(name, p4c):
 @pytest.mark.parametrize("name", corpus.params())
 def test_corpus_program_passes_its_stf_natively_from_p4c_json(name, p4c, caplog):
     program = bmv2_json.load_file(p4c.json(str(CORPUS / f"{name}.p4")))
-    pipeline = make_pipeline(program, "native")
+    pipeline = load.pipeline(program, "native")
     warnings = [r.getMessage() for r in caplog.records if r.name == "aggnet.native"]
     try:
         assert pipeline.engine_name == "native" and warnings == []  # no fallback to the Python engine
@@ -78,7 +78,7 @@ def test_corpus_program_passes_its_stf_natively_from_p4c_json(name, p4c, caplog)
 def test_a_hash_written_to_a_200_bit_field_runs_natively_from_p4c_json(p4c, tmp_path, caplog):
     source = tmp_path / "wide_hash.p4"
     source.write_text(WIDE_HASH)
-    pipeline = make_pipeline(bmv2_json.load_file(p4c.json(str(source))), "native")
+    pipeline = load.pipeline(bmv2_json.load_file(p4c.json(str(source))), "native")
     try:
         assert isinstance(pipeline, NativePipeline)
         assert [r.getMessage() for r in caplog.records if r.name == "aggnet.native"] == []

@@ -21,6 +21,7 @@ import bmv2_ref
 import pytest
 
 from p4target import extern_registry as externs
+from p4target import load
 from p4target.backends import c as c_backend
 from p4target.backends import python as py_backend
 from p4target.backends.vectorize import VECTOR_OP
@@ -29,8 +30,7 @@ from p4target.frontend import load_program
 from p4target.lowered import to_json
 from p4target.lowered.from_ir import lower_program
 from p4target.native.build import compiler
-from p4target.native.pipeline import NativePipeline, make_pipeline
-from p4target.pipeline import Pipeline
+from p4target.native.pipeline import NativePipeline
 
 REPO = Path(__file__).resolve().parent.parent
 V1MODEL = REPO / "p4target" / "include" / "v1model.p4"
@@ -125,7 +125,7 @@ def lowered():
 
 @pytest.mark.skipif(compiler() is None, reason="no C compiler for the native engine")
 def test_add_to_field_same_on_both_engines(lowered):
-    py, nat = Pipeline(lowered), make_pipeline(lowered, "native")
+    py, nat = load.pipeline(lowered, "python"), load.pipeline(lowered, "native")
     assert isinstance(nat, NativePipeline)
     sent = packets(400)
     outs = [py.process(port, data) for port, data in sent]
@@ -141,7 +141,7 @@ def test_add_to_field_same_on_both_engines(lowered):
 def test_add_to_field_same_on_simple_switch(lowered, tmp_path):
     path = tmp_path / "add_to_field.json"
     path.write_text(to_json.dumps(lowered))
-    ours = Pipeline(lowered)
+    ours = load.pipeline(lowered, "python")
     sent = packets(200)
     with bmv2_ref.Bmv2Switch(str(path), ours.state.schema) as sw:
         theirs = bmv2_ref.observe(sw, sent)

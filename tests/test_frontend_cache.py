@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
+from p4target import load
 from p4target.compiled import front_end, front_end_file
 from p4target.device_config import device_config_source
 from p4target.errors import P4Error
 from p4target.frontend import load_program, load_source
-from p4target.native.pipeline import make_pipeline
 from p4target.p4info import build_p4info
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,7 +29,7 @@ def test_a_cached_program_equals_the_front_ends_and_runs(cache):
     assert len(list(cache.glob("frontend-*.pickle"))) == 1  # read back, not written again
     assert first[1] == again[1] == build_p4info(load_source(source, "device_config.p4"))
     assert front_end_file(AGGNET)[1] == build_p4info(load_program(AGGNET))
-    pipeline = make_pipeline(again[0], "python")
+    pipeline = load.pipeline(again[0], "python")
     assert "AggIngress.agg_values" in pipeline.state.schema.registers
 
 

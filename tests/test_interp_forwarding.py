@@ -4,9 +4,10 @@ from pathlib import Path
 import pytest
 from scapy.all import ARP, IP, UDP, Ether
 
+from p4target import load
 from p4target import state as st
 from p4target.frontend import load_program
-from p4target.native.pipeline import ENGINES, make_pipeline
+from p4target.load import ENGINES
 from p4target.pipeline import Pipeline
 
 DATA = Path(__file__).parent / "data" / "interp"
@@ -20,7 +21,7 @@ def route(prefix: int, plen: int, mac: int, port: int) -> st.TableEntry:
 
 @pytest.fixture(params=ENGINES)
 def pipeline(request):
-    p = make_pipeline(load_program(str(DATA / "basic.p4")), request.param)
+    p = load.pipeline(load_program(str(DATA / "basic.p4")), request.param)
     p.state.insert_entry(TABLE, route(0x0A000000, 8, 0x0A0A0A0A0A0A, 2))
     p.state.insert_entry(TABLE, route(0x0A000100, 24, 0x0B0B0B0B0B0B, 3))
     return p

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from p4target import load
+from p4target.backends.c import generate_c
 from p4target.backends.hashes import crc16
 from p4target.frontend import load_source
 from p4target.native.build import build, compiler, engine_library
-from p4target.native.pipeline import NativePipeline, generate, make_pipeline
+from p4target.native.pipeline import NativePipeline
 from p4target.pipeline import Pipeline
 
 REPO = Path(__file__).resolve().parent.parent
@@ -55,7 +57,7 @@ def _build(source: str) -> str:
 
 def test_concurrent_builds_of_one_program_agree(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    source = generate(load_source(PROGRAM % ("", ""), "p.p4"))[1].source
+    source = generate_c(load.lowered(load_source(PROGRAM % ("", ""), "p.p4")).form).source
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         paths = pool.map(_build, [source, source])
     assert paths[0] == paths[1] and paths[0].startswith(str(tmp_path))
@@ -63,15 +65,15 @@ def test_concurrent_builds_of_one_program_agree(tmp_path, monkeypatch):
     engine = engine_library().name  # the engine library both were linked with, built once
     assert left == sorted([Path(paths[0]).name, Path(paths[0]).stem + ".lock", engine, engine + ".lock"])
     assert sorted(p.name for p in (tmp_path / "aggnet" / "native" / engine).iterdir()) == ["constants.h", "libengine.a"]
-    pipeline = NativePipeline(load_source(PROGRAM % ("", ""), "p.p4"))
+    pipeline = load.native(load_source(PROGRAM % ("", ""), "p.p4"))
     assert pipeline.process(1, bytes([7, 0, 9])) == [(2, bytes([7, 8, 9]))]
 
 
 def test_a_computed_value_written_to_a_field_wider_than_128_bits_runs_natively():
-    pipeline = make_pipeline(load_source(WIDE_HASH, "wide.p4"), "native")
+    pipeline = load.pipeline(load_source(WIDE_HASH, "wide.p4"), "native")
     try:
         assert isinstance(pipeline, NativePipeline)
-        assert pipeline.process(1, bytes([7, 0])) == Pipeline(load_source(WIDE_HASH, "wide.p4")).process(
+        assert pipeline.process(1, bytes([7, 0])) == load.pipeline(load_source(WIDE_HASH, "wide.p4"), "python").process(
             1, bytes([7, 0])) == [(2, WIDE_HASH_OUT)]
     finally:
         pipeline.close()
@@ -82,7 +84,7 @@ def test_a_program_the_c_compiler_fails_on_runs_on_python_with_one_line(tmp_path
         monkeypatch.setenv(name, value)
     program = load_source(PROGRAM % ("", ""), "p.p4")
     with caplog.at_level(logging.WARNING, logger="aggnet.native"):
-        pipeline = make_pipeline(program, "native")
+        pipeline = load.pipeline(program, "native")
     assert isinstance(pipeline, Pipeline)
     (line,) = [r.getMessage() for r in caplog.records]
     assert line.startswith("p.p4: running on the Python engine: C compiler failed on the engine's ")
@@ -142,7 +144,7 @@ def test_a_cache_others_can_write_is_not_used(tmp_path, monkeypatch, caplog):
         program = front_end(text, "p.p4")[0]
         private = cache_dir()
     assert not marker.exists()
-    assert Pipeline(program).process(1, bytes([7, 0, 9])) == [(2, bytes([7, 8, 9]))]
+    assert load.pipeline(program, "python").process(1, bytes([7, 0, 9])) == [(2, bytes([7, 8, 9]))]
     assert private != cache and private.stat().st_mode & 0o077 == 0
     [line] = {r.getMessage() for r in caplog.records}
     assert line == f"build cache {cache} is writable by others (mode 777): building in {private} instead, reusing " \
@@ -151,14 +153,14 @@ def test_a_cache_others_can_write_is_not_used(tmp_path, monkeypatch, caplog):
 
 def test_a_cache_entry_that_is_a_symlink_is_built_again(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    source = generate(load_source(PROGRAM % ("", ""), "p.p4"))[1].source
+    source = generate_c(load.lowered(load_source(PROGRAM % ("", ""), "p.p4")).form).source
     library = build(source)
     marker = tmp_path / "marker"
     (tmp_path / "elsewhere.so").write_bytes(planted_library(tmp_path, marker))
     library.unlink()
     library.symlink_to(tmp_path / "elsewhere.so")
     assert build(source) == library and not library.is_symlink() and library.stat().st_mode & 0o022 == 0
-    NativePipeline(load_source(PROGRAM % ("", ""), "p.p4")).close()
+    load.native(load_source(PROGRAM % ("", ""), "p.p4")).close()
     assert not marker.exists()
 
 

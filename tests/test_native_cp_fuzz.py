@@ -13,13 +13,12 @@ import control_plane_fuzz as cp
 import engine_fuzz as fz
 import pytest
 
+from p4target import load
 from p4target import state as st
 from p4target.frontend import load_program
 from p4target.lowered import model as lowered
 from p4target.native.binding import Trace
 from p4target.native.build import compiler
-from p4target.native.pipeline import NativePipeline
-from p4target.pipeline import Pipeline
 
 pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler for the native engine")
 DATA = Path(__file__).parent / "data"
@@ -50,7 +49,7 @@ def test_a_program_printed_from_its_lowered_form_keeps_defaultonly_actions(tmp_p
     path = tmp_path / "wide_range.p4"
     path.write_text((DATA / "native_gaps" / "wide_range.p4").read_text().replace("default_action = drop();", ""))
     program = load_program(str(path))
-    native, python = NativePipeline(program), Pipeline(program)
+    native, python = load.native(program), load.pipeline(program, "python")
     try:
         assert isinstance(native.program, lowered.Program)
         for pipeline in (native, python):
@@ -69,7 +68,7 @@ def test_a_register_written_back_after_a_packet_changed_it_is_replayed():
     the Trace once left that write out (it compared the cells with what it had last recorded, not with what the
     packet left), so the sanitized driver's replay sent a different packet."""
     trace = Trace()
-    native = NativePipeline(load_program(str(DATA / "interp" / "tables.p4")), trace=trace)
+    native = load.native(load_program(str(DATA / "interp" / "tables.p4")), trace=trace)
     try:
         sent = [native.process(1, bytes([k, 0, 0, 0, 0, 8, 0]))[0][1][1] for k in (5, 6)]
         native.state.register_write("Ing.last_k", 0, 5)  # what it held before the last packet
@@ -93,9 +92,9 @@ def test_a_direct_meter_read_on_a_miss_leaves_its_field_as_simple_switch(tmp_pat
         pytest.skip(missing)
     path = str(DATA / "interp" / "meters.p4")
     program = load_program(path)
-    native = NativePipeline(program)
+    native = load.native(program)
     try:
-        with bmv2_ref.Bmv2Switch(bmv2_ref.compile_json(path, str(tmp_path)), Pipeline(program).state.schema) as bmv2:
+        with bmv2_ref.Bmv2Switch(bmv2_ref.compile_json(path, str(tmp_path)), load.pipeline(program, "python").state.schema) as bmv2:
             sent = {}
             for name, target in (("native", native), ("bmv2", bmv2)):
                 target.state.set_default("Ing.t", "Ing.police")

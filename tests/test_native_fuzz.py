@@ -12,12 +12,11 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
+from p4target import load
 from p4target import state as st
 from p4target.frontend import load_program
 from p4target.native.binding import Trace
 from p4target.native.build import compiler
-from p4target.native.pipeline import NativePipeline
-from p4target.pipeline import Pipeline
 
 SAMPLE = ["arith-bmv2", "checksum2-bmv2", "parser_error-bmv2", "issue1755-bmv2", "table-entries-ternary-bmv2",
           "union-valid-bmv2", fz.AGGNET]
@@ -76,7 +75,7 @@ def test_entries_modified_to_actions_with_more_parameters_forward_as_python_and_
     over its own key: it then missed, and its delete left a freed entry in its bucket."""
     program = load_program(str(Path(__file__).parent / "data" / "tutorial_basic" / "basic.p4"))
     trace = Trace()
-    native, python = NativePipeline(program, trace=trace), Pipeline(program)
+    native, python = load.native(program, trace=trace), load.pipeline(program, "python")
     routes = [{"hdr.ipv4.dstAddr": st.Lpm(0x0A000000 + n, 32)} for n in range(1, 5)]
     frames = [bytes(Ether() / IP(dst=f"10.0.0.{n}") / UDP()) for n in range(6)]
     outputs = {}

@@ -5,9 +5,11 @@ from pathlib import Path
 
 import pytest
 
+from p4target import load
 from p4target.frontend import load_program
+from p4target.load import ENGINES
 from p4target.native.build import compiler
-from p4target.native.pipeline import ENGINES, NativePipeline, make_pipeline
+from p4target.native.pipeline import NativePipeline
 from p4target.state import InvalidArgument
 
 PROGRAM = Path(__file__).resolve().parent / "data" / "stf" / "wide_values.p4"
@@ -18,7 +20,7 @@ pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler for th
 
 @pytest.fixture(params=ENGINES)
 def pipeline(request):
-    p = make_pipeline(load_program(str(PROGRAM)), request.param)
+    p = load.pipeline(load_program(str(PROGRAM)), request.param)
     assert isinstance(p, NativePipeline) == (request.param == "native")  # native: no fallback to Python
     yield p
     if isinstance(p, NativePipeline):

@@ -16,7 +16,7 @@ from p4rt_raw import RawClient, write_codes
 from procs import free_port
 
 from p4target.frontend import load_source
-from p4target.native.pipeline import ENGINES
+from p4target.load import ENGINES
 from p4target.p4info import build_p4info
 from p4target.runtime import RuntimeServer
 from p4target.runtime.arbitration import STREAM_QUEUE

@@ -10,7 +10,6 @@ from p4target.frontend import ir
 from p4target.lowered import model as m
 from p4target.lowered.from_ir.common import EMPTY_FIELD_LIST, NotLowered, Part, fail
 from p4target.lowered.from_ir.storage import Scalar
-from p4target.p4info import constant_value
 
 
 class Externs(Part):
@@ -71,4 +70,4 @@ class Externs(Part):
 
     def field_list_arg(self, e: ir.Expr | None) -> m.Const:
         """A field list id: the @field_list index given, or an empty list for none (as p4c makes one)."""
-        return m.Const(self.s.field_list(EMPTY_FIELD_LIST if e is None else constant_value(e)).id)
+        return m.Const(self.s.field_list(EMPTY_FIELD_LIST if e is None else ir.constant_value(e)).id)
