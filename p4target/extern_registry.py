@@ -13,7 +13,9 @@ one extern, in its own module (p4target/externs/, or a test's): adding an extern
   (a schema entry names the extern that keeps it: `keeper`);
 - P4Info: `p4info_prefix` / `p4info`; P4Runtime: `p4runtime_entity` / `p4runtime_write` / `p4runtime_read`;
 - back ends: `python` / `c` print a primitive (through the printer's hooks); `emit` is the language-neutral
-  form both use unless one needs its own.
+  form both use unless one needs its own; `cells`, the native engine's cells its instances take (beyond the
+  lowered form's register arrays), and `c_source`, a C file its printed primitives call into (printed once
+  into a program that uses them, against the engine's extern interface, engine/program.h).
 
 The registry is a leaf: the layers that call these hooks import it, it imports none of them, so what a
 hook is handed (an IR call, a printer, a State, ...) is typed `Any` here and exactly in the extern's
@@ -23,6 +25,7 @@ loads the extern modules (`p4target.externs.load()`); a lookup before then fails
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 
@@ -34,6 +37,7 @@ class Extern:
     primitives: tuple[str, ...] = ()  # the lowered form's primitive ops it prints
     p4info_prefix: int | None = None  # P4Info's id prefix of its instances (None: they are not in P4Info)
     p4runtime_entity: str | None = None  # the p4r.Entity kind its instances are (None: none of their own)
+    c_source: Path | None = None  # C its printed primitives call (see the module docstring)
 
     # -- front end
 
@@ -96,6 +100,11 @@ class Extern:
     def emit(self, pr: Any, op: str, ps: list[Any], ind: int) -> None:
         """Print primitive `op` through the printer's language hooks (both back ends)."""
         raise pr.fail(f"primitive {op} is not supported")
+
+    def cells(self, p: Any) -> list[tuple[str, int]]:
+        """(instance name, u64 cells) of each of its instances in lowered program `p` that keeps cells in the native
+        engine beyond the form's register arrays (its `native_storage` finds them under that name)."""
+        return []
 
 
 _BY_PRIMITIVE: dict[str, Extern] = {}

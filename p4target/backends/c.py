@@ -76,6 +76,8 @@ class _Printer(CParsing):
     p_modify_field = p_assign
 
     def extern_primitive(self, ext: Extern, op: str, ps: list[m.Value], ind: int) -> None:
+        if ext.c_source is not None:
+            self.extern_code.setdefault(ext.c_source, ext.c_source.read_text())
         ext.c(self, op, ps, ind)
 
     def bind(self, code: str, ind: int) -> str:
@@ -383,7 +385,7 @@ class _Printer(CParsing):
         self.gen_checksums("g_verify", verify=True)
         self.gen_checksums("g_compute", verify=False)
         hdr_max = self.gen_deparser(self.p.deparsers[0])
-        self.cp.source = "\n".join([self.prelude(hdr_max), *self.out, "DEFINE_PROGRAM();", ""])
+        self.cp.source = "\n".join([self.prelude(hdr_max), *self.extern_code.values(), *self.out, "DEFINE_PROGRAM();", ""])
         check_source(self.cp.source, self.p.source)
         return self.cp
 
@@ -439,7 +441,7 @@ class _Printer(CParsing):
         lines.append("    default: *n = 0; return FL_EMPTY;")
         lines.append("    }")
         lines.append("}")
-        regs = [r.size * -(-r.bitwidth // MAX_BITS) for r in self.p.register_arrays] + \
+        regs = [r.size * -(-r.bitwidth // MAX_BITS) for r in self.p.register_arrays] + self.extern_cells + \
             [value_set_cells(vs.max_size, self.vset_keys[vs.name]) for vs in self.p.parse_vsets]
         counters = list(self.counter_size.values())
         meters = [mt.size for mt in self.meters.values()]

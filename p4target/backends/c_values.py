@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from p4target.backends.printer import LoweredPrinter
+from p4target.extern_registry import registered
 from p4target.lowered import model as m
 from p4target.lowered.schema import value_set_widths
 
@@ -111,6 +113,12 @@ class CValues(LoweredPrinter):
         self.reg_size = {r.name: r for r in p.register_arrays}
         for r in p.register_arrays:
             self.cp.registers[r.name] = len(self.cp.registers)
+        self.extern_cells: list[int] = []  # then those an extern's own instances keep (see Extern.cells), in order
+        self.extern_code: dict[Path, str] = {}  # the C of the externs whose primitives are printed (Extern.c_source)
+        for ext in registered():
+            for name, cells in ext.cells(p):
+                self.cp.registers[name] = len(self.cp.registers)
+                self.extern_cells.append(cells)
         self.vset_keys = {vs.name: value_set_widths(p, vs) for vs in p.parse_vsets}  # after the registers, as cells
         for vs in p.parse_vsets:
             self.cp.value_sets[vs.name] = self.cp.registers.setdefault(f"value_set {vs.name}", len(self.cp.registers))
