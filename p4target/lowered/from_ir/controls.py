@@ -7,8 +7,11 @@ from p4target.errors import P4Error
 from p4target.extern_registry import for_call
 from p4target.frontend import ir
 from p4target.lowered import model as m
-from p4target.lowered.from_ir.common import Part, all_ones, fail, flat_stmts, hash_algorithm, table_actions
-from p4target.lowered.from_ir.storage import Scalar
+from p4target.lowered.from_ir.common import all_ones, fail, flat_stmts, hash_algorithm, table_actions
+from p4target.lowered.from_ir.externs import Externs
+from p4target.lowered.from_ir.statements import Statements
+from p4target.lowered.from_ir.storage import Scalar, Storage
+from p4target.lowered.from_ir.values import Values
 
 
 def _match_value(kind: str, ks: ir.KeySet, w: int) -> m.MatchValue:
@@ -96,11 +99,14 @@ def _walk_calls(stmts: list[ir.Stmt]) -> list[ir.Expr]:
     return out
 
 
-class Controls(Part):
+class Controls:
     """Pipelines, tables and what runs between them."""
 
     pl: m.Pipeline
     applied: dict[int, str]  # id of a table applied already -> its node
+
+    def __init__(self, storage: Storage, values: Values, statements: Statements, externs: Externs):
+        self.s, self.v, self.st, self.x = storage, values, statements, externs
 
     def control(self, name: str, c: ir.Control) -> m.Pipeline:
         self.pl = m.Pipeline(name, len(self.s.p.pipelines), None, [], [], [])

@@ -3,20 +3,20 @@ its extern's module (p4target.externs), through the helpers here."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from p4target.extern_registry import for_call
 from p4target.frontend import ir
 from p4target.lowered import model as m
-from p4target.lowered.from_ir.common import EMPTY_FIELD_LIST, NotLowered, Part, fail
-from p4target.lowered.from_ir.storage import Scalar
+from p4target.lowered.from_ir.common import EMPTY_FIELD_LIST, NotLowered, fail
+from p4target.lowered.from_ir.storage import Scalar, Storage
+from p4target.lowered.from_ir.values import Values
 
 
-class Externs(Part):
+class Externs:
     """Extern calls; the calculations and learn lists they need."""
 
-    def __init__(self, hub: Any):
-        super().__init__(hub)
+    def __init__(self, storage: Storage, values: Values):
+        self.s, self.v = storage, values
         self.calcs: dict[str, m.Calculation] = {}
         self.learn_lists: dict[str, m.LearnList] = {}
 
@@ -57,7 +57,7 @@ class Externs(Part):
         t = self.s.tmp(target.type, target.loc)
         out.append(make(t.ref))
         if isinstance(target, ir.Slice):
-            self.st.assign_slice(out, target, t.ref)
+            self.v.assign_slice(out, target, t.ref)
         else:
             s = self.v.store_of(target)
             assert isinstance(s, Scalar)
