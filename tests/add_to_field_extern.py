@@ -14,7 +14,7 @@ from p4target.lowered.from_ir.common import fail
 from p4target.lowered.from_ir.storage import Scalar
 
 if TYPE_CHECKING:
-    from p4target.backends.printer import LoweredPrinter
+    from p4target.backends.primitives import Primitives as LoweredPrinter
     from p4target.lowered.from_ir.externs import Externs
 
 _OP = {"add_to_field": "+", "subtract_from_field": "-"}

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from p4target import state as st
-from p4target.backends.c import _Printer as CPrinter
-from p4target.backends.c_values import CProgram
-from p4target.backends.python_values import PyValues as PyPrinter
+from p4target.backends.c_module import CProgram
+from p4target.backends.c_primitives import CPrimitives as CPrinter
+from p4target.backends.python_primitives import PyPrimitives as PyPrinter
 from p4target.extern_registry import Extern, register
 from p4target.externs.base import Call, bound_index
 from p4target.frontend import ir
@@ -73,25 +73,25 @@ class ResetRegister(Extern):
     # -- the printed code: a read takes the cell's value and leaves zero
 
     def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
-        cells = pr.state.registers[pr.named(ps[0], "extern")]
-        values, size, width = pr.global_of("_R", cells.values), cells.schema.size, cells.schema.bitwidth
+        cells = pr.o.state.registers[pr.v.named(ps[0], "extern")]
+        values, size, width = pr.o.global_of("_R", cells.values), cells.schema.size, cells.schema.bitwidth
         i = bound_index(pr, ps[2] if op == READ else ps[1], ind)
         if op == WRITE:
-            pr.emit(f"if {i} < {size}: {values}[{i}] = ({pr.rv(ps[2])}) & {(1 << width) - 1:#x}", ind)
+            pr.o.emit(f"if {i} < {size}: {values}[{i}] = ({pr.v.rv(ps[2])}) & {(1 << width) - 1:#x}", ind)
             return
         pr.store(ps[1], f"({values}[{i}] if {i} < {size} else 0)", ind)
-        pr.emit(f"if {i} < {size}: {values}[{i}] = 0", ind)
+        pr.o.emit(f"if {i} < {size}: {values}[{i}] = 0", ind)
 
     def c(self, pr: CPrinter, op: str, ps: list[m.Value], ind: int) -> None:
-        name = pr.named(ps[0], "extern")
-        size, width = next((s, w) for s, w, n in _instances(pr.p) if n == name)
-        cells, i = f"p->E->reg[{pr.cp.registers[name]}]", pr.tmp("i")
-        pr.emit("{{ {} {} = {};".format(*pr.index(ps[2] if op == READ else ps[1], i)), ind)
+        name = pr.v.named(ps[0], "extern")
+        size, width = next((s, w) for s, w, n in _instances(pr.o.p) if n == name)
+        cells, i = f"p->E->reg[{pr.o.cp.registers[name]}]", pr.o.tmp("i")
+        pr.o.emit("{{ {} {} = {};".format(*pr.v.index(ps[2] if op == READ else ps[1], i)), ind)
         if op == WRITE:
-            pr.emit(f"rr_write({cells}, {i}, {size}, (u64)({pr.rv(ps[2])}), {width}); }}", ind + 1)
+            pr.o.emit(f"rr_write({cells}, {i}, {size}, (u64)({pr.v.rv(ps[2])}), {width}); }}", ind + 1)
             return
         pr.store(ps[1], f"rr_take({cells}, {i}, {size})", ind + 1)
-        pr.emit("}", ind)
+        pr.o.emit("}", ind)
 
 
 def _instances(p: m.Program) -> list[tuple[int, int, str]]:

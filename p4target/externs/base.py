@@ -4,7 +4,7 @@ The hooks an extern fills in, and its registration, are the registry's (p4target
 """
 from __future__ import annotations
 
-from p4target.backends.python_values import PyValues as PyPrinter
+from p4target.backends.python_primitives import PyPrimitives as PyPrinter
 from p4target.errors import P4Error
 from p4target.frontend import ir
 from p4target.lowered import model as m
@@ -24,6 +24,6 @@ def field_list_id(v: m.Value | None, absent: str) -> str:
 
 def bound_index(pr: PyPrinter, v: m.Value, ind: int) -> str:
     """A Python name for an array index, computed once (the array's cells are guarded by it)."""
-    i = pr.tmp()
-    pr.emit(f"{i} = {pr.rv(v)}", ind)
+    i = pr.o.tmp()
+    pr.o.emit(f"{i} = {pr.v.rv(v)}", ind)
     return i

@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from p4target import state as st
-from p4target.backends.c_values import CProgram, value_set_cells
+from p4target.backends.c_module import CProgram, value_set_cells
 from p4target.extern_registry import keeper
 from p4target.native.binding import Engine
 from p4target.native.store.cells import NativeRegisterArray, NativeValueSet
