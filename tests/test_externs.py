@@ -24,7 +24,6 @@ from p4target import extern_registry as externs
 from p4target import load
 from p4target.backends.c_primitives import CPrimitives
 from p4target.backends.python_primitives import PyPrimitives
-from p4target.backends.vectorize import VECTOR_OP
 from p4target.extern_registry import Extern
 from p4target.frontend import load_program
 from p4target.lowered import to_json
@@ -83,7 +82,7 @@ def test_every_v1model_extern_has_a_module():
 
 def test_every_primitive_is_printed_by_both_back_ends_once():
     python_core, c_core = core_ops(PyPrimitives), core_ops(CPrimitives)
-        assert python_core == c_core, "the language's own primitives differ between the back ends"
+    assert python_core == c_core, "the language's own primitives differ between the back ends"
     registered = {op for ext in externs.registered() for op in ext.primitives}
     assert sorted(python_core & registered) == [], "an extern's primitive also printed by a back end's p_ method"
     assert {"assign", "add_header", "exit"} <= python_core and {"register_write", "count"} <= registered
