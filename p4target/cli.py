@@ -159,7 +159,8 @@ def _build(args: argparse.Namespace) -> int:
     failed = 0
     for path in args.programs:
         try:
-            print(f"{path}: {build(generate_c(load.lowered(load_program(path)).form).source)}")
+            with build(generate_c(load.lowered(load_program(path)).form).source) as library:
+                print(f"{path}: {library}")
         except (NotLowered, Unsupported) as exc:
             print(f"{path}: runs on the Python engine (the native engine lacks {exc.message})")
         except (P4Error, BuildError) as exc:

@@ -3,21 +3,26 @@
 A program comes as P4 source (our front end; `from_source` through the cache of compiled.py, which
 also gives its P4Info; `from_file` for a file and -D defines), or as p4c's BMv2 JSON (the lowered form as
 it is; a P4Info sent with it names what the JSON lacks), from a file or a device config. `pipeline` then picks
-the engine: `native` (the form printed as C, built and loaded) or `python` (printed as Python); a
-program the native engine cannot run goes to the Python engine with ONE warning line saying why. The
-switch, the P4Runtime device, the STF runner, the command line and the tests load programs here and
-nowhere else; the engines (pipeline.Pipeline, native.pipeline.NativePipeline) take only the lowered form
-and its schema.
+the engine: `native` (the form printed as C, built and loaded; for P4 source bound for it, the form and its
+C come printed once per machine from compiled.printed) or `python` (printed as Python); a program the
+native engine cannot run goes to the Python engine with ONE warning line saying why, unless
+$AGGNET_NATIVE_ONLY is set (the test suite sets it): then that is a NativeUnavailable error, so a run
+meant for the native engine never passes on the Python one unseen. The switch, the P4Runtime device,
+the STF runner, the command line and the tests load programs here and nowhere else; the engines
+(pipeline.Pipeline, native.pipeline.NativePipeline) take only the lowered form and its schema.
 """
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from finsy.proto import p4i
 
+from p4target.backends.c import CProgram
 from p4target.backends.layout import Unsupported
+from p4target.errors import P4Error
 from p4target.frontend import ir
 from p4target.limits import check_state_cap
 from p4target.lowered import bmv2_json
@@ -26,24 +31,31 @@ from p4target.lowered.from_ir import NotLowered, lower_program
 from p4target.lowered.schema import build_schema
 from p4target.native.build import BuildError
 from p4target.native.pipeline import NativePipeline
-from p4target.pipeline import Pipeline
 from p4target.state import ProgramSchema
 
 if TYPE_CHECKING:
     from p4target.native.binding import Trace
+    from p4target.pipeline import Pipeline
 
 ENGINES = ("native", "python")
+NATIVE_ONLY_ENV = "AGGNET_NATIVE_ONLY"
 log = logging.getLogger("aggnet.native")
+
+
+class NativeUnavailable(P4Error):
+    """The native engine cannot run a program and $AGGNET_NATIVE_ONLY forbids the fallback to Python."""
 
 
 @dataclass
 class Loaded:
     """A program as the engines take it: its lowered form, its schema, and the P4Info naming its objects (ours
-    for P4 source, the one sent with p4c's JSON; None when there is none)."""
+    for P4 source, the one sent with p4c's JSON; None when there is none) and, when it came printed already
+    (compiled.printed), the C the native engine builds."""
 
     form: m.Program
     schema: ProgramSchema
     p4info: p4i.P4Info | None = None
+    cprog: CProgram | None = None
 
 
 def lowered(program: ir.Program | m.Program, p4info: p4i.P4Info | None = None) -> Loaded:
@@ -52,10 +64,15 @@ def lowered(program: ir.Program | m.Program, p4info: p4i.P4Info | None = None) -
     return Loaded(form, build_schema(form), p4info)
 
 
-def from_source(text: str, filename: str) -> Loaded:
-    """P4 source reported as `filename` (the front end's output cached by hash); P4Error on a bad program."""
-    from p4target.compiled import front_end
+def from_source(text: str, filename: str, engine: str = "python") -> Loaded:
+    """P4 source reported as `filename` (the front end's output cached by hash; for the native `engine` the
+    lowered form and its C too, made once per machine); P4Error on a bad program."""
+    from p4target.compiled import front_end, printed
 
+    made = printed(text, filename) if engine == "native" else None
+    if made is not None:
+        form, cprog, info = made
+        return Loaded(form, build_schema(form), info, cprog)
     program, info = front_end(text, filename)
     return lowered(program, info)
 
@@ -88,7 +105,7 @@ def _loaded(program: Loaded | ir.Program | m.Program) -> Loaded:
 def native(program: Loaded | ir.Program | m.Program, seed: int = 0, trace: Trace | None = None) -> NativePipeline:
     """`program` on the native engine; NotLowered/Unsupported for what it cannot print, BuildError when gcc fails."""
     loaded = _loaded(program)
-    return NativePipeline(loaded.form, loaded.schema, seed, trace)
+    return NativePipeline(loaded.form, loaded.schema, seed, trace, loaded.cprog)
 
 
 def native_or_reason(program: Loaded | ir.Program | m.Program, seed: int = 0) -> tuple[NativePipeline | None, str]:
@@ -103,7 +120,8 @@ def native_or_reason(program: Loaded | ir.Program | m.Program, seed: int = 0) ->
 
 def pipeline(program: Loaded | ir.Program | m.Program, engine: str = "native", seed: int = 0, *,
              state_cap_mb: int | None = None, vectorize: bool = True) -> Pipeline | NativePipeline:
-    """`program` running on `engine` ('native' or 'python'; native falls back to python with one warning line).
+    """`program` running on `engine` ('native' or 'python'; native falls back to python with one warning line,
+    NativeUnavailable instead when $AGGNET_NATIVE_ONLY is set).
     `state_cap_mb`: StateError (before anything is allocated) when the program's state may take more;
     `vectorize`: the Python engine's numpy code for unrolled lane runs (off only to compare with plain code)."""
     if engine not in ENGINES:
@@ -115,7 +133,12 @@ def pipeline(program: Loaded | ir.Program | m.Program, engine: str = "native", s
         running, reason = native_or_reason(loaded, seed)
         if running is not None:
             return running
+        if os.environ.get(NATIVE_ONLY_ENV):
+            raise NativeUnavailable(f"the native engine cannot run it ({reason}) and ${NATIVE_ONLY_ENV} forbids "
+                                    "the Python engine", loaded.form.source)
         log.warning("%s: running on the Python engine: %s", loaded.form.source, reason)
+    from p4target.pipeline import Pipeline  # imported only where it runs: a switch on the native engine starts sooner
+
     return Pipeline(loaded.form, loaded.schema, seed, vectorize)
 
 

@@ -41,6 +41,8 @@ class EgressItem:
 class Pipeline:
     """A program compiled once, its State, and the v1model flow (see module docstring)."""
 
+    engine_name = "python"
+
     def __init__(self, program: lowered.Program, schema: st.ProgramSchema, seed: int = 0, vectorize: bool = True):
         """`program`: the lowered form (p4target.load makes it and its schema, once); `vectorize`: numpy code for
         unrolled lane runs (off only to compare with plain code)."""

@@ -12,8 +12,8 @@ reported in the emulated cluster's. --scheme-scale gives a scheme its own F: by 
 runs at 4 (its hosts quantize in Python: 8 of them used 1.6 of the 2 cores at F = 4) and the others
 at --scale (their hosts barely use the cores; the parameter server at F = 4 ran 1.21-1.23 times its
 model with its link 83% busy, 1.06-1.08 and 94-95% at F = 1: docs/models.md). An in-network or ring
-run that the fidelity monitor found not bound by a link runs again 4 times slower, up to F = 16:
-the figure says links bound them. A case that ran already is kept, so an interrupted run resumes.
+run that the fidelity monitor found not bound by a link runs again 4 times slower, up to F = 16
+(--max-scale): the figure says links bound them. A case that ran already is kept, so an interrupted run resumes.
 
 Writes DIR/models.json (per model and case: each scheme's measured and analytic iteration,
 exposed communication, what bound it, its time scale, and the speedups), DIR/models.png and
@@ -46,7 +46,7 @@ COMM_TIMEOUT_S = 600  # one host more than workers: the parameter server's
 
 
 # The runs the figure says links bound: one the monitor found bound by anything else (its links short
-# of testbed.fidelity.BUSY, or a process) runs again ESCALATE times slower, up to MAX_SCALE.
+# of testbed.fidelity.BUSY, or a process) runs again ESCALATE times slower, up to --max-scale.
 LINK_BOUND = ("innet", "ring")
 ESCALATE = 4
 MAX_SCALE = 16
@@ -81,7 +81,7 @@ def link_bound(run: dict) -> bool:
 
 def run_case(out: Path, model: str, workers: int, gbps: float, args: argparse.Namespace) -> dict[str, dict]:
     """The case's runs per scheme: `aggnet compare` of all schemes unless it ran already, then a link-bound
-    scheme whose run was not bound by a link again, slower (ESCALATE), until it is or MAX_SCALE."""
+    scheme whose run was not bound by a link again, slower (ESCALATE), until it is or --max-scale."""
     folder = out / f"{model}-{workers}w-{gbps:g}gbps"
     if not list(folder.glob("compare-*/comparison.json")):
         compare(folder, model, workers, gbps, list(SCHEMES), ["--scale", repr(args.scale), "--scheme-scale",
@@ -89,7 +89,7 @@ def run_case(out: Path, model: str, workers: int, gbps: float, args: argparse.Na
     runs = latest_runs(folder)
     for scheme in LINK_BOUND:
         scale = time_scale_of(runs[scheme])
-        while not link_bound(runs[scheme]) and scale * ESCALATE <= MAX_SCALE:
+        while not link_bound(runs[scheme]) and scale * ESCALATE <= args.max_scale:
             scale *= ESCALATE
             compare(folder, model, workers, gbps, [scheme], ["--scale", repr(scale)], args)
             runs = latest_runs(folder)
@@ -143,6 +143,8 @@ def main() -> int:
     parser.add_argument("--lanes", type=int, default=364)
     parser.add_argument("--scale", type=float, default=1.0, help="time scale F: links / F, compute x F")
     parser.add_argument("--scheme-scale", default="innet=4", help="a scheme's own time scale (SCHEME=F,...)")
+    parser.add_argument("--max-scale", type=float, default=MAX_SCALE,
+                        help="the slowest time scale a run not bound by a link is repeated at")
     args = parser.parse_args()
     from testbed.plots import plot_model_speedups
 

@@ -12,6 +12,16 @@ mode is one ModeRun (a testbed.run.Run variant) on a fresh network with the same
   moves trees off congested links while the jobs train; with `pacing: aimd` the jobs also
   get MLfabric-style ordering weights (hosts.pacing);
 - `unaware`: in-network aggregation with the trees placed once;
+- `split`: in-network with the trees placed once, and a job with stragglers (`job.stragglers`)
+  aggregates split (hosts.split_agg): the switches sum its on-time workers, a host aggregator
+  in the stragglers' seat (the job's `ps` host, else an idle one) adds their late gradients;
+- `relocate`: in-network with the trees placed once; a job whose switches lack its slots is
+  placed on other switches that have them (SOAR where the memory is) before it falls back;
+- `atp`: ATP's best-effort sharing instead of admission: every job aggregates at its root in a
+  pool of the root's slots shared with the jobs rooted there; a chunk whose slot is taken
+  spills to the job's parameter server (`ps`, hosts.spill) and is summed there;
+- `hostagg`: every job on a host aggregator on its `ps` host, stragglers' gradients at most
+  `job.staleness` rounds late (MLfabric's bounded delay; hosts.host_agg);
 - `ps` / `ring`: every job on the host baselines (parameter server / ring all-reduce).
 
 Jobs are admitted with the slot budgets in force (controller.tenants); a job that does not fit
@@ -34,9 +44,9 @@ from typing import Any
 from config import ConfigError, FieldProblem, load, option
 from testbed.config import RunConfig, resolve_topology
 from testbed.report import accuracy_curve, time_to_accuracy
-from testbed.run import REPO, JobRun, Run, RunFailed, read_json, read_jsonl
+from testbed.run import REPO, JobRun, Run, RunFailed, read_aggregation_stats, read_json, read_jsonl
 
-MODES = ("aware", "unaware", "ps", "ring")
+MODES = ("aware", "unaware", "split", "relocate", "atp", "hostagg", "ps", "ring")
 PROTOCOLS = ("udp", "tcp")
 TRAFFIC_PORT_BASE = 5001
 
@@ -136,8 +146,9 @@ class Scenario(RunConfig):
         for i, job in enumerate(self.jobs):
             if job.name in [j.name for j in self.jobs[:i]]:
                 raise FieldProblem(f"jobs[{i}].name", f"duplicate job name '{job.name}'")
-            if "ps" in self.modes and job.ps is None:
-                raise FieldProblem(f"jobs[{i}].ps", "missing (mode ps needs a server host per job)")
+            for mode in ("ps", "atp", "hostagg"):
+                if mode in self.modes and job.ps is None:
+                    raise FieldProblem(f"jobs[{i}].ps", f"missing (mode {mode} needs a server host per job)")
             for role, host in [("workers", w) for w in job.workers] + ([("ps", job.ps)] if job.ps else []):
                 if host in owner:  # the aggregation and PS ports are per host
                     raise FieldProblem(f"jobs[{i}].{role}", f"host {host} already runs {owner[host]}")
@@ -224,7 +235,7 @@ class ModeRun(Run):
 
     @property
     def innet(self) -> bool:
-        return self.mode in ("aware", "unaware")
+        return self.mode in ("aware", "unaware", "split", "relocate", "atp")
 
     def load_topology(self) -> Any:
         from controller.tenants import with_slot_budgets
@@ -236,12 +247,44 @@ class ModeRun(Run):
         from controller.tenants import REJECTED
 
         jobs = [JobRun(j.name, list(j.workers), "innet" if self.innet else self.mode, self.logs / j.name,
-                       prefix=f"{j.name}.", ps=j.ps if self.mode == "ps" else None) for j in self.cfg.jobs]
+                       prefix=f"{j.name}.", ps=j.ps if self.mode in ("ps", "atp") else None) for j in self.cfg.jobs]
+        if self.mode == "split":
+            self.split_jobs(jobs)
+        if self.mode == "hostagg":
+            for spec, job in zip(self.cfg.jobs, jobs):
+                job.aggregators = [spec.ps] if spec.ps else []
         if self.innet:
-            wanted = [Job(j.name, j.workers, j.root, j.k, j.slots) for j in self.cfg.jobs]
-            self.tenancy = self.admit(jobs, wanted, self.cfg.admission)
+            wanted = [Job(j.name, tuple(run.members), j.root, j.k, j.slots, standby=run.standby)
+                      for j, run in zip(self.cfg.jobs, jobs)]
+            if self.mode == "atp":
+                self.tenancy = self.share(jobs, wanted)
+            else:
+                self.tenancy = self.admit(jobs, wanted, "move" if self.mode == "relocate" else self.cfg.admission)
             jobs = [j for j in jobs if j.admission.status != REJECTED]
         return jobs
+
+    def share(self, jobs: list[JobRun], wanted: list[Any]) -> Any:
+        """Mode atp: every job in-network in its root's shared pool (controller.tenants.share)."""
+        from controller.tenants import share
+
+        tenancy = share(self.topo, wanted, self.cfg.job.algo, self.cfg.train.seed)
+        placed = {jp.job.name: jp for jp in tenancy.placements}
+        for job in jobs:
+            job.admission, job.placement = tenancy.admission(job.name), placed[job.name]
+        return tenancy
+
+    def split_jobs(self, jobs: list[JobRun]) -> None:
+        """Mode split: each job with stragglers gets its aggregator on its `ps` host, else on a host no job uses."""
+        used = {h for j in self.cfg.jobs for h in (*j.workers, *([j.ps] if j.ps else []))}
+        for spec, job in zip(self.cfg.jobs, jobs):
+            taken = used | {h for other in jobs for h in other.aggregators}
+            job.scheme = "split"
+            self.split_job(job, self.stragglers_of(job),
+                           ([spec.ps] if spec.ps else []) + [h for h in self.topo.hosts if h not in taken])
+
+    def stragglers_of(self, job: JobRun) -> list[str]:
+        """The job's workers that straggle (`job.stragglers`), in rank order."""
+        return [w for w in job.workers if w in self.cfg.job.stragglers]
 
     def fallback_scheme(self, job: JobRun, tenancy: Any) -> str:
         """A job the switches cannot hold runs on its parameter server, or a ring when it has none."""
@@ -270,7 +313,8 @@ class ModeRun(Run):
         if self.mode == "aware" and self.cfg.job.pacing == "aimd":
             innet = {j.name: len(j.workers) for j in self.jobs if j.placement}
             weight = transfer_weights(innet, {name: 1.0 for name in innet})[job.name]
-        return dataclasses.replace(super().job_spec(job, spec), weight=weight)
+        spill_ip = self.topo.hosts[job.ps].ip if spec.pool and job.ps else ""
+        return dataclasses.replace(super().job_spec(job, spec), weight=weight, spill_ip=spill_ip)
 
     def start_hosts(self) -> None:
         """Background receivers, the jobs, then the senders; the adaptation loop in mode aware."""
@@ -300,7 +344,7 @@ class ModeRun(Run):
         deadline = self.t0 + self.cfg.timeout_s
         while len(self.finished_s) < len(self.jobs):
             for job in self.jobs:
-                failed = [f for f in (p.failure() for p in job.processes) if f]
+                failed = [f for f in (p.failure() for p in (*job.processes, *job.services)) if f]
                 if failed:
                     raise RunFailed(f"mode {self.mode}: job {job.name}: {failed[0]} (logs in {self.logs})")
                 if job.name not in self.finished_s and all(p.popen.poll() == 0 for p in job.processes):
@@ -335,8 +379,18 @@ class ModeRun(Run):
                 entry["placement"] = self.placement_json(job)
                 entry["counters"] = {s: c["jobs"][job.job_id] for s, c in self.counters.items()
                                      if c["jobs"][job.job_id]["received"]}
-            if scn.workload.workload == "train":
-                records = read_jsonl(job.out / f"{job.workers[0]}.metrics.jsonl")
+            if job.aggregators:
+                entry.update(aggregators=job.aggregators, aggregation=read_aggregation_stats(job.out))
+            if job.split:
+                entry["split_workers"] = job.split
+            spilled = [r["spilled_chunks"] for h in job.workers
+                       if (r := read_json(job.result_file(h, scn.workload.kind))) and "spilled_chunks" in r]
+            if spilled:  # every worker hears of every spilled chunk of its job
+                entry["spilled_chunks"] = max(spilled)
+            if scn.workload.workload == "train":  # timed on an on-time worker: a straggler may skip steps
+                late = self.stragglers_of(job)
+                records = read_jsonl(job.out / f"{next((w for w in job.workers if w not in late), job.workers[0])}"
+                                                f".metrics.jsonl")
                 evals = [r for r in records if "test_accuracy" in r]
                 entry.update(steps=len(records), final_accuracy=evals[-1]["test_accuracy"] if evals else None,
                              train_time_s=round(sum(r.get("step_time_s", 0.0) for r in records), 3),
@@ -367,7 +421,8 @@ class ModeRun(Run):
 
 def summarize(scn: Scenario, by_mode: dict[str, dict]) -> dict:
     """Per mode: each job's time to the target (or wall time), and ratios against mode aware."""
-    key = "time_to_accuracy_s" if scn.workload.workload == "train" and scn.target_accuracy else "wall_s"
+    key = ("time_to_accuracy_s" if scn.workload.workload == "train" and scn.target_accuracy
+           else "seconds" if scn.workload.workload == "allreduce" else "wall_s")
     table = {mode: {name: job.get(key) for name, job in res["jobs"].items()} for mode, res in by_mode.items()}
     means = {mode: _mean(values.values()) for mode, values in table.items()}
     base = means.get("aware")

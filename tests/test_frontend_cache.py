@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from p4target import load
-from p4target.compiled import front_end, front_end_file
+from p4target.backends.c import generate_c
+from p4target.compiled import front_end, front_end_file, p4info_file, printed
 from p4target.device_config import device_config_source
 from p4target.errors import P4Error
 from p4target.frontend import load_program, load_source
@@ -33,6 +34,21 @@ def test_a_cached_program_equals_the_front_ends_and_runs(cache):
     assert "AggIngress.agg_values" in pipeline.state.schema.registers
 
 
+def test_the_printed_form_and_the_p4info_are_cached_as_generated(cache):
+    source = device_config_source(AGGNET)
+    _, cprog, info = printed(source, "device_config.p4")
+    assert len(list(cache.glob("printed-*.pickle"))) == 1
+    again = printed(source, "device_config.p4")
+    assert len(list(cache.glob("printed-*.pickle"))) == 1  # read back, not written again
+    fresh = generate_c(load.lowered(load_source(source, "device_config.p4")).form)
+    assert again is not None and again[1].source == cprog.source == fresh.source
+    assert info == again[2] == p4info_file(AGGNET) == build_p4info(load_program(AGGNET))
+    loaded = load.from_source(source, "device_config.p4", "native")  # the switch's path for a pushed program
+    assert loaded.cprog is not None and loaded.cprog.source == cprog.source and loaded.p4info == info
+    pipeline = load.pipeline(loaded, "native")
+    assert pipeline.engine_name == "native" and "AggIngress.agg_values" in pipeline.state.schema.registers
+
+
 def test_an_edited_program_is_compiled_again_and_errors_are_not_cached(cache):
     source = device_config_source(AGGNET)
     front_end(source, "device_config.p4")
@@ -41,6 +57,6 @@ def test_an_edited_program_is_compiled_again_and_errors_are_not_cached(cache):
     assert front_end(edited, "device_config.p4")[1] != front_end(source, "device_config.p4")[1]
     assert len(list(cache.glob("frontend-*.pickle"))) == 2
     for _ in range(2):
-        with pytest.raises(P4Error, match="bad.p4"):
+        with pytest.raises(P4Error, match="aggnet.p4:[0-9]+:1: error: syntax error, unexpected 'this'"):  # #line
             front_end(source + "\nthis is not P4;\n", "bad.p4")
     assert len(list(cache.glob("frontend-*.pickle"))) == 2

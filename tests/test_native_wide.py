@@ -8,14 +8,12 @@ import pytest
 from p4target import load
 from p4target.frontend import load_program
 from p4target.load import ENGINES
-from p4target.native.build import compiler
 from p4target.native.pipeline import NativePipeline
 from p4target.state import InvalidArgument
 
 PROGRAM = Path(__file__).resolve().parent / "data" / "stf" / "wide_values.p4"
 C_200 = (0xAB << 192) | (0x1234 << 100) | 0x77  # a 200-bit value with bits in each of its four words
 
-pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler for the native engine")
 
 
 @pytest.fixture(params=ENGINES)

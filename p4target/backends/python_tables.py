@@ -92,7 +92,8 @@ class PyTables:
         self.nodes.update({c.name: self.o.names("cd", id(c), c.name) for c in pl.conditionals})
         preds: dict[str, list[str]] = collections.defaultdict(list)
         for name in self.nodes:
-            for succ in self.successors(name):
+            c = self.conditionals.get(name)  # both branches of a conditional may lead to one node: it follows twice
+            for succ in [c.true_next, c.false_next] if c is not None else self.successors(name):
                 if succ is not None:
                     preds[succ].append(name)
         self.inline = {name for name, ps in preds.items() if len(ps) == 1 and not self.dispatched(ps[0])}

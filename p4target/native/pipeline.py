@@ -2,14 +2,15 @@
 
 `NativePipeline(form, schema)` prints the lowered form (p4target.lowered: our front end's IR lowered by
 lowered.from_ir, or p4c's BMv2 JSON read as it is) as C with p4target/backends/c.py, builds it and
-loads it; p4target.load makes the form and its schema once and chooses this engine or the Python one.
-It offers `.state` (a NativeState) and `.process(port, data)` as the Python engine's Pipeline does; the
-switch process drives its packet loop in C (p4target/switch.py).
+loads it (or takes the C printed already: p4target.compiled.printed); p4target.load makes the form and
+its schema once and chooses this engine or the Python one. It offers `.state` (a NativeState) and
+`.process(port, data)` as the Python engine's Pipeline does; the switch process drives its packet
+loop in C (p4target/switch.py).
 """
 from __future__ import annotations
 
 from p4target import state as st
-from p4target.backends.c import generate_c
+from p4target.backends.c import CProgram, generate_c
 from p4target.lowered import model as lowered
 from p4target.native.binding import Engine, Trace
 from p4target.native.build import build
@@ -21,13 +22,16 @@ class NativePipeline:
 
     engine_name = "native"
 
-    def __init__(self, program: lowered.Program, schema: st.ProgramSchema, seed: int = 0, trace: Trace | None = None):
+    def __init__(self, program: lowered.Program, schema: st.ProgramSchema, seed: int = 0, trace: Trace | None = None,
+                 cprog: CProgram | None = None):
         """`program`: the lowered form the C is printed from (Unsupported naming what the C printer lacks; BuildError
-        when the C compiler fails)."""
+        when the C compiler fails); `cprog`: its C, printed already."""
         self.program = program
-        cprog = generate_c(program)
+        if cprog is None:
+            cprog = generate_c(program)
         self.source = cprog.source  # the generated C, for debugging
-        self.engine = Engine(build(cprog.source), seed, trace)
+        with build(cprog.source) as library:
+            self.engine = Engine(library, seed, trace)
         self.state = NativeState(schema, self.engine, cprog)
         if trace is not None:
             for rid, cells in self.state.cells:

@@ -18,6 +18,7 @@ from p4target.state.cells import (
                                   ValueSet,
                                   ValueSetSchema,
                                   check_meter_config,
+                                  counter_values,
 )
 from p4target.state.errors import (
                                   AlreadyExists,
@@ -56,7 +57,8 @@ from p4target.state.tables import Table
 
 __all__ = ["COUNTER_TYPES", "GREEN", "METER_TYPES", "RED", "YELLOW", "CounterArray", "CounterSchema", "DirectCounterSchema",
            "DirectMeterSchema", "MeterArray", "MeterCell", "MeterConfig", "MeterSchema", "RegisterArray", "RegisterSchema",
-           "ValueSet", "ValueSetSchema", "check_meter_config", "AlreadyExists", "FailedPrecondition", "InvalidArgument",
+           "ValueSet", "ValueSetSchema", "check_meter_config", "counter_values",
+           "AlreadyExists", "FailedPrecondition", "InvalidArgument",
            "NotFound", "OutOfRange", "PermissionDenied", "ResourceExhausted", "StateError", "check_index", "check_width",
            "Events", "PortStats", "ActionProfile", "ProfileGroup", "ProfileMember", "CloneSession", "Replication",
            "MATCH_KINDS", "ActionProfileSchema", "ActionSchema", "DefaultAction", "Exact", "KeyField", "Lpm", "Match",

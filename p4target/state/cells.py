@@ -169,6 +169,13 @@ class ValueSet:
         self.members.update(members)
 
 
+def counter_values(what: str, packets: int, nbytes: int) -> tuple[int, int]:
+    """(packets, bytes) to write into a counter cell; InvalidArgument unless both fit its 64 unsigned bits."""
+    check_width(f"{what} packets", packets, 64)
+    check_width(f"{what} bytes", nbytes, 64)
+    return packets, nbytes
+
+
 class CounterArray:
     """Indirect counter: `packets[i]`, `bytes[i]` lists the pipeline updates in place."""
 
@@ -187,8 +194,7 @@ class CounterArray:
 
     def write(self, index: int, packets: int = 0, nbytes: int = 0) -> None:
         i = self._index(index)
-        self.packets[i] = packets
-        self.bytes[i] = nbytes
+        self.packets[i], self.bytes[i] = counter_values(f"counter {self.schema.name}", packets, nbytes)
 
     def reset(self) -> None:
         self.packets[:] = [0] * self.schema.size

@@ -151,6 +151,16 @@ class DefaultAction:
 
 def check_args(action: ActionSchema, params: dict[str, int], where: str) -> tuple[int, ...]:
     """Validate action params; returns them in declaration order."""
+    if len(params) == len(action.params):  # the usual case: every parameter once, nothing else
+        try:
+            values = tuple(params[n] for n, _ in action.params)
+        except KeyError:
+            pass
+        else:
+            for (name, width), value in zip(action.params, values):
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0 or value >> width:
+                    check_width(f"{where}: action {action.name} param {name}", value, width)
+            return values
     declared = {n for n, _ in action.params}
     extra = sorted(set(params) - declared)
     if extra:

@@ -328,8 +328,9 @@ class Table:
 
     # -- writes
 
-    def insert(self, entry: TableEntry) -> None:
-        """Add `entry`. AlreadyExists if an entry with the same match (and priority) is present."""
+    def insert(self, entry: TableEntry) -> tuple:
+        """Add `entry`; returns its canonical key ((field parts...), priority). AlreadyExists if an entry with
+        the same match (and priority) is present."""
         self._check_mutable()
         key = self._canonical(entry)
         args = self._check_action(entry)
@@ -346,6 +347,7 @@ class Table:
             self.profile.reference(entry)
         self._entries[key] = entry
         self._index.add(key, entry)
+        return key
 
     def modify(self, entry: TableEntry) -> None:
         """Replace the action/params and idle timeout of the entry with the same match (counters kept)."""
