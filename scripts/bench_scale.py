@@ -78,7 +78,8 @@ def program_with_slots(program: str, slots: int, tmp: Path) -> str:
     path.write_text(SLOTS_LINE.sub(f"#define AGG_SLOTS {slots}", source))
     form = printed(path.read_text(), str(path))
     assert form is not None, f"{path}: not for the native engine"
-    build(form[1].source)
+    with build(form[1].source):  # build() is a context manager: called without `with`, it built nothing
+        pass
     return str(path)
 
 
