@@ -645,6 +645,11 @@ class P4InfoIndex:
                 self._entities.setdefault((kind, entity.preamble.alias), entity)
         self._direct_counters = {c.direct_table_id: c for c in info.direct_counters}
         self._direct_meters = {m.direct_table_id: m for m in info.direct_meters}
+        # Per table and per action, what the server looks up for every update, made when first asked for (a
+        # Write batch would otherwise build the same dicts for each of its updates).
+        self._fields: dict[int, tuple[dict[int, p4i.MatchField], list[str]]] = {}
+        self._scopes: dict[int, dict[int, int]] = {}
+        self._params: dict[int, dict[int, p4i.Action.Param]] = {}
 
     def find(self, kind: str, key: str | int):
         """The entity of `kind` (a P4Info list name such as "tables") with that name, alias or id; None if absent."""
@@ -703,6 +708,31 @@ class P4InfoIndex:
             if key in (mf.id, mf.name):
                 return mf
         raise UnknownEntity(f"table {t.preamble.name} has no match field {key!r}")
+
+    def fields_by_id(self, table: p4i.Table) -> tuple[dict[int, p4i.MatchField], list[str]]:
+        """A table's match fields by id, and the names of its exact ones."""
+        shape = self._fields.get(table.preamble.id)
+        if shape is None:
+            from finsy.proto import p4i
+
+            shape = self._fields[table.preamble.id] = (
+                {f.id: f for f in table.match_fields},
+                [f.name for f in table.match_fields if f.match_type == p4i.MatchField.EXACT])
+        return shape
+
+    def action_scopes(self, table: p4i.Table) -> dict[int, int]:
+        """The scope of each of a table's actions, by action id."""
+        scopes = self._scopes.get(table.preamble.id)
+        if scopes is None:
+            scopes = self._scopes[table.preamble.id] = {ref.id: ref.scope for ref in table.action_refs}
+        return scopes
+
+    def params_by_id(self, action: p4i.Action) -> dict[int, p4i.Action.Param]:
+        """An action's parameters by id."""
+        params = self._params.get(action.preamble.id)
+        if params is None:
+            params = self._params[action.preamble.id] = {p.id: p for p in action.params}
+        return params
 
     def param(self, action: str | int, key: str | int) -> p4i.Action.Param:
         a = self.action(action)
