@@ -39,7 +39,7 @@ from controller.placement import AggTree, JobPlacement
 from controller.routing import Route, compute_routes
 from controller.topology import Topology
 from p4target.constants import DEFAULT_DEPTH
-from p4target.runtime.tls import TlsFiles
+from p4target.tls import TlsFiles
 from protocol.job import MAX_JOBS, JobSpec, WorkerSpec
 from protocol.wire import AGG_PORT, DEFAULT_ECN_FRACTION
 
@@ -93,9 +93,11 @@ def load_program(path: str, target: str = "embedded", build_dir: str | None = No
     directory when None); CompileError when p4c is missing or fails, InstallError when p4c's
     P4Info IDs differ from ours (the controller must address the same objects on both targets).
     """
+    from p4target import externs
     from p4target.compiled import p4info_file
     from p4target.device_config import device_config_source
 
+    externs.load()  # the controller computes P4Info with the target's front end: its composition root
     p4info = p4info_file(path)
     if target == "embedded":
         device_config = device_config_source(path).encode()

@@ -77,8 +77,8 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 from controller.switch_cli import SideChannel
-from p4target.runtime.tls import TlsFiles, channel_credentials
 from p4target.sidechannel import SideChannelError
+from p4target.tls import TlsFiles, channel_credentials
 
 INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
 _UPDATE_NAMES = {INSERT: "INSERT", MODIFY: "MODIFY", DELETE: "DELETE"}

@@ -7,16 +7,21 @@
                                                    JSON (exit 0 / 2)
     aggnet p4 stf [--engine native|python] PROG.p4 TEST.stf
                                                    run an STF test (exit 0 pass, 1 mismatch, 2 error)
+    aggnet p4 build PROG.p4...                     build (or find cached) the native engine's library
+                                                   of each program: warms the cache (exit 0 / 1)
+
+This is a composition root: it loads the extern modules (p4target.externs) before anything else.
 """
 from __future__ import annotations
 
 import argparse
 
+from p4target import externs
 from p4target.errors import P4Error
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="p4_command", metavar="{compile,stf}", required=True)
+    sub = parser.add_subparsers(dest="p4_command", metavar="{compile,stf,build}", required=True)
     compile_ = sub.add_parser("compile", help="check a P4 program and write its P4Info",
                               description="Check a P4_16 v1model program; write its P4Info (text format).")
     compile_.add_argument("program", metavar="PROG.p4", nargs="?")
@@ -46,9 +51,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="native: the program compiled to C (default; falls back to python with a warning "
                           "for constructs it lacks); python: the reference engine")
     stf.set_defaults(_p4_run=_stf)
+    build = sub.add_parser("build", help="build the native engine's library of P4 programs (warms the cache)",
+                           description="Build (or find cached) the native engine's library of each program.")
+    build.add_argument("programs", nargs="+", metavar="PROG.p4")
+    build.set_defaults(_p4_run=_build)
 
 
 def run(args: argparse.Namespace) -> int:
+    externs.load()
     return args._p4_run(args)
 
 
@@ -59,9 +69,9 @@ def _defines(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _compile(args: argparse.Namespace) -> int:
+    from p4target import load
     from p4target.device_config import device_config_source
     from p4target.frontend import load_program
-    from p4target.lowered.from_ir import lower_program
     from p4target.p4info import build_p4info, p4info_text
 
     if args.list_passes:
@@ -71,7 +81,7 @@ def _compile(args: argparse.Namespace) -> int:
         raise P4Error("the following argument is required: PROG.p4")
     program = load_program(args.program, defines=_defines(args), after=_dumper(args.dump_after))
     info = build_p4info(program)
-    lowered = lower_program(program)  # the form the engines run: a program that is ok here loads on the switch
+    lowered = load.lowered(program).form  # what the engines run: a program that is ok here loads on the switch
     outputs = []
     if args.p4info:
         outputs.append(("P4Info", args.p4info, p4info_text(info)))
@@ -136,3 +146,24 @@ def _stf(args: argparse.Namespace) -> int:
             print(line)
     print(result.report(args.test))
     return 0 if result.passed else 1
+
+
+def _build(args: argparse.Namespace) -> int:
+    from p4target import load
+    from p4target.backends.c import generate_c
+    from p4target.backends.layout import Unsupported
+    from p4target.frontend import load_program
+    from p4target.lowered.from_ir import NotLowered
+    from p4target.native.build import BuildError, build
+
+    failed = 0
+    for path in args.programs:
+        try:
+            with build(generate_c(load.lowered(load_program(path)).form).source) as library:
+                print(f"{path}: {library}")
+        except (NotLowered, Unsupported) as exc:
+            print(f"{path}: runs on the Python engine (the native engine lacks {exc.message})")
+        except (P4Error, BuildError) as exc:
+            print(f"{path}: {exc}")
+            failed += 1
+    return 1 if failed else 0

@@ -3,8 +3,9 @@
 Every switch of a network compiles the device config it is pushed, and the controller compiles
 the same program to learn its P4Info: twenty switches each spent about a second of CPU in the
 front end on the 364-lane program, one after another on two cores. The result depends only on
-the source, the file name it is reported under and the front end's own code, so it is cached
-(pickled) under a hash of those three, next to the native engine's builds
+the source, the file name it is reported under and the front end's own code (the extern modules
+registered now among it: their rules and P4Info entries), so it is cached (pickled) under a hash
+of those three, next to the native engine's builds
 (p4target.native.build.cached: a lock per key, written atomically, safe across processes).
 Loading the pickle takes about a tenth of the front end's time. Errors are never cached: a bad
 program raises P4Error every time, naming its file and line.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import json
 import pickle
 from collections.abc import Callable
@@ -28,11 +30,12 @@ from typing import Any
 
 from finsy.proto import p4i
 
+from p4target.extern_registry import registered
 from p4target.frontend import ir
 
 HERE = Path(__file__).resolve().parent
 # What the front end's output depends on besides the program: its code, grammar and includes.
-FRONT_END = ("frontend/**/*.py", "frontend/*.lark", "include/*.p4", "externs/*.py", "p4info.py", "errors.py")
+FRONT_END = ("frontend/**/*.py", "frontend/*.lark", "include/*.p4", "extern_registry.py", "p4info.py", "errors.py")
 # What the printed form depends on besides the front end's output: the lowering, the printers, this file.
 BACK_END = ("lowered/**/*.py", "backends/*.py", "constants.py", "compiled.py")
 
@@ -47,9 +50,17 @@ def code_identity(patterns: tuple[str, ...]) -> str:
     return h.hexdigest()
 
 
+@functools.cache
+def _file_identity(path: str) -> str:
+    return hashlib.sha256(path.encode() + b"\0" + Path(path).read_bytes()).hexdigest()
+
+
 def front_end_identity() -> str:
-    """A hash of the front end's code."""
-    return code_identity(FRONT_END)
+    """A hash of the front end's code and of the extern modules registered, with the C their primitives call
+    (so an edited front end, or one that knows other externs, never reads a stale cache entry)."""
+    exts = registered()
+    files = {inspect.getfile(type(ext)) for ext in exts} | {str(ext.c_source) for ext in exts if ext.c_source}
+    return hashlib.sha256(" ".join([code_identity(FRONT_END), *map(_file_identity, sorted(files))]).encode()).hexdigest()
 
 
 def _compiled(key: list[str], compile_ir: Callable[[], ir.Program]) -> tuple[ir.Program, p4i.P4Info]:
@@ -97,7 +108,7 @@ def p4info_file(path: str) -> p4i.P4Info:
 
 def printed(source: str, filename: str) -> tuple[Any, Any, p4i.P4Info] | None:
     """(lowered program, CProgram, P4Info) of P4 source text: what the native engine builds and runs
-    (p4target.native.pipeline.generate), cached; None for a program the lowering or the printer
+    (p4target.load.from_source), cached; None for a program the lowering or the printer
     cannot take (not cached: the native engine then says why as it falls back); P4Error on a bad one."""
     from p4target.backends.layout import Unsupported
     from p4target.lowered.from_ir import NotLowered
@@ -136,11 +147,13 @@ def _printed_key(source: str, filename: str) -> str:
 
 def _printed_entry(source: str, filename: str) -> AbstractContextManager[Path]:
     """The cache file of `printed`'s output, made first if need be, held while the block runs."""
+    from p4target.backends.c import generate_c
+    from p4target.lowered.from_ir import lower_program
     from p4target.native.build import cached
-    from p4target.native.pipeline import generate
 
     def make(out: Path) -> None:
         program, info = front_end(source, filename)
-        out.write_bytes(pickle.dumps((*generate(program), info.SerializeToString()), protocol=pickle.HIGHEST_PROTOCOL))
+        form = lower_program(program)
+        out.write_bytes(pickle.dumps((form, generate_c(form), info.SerializeToString()), protocol=pickle.HIGHEST_PROTOCOL))
 
     return cached("printed.pickle", [front_end_identity(), code_identity(BACK_END), "source", filename, source], make)

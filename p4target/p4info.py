@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from p4target.errors import P4Error
+from p4target.extern_registry import for_type
 
 if TYPE_CHECKING:
     from finsy.proto import p4i
 
     from p4target.frontend import ir
-    from p4target.lowered import model as lowered
 
 # Entity-type prefix bytes (p4.config.v1.P4Ids).
 ACTION = 0x01
@@ -142,19 +142,6 @@ def p4info_text(info: p4i.P4Info) -> str:
     from google.protobuf import text_format
 
     return _TEXT_HEADER + text_format.MessageToString(info)
-
-
-def supports_timeout(table: ir.Table) -> bool:
-    """The table's `support_timeout` property (false when absent); P4Error unless a bool constant."""
-    from p4target.frontend import ir
-
-    value = table.other_properties.get("support_timeout")
-    if value is None:
-        return False
-    if not isinstance(value, ir.BoolLiteral):
-        raise P4Error(f"table {table.name}: support_timeout must be true or false", value.loc.file,
-                      value.loc.line, value.loc.col)
-    return value.value
 
 
 def _annotation_text(a: ir.Annotation) -> str:
@@ -459,7 +446,7 @@ class _P4InfoBuilder:
             msg.is_const_table = True
         if table.entries:
             msg.has_initial_entries = True
-        if supports_timeout(table):
+        if self.ir.supports_timeout(table):
             msg.idle_timeout_behavior = p4i.Table.IdleTimeoutBehavior.NOTIFY_CONTROL
 
     def _initial_default_action(self, msg, table: ir.Table) -> None:
@@ -473,7 +460,7 @@ class _P4InfoBuilder:
         args = binding.args[len(binding.args) - len(data):]  # directional arguments come first
         for param, pid, arg in zip(data, _positional_ids(data, lambda p: p.annotations), args):
             width = self.ir.width_of(param.type)
-            value = constant_value(arg) & ((1 << width) - 1)
+            value = self.ir.constant_value(arg) & ((1 << width) - 1)
             msg.arguments.add(param_id=pid, value=value.to_bytes((width + 7) // 8, "big"))
 
     def _add_action_profile(self, msg, profile: ir.ExternInstance) -> None:
@@ -527,8 +514,6 @@ class _P4InfoBuilder:
     def _add_instance(self, info, inst: ir.ExternInstance) -> None:
         """The instance's entry, as its extern's module (p4target.externs) writes it; none for what v1model's
         P4Info does not show (e.g. Checksum16; action profiles come with their tables)."""
-        from p4target.externs.base import for_type
-
         ext = for_type(inst.extern)
         if ext is None or ext.p4info_prefix is None:
             return
@@ -606,26 +591,11 @@ _PROFILE_EXTERNS = ("action_profile", "action_selector")
 
 def _extern_prefix(extern: str) -> int | None:
     """The id prefix of an extern type's instances (its module's `p4info_prefix`); None: not in P4Info."""
-    from p4target.externs.base import for_type
-
     ext = for_type(extern)
     return ext.p4info_prefix if ext is not None else None
 
 
 _PROFILE_ANNOTATIONS = frozenset({"max_group_size", "selector_size_semantics", "max_member_weight"})
-
-
-def constant_value(e: ir.Expr) -> int:
-    """The integer value of a folded constant argument (int, bool or serializable enum member)."""
-    from p4target.frontend import ir
-
-    if isinstance(e, ir.BoolLiteral):
-        return int(e.value)
-    if isinstance(e, ir.EnumMember) and e.value is not None:
-        return e.value
-    if isinstance(e, ir.Constant):
-        return e.value
-    raise P4Error("expected a compile-time constant", e.loc.file, e.loc.line, e.loc.col)
 
 
 def _type_control_plane_name(t) -> str:
@@ -675,6 +645,11 @@ class P4InfoIndex:
                 self._entities.setdefault((kind, entity.preamble.alias), entity)
         self._direct_counters = {c.direct_table_id: c for c in info.direct_counters}
         self._direct_meters = {m.direct_table_id: m for m in info.direct_meters}
+        # Per table and per action, what the server looks up for every update, made when first asked for (a
+        # Write batch would otherwise build the same dicts for each of its updates).
+        self._fields: dict[int, tuple[dict[int, p4i.MatchField], list[str]]] = {}
+        self._scopes: dict[int, dict[int, int]] = {}
+        self._params: dict[int, dict[int, p4i.Action.Param]] = {}
 
     def find(self, kind: str, key: str | int):
         """The entity of `kind` (a P4Info list name such as "tables") with that name, alias or id; None if absent."""
@@ -734,33 +709,34 @@ class P4InfoIndex:
                 return mf
         raise UnknownEntity(f"table {t.preamble.name} has no match field {key!r}")
 
+    def fields_by_id(self, table: p4i.Table) -> tuple[dict[int, p4i.MatchField], list[str]]:
+        """A table's match fields by id, and the names of its exact ones."""
+        shape = self._fields.get(table.preamble.id)
+        if shape is None:
+            from finsy.proto import p4i
+
+            shape = self._fields[table.preamble.id] = (
+                {f.id: f for f in table.match_fields},
+                [f.name for f in table.match_fields if f.match_type == p4i.MatchField.EXACT])
+        return shape
+
+    def action_scopes(self, table: p4i.Table) -> dict[int, int]:
+        """The scope of each of a table's actions, by action id."""
+        scopes = self._scopes.get(table.preamble.id)
+        if scopes is None:
+            scopes = self._scopes[table.preamble.id] = {ref.id: ref.scope for ref in table.action_refs}
+        return scopes
+
+    def params_by_id(self, action: p4i.Action) -> dict[int, p4i.Action.Param]:
+        """An action's parameters by id."""
+        params = self._params.get(action.preamble.id)
+        if params is None:
+            params = self._params[action.preamble.id] = {p.id: p for p in action.params}
+        return params
+
     def param(self, action: str | int, key: str | int) -> p4i.Action.Param:
         a = self.action(action)
         for p in a.params:
             if key in (p.id, p.name):
                 return p
         raise UnknownEntity(f"action {a.preamble.name} has no parameter {key!r}")
-
-
-def keep_p4info_details(program: lowered.Program, info: p4i.P4Info) -> None:
-    """Set what BMv2's JSON lacks from the P4Info that came with p4c's JSON: the tables' @defaultonly/@tableonly
-    actions, counter units and selectors' max_group_size, so the control plane refuses what simple_switch_grpc
-    refuses with that P4Info and the State is the one our front end gives."""
-    from finsy.proto import p4i
-
-    actions = {a.preamble.id: a.preamble.name for a in info.actions}
-    scopes = {t.preamble.name: t.action_refs for t in info.tables}
-    for table in (t for pl in program.pipelines for t in pl.tables):
-        refs = scopes.get(table.name, ())
-        table.default_only = frozenset(actions.get(r.id, "") for r in refs if r.scope == p4i.ActionRef.Scope.DEFAULT_ONLY)
-        table.table_only = frozenset(actions.get(r.id, "") for r in refs if r.scope == p4i.ActionRef.Scope.TABLE_ONLY)
-    units = {c.preamble.name: p4i.CounterSpec.Unit.Name(c.spec.unit).lower() for c in info.counters}
-    units.update((c.preamble.name, p4i.CounterSpec.Unit.Name(c.spec.unit).lower()) for c in info.direct_counters)
-    for c in program.counter_arrays:
-        unit = units.get(c.name, "unspecified")
-        if unit != "unspecified":
-            c.type = "packets_and_bytes" if unit == "both" else unit
-    group_sizes = {ap.preamble.name: ap.max_group_size for ap in info.action_profiles}
-    for profile in (ap for pl in program.pipelines for ap in pl.action_profiles):
-        if profile.selector is not None:
-            profile.max_group_size = group_sizes.get(profile.name, 0)

@@ -23,10 +23,7 @@ from p4target import state as st
 from p4target.backends.python import compile_program
 from p4target.constants import DROP_PORT, E2E_CLONE, I2E_CLONE, MAX_LOOPS, NORMAL, RECIRCULATED, REPLICATED, RESUBMITTED
 from p4target.errors import PacketError
-from p4target.frontend import ir
 from p4target.lowered import model as lowered
-from p4target.lowered.from_ir import lower_program
-from p4target.lowered.schema import build_schema
 
 TIMESTAMP_MASK = (1 << 48) - 1
 
@@ -46,15 +43,13 @@ class Pipeline:
 
     engine_name = "python"
 
-    def __init__(self, program: ir.Program | lowered.Program, seed: int = 0, vectorize: bool = True):
-        """`program`: our front end's IR (lowered here: the engine sees only the lowered form) or the lowered
-        form itself (e.g. p4c's BMv2 JSON); `vectorize`: numpy code for unrolled lane runs (off only to compare
-        with plain code)."""
+    def __init__(self, program: lowered.Program, schema: st.ProgramSchema, seed: int = 0, vectorize: bool = True):
+        """`program`: the lowered form (p4target.load makes it and its schema, once); `vectorize`: numpy code for
+        unrolled lane runs (off only to compare with plain code)."""
         self.program = program
         self.rng = random.Random(seed)
-        form = program if isinstance(program, lowered.Program) else lower_program(program)
-        self.state = st.State(build_schema(form))
-        compiled = compile_program(form, self.state, self.rng, vectorize)
+        self.state = st.State(schema)
+        compiled = compile_program(program, self.state, self.rng, vectorize)
         self.source = compiled.source  # the generated Python, for debugging
         self._init = compiled.frame
         self._sm = compiled.sm

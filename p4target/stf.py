@@ -116,20 +116,16 @@ def run_stf_file(program_path: str, stf_path: str, engine: str = "python",
                  defines: dict[str, str] | None = None) -> StfResult:
     """Load the P4 program (with -D `defines`) and the STF file, run the test on `engine`
     ('python' or 'native'), return its result."""
-    from p4target.frontend import load_program
-    from p4target.lowered import bmv2_json
-    from p4target.native.pipeline import make_pipeline
+    from p4target import externs, load
 
+    externs.load()  # the STF runner is a composition root
     try:
         with open(stf_path) as f:
             text = f.read()
     except OSError as exc:
         raise StfError(f"cannot read STF file: {exc.strerror}", stf_path) from None
     commands = parse_stf(text, stf_path)  # a malformed test is reported before loading the program
-    if program_path.endswith(".json"):  # p4c's BMv2 JSON, as simple_switch takes it
-        pipeline = make_pipeline(bmv2_json.load_file(program_path), engine)
-    else:
-        pipeline = make_pipeline(load_program(program_path, defines=defines), engine)
+    pipeline = load.pipeline(load.from_file(program_path, defines), engine)  # PROG.json: p4c's BMv2 JSON
     return StfRunner(pipeline, stf_path).run(commands)
 
 

@@ -40,9 +40,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from p4target import externs
 from p4target.constants import DEFAULT_CPU_PORT, IDLE_WAKE_S, RX_BATCH
 from p4target.limits import DEFAULT_LOG_MAX_MB, DEFAULT_PCAP_MAX_MB, DEFAULT_STATE_CAP_MB, PACKET_OUT_QUEUE, PACKET_OUT_QUEUE_BYTES
-from p4target.native.pipeline import ENGINES, NativePipeline
+from p4target.load import ENGINES
+from p4target.native.pipeline import NativePipeline
 from p4target.native.queues import NativeTrafficManager
 from p4target.ports import Port, PortError, parse_port_spec
 
@@ -485,6 +487,7 @@ def run(args: argparse.Namespace) -> int:
     """Start the switch; return when SIGTERM/SIGINT arrives."""
     from p4target.sidechannel import SideChannelServer
 
+    externs.load()  # the composition root: every program it loads uses them
     check_options(args)
     try:
         _setup_logging(args)
@@ -554,7 +557,7 @@ def _start_runtime(switch: Switch, args: argparse.Namespace) -> Any:
     """Start the P4Runtime server bound to this switch; load PROG.p4 through it if given."""
     from p4target.runtime.errors import RuntimeStatus
     from p4target.runtime.server import RuntimeServer
-    from p4target.runtime.tls import TlsFiles, server_credentials
+    from p4target.tls import TlsFiles, server_credentials
 
     log_path = None
     if args.log:

@@ -78,7 +78,8 @@ def program_with_slots(program: str, slots: int, tmp: Path) -> str:
     path.write_text(SLOTS_LINE.sub(f"#define AGG_SLOTS {slots}", source))
     form = printed(path.read_text(), str(path))
     assert form is not None, f"{path}: not for the native engine"
-    build(form[1].source)
+    with build(form[1].source):  # build() is a context manager: called without `with`, it built nothing
+        pass
     return str(path)
 
 
@@ -189,9 +190,12 @@ def main() -> int:
     if os.geteuid() != 0:
         print("bench_scale.py: needs root (veth pairs, Mininet)", file=sys.stderr)
         return 2
+    from p4target import externs
     from testbed.clean import testbed_environment
     from testbed.launcher import SWITCH_MODULES, Launcher
     from testbed.run import program_path
+
+    externs.load()  # this script is a composition root of the target
 
     counts = sorted({int(n) for n in args.ports.split(",")})
     slot_counts = sorted({int(n) for n in args.slots.split(",")})

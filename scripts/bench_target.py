@@ -48,11 +48,11 @@ def _rate(pipeline, packets: list[tuple[int, bytes]], count: int, rounds: int) -
 def bench_forwarding(count: int, rounds: int) -> dict:
     from scapy.all import IP, UDP, Ether
 
+    from p4target import load
     from p4target import state as st
     from p4target.frontend import load_program
-    from p4target.pipeline import Pipeline
 
-    pipeline = Pipeline(load_program(str(ROOT / "tests/data/interp/basic.p4")))
+    pipeline = load.pipeline(load_program(str(ROOT / "tests/data/interp/basic.p4")), "python")
     for i in range(64):  # a realistic table: several prefixes
         pipeline.state.insert_entry("MyIngress.ipv4_lpm", st.TableEntry(
             {"hdr.ipv4.dstAddr": st.Lpm(0x0A000000 | (i << 8), 24)}, "MyIngress.ipv4_forward",
@@ -65,10 +65,10 @@ def bench_forwarding(count: int, rounds: int) -> dict:
 def bench_aggregation(count: int, rounds: int) -> dict:
     from scapy.all import IP, UDP, Ether
 
+    from p4target import load
     from p4target.frontend import load_program
-    from p4target.pipeline import Pipeline
 
-    pipeline = Pipeline(load_program(str(ROOT / "tests/data/interp/agg32.p4")))
+    pipeline = load.pipeline(load_program(str(ROOT / "tests/data/interp/agg32.p4")), "python")
     agg = struct.pack("!HH", 1, 7) + struct.pack("!32i", *range(-16, 16))
     packet = bytes(Ether() / IP() / UDP(dport=9000) / agg)
     assert pipeline.process(1, packet), "aggregation benchmark packet was dropped"
@@ -77,12 +77,12 @@ def bench_aggregation(count: int, rounds: int) -> dict:
 
 def _aggnet_pipeline(lanes: int, vectorize: bool = True):
     """aggnet.p4 as the only switch of a star: job 1, children on ports 1..CHILDREN, root."""
+    from p4target import load
     from p4target import state as st
     from p4target.frontend import load_program
-    from p4target.pipeline import Pipeline
     from protocol import wire
 
-    pipeline = Pipeline(load_program(str(ROOT / "p4src" / wire.program_name(lanes))), vectorize=vectorize)
+    pipeline = load.pipeline(load_program(str(ROOT / "p4src" / wire.program_name(lanes))), "python", vectorize=vectorize)
     s = pipeline.state
     s.insert_entry("AggIngress.agg_job", st.TableEntry(
         {"hdr.agg.job_id": st.Exact(1)}, "AggIngress.set_job",
@@ -121,6 +121,9 @@ def bench_aggnet(lanes: int, count: int, rounds: int, vectorize: bool = True) ->
 
 
 def main(argv: list[str] | None = None) -> int:
+    from p4target import externs
+
+    externs.load()  # this script is a composition root of the target
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="JSON file to write")
     parser.add_argument("--packets", type=int, default=20000, help="packets per timed round")

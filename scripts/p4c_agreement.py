@@ -78,21 +78,20 @@ def p4c_verdict(path: Path, timeout: float) -> tuple[bool, str]:
 
 def _ours(path: str, native: bool) -> tuple[str, str]:
     """Our verdict, run in a child process: the front end, P4Info, and the engines' forms."""
+    from p4target import load
     from p4target.errors import P4Error
     from p4target.frontend import load_program
     from p4target.lowered.from_ir import lower_program
     from p4target.p4info import build_p4info
-    from p4target.pipeline import Pipeline
 
     try:
         program = load_program(path)
         build_p4info(program)
         lower_program(program)
-        Pipeline(program)
+        load.pipeline(program, "python")
         if native:
-            from p4target.native.pipeline import native_or_reason
 
-            pipeline, reason = native_or_reason(program)
+            pipeline, reason = load.native_or_reason(program)
             if pipeline is None:
                 return "error", f"{path}: native engine: {reason}"
             pipeline.close()
@@ -146,6 +145,9 @@ def table(verdicts: list[Verdict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from p4target import externs
+
+    externs.load()  # this script is a composition root of the target
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folders", nargs="+", metavar="FOLDER")
     parser.add_argument("--json", metavar="OUT.json", help="write every verdict and the counts as JSON")

@@ -44,12 +44,12 @@ fi
 # The native engine's libraries for AggNet's own programs, built once per change, so switches
 # start without compiling (a 364-lane program takes the C compiler a while). The stamp hashes what
 # produces their C: the front end, the lowering, the C printer (backends/, externs/) and the engine.
-native_want=$(find p4src p4target/native p4target/frontend p4target/lowered p4target/backends p4target/externs p4target/constants.py -type f \( -name '*.p4' -o -name '*.[ch]' -o -name '*.py' \) \
+native_want=$(find p4src p4target/native p4target/frontend p4target/lowered p4target/backends p4target/externs p4target/extern_registry.py p4target/constants.py -type f \( -name '*.p4' -o -name '*.[ch]' -o -name '*.py' \) \
   -not -path '*/__pycache__/*' | sort | xargs cat | sha256sum | cut -d' ' -f1)
 NATIVE_STAMP=.venv/.aggnet-native-stamp
 if command -v gcc >/dev/null && { [ ! -f "$NATIVE_STAMP" ] || [ "$(cat "$NATIVE_STAMP")" != "$native_want" ]; }; then
   echo "setup.sh: building the native engine for p4src/ programs"
   programs=$(ls p4src/aggnet*.p4 | grep -v lanes)
   # shellcheck disable=SC2086
-  .venv/bin/python -m p4target.native.build $programs >/dev/null && echo "$native_want" > "$NATIVE_STAMP"
+  .venv/bin/aggnet p4 build $programs >/dev/null && echo "$native_want" > "$NATIVE_STAMP"
 fi

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from p4target.runtime.tls import TlsFiles
+from p4target.tls import TlsFiles
 from testbed import clean
 from testbed.tls import pki_files
 

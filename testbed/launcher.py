@@ -75,10 +75,12 @@ def serve(argv: list[str] | None = None) -> int:
     for module in filter(None, args.preload.split(",")):
         importlib.import_module(module)
     if args.program:
+        from p4target import externs
         from p4target.compiled import keep_printed
         from p4target.errors import P4Error
         from p4target.runtime.device import DEVICE_CONFIG_FILENAME
 
+        externs.load()  # what it forks runs programs that use them: the form kept is the one they print
         try:
             keep_printed(args.program, DEVICE_CONFIG_FILENAME)
         except P4Error:

@@ -32,7 +32,7 @@ from types import FrameType
 from typing import Any
 
 from controller.parallel import each
-from p4target.runtime.tls import TlsFiles
+from p4target.tls import TlsFiles
 from testbed import clean
 from testbed.nodes import AggNetHost, P4Switch, SwitchDied, TargetUnsupported, check_target, switch_class
 from testbed.slots import RunSlot, acquire_slot

@@ -36,7 +36,7 @@ from typing import IO, Any
 
 from mininet.node import Host, Switch
 
-from p4target.runtime.tls import TlsFiles
+from p4target.tls import TlsFiles
 from testbed.clean import testbed_environment
 from testbed.launcher import LaunchedProcess, Launcher
 

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from p4target.runtime.tls import TlsFiles
+from p4target.tls import TlsFiles
 
 VALID_FOR = datetime.timedelta(days=1)
 SERVER_NAMES = ("localhost",)

@@ -1,19 +1,20 @@
 """A test-only extern (tests/test_externs.py): add_to_field and subtract_from_field, simple_switch's primitives
 adding a value to a field (or taking it away) in place, wrapping at the field's width. v1model.p4 does not
 declare them and p4c refuses a program that does ("unknown extern function"), and so does the target until
-this module is imported: one module registered with p4target.externs is all an extern takes."""
+this module is imported: one module registered with p4target.extern_registry is all an extern takes."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from p4target.externs.base import Call, Extern, register
+from p4target.extern_registry import Extern, register
+from p4target.externs.base import Call
 from p4target.frontend import ir
 from p4target.lowered import model as m
 from p4target.lowered.from_ir.common import fail
 from p4target.lowered.from_ir.storage import Scalar
 
 if TYPE_CHECKING:
-    from p4target.backends.printer import LoweredPrinter
+    from p4target.backends.primitives import Primitives as LoweredPrinter
     from p4target.lowered.from_ir.externs import Externs
 
 _OP = {"add_to_field": "+", "subtract_from_field": "-"}

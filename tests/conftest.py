@@ -16,10 +16,12 @@ import os
 
 import pytest
 
-from p4target.native.pipeline import NATIVE_ONLY_ENV
+from p4target import externs
+from p4target.load import NATIVE_ONLY_ENV
 from testbed.cli import no_grpc_fork_handlers
 
 no_grpc_fork_handlers()  # tests run networks in this process, which also holds gRPC channels
+externs.load()  # the tests are a composition root of the target: they load programs themselves
 os.environ[NATIVE_ONLY_ENV] = "1"
 
 

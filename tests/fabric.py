@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hosts import codec
+from p4target import load
 from p4target import state as st
 from p4target.frontend import load_program
-from p4target.native.pipeline import make_pipeline
 from p4target.pipeline import Pipeline
 from protocol import wire
 
@@ -43,7 +43,7 @@ def _program(lanes: int):
 
 def switch(lanes: int = 32, engine: str = "python") -> Pipeline:
     """A fresh aggnet switch on `engine` (the front-end result is cached; compiling a Pipeline is cheap)."""
-    return make_pipeline(_program(lanes), engine)
+    return load.pipeline(_program(lanes), engine)
 
 
 @dataclass

@@ -12,6 +12,7 @@ import fabric as fb
 import numpy as np
 import pytest
 
+from p4target import load
 from p4target.frontend import load_program
 from p4target.lowered import bmv2_json
 from p4target.pipeline import Pipeline
@@ -113,7 +114,7 @@ def program_text() -> str:
 
 def build(program, vectorize: bool) -> Pipeline:
     """A Pipeline (our lowering of `program` on the Python back end) with its vector pass on or off."""
-    return Pipeline(program, vectorize=vectorize)
+    return load.pipeline(program, "python", vectorize=vectorize)
 
 
 def function_source(p: Pipeline, action: str) -> str:
@@ -203,7 +204,7 @@ def test_aggnet_lane_actions_are_vectorised(lanes):
 
 def aggnet_switch(lanes: int, vectorize: bool, slot_base: int, children: int, json_path: str = "") -> Pipeline:
     """aggnet with one job installed: our lowering of it, or p4c's JSON of it when `json_path`."""
-    sw = Pipeline(bmv2_json.loads(Path(json_path).read_bytes(), json_path), vectorize=vectorize) if json_path \
+    sw = load.pipeline(bmv2_json.loads(Path(json_path).read_bytes(), json_path), "python", vectorize=vectorize) if json_path \
         else build(fb._program(lanes), vectorize)
     fb.install_job(sw, 1, slot_base, 4, [fb.Child(p, p - 1) for p in range(1, children + 1)])
     for p in range(1, children + 1):

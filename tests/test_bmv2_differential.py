@@ -26,11 +26,11 @@ import numpy as np
 import pytest
 
 from hosts import codec
+from p4target import load
 from p4target import state as st
 from p4target.frontend import load_program
 from p4target.lowered import bmv2_json, to_json
 from p4target.lowered.from_ir import lower_program
-from p4target.native.pipeline import make_pipeline
 from p4target.pipeline import Pipeline
 from p4target.stf import StfError, StfRunner, parse_stf
 from protocol import wire
@@ -116,11 +116,11 @@ def run_stf(target, stf: str) -> tuple[bmv2_ref.Observation, list[str]]:
 def test_stf_matches_bmv2(program, stf, p4c, tmp_path):
     """simple_switch on p4c's JSON against: our front end's program; p4c's JSON on our Python and native
     engines; our lowering on both engines; and simple_switch on our lowering's JSON."""
-    embedded = Pipeline(load_program(program))
-    from_json = Pipeline(bmv2_json.load_file(p4c.json(program)))
-    lowered = Pipeline(lower_program(load_program(program)))
-    natives = [make_pipeline(bmv2_json.load_file(p4c.json(program)), "native"),
-               make_pipeline(lower_program(load_program(program)), "native")]
+    embedded = load.pipeline(load_program(program), "python")
+    from_json = load.pipeline(bmv2_json.load_file(p4c.json(program)), "python")
+    lowered = load.pipeline(lower_program(load_program(program)), "python")
+    natives = [load.pipeline(bmv2_json.load_file(p4c.json(program)), "native"),
+               load.pipeline(lower_program(load_program(program)), "native")]
     assert [n.engine_name for n in natives] == ["native", "native"]
     try:
         with bmv2_twin(embedded, program, p4c) as bmv2:
@@ -167,7 +167,7 @@ def test_corpus_program_passes_its_stf_on_simple_switch_from_our_json(name, tmp_
     and passes the program's STF test, as it does on p4c's JSON (tests/test_bmv2_json.py)."""
     program = str(corpus.CORPUS / f"{name}.p4")
     stf = corpus.CORPUS / f"{name}.stf"
-    with bmv2_on_our_json(Pipeline(lower_program(load_program(program))), program, tmp_path) as bmv2:
+    with bmv2_on_our_json(load.pipeline(lower_program(load_program(program)), "python"), program, tmp_path) as bmv2:
         result = StfRunner(bmv2, str(stf)).run(parse_stf(stf.read_text(), str(stf)))
     assert result.passed, result.report(name)
 
@@ -385,10 +385,10 @@ def test_aggnet_matches_bmv2(lanes, p4c, tmp_path):
     packets = Traffic(lanes, seed=lanes).packets(PACKETS[lanes])
     embedded = fabric.switch(lanes)
     program = str(REPO / "p4src" / wire.program_name(lanes))
-    from_json = Pipeline(bmv2_json.load_file(p4c.json(program)))  # p4c's lowering on our engine
-    lowered = Pipeline(lower_program(load_program(program)))  # our lowering on the same engine
-    native_from_json = make_pipeline(bmv2_json.load_file(p4c.json(program)), "native")  # ... printed as C
-    native = make_pipeline(load_program(program), "native")  # our front end's program printed as C
+    from_json = load.pipeline(bmv2_json.load_file(p4c.json(program)), "python")  # p4c's lowering on our engine
+    lowered = load.pipeline(lower_program(load_program(program)), "python")  # our lowering on the same engine
+    native_from_json = load.pipeline(bmv2_json.load_file(p4c.json(program)), "native")  # ... printed as C
+    native = load.pipeline(load_program(program), "native")  # our front end's program printed as C
     assert native_from_json.engine_name == native.engine_name == "native"
     registers, counters = aggnet_cells(lanes, embedded.state.schema)
     try:

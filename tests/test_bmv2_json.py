@@ -21,12 +21,12 @@ import corpus
 import pytest
 from test_native_build import WIDE_HASH, WIDE_HASH_OUT
 
+from p4target import load
 from p4target import state as st
 from p4target.device_config import bmv2_json_in
 from p4target.errors import P4Error
 from p4target.lowered import bmv2_json
-from p4target.native.pipeline import NativePipeline, make_pipeline
-from p4target.pipeline import Pipeline
+from p4target.native.pipeline import NativePipeline
 from p4target.stf import StfRunner, parse_stf
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,7 +54,7 @@ def ipv4_json(p4c) -> str:
 def test_corpus_program_passes_its_stf_from_p4c_json(name, p4c):
     program = bmv2_json.load_file(p4c.json(str(CORPUS / f"{name}.p4")))
     stf = CORPUS / f"{name}.stf"
-    result = StfRunner(Pipeline(program), str(stf)).run(parse_stf(stf.read_text(), str(stf)))
+    result = StfRunner(load.pipeline(program, "python"), str(stf)).run(parse_stf(stf.read_text(), str(stf)))
     assert result.passed, result.report(name)
 
 
@@ -62,7 +62,7 @@ def test_corpus_program_passes_its_stf_from_p4c_json(name, p4c):
 @pytest.mark.parametrize("name", corpus.params())
 def test_corpus_program_passes_its_stf_natively_from_p4c_json(name, p4c, caplog):
     program = bmv2_json.load_file(p4c.json(str(CORPUS / f"{name}.p4")))
-    pipeline = make_pipeline(program, "native")
+    pipeline = load.pipeline(program, "native")
     warnings = [r.getMessage() for r in caplog.records if r.name == "aggnet.native"]
     try:
         assert pipeline.engine_name == "native" and warnings == []  # no fallback to the Python engine
@@ -78,7 +78,7 @@ def test_corpus_program_passes_its_stf_natively_from_p4c_json(name, p4c, caplog)
 def test_a_hash_written_to_a_200_bit_field_runs_natively_from_p4c_json(p4c, tmp_path, caplog):
     source = tmp_path / "wide_hash.p4"
     source.write_text(WIDE_HASH)
-    pipeline = make_pipeline(bmv2_json.load_file(p4c.json(str(source))), "native")
+    pipeline = load.pipeline(bmv2_json.load_file(p4c.json(str(source))), "native")
     try:
         assert isinstance(pipeline, NativePipeline)
         assert [r.getMessage() for r in caplog.records if r.name == "aggnet.native"] == []
@@ -158,7 +158,7 @@ def test_json_that_would_loop_forever_is_refused(p4c, tmp_path, edit, message, e
     spins on the packet forever, and so did the engines (or the Python one's printer recursed). Refused at load."""
     path = _broken(p4c.json(str(LOOPS)), tmp_path, edit)
     with pytest.raises(P4Error) as err:
-        make_pipeline(bmv2_json.load_file(path), engine)
+        load.pipeline(bmv2_json.load_file(path), engine)
     assert str(err.value).startswith(f"{path}: error: {message}")
 
 
@@ -174,8 +174,8 @@ def test_conditionals_whose_branches_meet_print_once_each(p4c):
         pipeline["conditionals"].append({**cond, "name": f"chain{i}", "id": 100 + i, "true_next": after,
                                          "false_next": after})
     table["next_tables"], table["base_default_next"] = {action: "chain0" for action in table["next_tables"]}, "chain0"
-    plain = make_pipeline(bmv2_json.load_file(p4c.json(str(LOOPS))), "python")
-    chained = make_pipeline(bmv2_json.loads(json.dumps(doc)), "python")
+    plain = load.pipeline(bmv2_json.load_file(p4c.json(str(LOOPS))), "python")
+    chained = load.pipeline(bmv2_json.loads(json.dumps(doc)), "python")
     assert len(chained.source) - len(plain.source) < 400 * count
     assert chained.process(0, bytes.fromhex("09")) == [(1, bytes.fromhex("07"))]
 
@@ -186,7 +186,7 @@ def test_a_looping_parser_ends_every_packet(p4c, engine):
     """A parser loop ends as on simple_switch when the stack or the packet runs out (StackOutOfBounds: 0xe3,
     PacketTooShort: 0xe1; simple_switch 1.15 sends these same bytes), and where simple_switch spins forever (a loop
     that consumes nothing) after MAX_PARSER_STATES states with ParserTimeout (0xe5); the pipeline goes on."""
-    pipeline = make_pipeline(bmv2_json.load_file(p4c.json(str(LOOPS))), engine)
+    pipeline = load.pipeline(bmv2_json.load_file(p4c.json(str(LOOPS))), engine)
     assert pipeline.process(0, bytes.fromhex("01aa")) == [(1, bytes.fromhex("e5aa"))]
     assert pipeline.process(0, bytes.fromhex("02aabbccddeeff")) == [(1, bytes.fromhex("e3aabbccddeeff"))]
     assert pipeline.process(0, bytes.fromhex("03aabb")) == [(1, bytes.fromhex("e1"))]

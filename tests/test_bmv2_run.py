@@ -15,7 +15,7 @@ import pytest
 
 from controller.switch_cli import cli_line
 from controller.topology import load_topology
-from p4target.runtime.tls import TlsFiles
+from p4target.tls import TlsFiles
 from protocol.wire import DEFAULT_LANES, program_name
 from testbed.network import (
     Testbed,

@@ -1,4 +1,5 @@
-"""The extern registry (p4target/externs): one module per v1model extern, and nothing half-added.
+"""The extern registry (p4target/extern_registry.py; one module per v1model extern in p4target/externs/), and nothing
+half-added.
 
 - complete: every extern function and extern type v1model.p4 declares has a module; every primitive the
   lowering writes, p4c writes into the JSON of the STF programs, or a module claims, is printed by both
@@ -19,16 +20,15 @@ import add_to_field_extern  # noqa: F401  (registers the test-only extern)
 import bmv2_ref
 import pytest
 
-from p4target import externs
-from p4target.backends import c as c_backend
-from p4target.backends import python as py_backend
-from p4target.backends.vectorize import VECTOR_OP
-from p4target.externs.base import Extern
+from p4target import extern_registry as externs
+from p4target import load
+from p4target.backends.c_primitives import CPrimitives
+from p4target.backends.python_primitives import PyPrimitives
+from p4target.extern_registry import Extern
 from p4target.frontend import load_program
 from p4target.lowered import to_json
 from p4target.lowered.from_ir import lower_program
-from p4target.native.pipeline import NativePipeline, make_pipeline
-from p4target.pipeline import Pipeline
+from p4target.native.pipeline import NativePipeline
 
 REPO = Path(__file__).resolve().parent.parent
 V1MODEL = REPO / "p4target" / "include" / "v1model.p4"
@@ -80,8 +80,7 @@ def test_every_v1model_extern_has_a_module():
 
 
 def test_every_primitive_is_printed_by_both_back_ends_once():
-    python_core, c_core = core_ops(py_backend._Printer), core_ops(c_backend._Printer)
-    python_core.discard(VECTOR_OP)  # the Python printer's own: a run of lanes its vectorizer rerolled
+    python_core, c_core = core_ops(PyPrimitives), core_ops(CPrimitives)
     assert python_core == c_core, "the language's own primitives differ between the back ends"
     registered = {op for ext in externs.registered() for op in ext.primitives}
     assert sorted(python_core & registered) == [], "an extern's primitive also printed by a back end's p_ method"
@@ -101,7 +100,7 @@ def test_every_module_says_how_it_lowers_and_prints():
 
 def test_a_name_is_registered_once():
     with pytest.raises(ValueError, match="registered twice"):
-        externs.base.register(type("Again", (Extern,), {"primitives": ("count",)}))
+        externs.register(type("Again", (Extern,), {"primitives": ("count",)}))
 
 
 # --------------------------------------------------------------------------- an extern added the registry's way
@@ -122,7 +121,7 @@ def lowered():
 
 
 def test_add_to_field_same_on_both_engines(lowered):
-    py, nat = Pipeline(lowered), make_pipeline(lowered, "native")
+    py, nat = load.pipeline(lowered, "python"), load.pipeline(lowered, "native")
     assert isinstance(nat, NativePipeline)
     sent = packets(400)
     outs = [py.process(port, data) for port, data in sent]
@@ -138,7 +137,7 @@ def test_add_to_field_same_on_both_engines(lowered):
 def test_add_to_field_same_on_simple_switch(lowered, tmp_path):
     path = tmp_path / "add_to_field.json"
     path.write_text(to_json.dumps(lowered))
-    ours = Pipeline(lowered)
+    ours = load.pipeline(lowered, "python")
     sent = packets(200)
     with bmv2_ref.Bmv2Switch(str(path), ours.state.schema) as sw:
         theirs = bmv2_ref.observe(sw, sent)

@@ -4,11 +4,12 @@ from pathlib import Path
 
 import pytest
 
+from p4target import load
+from p4target.backends.c import generate_c
 from p4target.compiled import front_end, front_end_file, p4info_file, printed
 from p4target.device_config import device_config_source
 from p4target.errors import P4Error
 from p4target.frontend import load_program, load_source
-from p4target.native.pipeline import generate, make_pipeline
 from p4target.p4info import build_p4info
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,19 +30,22 @@ def test_a_cached_program_equals_the_front_ends_and_runs(cache):
     assert len(list(cache.glob("frontend-*.pickle"))) == 1  # read back, not written again
     assert first[1] == again[1] == build_p4info(load_source(source, "device_config.p4"))
     assert front_end_file(AGGNET)[1] == build_p4info(load_program(AGGNET))
-    pipeline = make_pipeline(again[0], "python")
+    pipeline = load.pipeline(again[0], "python")
     assert "AggIngress.agg_values" in pipeline.state.schema.registers
 
 
 def test_the_printed_form_and_the_p4info_are_cached_as_generated(cache):
     source = device_config_source(AGGNET)
-    form, cprog, info = printed(source, "device_config.p4")
+    _, cprog, info = printed(source, "device_config.p4")
     assert len(list(cache.glob("printed-*.pickle"))) == 1
     again = printed(source, "device_config.p4")
     assert len(list(cache.glob("printed-*.pickle"))) == 1  # read back, not written again
-    assert again is not None and again[1].source == cprog.source == generate(load_source(source, "device_config.p4"))[1].source
+    fresh = generate_c(load.lowered(load_source(source, "device_config.p4")).form)
+    assert again is not None and again[1].source == cprog.source == fresh.source
     assert info == again[2] == p4info_file(AGGNET) == build_p4info(load_program(AGGNET))
-    pipeline = make_pipeline(form, "native", cprog=cprog)
+    loaded = load.from_source(source, "device_config.p4", "native")  # the switch's path for a pushed program
+    assert loaded.cprog is not None and loaded.cprog.source == cprog.source and loaded.p4info == info
+    pipeline = load.pipeline(loaded, "native")
     assert pipeline.engine_name == "native" and "AggIngress.agg_values" in pipeline.state.schema.registers
 
 

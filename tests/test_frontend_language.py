@@ -128,17 +128,16 @@ def test_p4c_accepts_them_too(tmp_path):
 def test_a_digest_of_a_list_is_named_as_p4c_names_it_and_carries_the_values_at_the_call(tmp_path):
     """p4c calls such a digest digest_0 (P4Info id 401776493 in p4c's own output for issue430-1-bmv2)
     and copies the list's values at the call, so a later write does not change the message."""
+    from p4target import load
     from p4target.frontend import load_program
-    from p4target.native.pipeline import native_or_reason
     from p4target.p4info import build_p4info
-    from p4target.pipeline import Pipeline
 
     program = load_program(write(tmp_path, ("digest_of_a_list", "", "", "digest(1, { h.h.a, h.h.s }); h.h.a = 0;", None)))
     (digest,) = build_p4info(program).digests
     assert (digest.preamble.name, digest.preamble.id) == ("digest_0", 401776493)
-    native, reason = native_or_reason(program)
+    native, reason = load.native_or_reason(program)
     assert native is not None, reason
-    for pipeline in (Pipeline(program), native):
+    for pipeline in (load.pipeline(program, "python"), native):
         pipeline.process(0, bytes([0x11, 0, 0]) + bytes(128) + bytes([0x22, 0x33]))
         assert pipeline.state.drain_digests() == [("digest_0", (0x11, 0x2233))]
     native.close()

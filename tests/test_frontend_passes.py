@@ -12,7 +12,7 @@ from p4target import state as st
 from p4target.errors import P4Error
 from p4target.frontend import ir, load_source
 from p4target.frontend.passes.walk import walk
-from p4target.pipeline import Pipeline
+from p4target.load import pipeline
 
 TEMPLATE = """
 #include <core.p4>
@@ -44,7 +44,7 @@ def load(decls: str = "", apply: str = "", locals_: str = "", states: str = STAR
 
 
 def run(program: ir.Program, data: bytes) -> bytes:
-    out = Pipeline(program).process(0, data)
+    out = pipeline(program, "python").process(0, data)
     assert len(out) == 1
     return out[0][1]
 
@@ -123,7 +123,7 @@ def test_sub_control_objects_get_p4c_names():
 
 def test_sub_control_runs_with_constructor_argument_and_return():
     p = load(SUB, "sub.apply(hdr.h, hdr.h.b);", "Sub(8w3) sub;")
-    pipe = Pipeline(p)
+    pipe = pipeline(p, "python")
     pipe.state.tables["I.sub.t"].insert(st.TableEntry({"x.a": st.Exact(1)}, "I.sub.set", {"v": 0x55}))
     assert pipe.process(0, bytes([0, 5, 0, 0]))[0][1] == bytes([0, 8, 0, 8])  # y += 3; d = y
     assert pipe.process(0, bytes([1, 5, 0, 0]))[0][1] == bytes([1, 8, 0x55, 8])  # the table hit

@@ -3,8 +3,9 @@ from pathlib import Path
 
 import pytest
 
+from p4target import load
 from p4target.frontend import load_program
-from p4target.native.pipeline import ENGINES, make_pipeline
+from p4target.load import ENGINES
 
 DATA = Path(__file__).parent / "data" / "interp"
 
@@ -20,7 +21,7 @@ OUT_FIELDS = [
 
 @pytest.fixture(scope="module", params=ENGINES)
 def pipeline(request):
-    return make_pipeline(load_program(str(DATA / "arith.p4")), request.param)
+    return load.pipeline(load_program(str(DATA / "arith.p4")), request.param)
 
 
 def decode(data: bytes) -> dict[str, int]:

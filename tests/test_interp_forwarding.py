@@ -4,9 +4,10 @@ from pathlib import Path
 import pytest
 from scapy.all import ARP, IP, UDP, Ether
 
+from p4target import load
 from p4target import state as st
 from p4target.frontend import load_program
-from p4target.native.pipeline import ENGINES, make_pipeline
+from p4target.load import ENGINES
 from p4target.pipeline import Pipeline
 
 DATA = Path(__file__).parent / "data" / "interp"
@@ -19,7 +20,7 @@ def route(prefix: int, plen: int, mac: int, port: int) -> st.TableEntry:
 
 
 def routed(engine: str):
-    p = make_pipeline(load_program(str(DATA / "basic.p4")), engine)
+    p = load.pipeline(load_program(str(DATA / "basic.p4")), engine)
     p.state.insert_entry(TABLE, route(0x0A000000, 8, 0x0A0A0A0A0A0A, 2))
     p.state.insert_entry(TABLE, route(0x0A000100, 24, 0x0B0B0B0B0B0B, 3))
     return p

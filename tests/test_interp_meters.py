@@ -3,9 +3,10 @@ from pathlib import Path
 
 import pytest
 
+from p4target import load
 from p4target import state as st
 from p4target.frontend import load_program
-from p4target.native.pipeline import ENGINES, make_pipeline
+from p4target.load import ENGINES
 
 DATA = Path(__file__).parent / "data" / "interp"
 GREEN, YELLOW, RED = st.GREEN, st.YELLOW, st.RED
@@ -15,7 +16,7 @@ SLOW = st.MeterConfig(cir=1, cburst=1, pir=1, pburst=2)
 
 @pytest.fixture(params=ENGINES)
 def pipeline(request):
-    p = make_pipeline(load_program(str(DATA / "meters.p4")), request.param)
+    p = load.pipeline(load_program(str(DATA / "meters.p4")), request.param)
     p.state.insert_entry("Ing.t", st.TableEntry({"hdr.h.idx": st.Exact(1)}, "Ing.police"))
     return p
 

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
+from p4target import load
 from p4target.frontend import load_program
-from p4target.pipeline import Pipeline
 
 DATA = Path(__file__).parent / "data" / "interp"
 OK, TOO_SHORT, NO_MATCH, STACK_OOB, BAD_N = 0, 1, 2, 3, 4
@@ -12,7 +12,7 @@ OK, TOO_SHORT, NO_MATCH, STACK_OOB, BAD_N = 0, 1, 2, 3, 4
 
 @pytest.fixture(scope="module")
 def pipeline():
-    return Pipeline(load_program(str(DATA / "parser.p4")))
+    return load.pipeline(load_program(str(DATA / "parser.p4")), "python")
 
 
 def run(pipeline, data: bytes) -> tuple[tuple[int, int, int], bytes]:

@@ -3,8 +3,9 @@ from pathlib import Path
 
 import pytest
 
+from p4target import load
 from p4target.frontend import load_program
-from p4target.native.pipeline import ENGINES, make_pipeline
+from p4target.load import ENGINES
 from p4target.pipeline import (
     E2E_CLONE,
     I2E_CLONE,
@@ -12,7 +13,6 @@ from p4target.pipeline import (
     RECIRCULATED,
     REPLICATED,
     RESUBMITTED,
-    Pipeline,
 )
 
 DATA = Path(__file__).parent / "data" / "interp"
@@ -20,7 +20,7 @@ DATA = Path(__file__).parent / "data" / "interp"
 
 @pytest.fixture(params=ENGINES)
 def pipeline(request):
-    return make_pipeline(load_program(str(DATA / "pre.p4")), request.param)
+    return load.pipeline(load_program(str(DATA / "pre.p4")), request.param)
 
 
 def hdr(data: bytes) -> dict[str, int]:
@@ -122,7 +122,7 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 
 def test_field_list_named_by_a_constant_is_preserved_in_clones():
     from p4target.frontend import load_source
-    pipe = Pipeline(load_source(FIELD_LIST_PROGRAM, "fl.p4"))
+    pipe = load.pipeline(load_source(FIELD_LIST_PROGRAM, "fl.p4"), "python")
     pipe.state.clone_session_insert(5, [(7, 0)])
     out = dict(pipe.process(1, bytes([0, 0, 0])))
     assert out[7] == bytes([0, 0x11, 0])  # the clone kept m.kept (list KEEP = 3), not m.lost

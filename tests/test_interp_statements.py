@@ -3,18 +3,18 @@ from pathlib import Path
 
 import pytest
 
+from p4target import load
 from p4target.backends import hashes
 from p4target.errors import P4Error
 from p4target.frontend import load_program, load_source
-from p4target.native.pipeline import ENGINES, make_pipeline
-from p4target.pipeline import Pipeline
+from p4target.load import ENGINES
 
 DATA = Path(__file__).parent / "data" / "interp"
 
 
 @pytest.fixture(scope="module", params=ENGINES)
 def pipeline(request):
-    return make_pipeline(load_program(str(DATA / "misc.p4")), request.param)
+    return load.pipeline(load_program(str(DATA / "misc.p4")), request.param)
 
 
 def a_hdr(x: int, y: int, sw: int) -> bytes:
@@ -70,7 +70,7 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 def test_unsupported_construct_is_a_one_line_p4_error():
     program = load_source(RUNTIME_HASH_PROGRAM, "hash.p4")  # p4c accepts a run-time hash algorithm
     with pytest.raises(P4Error) as info:
-        Pipeline(program)
+        load.pipeline(program, "python")
     text = str(info.value)
     assert text.startswith("hash.p4:12:") and "a run-time hash algorithm" in text and "\n" not in text
     assert info.value.exit_code == 2

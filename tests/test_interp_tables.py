@@ -3,16 +3,17 @@ from pathlib import Path
 
 import pytest
 
+from p4target import load
 from p4target import state as st
 from p4target.frontend import load_program
-from p4target.native.pipeline import ENGINES, make_pipeline
+from p4target.load import ENGINES
 
 DATA = Path(__file__).parent / "data" / "interp"
 
 
 @pytest.fixture(params=ENGINES)
 def pipeline(request):
-    p = make_pipeline(load_program(str(DATA / "tables.p4")), request.param)
+    p = load.pipeline(load_program(str(DATA / "tables.p4")), request.param)
     s = p.state
     s.insert_entry("Ing.tern", st.TableEntry({"hdr.h.k": st.Ternary(0x10, 0xF0)}, "Ing.mark", {"v": 1}, priority=10))
     s.insert_entry("Ing.tern", st.TableEntry({"hdr.h.k": st.Ternary(0x12, 0xFF)}, "Ing.mark", {"v": 2}, priority=20))

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from p4target import load
 from p4target.frontend import load_program
-from p4target.pipeline import Pipeline
 
 DATA = Path(__file__).parent / "data" / "interp"
 IN_BITS, OUT_BITS = 4 + 200 + 4 + 256, 256 + 200 + 32 + 16 + 48 + 8 + 8 + 200
@@ -15,7 +15,7 @@ IN_BITS, OUT_BITS = 4 + 200 + 4 + 256, 256 + 200 + 32 + 16 + 48 + 8 + 8 + 200
 
 @pytest.fixture(scope="module")
 def pipeline():
-    return Pipeline(load_program(str(DATA / "wide.p4")))
+    return load.pipeline(load_program(str(DATA / "wide.p4")), "python")
 
 
 def bits(v: int, hi: int, lo: int) -> int:

@@ -80,3 +80,15 @@ def test_no_module_imports_itself_back():
     g.remove_edges_from([(a, b) for a, b in list(g.edges) if b.startswith(a + ".")])
     cycles = sorted(" -> ".join(c + [c[0]]) for c in nx.simple_cycles(g))
     assert cycles == []
+
+
+def test_no_test_imports_a_script():
+    """scripts/ are command lines; what a test runs lives in a package or in tests/ (the fuzzers' harnesses)."""
+    scripts = {p.stem for p in (REPO / "scripts").glob("*.py")}
+    wrong = []
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        wrong += [f"{path.relative_to(REPO)} imports scripts/{name}.py" for name in sorted(names & scripts)]
+    assert wrong == []

@@ -16,10 +16,10 @@ from pathlib import Path
 import corpus
 import pytest
 
+from p4target import load
 from p4target.frontend import load_program
 from p4target.lowered import bmv2_json, to_json
 from p4target.lowered.from_ir import lower_program
-from p4target.pipeline import Pipeline
 from p4target.stf import StfRunner, parse_stf
 
 REPO = Path(__file__).resolve().parent.parent
@@ -28,7 +28,7 @@ CORPUS = corpus.CORPUS
 
 def run_stf(program, name: str) -> None:
     stf = CORPUS / f"{name}.stf"
-    result = StfRunner(Pipeline(program), str(stf)).run(parse_stf(stf.read_text(), str(stf)))
+    result = StfRunner(load.pipeline(program, "python"), str(stf)).run(parse_stf(stf.read_text(), str(stf)))
     assert result.passed, result.report(name)
 
 

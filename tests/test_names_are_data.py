@@ -20,6 +20,7 @@ from pathlib import Path
 import corpus
 import pytest
 
+from p4target import load
 from p4target import state as st
 from p4target.backends.c import generate_c
 from p4target.backends.source_text import IDENTIFIER, Identifiers, c_string, identifier
@@ -30,8 +31,7 @@ from p4target.lowered import bmv2_json
 from p4target.lowered import model as m
 from p4target.lowered.from_ir import lower_program
 from p4target.native.build import compiler
-from p4target.native.pipeline import NativePipeline, make_pipeline
-from p4target.pipeline import Pipeline
+from p4target.native.pipeline import NativePipeline
 
 REPO = Path(__file__).resolve().parent.parent
 NAMED = REPO / "tests" / "data" / "names" / "named.p4"
@@ -108,7 +108,7 @@ def exercise(pipeline, payload: str, digest: str) -> None:
 
 def loaded(program, engine: str):
     """The program on `engine`: native must run natively (a fallback would hide a printer that choked)."""
-    pipeline = make_pipeline(program, engine)
+    pipeline = load.pipeline(program, engine)
     assert isinstance(pipeline, NativePipeline) == (engine == "native")
     return pipeline
 
@@ -193,7 +193,7 @@ def test_every_name_of_a_program_prints_as_data(path):
     program = renamed(lower_program(load_program(str(path))))
     assert all(t.name.endswith(RENAMED) for pl in program.pipelines for t in pl.tables)
     c = generate_c(program).source
-    python = Pipeline(program)
+    python = load.pipeline(program, "python")
     for source in (c, python.source):
         assert "*/\n#" not in source and source.isascii()
     assert all(name.endswith(RENAMED) for name in python.state.schema.tables)

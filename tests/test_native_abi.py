@@ -1,14 +1,15 @@
-"""The ctypes table in engine.py against the engine's C declarations (engine/api.h): the same functions, the
+"""The ctypes table in binding.py against the engine's C declarations (engine/api.h): the same functions, the
 same argument and return types, and a built library exporting exactly those functions."""
 import ctypes
 import re
 import subprocess
 from ctypes import POINTER, c_char_p, c_double, c_int, c_int64, c_uint8, c_uint32, c_uint64, c_void_p
 
+from p4target import load
+from p4target.backends.c import generate_c
 from p4target.frontend import load_program
+from p4target.native.binding import _SIGNATURES
 from p4target.native.build import ENGINE, build
-from p4target.native.engine import _SIGNATURES
-from p4target.native.pipeline import generate
 
 # Each C type and the ctypes types that pass it (bytes go in as c_char_p where Python hands a bytes object).
 C_TYPES = {
@@ -55,7 +56,7 @@ def test_the_checker_catches_a_wrong_type():
 
 
 def test_a_built_program_exports_exactly_the_api():
-    with build(generate(load_program("p4src/aggnet.p4"))[1].source) as lib:
+    with build(generate_c(load.lowered(load_program("p4src/aggnet.p4")).form).source) as lib:
         nm = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True)
         exported = {line.split()[-1] for line in nm.stdout.splitlines() if line.split()[-2:-1] == ["T"]}
         assert exported == set(_SIGNATURES)

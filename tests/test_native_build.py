@@ -11,10 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from p4target import load
+from p4target.backends.c import generate_c
 from p4target.backends.hashes import crc16
 from p4target.frontend import load_source
+from p4target.load import NATIVE_ONLY_ENV, NativeUnavailable
 from p4target.native.build import BuildError, build, compiler, engine_library
-from p4target.native.pipeline import NATIVE_ONLY_ENV, NativePipeline, NativeUnavailable, generate, make_pipeline
+from p4target.native.pipeline import NativePipeline
 from p4target.pipeline import Pipeline
 
 REPO = Path(__file__).resolve().parent.parent
@@ -58,7 +61,7 @@ def _build(source: str) -> str:
 
 def test_concurrent_builds_of_one_program_agree(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    source = generate(load_source(PROGRAM % ("", ""), "p.p4"))[1].source
+    source = generate_c(load.lowered(load_source(PROGRAM % ("", ""), "p.p4")).form).source
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         paths = pool.map(_build, [source, source])
     assert paths[0] == paths[1] and paths[0].startswith(str(tmp_path))
@@ -67,15 +70,15 @@ def test_concurrent_builds_of_one_program_agree(tmp_path, monkeypatch):
         engine = lib.name  # the engine library both were linked with, built once
     assert left == sorted([Path(paths[0]).name, Path(paths[0]).stem + ".lock", engine, engine + ".lock"])
     assert sorted(p.name for p in (tmp_path / "aggnet" / "native" / engine).iterdir()) == ["constants.h", "libengine.a"]
-    pipeline = NativePipeline(load_source(PROGRAM % ("", ""), "p.p4"))
+    pipeline = load.native(load_source(PROGRAM % ("", ""), "p.p4"))
     assert pipeline.process(1, bytes([7, 0, 9])) == [(2, bytes([7, 8, 9]))]
 
 
 def test_a_computed_value_written_to_a_field_wider_than_128_bits_runs_natively():
-    pipeline = make_pipeline(load_source(WIDE_HASH, "wide.p4"), "native")
+    pipeline = load.pipeline(load_source(WIDE_HASH, "wide.p4"), "native")
     try:
         assert isinstance(pipeline, NativePipeline)
-        assert pipeline.process(1, bytes([7, 0])) == Pipeline(load_source(WIDE_HASH, "wide.p4")).process(
+        assert pipeline.process(1, bytes([7, 0])) == load.pipeline(load_source(WIDE_HASH, "wide.p4"), "python").process(
             1, bytes([7, 0])) == [(2, WIDE_HASH_OUT)]
     finally:
         pipeline.close()
@@ -87,7 +90,7 @@ def test_a_program_the_c_compiler_fails_on_runs_on_python_with_one_line(tmp_path
     monkeypatch.delenv(NATIVE_ONLY_ENV)
     program = load_source(PROGRAM % ("", ""), "p.p4")
     with caplog.at_level(logging.WARNING, logger="aggnet.native"):
-        pipeline = make_pipeline(program, "native")
+        pipeline = load.pipeline(program, "native")
     assert isinstance(pipeline, Pipeline)
     (line,) = [r.getMessage() for r in caplog.records]
     assert line.startswith("p.p4: running on the Python engine: C compiler failed on the engine's ")
@@ -148,7 +151,7 @@ def test_a_cache_others_can_write_is_not_used(tmp_path, monkeypatch, caplog):
         program = front_end(text, "p.p4")[0]
         private = cache_dir()
     assert not marker.exists()
-    assert Pipeline(program).process(1, bytes([7, 0, 9])) == [(2, bytes([7, 8, 9]))]
+    assert load.pipeline(program, "python").process(1, bytes([7, 0, 9])) == [(2, bytes([7, 8, 9]))]
     assert private != cache and private.stat().st_mode & 0o077 == 0
     [line] = {r.getMessage() for r in caplog.records}
     assert line == f"build cache {cache} is writable by others (mode 777): building in {private} instead, reusing " \
@@ -157,7 +160,7 @@ def test_a_cache_others_can_write_is_not_used(tmp_path, monkeypatch, caplog):
 
 def test_a_cache_entry_that_is_a_symlink_is_built_again(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    source = generate(load_source(PROGRAM % ("", ""), "p.p4"))[1].source
+    source = generate_c(load.lowered(load_source(PROGRAM % ("", ""), "p.p4")).form).source
     with build(source) as library:
         pass
     marker = tmp_path / "marker"
@@ -166,7 +169,7 @@ def test_a_cache_entry_that_is_a_symlink_is_built_again(tmp_path, monkeypatch):
     library.symlink_to(tmp_path / "elsewhere.so")
     with build(source) as again:
         assert again == library and not library.is_symlink() and library.stat().st_mode & 0o022 == 0
-    NativePipeline(load_source(PROGRAM % ("", ""), "p.p4")).close()
+    load.native(load_source(PROGRAM % ("", ""), "p.p4")).close()
     assert not marker.exists()
 
 
@@ -192,6 +195,19 @@ def test_cache_keys_tell_every_list_of_parts_apart(tmp_path, monkeypatch):
     assert len(set(made)) == 4 and [p.read_text() for p in made] == [repr(["a\0", "b"]), repr(["a", "\0b"]),
                                                                       repr(["a\0b"]), repr(["a", "", "b"])]
     assert (tmp_path / "aggnet").stat().st_mode & 0o777 == 0o700
+
+
+def test_aggnet_p4_build_warms_the_cache_and_names_each_program(tmp_path):
+    """`aggnet p4 build` (scripts/setup.sh runs it on p4src/): one line per program, its library or why not."""
+    good, bad = tmp_path / "p.p4", tmp_path / "bad.p4"
+    good.write_text(PROGRAM % ("", ""))
+    bad.write_text("control C(")
+    proc = subprocess.run([str(REPO / ".venv" / "bin" / "aggnet"), "p4", "build", str(good), str(bad)],
+                          capture_output=True, text=True, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")})
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert lines[0].startswith(f"{good}: {tmp_path / 'cache'}") and lines[0].endswith(".so")
+    assert lines[1].startswith(f"{bad}:") and "error" in lines[1] and len(lines) == 2
 
 
 def _blob(out: Path) -> None:
@@ -285,10 +301,10 @@ def test_with_native_only_a_failed_build_is_an_error_not_a_python_run(tmp_path, 
         monkeypatch.setenv(name, value)
     assert os.environ[NATIVE_ONLY_ENV]  # tests/conftest.py: the whole suite runs so
     with pytest.raises(NativeUnavailable) as raised:
-        make_pipeline(load_source(PROGRAM % ("", ""), "p.p4"), "native")
+        load.pipeline(load_source(PROGRAM % ("", ""), "p.p4"), "native")
     assert str(raised.value).startswith("p.p4: error: the native engine cannot run it (C compiler failed on ")
     assert str(raised.value).endswith("no space left on device) and $AGGNET_NATIVE_ONLY forbids the Python engine")
-    assert isinstance(make_pipeline(load_source(PROGRAM % ("", ""), "p.p4"), "python"), Pipeline)  # asked for
+    assert isinstance(load.pipeline(load_source(PROGRAM % ("", ""), "p.p4"), "python"), Pipeline)  # asked for
 
 
 def test_cli_with_native_only_exits_with_one_line(tmp_path):

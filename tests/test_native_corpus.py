@@ -7,8 +7,9 @@ import logging
 import corpus
 import pytest
 
+from p4target import load
 from p4target.frontend import load_program
-from p4target.native.pipeline import NativePipeline, make_pipeline
+from p4target.native.pipeline import NativePipeline
 from p4target.stf import StfRunner, parse_stf
 
 pytestmark = pytest.mark.skipif(bool(corpus.MISSING), reason=corpus.MISSING or "-")
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.skipif(bool(corpus.MISSING), reason=corpus.MISSING or "
 @pytest.mark.parametrize("name", corpus.params())
 def test_corpus_program_passes_natively_from_source(name, caplog):
     caplog.set_level(logging.WARNING, logger="aggnet.native")
-    pipeline = make_pipeline(load_program(str(corpus.CORPUS / f"{name}.p4")), "native")
+    pipeline = load.pipeline(load_program(str(corpus.CORPUS / f"{name}.p4")), "native")
     try:
         fallbacks = [r.getMessage() for r in caplog.records if r.name == "aggnet.native"]
         assert isinstance(pipeline, NativePipeline) and fallbacks == []

@@ -6,22 +6,18 @@ aggnet.p4's engine corrupts the heap (glibc aborts the child), basic.p4 and othe
 from __future__ import annotations
 
 import collections
-import sys
 from pathlib import Path
 
 import bmv2_ref
+import control_plane_fuzz as cp
+import engine_fuzz as fz
 import pytest
 
+from p4target import load
 from p4target import state as st
 from p4target.frontend import load_program
 from p4target.lowered import model as lowered
-from p4target.native.engine import Trace
-from p4target.native.pipeline import NativePipeline
-from p4target.pipeline import Pipeline
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import fuzz_control_plane as cp  # noqa: E402
-import fuzz_engine as fz  # noqa: E402
+from p4target.native.binding import Trace
 
 DATA = Path(__file__).parent / "data"
 STEPS = 600
@@ -51,7 +47,7 @@ def test_a_program_printed_from_its_lowered_form_keeps_defaultonly_actions(tmp_p
     path = tmp_path / "wide_range.p4"
     path.write_text((DATA / "native_gaps" / "wide_range.p4").read_text().replace("default_action = drop();", ""))
     program = load_program(str(path))
-    native, python = NativePipeline(program), Pipeline(program)
+    native, python = load.native(program), load.pipeline(program, "python")
     try:
         assert isinstance(native.program, lowered.Program)
         for pipeline in (native, python):
@@ -70,7 +66,7 @@ def test_a_register_written_back_after_a_packet_changed_it_is_replayed():
     the Trace once left that write out (it compared the cells with what it had last recorded, not with what the
     packet left), so the sanitized driver's replay sent a different packet."""
     trace = Trace()
-    native = NativePipeline(load_program(str(DATA / "interp" / "tables.p4")), trace=trace)
+    native = load.native(load_program(str(DATA / "interp" / "tables.p4")), trace=trace)
     try:
         sent = [native.process(1, bytes([k, 0, 0, 0, 0, 8, 0]))[0][1][1] for k in (5, 6)]
         native.state.register_write("Ing.last_k", 0, 5)  # what it held before the last packet
@@ -94,9 +90,9 @@ def test_a_direct_meter_read_on_a_miss_leaves_its_field_as_simple_switch(p4c_com
         pytest.skip(missing)
     path = str(DATA / "interp" / "meters.p4")
     program = load_program(path)
-    native = NativePipeline(program)
+    native = load.native(program)
     try:
-        with bmv2_ref.Bmv2Switch(p4c_compiler.json(path), Pipeline(program).state.schema) as bmv2:
+        with bmv2_ref.Bmv2Switch(p4c_compiler.json(path), load.pipeline(program, "python").state.schema) as bmv2:
             sent = {}
             for name, target in (("native", native), ("bmv2", bmv2)):
                 target.state.set_default("Ing.t", "Ing.police")

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data", "aggnet"))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
 import fabric as fb  # noqa: E402
-from fuzz_control_plane import mutate  # noqa: E402
+from engine_fuzz import mutate  # noqa: E402
 
+from p4target import load  # noqa: E402
 from p4target import state as st  # noqa: E402
 from p4target.frontend import load_program  # noqa: E402
-from p4target.native.pipeline import NativePipeline, make_pipeline  # noqa: E402
+from p4target.native.pipeline import NativePipeline  # noqa: E402
 from p4target.pipeline import Pipeline  # noqa: E402
 from p4target.stf import StfRunner, parse_stf  # noqa: E402
 
@@ -92,7 +92,7 @@ def test_aggnet_engines_agree(lanes):
 
 def stf_pipelines(name: str):
     program = load_program(os.path.join(STF, name + ".p4"))
-    return Pipeline(program), make_pipeline(program, "native")
+    return load.pipeline(program, "python"), load.pipeline(program, "native")
 
 
 @pytest.mark.parametrize("name", STF_PROGRAMS)
@@ -163,7 +163,7 @@ def test_a_metadata_local_and_a_log_message_come_out_as_on_python():
     from p4target.frontend import load_source
 
     program = load_source(HELD_LOCAL, "held_local.p4")
-    native, python = NativePipeline(program), Pipeline(program)
+    native, python = load.native(program), load.pipeline(program, "python")
     for engine in (native, python):
         assert engine.process(0, bytes([3, 0])) == [(1, bytes([3, 8]))]
     assert list(native.state.log) == list(python.state.log) == ["return; t=8"]

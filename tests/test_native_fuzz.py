@@ -5,21 +5,17 @@ p4c's JSON of a sample of them (p4target/backends/c.py). The same run by hand: `
 [--json]`."""
 import re
 import shutil
-import sys
 from pathlib import Path
 
+import engine_fuzz as fz
 import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
+from p4target import load
 from p4target import state as st
 from p4target.frontend import load_program
-from p4target.native.engine import Trace
-from p4target.native.pipeline import NativePipeline
-from p4target.pipeline import Pipeline
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import fuzz_engine as fz  # noqa: E402
+from p4target.native.binding import Trace
 
 SAMPLE = ["arith-bmv2", "checksum2-bmv2", "parser_error-bmv2", "issue1755-bmv2", "table-entries-ternary-bmv2",
           "union-valid-bmv2", fz.AGGNET]
@@ -77,7 +73,7 @@ def test_entries_modified_to_actions_with_more_parameters_forward_as_python_and_
     over its own key: it then missed, and its delete left a freed entry in its bucket."""
     program = load_program(str(Path(__file__).parent / "data" / "tutorial_basic" / "basic.p4"))
     trace = Trace()
-    native, python = NativePipeline(program, trace=trace), Pipeline(program)
+    native, python = load.native(program, trace=trace), load.pipeline(program, "python")
     routes = [{"hdr.ipv4.dstAddr": st.Lpm(0x0A000000 + n, 32)} for n in range(1, 5)]
     frames = [bytes(Ether() / IP(dst=f"10.0.0.{n}") / UDP()) for n in range(6)]
     outputs = {}
@@ -113,16 +109,19 @@ def test_the_driver_replays_every_call_a_trace_records():
 
 
 def test_every_engine_call_the_native_store_makes_is_traced_or_only_reads():
-    """What the control plane does to a native engine (p4target/native/store.py) reaches the sanitized driver only
-    through the Trace: each library call behind the Engine methods the store uses is recorded, or hands out a
-    view (whose register writes the Trace watches), takes the lock or drains events."""
+    """What the control plane does to a native engine (p4target/native/store/, and the externs' modules that keep
+    cells there) reaches the sanitized driver only through the Trace: each library call behind the Engine methods
+    the store uses is recorded, or hands out a view (whose register writes the Trace watches), takes the lock or
+    drains events."""
     import inspect
     import re
 
-    from p4target.native import store
-    from p4target.native.engine import Engine
+    from p4target.native.binding import Engine
 
-    methods = {m for m in re.findall(r"engine\.(\w+)", inspect.getsource(store)) if callable(getattr(Engine, m, None))}
+    repo = Path(__file__).resolve().parent.parent
+    source = "".join(p.read_text() for folder in ("p4target/native/store", "p4target/externs")
+                     for p in sorted((repo / folder).glob("*.py")))
+    methods = {m for m in re.findall(r"engine\.(\w+)", source) if callable(getattr(Engine, m, None))}
     assert {"table_add", "table_modify", "member_set", "group_set", "mc_set"} <= methods
     calls = {c for m in methods for c in re.findall(r"lib\.(eng_\w+)", inspect.getsource(getattr(Engine, m)))}
     reads = {"eng_entry_counters", "eng_entry_last_hit", "eng_register", "eng_counter", "eng_lock", "eng_unlock",

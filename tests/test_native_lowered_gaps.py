@@ -16,27 +16,25 @@ import ctypes
 import re
 import struct
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import bmv2_ref
+import engine_fuzz as fz
 import pytest
 from bm_thrift import BmClient
 from finsy.proto import p4i, p4r
 from google.protobuf import text_format
 from p4rt_raw import RawClient
 
+from p4target import load
 from p4target import state as st
 from p4target.frontend import load_program
 from p4target.lowered import bmv2_json
-from p4target.native.engine import Trace
-from p4target.native.pipeline import NativePipeline, make_pipeline
+from p4target.native.binding import Trace
+from p4target.native.pipeline import NativePipeline
 from p4target.runtime import RuntimeServer
 from p4target.runtime.bmv2_thrift import wire
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import fuzz_engine as fz  # noqa: E402
 
 # The reference runs need BMv2; the sanitizer test does not (it never skips with them).
 NEEDS_BMV2 = pytest.mark.skipif(bool(bmv2_ref.missing()), reason=bmv2_ref.missing() or "-")
@@ -59,9 +57,9 @@ def targets(name: str, folder: Path, caplog: pytest.LogCaptureFixture) -> Iterat
     """(JSON, P4Info, {target name: pipeline or Bmv2Switch}) for tests/data/native_gaps/NAME.p4."""
     json_path, p4info = p4c(name, folder)
     program = bmv2_json.load_file(str(json_path))
-    python = make_pipeline(program, "python")
-    natives = {"native": make_pipeline(program, "native"),
-               "native from source": make_pipeline(load_program(str(DATA / f"{name}.p4")), "native")}
+    python = load.pipeline(program, "python")
+    natives = {"native": load.pipeline(program, "native"),
+               "native from source": load.pipeline(load_program(str(DATA / f"{name}.p4")), "native")}
     try:
         for native in natives.values():
             assert isinstance(native, NativePipeline)  # no fallback to the Python engine
@@ -383,7 +381,7 @@ def test_wide_keys_and_lookaheads_replay_under_sanitizers():
     for name, packets in (("wide_lookahead", [data for data, _ in WL_CASES]),
                           ("wide_select", [data for data, _ in WS_CASES])):
         trace = Trace()
-        native = NativePipeline(load_program(str(DATA / f"{name}.p4")), trace=trace)
+        native = load.native(load_program(str(DATA / f"{name}.p4")), trace=trace)
         try:
             if name == "wide_select":
                 native.state.value_set_write("WsParser.flows", FLOWS)

@@ -16,24 +16,21 @@ from __future__ import annotations
 
 import logging
 import re
-import sys
 from pathlib import Path
 
 import bmv2_ref
+import engine_fuzz as fz
 import pytest
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 
+from p4target import load
 from p4target import state as st
 from p4target.frontend import load_program
 from p4target.lowered import bmv2_json
 from p4target.lowered.from_ir import lower_program
-from p4target.native.engine import Trace
-from p4target.native.pipeline import NativePipeline, make_pipeline
-from p4target.pipeline import Pipeline
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import fuzz_engine as fz  # noqa: E402
+from p4target.native.binding import Trace
+from p4target.native.pipeline import NativePipeline
 
 DATA = Path(__file__).parent / "data" / "native"
 PROFILE, SELECTOR = "MyIngress.nhops", "MyIngress.ecmp_selector"
@@ -125,7 +122,7 @@ def run_steps(target, name: str) -> list[dict[int, list[bytes]]]:
 def native(program, caplog) -> NativePipeline:
     """The program on the native engine, asserting it did not fall back to the Python engine."""
     with caplog.at_level(logging.WARNING, logger="aggnet.native"):
-        pipeline = make_pipeline(program, "native")
+        pipeline = load.pipeline(program, "native")
     assert isinstance(pipeline, NativePipeline), [r.getMessage() for r in caplog.records]
     assert [r for r in caplog.records if r.name == "aggnet.native"] == []
     return pipeline
@@ -137,7 +134,7 @@ def test_native_runs_profiles_and_selectors_as_the_python_engine(name, caplog):
     from_ir = native(program, caplog)
     lowered = native(lower_program(program), caplog)
     try:
-        expected = run_steps(Pipeline(program), name)
+        expected = run_steps(load.pipeline(program, "python"), name)
         assert run_steps(from_ir, name) == expected
         assert run_steps(lowered, name) == expected
     finally:
@@ -166,9 +163,9 @@ def test_native_sends_what_simple_switch_sends_on_the_same_p4c_json(name, p4c, c
     source = load_program(str(DATA / f"{name}.p4"))
     from_json, from_source = native(program, caplog), native(source, caplog)
     try:
-        with bmv2_ref.Bmv2Switch(json_path, Pipeline(program).state.schema) as bmv2:
+        with bmv2_ref.Bmv2Switch(json_path, load.pipeline(program, "python").state.schema) as bmv2:
             expected = run_steps(bmv2, name)
-        for target in (from_json, from_source, Pipeline(program), Pipeline(source)):
+        for target in (from_json, from_source, load.pipeline(program, "python"), load.pipeline(source, "python")):
             assert run_steps(target, name) == expected, target
     finally:
         from_json.close()
@@ -178,7 +175,7 @@ def test_native_sends_what_simple_switch_sends_on_the_same_p4c_json(name, p4c, c
 @pytest.mark.parametrize("name", ["profile", "selector"])
 def test_sanitized_engine_replays_member_and_group_writes_and_fuzzes_clean(name):
     trace = Trace()
-    pipeline = NativePipeline(load_program(str(DATA / f"{name}.p4")), trace=trace)
+    pipeline = load.native(load_program(str(DATA / f"{name}.p4")), trace=trace)
     try:
         run_steps(pipeline, name)
         source, text = pipeline.source, trace.text()

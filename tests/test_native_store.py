@@ -1,14 +1,14 @@
-"""The native engine's State (p4target/native/store.py): what the control plane writes lands in the engine's
+"""The native engine's State (p4target/native/store/): what the control plane writes lands in the engine's
 memory, and no entry object points into an engine's memory once that engine is freed."""
 from pathlib import Path
 
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
+from p4target import load
 from p4target import state as st
 from p4target.frontend import load_program
 from p4target.native.pipeline import NativePipeline
-from p4target.pipeline import Pipeline
 
 PROGRAM = Path(__file__).parent / "data" / "runtime" / "ipv4_cpu.p4"
 
@@ -20,14 +20,14 @@ def test_an_entry_outlives_its_engine_with_its_counts_and_goes_into_the_next():
     program = load_program(str(PROGRAM))
     entry = st.TableEntry({"hdr.ethernet.etherType": st.Ternary(0x0800, 0xFFFF)}, "MyIngress.drop", priority=1)
     frame = bytes(Ether() / IP(dst="10.0.0.1") / UDP())
-    first = NativePipeline(program)
+    first = load.native(program)
     first.state.insert_entry("MyIngress.acl", entry)
     for _ in range(3):
         first.process(1, frame)
     first.close()
     assert type(entry) is st.TableEntry and (entry.packets, entry.bytes) == (3, 3 * len(frame))
     counts = []
-    for pipeline in (NativePipeline(program), Pipeline(program)):
+    for pipeline in (load.native(program), load.pipeline(program, "python")):
         pipeline.state.insert_entry("MyIngress.acl", entry)
         pipeline.process(1, frame)
         counts.append(pipeline.state.table("MyIngress.acl").entries()[0].packets)

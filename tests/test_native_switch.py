@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from procs import free_port, wait_until
 
+from p4target import load
 from p4target.ports import read_pcap
 from p4target.sidechannel import SideChannelError, send_command
 
@@ -159,7 +160,6 @@ def test_a_frame_right_after_set_pipeline_runs_on_the_new_pipeline(veths):
     """What a PTF test does in every setUp: push a pipeline, then send at once. The old engine must not
     take (or drop) that frame: set_pipeline returns once the packet path has let go of the old one."""
     from p4target.frontend import load_source
-    from p4target.native.pipeline import NativePipeline
     from p4target.switch import Switch
 
     programs = [load_source(MARKER.replace("MARK", str(mark)), f"mark{mark}.p4") for mark in (0xA, 0xB)]
@@ -167,11 +167,11 @@ def test_a_frame_right_after_set_pipeline_runs_on_the_new_pipeline(veths):
     loop = threading.Thread(target=switch.run, daemon=True)
     rx, tx = peer_sockets(0x88B5)
     try:
-        switch.set_pipeline(NativePipeline(programs[0]))
+        switch.set_pipeline(load.native(programs[0]))
         loop.start()
         for n in range(8):
             mark = 0xA if n % 2 else 0xB
-            switch.set_pipeline(NativePipeline(programs[n % 2 == 0]))
+            switch.set_pipeline(load.native(programs[n % 2 == 0]))
             tx.send(bytes(6) + bytes(5) + b"\x09" + b"\x88\xb5" + bytes([n]) * 46)
             got = rx.recv(2048)
             assert (got[14], got[6:12]) == (n, mark.to_bytes(6, "big")), f"round {n}: {got[:15].hex()}"

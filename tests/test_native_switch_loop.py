@@ -4,9 +4,8 @@ Python, an engine swap to a Python pipeline and back, and a clean stop."""
 import queue
 import threading
 
+from p4target import load
 from p4target.frontend import load_source
-from p4target.native.pipeline import NativePipeline
-from p4target.pipeline import Pipeline
 from p4target.switch import Switch
 
 PUNT = """
@@ -38,7 +37,7 @@ def test_packet_out_in_digests_logs_engine_swap_and_stop():
     switch = Switch({}, cpu_port=255)
     punted: queue.Queue = queue.Queue()
     switch.packet_in = punted.put
-    native = NativePipeline(program)
+    native = load.native(program)
     switch.set_pipeline(native)
     loop = threading.Thread(target=switch.run, daemon=True)
     loop.start()
@@ -47,11 +46,11 @@ def test_packet_out_in_digests_logs_engine_swap_and_stop():
         assert punted.get(timeout=10) == bytes([7, 8])
         assert native.state.drain_digests() == [("learn_t", (7, 255))]
         assert "punting a=7" in native.state.log
-        python = Pipeline(program)
+        python = load.pipeline(program, "python")
         switch.set_pipeline(python)  # the engine's loop ends, the Python loop takes over
         switch.inject(3, bytes([1, 0]))
         assert punted.get(timeout=10) == bytes([1, 2])
-        again = NativePipeline(program)
+        again = load.native(program)
         switch.set_pipeline(again)
         switch.inject(4, bytes([2, 0]))
         assert punted.get(timeout=10) == bytes([2, 3])

@@ -5,8 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from p4target import load
 from p4target.frontend import load_program
-from p4target.native.pipeline import ENGINES, NativePipeline, make_pipeline
+from p4target.load import ENGINES
+from p4target.native.pipeline import NativePipeline
 from p4target.state import InvalidArgument
 
 PROGRAM = Path(__file__).resolve().parent / "data" / "stf" / "wide_values.p4"
@@ -16,7 +18,7 @@ C_200 = (0xAB << 192) | (0x1234 << 100) | 0x77  # a 200-bit value with bits in e
 
 @pytest.fixture(params=ENGINES)
 def pipeline(request):
-    p = make_pipeline(load_program(str(PROGRAM)), request.param)
+    p = load.pipeline(load_program(str(PROGRAM)), request.param)
     assert isinstance(p, NativePipeline) == (request.param == "native")  # native: no fallback to Python
     yield p
     if isinstance(p, NativePipeline):

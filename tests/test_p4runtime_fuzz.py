@@ -1,18 +1,14 @@
-"""P4Runtime writes fuzzed into a running `aggnet switch` over real gRPC (scripts/fuzz_p4runtime.py),
+"""P4Runtime writes fuzzed into a running `aggnet switch` over real gRPC (tests/p4runtime_fuzz.py),
 bounded: valid-looking entities of every kind with wrong ids, widths, kinds, parameters and update
 orders mixed in get clean gRPC answers, the switch keeps answering reads and still takes a valid
 write. The full run (20,000 updates a program): `python scripts/fuzz_p4runtime.py`."""
-import sys
-from pathlib import Path
 
+import p4runtime_fuzz as fz
 import pytest
 
 from p4target.device_config import device_config_source
 from p4target.externs.register import Register
 from p4target.runtime import RuntimeServer
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import fuzz_p4runtime as fz  # noqa: E402
 
 UPDATES = 1500
 

@@ -17,7 +17,7 @@ from procs import free_port
 
 from p4target.frontend import load_source
 from p4target.limits import STREAM_QUEUE
-from p4target.native.pipeline import ENGINES
+from p4target.load import ENGINES
 from p4target.p4info import build_p4info
 from p4target.runtime import RuntimeServer
 

@@ -29,7 +29,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from p4target.frontend import load_program
-from p4target.native.pipeline import ENGINES
+from p4target.load import ENGINES
 from p4target.p4info import build_p4info
 from p4target.runtime import RuntimeServer
 from p4target.runtime.errors import RuntimeStatus

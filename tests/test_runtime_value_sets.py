@@ -16,10 +16,11 @@ from finsy.proto import p4r
 from google.protobuf import text_format
 from p4rt_raw import RawClient, write_codes
 
+from p4target import load
 from p4target.frontend import load_program
+from p4target.load import ENGINES
 from p4target.lowered import bmv2_json
 from p4target.lowered.from_ir import lower_program
-from p4target.native.pipeline import ENGINES, make_pipeline
 from p4target.p4info import build_p4info
 from p4target.runtime import RuntimeServer
 
@@ -119,7 +120,7 @@ FORMS = ["source", "lowered", pytest.param("p4c_json", marks=pytest.mark.skipif(
 def test_every_form_of_the_program_matches_its_value_sets(form, engine, tmp_path):
     program = {"source": lambda: load_program(str(PROGRAM)), "lowered": lambda: lower_program(load_program(str(PROGRAM))),
                "p4c_json": lambda: bmv2_json.load_file(str(p4c_json(tmp_path)))}[form]()
-    pipeline = make_pipeline(program, engine)
+    pipeline = load.pipeline(program, engine)
     assert getattr(pipeline, "engine_name", "python") == engine
     try:
         assert pipeline.process(0, frame(0x88B5)) == [(1, frame(0x88B5))]

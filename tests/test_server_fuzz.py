@@ -1,15 +1,13 @@
-"""The switch's servers fuzzed over their wires (scripts/fuzz_server.py), bounded for CI: grammar-aware P4Runtime
+"""The switch's servers fuzzed over their wires (tests/server_fuzz.py), bounded for CI: grammar-aware P4Runtime
 requests and stream sessions, and Thrift calls and line commands, each answered cleanly while a well-behaved
 controller, Thrift client and line client stay served; the native engine's traced calls then replay clean
 under ASan, UBSan and LeakSanitizer. The findings of longer runs are regression tests below and in the files
 they name. The full run (5,000 steps a fuzzer): `python scripts/fuzz_server.py`."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import grpc
 import pytest
+import server_fuzz as fs
 from finsy.proto import p4r
 from google.protobuf import any_pb2
 from p4rt_raw import RawClient, write_codes
@@ -20,9 +18,6 @@ from p4target.p4info import build_p4info
 from p4target.runtime import RuntimeServer
 from p4target.runtime.errors import RuntimeStatus
 from p4target.runtime.roles import P4RoleConfig, RoleScope
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import fuzz_server as fs  # noqa: E402
 
 STEPS = {"p4runtime": 1500, "thrift": 5000}
 

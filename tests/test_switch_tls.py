@@ -20,7 +20,7 @@ from procs import free_port, stop_process, wait_for
 
 from controller.p4rt import P4RuntimeError, SwitchConnection
 from p4target.runtime.roles import P4RoleConfig
-from p4target.runtime.tls import TlsFiles
+from p4target.tls import TlsFiles
 from testbed.counters_cli import parse_switch_command
 from testbed.tls import RunPki, make_pki, pki_files
 

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from procs import free_port, wait_until
 
+from p4target import load
 from p4target.frontend import load_source
-from p4target.native.pipeline import NativePipeline, make_pipeline
+from p4target.native.pipeline import NativePipeline
 from p4target.pipeline import Pipeline
 from p4target.sidechannel import SideChannelServer, send_command
 from p4target.switch import Switch
@@ -103,7 +104,7 @@ def receive(socks: dict[int, socket.socket], count: int, timeout_s: float | None
 @pytest.mark.parametrize("engine", ["native", "python"])
 def test_ingress_delay_holds_a_port_in_order_and_no_other(peers, engine):
     switch = Switch(SW)
-    switch.set_pipeline(make_pipeline(load_source(CROSS, "cross.p4"), engine))
+    switch.set_pipeline(load.pipeline(load_source(CROSS, "cross.p4"), engine))
     assert isinstance(switch.pipeline, NativePipeline if engine == "native" else Pipeline)
     thrift = free_port()
     server = SideChannelServer(switch, thrift).start()
@@ -146,14 +147,14 @@ def test_ingress_delay_holds_a_port_in_order_and_no_other(peers, engine):
 def test_the_native_engine_takes_waiting_frames_and_gives_its_ports_back_at_every_swap(peers):
     program = load_source(CROSS, "cross.p4")
     switch = Switch(SW)
-    switch.set_pipeline(make_pipeline(program, "native"))
+    switch.set_pipeline(load.pipeline(program, "native"))
     peers[1].send(frame(1))  # waits on the port's socket: the loop (and its rings) are not there yet
     loop = threading.Thread(target=switch.run, daemon=True)
     loop.start()
     try:
         assert [(port, n) for port, n, _ in receive(peers, 1)] == [(2, 1)]
         for engine, n in (("python", 10), ("native", 20), ("native", 30), ("python", 40)):
-            switch.set_pipeline(make_pipeline(program, engine))  # returns once the old loop let go of the ports
+            switch.set_pipeline(load.pipeline(program, engine))  # returns once the old loop let go of the ports
             for k in range(3):
                 peers[1].send(frame(n + k))
             peers[2].send(frame(n + 5))
@@ -171,7 +172,7 @@ def test_the_native_engine_takes_waiting_frames_and_gives_its_ports_back_at_ever
 
 def test_a_frame_bigger_than_a_ring_slot_arrives_whole(peers):
     switch = Switch(SW)
-    switch.set_pipeline(make_pipeline(load_source(CROSS, "cross.p4"), "native"))
+    switch.set_pipeline(load.pipeline(load_source(CROSS, "cross.p4"), "native"))
     loop = threading.Thread(target=switch.run, daemon=True)
     loop.start()
     try:
@@ -209,7 +210,7 @@ def test_native_sends_in_order_around_big_frames_and_drops_what_a_downed_port_he
         ip("link", "set", ifname, "mtu", "4000")
     big = frame(2) + bytes(range(256)) * 12  # 3,132 bytes: more than a 2,048-byte send ring frame
     switch = Switch(SW)
-    switch.set_pipeline(make_pipeline(load_source(CROSS, "cross.p4"), "native"))
+    switch.set_pipeline(load.pipeline(load_source(CROSS, "cross.p4"), "native"))
     for data in (frame(1), big, frame(3), frame(4)):
         peers[1].send(data)  # waiting on the port's socket: the loop takes them in one batch
     before = xdp_sockets()

@@ -43,6 +43,8 @@ import numpy as np
 from p4target.lowered import model as m
 
 if TYPE_CHECKING:
+    from p4target.backends.python_module import PyModule
+    from p4target.backends.python_primitives import PyPrimitives
     from p4target.backends.python_values import PyValues
 
 MIN_GROUPS = 4
@@ -60,7 +62,7 @@ class _Reject(Exception):
     """The run is outside what vector mode can prove equivalent; it stays scalar."""
 
 
-def _sig(v: m.Value | None, p: PyValues, consts: list[tuple[object, int]]) -> tuple:
+def _sig(v: m.Value | None, p: PyModule, consts: list[tuple[object, int]]) -> tuple:
     """Structural key of a value without its integer constants (appended to `consts` as (node, value))."""
     if v is None:
         return ("-",)
@@ -84,7 +86,7 @@ def _sig(v: m.Value | None, p: PyValues, consts: list[tuple[object, int]]) -> tu
     raise _Reject(type(v).__name__)
 
 
-def _prim_sig(prim: m.Primitive, p: PyValues, consts: list[tuple[object, int]]) -> tuple:
+def _prim_sig(prim: m.Primitive, p: PyModule, consts: list[tuple[object, int]]) -> tuple:
     if prim.op not in _PRIMITIVES:
         raise _Reject(prim.op)
     return (prim.op, *(_sig(v, p, consts) for v in prim.parameters))
@@ -121,14 +123,14 @@ def _width_range(width: int, signed: bool) -> tuple[int, int]:
 class Vectorizer:
     """Rerolls the actions of one Python printer (module docstring)."""
 
-    def __init__(self, printer: PyValues):
-        self.p = printer
+    def __init__(self, o: PyModule, v: PyValues, s: PyPrimitives):
+        self.o, self.v, self.s = o, v, s
         self.runs: list[_Run] = []
         self._sigs: dict[int, tuple[tuple, list[tuple[object, int]]]] = {}  # id(primitive) -> its shape, constants
         self._refused = 0
         self.reads: dict[m.Field, int] | None = None
         self.rerolled: dict[int, m.Action] = {}  # action id -> the action rerolled
-        printer.ns["_np"] = np
+        o.ns["_np"] = np
 
     def reroll(self, a: m.Action) -> m.Action:
         """`a` with each vectorisable run replaced by one `_vector` primitive (jump targets renumbered); once per
@@ -181,7 +183,7 @@ class Vectorizer:
         keys = []
         for n, prim in enumerate(prims):
             try:
-                keys.append(interned.setdefault(_prim_sig(prim, self.p, []), len(interned)))
+                keys.append(interned.setdefault(_prim_sig(prim, self.o, []), len(interned)))
             except _Reject:
                 keys.append(-1 - n)
         return keys
@@ -206,7 +208,7 @@ class Vectorizer:
             if groups < MIN_GROUPS or best is not None and groups * length <= len(best.prims):
                 continue
             try:
-                best = _Run(self.p, a, prims[i:i + groups * length], length, groups, steps, self._reads())
+                best = _Run(self.o, self.v, self.s, a, prims[i:i + groups * length], length, groups, steps, self._reads())
             except _Reject:
                 self._refused += 1
                 continue
@@ -215,7 +217,7 @@ class Vectorizer:
     def _reads(self) -> dict[m.Field, int]:
         """The program's field_reads, counted at the first run analysed."""
         if self.reads is None:
-            self.reads = m.field_reads(self.p.p)
+            self.reads = m.field_reads(self.o.p)
         return self.reads
 
     def _sig(self, prim: m.Primitive) -> tuple[tuple, list[tuple[object, int]]]:
@@ -223,7 +225,7 @@ class Vectorizer:
         got = self._sigs.get(id(prim))
         if got is None:
             consts: list[tuple[object, int]] = []
-            got = self._sigs[id(prim)] = (_prim_sig(prim, self.p, consts), consts)
+            got = self._sigs[id(prim)] = (_prim_sig(prim, self.o, consts), consts)
         return got
 
     def _affine_groups(self, prims: list[m.Primitive], i: int, length: int, most: int) -> tuple[int, dict[int, int]]:
@@ -274,9 +276,9 @@ def _without_round_trips(body: list[str]) -> list[str]:
 class _Run:
     """One candidate run: analysed (raises _Reject) and its vector code printed on creation."""
 
-    def __init__(self, printer: PyValues, action: m.Action, prims: list[m.Primitive], length: int, groups: int,
-                 steps: dict[int, int], reads: dict[m.Field, int]):
-        self.p = printer
+    def __init__(self, o: PyModule, v: PyValues, s: PyPrimitives, action: m.Action, prims: list[m.Primitive],
+                 length: int, groups: int, steps: dict[int, int], reads: dict[m.Field, int]):
+        self.o, self.v, self.s = o, v, s
         self.action = action
         self.prims = prims
         self.G = groups
@@ -307,7 +309,7 @@ class _Run:
         field_reads): after the vector code a temporary needs its last lane's value only then. A local of the
         lowering (user metadata) that only this run names is dead after it; standard metadata and headers are
         read by the flow itself."""
-        header = self.p.p.header(f.header)
+        header = self.o.p.header(f.header)
         if not header.metadata or f.header == "standard_metadata" or reads.get(m.Field(f.header, "*")):
             return True
         return reads.get(f, 0) > mine.get(f, 0)
@@ -328,7 +330,7 @@ class _Run:
 
         def touch(v: m.Value | None, write: bool = False) -> None:
             if isinstance(v, m.Field):
-                slot, _ = self.p.L.field_slot(v)
+                slot, _ = self.o.L.field_slot(v)
                 d = self.step(v)
                 if d < 0:
                     raise _Reject("a field stepping backwards")
@@ -356,12 +358,12 @@ class _Run:
                 touch(ps[1])
                 touch(ps[0], write=True)
             elif prim.op == "register_read":
-                reg = self.p.named(ps[1], "register_array")
+                reg = self.v.named(ps[1], "register_array")
                 registers.setdefault(reg, set()).add(self._mapping_key(ps[2]))
                 touch(ps[2])
                 touch(ps[0], write=True)
             else:  # register_write
-                reg = self.p.named(ps[0], "register_array")
+                reg = self.v.named(ps[0], "register_array")
                 registers.setdefault(reg, set()).add(self._mapping_key(ps[1]))
                 written_registers.add(reg)
                 touch(ps[1])
@@ -384,13 +386,13 @@ class _Run:
 
     def _mapping_key(self, index: m.Value | None) -> tuple:
         consts: list[tuple[object, int]] = []
-        return (_sig(index, self.p, consts), tuple((v, self.step(node)) for node, v in consts))
+        return (_sig(index, self.o, consts), tuple((v, self.step(node)) for node, v in consts))
 
     def _reduction(self, dst: m.Value, src: m.Value | None) -> tuple[int, m.Value] | None:
         """(slot, per-lane operand) if `dst = (dst | e) & mask` (or without the mask) into a fixed unsigned slot."""
         if not isinstance(dst, m.Field) or self.step(dst):
             return None
-        slot, ftype = self.p.L.field_slot(dst)
+        slot, ftype = self.o.L.field_slot(dst)
         if ftype is None or ftype.signed:
             return None
         if isinstance(src, m.Expr) and src.op == "&" and isinstance(src.right, m.Const) and not self.step(src.right):
@@ -398,7 +400,7 @@ class _Run:
         if not (isinstance(src, m.Expr) and src.op == "|"):
             return None
         for mine, other in ((src.left, src.right), (src.right, src.left)):
-            if isinstance(mine, m.Field) and not self.step(mine) and self.p.L.field_slot(mine)[0] == slot:
+            if isinstance(mine, m.Field) and not self.step(mine) and self.o.L.field_slot(mine)[0] == slot:
                 assert other is not None
                 return slot, other
         return None
@@ -411,7 +413,7 @@ class _Run:
             return f"({code})"
         name = self.memo.get(code)
         if name is None:
-            name = self.p.tmp("v")
+            name = self.o.tmp("v")
             self.body.append(f"{name} = {code}")
             if "_np.array(" not in code:
                 self.memo[code] = name
@@ -422,8 +424,8 @@ class _Run:
         if not d:
             return _ranged(str(node.value), False, node.value, node.value)
         values = [node.value + d * k for k in range(self.G)]
-        name = self.p.tmp("V")
-        self.p.ns[name] = np.array(values, dtype=np.int64)
+        name = self.o.tmp("V")
+        self.o.ns[name] = np.array(values, dtype=np.int64)
         val = _ranged(name, True, min(values), max(values))
         val.affine = ("0", node.value, d, None)
         return val
@@ -434,7 +436,7 @@ class _Run:
     def value(self, v: m.Value | None) -> _Val:
         """The vector code of a value (module docstring: what may appear)."""
         if isinstance(v, m.Field):
-            slot, ftype = self.p.L.field_slot(v)
+            slot, ftype = self.o.L.field_slot(v)
             if ftype is None:
                 return _ranged(f"F[{slot}]", False, 0, 1, boolean=True)
             assert ftype.width is not None
@@ -522,7 +524,7 @@ class _Run:
     def _pure(self, v: m.Value | None) -> bool:
         """The same in every lane and not written by the run: computable once before it."""
         if isinstance(v, m.Field):
-            return not self.step(v) and self.p.L.field_slot(v)[0] not in self.written
+            return not self.step(v) and self.o.L.field_slot(v)[0] not in self.written
         if isinstance(v, m.Const):
             return not self.step(v)
         if isinstance(v, m.Expr):
@@ -555,12 +557,12 @@ class _Run:
         if val.affine is None or val.affine[2] <= 0:
             raise _Reject("a register index that is not E + c_k with c stepping up")
         base_code, c0, d, mask = val.affine
-        size = self.p.state.registers[reg].schema.size
+        size = self.o.state.registers[reg].schema.size
         if mask is not None and (mask & (mask + 1) or size - 1 > mask):
             raise _Reject("a register index mask that could wrap inside the register")
         base = self.bases.get(base_code)
         if base is None:
-            base = self.bases[base_code] = self.p.tmp("e")
+            base = self.bases[base_code] = self.o.tmp("e")
             self.pre.append(f"{base} = {base_code}")
         first, last = c0, c0 + d * (self.G - 1)
         self.conds.append(f"0 <= {base} + {first} and {base} + {last} < {size}")
@@ -571,8 +573,8 @@ class _Run:
         cells, c0, d = self._index(reg, index)
         key = ("R", reg, cells)
         if key not in self.cache:
-            values = self.p.global_of("_R", self.p.state.registers[reg].values)
-            width = self.p.state.registers[reg].schema.bitwidth
+            values = self.o.global_of("_R", self.o.state.registers[reg].values)
+            width = self.o.state.registers[reg].schema.bitwidth
             self.cache[key] = _ranged(self._tmp(f"_np.array({values}[{cells}], dtype=_np.int64)"), True,
                                       0, (1 << width) - 1)
         return self.cache[key]
@@ -605,7 +607,7 @@ class _Run:
     def _store(self, dst: m.Value, val: _Val) -> None:
         if not isinstance(dst, m.Field):
             raise _Reject("a write to something other than a field")
-        slot, ftype = self.p.L.field_slot(dst)
+        slot, ftype = self.o.L.field_slot(dst)
         if ftype is None or ftype.width is None:
             raise _Reject("a write to a validity or varbit field")
         val = self._stored(val, ftype.width, ftype.signed)
@@ -622,7 +624,7 @@ class _Run:
         ps = prim.parameters
         if prim.op in ("assign", "modify_field"):
             dst = ps[0]
-            slot = self.p.L.field_slot(dst)[0] if isinstance(dst, m.Field) and not self.step(dst) else None
+            slot = self.o.L.field_slot(dst)[0] if isinstance(dst, m.Field) and not self.step(dst) else None
             if slot in self.reductions and isinstance(dst, m.Field):
                 operand: m.Value | None = self.reductions[slot]
                 while isinstance(operand, m.Expr) and operand.op == "&" and isinstance(operand.right, m.Const) \
@@ -635,32 +637,32 @@ class _Run:
                     raise _Reject("an OR reduction of negative values")
                 reduce = f"{e.code}.any()" if e.hi <= 1 else f"_np.bitwise_or.reduce({e.code})"
                 term = f"int({reduce})" if e.lane else f"int({e.code})"
-                width = self.p.L.width(dst)
+                width = self.o.L.width(dst)
                 self.body.append(f"F[{slot}] = (F[{slot}] | {term}) & {(1 << width) - 1:#x}")
             else:
                 self._store(ps[0], self.value(ps[1]))
         elif prim.op == "register_read":
-            self._store(ps[0], self._register_read(self.p.named(ps[1], "register_array"), ps[2]))
+            self._store(ps[0], self._register_read(self.v.named(ps[1], "register_array"), ps[2]))
         else:  # register_write
-            reg = self.p.named(ps[0], "register_array")
+            reg = self.v.named(ps[0], "register_array")
             cells, _, _ = self._index(reg, ps[1])
-            val = self._stored(self.value(ps[2]), self.p.state.registers[reg].schema.bitwidth, False)
-            self.body.append(f"{self.p.global_of('_R', self.p.state.registers[reg].values)}[{cells}] = "
+            val = self._stored(self.value(ps[2]), self.o.state.registers[reg].schema.bitwidth, False)
+            self.body.append(f"{self.o.global_of('_R', self.o.state.registers[reg].values)}[{cells}] = "
                              f"{self._lanes(val)}")
             self.cache[("R", reg, cells)] = val
 
     def emit(self, ind: int) -> None:
         """Print the run: the vector branch behind its bounds check, the scalar code as the fallback."""
         for line in self.pre:
-            self.p.emit(line, ind)
+            self.o.emit(line, ind)
         conds = list(dict.fromkeys(self.conds))
         if conds:
-            self.p.emit(f"if {' and '.join(conds)}:", ind)
+            self.o.emit(f"if {' and '.join(conds)}:", ind)
         for line in self.body:
-            self.p.emit(line, ind + bool(conds))
+            self.o.emit(line, ind + bool(conds))
         if conds:
-            self.p.emit("else:", ind)
+            self.o.emit("else:", ind)
             for prim in self.prims:
-                self.p.primitive(prim, ind + 1)
+                self.s.primitive(prim, ind + 1)
 
 

@@ -1,16 +1,15 @@
-"""One home per v1model extern and BMv2 primitive: a module each, registered by name (see base.py).
+"""One home per v1model extern and BMv2 primitive: a module each, registered by name (p4target/extern_registry.py).
 
-Importing the package (which importing any of its modules does first) imports and so registers every
-module in this folder: adding an extern is adding its module. The lowering, the BMv2 checks and both
-back ends find an extern through base.py's `for_call`, `for_type`, `for_function` and `for_primitive`;
-the P4Runtime server through `for_entity`.
+Nothing here runs on import: the composition root (the switch, the CLI, the STF runner, a test) calls
+`load()`, which imports every module in this folder, each registering its externs. Adding an extern is
+adding its module here (or, for a test's own, importing that module).
 """
 import importlib
 import pkgutil
 
-from p4target.externs.base import Extern, for_call, for_entity, for_function, for_primitive, for_type, registered
 
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
-
-__all__ = ["Extern", "for_call", "for_entity", "for_function", "for_primitive", "for_type", "registered"]
+def load() -> None:
+    """Register every extern of this folder (again: nothing; a module is imported once)."""
+    for module in pkgutil.iter_modules(__path__):
+        if module.name != "base":
+            importlib.import_module(f"{__name__}.{module.name}")

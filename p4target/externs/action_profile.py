@@ -2,7 +2,7 @@
 with their table (lowered/from_ir/controls.py) and run by the back ends' table code; no call of their own."""
 from __future__ import annotations
 
-from p4target.externs.base import Extern, register
+from p4target.extern_registry import Extern, register
 from p4target.p4info import ACTION_PROFILE
 
 

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from p4target.externs.base import Call, Extern, register
+from p4target.extern_registry import Extern, register
+from p4target.externs.base import Call
 from p4target.frontend import ir
 from p4target.lowered import model as m
 
 if TYPE_CHECKING:
-    from p4target.backends.printer import LoweredPrinter
+    from p4target.backends.primitives import Primitives as LoweredPrinter
     from p4target.lowered.from_ir.externs import Externs
 
 
@@ -22,4 +23,4 @@ class Assertion(Extern):
         out.append(m.Primitive(c.name, [x.v.cond(c.args[0])], str(c.loc)))
 
     def emit(self, pr: LoweredPrinter, op: str, ps: list[m.Value], ind: int) -> None:
-        pr.fail_unless(pr.rv(ps[0]), op, ind)
+        pr.fail_unless(pr.v.rv(ps[0]), op, ind)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from p4target.externs.base import Call, Extern, register
+from p4target.extern_registry import Extern, register
+from p4target.externs.base import Call
 from p4target.frontend import ir
 
 if TYPE_CHECKING:

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from p4target.externs.base import Call, Extern, register
+from p4target.extern_registry import Extern, register
+from p4target.externs.base import Call
 from p4target.frontend import ir
 from p4target.lowered import model as m
 
 if TYPE_CHECKING:
-    from p4target.backends.printer import LoweredPrinter
+    from p4target.backends.primitives import Primitives as LoweredPrinter
     from p4target.lowered.from_ir.externs import Externs
 
 from p4target.externs.base import fail as bmv2_rule
@@ -38,7 +39,7 @@ class Clone(Extern):
         out.append(m.Primitive(op, [x.v.data(a[1]), fl]))
 
     def emit(self, pr: LoweredPrinter, op: str, ps: list[m.Value], ind: int) -> None:
-        hid = pr.L.hidden
+        hid = pr.o.L.hidden
         fl = field_list_id(ps[1] if len(ps) > 1 else None, pr.NOT_SET)
-        pr.set_slots([(hid["clone_session"], pr.rv(ps[0])), (hid["clone_type"], pr.CLONE[_KIND[op]]),
+        pr.set_slots([(hid["clone_session"], pr.v.rv(ps[0])), (hid["clone_type"], pr.CLONE[_KIND[op]]),
                       (hid["clone_fl"], fl)], ind)

@@ -5,14 +5,18 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from p4target import state as st
-from p4target.externs.base import Call, Extern, bound_index, register
+from p4target.extern_registry import Extern, register
+from p4target.externs.base import Call, bound_index
 from p4target.frontend import ir
 from p4target.lowered import model as m
+from p4target.native.binding import Engine
+from p4target.native.store.cells import NativeCounterArray
 from p4target.p4info import COUNTER, DIRECT_COUNTER
 
 if TYPE_CHECKING:
-    from p4target.backends.c import _Printer as CPrinter
-    from p4target.backends.python_values import PyValues as PyPrinter
+    from p4target.backends.c_module import CProgram
+    from p4target.backends.c_primitives import CPrimitives as CPrinter
+    from p4target.backends.python_primitives import PyPrimitives as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
     from p4target.p4info import _P4InfoBuilder as P4InfoBuilder
     from p4target.runtime.translate import Translator
@@ -47,6 +51,12 @@ class Counter(Extern):
             if not (c.is_direct and c.binding):
                 schema.counters[c.name] = st.CounterSchema(c.name, c.size, c.type)
 
+    def storage(self, entry: st.CounterSchema) -> st.CounterArray:
+        return st.CounterArray(entry)
+
+    def native_storage(self, entry: st.CounterSchema, engine: Engine, ids: CProgram) -> NativeCounterArray:
+        return NativeCounterArray(entry, engine.counter(ids.counters[entry.name], entry.size))
+
     def p4runtime_write(self, tr: Translator, update_type: int, entry: Any) -> None:
         counter, name = tr.cells_array("counters", entry.counter_id, update_type)
         tr.cells_write(counter, entry, lambda index: tr.state.counter_write(
@@ -64,17 +74,17 @@ class Counter(Extern):
                 data=p4r.CounterData(packet_count=packets, byte_count=nbytes)))
 
     def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
-        cnt = pr.state.counters[pr.named(ps[0], "counter_array")]
+        cnt = pr.o.state.counters[pr.v.named(ps[0], "counter_array")]
         i = bound_index(pr, ps[1], ind)
-        pr.emit(f"if {i} < {cnt.schema.size}: {pr.global_of('_CP', cnt.packets)}[{i}] += 1; "
-                f"{pr.global_of('_CB', cnt.bytes)}[{i}] += F[{pr.L.sm['packet_length']}]", ind)
+        pr.o.emit(f"if {i} < {cnt.schema.size}: {pr.o.global_of('_CP', cnt.packets)}[{i}] += 1; "
+                f"{pr.o.global_of('_CB', cnt.bytes)}[{i}] += F[{pr.o.L.sm['packet_length']}]", ind)
 
     def c(self, pr: CPrinter, op: str, ps: list[m.Value], ind: int) -> None:
-        name = pr.named(ps[0], "counter_array")
-        cid, i = pr.cp.counters[name], pr.tmp("i")
-        pr.emit("{{ {} {} = {};".format(*pr.index(ps[1], i)), ind)
-        pr.emit(f"if ({i} >= 0 && {i} < {pr.counter_size[name]}) {{ p->E->cpk[{cid}][(u64){i}]++; "
-                f"p->E->cby[{cid}][(u64){i}] += F[{pr.L.sm['packet_length']}]; }} }}", ind + 1)
+        name = pr.v.named(ps[0], "counter_array")
+        cid, i = pr.o.cp.counters[name], pr.o.tmp("i")
+        pr.o.emit("{{ {} {} = {};".format(*pr.v.index(ps[1], i)), ind)
+        pr.o.emit(f"if ({i} >= 0 && {i} < {pr.o.counter_size[name]}) {{ p->E->cpk[{cid}][(u64){i}]++; "
+                f"p->E->cby[{cid}][(u64){i}] += F[{pr.o.L.sm['packet_length']}]; }} }}", ind + 1)
 
 
 @register

@@ -5,13 +5,14 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from p4target.constants import MAX_DIGESTS_QUEUED
-from p4target.externs.base import Call, Extern, register
+from p4target.extern_registry import Extern, register
+from p4target.externs.base import Call
 from p4target.lowered import model as m
 
 if TYPE_CHECKING:
-    from p4target.backends.c import _Printer as CPrinter
-    from p4target.backends.printer import LoweredPrinter
-    from p4target.backends.python_values import PyValues as PyPrinter
+    from p4target.backends.c_primitives import CPrimitives as CPrinter
+    from p4target.backends.primitives import Primitives as LoweredPrinter
+    from p4target.backends.python_primitives import PyPrimitives as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
     from p4target.runtime.translate import Translator
 
@@ -23,9 +24,9 @@ MAX_BITS = 64  # the C engine's word
 def learn_list(pr: LoweredPrinter, ps: list[m.Value]) -> m.LearnList:
     """The learn list a generate_digest sends."""
     lid = ps[1].value if isinstance(ps[1], m.Const) else None
-    ll = pr.learn_lists.get(lid) if lid is not None else None
+    ll = pr.o.learn_lists.get(lid) if lid is not None else None
     if ll is None:
-        raise pr.fail(f"generate_digest names no learn list ({ps[1]})")
+        raise pr.o.fail(f"generate_digest names no learn list ({ps[1]})")
     return ll
 
 
@@ -78,18 +79,18 @@ class Digest(Extern):
 
     def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         ll = learn_list(pr, ps)
-        values = "".join(f"{pr.rv(f)} & {(1 << max(pr.L.width(f), 1)) - 1:#x}, " for f in ll.elements)
-        pr.emit(f"if len(_DG) < {MAX_DIGESTS_QUEUED}: _DG.append(({pr.text(ll.name)}, ({values})))", ind)
+        values = "".join(f"{pr.v.rv(f)} & {(1 << max(pr.o.L.width(f), 1)) - 1:#x}, " for f in ll.elements)
+        pr.o.emit(f"if len(_DG) < {MAX_DIGESTS_QUEUED}: _DG.append(({pr.o.text(ll.name)}, ({values})))", ind)
 
     def c(self, pr: CPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         ll = learn_list(pr, ps)
-        v = pr.tmp("D")
+        v = pr.o.tmp("D")
         words = [w for f in ll.elements for w in self.words(pr, f)]
-        pr.emit(f"{{ const u64 {v}[] = {{{', '.join(words) or '0'}}};", ind)
-        pr.emit(f"push_digest(p->E, {pr.p.learn_lists.index(ll)}, {v}, {len(words)}); }}", ind + 1)
+        pr.o.emit(f"{{ const u64 {v}[] = {{{', '.join(words) or '0'}}};", ind)
+        pr.o.emit(f"push_digest(p->E, {pr.o.p.learn_lists.index(ll)}, {v}, {len(words)}); }}", ind + 1)
 
     def words(self, pr: CPrinter, f: m.Field) -> list[str]:
         """A digest field as engine words: a field wider than 64 bits as its (masked) slots (CProgram.digests)."""
-        if pr.L.width(f) > MAX_BITS:
-            return [f"F[{slot}]" for slot in pr.field_slots(f)]
-        return [f"(u64){pr.rv(f)} & {(1 << max(pr.L.width(f), 1)) - 1:#x}ULL"]
+        if pr.o.L.width(f) > MAX_BITS:
+            return [f"F[{slot}]" for slot in pr.o.field_slots(f)]
+        return [f"(u64){pr.v.rv(f)} & {(1 << max(pr.o.L.width(f), 1)) - 1:#x}ULL"]

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from p4target.externs.base import Call, Extern, register
+from p4target.extern_registry import Extern, register
+from p4target.externs.base import Call
 from p4target.lowered import model as m
 
 if TYPE_CHECKING:
-    from p4target.backends.c import _Printer as CPrinter
-    from p4target.backends.python_values import PyValues as PyPrinter
+    from p4target.backends.c_primitives import CPrimitives as CPrinter
+    from p4target.backends.python_primitives import PyPrimitives as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
 
 from p4target.lowered.from_ir.common import hash_algorithm
@@ -27,15 +28,15 @@ class Hash(Extern):
 
     def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         dst, base, calc, size = ps
-        h, n = pr.tmp(), pr.tmp()
-        pr.emit(f"{h} = {pr.calc(pr.named(calc, 'calculation'))}; {n} = {pr.rv(size)}", ind)
-        pr.store(dst, f"({pr.rv(base)} + ({h} % {n} if {n} else {h}))", ind)
+        h, n = pr.o.tmp(), pr.o.tmp()
+        pr.o.emit(f"{h} = {pr.v.calc(pr.v.named(calc, 'calculation'))}; {n} = {pr.v.rv(size)}", ind)
+        pr.store(dst, f"({pr.v.rv(base)} + ({h} % {n} if {n} else {h}))", ind)
 
     def c(self, pr: CPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         dst, base, calc, size = ps
-        h, n = pr.tmp("h"), pr.tmp("n")
-        pr.emit("{", ind)
-        pr.emit(f"i128 {h} = (i128){pr.calc(pr.named(calc, 'calculation'), ind + 1)}, {n} = {pr.rv(size)};",
+        h, n = pr.o.tmp("h"), pr.o.tmp("n")
+        pr.o.emit("{", ind)
+        pr.o.emit(f"i128 {h} = (i128){pr.calc(pr.v.named(calc, 'calculation'), ind + 1)}, {n} = {pr.v.rv(size)};",
                 ind + 1)
-        pr.store(dst, f"l_add({pr.rv(base)}, {n} ? {h} % {n} : {h})", ind + 1)
-        pr.emit("}", ind)
+        pr.store(dst, f"l_add({pr.v.rv(base)}, {n} ? {h} % {n} : {h})", ind + 1)
+        pr.o.emit("}", ind)

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from p4target.externs.base import Call, Extern, register
+from p4target.extern_registry import Extern, register
+from p4target.externs.base import Call
 from p4target.frontend import ir
 from p4target.lowered import model as m
 
 if TYPE_CHECKING:
-    from p4target.backends.printer import LoweredPrinter
+    from p4target.backends.primitives import Primitives as LoweredPrinter
     from p4target.lowered.from_ir.externs import Externs
 
 from p4target.lowered.from_ir.values import Typed
@@ -28,4 +29,4 @@ class LogMsg(Extern):
     def emit(self, pr: LoweredPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         msg = ps[0].value if isinstance(ps[0], m.String) else ""
         values = ps[1].items if len(ps) > 1 and isinstance(ps[1], m.ValueList) else ()
-        pr.log(msg, [pr.rv(v) for v in values], ind)
+        pr.log(msg, [pr.v.rv(v) for v in values], ind)

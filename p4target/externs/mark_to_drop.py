@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from p4target.externs.base import Call, Extern, register
+from p4target.extern_registry import Extern, register
+from p4target.externs.base import Call
 from p4target.lowered import model as m
 
 if TYPE_CHECKING:
-    from p4target.backends.c import _Printer as CPrinter
-    from p4target.backends.python_values import PyValues as PyPrinter
+    from p4target.backends.c_primitives import CPrimitives as CPrinter
+    from p4target.backends.python_primitives import PyPrimitives as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
 
 from p4target.constants import DROP_PORT
@@ -30,10 +31,10 @@ class MarkToDrop(Extern):
 
     def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         h = ps[0] if op == "mark_to_drop" else m.HeaderRef(STANDARD_METADATA)
-        b = pr.L.base[h.name] if isinstance(h, m.HeaderRef) else pr.L.base[STANDARD_METADATA]
-        k = {f.name: i for i, f in enumerate(pr.L.types[STANDARD_METADATA].fields)}
-        pr.emit(f"F[{b + 1 + k['egress_spec']}] = {DROP_PORT}; F[{b + 1 + k['mcast_grp']}] = 0", ind)
+        b = pr.o.L.base[h.name] if isinstance(h, m.HeaderRef) else pr.o.L.base[STANDARD_METADATA]
+        k = {f.name: i for i, f in enumerate(pr.o.L.types[STANDARD_METADATA].fields)}
+        pr.o.emit(f"F[{b + 1 + k['egress_spec']}] = {DROP_PORT}; F[{b + 1 + k['mcast_grp']}] = 0", ind)
 
     def c(self, pr: CPrinter, op: str, ps: list[m.Value], ind: int) -> None:
-        sm = pr.L.sm
-        pr.emit(f"F[{sm['egress_spec']}] = DROP_PORT; F[{sm['mcast_grp']}] = 0;", ind)
+        sm = pr.o.L.sm
+        pr.o.emit(f"F[{sm['egress_spec']}] = DROP_PORT; F[{sm['mcast_grp']}] = 0;", ind)

@@ -5,14 +5,18 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from p4target import state as st
-from p4target.externs.base import Call, Extern, bound_index, register
+from p4target.extern_registry import Extern, register
+from p4target.externs.base import Call, bound_index
 from p4target.frontend import ir
 from p4target.lowered import model as m
+from p4target.native.binding import Engine
+from p4target.native.store.cells import NativeMeterArray
 from p4target.p4info import DIRECT_METER, METER
 
 if TYPE_CHECKING:
-    from p4target.backends.c import _Printer as CPrinter
-    from p4target.backends.python_values import PyValues as PyPrinter
+    from p4target.backends.c_module import CProgram
+    from p4target.backends.c_primitives import CPrimitives as CPrinter
+    from p4target.backends.python_primitives import PyPrimitives as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
     from p4target.p4info import _P4InfoBuilder as P4InfoBuilder
     from p4target.runtime.translate import Translator
@@ -47,6 +51,12 @@ class Meter(Extern):
             if not (mt.is_direct and mt.binding):
                 schema.meters[mt.name] = st.MeterSchema(mt.name, mt.size, mt.type)
 
+    def storage(self, entry: st.MeterSchema) -> st.MeterArray:
+        return st.MeterArray(entry)
+
+    def native_storage(self, entry: st.MeterSchema, engine: Engine, ids: CProgram) -> NativeMeterArray:
+        return NativeMeterArray(entry, engine, ids.meters[entry.name])
+
     def p4runtime_write(self, tr: Translator, update_type: int, entry: Any) -> None:
         from p4target.runtime.codec import meter_config_in
         from p4target.runtime.errors import unimplemented
@@ -71,20 +81,20 @@ class Meter(Extern):
             yield p4r.Entity(meter_entry=out)
 
     def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
-        meter = pr.state.meters[pr.named(ps[0], "meter_array")]
+        meter = pr.o.state.meters[pr.v.named(ps[0], "meter_array")]
         i = bound_index(pr, ps[1], ind)
         amount = pr.meter_amount(meter.schema.type)
-        pr.store(ps[2], f"({pr.global_of('_M', meter.cells)}[{i}].execute({amount}, _now()) "
+        pr.store(ps[2], f"({pr.o.global_of('_M', meter.cells)}[{i}].execute({amount}, _now()) "
                         f"if {i} < {meter.schema.size} else 0)", ind)
 
     def c(self, pr: CPrinter, op: str, ps: list[m.Value], ind: int) -> None:
-        name = pr.named(ps[0], "meter_array")
-        meter = pr.meters[name]
-        i = pr.tmp("i")
-        pr.emit("{{ {} {} = {};".format(*pr.index(ps[1], i)), ind)
-        pr.store(ps[2], f"({i} >= 0 && {i} < {meter.size} ? meter_exec(&p->E->meters[{pr.cp.meters[name]}]"
+        name = pr.v.named(ps[0], "meter_array")
+        meter = pr.o.meters[name]
+        i = pr.o.tmp("i")
+        pr.o.emit("{{ {} {} = {};".format(*pr.v.index(ps[1], i)), ind)
+        pr.store(ps[2], f"({i} >= 0 && {i} < {meter.size} ? meter_exec(&p->E->meters[{pr.o.cp.meters[name]}]"
                         f"[(u64){i}], {pr.meter_amount(meter.type)}) : 0)", ind + 1)
-        pr.emit("}", ind)
+        pr.o.emit("}", ind)
 
 
 @register

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from p4target.externs.base import Call, Extern, register
+from p4target.extern_registry import Extern, register
+from p4target.externs.base import Call
 from p4target.lowered import model as m
 
 if TYPE_CHECKING:
-    from p4target.backends.c import _Printer as CPrinter
-    from p4target.backends.python_values import PyValues as PyPrinter
+    from p4target.backends.c_primitives import CPrimitives as CPrinter
+    from p4target.backends.python_primitives import PyPrimitives as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
 
 
@@ -23,12 +24,12 @@ class Random(Extern):
             dst, x.v.data(a[1]), x.v.data(a[2])]))
 
     def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
-        lo, hi = pr.tmp(), pr.tmp()
-        pr.emit(f"{lo} = {pr.rv(ps[1])}; {hi} = {pr.rv(ps[2])}", ind)
+        lo, hi = pr.o.tmp(), pr.o.tmp()
+        pr.o.emit(f"{lo} = {pr.v.rv(ps[1])}; {hi} = {pr.v.rv(ps[2])}", ind)
         pr.store(ps[0], f"(_rng.randint({lo}, {hi}) if {lo} <= {hi} else {lo})", ind)
 
     def c(self, pr: CPrinter, op: str, ps: list[m.Value], ind: int) -> None:
-        lo, hi = pr.tmp("lo"), pr.tmp("hi")
-        pr.emit(f"{{ i128 {lo} = {pr.rv(ps[1])}, {hi} = {pr.rv(ps[2])};", ind)
+        lo, hi = pr.o.tmp("lo"), pr.o.tmp("hi")
+        pr.o.emit(f"{{ i128 {lo} = {pr.v.rv(ps[1])}, {hi} = {pr.v.rv(ps[2])};", ind)
         pr.store(ps[0], f"({lo} <= {hi} ? (i128)rng_range(p->E, (u64){lo}, (u64){hi}) : {lo})", ind + 1)
-        pr.emit("}", ind)
+        pr.o.emit("}", ind)

@@ -5,16 +5,21 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from p4target import state as st
-from p4target.externs.base import Call, Extern, bound_index, fail, register
+from p4target.extern_registry import Extern, register
+from p4target.externs.base import Call, bound_index, fail
 from p4target.frontend import ir
 from p4target.lowered import model as m
 from p4target.lowered.from_ir.common import type_width
+from p4target.native.binding import Engine
+from p4target.native.store.cells import NativeRegisterArray
+from p4target.native.store.words import words
 from p4target.p4info import REGISTER
 
 if TYPE_CHECKING:
-    from p4target.backends.c import _Printer as CPrinter
-    from p4target.backends.printer import LoweredPrinter
-    from p4target.backends.python_values import PyValues as PyPrinter
+    from p4target.backends.c_module import CProgram
+    from p4target.backends.c_primitives import CPrimitives as CPrinter
+    from p4target.backends.primitives import Primitives as LoweredPrinter
+    from p4target.backends.python_primitives import PyPrimitives as PyPrinter
     from p4target.lowered.from_ir.externs import Externs
     from p4target.p4info import _P4InfoBuilder as P4InfoBuilder
     from p4target.runtime.translate import Translator
@@ -54,6 +59,12 @@ class Register(Extern):
         for r in p.register_arrays:
             schema.registers[r.name] = st.RegisterSchema(r.name, r.bitwidth, r.size)
 
+    def storage(self, entry: st.RegisterSchema) -> st.RegisterArray:
+        return st.RegisterArray(entry)
+
+    def native_storage(self, entry: st.RegisterSchema, engine: Engine, ids: CProgram) -> NativeRegisterArray:
+        return NativeRegisterArray(entry, engine.register(ids.registers[entry.name], entry.size * words(entry.bitwidth)))
+
     def p4runtime_write(self, tr: Translator, update_type: int, entry: Any) -> None:
         from p4target.runtime import codec
         from p4target.runtime.errors import invalid
@@ -83,31 +94,31 @@ class Register(Extern):
 
     def emit(self, pr: LoweredPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         if op != "register_read":
-            raise pr.fail(f"primitive {op} is not supported")
-        pr.p_assign([ps[0], m.RegisterCell(pr.named(ps[1], "register_array"), ps[2])], ind)
+            raise pr.o.fail(f"primitive {op} is not supported")
+        pr.p_assign([ps[0], m.RegisterCell(pr.v.named(ps[1], "register_array"), ps[2])], ind)
 
     def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         if op == "register_read":
             self.emit(pr, op, ps, ind)
             return
-        reg = pr.state.registers[pr.named(ps[0], "register_array")]
+        reg = pr.o.state.registers[pr.v.named(ps[0], "register_array")]
         i = bound_index(pr, ps[1], ind)
-        value = pr.rv(ps[2]) if pr.fits(ps[2], reg.schema.bitwidth) else \
-            f"({pr.rv(ps[2])}) & {(1 << reg.schema.bitwidth) - 1:#x}"
-        pr.emit(f"if {i} < {reg.schema.size}: {pr.global_of('_R', reg.values)}[{i}] = {value}", ind)
+        value = pr.v.rv(ps[2]) if pr.v.fits(ps[2], reg.schema.bitwidth) else \
+            f"({pr.v.rv(ps[2])}) & {(1 << reg.schema.bitwidth) - 1:#x}"
+        pr.o.emit(f"if {i} < {reg.schema.size}: {pr.o.global_of('_R', reg.values)}[{i}] = {value}", ind)
 
     def c(self, pr: CPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         if op == "register_read":
             self.emit(pr, op, ps, ind)
             return
-        name = pr.named(ps[0], "register_array")
-        reg = pr.reg_size[name]
-        i, words, rid = pr.tmp("i"), -(-reg.bitwidth // MAX_BITS), pr.cp.registers[name]
+        name = pr.v.named(ps[0], "register_array")
+        reg = pr.o.reg_size[name]
+        i, words, rid = pr.o.tmp("i"), -(-reg.bitwidth // MAX_BITS), pr.o.cp.registers[name]
         mask = f" & {(1 << reg.bitwidth) - 1:#x}ULL" if reg.bitwidth < 64 else ""
-        pr.emit("{{ {} {} = {};".format(*pr.index(ps[1], i)), ind)
+        pr.o.emit("{{ {} {} = {};".format(*pr.v.index(ps[1], i)), ind)
         if words > 1:  # a wide cell: `words` engine words
-            pr.emit(f"if ({i} >= 0 && {i} < {reg.size}) w_store(&p->E->reg[{rid}][(u64){i} * {words}], {words}, "
-                    f"{reg.bitwidth}, {pr.wide_rv(ps[2])}); }}", ind + 1)
+            pr.o.emit(f"if ({i} >= 0 && {i} < {reg.size}) w_store(&p->E->reg[{rid}][(u64){i} * {words}], {words}, "
+                    f"{reg.bitwidth}, {pr.v.wide_rv(ps[2])}); }}", ind + 1)
             return
-        pr.emit(f"if ({i} >= 0 && {i} < {reg.size}) {pr.reg_cells(name)}[(u64){i}] = "
-                f"(u64)({pr.rv(ps[2])}){mask}; }}", ind + 1)
+        pr.o.emit(f"if ({i} >= 0 && {i} < {reg.size}) {pr.v.reg_cells(name)}[(u64){i}] = "
+                f"(u64)({pr.v.rv(ps[2])}){mask}; }}", ind + 1)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from p4target.externs.base import Call, Extern, register
+from p4target.extern_registry import Extern, register
+from p4target.externs.base import Call
 from p4target.frontend import ir
 from p4target.lowered import model as m
 
 if TYPE_CHECKING:
-    from p4target.backends.printer import LoweredPrinter
+    from p4target.backends.primitives import Primitives as LoweredPrinter
     from p4target.lowered.from_ir.externs import Externs
 
 from p4target.externs.base import fail, field_list_id
@@ -30,4 +31,4 @@ class Resubmit(Extern):
         out.append(m.Primitive(c.name.split("_")[0], [fl]))
 
     def emit(self, pr: LoweredPrinter, op: str, ps: list[m.Value], ind: int) -> None:
-        pr.set_slots([(pr.L.hidden[op], field_list_id(ps[0] if ps else None, pr.NO_FIELD_LIST))], ind)
+        pr.set_slots([(pr.o.L.hidden[op], field_list_id(ps[0] if ps else None, pr.NO_FIELD_LIST))], ind)

@@ -148,6 +148,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from p4target.errors import P4Error
+
 # --------------------------------------------------------------------------- locations
 
 
@@ -660,6 +662,9 @@ class ExternFunctionCall(Expr):
     args: list[Expr]
     type_args: list[Type]
     decl: ExternFunction
+
+
+ExternCall = ExternFunctionCall | ExternMethodCall  # a call the extern registry finds the extern of
 
 
 @dataclass(eq=False)
@@ -1254,3 +1259,25 @@ class Program:
         for block in list(self.parsers.values()) + list(self.controls.values()):
             out.extend(d for d in block.locals if isinstance(d, ExternInstance))
         return out
+
+
+def constant_value(e: Expr) -> int:
+    """The integer value of a folded constant argument (int, bool or serializable enum member)."""
+    if isinstance(e, BoolLiteral):
+        return int(e.value)
+    if isinstance(e, EnumMember) and e.value is not None:
+        return e.value
+    if isinstance(e, Constant):
+        return e.value
+    raise P4Error("expected a compile-time constant", e.loc.file, e.loc.line, e.loc.col)
+
+
+def supports_timeout(table: Table) -> bool:
+    """The table's `support_timeout` property (false when absent); P4Error unless a bool constant."""
+    value = table.other_properties.get("support_timeout")
+    if value is None:
+        return False
+    if not isinstance(value, BoolLiteral):
+        raise P4Error(f"table {table.name}: support_timeout must be true or false", value.loc.file,
+                      value.loc.line, value.loc.col)
+    return value.value

@@ -49,8 +49,9 @@ def loads(text: str | bytes, source: str = "<json>") -> m.Program:
     return _Reader(source).program(doc)
 
 
-class _Reader:
-    """Walks the document keeping the JSON path of what it reads, for error messages."""
+class _Json:
+    """Walks the document keeping the JSON path of what it reads, for error messages; reads the type-value objects
+    and expressions p4c writes everywhere in it."""
 
     def __init__(self, source: str):
         self.source = source
@@ -215,7 +216,10 @@ class _Reader:
             raise self.fail(f"unknown {what} '{name}'")
         return name
 
-    # -- top level
+
+
+class _Reader(_Json):
+    """The document's sections, each into its part of the lowered form."""
 
     def program(self, doc: Any) -> m.Program:
         if not isinstance(doc, dict):

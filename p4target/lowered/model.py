@@ -315,7 +315,7 @@ class CounterArray:
     is_direct: bool
     binding: str | None  # the table of a direct counter
     # P4Info's unit (a lowered-form extension: BMv2's JSON lacks it, our lowering sets it and a P4Info given
-    # with p4c's JSON fills it, p4target.p4info.keep_p4info_details)
+    # with p4c's JSON fills it, p4target.load.keep_p4info_details)
     type: str = "packets_and_bytes"
 
 
@@ -454,7 +454,7 @@ class Table:
     action_profile: str | None = None
     direct_meters: str | None = None
     # P4Info's action scopes (@defaultonly / @tableonly): BMv2's JSON lacks them, our lowering sets them and a
-    # P4Info given with p4c's JSON fills them (p4target.p4info.keep_p4info_details)
+    # P4Info given with p4c's JSON fills them (p4target.load.keep_p4info_details)
     default_only: frozenset[str] = frozenset()
     table_only: frozenset[str] = frozenset()
 

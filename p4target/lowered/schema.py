@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from p4target import state as st
 from p4target.errors import P4Error
-from p4target.externs.base import registered
+from p4target.extern_registry import registered
 from p4target.lowered import model as m
 
 _TABLE_MATCH_KINDS = {"exact", "lpm", "ternary", "range", "optional"}

@@ -3,13 +3,13 @@
 The engine (engine/*.c, its interface in engine/api.h and engine/program.h) is compiled once per
 change of its sources, p4target/constants.py (written as constants.h) or the flags, into a static
 library; a generated program is compiled and linked with it into a shared library Python loads
-(engine.py). Cache keys hash everything that goes into an output (sources, the compiler's identity
+(binding.py). Cache keys hash everything that goes into an output (sources, the compiler's identity
 and flags), so each is built once per machine. Outputs live in $XDG_CACHE_HOME/aggnet/native
 (default ~/.cache/aggnet/native). Concurrent builds of the same output do not race or repeat work:
 the first takes a lock file for that key and builds in a temporary directory renamed into place
 (atomic); the others wait for the lock and find the output. Programs build at -O1: a 364-lane
-program's C is large, and switches compile it at start-up (`python -m p4target.native.build
-PROG.p4...` warms the cache beforehand; scripts/setup.sh does it for p4src/).
+program's C is large, and switches compile it at start-up (`aggnet p4 build PROG.p4...` warms the
+cache beforehand; scripts/setup.sh does it for p4src/).
 
 The cache holds code this process runs (shared libraries, the front end's pickles), so only the
 switch's user may write it: its directories are made 0700, and a cache directory that another user
@@ -363,33 +363,3 @@ def build_tool(source: Path) -> contextlib.AbstractContextManager[Path]:
         _run([cc, "-O2", "-o", str(out), str(source)], str(source))
 
     return cached(source.stem, [source.read_text(), _identity(cc)], make)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Build (or find cached) the native library of each program given: warms the cache."""
-    import argparse
-
-    from p4target.backends.c import generate_c
-    from p4target.backends.layout import Unsupported
-    from p4target.errors import P4Error
-    from p4target.frontend import load_program
-    from p4target.lowered.from_ir import NotLowered, lower_program
-
-    parser = argparse.ArgumentParser(prog="python -m p4target.native.build", description=main.__doc__)
-    parser.add_argument("programs", nargs="+", metavar="PROG.p4")
-    args = parser.parse_args(argv)
-    failed = 0
-    for path in args.programs:
-        try:
-            with build(generate_c(lower_program(load_program(path))).source) as library:
-                print(f"{path}: {library}")
-        except (NotLowered, Unsupported) as exc:
-            print(f"{path}: runs on the Python engine (the native engine lacks {exc.message})")
-        except (P4Error, BuildError) as exc:
-            print(f"{path}: {exc}")
-            failed += 1
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from p4target.native.engine import Engine
+from p4target.native.binding import Engine
 from p4target.tm import DEFAULT_BURST_S, PortQueue, TrafficManager
 
 _COUNTS = ("enqueued", "dequeued", "tail_drops", "loss_drops")

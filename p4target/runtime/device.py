@@ -24,8 +24,9 @@ import grpc
 from finsy.proto import p4i, p4r
 from google.protobuf.descriptor import FieldDescriptor
 
+from p4target import load
 from p4target.errors import P4Error
-from p4target.limits import DEFAULT_STATE_CAP_MB, READ_BATCH, check_state_cap
+from p4target.limits import DEFAULT_STATE_CAP_MB, READ_BATCH
 from p4target.runtime import codec
 from p4target.runtime.errors import RuntimeStatus, invalid
 from p4target.runtime.translate import MODIFY, Translator
@@ -56,52 +57,33 @@ def compile_source(source: str, filename: str, engine: str = "python",
                    state_cap_mb: int = DEFAULT_STATE_CAP_MB) -> tuple[p4i.P4Info, Any]:
     """(P4Info, pipeline on `engine`) of a P4 program; INVALID_ARGUMENT carrying the "FILE:LINE:COL: error:" line,
     RESOURCE_EXHAUSTED when its state may exceed `state_cap_mb`."""
-    from p4target.compiled import front_end, printed
-
     try:
-        form = printed(source, filename) if engine == "native" else None  # lowered and printed once per machine
-        if form is not None:
-            program, cprog, p4info = form
-            return p4info, _capped_pipeline(program, filename, engine, state_cap_mb, cprog)
-        program, p4info = front_end(source, filename)
-        return p4info, _capped_pipeline(program, filename, engine, state_cap_mb)
+        loaded = load.from_source(source, filename, engine)  # for the native engine, lowered and printed once per machine
     except P4Error as exc:
         raise invalid(str(exc)) from None
+    assert loaded.p4info is not None, "our front end gives the P4Info"
+    return loaded.p4info, _capped_pipeline(loaded, filename, engine, state_cap_mb)
 
 
 def load_bmv2_json(data: bytes, filename: str, engine: str = "python", state_cap_mb: int = DEFAULT_STATE_CAP_MB,
                    p4info: p4i.P4Info | None = None) -> Any:
     """A pipeline running p4c's BMv2 JSON (what the JSON lacks, as action scopes, from `p4info` when given);
     INVALID_ARGUMENT naming the JSON path of a malformed part."""
-    from p4target.lowered import bmv2_json
-    from p4target.p4info import keep_p4info_details
-
     try:
-        program = bmv2_json.loads(data, filename)
-        if p4info is not None:
-            keep_p4info_details(program, p4info)
-        return _capped_pipeline(program, filename, engine, state_cap_mb)
+        loaded = load.from_json(data, filename, p4info)
     except P4Error as exc:
         raise invalid(str(exc)) from None
+    return _capped_pipeline(loaded, filename, engine, state_cap_mb)
 
 
-def _capped_pipeline(program: Any, filename: str, engine: str, state_cap_mb: int, cprog: Any = None) -> Any:
-    """The program's pipeline, once its declared state is known to fit the switch's cap (nothing allocated before);
-    `cprog`: the C already printed from `program` (lowered), for the native engine."""
-    from p4target.lowered import model as lowered
-    from p4target.lowered.from_ir import lower_program
-    from p4target.lowered.schema import build_schema
-    from p4target.native.pipeline import make_pipeline
-
-    form = program if isinstance(program, lowered.Program) else lower_program(program)
-    if engine == "python":
-        program = form  # what the Python engine runs: lowered once
-    schema = build_schema(form)
+def _capped_pipeline(loaded: load.Loaded, filename: str, engine: str, state_cap_mb: int) -> Any:
+    """The program's pipeline, once its declared state is known to fit the switch's cap (nothing allocated before)."""
     try:
-        check_state_cap(schema, state_cap_mb)
+        return load.pipeline(loaded, engine, state_cap_mb=state_cap_mb)
     except StateError as exc:
         raise RuntimeStatus(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{filename}: error: {exc}") from None
-    return make_pipeline(program, engine, cprog=cprog)
+    except P4Error as exc:
+        raise invalid(str(exc)) from None
 
 
 def compile_config(config: p4r.ForwardingPipelineConfig, engine: str = "python",

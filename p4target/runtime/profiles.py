@@ -17,22 +17,34 @@ member and group writes are refused, and the other way round (INVALID_ARGUMENT).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from finsy.proto import p4i, p4r
 
+from p4target import state as st
+from p4target.p4info import P4InfoIndex
 from p4target.runtime.errors import RuntimeStatus, invalid, state_call
 
-if TYPE_CHECKING:
-    from p4target.runtime.translate import Translator
-
 INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
+
+
+class Translating(Protocol):
+    """What the profiles part asks of the Translator it belongs to (p4target/runtime/translate.py)."""
+
+    info: P4InfoIndex
+    state: st.State
+
+    def by_id(self, kind: str, entity_id: int) -> Any: ...
+
+    def action_call_in(self, call: p4r.Action, where: str) -> tuple[str, dict[str, int]]: ...
+
+    def action_out(self, name: str, params: dict[str, int]) -> p4r.Action: ...
 
 
 class ProfileTranslator:
     """The action-profile part of a Translator (same P4Info index and state)."""
 
-    def __init__(self, translator: Translator):
+    def __init__(self, translator: Translating):
         self._t = translator
         self._state = translator.state
         # (profile name, group id) -> {member id: Member carrying only its watch oneof}

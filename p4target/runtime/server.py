@@ -7,7 +7,7 @@ Use from a switch process:
                            packet_out=switch.inject,                # (port, frame) -> False if it was dropped
                            log_path="logs/s1-p4runtime-requests.txt")
     port = server.start()                     # returns the bound TCP port (address may use :0)
-    # TLS: RuntimeServer(..., credentials=p4target.runtime.tls.server_credentials(files, require_client_auth))
+    # TLS: RuntimeServer(..., credentials=p4target.tls.server_credentials(files, require_client_auth))
     server.load_source(text, "prog.p4")       # optional: a pipeline before any client sets one
     server.packet_in(255, frame)              # a frame the pipeline sent to the CPU port
     server.stop()                             # returns within grace + STOP_MARGIN_S, whatever clients do

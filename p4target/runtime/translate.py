@@ -30,7 +30,7 @@ import grpc
 from finsy.proto import p4i, p4r
 
 from p4target import state as st
-from p4target.externs import for_entity
+from p4target.extern_registry import for_entity
 from p4target.p4info import P4InfoIndex
 from p4target.runtime import codec
 from p4target.runtime.errors import RuntimeStatus, invalid, state_call, unimplemented
@@ -53,11 +53,6 @@ class Translator:
         self.profiles = ProfileTranslator(self)
         self.replication = ReplicationTranslator(self.state)
         self._aged: dict[str, dict[int, st.TableEntry]] = {}  # table -> entries notified in the last sweep
-        # Per table and per action, what every update looks up, made once (a batch would otherwise build
-        # the same dicts from the P4Info for each of its updates).
-        self._fields: dict[int, tuple[dict[int, p4i.MatchField], list[str]]] = {}  # table: fields by id, exact names
-        self._scopes: dict[int, dict[int, int]] = {}  # table: its actions' scopes by action id
-        self._params: dict[int, dict[int, p4i.Action.Param]] = {}  # action: its params by id
 
     def by_id(self, kind: str, entity_id: int):
         """Entity `entity_id` of `kind` ("tables", ...); INVALID_ARGUMENT naming the id if absent."""
@@ -161,12 +156,7 @@ class Translator:
 
     def match_in(self, table: p4i.Table, matches) -> dict[str, st.Match]:
         """FieldMatch list -> {field name: match spec}, enforcing the spec's canonical forms."""
-        shape = self._fields.get(table.preamble.id)
-        if shape is None:
-            shape = self._fields[table.preamble.id] = (
-                {f.id: f for f in table.match_fields},
-                [f.name for f in table.match_fields if f.match_type == p4i.MatchField.EXACT])
-        fields, exact = shape
+        fields, exact = self.info.fields_by_id(table)
         out: dict[str, st.Match] = {}
         where = f"table {table.preamble.name}"
         for fm in matches:
@@ -216,9 +206,7 @@ class Translator:
                 raise invalid(f"{where}: entry has no action")
             raise invalid(f"{where}: the table has no action profile; an entry names an action")
         action = self.by_id("actions", ta.action.action_id)
-        scopes = self._scopes.get(table.preamble.id)
-        if scopes is None:
-            scopes = self._scopes[table.preamble.id] = {ref.id: ref.scope for ref in table.action_refs}
+        scopes = self.info.action_scopes(table)
         if action.preamble.id not in scopes:
             raise invalid(f"{where}: action {action.preamble.name} is not one of the table's actions")
         forbidden = p4i.ActionRef.TABLE_ONLY if default else p4i.ActionRef.DEFAULT_ONLY
@@ -229,9 +217,7 @@ class Translator:
     def action_call_in(self, call: p4r.Action, where: str) -> tuple[str, dict[str, int]]:
         """(action name, {param name: value}) of an Action message, checked against the P4Info."""
         action = self.by_id("actions", call.action_id)
-        params = self._params.get(call.action_id)
-        if params is None:
-            params = self._params[call.action_id] = {p.id: p for p in action.params}
+        params = self.info.params_by_id(action)
         values: dict[str, int] = {}
         for param in call.params:
             decl = params.get(param.param_id)

@@ -8,44 +8,47 @@ from lark import Tree
 from .. import ir
 from ..grammar import annotation_tokens, parse_annotation_body
 from .constants import unquote
-from .expressions import ExpressionRules
-from .names import Node
+from .expressions import Expressions
+from .names import Names, Node
 
 # Annotations whose bodies p4c reads as expressions (any other may hold free-form tokens)
 EXPRESSION_ANNOTATIONS = {"name", "id", "field_list", "priority", "max_group_size", "selector_size_semantics",
                           "max_member_weight", "controller_header", "brief", "description", "match"}
 
 
-class AnnotationRules(ExpressionRules):
+class Annotations:
     """`@name(...)`, `@a[k=v]` and the rest -> ir.Annotations."""
+
+    def __init__(self, n: Names, e: Expressions):
+        self.n, self.e = n, e
 
     def annotations(self, node: Tree | None) -> ir.Annotations:
         anns = ir.Annotations()
         if node is None:
             return anns
         for a in node.children:
-            name = self.name_of(a.children[0])
+            name = self.n.name_of(a.children[0])
             if a.data == "structured_annotation":
-                anns.append(ir.Annotation(name, self.structured_args(a), self.loc(a), structured=True))
+                anns.append(ir.Annotation(name, self.structured_args(a), self.n.loc(a), structured=True))
                 continue
             body = a.children[1] if len(a.children) > 1 else None
             text = None
             given: list = []
             if body is not None:
                 start, end = body.meta.start_pos + 1, body.meta.end_pos - 1
-                text = " ".join(annotation_tokens(self.source.text[start:end]))
-                args_tree = parse_annotation_body(self.source, start, end)
+                text = " ".join(annotation_tokens(self.n.source.text[start:end]))
+                args_tree = parse_annotation_body(self.n.source, start, end)
                 if args_tree is None and name in EXPRESSION_ANNOTATIONS:
-                    raise self.error(body, f"@{name}: the annotation's body must be a list of expressions")
+                    raise self.n.error(body, f"@{name}: the annotation's body must be a list of expressions")
                 given = [c for c in args_tree.children if c is not None] if args_tree is not None else []
             if name == "name" and (len(given) != 1 or getattr(given[0], "data", "") != "string_lit"):
-                raise self.error(a, f"{self.text(given[0]) if given else '@name'}: @name annotation's value must be a string")
+                raise self.n.error(a, f"{self.n.text(given[0]) if given else '@name'}: @name annotation's value must be a string")
             args: list[int | str]
             if name == "field_list":  # p4c evaluates these: named constants are allowed
                 args = [self.field_list_index(c) for c in given]
             else:
                 args = [self.annotation_arg(c) for c in given]
-            anns.append(ir.Annotation(name, args, self.loc(a), text))
+            anns.append(ir.Annotation(name, args, self.n.loc(a), text))
         return anns
 
     def structured_args(self, node: Tree) -> list:
@@ -53,23 +56,23 @@ class AnnotationRules(ExpressionRules):
         out: list = []
         items = [c for c in node.children[1:] if c is not None]
         for item in items:
-            key = self.name_of(item.children[0]) if item.data == "ann_kv" else None
-            e = self.expr(item.children[1] if key is not None else item, self.top)
+            key = self.n.name_of(item.children[0]) if item.data == "ann_kv" else None
+            e = self.e.expr(item.children[1] if key is not None else item, self.n.top)
             if not isinstance(e, (ir.Constant, ir.BoolLiteral, ir.StringLiteral)):
-                raise self.error(item, f"{self.text(item)}: a structured annotation's values must be compile-time constants")
+                raise self.n.error(item, f"{self.n.text(item)}: a structured annotation's values must be compile-time constants")
             out.append((key, e.value) if key is not None else e.value)
         if len({isinstance(v, tuple) for v in out}) > 1:
-            raise self.error(node, f"@{self.name_of(node.children[0])}: mixes key=value pairs and plain expressions")
+            raise self.n.error(node, f"@{self.n.name_of(node.children[0])}: mixes key=value pairs and plain expressions")
         keys = [v[0] for v in out if isinstance(v, tuple)]
         dup = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
         if dup is not None:
-            raise self.error(node, f"{dup}: Duplicates declaration {dup}")
+            raise self.n.error(node, f"{dup}: Duplicates declaration {dup}")
         return out
 
     def field_list_index(self, node: Tree) -> int:
-        v = self.expr(node, self.top)
+        v = self.e.expr(node, self.n.top)
         if not isinstance(v, ir.Constant) or v.value < 0:
-            raise self.error(node, f"{self.text(node)}: a @field_list index must be a non-negative integer constant")
+            raise self.n.error(node, f"{self.n.text(node)}: a @field_list index must be a non-negative integer constant")
         return v.value
 
     def annotation_arg(self, node: Node) -> int | str:
@@ -77,7 +80,7 @@ class AnnotationRules(ExpressionRules):
             if node.data == "string_lit":
                 return unquote(str(node.children[0]))
             if node.data == "int_lit":
-                return self.int_literal(node).value
+                return self.e.int_literal(node).value
             if node.data == "unop" and str(node.children[0]) == "-" and getattr(node.children[1], "data", "") == "int_lit":
-                return -self.int_literal(node.children[1]).value
-        return re.sub(r"\s+", "", self.text(node))
+                return -self.e.int_literal(node.children[1]).value
+        return re.sub(r"\s+", "", self.n.text(node))

@@ -1,15 +1,15 @@
-"""Name resolution: scopes, the records of declarations the checker keeps, and the base of its layers.
+"""Name resolution: scopes, the records of declarations the checker keeps, and what every part of it shares.
 
-The checker is built in layers, one module per concern, each a class over the one below it
-(names -> expressions -> annotations -> types -> calls -> statements -> declarations -> tables ->
-blocks -> v1model); `Checker` is the top one. A layer calls down freely; the few calls up the
-chain (an expression's type named in a cast, a call of a function or of a parser or control) are
-the abstract methods of `CheckerBase`, each implemented once in the layer named in its docstring.
+The checker is parts, one module per concern, composed by `Checker` (checker/__init__.py):
+names -> expressions -> annotations -> types -> calls -> statements -> declarations -> tables ->
+blocks -> v1model rules. A part is given the parts below it that it calls; the few calls up that
+order (an expression's type named in a cast, a call of a function or of a parser or control) go
+through `Checking`, which the composing Checker answers, each by the part named in its docstring.
 """
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from lark import Token, Tree
 
@@ -91,9 +91,9 @@ class BlockDecl:
     building: bool = field(default=False)
 
 
-class CheckerBase(ABC):
-    """What every layer shares: the program being built, the scopes, where we are; locations,
-    errors and names of parse-tree nodes."""
+class Names:
+    """What every part shares: the program being built, the scopes, where we are; locations, errors and names
+    of parse-tree nodes."""
 
     def __init__(self, source: Source):
         self.source = source
@@ -136,28 +136,30 @@ class CheckerBase(ABC):
             raise self.error(node, f"{name}: duplicate declaration")
         scope.names[name] = decl
 
-    # ------------------------------------------------------------------ calls up the chain of layers
 
-    @abstractmethod
+class Checking(Protocol):
+    """The calls a part makes up the order of parts (see the module docstring), answered by the Checker."""
+
     def resolve_type(self, node: Tree, scope: Scope) -> ir.Type:
         """A type named in the source (types.py)."""
+        ...
 
-    @abstractmethod
     def call(self, callee: Tree, args_node: Tree, scope: Scope, node: Node, explicit: list | None = None) -> ir.Expr:
         """A call of a method, action, function or extern function (calls.py)."""
+        ...
 
-    @abstractmethod
     def function(self, node: Tree, bindings: dict[str, ir.Type]) -> ir.Function:
         """A function declaration checked with its type parameters bound (declarations.py)."""
+        ...
 
-    @abstractmethod
     def decl_const_decl(self, node: Tree, scope: Scope | None = None) -> ir.ConstDecl:
         """A constant declaration, at the top level or in a block (declarations.py)."""
+        ...
 
-    @abstractmethod
     def instantiate(self, decl: BlockDecl, name: str, anns: ir.Annotations, bindings: dict, loc: ir.Loc) -> ir.BlockInstance:
         """A parser/control instance in the block being built (blocks.py)."""
+        ...
 
-    @abstractmethod
     def main_instance(self, node: Tree) -> None:
-        """The top-level `V1Switch(...) main;` (v1model.py)."""
+        """The top-level `V1Switch(...) main;` (v1model_rules.py)."""
+        ...

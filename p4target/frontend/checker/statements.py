@@ -7,9 +7,12 @@ from lark import Token, Tree
 
 from .. import ir
 from ..typing import BOOL, is_numeric
-from .calls import CallRules
+from .annotations import Annotations
+from .calls import Calls
 from .constants import const_key, is_constant
-from .names import HIDDEN, BlockDecl, Node, Scope
+from .expressions import Expressions
+from .names import HIDDEN, BlockDecl, Checking, Names, Node, Scope
+from .types import Types
 
 MAX_UNROLL = 1024  # iterations of one for loop: unrolling copies the body that many times
 
@@ -33,39 +36,42 @@ def has_jump(s: ir.Stmt | None) -> bool:
     return False
 
 
-class StatementRules(CallRules):
+class Statements:
     """Statement trees -> ir.Stmt, in the Context of the enclosing block."""
+
+    def __init__(self, n: Names, e: Expressions, an: Annotations, ty: Types, ca: Calls, up: Checking):
+        self.n, self.e, self.an, self.ty, self.ca, self.up = n, e, an, ty, ca, up
 
     def block(self, node: Tree, scope: Scope) -> ir.Block:
         inner = Scope(scope)
-        return ir.Block(self.loc(node), [self.statement(s, inner) for s in node.children])
+        return ir.Block(self.n.loc(node), [self.statement(s, inner) for s in node.children])
 
     def var_decl(self, node: Tree, scope: Scope) -> ir.VarDecl:
         ann, type_node, name_node, init = node.children
-        t = self.resolve_type(type_node, scope)
+        t = self.ty.resolve_type(type_node, scope)
         if isinstance(t, (ir.ExternType, ir.VoidType, ir.InfIntType, ir.StringType)):
-            raise self.error(type_node, f"cannot declare a variable of type {t}")
+            raise self.n.error(type_node, f"cannot declare a variable of type {t}")
         if isinstance(t, ir.TupleType):
             t = self.tuple_struct(t)
-        value = self.coerce(self.expr(init, scope, t), t, init) if init is not None else None
-        name = self.name_of(name_node)
-        decl = ir.VarDecl(name, t, value, self.annotations(ann), self.loc(name_node))
-        self.declare(scope, name, decl, name_node)
+        value = self.e.coerce(self.e.expr(init, scope, t), t, init) if init is not None else None
+        name = self.n.name_of(name_node)
+        decl = ir.VarDecl(name, t, value, self.an.annotations(ann), self.n.loc(name_node))
+        self.n.declare(scope, name, decl, name_node)
         return decl
 
     def tuple_struct(self, t: ir.TupleType) -> ir.StructType:
         """The struct (fields f0, f1, ...) standing for a tuple type in variables: stored and
         initialized like any struct, so back ends need no tuples."""
-        s = self.tuple_structs.get(t)
+        s = self.n.tuple_structs.get(t)
         if s is None:
             s = ir.StructType(str(t), [ir.Field(f"f{i}", e) for i, e in enumerate(t.elements)])
-            self.tuple_structs[t] = s
+            self.n.tuple_structs[t] = s
         return s
 
     def statement(self, node: Tree, scope: Scope) -> ir.Stmt:
-        loc = self.loc(node)
+        loc = self.n.loc(node)
         kind = node.data
-        in_parser = self.ctx.kind == "state"
+        in_parser = self.n.ctx.kind == "state"
         if kind == "block":
             return self.block(node, scope)
         if kind == "annotated_block":  # `@atomic { ... }`: BMv2 runs every block atomically anyway
@@ -73,43 +79,43 @@ class StatementRules(CallRules):
         if kind == "var_decl":
             return ir.VarDeclStmt(loc, self.var_decl(node, scope))
         if kind == "const_decl":
-            self.decl_const_decl(node, scope)
+            self.up.decl_const_decl(node, scope)
             return ir.Block(loc, [])
         if kind == "empty_stmt":
             return ir.Block(loc, [])
         if kind == "assignment":
-            lhs = self.lvalue(node.children[0], scope)
-            rhs = self.coerce(self.expr(node.children[1], scope, lhs.type), lhs.type, node.children[1], node)
+            lhs = self.e.lvalue(node.children[0], scope)
+            rhs = self.e.coerce(self.e.expr(node.children[1], scope, lhs.type), lhs.type, node.children[1], node)
             return ir.Assign(loc, lhs, rhs)
         if kind == "compound_assignment":
             return self.compound_assignment(node, scope)
         if kind == "call_stmt":
-            call = self.call(node.children[0], node.children[1], scope, node)
+            call = self.ca.call(node.children[0], node.children[1], scope, node)
             if isinstance(call, ir.BoolLiteral):  # a static_assert that held: nothing to run
                 return ir.Block(loc, [])
             return ir.MethodCallStmt(loc, call)
         if kind == "type_call_stmt":
             type_node, name_node, args = node.children
-            decl = self.top.lookup(self.name_of(type_node))
+            decl = self.n.top.lookup(self.n.name_of(type_node))
             if not isinstance(decl, BlockDecl):
-                raise self.error(type_node, f"{self.text(type_node)}: only parsers and controls can be applied directly")
-            return ir.MethodCallStmt(loc, self.block_apply(decl, name_node, self.arg_nodes(args), scope, node))
+                raise self.n.error(type_node, f"{self.n.text(type_node)}: only parsers and controls can be applied directly")
+            return ir.MethodCallStmt(loc, self.ca.block_apply(decl, name_node, self.ca.arg_nodes(args), scope, node))
         if kind == "generic_call_stmt":
             lv, targs, _, args = node.children
-            explicit = [self.resolve_type(t, scope) for t in targs.children]
-            return ir.MethodCallStmt(loc, self.call(lv, args, scope, node, explicit))
+            explicit = [self.ty.resolve_type(t, scope) for t in targs.children]
+            return ir.MethodCallStmt(loc, self.ca.call(lv, args, scope, node, explicit))
         if kind == "if_stmt":
             cond_node, then_node, else_node = node.children
-            cond = self.expr(cond_node, scope)
+            cond = self.e.expr(cond_node, scope)
             if not isinstance(cond.type, ir.BoolType):
-                raise self.error(cond_node, f"if condition {self.text(cond_node)} has type {cond.type}, not bool")
+                raise self.n.error(cond_node, f"if condition {self.n.text(cond_node)} has type {cond.type}, not bool")
             then = self.statement(then_node, Scope(scope))
             else_ = self.statement(else_node, Scope(scope)) if else_node is not None else None
             return ir.If(loc, cond, then, else_)
         if in_parser:
-            raise self.error(node, f"{kind.replace('_stmt', '')} statements are not allowed in a parser")
-        if kind == "exit_stmt" and self.ctx.kind == "function":
-            raise self.error(node, "exit is not allowed in a function")
+            raise self.n.error(node, f"{kind.replace('_stmt', '')} statements are not allowed in a parser")
+        if kind == "exit_stmt" and self.n.ctx.kind == "function":
+            raise self.n.error(node, "exit is not allowed in a function")
         if kind == "exit_stmt":
             return ir.Exit(loc)
         if kind == "return_stmt":
@@ -119,17 +125,17 @@ class StatementRules(CallRules):
         if kind == "for_stmt":
             return self.for_loop(node, scope)
         if kind == "for_in_stmt":
-            raise self.error(node, "BMV2 does not support for-in loops")
+            raise self.n.error(node, "BMV2 does not support for-in loops")
         if kind in ("break_stmt", "continue_stmt"):
-            if not self.loops:
-                raise self.error(node, f"{kind.removesuffix('_stmt')} outside a loop")
+            if not self.n.loops:
+                raise self.n.error(node, f"{kind.removesuffix('_stmt')} outside a loop")
             return LoopJump(loc, kind.removesuffix("_stmt"))
-        raise self.error(node, f"unsupported: {kind.replace('_', ' ')}")
+        raise self.n.error(node, f"unsupported: {kind.replace('_', ' ')}")
 
     def compound_assignment(self, node: Tree, scope: Scope) -> ir.Assign:
         """`a op= b` is `a = a op b`, typed as that binary expression (so `a` is read once more)."""
-        lhs = self.lvalue(node.children[0], scope)
-        return ir.Assign(self.loc(node), lhs, self.coerce(self.compound_value(node, scope), lhs.type, node.children[2], node))
+        lhs = self.e.lvalue(node.children[0], scope)
+        return ir.Assign(self.n.loc(node), lhs, self.e.coerce(self.compound_value(node, scope), lhs.type, node.children[2], node))
 
     def compound_value(self, node: Tree, scope: Scope) -> ir.Expr:
         """The `a op b` of `a op= b`."""
@@ -137,11 +143,11 @@ class StatementRules(CallRules):
         if len(op_node.children) == 2:  # `>>=`: R_ANGLE_SHIFT then ">="
             shift, eq = op_node.children
             if not (isinstance(shift, Token) and isinstance(eq, Token) and shift.end_pos == eq.start_pos):
-                raise self.error(eq, "syntax error, unexpected '>='")
+                raise self.n.error(eq, "syntax error, unexpected '>='")
             op = ">>"
         else:
             op = str(op_node.children[0])[:-1]
-        return self.binary(node, op, lv_node, rhs_node, scope)
+        return self.e.binary(node, op, lv_node, rhs_node, scope)
 
     def for_loop(self, node: Tree, scope: Scope) -> ir.Block:
         """`for (init; cond; update) body`, unrolled: BMv2 runs no loops, so the loop variables must be
@@ -155,50 +161,50 @@ class StatementRules(CallRules):
         for init in inits_node.children if inits_node is not None else []:
             if init.data == "for_var":
                 type_node, name_node, value_node = init.children
-                t, name = self.resolve_type(type_node, scope), self.name_of(name_node)
-                self.declare(scope, name, HIDDEN, name_node)
+                t, name = self.ty.resolve_type(type_node, scope), self.n.name_of(name_node)
+                self.n.declare(scope, name, HIDDEN, name_node)
             else:
                 lv_node, value_node = init.children
                 if lv_node.data != "name_ref":
-                    raise self.error(lv_node, f"unsupported: for loop initializing {self.text(lv_node)}, not a variable")
-                lhs = self.lvalue(lv_node, scope)
-                t, name = lhs.type, self.text(lv_node).lstrip(".")
+                    raise self.n.error(lv_node, f"unsupported: for loop initializing {self.n.text(lv_node)}, not a variable")
+                lhs = self.e.lvalue(lv_node, scope)
+                t, name = lhs.type, self.n.text(lv_node).lstrip(".")
                 outer[name] = lhs
-            values[name] = self.loop_constant(self.coerce(self.expr(value_node, scope), t, value_node), value_node)
+            values[name] = self.loop_constant(self.e.coerce(self.e.expr(value_node, scope), t, value_node), value_node)
         updates = updates_node.children if updates_node is not None else []
         stmts: list[ir.Stmt] = []
         while True:
             bound = Scope(scope)
             bound.names.update({n: ir.ConstDecl(n, v.type, v, loc=v.loc) for n, v in values.items()})
-            cond = self.expr(cond_node, bound) if cond_node is not None else ir.BoolLiteral(BOOL, self.loc(node), True)
+            cond = self.e.expr(cond_node, bound) if cond_node is not None else ir.BoolLiteral(BOOL, self.n.loc(node), True)
             if not isinstance(cond, ir.BoolLiteral):
-                raise self.error(cond_node, f"unsupported: for loop condition {self.text(cond_node)} is not known at "
+                raise self.n.error(cond_node, f"unsupported: for loop condition {self.n.text(cond_node)} is not known at "
                                             "compile time (BMv2 runs no loops: only loops with a constant trip count unroll)")
             if not cond.value:
                 break
             if len(stmts) == MAX_UNROLL:
-                raise self.error(node, f"for loop runs more than {MAX_UNROLL} times: too many to unroll")
-            self.loops += 1
+                raise self.n.error(node, f"for loop runs more than {MAX_UNROLL} times: too many to unroll")
+            self.n.loops += 1
             body = self.statement(body_node, Scope(bound))
-            self.loops -= 1
+            self.n.loops -= 1
             body, jump = self.cut_at_jump(body)
             stmts.append(body)
             if jump == "break":
                 break
             for u in updates:
                 lv_node = u.children[0]
-                name = self.text(lv_node).lstrip(".")
+                name = self.n.text(lv_node).lstrip(".")
                 if lv_node.data != "name_ref" or name not in values:
-                    raise self.error(lv_node, f"unsupported: for loop update of {self.text(lv_node)}, not a loop variable")
+                    raise self.n.error(lv_node, f"unsupported: for loop update of {self.n.text(lv_node)}, not a loop variable")
                 t = values[name].type
                 if u.data == "assignment":
-                    value = self.coerce(self.expr(u.children[1], bound), t, u.children[1])
+                    value = self.e.coerce(self.e.expr(u.children[1], bound), t, u.children[1])
                 else:
-                    value = self.coerce(self.compound_value(u, bound), t, u.children[2])
+                    value = self.e.coerce(self.compound_value(u, bound), t, u.children[2])
                 values[name] = self.loop_constant(value, u)
                 bound.names[name] = ir.ConstDecl(name, t, values[name], loc=values[name].loc)
-        stmts += [ir.Assign(self.loc(node), lhs, values[name]) for name, lhs in outer.items()]
-        return ir.Block(self.loc(node), stmts)
+        stmts += [ir.Assign(self.n.loc(node), lhs, values[name]) for name, lhs in outer.items()]
+        return ir.Block(self.n.loc(node), stmts)
 
     def cut_at_jump(self, s: ir.Stmt) -> tuple[ir.Stmt, str | None]:
         """`s` up to the first break/continue it reaches for sure (conditions on loop variables are
@@ -217,39 +223,39 @@ class StatementRules(CallRules):
             taken = s.then if s.cond.value else s.else_
             return self.cut_at_jump(taken) if taken is not None else (ir.Block(s.loc, []), None)
         if has_jump(s):
-            raise self.error(s.loc, "unsupported: break or continue under a condition not known at compile time "
+            raise self.n.error(s.loc, "unsupported: break or continue under a condition not known at compile time "
                                     "(BMv2 runs no loops: only loops with a constant trip count unroll)")
         return s, None
 
     def loop_constant(self, value: ir.Expr, node: Node) -> ir.Expr:
         if not is_constant(value):
-            raise self.error(node, f"unsupported: for loop variable set from {self.text(node)}, which is not known at "
+            raise self.n.error(node, f"unsupported: for loop variable set from {self.n.text(node)}, which is not known at "
                                    "compile time (BMv2 runs no loops: only loops with a constant trip count unroll)")
         return value
 
     def return_stmt(self, node: Tree, scope: Scope) -> ir.Return:
         value_node = node.children[0]
-        f = self.ctx.function
+        f = self.n.ctx.function
         if f is None:
             if value_node is not None:
-                raise self.error(node, "return with a value outside a function")
-            return ir.Return(self.loc(node))
+                raise self.n.error(node, "return with a value outside a function")
+            return ir.Return(self.n.loc(node))
         rt = f.return_type
         if value_node is None:
             if not isinstance(rt, ir.VoidType):
-                raise self.error(node, f"{f.name}: return without a value in a function returning {rt}")
-            return ir.Return(self.loc(node))
+                raise self.n.error(node, f"{f.name}: return without a value in a function returning {rt}")
+            return ir.Return(self.n.loc(node))
         if isinstance(rt, ir.VoidType):
-            raise self.error(value_node, f"{f.name}: return with a value in a void function")
-        value = self.coerce(self.expr(value_node, scope, rt), rt, value_node)
-        return ir.Return(self.loc(node), value)
+            raise self.n.error(value_node, f"{f.name}: return with a value in a void function")
+        value = self.e.coerce(self.e.expr(value_node, scope, rt), rt, value_node)
+        return ir.Return(self.n.loc(node), value)
 
     def switch(self, node: Tree, scope: Scope) -> ir.Switch:
         subject_node, *cases = node.children
-        subject = self.expr(subject_node, scope)
+        subject = self.e.expr(subject_node, scope)
         is_action_run = isinstance(subject, ir.ActionRun)
         if not is_action_run and not (is_numeric(subject.type) or isinstance(subject.type, (ir.EnumType, ir.ErrorType))):
-            raise self.error(subject_node, f"switch subject {self.text(subject_node)} has type {subject.type}")
+            raise self.n.error(subject_node, f"switch subject {self.n.text(subject_node)} has type {subject.type}")
         out: list[ir.SwitchCase] = []
         pending: list = []
         seen: list = []
@@ -260,27 +266,27 @@ class StatementRules(CallRules):
             if label_node.data == "default_label":
                 label = None
                 if i != len(cases) - 1:
-                    raise self.error(label_node, "default label must be the last switch case")
+                    raise self.n.error(label_node, "default label must be the last switch case")
             elif isinstance(subject, ir.ActionRun):
                 if label_node.data != "name_ref":
-                    raise self.error(label_node, "switch on action_run: labels must be action names")
-                aname = self.name_of(label_node.children[0])
+                    raise self.n.error(label_node, "switch on action_run: labels must be action names")
+                aname = self.n.name_of(label_node.children[0])
                 ref = next((r for r in subject.table.actions if r.action.name == aname), None)
                 if ref is None:
-                    raise self.error(label_node, f"{aname}: not an action of table {subject.table.name}")
+                    raise self.n.error(label_node, f"{aname}: not an action of table {subject.table.name}")
                 label = ref.action
             else:
-                label = self.coerce(self.expr(label_node, scope), subject.type, label_node)
+                label = self.e.coerce(self.e.expr(label_node, scope), subject.type, label_node)
                 if not is_constant(label):
-                    raise self.error(label_node, "switch labels must be compile-time constants")
+                    raise self.n.error(label_node, "switch labels must be compile-time constants")
             key = const_key(label) if isinstance(label, ir.Expr) else label
             if any(k is key or (not is_action_run and k == key and key is not None) for k in seen):
-                raise self.error(label_node, f"duplicate switch label {self.text(label_node)}")
+                raise self.n.error(label_node, f"duplicate switch label {self.n.text(label_node)}")
             seen.append(key)
             pending.append(label)
             if body_node is not None:
-                out.append(ir.SwitchCase(pending, self.block(body_node, scope), self.loc(c)))
+                out.append(ir.SwitchCase(pending, self.block(body_node, scope), self.n.loc(c)))
                 pending = []
         if pending:
-            out.append(ir.SwitchCase(pending, None, self.loc(cases[-1])))
-        return ir.Switch(self.loc(node), subject, out)
+            out.append(ir.SwitchCase(pending, None, self.n.loc(cases[-1])))
+        return ir.Switch(self.n.loc(node), subject, out)

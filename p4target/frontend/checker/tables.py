@@ -10,28 +10,34 @@ from lark import Token, Tree
 from .. import ir
 from ..passes.walk import same_expr
 from ..typing import is_key, is_numeric
+from .annotations import Annotations
+from .calls import Calls
 from .constants import is_constant
-from .declarations import DeclarationRules
-from .names import Node, Scope
+from .declarations import Declarations
+from .expressions import Expressions
+from .names import Names, Node, Scope
 from .types import serializable
 
 
-class TableRules(DeclarationRules):
+class Tables:
     """`table` declarations in a control -> ir.Table."""
+
+    def __init__(self, n: Names, e: Expressions, an: Annotations, ca: Calls, de: Declarations):
+        self.n, self.e, self.an, self.ca, self.de = n, e, an, ca, de
 
     def table(self, node: Tree, scope: Scope, prefix: str) -> ir.Table:
         ann, name_node, *props = node.children
-        name = self.name_of(name_node)
-        table = ir.Table(name, annotations=self.annotations(ann), loc=self.loc(name_node), control=prefix)
-        self.declare(scope, name, table, name_node)
+        name = self.n.name_of(name_node)
+        table = ir.Table(name, annotations=self.an.annotations(ann), loc=self.n.loc(name_node), control=prefix)
+        self.n.declare(scope, name, table, name_node)
         seen: set[str] = set()
         deferred = []
         for p in props:
             pname = {"key_prop": "key", "actions_prop": "actions", "entries_prop": "entries"}.get(p.data)
             if pname is None:
-                pname = self.name_of([c for c in p.children if isinstance(c, Tree) and c.data == "name"][0])
+                pname = self.n.name_of([c for c in p.children if isinstance(c, Tree) and c.data == "name"][0])
             if pname in seen:
-                raise self.error(p, f"table {name}: duplicate property {pname}")
+                raise self.n.error(p, f"table {name}: duplicate property {pname}")
             seen.add(pname)
             if p.data == "key_prop":
                 for k in p.children:
@@ -42,7 +48,7 @@ class TableRules(DeclarationRules):
             else:
                 deferred.append((pname, p))
         if "actions" not in seen:
-            raise self.error(name_node, f"table {name}: no actions property")
+            raise self.n.error(name_node, f"table {name}: no actions property")
         for pname, p in deferred:  # these refer to the key and action lists
             is_const = any(isinstance(c, Token) and c.type == "CONST" for c in p.children)
             if p.data == "entries_prop":
@@ -73,83 +79,83 @@ class TableRules(DeclarationRules):
         """`implementation = p;` naming an action_profile/action_selector, or one built inline (needs @name)."""
         value = prop.children[-1]
         if value.data == "ctor_call":
-            anns = self.annotations(prop.children[0])
+            anns = self.an.annotations(prop.children[0])
             name = anns.get_str("name")
             if name is None:
-                raise self.error(value, f"table {table.name}: an implementation built inline needs a @name "
+                raise self.n.error(value, f"table {table.name}: an implementation built inline needs a @name "
                                         "annotation on the property (P4Runtime names it)")
-            inst = self.extern_instance(value, value.children[0], value.children[1], name, anns, self.loc(value),
+            inst = self.de.extern_instance(value, value.children[0], value.children[1], name, anns, self.n.loc(value),
                                         scope, None)
         else:
-            ref = self.expr(value, scope)
+            ref = self.e.expr(value, scope)
             if not isinstance(ref, ir.InstanceRef):
-                raise self.error(value, f"table {table.name}: implementation must be an action_profile or action_selector")
+                raise self.n.error(value, f"table {table.name}: implementation must be an action_profile or action_selector")
             inst = ref.decl
         if inst.extern not in ("action_profile", "action_selector"):
-            raise self.error(value, f"table {table.name}: implementation must be an action_profile or action_selector, "
+            raise self.n.error(value, f"table {table.name}: implementation must be an action_profile or action_selector, "
                                     f"not {inst.extern}")
         return inst
 
     def key_element(self, node: Tree, scope: Scope, table: ir.Table) -> None:
         expr_node, kind_node, ann = node.children
-        e = self.expr(expr_node, scope)
-        kind = self.name_of(kind_node)
-        if kind not in self.program.match_kinds:
-            raise self.error(kind_node, f"{kind}: no such match_kind")
+        e = self.e.expr(expr_node, scope)
+        kind = self.n.name_of(kind_node)
+        if kind not in self.n.program.match_kinds:
+            raise self.n.error(kind_node, f"{kind}: no such match_kind")
         if not is_key(e.type):
-            raise self.error(expr_node, f"table {table.name}: key {self.text(expr_node)} has type {e.type}, which cannot be matched")
+            raise self.n.error(expr_node, f"table {table.name}: key {self.n.text(expr_node)} has type {e.type}, which cannot be matched")
         if kind in ("lpm", "ternary", "range") and not (is_numeric(e.type) or isinstance(e.type, (ir.BoolType, ir.NewType))
                                                          or serializable(e.type)):
-            raise self.error(expr_node, f"table {table.name}: {kind} key must be bit<W> or int<W>")
-        anns = self.annotations(ann)
+            raise self.n.error(expr_node, f"table {table.name}: {kind} key must be bit<W> or int<W>")
+        anns = self.an.annotations(ann)
         kname = anns.get_str("name") or self.key_name(e, expr_node)
-        table.keys.append(ir.KeyElement(e, kind, kname, anns, self.loc(expr_node)))
+        table.keys.append(ir.KeyElement(e, kind, kname, anns, self.n.loc(expr_node)))
 
     def key_name(self, e: ir.Expr, expr_node: Tree) -> str:
         """A key's control-plane name as p4c writes it: the source text, `X.$valid$` for `X.isValid()`."""
         if isinstance(e, ir.HeaderMethodCall) and e.method == "isValid":
-            return re.sub(r"\s+", "", self.text(expr_node.children[0].children[0])) + ".$valid$"
-        return re.sub(r"\s+", "", self.text(expr_node))
+            return re.sub(r"\s+", "", self.n.text(expr_node.children[0].children[0])) + ".$valid$"
+        return re.sub(r"\s+", "", self.n.text(expr_node))
 
     def action_ref(self, node: Tree, scope: Scope, table: ir.Table) -> None:
         ann, name_node, args = node.children
-        aname = self.name_of(name_node)
+        aname = self.n.name_of(name_node)
         action = scope.lookup(aname)
         if not isinstance(action, ir.Action):
-            raise self.error(name_node, f"{aname}: no such action")
-        bound = self.arg_nodes(args) if args is not None else []
+            raise self.n.error(name_node, f"{aname}: no such action")
+        bound = self.ca.arg_nodes(args) if args is not None else []
         directional = [p for p in action.params if p.direction]
         if len(bound) > len(directional):
-            raise self.error(name_node, f"unsupported: binding directionless parameters of {aname} in the actions list")
+            raise self.n.error(name_node, f"unsupported: binding directionless parameters of {aname} in the actions list")
         if len(bound) < len(directional):
-            raise self.error(name_node, f"{aname}: the actions list must bind its directional parameters "
+            raise self.n.error(name_node, f"{aname}: the actions list must bind its directional parameters "
                                         f"({', '.join(p.name for p in directional)})")
-        values = self.bind_args(directional, bound, scope, {}, node, f"action {aname}")
+        values = self.ca.bind_args(directional, bound, scope, {}, node, f"action {aname}")
         if any(r.action is action for r in table.actions):
-            raise self.error(name_node, f"{aname}: duplicate action in table {table.name}")
-        table.actions.append(ir.ActionRef(action, self.annotations(ann), self.loc(name_node), values))
+            raise self.n.error(name_node, f"{aname}: duplicate action in table {table.name}")
+        table.actions.append(ir.ActionRef(action, self.an.annotations(ann), self.n.loc(name_node), values))
 
     def action_binding(self, name_node: Node, args_node: Tree | None, scope: Scope, table: ir.Table, what: str) -> ir.ActionBinding:
-        aname = self.name_of(name_node)
+        aname = self.n.name_of(name_node)
         ref = next((r for r in table.actions if r.action.name == aname), None)
         if ref is None:
-            raise self.error(name_node, f"{what}: action {aname} is not in the actions list of table {table.name}")
+            raise self.n.error(name_node, f"{what}: action {aname} is not in the actions list of table {table.name}")
         action = ref.action
-        args = self.arg_nodes(args_node) if args_node is not None else []
+        args = self.ca.arg_nodes(args_node) if args_node is not None else []
         if len(args) != len(action.params):
-            raise self.error(name_node, f"{what}: action {aname} expects {len(action.params)} arguments, got {len(args)}")
+            raise self.n.error(name_node, f"{what}: action {aname} expects {len(action.params)} arguments, got {len(args)}")
         values = []
         for i, (p, (_kw, n)) in enumerate(zip(action.params, args)):
             if p.direction:
-                v = self.expr(n, scope)
+                v = self.e.expr(n, scope)
                 if not same_expr(v, ref.args[i]):
-                    raise self.error(n, f"{what}: argument {self.text(n)} for {p.name} differs from the one in the actions list")
+                    raise self.n.error(n, f"{what}: argument {self.n.text(n)} for {p.name} differs from the one in the actions list")
             else:
-                v = self.coerce(self.expr(n, scope), p.type, n)
+                v = self.e.coerce(self.e.expr(n, scope), p.type, n)
                 if not is_constant(v):
-                    raise self.error(n, f"{what}: argument {p.name} must be a compile-time constant")
+                    raise self.n.error(n, f"{what}: argument {p.name} must be a compile-time constant")
             values.append(v)
-        return ir.ActionBinding(action, values, self.loc(name_node))
+        return ir.ActionBinding(action, values, self.n.loc(name_node))
 
     def table_property(self, pname: str, value: Tree, is_const: bool, scope: Scope, table: ir.Table) -> None:
         if pname == "default_action":
@@ -158,28 +164,28 @@ class TableRules(DeclarationRules):
             else:
                 callee, args = value, None
             if callee.data != "name_ref":
-                raise self.error(value, "default_action must be an action call")
+                raise self.n.error(value, "default_action must be an action call")
             table.default_action = self.action_binding(callee.children[0], args, scope, table, f"table {table.name} default_action")
             ref = next(r for r in table.actions if r.action is table.default_action.action)
             if ref.annotations.has("tableonly"):
-                raise self.error(value, f"{ref.action.name} is @tableonly and cannot be the default action")
+                raise self.n.error(value, f"{ref.action.name} is @tableonly and cannot be the default action")
             table.default_action_const = is_const
         elif pname == "size":
-            v = self.expr(value, scope)
+            v = self.e.expr(value, scope)
             if not isinstance(v, ir.Constant) or v.value <= 0:
-                raise self.error(value, f"table {table.name}: size must be a positive integer constant")
+                raise self.n.error(value, f"table {table.name}: size must be a positive integer constant")
             table.size = v.value
         elif pname in ("counters", "meters"):
-            v = self.expr(value, scope)
+            v = self.e.expr(value, scope)
             want = "direct_counter" if pname == "counters" else "direct_meter"
             if not (isinstance(v, ir.InstanceRef) and v.decl.extern == want):
-                raise self.error(value, f"table {table.name}: {pname} must name a {want} instance")
+                raise self.n.error(value, f"table {table.name}: {pname} must name a {want} instance")
             if pname == "counters":
                 table.direct_counter = v.decl
             else:
                 table.direct_meter = v.decl
         else:
-            table.other_properties[pname] = self.expr(value, scope)
+            table.other_properties[pname] = self.e.expr(value, scope)
 
     def entry(self, node: Tree, scope: Scope, table: ir.Table) -> ir.TableEntry:
         children = [c for c in node.children if not (isinstance(c, Token) and c.type == "CONST")]
@@ -187,45 +193,45 @@ class TableRules(DeclarationRules):
         keys = self.keysets(ks_node, [k.expr for k in table.keys], scope, f"table {table.name} entry")
         for ks, key in zip(keys, table.keys):
             if key.match_kind == "exact" and not isinstance(ks, ir.KsValue):
-                raise self.error(ks_node, f"table {table.name}: exact key {key.name} needs a plain value")
+                raise self.n.error(ks_node, f"table {table.name}: exact key {key.name} needs a plain value")
             if isinstance(ks, ir.KsRange) and key.match_kind != "range":
-                raise self.error(ks_node, f"table {table.name}: a range keyset needs a range key")
+                raise self.n.error(ks_node, f"table {table.name}: a range keyset needs a range key")
         priority = None
         if prio_node is not None:
             if table.entries_const:
-                raise self.error(prio_node, "Entry: Table with 'const' entries cannot have priorities")
+                raise self.n.error(prio_node, "Entry: Table with 'const' entries cannot have priorities")
             kw, pexpr = prio_node.children
             if str(kw) != "priority":
-                raise self.error(kw, f"expected 'priority', got '{kw}'")
-            p = self.expr(pexpr, scope)
+                raise self.n.error(kw, f"expected 'priority', got '{kw}'")
+            p = self.e.expr(pexpr, scope)
             if not isinstance(p, ir.Constant) or p.value < 0:
-                raise self.error(pexpr, "priority must be a non-negative integer constant")
+                raise self.n.error(pexpr, "priority must be a non-negative integer constant")
             priority = p.value
         binding = self.action_binding(name_node, args_node, scope, table, f"table {table.name} entry")
         ref = next(r for r in table.actions if r.action is binding.action)
         if ref.annotations.has("defaultonly"):
-            raise self.error(name_node, f"{binding.action.name} is @defaultonly and cannot be used in entries")
-        return ir.TableEntry(keys, binding, priority, self.annotations(ann), self.loc(node))
+            raise self.n.error(name_node, f"{binding.action.name} is @defaultonly and cannot be used in entries")
+        return ir.TableEntry(keys, binding, priority, self.an.annotations(ann), self.n.loc(node))
 
     def keysets(self, node: Tree, keys: list[ir.Expr], scope: Scope, what: str) -> list[ir.KeySet]:
         """One KeySet per key from a (tuple) keyset expression."""
         items = node.children if node.data == "tuple_keyset" else [node]
         if node.data == "ks_default" and len(keys) > 1:
-            return [ir.KsDefault(self.loc(node)) for _ in keys]
+            return [ir.KsDefault(self.n.loc(node)) for _ in keys]
         if node.data == "ks_default" and not keys and what == "select":  # `select()`: only a default case
-            return [ir.KsDefault(self.loc(node))]
+            return [ir.KsDefault(self.n.loc(node))]
         if len(items) != len(keys):
-            raise self.error(node, f"{what}: keyset has {len(items)} elements but there are {len(keys)} keys")
+            raise self.n.error(node, f"{what}: keyset has {len(items)} elements but there are {len(keys)} keys")
         return [self.keyset(item, key.type, scope) for item, key in zip(items, keys)]
 
     def keyset(self, node: Tree, t: ir.Type, scope: Scope) -> ir.KeySet:
-        loc = self.loc(node)
+        loc = self.n.loc(node)
         if node.data == "ks_default":
             return ir.KsDefault(loc)
         vals = [self.keyset_value(n, t, scope) for n in node.children]
         for v, n in zip(vals, node.children):
             if not is_constant(v):
-                raise self.error(n, f"{self.text(n)}: keyset values must be compile-time constants")
+                raise self.n.error(n, f"{self.n.text(n)}: keyset values must be compile-time constants")
         if node.data == "ks_mask":
             return ir.KsMask(vals[0], vals[1], loc)
         if node.data == "ks_range":
@@ -234,11 +240,11 @@ class TableRules(DeclarationRules):
 
     def keyset_value(self, node: Tree, t: ir.Type, scope: Scope) -> ir.Expr:
         """A keyset value or mask of key type `t` (an untyped number also for a serializable enum)."""
-        e = self.expr(node, scope)
+        e = self.e.expr(node, scope)
         untyped = isinstance(e, ir.Constant) and isinstance(e.type, ir.InfIntType)
         if untyped and isinstance(t, ir.EnumType) and t.underlying is not None:  # a serializable enum
-            return self.coerce(e, t.underlying, node)
+            return self.e.coerce(e, t.underlying, node)
         if untyped and isinstance(t, ir.NewType):
-            value = cast(ir.Constant, self.coerce(e, t.underlying, node))  # an untyped number made a number of t's
+            value = cast(ir.Constant, self.e.coerce(e, t.underlying, node))  # an untyped number made a number of t's
             return ir.Constant(t, value.loc, value.value, value.base)
-        return self.coerce(e, t, node)
+        return self.e.coerce(e, t, node)

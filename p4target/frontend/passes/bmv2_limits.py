@@ -10,7 +10,7 @@ p4c's wording, so a program written against the embedded target moves to BMv2 un
 - a direct counter or meter attached to one table only; a table with a direct meter has an action
   that reads it (`meter.read(...)`);
 - headers of a whole number of bytes;
-- each extern's own rules, in its module (p4target.externs: `check_instance`, `check_call`), e.g.
+- each extern's own rules, in its module (found through p4target.extern_registry: `check_instance`, `check_call`), e.g.
   registers of bit<W>/int<W> cells only, no Checksum16 (p4c cannot translate it for BMv2), mark_to_drop
   takes standard_metadata (the deprecated zero-argument form is refused), no clone3/resubmit/recirculate
   with a data argument (deprecated in v1model.p4, unknown to p4c's BMv2 back end: the
@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 
 from ...errors import P4Error
-from ...externs.base import for_call, for_type
+from ...extern_registry import for_call, for_type
 from .. import ir
 from ..preprocess import INCLUDE_DIR
 from .walk import walk

@@ -15,7 +15,7 @@ What this does not lower yet raises `NotLowered` naming the construct and its lo
 from __future__ import annotations
 
 from p4target.errors import P4Error
-from p4target.externs.base import for_type
+from p4target.extern_registry import for_type
 from p4target.frontend import ir
 from p4target.lowered import model as m
 from p4target.lowered.from_ir.common import NotLowered, type_width
@@ -30,15 +30,16 @@ __all__ = ["NotLowered", "lower_program"]
 
 
 class _Hub:
-    """The parts of one lowering, each reaching the others through it."""
+    """The parts of one lowering, each given the parts it calls (each only parts made before it: no part knows
+    one above it)."""
 
     def __init__(self, program: ir.Program):
-        self.storage = Storage(self, program)
-        self.values = Values(self)
-        self.statements = Statements(self)
-        self.externs = Externs(self)
-        self.controls = Controls(self)
-        self.parsers = Parsers(self)
+        self.storage = Storage(program)
+        self.values = Values(self.storage)
+        self.externs = Externs(self.storage, self.values)
+        self.statements = Statements(self.storage, self.values, self.externs)
+        self.controls = Controls(self.storage, self.values, self.statements, self.externs)
+        self.parsers = Parsers(self.storage, self.values, self.statements)
 
 
 def lower_program(program: ir.Program) -> m.Program:

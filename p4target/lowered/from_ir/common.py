@@ -1,8 +1,6 @@
 """What every part of the lowering shares: names of the lowered form's fixed parts, errors, helpers."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from p4target.errors import P4Error
 from p4target.frontend import ir
 
@@ -61,43 +59,3 @@ def flat_stmts(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
     for s in stmts:
         out += flat_stmts(s.stmts) if isinstance(s, ir.Block) else [s]
     return out
-
-
-if TYPE_CHECKING:  # the parts know each other's types; at run time they meet through the hub
-    from p4target.lowered.from_ir.controls import Controls
-    from p4target.lowered.from_ir.externs import Externs
-    from p4target.lowered.from_ir.parsers import Parsers
-    from p4target.lowered.from_ir.statements import Statements
-    from p4target.lowered.from_ir.storage import Storage
-    from p4target.lowered.from_ir.values import Values
-
-
-class Part:
-    """One part of the lowering; the parts reach each other through the hub (see __init__.py)."""
-
-    def __init__(self, hub: Any):
-        self.hub = hub
-
-    @property
-    def s(self) -> Storage:
-        return self.hub.storage
-
-    @property
-    def v(self) -> Values:
-        return self.hub.values
-
-    @property
-    def st(self) -> Statements:
-        return self.hub.statements
-
-    @property
-    def x(self) -> Externs:
-        return self.hub.externs
-
-    @property
-    def ctl(self) -> Controls:
-        return self.hub.controls
-
-    @property
-    def ps(self) -> Parsers:
-        return self.hub.parsers

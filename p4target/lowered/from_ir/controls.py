@@ -4,12 +4,14 @@ from __future__ import annotations
 import copy
 
 from p4target.errors import P4Error
-from p4target.externs.base import for_call
+from p4target.extern_registry import for_call
 from p4target.frontend import ir
 from p4target.lowered import model as m
-from p4target.lowered.from_ir.common import Part, all_ones, fail, flat_stmts, hash_algorithm, table_actions
-from p4target.lowered.from_ir.storage import Scalar
-from p4target.p4info import constant_value, supports_timeout
+from p4target.lowered.from_ir.common import all_ones, fail, flat_stmts, hash_algorithm, table_actions
+from p4target.lowered.from_ir.externs import Externs
+from p4target.lowered.from_ir.statements import Statements
+from p4target.lowered.from_ir.storage import Scalar, Storage
+from p4target.lowered.from_ir.values import Values
 
 
 def _match_value(kind: str, ks: ir.KeySet, w: int) -> m.MatchValue:
@@ -19,7 +21,7 @@ def _match_value(kind: str, ks: ir.KeySet, w: int) -> m.MatchValue:
                 "ternary": m.MatchValue(kind, key=0, mask=0), "optional": m.MatchValue(kind, key=0, mask=0),
                 "range": m.MatchValue(kind, start=0, end=full)}.get(kind, m.MatchValue(kind, key=0))
     if isinstance(ks, ir.KsValue):
-        v = constant_value(ks.value) & full
+        v = ir.constant_value(ks.value) & full
         if kind == "lpm":
             return m.MatchValue(kind, key=v, prefix_length=w)
         if kind in ("ternary", "optional"):
@@ -28,13 +30,13 @@ def _match_value(kind: str, ks: ir.KeySet, w: int) -> m.MatchValue:
             return m.MatchValue(kind, start=v, end=v)
         return m.MatchValue(kind, key=v)
     if isinstance(ks, ir.KsMask):
-        mask = constant_value(ks.mask) & full
-        v = constant_value(ks.value) & mask
+        mask = ir.constant_value(ks.mask) & full
+        v = ir.constant_value(ks.value) & mask
         if kind == "lpm":
             return m.MatchValue(kind, key=v, prefix_length=bin(mask).count("1"))
         return m.MatchValue(kind, key=v, mask=mask)
     if isinstance(ks, ir.KsRange):
-        return m.MatchValue(kind, start=constant_value(ks.lo) & full, end=constant_value(ks.hi) & full)
+        return m.MatchValue(kind, start=ir.constant_value(ks.lo) & full, end=ir.constant_value(ks.hi) & full)
     raise P4Error(f"keyset {type(ks).__name__}")
 
 
@@ -97,11 +99,14 @@ def _walk_calls(stmts: list[ir.Stmt]) -> list[ir.Expr]:
     return out
 
 
-class Controls(Part):
+class Controls:
     """Pipelines, tables and what runs between them."""
 
     pl: m.Pipeline
     applied: dict[int, str]  # id of a table applied already -> its node
+
+    def __init__(self, storage: Storage, values: Values, statements: Statements, externs: Externs):
+        self.s, self.v, self.st, self.x = storage, values, statements, externs
 
     def control(self, name: str, c: ir.Control) -> m.Pipeline:
         self.pl = m.Pipeline(name, len(self.s.p.pipelines), None, [], [], [])
@@ -285,7 +290,7 @@ class Controls(Part):
         default_entry = None
         if t.default_action is not None:
             da = self.st.table_action(t.default_action.action)
-            data = [constant_value(x) & all_ones(w) for x, (_, w) in
+            data = [ir.constant_value(x) & all_ones(w) for x, (_, w) in
                     zip(t.default_action.args[len(t.default_action.args) - len(da.runtime_data):], da.runtime_data)]
             default_entry = m.DefaultEntry(da.id, t.default_action_const, data, t.default_action_const)
         else:
@@ -324,7 +329,7 @@ class Controls(Part):
             self.s.p.meter_arrays.append(m.MeterArray(direct_meter, len(self.s.p.meter_arrays), 0,
                                                     t.direct_meter.kind or "bytes", 2, True, name, target))
         table = m.Table(name, self.s.next_id("table"), match_type, kind, t.size if t.size is not None else 1024,
-                        t.direct_counter is not None, supports_timeout(t), keys, [a.id for a in actions],
+                        t.direct_counter is not None, ir.supports_timeout(t), keys, [a.id for a in actions],
                         [a.name for a in actions], next_tables, nxt,
                         default_entry, entries, profile, direct_meter,
                         frozenset(a.name for a, (_, an) in zip(actions, refs) if an.has("defaultonly")),
@@ -366,7 +371,7 @@ class Controls(Part):
             values.append(_match_value(lk.match_type, ks, w))
         action = self.st.table_action(e.action.action)
         args = e.action.args[len(e.action.args) - len(action.runtime_data):]
-        data = [constant_value(x) & all_ones(w) for x, (_, w) in zip(args, action.runtime_data)]
+        data = [ir.constant_value(x) & all_ones(w) for x, (_, w) in zip(args, action.runtime_data)]
         # the lowered form orders priorities as BMv2's JSON does: smaller wins
         return m.TableEntry(values, m.ActionEntry(action.id, data), -(e.priority or 0))
 

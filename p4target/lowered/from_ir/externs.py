@@ -3,21 +3,20 @@ its extern's module (p4target.externs), through the helpers here."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from p4target.externs.base import Call, for_call
+from p4target.extern_registry import for_call
 from p4target.frontend import ir
 from p4target.lowered import model as m
-from p4target.lowered.from_ir.common import EMPTY_FIELD_LIST, NotLowered, Part, fail
-from p4target.lowered.from_ir.storage import Scalar
-from p4target.p4info import constant_value
+from p4target.lowered.from_ir.common import EMPTY_FIELD_LIST, NotLowered, fail
+from p4target.lowered.from_ir.storage import Scalar, Storage
+from p4target.lowered.from_ir.values import Values
 
 
-class Externs(Part):
+class Externs:
     """Extern calls; the calculations and learn lists they need."""
 
-    def __init__(self, hub: Any):
-        super().__init__(hub)
+    def __init__(self, storage: Storage, values: Values):
+        self.s, self.v = storage, values
         self.calcs: dict[str, m.Calculation] = {}
         self.learn_lists: dict[str, m.LearnList] = {}
 
@@ -30,13 +29,13 @@ class Externs(Part):
             raise fail("verify() outside a parser", c.loc)
         self.extern_call(c, out)
 
-    def extern_call(self, c: Call, out: list[m.Primitive]) -> None:
+    def extern_call(self, c: ir.ExternCall, out: list[m.Primitive]) -> None:
         ext = for_call(c)
         if ext is None:
             raise self.not_lowered(c)
         ext.lower(self, c, out)
 
-    def not_lowered(self, c: Call) -> NotLowered:
+    def not_lowered(self, c: ir.ExternCall) -> NotLowered:
         if isinstance(c, ir.ExternFunctionCall):
             return fail(f"extern {c.name}() is not lowered", c.loc)
         return fail(f"{getattr(c.target.type, 'name', '?')}.{c.method}() is not lowered", c.loc)
@@ -58,7 +57,7 @@ class Externs(Part):
         t = self.s.tmp(target.type, target.loc)
         out.append(make(t.ref))
         if isinstance(target, ir.Slice):
-            self.st.assign_slice(out, target, t.ref)
+            self.v.assign_slice(out, target, t.ref)
         else:
             s = self.v.store_of(target)
             assert isinstance(s, Scalar)
@@ -71,4 +70,4 @@ class Externs(Part):
 
     def field_list_arg(self, e: ir.Expr | None) -> m.Const:
         """A field list id: the @field_list index given, or an empty list for none (as p4c makes one)."""
-        return m.Const(self.s.field_list(EMPTY_FIELD_LIST if e is None else constant_value(e)).id)
+        return m.Const(self.s.field_list(EMPTY_FIELD_LIST if e is None else ir.constant_value(e)).id)

@@ -4,9 +4,19 @@ from __future__ import annotations
 from p4target.errors import P4Error
 from p4target.frontend import ir
 from p4target.lowered import model as m
-from p4target.lowered.from_ir.common import Part, all_ones, fail, flat_stmts, type_width
-from p4target.lowered.from_ir.storage import HeaderStore, Scalar, StackStore, Store, StructStore, header_leaf_fields, headers_of
-from p4target.p4info import constant_value
+from p4target.lowered.from_ir.common import all_ones, fail, flat_stmts, type_width
+from p4target.lowered.from_ir.statements import Statements
+from p4target.lowered.from_ir.storage import (
+    HeaderStore,
+    Scalar,
+    StackStore,
+    Storage,
+    Store,
+    StructStore,
+    header_leaf_fields,
+    headers_of,
+)
+from p4target.lowered.from_ir.values import Values
 
 
 def _keyset_masks(ks: ir.KeySet, w: int) -> list[tuple[int, int]]:
@@ -14,12 +24,12 @@ def _keyset_masks(ks: ir.KeySet, w: int) -> list[tuple[int, int]]:
     if isinstance(ks, ir.KsDefault):
         return [(0, 0)]
     if isinstance(ks, ir.KsValue):
-        return [(constant_value(ks.value) & all_ones(w), all_ones(w))]
+        return [(ir.constant_value(ks.value) & all_ones(w), all_ones(w))]
     if isinstance(ks, ir.KsMask):
-        km = constant_value(ks.mask) & all_ones(w)
-        return [(constant_value(ks.value) & km, km)]
+        km = ir.constant_value(ks.mask) & all_ones(w)
+        return [(ir.constant_value(ks.value) & km, km)]
     assert isinstance(ks, ir.KsRange)
-    lo, hi = constant_value(ks.lo) & all_ones(w), constant_value(ks.hi) & all_ones(w)
+    lo, hi = ir.constant_value(ks.lo) & all_ones(w), ir.constant_value(ks.hi) & all_ones(w)
     out = []
     while lo <= hi:
         size = lo & -lo if lo else 1 << w
@@ -30,8 +40,11 @@ def _keyset_masks(ks: ir.KeySet, w: int) -> list[tuple[int, int]]:
     return out
 
 
-class Parsers(Part):
+class Parsers:
     """Parser states and the deparser."""
+
+    def __init__(self, storage: Storage, values: Values, statements: Statements):
+        self.s, self.v, self.st = storage, values, statements
 
     def parser(self, p: ir.Parser) -> m.Parser:
         states: list[m.ParseState] = []

@@ -1,12 +1,22 @@
 """Statements as primitive lists: assignments, header and stack methods, `if` as jumps, inlined actions."""
 from __future__ import annotations
 
-from typing import Any
-
 from p4target.frontend import ir
 from p4target.lowered import model as m
-from p4target.lowered.from_ir.common import Part, all_ones, fail, type_width
-from p4target.lowered.from_ir.storage import HeaderStore, Scalar, StackStore, Store, StructStore, UnionStore, headers_of, scalars_of
+from p4target.lowered.from_ir.common import fail, type_width
+from p4target.lowered.from_ir.externs import Externs
+from p4target.lowered.from_ir.storage import (
+    HeaderStore,
+    Scalar,
+    StackStore,
+    Storage,
+    Store,
+    StructStore,
+    UnionStore,
+    headers_of,
+    scalars_of,
+)
+from p4target.lowered.from_ir.values import Values
 
 
 def _exits(stmts: list[ir.Stmt]) -> bool:
@@ -31,16 +41,16 @@ def _relocated(prim: m.Primitive, base: int) -> m.Primitive:
     return prim
 
 
-class Statements(Part):
+class Statements:
     """Primitives of actions and of the statements between tables."""
 
-    def __init__(self, hub: Any):
-        super().__init__(hub)
+    def __init__(self, storage: Storage, values: Values, externs: Externs):
+        self.s, self.v, self.x = storage, values, externs
         self.actions: dict[int, m.Action] = {}  # id(ir.Action) -> lowered (table-called actions)
 
     def assign(self, out: list[m.Primitive], lhs: ir.Expr, rhs: ir.Expr, loc: ir.Loc) -> None:
         if isinstance(lhs, ir.Slice):
-            self.assign_slice(out, lhs, self.v.data(rhs))
+            self.v.assign_slice(out, lhs, self.v.data(rhs))
             return
         dst = self.v.store_of(lhs)
         self.assign_store(out, dst, rhs, loc)
@@ -89,16 +99,6 @@ class Statements(Part):
                 raise fail("assignment of a header union stack", loc)
         else:
             raise fail("an assignment between values of different shapes", loc)
-
-    def assign_slice(self, out: list[m.Primitive], lhs: ir.Slice, value: m.Value) -> None:
-        assert lhs.expr is not None
-        dst = self.v.store_of(lhs.expr)
-        assert isinstance(dst, Scalar)
-        w = type_width(dst.type)
-        field_mask = all_ones(lhs.hi - lhs.lo + 1) << lhs.lo
-        kept = m.Expr("&", dst.ref, m.Const(all_ones(w) & ~field_mask))
-        new = m.Expr("&", m.Expr("<<", value, m.Const(lhs.lo)), m.Const(field_mask))
-        out.append(m.Primitive("assign", [dst.ref, m.Expr("|", kept, new)]))
 
     def prims(self, stmts: list[ir.Stmt], out: list[m.Primitive], ends: list[int]) -> None:
         """Append `stmts` as primitives; `ends` collects the indexes of jumps to the end (return)."""
@@ -243,7 +243,7 @@ class Statements(Part):
         for arg, s in copies:
             if isinstance(arg, ir.Slice):
                 assert isinstance(s, Scalar)
-                self.assign_slice(out, arg, s.ref)
+                self.v.assign_slice(out, arg, s.ref)
             else:
                 self.copy(out, self.v.store_of(arg), s, c.loc)
         if exiting is not None:

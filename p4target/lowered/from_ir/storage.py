@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from p4target.errors import P4Error
 from p4target.frontend import ir
 from p4target.lowered import model as m
-from p4target.lowered.from_ir.common import EMPTY_FIELD_LIST, SCALARS, STANDARD_METADATA, Part, fail, scalar_type, type_width
+from p4target.lowered.from_ir.common import EMPTY_FIELD_LIST, SCALARS, STANDARD_METADATA, fail, scalar_type, type_width
 
 
 @dataclass
@@ -111,11 +110,10 @@ def header_leaf_fields(t: ir.HeaderType) -> list[ir.Field]:
     return out
 
 
-class Storage(Part):
+class Storage:
     """The program being built and the storage of every parameter and variable."""
 
-    def __init__(self, hub: Any, program: ir.Program):
-        super().__init__(hub)
+    def __init__(self, program: ir.Program):
         self.ir = program
         self.p = m.Program(program.source)
         self.errors = {name: i for i, name in enumerate(program.errors)}

@@ -5,8 +5,18 @@ from dataclasses import dataclass
 
 from p4target.frontend import ir
 from p4target.lowered import model as m
-from p4target.lowered.from_ir.common import Part, all_ones, fail, scalar_type, type_width
-from p4target.lowered.from_ir.storage import HeaderStore, Scalar, StackStore, Store, StructStore, UnionStore, leaves, leaves_no_valid
+from p4target.lowered.from_ir.common import all_ones, fail, scalar_type, type_width
+from p4target.lowered.from_ir.storage import (
+    HeaderStore,
+    Scalar,
+    StackStore,
+    Storage,
+    Store,
+    StructStore,
+    UnionStore,
+    leaves,
+    leaves_no_valid,
+)
 
 
 @dataclass(frozen=True)
@@ -19,12 +29,15 @@ class Typed:
     width: int
 
 
-class Values(Part):
+class Values:
     """Reads and l-values; `params`/`bound` say how an action's parameters are reached while lowering it."""
 
     exiting: Scalar | None = None  # inside an inlined action with out arguments: set by `exit`
     params: dict[int, int] = {}  # id(data Param) -> runtime data index, inside the action being lowered
     bound: dict[int, Store] | None = None  # id(Param) -> storage, inside an inlined action
+
+    def __init__(self, storage: Storage):
+        self.s = storage
 
     def store_of(self, e: ir.Expr) -> Store:
         """The storage an l-value (or a whole header/struct/stack value) names."""
@@ -272,3 +285,14 @@ class Values(Part):
                 return m.Expr("d2b", None, m.Field(s.ref.name, "$valid$")), True
             return m.Expr("valid", None, s.ref), True
         raise fail("isValid() of something that is not a header", e.loc)
+
+    def assign_slice(self, out: list[m.Primitive], lhs: ir.Slice, value: m.Value) -> None:
+        """`lhs = value` for a slice: the field's other bits kept, the slice's replaced (as p4c writes it)."""
+        assert lhs.expr is not None
+        dst = self.store_of(lhs.expr)
+        assert isinstance(dst, Scalar)
+        w = type_width(dst.type)
+        field_mask = all_ones(lhs.hi - lhs.lo + 1) << lhs.lo
+        kept = m.Expr("&", dst.ref, m.Const(all_ones(w) & ~field_mask))
+        new = m.Expr("&", m.Expr("<<", value, m.Const(lhs.lo)), m.Const(field_mask))
+        out.append(m.Primitive("assign", [dst.ref, m.Expr("|", kept, new)]))

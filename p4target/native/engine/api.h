@@ -1,4 +1,4 @@
-/* api.h: every function Python calls (through ctypes, p4target/native/engine.py; a test checks
+/* api.h: every function Python calls (through ctypes, p4target/native/binding.py; a test checks
  * that table against these declarations).
  *
  * One mutex guards the state and the traffic manager: the packet loop holds it per batch, the

@@ -1,5 +1,6 @@
-/* lowered.h: the inline helpers of a program printed from the lowered form (p4c's BMv2 JSON,
- * p4target/backends/c.py).
+/* lowered.h: the one header a program printed from the lowered form includes (p4c's BMv2 JSON or our own
+ * lowering, p4target/backends/c.py): the arithmetic of its expressions here, the rest through wide.h (values
+ * of 128 bits or more), bits.h (values in packet bytes) and hashes.h (v1model's hash algorithms).
  *
  * BMv2 computes with integers of infinite precision and truncates a value when it writes it to a
  * field; p4c's JSON masks (or `two_comp_mod`s) every result that could grow, so values stay within
@@ -8,6 +9,7 @@
  * pattern of its value, masked to its width; a signed field is sign-extended when read. */
 #ifndef AGGNET_LOWERED_H
 #define AGGNET_LOWERED_H
+#include "hashes.h"
 #include "wide.h"
 
 __extension__ typedef __int128 i128;

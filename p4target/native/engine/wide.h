@@ -4,7 +4,7 @@
  * widest value and a word for the sign. Slow and simple: such programs are rare. */
 #ifndef AGGNET_WIDE_H
 #define AGGNET_WIDE_H
-#include "runtime.h"
+#include "bits.h"
 
 #ifndef W_WORDS
 #define W_WORDS 3

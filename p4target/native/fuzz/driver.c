@@ -1,4 +1,4 @@
-/* driver.c: replay a Trace (p4target/native/engine.py) into the engine and the program it is linked with, then
+/* driver.c: replay a Trace (p4target/native/binding.py) into the engine and the program it is linked with, then
  * fuzz it: random, truncated, mutated and extended frames built from the trace's packets, through eng_process.
  * Built with AddressSanitizer and UndefinedBehaviorSanitizer (build.build_sanitized), which abort on the first
  * error; see p4target/native/fuzz/__init__.py.

@@ -5,7 +5,7 @@ State (tables, action profiles, counters, registers, meters, multicast, clone se
 control-plane name) and its traffic manager. The method names, argument field ids, structs and
 error codes are those of BMv2's IDL (thrift_src/standard.thrift, simple_pre_lag.thrift,
 targets/simple_switch/thrift/simple_switch.thrift); each handler (one class a service: tables.py,
-arrays.py, value_sets.py, pre.py, device.py; BmRuntime joins them) is named after its
+profiles.py, arrays.py, value_sets.py, pre.py, device.py; BmRuntime joins them) is named after its
 method and takes the method's arguments in field-id order. Where BMv2 and the State differ:
 - entry handles: BMv2 numbers entries per table; we hand out a number the first time a client
   sees an entry (added here, or listed, also when P4Runtime wrote it);
@@ -39,12 +39,13 @@ from p4target.runtime.bmv2_thrift.api import (
 from p4target.runtime.bmv2_thrift.arrays import ArrayApi
 from p4target.runtime.bmv2_thrift.device import DeviceApi
 from p4target.runtime.bmv2_thrift.pre import PreApi
+from p4target.runtime.bmv2_thrift.profiles import ProfileApi
 from p4target.runtime.bmv2_thrift.tables import TableApi
 from p4target.runtime.bmv2_thrift.value_sets import ValueSetApi
 from p4target.runtime.bmv2_thrift.wire import I32, STRUCT
 
 
-class BmRuntime(TableApi, ArrayApi, ValueSetApi, PreApi, DeviceApi):
+class BmRuntime(TableApi, ProfileApi, ArrayApi, ValueSetApi, PreApi, DeviceApi):
     """The API on one switch (`tm`, `lock`, `state`, `ports`, `device_id`, `port_numbers()`)."""
 
     FIRST_BYTE = wire.FIRST_BYTE  # how a listener shared with another protocol tells Thrift clients apart

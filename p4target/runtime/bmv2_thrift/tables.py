@@ -1,9 +1,8 @@
-"""BMv2's `standard` service, tables: match tables, action profiles and indirect tables, and
-their direct counters and meters, on the State's tables by control-plane name."""
+"""BMv2's `standard` service, tables: match tables and indirect tables, and their direct counters and meters,
+on the State's tables by control-plane name (action profiles: profiles.py)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 from p4target import state as st
@@ -18,19 +17,13 @@ from p4target.runtime.bmv2_thrift.api import (
     DUPLICATE_ENTRY,
     EMPTY_GRP,
     GRP_HANDLE,
-    GRP_STILL_USED,
     IMMUTABLE_TABLE_ENTRIES,
     INVALID_ACTION_NAME,
-    INVALID_ACTION_PROFILE_NAME,
     INVALID_GRP_HANDLE,
     INVALID_MBR_HANDLE,
     INVALID_METER_OPERATION,
-    MBR_ALREADY_IN_GRP,
     MBR_HANDLE,
-    MBR_NOT_IN_GRP,
-    MBR_STILL_USED,
     METERS_DISABLED,
-    NO_ACTION_PROFILE_SELECTION,
     PARAM_TYPE,
     PRIORITY_TOP,
     TABLE_ERROR,
@@ -40,7 +33,6 @@ from p4target.runtime.bmv2_thrift.api import (
     ProgramView,
     api_method,
     error_codes,
-    lowest_free,
     meter_config,
     meter_rates,
     to_bytes,
@@ -50,8 +42,29 @@ from p4target.runtime.bmv2_thrift.program_json import key_match_type
 from p4target.runtime.bmv2_thrift.wire import I32, I64, LIST, STRING, STRUCT
 
 
+def action_params(state: st.State, allowed: tuple[str, ...], action: str, data: list[bytes]) -> dict[str, int]:
+    """A call's action data as the action's parameters (BAD_ACTION_DATA unless each fits its width)."""
+    if action not in allowed:
+        raise ApiError(INVALID_ACTION_NAME, f"no action {action!r} here")
+    params = state.schema.actions[action].params
+    if not isinstance(data, list) or len(data) != len(params):
+        raise ApiError(BAD_ACTION_DATA, f"action {action} takes {len(params)} parameters")
+    out = {}
+    for (name, width), raw in zip(params, data):
+        value = int.from_bytes(raw, "big") if isinstance(raw, bytes) else -1
+        if not 0 <= value < 1 << width:
+            raise ApiError(BAD_ACTION_DATA, f"action {action} parameter {name}: not a {width}-bit value")
+        out[name] = value
+    return out
+
+def action_data(state: st.State, action: str, params: dict[str, int]) -> tuple[int, tuple[int, list[bytes]]]:
+    """An action's parameters as a reply's action data."""
+    widths = state.schema.actions[action].params
+    return LIST, (STRING, [to_bytes(params[n], w) for n, w in widths])
+
+
 class TableApi(ApiBase):
-    """Table calls: entries by handle, default actions, members and groups, direct resources."""
+    """Table calls: entries by handle, default actions, direct resources."""
 
     @staticmethod
     def _match(table: st.Table, params: list[wire.Struct], options: wire.Struct | None) -> tuple[dict, int]:
@@ -97,26 +110,6 @@ class TableApi(ApiBase):
             raise ApiError(BAD_MATCH_KEY, f"priority {priority} out of range")
         return match, PRIORITY_TOP - priority
 
-    @staticmethod
-    def _params(state: st.State, allowed: tuple[str, ...], action: str, data: list[bytes]) -> dict[str, int]:
-        if action not in allowed:
-            raise ApiError(INVALID_ACTION_NAME, f"no action {action!r} here")
-        params = state.schema.actions[action].params
-        if not isinstance(data, list) or len(data) != len(params):
-            raise ApiError(BAD_ACTION_DATA, f"action {action} takes {len(params)} parameters")
-        out = {}
-        for (name, width), raw in zip(params, data):
-            value = int.from_bytes(raw, "big") if isinstance(raw, bytes) else -1
-            if not 0 <= value < 1 << width:
-                raise ApiError(BAD_ACTION_DATA, f"action {action} parameter {name}: not a {width}-bit value")
-            out[name] = value
-        return out
-
-    @staticmethod
-    def _data(state: st.State, action: str, params: dict[str, int]) -> tuple[int, tuple[int, list[bytes]]]:
-        widths = state.schema.actions[action].params
-        return LIST, (STRING, [to_bytes(params[n], w) for n, w in widths])
-
     def _action_entry(self, state: st.State, entry: st.TableEntry | st.DefaultAction | None) -> wire.Struct:
         if entry is None:
             return {1: (I32, 0)}
@@ -124,7 +117,7 @@ class TableApi(ApiBase):
             return {1: (I32, MBR_HANDLE), 4: (I32, entry.member_id)}
         if isinstance(entry, st.TableEntry) and entry.group_id is not None:
             return {1: (I32, GRP_HANDLE), 5: (I32, entry.group_id)}
-        return {1: (I32, ACTION_DATA), 2: (STRING, entry.action), 3: self._data(state, entry.action, entry.params)}
+        return {1: (I32, ACTION_DATA), 2: (STRING, entry.action), 3: action_data(state, entry.action, entry.params)}
 
     def _entry(self, prog: ProgramView, table: st.Table, entry: st.TableEntry) -> wire.Struct:
         """BmMtEntry of a stored entry (wildcards spelled as BMv2 does: mask 0, /0, full range)."""
@@ -189,22 +182,6 @@ class TableApi(ApiBase):
             raise ApiError(AGEING_DISABLED, f"table {table_name} has no support_timeout")
         self._modify(table_name, handle, indirect, idle_timeout_ns=max(timeout_ms, 0) * 1_000_000)
 
-    def _profile(self, name: str) -> tuple[st.State, st.ActionProfile]:
-        state = self._prog().state
-        profile = state.action_profiles.get(name)
-        if profile is None:
-            raise ApiError(INVALID_ACTION_PROFILE_NAME, f"no action profile {name!r}")
-        return state, profile
-
-    def _group_members(self, name: str, group: int, change: Callable[[dict[int, int]], None]) -> None:
-        state, profile = self._profile(name)
-        if group not in profile.groups:
-            raise ApiError(INVALID_GRP_HANDLE, f"{name}: no group {group}")
-        members = dict(profile.groups[group].members)
-        change(members)
-        with error_codes(TABLE_ERROR, NotFound=INVALID_MBR_HANDLE):
-            state.profile_group_modify(name, group, members, profile.groups[group].max_size)
-
     def _direct(self, table_name: str, handle: int, what: str) -> tuple[st.State, st.TableEntry]:
         prog, table = self._table(table_name)
         if getattr(table.schema, what) is None:
@@ -231,13 +208,13 @@ class TableApi(ApiBase):
     def bm_mt_add_entry(self, cxt_id: int, table_name: str, match_key: list, action_name: str,
                         action_data: list, options: wire.Struct) -> int:
         prog, table = self._table(table_name, indirect=False)
-        params = self._params(prog.state, table.schema.actions, action_name, action_data)
+        params = action_params(prog.state, table.schema.actions, action_name, action_data)
         return self._add(table_name, match_key, options, False, action_name, params)
 
     @api_method()
     def bm_mt_set_default_action(self, cxt_id: int, table_name: str, action_name: str, action_data: list) -> None:
         prog, table = self._table(table_name, indirect=False)
-        params = self._params(prog.state, table.schema.actions, action_name, action_data)
+        params = action_params(prog.state, table.schema.actions, action_name, action_data)
         with error_codes(TABLE_ERROR, PermissionDenied=DEFAULT_ACTION_IS_CONST):
             prog.state.set_default(table.name, action_name, params)
 
@@ -254,7 +231,7 @@ class TableApi(ApiBase):
     def bm_mt_modify_entry(self, cxt_id: int, table_name: str, entry_handle: int, action_name: str,
                            action_data: list) -> None:
         prog, table = self._table(table_name, indirect=False)
-        params = self._params(prog.state, table.schema.actions, action_name, action_data)
+        params = action_params(prog.state, table.schema.actions, action_name, action_data)
         self._modify(table_name, entry_handle, False, action=action_name, params=params)
 
     @api_method()
@@ -287,95 +264,7 @@ class TableApi(ApiBase):
         with error_codes(BAD_MATCH_KEY):
             return self._entry(prog, table, table.find(match, priority))
 
-    # -- standard: action profiles and indirect tables -------------------------------------
-    @api_method(I32)
-    def bm_mt_act_prof_add_member(self, cxt_id: int, act_prof_name: str, action_name: str,
-                                  action_data: list) -> int:
-        state, profile = self._profile(act_prof_name)
-        params = self._params(state, profile.schema.actions, action_name, action_data)
-        member = lowest_free(profile.members)
-        with error_codes(TABLE_ERROR, ResourceExhausted=TABLE_FULL):
-            state.profile_member_insert(act_prof_name, member, action_name, params)
-        return member
-
-    @api_method()
-    def bm_mt_act_prof_delete_member(self, cxt_id: int, act_prof_name: str, mbr_handle: int) -> None:
-        state, _ = self._profile(act_prof_name)
-        with error_codes(TABLE_ERROR, NotFound=INVALID_MBR_HANDLE, FailedPrecondition=MBR_STILL_USED):
-            state.profile_member_delete(act_prof_name, mbr_handle)
-
-    @api_method()
-    def bm_mt_act_prof_modify_member(self, cxt_id: int, act_prof_name: str, mbr_handle: int, action_name: str,
-                                     action_data: list) -> None:
-        state, profile = self._profile(act_prof_name)
-        params = self._params(state, profile.schema.actions, action_name, action_data)
-        with error_codes(TABLE_ERROR, NotFound=INVALID_MBR_HANDLE):
-            state.profile_member_modify(act_prof_name, mbr_handle, action_name, params)
-
-    @api_method(I32)
-    def bm_mt_act_prof_create_group(self, cxt_id: int, act_prof_name: str) -> int:
-        state, profile = self._profile(act_prof_name)
-        if not profile.schema.with_selector:
-            raise ApiError(NO_ACTION_PROFILE_SELECTION, f"{act_prof_name} has no selector")
-        group = lowest_free(profile.groups)
-        state.profile_group_insert(act_prof_name, group, {})
-        return group
-
-    @api_method()
-    def bm_mt_act_prof_delete_group(self, cxt_id: int, act_prof_name: str, grp_handle: int) -> None:
-        state, _ = self._profile(act_prof_name)
-        with error_codes(TABLE_ERROR, NotFound=INVALID_GRP_HANDLE, FailedPrecondition=GRP_STILL_USED,
-                    InvalidArgument=NO_ACTION_PROFILE_SELECTION):
-            state.profile_group_delete(act_prof_name, grp_handle)
-
-    @api_method()
-    def bm_mt_act_prof_add_member_to_group(self, cxt_id: int, act_prof_name: str, mbr_handle: int,
-                                           grp_handle: int) -> None:
-        def add(members: dict[int, int]) -> None:
-            if mbr_handle in members:
-                raise ApiError(MBR_ALREADY_IN_GRP)
-            members[mbr_handle] = 1
-        self._group_members(act_prof_name, grp_handle, add)
-
-    @api_method()
-    def bm_mt_act_prof_remove_member_from_group(self, cxt_id: int, act_prof_name: str, mbr_handle: int,
-                                                grp_handle: int) -> None:
-        def remove(members: dict[int, int]) -> None:
-            if members.pop(mbr_handle, None) is None:
-                raise ApiError(MBR_NOT_IN_GRP)
-        self._group_members(act_prof_name, grp_handle, remove)
-
-    def _member(self, state: st.State, member_id: int, member: st.ProfileMember) -> wire.Struct:
-        return {1: (I32, member_id), 2: (STRING, member.action), 3: self._data(state, member.action, member.params)}
-
-    @api_method(LIST)
-    def bm_mt_act_prof_get_members(self, cxt_id: int, act_prof_name: str) -> tuple[int, list]:
-        state, profile = self._profile(act_prof_name)
-        return STRUCT, [self._member(state, i, m) for i, m in sorted(profile.members.items())]
-
-    @api_method(STRUCT)
-    def bm_mt_act_prof_get_member(self, cxt_id: int, act_prof_name: str, mbr_handle: int) -> wire.Struct:
-        state, profile = self._profile(act_prof_name)
-        if mbr_handle not in profile.members:
-            raise ApiError(INVALID_MBR_HANDLE)
-        return self._member(state, mbr_handle, profile.members[mbr_handle])
-
-    @staticmethod
-    def _group(group_id: int, group: st.ProfileGroup) -> wire.Struct:
-        return {1: (I32, group_id), 2: (LIST, (I32, list(group.members)))}
-
-    @api_method(LIST)
-    def bm_mt_act_prof_get_groups(self, cxt_id: int, act_prof_name: str) -> tuple[int, list]:
-        _, profile = self._profile(act_prof_name)
-        return STRUCT, [self._group(i, g) for i, g in sorted(profile.groups.items())]
-
-    @api_method(STRUCT)
-    def bm_mt_act_prof_get_group(self, cxt_id: int, act_prof_name: str, grp_handle: int) -> wire.Struct:
-        _, profile = self._profile(act_prof_name)
-        if grp_handle not in profile.groups:
-            raise ApiError(INVALID_GRP_HANDLE)
-        return self._group(grp_handle, profile.groups[grp_handle])
-
+    # -- standard: indirect tables --------------------------------------------------------
     def _check_ref(self, table_name: str, *, member_id: int | None = None, group_id: int | None = None) -> None:
         profile = self._table(table_name, indirect=True)[1].profile
         assert profile is not None

@@ -1,7 +1,8 @@
 """TLS for P4Runtime: the PEM files one side of a connection holds, as gRPC credentials.
 
-The switch serves with `server_credentials` (`aggnet switch --grpc-server-ssl ...`, as
-simple_switch_grpc); a client connects with `channel_credentials` (controller.p4rt). With
+Both sides use it (so it is not the server's, runtime/): the switch serves with `server_credentials`
+(`aggnet switch --grpc-server-ssl ...`, as simple_switch_grpc); a client connects with
+`channel_credentials` (controller.p4rt); the testbed hands each side its files. With
 `require_client_auth` the server accepts only clients whose certificate the CA signed (mutual
 TLS); without it, any client that trusts the server's certificate gets in.
 """
