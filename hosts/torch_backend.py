@@ -1,7 +1,10 @@
-"""The torch.distributed backend "aggnet": importing this module registers it.
+"""The torch.distributed backend "aggnet".
 
-    import hosts.torch_backend  # noqa: F401 - registers "aggnet"
     dist.init_process_group("aggnet")   # torchrun's RANK, WORLD_SIZE, MASTER_ADDR/PORT
+
+No import is needed: torch registers the backend through its autoload entry point
+(hosts.torch_plugin); importing this module registers it too (with
+TORCH_DEVICE_BACKEND_AUTOLOAD=0, `import hosts.torch_backend` still works).
 
 The process joins the AggNet job of the agent config named by $AGGNET_CONFIG
 (hosts.agent_config; `aggnet run --script` writes it and sets every variable), as worker
@@ -37,8 +40,8 @@ import torch.distributed as dist
 
 from .allreduce import InNetworkAllReduce
 from .comm import AllReduce
+from .torch_plugin import BACKEND, register
 
-BACKEND = "aggnet"
 CONFIG_ENV = "AGGNET_CONFIG"
 OUT_ENV = "AGGNET_OUT"
 SUMMED_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32)
@@ -213,7 +216,7 @@ def create(store: dist.Store, rank: int, world_size: int, timeout: timedelta) ->
     path = os.environ.get(CONFIG_ENV)
     if not path:
         raise BackendError(f"aggnet backend: no job (set ${CONFIG_ENV} to the agent config; `aggnet run --script` "
-                           "does)")
+                           "does; outside Mininet, a config naming your fabric or a host scheme: docs/training.md)")
     if any(not group.closed for group in _open):
         raise BackendError("aggnet backend: a second group while the first is open; the AggNet job is the "
                            "whole world (make subgroups with new_group(..., backend=\"gloo\"))")
@@ -233,4 +236,4 @@ def create(store: dist.Store, rank: int, world_size: int, timeout: timedelta) ->
     return group
 
 
-dist.Backend.register_backend(BACKEND, create, devices=["cpu"])
+register()
