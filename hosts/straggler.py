@@ -2,10 +2,14 @@
 
 A straggler is a worker whose compute takes longer: a fixed delay per step (a busy or
 remote worker) and/or a slowdown factor (a worker with a fraction of a CPU: every step's
-compute takes `slowdown` times as long). Both are emulated by sleeping after the backward
-pass, which the step time then includes, so a slow worker is slow in every scheme alike.
+compute takes `slowdown` times as long), always or in periods of a schedule (a scenario's
+stragglers: testbed.timeline). All are emulated by sleeping after the backward pass (a model
+workload stretches its slept compute instead), which the step time then includes, so a slow
+worker is slow in every scheme alike.
 
-The agent config names them: `"stragglers": {"h2": {"delay_s": 0.2, "slowdown": 1.0}}`.
+The agent config names them: `"stragglers": {"h2": {"delay_s": 0.2, "slowdown": 1.0,
+"periods": [[START, END, FACTOR], ...]}}`, periods on time.monotonic() (the clock every
+process on the machine shares) in which compute takes FACTOR times as long again.
 
 Which hosts aggregate on the stragglers' behalf (MLfabric's "aggregation at idle workers"):
 a host that trains nothing is idle all the time; among workers, the fastest ones sit idle
@@ -25,14 +29,24 @@ class StragglerError(ValueError):
     exit_code = 2
 
 
+Period = tuple[float, float, float]  # (start, end) on time.monotonic(), and the factor in between
+
+
 @dataclass(frozen=True)
 class Straggler:
     delay_s: float = 0.0  # added to every step's compute
     slowdown: float = 1.0  # compute takes this many times as long (>= 1)
+    periods: tuple[Period, ...] = ()  # and this many times as long again in each period
 
-    def pause_s(self, compute_s: float) -> float:
-        """How long to sleep after a step's compute that took `compute_s`."""
-        return self.delay_s + (self.slowdown - 1.0) * compute_s
+    def factor_at(self, now: float) -> float:
+        """How many times as long compute takes at `now`: the slowdown, times the largest factor of
+        the periods `now` is in."""
+        return self.slowdown * max((f for start, end, f in self.periods if start <= now < end), default=1.0)
+
+    def pause_s(self, compute_s: float, now: float | None = None) -> float:
+        """How long to sleep after a step's compute that took `compute_s` (ending `now`, default: now)."""
+        factor = self.factor_at(time.monotonic() if now is None else now)
+        return self.delay_s + (factor - 1.0) * compute_s
 
     def after_compute(self, compute_s: float) -> None:
         pause = self.pause_s(compute_s)
@@ -42,11 +56,14 @@ class Straggler:
     def slowed(self, factor: float) -> Straggler:
         """This straggler on a machine `factor` times slower (a time-scaled run, testbed.timescale): its
         delay and its whole compute last `factor` times as long, so it also pauses (factor - 1) x a
-        step's compute when it is no straggler at all."""
-        return Straggler(self.delay_s * factor, self.slowdown * factor)
+        step's compute when it is no straggler at all (its periods are on the machine's clock already)."""
+        return Straggler(self.delay_s * factor, self.slowdown * factor, self.periods)
 
-    def to_dict(self) -> dict[str, float]:
-        return {"delay_s": self.delay_s, "slowdown": self.slowdown}
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"delay_s": self.delay_s, "slowdown": self.slowdown}
+        if self.periods:
+            out["periods"] = [list(p) for p in self.periods]
+        return out
 
 
 def parse_stragglers(data: Any, workers: Iterable[str], source: str) -> dict[str, Straggler]:
@@ -59,16 +76,35 @@ def parse_stragglers(data: Any, workers: Iterable[str], source: str) -> dict[str
         where = f"stragglers.{name}"
         if name not in names:
             raise StragglerError(f"{source}: field '{where}': {name!r} is not a worker")
-        if not isinstance(spec, dict) or set(spec) - {"delay_s", "slowdown"}:
-            raise StragglerError(f"{source}: field '{where}': expected an object with delay_s and/or slowdown")
+        if not isinstance(spec, dict) or set(spec) - {"delay_s", "slowdown", "periods"}:
+            raise StragglerError(f"{source}: field '{where}': expected an object with delay_s, slowdown and/or "
+                                 "periods")
         values = {}
         for key, low in (("delay_s", 0.0), ("slowdown", 1.0)):
             value = spec.get(key, low)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < low:
+            if not _number(value) or value < low:
                 raise StragglerError(f"{source}: field '{where}.{key}': expected a number >= {low:g}, got {value!r}")
             values[key] = float(value)
-        out[name] = Straggler(**values)
+        out[name] = Straggler(values["delay_s"], values["slowdown"],
+                              _periods(spec.get("periods", []), f"{source}: field '{where}.periods'"))
     return out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _periods(data: Any, where: str) -> tuple[Period, ...]:
+    """[[start, end, factor], ...] with start < end and factor >= 1."""
+    if not isinstance(data, list):
+        raise StragglerError(f"{where}: expected a list of [start, end, factor]")
+    out = []
+    for i, p in enumerate(data):
+        if not (isinstance(p, list) and len(p) == 3 and all(_number(v) for v in p) and p[0] < p[1] and p[2] >= 1):
+            raise StragglerError(f"{where}[{i}]: expected [start, end, factor] with start < end and factor >= 1, "
+                                 f"got {p!r}")
+        out.append((float(p[0]), float(p[1]), float(p[2])))
+    return tuple(out)
 
 
 def pick_aggregators(hosts: Iterable[str], workers: Iterable[str], stragglers: Mapping[str, Straggler],

@@ -172,6 +172,7 @@ class JobRun:
     spec: Any = None  # protocol job spec handed to the workers (innet)
     job_id: int | None = None
     processes: list[HostProcess] = field(default_factory=list)
+    workload: Any = None  # testbed.config.WorkloadConfig: its own (a scenario's job), else the run's
 
     def result_file(self, worker: str, kind: str) -> Path:
         """What a worker writes at the end, by workload kind (testbed.config.WorkloadConfig.kind)."""
@@ -423,10 +424,15 @@ class Run:
         for job in self.jobs:
             self.start_job(job, self.write_agent_config(job, f"{job.prefix}agent.json"))
 
+    def workload_of(self, job: JobRun) -> Any:
+        """The job's workload (testbed.config.WorkloadConfig): its own, else the run's."""
+        return job.workload or self.cfg.workload
+
     def start_job(self, job: JobRun, config: Path) -> None:
         """The job's server processes (parameter server, host aggregator and replica), then its workers."""
-        cfg = self.cfg
-        self.reporter.status(f"starting {len(job.workers)} workers ({job.scheme}, {cfg.workload.workload})"
+        w = self.workload_of(job)
+        what = f"{w.workload}, profile {w.profile_name}" if w.kind == "model" else w.workload
+        self.reporter.status(f"starting {len(job.workers)} workers ({job.scheme}, {what})"
                              + (f" and the parameter server on {job.ps}" if job.ps else "")
                              + (f" and the host aggregator on {job.aggregators[0]}" if job.aggregators else "")
                              + (f", its replica on {job.aggregators[1]}" if len(job.aggregators) > 1 else ""))
@@ -447,15 +453,17 @@ class Run:
         return self.start(host, f"{job.prefix}{host}", self.worker_argv(job, host, config))
 
     def worker_argv(self, job: JobRun, host: str, config: Path) -> list[str]:
-        w = self.cfg.workload
+        w = self.workload_of(job)
         if w.kind == "train":
             return ["worker", "--config", str(config), "--worker", host, "--out", str(job.out)]
-        if w.kind == "model":
-            net, scale = self.cfg.network, self.cfg.scale  # the worker takes the real link rate and slows compute
-            return ["model", "--config", str(config), "--worker", host, "--model", w.model, "--profile", w.profile,
-                    "--iterations", str(w.iterations), "--grad-scale", repr(w.grad_scale), "--out", str(job.out),
-                    "--time-scale", repr(scale), *(["--bucket-mb", repr(w.bucket_mb)] if w.bucket_mb is not None else []),
-                    *(["--link-mbps", repr(net.link_mbps / scale)] if net.link_mbps is not None else [])]
+        if w.kind == "model":  # the worker takes its own link's real rate (for the analytic model) and slows compute
+            link_mbps = self.topo.links_of(host)[0].bw_mbps
+            return ["model", "--config", str(config), "--worker", host, "--model", w.model,
+                    "--profile", w.profile_name, "--iterations", str(w.iterations), "--grad-scale", repr(w.grad_scale),
+                    "--out", str(job.out), "--time-scale", repr(self.cfg.scale),
+                    *(["--bucket-mb", repr(w.bucket_mb)] if w.bucket_mb is not None else []),
+                    *(["--batch", str(w.batch)] if w.batch is not None else []),
+                    *(["--link-mbps", repr(link_mbps)] if link_mbps else [])]
         return ["bench", "--config", str(config), "--worker", host, "--elements", str(w.elements),
                 "--seed", str(self.cfg.train.seed), "--dtype", w.dtype, "--out", str(job.out)]
 
@@ -468,7 +476,6 @@ class Run:
         """The job's agent config (hosts.agent_config) in the run folder."""
         from hosts.agent_config import AGG_PORT_TCP, PS_PORT, REPLICA_PORT, RING_PORT, AgentConfig
         from hosts.comm import Endpoint
-        from hosts.straggler import Straggler
 
         cfg, hosts = self.cfg, self.topo.hosts
         workers = tuple(Endpoint(h, hosts[h].ip, RING_PORT) for h in job.workers)
@@ -477,11 +484,16 @@ class Run:
         config = AgentConfig(job.scheme, cfg.train, workers, ps, job.spec, cfg.comm_timeout_s,
                              aggregator=ends[0] if ends else None, replica=ends[1] if len(ends) > 1 else None,
                              staleness=cfg.job.staleness, wait_s=cfg.job.agg_wait_s,
-                             stragglers={n: Straggler(d) for n, d in cfg.job.stragglers.items() if n in job.workers},
-                             time_scale=cfg.scale)
+                             stragglers=self.stragglers_of(job), time_scale=cfg.scale)
         path = self.run_dir / name
         path.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
         return path
+
+    def stragglers_of(self, job: JobRun) -> dict[str, Any]:
+        """The job's slow workers (hosts.straggler.Straggler by name): --straggler's delays."""
+        from hosts.straggler import Straggler
+
+        return {n: Straggler(d) for n, d in self.cfg.job.stragglers.items() if n in job.workers}
 
     def processes(self) -> list[HostProcess]:
         return [p for job in self.jobs for p in job.processes]
@@ -553,13 +565,17 @@ class Run:
         workers), else the workload window, else the whole run."""
         from testbed.fidelity import union
 
-        kind = self.cfg.workload.kind
-        comm = union((start, end) for job in self.jobs for h in job.workers
-                     for start, end in (read_json(job.result_file(h, kind)) or {}).get("comm_intervals", []))
+        comm = union(interval for job in self.jobs for interval in self.comm_intervals(job))
         if comm:
             return comm, "communication"
         window = self.workload_window()
         return ([window], "workload") if window else ([self.meter.span()], "run")
+
+    def comm_intervals(self, job: JobRun) -> list[tuple[float, float]]:
+        """When any of the job's all-reduces was in flight, per worker (a model workload's report)."""
+        kind = self.workload_of(job).kind
+        return [(start, end) for h in job.workers
+                for start, end in (read_json(job.result_file(h, kind)) or {}).get("comm_intervals", [])]
 
     def workload_window(self) -> tuple[float, float] | None:
         """When the workers did the measured work (testbed.fidelity): the timed all-reduce of every
@@ -568,12 +584,13 @@ class Run:
 
         spans = []
         for job in self.jobs:
+            kind = self.workload_of(job).kind
             for h in job.workers:
-                if self.cfg.workload.kind == "train":
+                if kind == "train":
                     records = [r for r in read_jsonl(job.out / f"{h}.metrics.jsonl") if "ended_at" in r]
                     if records:
                         spans.append((records[0]["ended_at"] - records[0]["step_time_s"], records[-1]["ended_at"]))
-                elif (bench := read_json(job.result_file(h, self.cfg.workload.kind))) and "window" in bench:
+                elif (bench := read_json(job.result_file(h, kind))) and "window" in bench:
                     spans.append(tuple(bench["window"]))
         return workload_window(spans)
 
@@ -625,7 +642,7 @@ class Run:
             report.write_results(self.run_dir, results, kind)
 
     def per_worker(self, job: JobRun) -> dict[str, dict]:
-        kind = self.cfg.workload.kind
+        kind = self.workload_of(job).kind
         return {h: r for h in job.workers if (r := read_json(job.result_file(h, kind))) is not None}
 
     def train_results(self, job: JobRun) -> dict:
@@ -656,7 +673,7 @@ class Run:
         communication, and the analytic model beside it (hosts.models.workload)."""
         reports = self.per_worker(job)
         slowest = max(reports.values(), key=lambda r: r["iteration_s"], default={})
-        w = self.cfg.workload
+        w = self.workload_of(job)
         out = {"model": w.model, "profile": slowest.get("profile"), "grad_scale": w.grad_scale,
                "buckets": slowest.get("buckets"), "iteration_s": slowest.get("iteration_s"),
                "compute_s": slowest.get("compute_s"), "exposed_comm_s": slowest.get("exposed_comm_s"),

@@ -17,10 +17,11 @@ import torch.distributed as dist
 from hosts.agent_config import AgentConfig, TrainConfig
 from hosts.comm import Endpoint
 from hosts.models import MODEL_NAMES, analytic, ddp, profile, workload
-from hosts.models.arch import MODELS, build
+from hosts.models.arch import MODELS, build, layers
 from hosts.models.ddp import Bucket, Plan
 
-COUNTS = {"resnet50": 25_557_032, "vgg16": 138_357_544, "bert-base": 109_482_240, "gpt2": 124_439_808}
+COUNTS = {"resnet50": 25_557_032, "vgg16": 138_357_544, "bert-base": 109_482_240, "gpt2": 124_439_808,
+          "ncf": 31_832_577, "lstm": 1_776_946_046}
 
 
 def test_names_without_torch_are_the_registry():
@@ -46,7 +47,7 @@ def _torch_buckets(params: list[torch.Tensor], caps: list[int]) -> list[list[int
 @pytest.mark.parametrize("name", MODEL_NAMES)
 @pytest.mark.parametrize("bucket_mb", [None, 10.0])
 def test_buckets_are_torch_ddps(name, bucket_mb):
-    params = [torch.empty(p.shape) for p in build(name).parameters()]  # real (uninitialized) tensors
+    params = list(build(name).parameters())  # on the meta device: torch sizes them without memory
     sizes = [p.numel() * 4 for p in params]
     cap = int((bucket_mb or 25) * (1 << 20))
     caps = [dist._DEFAULT_FIRST_BUCKET_BYTES, cap] if bucket_mb is None else [cap]
@@ -139,8 +140,8 @@ def test_profile_errors_name_file_and_field(tmp_path):
         profile.load("resnet50", str(path))
     with pytest.raises(profile.ProfileError, match="field model: 'resnet50', the run's model is 'vgg16'"):
         profile.load("vgg16", str(path))
-    with pytest.raises(profile.ProfileError, match="no such profile .*shipped for vgg16: cpu"):
-        profile.load("vgg16", "h100")
+    with pytest.raises(profile.ProfileError, match="no such profile .*shipped for vgg16: a100, cpu, h100"):
+        profile.load("vgg16", "tpu")
     layers = dict(good["layers"])
     layers.pop("fc")
     path.write_text(json.dumps({**good, "layers": layers}))
@@ -152,6 +153,30 @@ def test_gpu_profile_says_where_its_figure_comes_from():
     gpu = profile.load("resnet50", "a100")
     assert "A100" in gpu.device and "DeepLearningExamples" in gpu.source and gpu.batch == 256
     assert gpu.forward_s + gpu.backward_s == pytest.approx(256 / 2470, rel=1e-3)
+
+
+# The published figure behind each GPU profile: (samples, seconds) of one iteration, as its source derives it.
+FIGURES = {("vgg16", "a100"): (448, 448 / 1189.76), ("bert-base", "a100"): (320, 320 / 443),
+           ("bert-base", "h100"): (320, 320 / 812), ("gpt2", "a100"): (64, 0.300),
+           ("ncf", "a100"): (1048576, 1048576 / 34.08e6), ("lstm", "v100"): (256, 4 * 256 * 20 / 33800)}
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_every_model_has_a_gpu_profile_from_a_published_figure_and_uses_it_by_default(name):
+    """A100 and H100 for the four models of the figure and NCF; the LSTM's published figure is a V100's.
+    Each profile's layers are the model's, and its iteration the figure's (where the figure is direct)."""
+    gpus = ("v100",) if name == "lstm" else ("a100", "h100")
+    assert [g for g in profile.shipped(name) if g != "cpu"] == list(gpus)
+    assert profile.resolve(name, None) == gpus[0] and profile.resolve(name, "cpu") == "cpu"
+    for gpu in gpus:
+        prof = profile.load(name, gpu)
+        prof.check_layers(list(layers(build(name))))
+        assert gpu.upper() in prof.device and "/" in prof.source  # a repository path or a URL
+        if (name, gpu) in FIGURES:
+            batch, seconds = FIGURES[name, gpu]
+            assert prof.batch == batch and prof.forward_s + prof.backward_s == pytest.approx(seconds, rel=1e-4)
+    h100 = profile.load(name, gpus[-1])
+    assert h100.at_batch(2 * h100.batch).forward_s == pytest.approx(2 * h100.forward_s)
 
 
 def test_aggnet_profile_measures_a_usable_profile(tmp_path):

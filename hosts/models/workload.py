@@ -11,7 +11,10 @@ A bucket carries `grad_scale` of its gradients (at least one value): on a slow e
 hundreds of MB a step would take minutes, and the links then emulate link rate / grad_scale
 (hosts.models.analytic). Every rank sends rank + 1 in every lane, so every sum must be
 W (W + 1) / 2, which quantization keeps exact: `correct` checks it. Times are divided by
-`time_scale` (the emulated cluster's time; compute sleeps are multiplied by it).
+`time_scale` (the emulated cluster's time; compute sleeps are multiplied by it). `batch` runs the
+profile at another batch (its times scaled alike). A straggler entry of the agent config for this
+worker (hosts.straggler) stretches an iteration's compute: forward and backward pass, and so when
+each bucket is ready, by its factor at the iteration's start, its delay added to the forward pass.
 
 Writes DIR/NAME.model.json: per-iteration times and their medians, the buckets, the analytic
 model's iteration beside the measured one; `window` is the timed iterations and `comm_intervals`
@@ -57,11 +60,14 @@ def _barrier(comm: AllReduce, world: int) -> None:
 
 def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, bucket_mb: float | None,
               iterations: int, grad_scale: float, link_mbps: float | None, time_scale: float, out_dir: Path,
-              source: str = "<agent config>") -> dict:
+              source: str = "<agent config>", batch: int | None = None) -> dict:
     """Run `iterations` DDP iterations of `model` as `worker`; write and return NAME.model.json's content."""
     rank = config.rank_of(worker, source)
     world = len(config.workers)
     prof = profile.load(model, profile_name)
+    if batch is not None:
+        prof = prof.at_batch(batch)
+    straggler = config.stragglers.get(worker)
     plan = ddp.plan(model, build(model), prof, bucket_mb)
     vectors = [np.full(max(1, round(b.elements * grad_scale)), rank + 1, dtype=np.float32) for b in plan.buckets]
     expected = world * (world + 1) / 2
@@ -84,11 +90,14 @@ def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, b
         _barrier(comm, world)
         for it in range(iterations):
             t0 = time.monotonic()
-            backward_at = t0 + plan.forward_s * time_scale
+            slow = straggler.factor_at(t0) if straggler else 1.0
+            delay = straggler.delay_s if straggler else 0.0
+            compute = plan.compute_s * slow + delay  # this iteration's, the cluster's time
+            backward_at = t0 + (plan.forward_s * slow + delay) * time_scale
             busy = 0.0
             took = []  # each bucket's all-reduce, the cluster's time
             for bucket, vec in zip(plan.buckets, vectors):
-                ready_at = backward_at + bucket.ready_s * time_scale
+                ready_at = backward_at + bucket.ready_s * slow * time_scale
                 _sleep_until(ready_at)
                 s = time.monotonic()
                 out = comm.allreduce(vec)
@@ -100,14 +109,14 @@ def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, b
                 else:
                     in_flight.append([s, e])
                 correct = correct and bool(np.all(out == expected))
-            _sleep_until(backward_at + plan.backward_s * time_scale)
+            _sleep_until(backward_at + plan.backward_s * slow * time_scale)
             t1 = time.monotonic()
             seconds = (t1 - t0) / time_scale
             records.append({"iteration": it, "iteration_s": seconds, "comm_s": busy / time_scale, "bucket_s": took,
-                            "exposed_comm_s": seconds - plan.compute_s, "window": [t0, t1]})
+                            "compute_s": compute, "exposed_comm_s": seconds - compute, "window": [t0, t1]})
             log.info("iteration %d: %.3f s, all-reduces busy %.3f s", it, seconds, busy / time_scale)
     report: dict[str, Any] = {"worker": worker, "rank": rank, "workers": world, "scheme": config.scheme, "model": model,
-              "profile": {"path": prof.path, "device": prof.device, "batch": prof.batch},
+              "profile": {"name": profile_name, "path": prof.path, "device": prof.device, "batch": prof.batch},
               "bucket_mb": bucket_mb, "grad_scale": grad_scale, "time_scale": time_scale,
               "buckets": [b.nbytes for b in plan.buckets], "values_sent": [len(v) for v in vectors],
               "compute_s": plan.compute_s, "correct": correct,
