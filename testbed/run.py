@@ -243,6 +243,7 @@ class Run:
         self.counters: dict = {}
         self.queues: dict = {}
         self.meter: Any = None  # testbed.fidelity.CpuMeter over the switch and host processes
+        self.link_meter: Any = None  # testbed.fidelity.LinkMeter, when a variant samples the links' bytes
         self.fidelity: dict = {}
         self.pki: Any = None  # testbed.tls.RunPki with --tls
 
@@ -269,7 +270,12 @@ class Run:
             raise RunError(f"--topo: no topology file {self.cfg.network.topo!r} (give a path or one of "
                            f"{', '.join(sorted(p.stem for p in (REPO / 'topologies').glob('*.yaml')))})")
         topo = shape_links(load_topology(path), self.cfg.network.link_mbps, self.cfg.network.loss)
-        return scale_topology(topo, self.cfg.scale)
+        return scale_topology(topo, self.cfg.scale, self.data_scale())
+
+    def data_scale(self) -> float:
+        """The fraction of the cluster's bytes the run sends, when its link rates are the cluster's
+        (a scenario of model jobs; an `aggnet run`'s link rate is what its links carry: 1)."""
+        return 1.0
 
     def plan_jobs(self) -> list[JobRun]:
         """The run's one job; innet placed within the switches' slot budgets (none left: host aggregation)."""
@@ -555,7 +561,7 @@ class Run:
         if self.meter is not None:
             phases, measured_over = self.measured_phases()
             self.fidelity = fidelity.report(self.topo, self.counters, self.queues, phases, measured_over, self.meter,
-                                            set(self.topo.switches))
+                                            set(self.topo.switches), self.link_meter)
             if self.fidelity["warning"]:
                 self.reporter.status(self.fidelity["warning"])
 
@@ -577,13 +583,13 @@ class Run:
         return [(start, end) for h in job.workers
                 for start, end in (read_json(job.result_file(h, kind)) or {}).get("comm_intervals", [])]
 
-    def workload_window(self) -> tuple[float, float] | None:
-        """When the workers did the measured work (testbed.fidelity): the timed all-reduce of every
-        benchmark worker, or every training step (a record's `ended_at` less its step time)."""
+    def workload_window(self, jobs: list[JobRun] | None = None) -> tuple[float, float] | None:
+        """When the workers (of `jobs`, default all) did the measured work (testbed.fidelity): the timed
+        all-reduce of every benchmark worker, or every training step (a record's `ended_at` less its step time)."""
         from testbed.fidelity import workload_window
 
         spans = []
-        for job in self.jobs:
+        for job in self.jobs if jobs is None else jobs:
             kind = self.workload_of(job).kind
             for h in job.workers:
                 if kind == "train":
