@@ -1,27 +1,28 @@
 #!/usr/bin/env python3
 """The evaluation figure: per model, in-network aggregation's speedup over the ring and over the
-parameter server, at two emulated link rates, with 4 and 8 workers (root: Mininet).
+parameter server, at emulated 10, 25 and 100 Gb/s, with 4, 8 and 16 workers (root: Mininet).
 
 Every case is one `aggnet compare --schemes innet,ring,ps --workload model:NAME`: 4 workers on
-star8 and 8 on star9 (the parameter server on a host of its own), links shaped to --link-mbps.
-An emulated rate of E Gb/s is reached by sending --grad-scale = link rate / E of every bucket
-(hosts.models.analytic: a link of R emulates R / grad scale), compute times from the models'
---profile. With --scale F the links run F times slower and everything else F times longer
-(testbed.timescale), so that links, not this machine's shared cores, bound the runs; the times are
-reported in the emulated cluster's. --scheme-scale gives a scheme its own F: by default in-network
-runs at 4 (its hosts quantize in Python: 8 of them used 1.6 of the 2 cores at F = 4) and the others
-at --scale (their hosts barely use the cores; the parameter server at F = 4 ran 1.21-1.23 times its
-model with its link 83% busy, 1.06-1.08 and 94-95% at F = 1: docs/models.md). An in-network or ring
-run that the fidelity monitor found not bound by a link runs again 4 times slower, up to F = 16:
-the figure says links bound them. A case that ran already is kept, so an interrupted run resumes.
+star8, 8 on star9, 16 on star17 (the parameter server on a host of its own), each model's GPU
+profile (--profile: another one). A case at emulated E Gb/s runs F = max(1, --scale-per-gbps x E)
+times slower (testbed.timescale), its worker links at --real-mbps / workers (so that the machine
+moves the same bytes a second whatever the workers), sending grad scale G = link rate x F / E of
+every bucket (hosts.models.analytic: a link of R emulates R F / G). F grows with E because what a
+bucket costs besides its bytes (a round trip, the exponent vote, waking processes) is this
+machine's time: in the cluster's time it is 1/F of it, against a bucket whose transfer is 1/E
+(at 100 Gb/s a 25 MB bucket takes 2 ms; with F = 40, 3 ms of this machine's time is 0.075 ms).
+An in-network or ring run that the fidelity monitor found not bound by a link runs again ESCALATE
+times slower, once: the figure says links bound them. A case that ran already is kept, so an
+interrupted run resumes.
 
 Writes DIR/models.json (per model and case: each scheme's measured and analytic iteration,
-exposed communication, what bound it, its time scale, and the speedups), DIR/models.png and
-DIR/models.md (the table). What bound a run is the fidelity monitor's verdict over its
-communication phases (`bound_over`: the times any all-reduce was in flight; testbed.fidelity): DDP
-hides communication behind the backward pass, so over whole iterations no link looks busy.
+exposed communication, what bound it, its time scale, the speedups measured and predicted by the
+analytic model), DIR/models.png and DIR/models.md (the table). What bound a run is the fidelity
+monitor's verdict over its communication phases (`bound_over`: the times any all-reduce was in
+flight; testbed.fidelity): DDP hides communication behind the backward pass, so over whole
+iterations no link looks busy.
 
-    .venv/bin/python scripts/bench_models.py --out bench/models [--models resnet50,gpt2] [--rates-gbps 1,10]
+    .venv/bin/python scripts/bench_models.py --out bench/models [--models resnet50,gpt2] [--rates-gbps 10,100]
 """
 from __future__ import annotations
 
@@ -39,28 +40,34 @@ from hosts.models import MODEL_NAMES  # noqa: E402
 from testbed.timescale import time_scale_of  # noqa: E402
 
 SCHEMES = ("innet", "ring", "ps")
-TOPOLOGY = {4: "star8", 8: "star9"}
-# The parameter server takes VGG-16's 400 MB bucket (its first fully connected layer) from 8 workers
-# one after the other: at 1 Gb/s emulated a worker waits longer than the default 30 s to be heard.
-COMM_TIMEOUT_S = 600  # one host more than workers: the parameter server's
-
-
+TOPOLOGY = {4: "star8", 8: "star9", 16: "star17"}
+FIGURE_MODELS = ("resnet50", "vgg16", "bert-base", "gpt2", "ncf")  # the LSTM's 7 GB a step: --models lstm
+# The parameter server takes VGG-16's 400 MB bucket (its first fully connected layer) from 16 workers
+# one after the other: a worker waits longer than the default 30 s (the cluster's) to be heard.
+COMM_TIMEOUT_S = 600
 # The runs the figure says links bound: one the monitor found bound by anything else (its links short
-# of testbed.fidelity.BUSY, or a process) runs again ESCALATE times slower, up to MAX_SCALE.
+# of testbed.fidelity.BUSY, or a process) runs again ESCALATE times slower, once.
 LINK_BOUND = ("innet", "ring")
 ESCALATE = 4
-MAX_SCALE = 16
 
 
-def compare(folder: Path, model: str, workers: int, gbps: float, schemes: list[str], scale_args: list[str],
+def case_scale(gbps: float, args: argparse.Namespace) -> float:
+    """F for a case at `gbps` emulated (module docstring)."""
+    return max(1.0, round(args.scale_per_gbps * gbps, 6))
+
+
+def compare(folder: Path, model: str, workers: int, gbps: float, schemes: list[str], scale: float,
             args: argparse.Namespace) -> None:
-    """`aggnet compare` of `schemes` for one case, into a new compare-* folder under `folder`."""
-    grad_scale = args.link_mbps * 1e6 / (gbps * 1e9)
+    """`aggnet compare` of `schemes` for one case at time scale `scale`, into a new compare-* folder."""
+    link_mbps = args.real_mbps / workers * scale  # before the time scale divides it
+    grad_scale = link_mbps * 1e6 / (gbps * 1e9)
     cmd = [sys.executable, "-m", "testbed.cli", "compare", "--schemes", ",".join(schemes),
-           "--workload", f"model:{model}", "--profile", args.profile, "--topo", TOPOLOGY[workers],
-           "--workers", str(workers), "--link-mbps", repr(args.link_mbps), "--grad-scale", repr(grad_scale),
-           "--iterations", str(args.iterations), "--lanes", str(args.lanes), "--out", str(folder),
-           "--comm-timeout", str(COMM_TIMEOUT_S), *scale_args]
+           "--workload", f"model:{model}", *(["--profile", args.profile] if args.profile else []),
+           "--topo", TOPOLOGY[workers], "--workers", str(workers), "--link-mbps", repr(link_mbps),
+           "--grad-scale", repr(grad_scale), "--iterations", str(args.iterations), "--lanes", str(args.lanes),
+           "--out", str(folder), "--comm-timeout", str(COMM_TIMEOUT_S), "--scale", repr(scale),
+           # the client's retransmission timeouts: 0.2 s and 1 s of this machine's time, as an unscaled run's
+           "--min-rto", repr(0.2 / scale), "--max-rto", repr(1.0 / scale)]
     print(" ".join(cmd), flush=True)
     subprocess.run(cmd, check=True, cwd=REPO)
 
@@ -81,17 +88,15 @@ def link_bound(run: dict) -> bool:
 
 def run_case(out: Path, model: str, workers: int, gbps: float, args: argparse.Namespace) -> dict[str, dict]:
     """The case's runs per scheme: `aggnet compare` of all schemes unless it ran already, then a link-bound
-    scheme whose run was not bound by a link again, slower (ESCALATE), until it is or MAX_SCALE."""
+    scheme whose run was not bound by a link once again, ESCALATE times slower."""
     folder = out / f"{model}-{workers}w-{gbps:g}gbps"
+    scale = case_scale(gbps, args)
     if not list(folder.glob("compare-*/comparison.json")):
-        compare(folder, model, workers, gbps, list(SCHEMES), ["--scale", repr(args.scale), "--scheme-scale",
-                                                              args.scheme_scale], args)
+        compare(folder, model, workers, gbps, list(SCHEMES), scale, args)
     runs = latest_runs(folder)
     for scheme in LINK_BOUND:
-        scale = time_scale_of(runs[scheme])
-        while not link_bound(runs[scheme]) and scale * ESCALATE <= MAX_SCALE:
-            scale *= ESCALATE
-            compare(folder, model, workers, gbps, [scheme], ["--scale", repr(scale)], args)
+        if not link_bound(runs[scheme]) and time_scale_of(runs[scheme]) == scale:
+            compare(folder, model, workers, gbps, [scheme], scale * ESCALATE, args)
             runs = latest_runs(folder)
     return runs
 
@@ -108,17 +113,19 @@ def case_entry(runs: dict[str, dict], workers: int, gbps: float) -> dict:
         schemes[scheme].update(bound_by=bottleneck_text(fidelity), bound_over=fidelity.get("measured_over"),
                                busiest_link=max((fidelity.get("link_utilization") or {}).values(), default=None),
                                time_scale=time_scale_of(r))
-    innet = schemes["innet"]["iteration_s"]
+    innet, predicted = schemes["innet"]["iteration_s"], schemes["innet"]["analytic_iteration_s"]
     return {"workers": workers, "emulated_gbps": gbps, "schemes": schemes,
             "speedup_vs_ring": schemes["ring"]["iteration_s"] / innet,
-            "speedup_vs_ps": schemes["ps"]["iteration_s"] / innet}
+            "speedup_vs_ps": schemes["ps"]["iteration_s"] / innet,
+            "analytic_speedup_vs_ring": schemes["ring"]["analytic_iteration_s"] / predicted,
+            "analytic_speedup_vs_ps": schemes["ps"]["analytic_iteration_s"] / predicted}
 
 
 def markdown_table(figure: dict) -> str:
     """The figure as a table: per case each scheme's iteration (ms), in-network's speedups, each
     measured / analytic ratio and what bound each run (the busiest link's load when nothing did)."""
-    lines = ["| model, workers, emulated rate | in-network (ms) | ring (ms, speedup) | PS (ms, speedup) "
-             "| measured / analytic: innet, ring, PS | bound: innet / ring / PS |", "|---|---|---|---|---|---|"]
+    lines = ["| model, workers, emulated rate | in-network (ms) | ring (ms, speedup; analytic) | PS (ms, speedup; "
+             "analytic) | measured / analytic: innet, ring, PS | bound: innet / ring / PS |", "|---|---|---|---|---|---|"]
     for model, cases in figure["models"].items():
         for case in cases:
             runs = [case["schemes"][s] for s in SCHEMES]
@@ -126,7 +133,8 @@ def markdown_table(figure: dict) -> str:
             ratios = ", ".join(f"{r['measured_vs_analytic']:.2f}" for r in runs)
             bound = [r["bound_by"] if r["bound_by"] != "none" else f"none ({r['busiest_link']:.0%})" for r in runs]
             lines.append(f"| {model}, {case['workers']}, {case['emulated_gbps']:g} Gb/s | {ms[0]} "
-                         f"| {ms[1]} ({case['speedup_vs_ring']:.2f}x) | {ms[2]} ({case['speedup_vs_ps']:.2f}x) "
+                         f"| {ms[1]} ({case['speedup_vs_ring']:.2f}x; {case['analytic_speedup_vs_ring']:.2f}x) "
+                         f"| {ms[2]} ({case['speedup_vs_ps']:.2f}x; {case['analytic_speedup_vs_ps']:.2f}x) "
                          f"| {ratios} | {' / '.join(bound)} |")
     return "\n".join(lines) + "\n"
 
@@ -134,15 +142,15 @@ def markdown_table(figure: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="bench/models")
-    parser.add_argument("--models", default=",".join(MODEL_NAMES))
-    parser.add_argument("--workers", default="4,8")
-    parser.add_argument("--rates-gbps", default="1,10", help="the two emulated link rates (Gb/s)")
-    parser.add_argument("--link-mbps", type=float, default=100.0, help="the real link rate (Mb/s)")
-    parser.add_argument("--profile", default="cpu", help="compute profiles (shipped name)")
-    parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--models", default=",".join(FIGURE_MODELS))
+    parser.add_argument("--workers", default="4,8,16")
+    parser.add_argument("--rates-gbps", default="10,25,100", help="the emulated link rates (Gb/s)")
+    parser.add_argument("--real-mbps", type=float, default=100.0,
+                        help="what the worker links carry together on this machine (Mb/s), each its share")
+    parser.add_argument("--scale-per-gbps", type=float, default=0.4, help="time scale F per emulated Gb/s (at least 1)")
+    parser.add_argument("--profile", default=None, help="compute profiles (shipped name; default: each model's GPU one)")
+    parser.add_argument("--iterations", type=int, default=2)
     parser.add_argument("--lanes", type=int, default=364)
-    parser.add_argument("--scale", type=float, default=1.0, help="time scale F: links / F, compute x F")
-    parser.add_argument("--scheme-scale", default="innet=4", help="a scheme's own time scale (SCHEME=F,...)")
     args = parser.parse_args()
     from testbed.plots import plot_model_speedups
 
@@ -152,8 +160,8 @@ def main() -> int:
     if bad:
         print(f"bench_models.py: --models: {', '.join(bad)} not among {', '.join(MODEL_NAMES)}", file=sys.stderr)
         return 2
-    figure: dict = {"profile": args.profile, "link_mbps": args.link_mbps, "scale": args.scale,
-                    "scheme_scale": args.scheme_scale, "models": {}}
+    figure: dict = {"profile": args.profile or "GPU (each model's)", "real_mbps": args.real_mbps,
+                    "scale_per_gbps": args.scale_per_gbps, "models": {}}
     for model in models:
         figure["models"][model] = [
             case_entry(run_case(out, model, int(w), float(g), args), int(w), float(g))

@@ -188,6 +188,17 @@ def union(intervals: Iterable[Window]) -> list[Window]:
     return out
 
 
+def intersection(per_worker: Sequence[Iterable[Window]]) -> list[Window]:
+    """The time every one of the lists covers: when all workers of a job had an all-reduce in
+    flight, the only time a synchronous all-reduce makes progress (a straggler's wait is not)."""
+    common: list[Window] | None = None
+    for intervals in per_worker:
+        mine = union(intervals)
+        common = mine if common is None else [(max(a, c), min(b, d)) for a, b in common for c, d in mine
+                                              if max(a, c) < min(b, d)]
+    return common or []
+
+
 def link_utilization(topology: Any, counters: Mapping[str, Any], seconds: float, phases: int = 1,
                      carried: Mapping[str, float] | None = None) -> dict[str, float]:
     """"a->b" -> bits carried over bits the link allows in `phases` busy times of `seconds` in all,

@@ -106,7 +106,7 @@ def job_fidelity(run: Any, job: Any) -> dict:
 
     if run.meter is None:
         return {}
-    comm = fidelity.union(run.comm_intervals(job))
+    comm = fidelity.intersection([r.get("comm_intervals", []) for r in run.per_worker(job).values()])
     window = run.workload_window([job])
     phases, over = (comm, "communication") if comm else ([window] if window else [], "workload")
     if not phases:
