@@ -92,7 +92,7 @@ def run_case(out: Path, model: str, workers: int, gbps: float, args: argparse.Na
     folder = out / f"{model}-{workers}w-{gbps:g}gbps"
     scale = case_scale(gbps, args)
     if not list(folder.glob("compare-*/comparison.json")):
-        compare(folder, model, workers, gbps, list(SCHEMES), scale, args)
+        compare(folder, model, workers, gbps, args.schemes.split(","), scale, args)
     runs = latest_runs(folder)
     for scheme in LINK_BOUND:
         if not link_bound(runs[scheme]) and time_scale_of(runs[scheme]) == scale:
@@ -113,12 +113,13 @@ def case_entry(runs: dict[str, dict], workers: int, gbps: float) -> dict:
         schemes[scheme].update(bound_by=bottleneck_text(fidelity), bound_over=fidelity.get("measured_over"),
                                busiest_link=max((fidelity.get("link_utilization") or {}).values(), default=None),
                                time_scale=time_scale_of(r))
-    innet, predicted = schemes["innet"]["iteration_s"], schemes["innet"]["analytic_iteration_s"]
-    return {"workers": workers, "emulated_gbps": gbps, "schemes": schemes,
-            "speedup_vs_ring": schemes["ring"]["iteration_s"] / innet,
-            "speedup_vs_ps": schemes["ps"]["iteration_s"] / innet,
-            "analytic_speedup_vs_ring": schemes["ring"]["analytic_iteration_s"] / predicted,
-            "analytic_speedup_vs_ps": schemes["ps"]["analytic_iteration_s"] / predicted}
+    entry: dict = {"workers": workers, "emulated_gbps": gbps, "schemes": schemes}
+    innet = schemes["innet"]
+    for other in ("ring", "ps"):  # None where the scheme did not run (--schemes)
+        run = schemes.get(other)
+        entry[f"speedup_vs_{other}"] = run["iteration_s"] / innet["iteration_s"] if run else None
+        entry[f"analytic_speedup_vs_{other}"] = run["analytic_iteration_s"] / innet["analytic_iteration_s"] if run else None
+    return entry
 
 
 def markdown_table(figure: dict) -> str:
@@ -128,14 +129,15 @@ def markdown_table(figure: dict) -> str:
              "analytic) | measured / analytic: innet, ring, PS | bound: innet / ring / PS |", "|---|---|---|---|---|---|"]
     for model, cases in figure["models"].items():
         for case in cases:
-            runs = [case["schemes"][s] for s in SCHEMES]
-            ms = [f"{r['iteration_s'] * 1e3:,.0f}" for r in runs]
-            ratios = ", ".join(f"{r['measured_vs_analytic']:.2f}" for r in runs)
-            bound = [r["bound_by"] if r["bound_by"] != "none" else f"none ({r['busiest_link']:.0%})" for r in runs]
+            runs = [case["schemes"].get(s) for s in SCHEMES]
+            ms = [f"{r['iteration_s'] * 1e3:,.0f}" if r else "-" for r in runs]
+            ratios = ", ".join(f"{r['measured_vs_analytic']:.2f}" if r else "-" for r in runs)
+            bound = ["-" if not r else r["bound_by"] if r["bound_by"] != "none" else f"none ({r['busiest_link']:.0%})"
+                     for r in runs]
+            speedups = [f" ({case[f'speedup_vs_{s}']:.2f}x; {case[f'analytic_speedup_vs_{s}']:.2f}x)"
+                        if case[f"speedup_vs_{s}"] else "" for s in ("ring", "ps")]
             lines.append(f"| {model}, {case['workers']}, {case['emulated_gbps']:g} Gb/s | {ms[0]} "
-                         f"| {ms[1]} ({case['speedup_vs_ring']:.2f}x; {case['analytic_speedup_vs_ring']:.2f}x) "
-                         f"| {ms[2]} ({case['speedup_vs_ps']:.2f}x; {case['analytic_speedup_vs_ps']:.2f}x) "
-                         f"| {ratios} | {' / '.join(bound)} |")
+                         f"| {ms[1]}{speedups[0]} | {ms[2]}{speedups[1]} | {ratios} | {' / '.join(bound)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -150,6 +152,7 @@ def main() -> int:
     parser.add_argument("--scale-per-gbps", type=float, default=0.4, help="time scale F per emulated Gb/s (at least 1)")
     parser.add_argument("--profile", default=None, help="compute profiles (shipped name; default: each model's GPU one)")
     parser.add_argument("--iterations", type=int, default=2)
+    parser.add_argument("--schemes", default=",".join(SCHEMES), help="innet and the baselines to run (innet first)")
     parser.add_argument("--lanes", type=int, default=364)
     args = parser.parse_args()
     from testbed.plots import plot_model_speedups

@@ -151,6 +151,8 @@ def plot_model_speedups(figure: Mapping[str, Any], path: str | os.PathLike) -> P
         labels = [f"{c['workers']}w\n{c['emulated_gbps']:g}G" for c in cases]
         xs = range(len(cases))
         for offset, key, name in ((-0.2, "vs_ring", "over ring"), (0.2, "vs_ps", "over PS")):
+            if all(c[f"speedup_{key}"] is None for c in cases):
+                continue  # the scheme did not run (bench_models.py --schemes)
             values = [c[f"speedup_{key}"] or 0 for c in cases]
             bars = ax.bar([x + offset for x in xs], values, 0.4, label=name)
             ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=6)
