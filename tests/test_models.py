@@ -19,6 +19,7 @@ from hosts.comm import Endpoint
 from hosts.models import MODEL_NAMES, analytic, ddp, profile, workload
 from hosts.models.arch import MODELS, build, layers
 from hosts.models.ddp import Bucket, Plan
+from hosts.straggler import Straggler
 
 COUNTS = {"resnet50": 25_557_032, "vgg16": 138_357_544, "bert-base": 109_482_240, "gpt2": 124_439_808,
           "ncf": 31_832_577, "lstm": 1_776_946_046}
@@ -101,6 +102,35 @@ def test_a_worker_reports_when_its_all_reduces_were_in_flight(tmp_path, monkeypa
     assert json.loads((tmp_path / "h1.model.json").read_text())["comm_intervals"] == report["comm_intervals"]
     for record in report["iterations"]:  # each bucket's all-reduce time
         assert record["bucket_s"] == pytest.approx([allreduce_s] * len(plan.buckets), abs=1e-9)
+
+
+def test_a_straggler_period_stretches_the_iterations_it_covers(tmp_path, monkeypatch):
+    """On a clock of the test's: h1 is slowed 3 times in a period that covers its second iteration's start
+    only: that iteration's forward pass, bucket issues and backward end are 3 times as late, the others not."""
+    clock = [1000.0]
+    monkeypatch.setattr(workload.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(workload, "_sleep_until", lambda t: clock.__setitem__(0, max(clock[0], t)))
+    issued: list[float] = []
+
+    class Comm:
+        def allreduce(self, vec: np.ndarray) -> np.ndarray:
+            issued.append(clock[0])
+            return np.full_like(vec, 3.0)
+
+    monkeypatch.setattr(workload, "make_allreduce", lambda config, rank: contextlib.nullcontext(Comm()))
+    plan = ddp.plan("ncf", build("ncf"), profile.load("ncf", "a100"))
+    period = (1000.0 + plan.compute_s * 0.5, 1000.0 + plan.compute_s * 1.5, 3.0)  # the second iteration starts in it
+    config = AgentConfig("ring", TrainConfig(), (Endpoint("h1", "10.0.0.1", 1), Endpoint("h2", "10.0.0.2", 1)),
+                         stragglers={"h1": Straggler(periods=(period,))})
+    report = workload.run_model(config, "h1", "ncf", "a100", None, 3, 0.001, None, 1.0, tmp_path)
+    slow = [it["compute_s"] / plan.compute_s for it in report["iterations"]]
+    assert slow == pytest.approx([1.0, 3.0, 1.0])
+    timed = issued[len(plan.buckets) + 2:]  # after the barrier, the warm-up pass and the barrier again
+    for i, (it, factor) in enumerate(zip(report["iterations"], slow)):
+        start, end = it["window"]
+        assert end - start == pytest.approx(plan.compute_s * factor)
+        assert [t - start for t in timed[i * len(plan.buckets):(i + 1) * len(plan.buckets)]] == pytest.approx(
+            [(plan.forward_s + b.ready_s) * factor for b in plan.buckets])
 
 
 def test_analytic_iteration_by_hand():
