@@ -4,13 +4,15 @@ parameter server, at emulated 10, 25 and 100 Gb/s, with 4, 8 and 16 workers (roo
 
 Every case is one `aggnet compare --schemes innet,ring,ps --workload model:NAME`: 4 workers on
 star8, 8 on star9, 16 on star17 (the parameter server on a host of its own), each model's GPU
-profile (--profile: another one). A case at emulated E Gb/s runs F = max(1, --scale-per-gbps x E)
-times slower (testbed.timescale), its worker links at --real-mbps / workers (so that the machine
+profile (--profile: another one). A case at emulated E Gb/s runs F = max(--min-scale, --scale-per-gbps
+x E) times slower (testbed.timescale), its worker links at --real-mbps / workers (so that the machine
 moves the same bytes a second whatever the workers), sending grad scale G = link rate x F / E of
 every bucket (hosts.models.analytic: a link of R emulates R F / G). F grows with E because what a
 bucket costs besides its bytes (a round trip, the exponent vote, waking processes) is this
 machine's time: in the cluster's time it is 1/F of it, against a bucket whose transfer is 1/E
-(at 100 Gb/s a 25 MB bucket takes 2 ms; with F = 40, 3 ms of this machine's time is 0.075 ms).
+(at 100 Gb/s a 25 MB bucket takes 2 ms; with F = 40, 3 ms of this machine's time is 0.075 ms), and
+on a machine other work keeps busy it is tens of ms (ResNet-50 at 10 Gb/s, 4 workers, load average
+15-25: in-network 1.38 of its model at F = 4, 1.09 at F = 16).
 An in-network or ring run that the fidelity monitor found not bound by a link runs again ESCALATE
 times slower, once: the figure says links bound them. A case that ran already is kept, so an
 interrupted run resumes.
@@ -53,7 +55,7 @@ ESCALATE = 4
 
 def case_scale(gbps: float, args: argparse.Namespace) -> float:
     """F for a case at `gbps` emulated (module docstring)."""
-    return max(1.0, round(args.scale_per_gbps * gbps, 6))
+    return max(args.min_scale, round(args.scale_per_gbps * gbps, 6))
 
 
 def compare(folder: Path, model: str, workers: int, gbps: float, schemes: list[str], scale: float,
@@ -149,7 +151,8 @@ def main() -> int:
     parser.add_argument("--rates-gbps", default="10,25,100", help="the emulated link rates (Gb/s)")
     parser.add_argument("--real-mbps", type=float, default=100.0,
                         help="what the worker links carry together on this machine (Mb/s), each its share")
-    parser.add_argument("--scale-per-gbps", type=float, default=0.4, help="time scale F per emulated Gb/s (at least 1)")
+    parser.add_argument("--scale-per-gbps", type=float, default=0.4, help="time scale F per emulated Gb/s")
+    parser.add_argument("--min-scale", type=float, default=16.0, help="the smallest time scale F")
     parser.add_argument("--profile", default=None, help="compute profiles (shipped name; default: each model's GPU one)")
     parser.add_argument("--iterations", type=int, default=2)
     parser.add_argument("--schemes", default=",".join(SCHEMES), help="innet and the baselines to run (innet first)")

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.root, pytest.mark.slow,
 
 def test_bench_models_writes_the_figure_its_json_and_its_table(tmp_path):
     done = subprocess.run([sys.executable, "scripts/bench_models.py", "--out", str(tmp_path), "--models", "ncf",
-                           "--workers", "4", "--rates-gbps", "10", "--iterations", "1"],
+                           "--workers", "4", "--rates-gbps", "10", "--iterations", "1", "--min-scale", "4"],
                           capture_output=True, text=True, timeout=900, cwd=REPO)
     assert done.returncode == 0, done.stderr[-2000:]
     figure = json.loads((tmp_path / "models.json").read_text())
@@ -29,7 +29,8 @@ def test_bench_models_writes_the_figure_its_json_and_its_table(tmp_path):
     assert (case["workers"], case["emulated_gbps"]) == (4, 10.0)
     runs = case["schemes"]
     assert all(runs[s]["sums_correct"] is True for s in ("innet", "ring", "ps"))
-    assert runs["ps"]["time_scale"] == 4.0  # 0.4 per Gb/s; in-network and the ring 4 times more if not link-bound
+    assert runs["ps"]["time_scale"] == 4.0  # 0.4 per Gb/s, at least 4; in-network and the ring 4 times more if
+    # not link-bound
     assert all(runs[s]["time_scale"] in (4.0, 16.0) for s in ("innet", "ring"))
     assert case["speedup_vs_ring"] == runs["ring"]["iteration_s"] / runs["innet"]["iteration_s"]
     assert case["speedup_vs_ps"] == runs["ps"]["iteration_s"] / runs["innet"]["iteration_s"]
