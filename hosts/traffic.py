@@ -27,6 +27,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 PROTOCOLS = ("udp", "tcp")
 _stop = threading.Event()  # set by SIGTERM: a flow stopped early still writes its summary
@@ -188,7 +189,7 @@ def schedule(args: argparse.Namespace) -> tuple[list[Interval], float]:
         return list(periodic(0.0, args.duration, args.on, args.off, args.rate_mbps or math.inf)), \
             time.monotonic() + args.delay
     try:
-        data = json.loads(open(args.schedule).read())
+        data = json.loads(Path(args.schedule).read_text())
         intervals = [(float(s), float(e), float(r)) for s, e, r in data["intervals"]]
         start = float(data["start"])
     except (OSError, ValueError, KeyError, TypeError) as exc:

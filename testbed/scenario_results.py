@@ -128,7 +128,7 @@ def footprint(run: Any, job: Any) -> tuple[set[str], set[str]]:
     pairs: list[tuple[str, str]] = [(h, topo.switch_of(h)) for h in hosts]
     if job.placement is not None:
         trees = [tree_links(job.placement.tree)] + [m["tree"] for m in run.moves if m["job"] == job.name]
-        pairs += [tuple(edge.split("-")) for tree in trees for edge in tree]  # type: ignore[misc]
+        pairs += [(a, b) for tree in trees for a, b in (edge.split("-") for edge in tree)]
     else:
         routes = compute_routes(topo)
         servers = [job.ps] if job.ps else job.aggregators[:1]

@@ -57,3 +57,9 @@ def test_bad_arguments_are_one_line_errors(tmp_path):
     assert done.returncode == 0, done.stderr
     summary = json.loads(out.read_text())
     assert summary["packets"] == pytest.approx(1e6 / 8 * 0.3 / 1000, abs=8)
+    bad = tmp_path / "schedule.json"
+    bad.write_text('{"start": 1, "intervals": [[2, 1, 5]]}')
+    done = subprocess.run([sys.executable, "-m", "hosts", "traffic", "send", "--dst", "127.0.0.1", "--port", "47813",
+                           "--schedule", str(bad)], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.strip() == (
+        f"traffic: --schedule: {bad}: every interval needs 0 <= start < end and a rate > 0")
