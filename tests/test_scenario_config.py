@@ -109,6 +109,26 @@ def test_time_to_accuracy_and_summary():
     assert summary["moves"] == {"aware": 2, "unaware": 0, "ps": 0}
 
 
+def test_model_jobs_are_compared_on_their_median_and_p99_iteration():
+    from testbed.scenario_results import percentile, summarize
+
+    assert percentile([5.0, 1.0, 3.0, 2.0, 4.0], 99) == 5.0 and percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.0
+    scn = parse_scenario(with_(workload={"workload": "model:ncf"}, modes=["aware", "ring"]), "x.yaml")
+
+    def job(median, p99, bound):
+        return {"iteration_median_s": median, "iteration_p99_s": p99, "exposed_comm_median_s": 0.01, "scheme": "x",
+                "fidelity": {"bottleneck": bound}}
+    link = {"kind": "link", "name": "s3->s1", "load": 0.95}
+    by_mode = {"aware": {"jobs": {"a": job(0.05, 0.16, link), "b": job(0.1, 0.2, None)}},
+               "ring": {"jobs": {"a": job(0.5, 1.2, link), "b": job(0.1, 0.4, link)}}}
+    summary = summarize(scn, by_mode)
+    assert summary["metric"] == "iteration_median_s" and summary["ratio_to_aware"] == {"aware": 1.0, "ring": 4.0}
+    assert summary["table"].splitlines() == [
+        "| job | aware | unaware | split | ring | ps |", "|---|---|---|---|---|---|",
+        "| a | 50.0 / 160.0 ms, link s3->s1 95% | not run | not run | 500.0 / 1,200.0 ms, link s3->s1 95% | not run |",
+        "| b | 100.0 / 200.0 ms, none | not run | not run | 100.0 / 400.0 ms, link s3->s1 95% | not run |"]
+
+
 @pytest.mark.parametrize("mode, pacing, weights", [
     ("aware", "aimd", {"a": ("aimd", 4.0), "b": ("aimd", 2.67)}),
     ("unaware", "aimd", {"a": ("aimd", 1.0), "b": ("aimd", 1.0)}),
