@@ -252,6 +252,22 @@ def add_options(parser: argparse.ArgumentParser, cls: type, defaults: Any = None
         parser.add_argument(flag_of(f), **kwargs)
 
 
+def given_argv(cls: type, args: argparse.Namespace) -> list[str]:
+    """The options of `cls` given on a command line (parsed by add_options' parser into `args`), as a
+    command line again: what another process is started with to run the same config."""
+    given, out = vars(args), []
+    for path, f, hint in _leaves(cls):
+        if path not in given:
+            continue
+        value, flag = given[path], flag_of(f)
+        if hint is bool:
+            out.append(flag if value else "--no-" + flag[2:])
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            out += [flag, str(item)]
+    return out
+
+
 def from_options(cls: type, args: argparse.Namespace, base: Any = None) -> Any:
     """`base` (default: cls()) with every option given on the command line applied and checked;
     ConfigError names the option."""

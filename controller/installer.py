@@ -27,7 +27,6 @@ import hashlib
 import logging
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
@@ -35,6 +34,7 @@ from typing import Any, TypeVar
 from finsy import P4MulticastGroupEntry, P4TableAction, P4TableEntry, P4TableMatch
 
 from controller.p4rt import diff_entities, entry_key, load_schema
+from controller.parallel import each
 from controller.placement import AggTree, JobPlacement
 from controller.routing import Route, compute_routes
 from controller.topology import Topology
@@ -50,7 +50,8 @@ AGG_HOST = "AggEgress.agg_host"
 ECN_MARK = "AggEgress.ecn_mark"
 MANAGED_TABLES = (IPV4_LPM, AGG_JOB, AGG_CHILD, AGG_HOST, ECN_MARK)
 SLOT_REGISTERS = ("AggIngress.agg_bitmap", "AggIngress.agg_count", "AggIngress.agg_done",
-                  "AggIngress.agg_overflow", "AggIngress.agg_ecn", "AggIngress.agg_workers")
+                  "AggIngress.agg_overflow", "AggIngress.agg_ecn", "AggIngress.agg_workers",
+                  "AggIngress.agg_owner", "AggIngress.agg_seq")
 VALUES_REGISTER = "AggIngress.agg_values"
 MCAST_GROUP_BASE = 0x1000  # a job's multicast group id is MCAST_GROUP_BASE + job id
 MAX_CHILDREN = 32  # bits in the agg_bitmap register
@@ -92,10 +93,10 @@ def load_program(path: str, target: str = "embedded", build_dir: str | None = No
     directory when None); CompileError when p4c is missing or fails, InstallError when p4c's
     P4Info IDs differ from ours (the controller must address the same objects on both targets).
     """
-    from p4target.compiled import front_end_file
+    from p4target.compiled import p4info_file
     from p4target.device_config import device_config_source
 
-    _, p4info = front_end_file(path)
+    p4info = p4info_file(path)
     if target == "embedded":
         device_config = device_config_source(path).encode()
     elif target == "bmv2":
@@ -152,6 +153,13 @@ class JobPlan:
     promoted: tuple[str, ...]  # forwarding switches made to aggregate (see the module docstring)
     slot_count: int
     slot_base: int = 0
+    pool: int = 0  # >0: its root's slots [slot_base, slot_base + pool) are shared with other jobs (ATP)
+    standby: tuple[tuple[str, str], ...] = ()  # (worker, host that shares its seat: same child bit, its results)
+
+    @property
+    def region(self) -> int:
+        """Slots from slot_base the job's state occupies: its window, or the pool it shares."""
+        return self.pool or self.slot_count
 
 
 def plan_job(jp: JobPlacement, job_id: int) -> JobPlan:
@@ -174,8 +182,12 @@ def plan_job(jp: JobPlacement, job_id: int) -> JobPlan:
             break
         aggregators.add(promote)  # topmost first: it absorbs every problem below it
         promoted.append(promote)
+    if jp.job.pool and aggregators != {tree.root}:
+        raise InstallError(f"job {name}: a job sharing its root's slots aggregates there only, not on "
+                           f"{', '.join(sorted(aggregators - {tree.root}))}")
     return JobPlan(name=name, job_id=job_id, tree=tree, workers=tuple(jp.job.workers),
-                   aggregators=frozenset(aggregators), promoted=tuple(promoted), slot_count=jp.job.slots)
+                   aggregators=frozenset(aggregators), promoted=tuple(promoted), slot_count=jp.job.slots,
+                   pool=jp.job.pool, standby=jp.job.standby)
 
 
 def _relief(tree: AggTree, aggregators: set[str], messages: dict[str, list[Message]]) -> str | None:
@@ -285,6 +297,11 @@ def desired_state(topo: Topology, plans: Iterable[JobPlan], routes: Mapping[str,
 
 def _add_job(topo: Topology, plan: JobPlan, state: dict[str, SwitchState]) -> None:
     tree, gid = plan.tree, mcast_group(plan.job_id)
+    standby = dict(plan.standby)  # a worker's seat may also be taken by this host on its switch
+    for member, host in plan.standby:
+        if topo.switch_of(host) != topo.switch_of(member):
+            raise InstallError(f"job {plan.name}: {host} cannot stand by for {member}'s seat: it is attached to "
+                               f"{topo.switch_of(host)}, not {topo.switch_of(member)}")
     for v in tree.order:
         aggregate = v in plan.aggregators
         parent = tree.parent[v]
@@ -292,11 +309,17 @@ def _add_job(topo: Topology, plan: JobPlan, state: dict[str, SwitchState]) -> No
         if len(incoming) > MAX_CHILDREN:
             raise InstallError(f"job {plan.name}: switch {v} would aggregate {len(incoming)} messages per chunk; "
                                f"the bitmap holds {MAX_CHILDREN}")
-        state[v].add(Entry(AGG_JOB, (("hdr.agg.job_id", plan.job_id),), "AggIngress.set_job", (
-            ("slot_base", plan.slot_base), ("slot_count", plan.slot_count), ("children", len(incoming)),
-            ("aggregate", int(aggregate)), ("is_root", int(v == tree.root)),
-            ("parent_port", 0 if parent is None else topo.port_of(v, parent)), ("mcast_grp", gid))))
-        down = [topo.port_of(v, h) for h in tree.workers.get(v, ())] + [topo.port_of(v, c) for c in tree.children[v]]
+        if plan.pool and v == tree.root:
+            state[v].add(Entry(AGG_JOB, (("hdr.agg.job_id", plan.job_id),), "AggIngress.set_shared_job", (
+                ("slot_base", plan.slot_base), ("slot_count", plan.pool), ("children", len(incoming)),
+                ("mcast_grp", gid))))
+        else:
+            state[v].add(Entry(AGG_JOB, (("hdr.agg.job_id", plan.job_id),), "AggIngress.set_job", (
+                ("slot_base", plan.slot_base), ("slot_count", plan.region), ("children", len(incoming)),
+                ("aggregate", int(aggregate)), ("is_root", int(v == tree.root)),
+                ("parent_port", 0 if parent is None else topo.port_of(v, parent)), ("mcast_grp", gid))))
+        hosts = [*tree.workers.get(v, ()), *(standby[h] for h in tree.workers.get(v, ()) if h in standby)]
+        down = [topo.port_of(v, h) for h in hosts] + [topo.port_of(v, c) for c in tree.children[v]]
         state[v].groups[gid] = tuple(sorted((port, 0) for port in down))
         if aggregate:
             per_port: dict[int, int] = {}
@@ -306,14 +329,19 @@ def _add_job(topo: Topology, plan: JobPlan, state: dict[str, SwitchState]) -> No
                 # Only worker messages can share a port (plan_job promotes the other cases).
                 src = (topo.hosts[message.origin].ip, 0xFFFFFFFF) if per_port[port] > 1 else (0, 0)
                 state[v].add(_child_entry(plan.job_id, port, src, index))
+                spare = standby.get(message.origin) if message.kind == "worker" else None
+                if spare is not None and topo.switch_of(spare) == v:  # on a port of its own: the seat's bit
+                    state[v].add(_child_entry(plan.job_id, topo.port_of(v, spare), (0, 0), index))
+                elif spare is not None and per_port[port] > 1:  # through a forwarder, told apart by address
+                    state[v].add(_child_entry(plan.job_id, port, (topo.hosts[spare].ip, 0xFFFFFFFF), index))
         else:
             # A forwarder keeps no bitmap; it only admits contributions from the ports below it.
             for port in sorted(set(down)):
                 state[v].add(_child_entry(plan.job_id, port, (0, 0), 0))
-        for h in tree.workers.get(v, ()):
-            host = topo.hosts[h]
+        for h in hosts:
+            node = topo.hosts[h]
             state[v].add(Entry(AGG_HOST, (("standard_metadata.egress_port", topo.port_of(v, h)),),
-                               "AggEgress.set_host", (("mac", host.mac), ("ip", host.ip), ("udp_port", AGG_PORT))))
+                               "AggEgress.set_host", (("mac", node.mac), ("ip", node.ip), ("udp_port", AGG_PORT))))
 
 
 def _child_entry(job_id: int, port: int, src: tuple[int | str, int], index: int) -> Entry:
@@ -328,7 +356,7 @@ def job_spec(topo: Topology, plan: JobPlan, lanes: int, agg_ip: str = DEFAULT_AG
     workers = tuple(WorkerSpec(name=h, ip=topo.hosts[h].ip, port=AGG_PORT, mac=topo.hosts[h].mac)
                     for h in plan.workers)
     return JobSpec(job_id=plan.job_id, workers=workers, slot_base=plan.slot_base, slot_count=plan.slot_count,
-                   agg_ip=agg_ip, lanes=lanes, timeout_s=timeout_s)
+                   agg_ip=agg_ip, lanes=lanes, timeout_s=timeout_s, pool=plan.pool)
 
 
 def allocate_region(plan: JobPlan, taken: Mapping[str, list[tuple[int, int]]], capacity: Mapping[str, int]) -> int:
@@ -342,11 +370,11 @@ def allocate_region(plan: JobPlan, taken: Mapping[str, list[tuple[int, int]]], c
     regions = sorted(r for s in switches for r in taken.get(s, []))
     base = 0
     for start, count in regions:
-        if base + plan.slot_count <= start:
+        if base + plan.region <= start:
             break
         base = max(base, start + count)
-    if base + plan.slot_count > limit:
-        raise InstallError(f"job {plan.name}: no free region of {plan.slot_count} slots on "
+    if base + plan.region > limit:
+        raise InstallError(f"job {plan.name}: no free region of {plan.region} slots on "
                            f"{', '.join(switches)} (each has {limit})")
     return base
 
@@ -436,8 +464,10 @@ class Installer:
         plan = plan_job(jp, free_ids[0])
         taken: dict[str, list[tuple[int, int]]] = {}
         for other in others:
+            if plan.pool and other.pool and other.tree.root == plan.tree.root:
+                return replace(plan, slot_base=other.slot_base)  # the pool its root's jobs share
             for s in other.aggregators:
-                taken.setdefault(s, []).append((other.slot_base, other.slot_count))
+                taken.setdefault(s, []).append((other.slot_base, other.region))
         capacity = {s: min(sw.slots, self.program.slots) for s, sw in self.topo.switches.items()}
         return replace(plan, slot_base=allocate_region(plan, taken, capacity))
 
@@ -451,11 +481,9 @@ class Installer:
         return self._each_switch(lambda s: self._sync_switch(s, desired[s]))
 
     def _each_switch(self, work: Callable[[str], T]) -> dict[str, T]:
-        """`work(switch)` for every switch at once: a switch compiles a pushed pipeline and applies writes
-        on its own, so twenty of them take about as long as the slowest, not as all together."""
-        switches = list(self.topo.switches)
-        with ThreadPoolExecutor(max_workers=max(1, len(switches))) as pool:
-            return dict(zip(switches, pool.map(work, switches)))
+        """`work(switch)` for every switch, many at once (controller.parallel): a switch compiles a pushed
+        pipeline and applies writes on its own, so twenty of them take about as long as the slowest."""
+        return each(self.topo.switches, work)
 
     def _sync_switch(self, switch: str, want: SwitchState) -> SyncReport:
         conn = self.connections[switch]
@@ -466,8 +494,7 @@ class Installer:
         conn.write([conn.delete(e) for e in entries.delete])
         conn.write([conn.insert(g) for g in groups.insert] + [conn.modify(g) for g in groups.modify])
         if switch not in self._fresh:  # a pipeline just pushed starts with every register at zero
-            report.registers_zeroed = self._zero_regions(conn, [e for e in entries.insert + entries.modify
-                                                                if e.table_id == AGG_JOB and e.action.args["aggregate"]])
+            report.registers_zeroed = self._zero_regions(conn, _claimed_regions(entries.insert + entries.modify, want))
         self._fresh.discard(switch)
         conn.write([conn.insert(e) for e in entries.insert] + [conn.modify(e) for e in entries.modify])
         conn.write([conn.delete(g) for g in groups.delete])
@@ -489,19 +516,36 @@ class Installer:
         self._fresh.add(switch)
         return True
 
-    def _zero_regions(self, conn: Any, job_entries: list[P4TableEntry]) -> int:
+    def _zero_regions(self, conn: Any, regions: list[tuple[int, int]]) -> int:
         """Clear the slot registers of (re)assigned regions (docs/protocol.md: before (re)using a region)."""
         written = 0
         lanes = self.program.lanes
-        for entry in job_entries:
-            assert isinstance(entry.action, P4TableAction), "job entries run an action directly"
-            base, count = entry.action.args["slot_base"], entry.action.args["slot_count"]
+        for base, count in regions:
             cells = range(2 * base, 2 * (base + count))
             zeros = {register: dict.fromkeys(cells, 0) for register in SLOT_REGISTERS}
             zeros[VALUES_REGISTER] = dict.fromkeys(range(2 * base * lanes, 2 * (base + count) * lanes), 0)
             conn.write_registers(zeros)
             written += len(cells) * (len(SLOT_REGISTERS) + lanes)
         return written
+
+
+def _claimed_regions(written: list[P4TableEntry], want: SwitchState) -> list[tuple[int, int]]:
+    """(slot_base, slot_count) of the job entries being written whose registers must start at zero: an
+    aggregating job's region, and a shared pool that no job held here before (zeroing it under jobs
+    that hold it would wipe their rounds)."""
+    regions, sharing = [], 0
+    for entry in written:
+        if entry.table_id != AGG_JOB:
+            continue
+        assert isinstance(entry.action, P4TableAction), "job entries run an action directly"
+        if entry.action.name == "AggIngress.set_shared_job":
+            sharing += 1
+        elif entry.action.args["aggregate"]:
+            regions.append((entry.action.args["slot_base"], entry.action.args["slot_count"]))
+    pools = [e for e in want.table(AGG_JOB) if e.action == "AggIngress.set_shared_job"]
+    if sharing and sharing == len(pools):
+        regions += sorted({(e.param("slot_base"), e.param("slot_count")) for e in pools})
+    return regions
 
 
 _WRITE_ORDER = {AGG_CHILD: 0, AGG_HOST: 1, AGG_JOB: 2, IPV4_LPM: 3, ECN_MARK: 4}
@@ -521,32 +565,38 @@ def _diff(conn: Any, want: SwitchState) -> tuple[Any, Any]:
 
 
 def _same_tree(a: JobPlan, b: JobPlan) -> bool:
-    return (a.aggregators, a.slot_count, dict(a.tree.parent)) == (b.aggregators, b.slot_count, dict(b.tree.parent))
+    return ((a.aggregators, a.slot_count, a.pool, a.standby, dict(a.tree.parent))
+            == (b.aggregators, b.slot_count, b.pool, b.standby, dict(b.tree.parent)))
 
 
 def connect_all(topo: Topology, host: str = "127.0.0.1", election_id: tuple[int, int] = (0, 1),
                 side_channel_ports: Mapping[str, int] | None = None, target: str = "embedded",
-                addresses: Mapping[str, str] | None = None, tls: TlsFiles | None = None) -> dict[str, Any]:
-    """A primary SwitchConnection to every switch at host:grpc_port (closes them all if one fails),
-    over TLS with `tls` (the controller's certificate and key, and the CA that signed the switches').
+                addresses: Mapping[str, str] | None = None, tls: TlsFiles | None = None,
+                grpc_ports: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """A primary SwitchConnection to every switch at host:grpc_port, many at once (closes them all if one
+    fails), over TLS with `tls` (the controller's certificate and key, and the CA that signed the switches').
 
     A switch listed in `side_channel_ports` gets its `target`'s side channel on that port
     (registers and queues: the embedded switch's TCP port, BMv2's Thrift port), always on this
-    machine. A switch listed in `addresses` has its P4Runtime server there instead of at `host`.
+    machine. A switch listed in `addresses` has its P4Runtime server there instead of at `host`, one
+    listed in `grpc_ports` on that port instead of its topology's (a network in a run slot: testbed.slots).
     """
     from controller.p4rt import SwitchConnection
     from controller.switch_cli import side_channel
 
     ports = side_channel_ports or {}
     conns: dict[str, Any] = {}
+
+    def connect(name: str) -> None:
+        sw = topo.switches[name]
+        address = f"{(addresses or {}).get(name, host)}:{(grpc_ports or {}).get(name, sw.grpc_port)}"
+        side = side_channel(target, ports[name]) if name in ports else None
+        conns[name] = SwitchConnection(address, sw.device_id, election_id, name=name, side_channel=side, tls=tls)
+
     try:
-        for name, sw in topo.switches.items():
-            address = (addresses or {}).get(name, host)
-            side = side_channel(target, ports[name]) if name in ports else None
-            conns[name] = SwitchConnection(f"{address}:{sw.grpc_port}", sw.device_id, election_id, name=name,
-                                           side_channel=side, tls=tls)
+        each(topo.switches, connect)
     except BaseException:
         for conn in conns.values():
             conn.close()
         raise
-    return conns
+    return {name: conns[name] for name in topo.switches}

@@ -22,6 +22,7 @@ JOB_COUNTERS = {
     "duplicates": "AggIngress.agg_duplicates",
     "retx_answered": "AggIngress.agg_retx_answered",
     "overflows": "AggIngress.agg_overflows",
+    "spilled": "AggIngress.agg_spilled",
 }
 PORT_RX = "AggIngress.port_rx"
 PORT_TX = "AggEgress.port_tx"
@@ -45,6 +46,14 @@ def port_counters(conn: SwitchConnection, ports: Iterable[int]) -> dict[int, dic
         kind = "rx" if cell.counter_id == PORT_RX else "tx"
         out[cell.index].update({f"{kind}_packets": cell.packet_count, f"{kind}_bytes": cell.byte_count})
     return out
+
+
+def engine(conn: SwitchConnection) -> str | None:
+    """Which engine runs the embedded switch's program, "native" or "python" (side channel); None on
+    BMv2 (its own engine, named in results' versions) or without a side channel."""
+    if not isinstance(conn.side_channel, TcpSideChannel):
+        return None
+    return conn.side_command("engine")
 
 
 def queue_stats(conn: SwitchConnection) -> dict[str, Any] | None:

@@ -4,7 +4,14 @@ Each switch has a slot budget (`slots` in the topology, or a scenario's override
 jobs aggregating on it share. `admit` places the jobs in the order given with those budgets
 in force (controller.placement.place_jobs does the sharing), then says for every job, in one
 line, whether it got in-network capacity, fell back to host aggregation, or, under the
-"reject" policy, was turned away. Scenario results carry these lines verbatim.
+"reject" policy, was turned away. Under "move" a job whose switches are full is first placed
+on other switches that have the slots (controller.placement.jobs), and falls back only when
+none does. Scenario results carry these lines verbatim.
+
+`share` is ATP's way instead (NSDI'21): no admission at all. Every job aggregates at its root,
+in a pool of the root's slots that the jobs rooted there share; a chunk that finds its slot
+held by another job's spills to its job's parameter server (aggnet.p4's set_shared_job), so
+the switch's memory goes to whichever chunks hold it at the time, and nobody is turned away.
 
 Isolation needs no admission rule: every switch of a job's tree, forwarding or aggregating,
 admits the job's contributions only from the ports below it and results only from its parent
@@ -19,8 +26,9 @@ from dataclasses import dataclass
 from controller.placement import Job, JobPlacement, PlacementError, place_jobs
 from controller.topology import Topology
 
-POLICIES = ("downgrade", "reject")
-IN_NETWORK, HOST, REJECTED = "in-network", "host", "rejected"
+POLICIES = ("downgrade", "reject", "move")
+IN_NETWORK, HOST, REJECTED, SHARED = "in-network", "host", "rejected", "shared"
+UNLIMITED = 1 << 30  # a slot budget that never runs out (sharing places jobs without budgets)
 
 
 @dataclass(frozen=True)
@@ -28,7 +36,7 @@ class Admission:
     """The admission decision for one job, with the one-line message a user reads."""
 
     job: str
-    status: str  # IN_NETWORK | HOST | REJECTED
+    status: str  # IN_NETWORK | HOST | REJECTED | SHARED
     aggregators: tuple[str, ...]  # switches holding the job's slots (empty unless in-network)
     slots: int
     message: str
@@ -46,7 +54,7 @@ class Tenancy:
     admissions: tuple[Admission, ...]
 
     def in_network(self) -> list[JobPlacement]:
-        """The placements the installer puts into the switches."""
+        """The placements the installer puts into the switches (shared ones too)."""
         return [jp for jp in self.placements if jp.fallback is None and jp.tree.sink is None]
 
     def admission(self, job: str) -> Admission:
@@ -70,7 +78,7 @@ def admit(topo: Topology, jobs: Iterable[Job], algo: str = "soar", policy: str =
     if policy not in POLICIES:
         raise PlacementError(f"policy: unknown admission policy '{policy}' (choose from {', '.join(POLICIES)})")
     placements, admissions = [], []
-    for jp in place_jobs(topo, list(jobs), algo, weight_mode, seed):
+    for jp in place_jobs(topo, list(jobs), algo, weight_mode, seed, move=policy == "move"):
         decision = _decide(jp, policy)
         admissions.append(decision)
         if decision.status != REJECTED:
@@ -78,12 +86,30 @@ def admit(topo: Topology, jobs: Iterable[Job], algo: str = "soar", policy: str =
     return Tenancy(tuple(placements), tuple(admissions))
 
 
+def share(topo: Topology, jobs: Iterable[Job], algo: str = "soar", seed: int = 0) -> Tenancy:
+    """ATP's best-effort sharing (module docstring): every job in-network at its root, with a window of
+    at most the pool, the pool being the root's whole slot budget shared by the jobs rooted there."""
+    roomy = with_slot_budgets(topo, dict.fromkeys(topo.switches, UNLIMITED))
+    placements, admissions = [], []
+    for jp in place_jobs(roomy, [dataclasses.replace(j, k=0) for j in jobs], algo, "unit", seed):
+        pool = topo.switches[jp.tree.root].slots
+        if pool < 1:
+            raise PlacementError(f"jobs: {jp.job.name}: its root switch '{jp.tree.root}' has no slots to share")
+        job = dataclasses.replace(jp.job, slots=min(jp.job.slots, pool), pool=pool)
+        placements.append(dataclasses.replace(jp, job=job))
+        admissions.append(Admission(job.name, SHARED, (jp.tree.root,), job.slots,
+                                    f"job {job.name}: best-effort in-network aggregation on {jp.tree.root}, in its "
+                                    f"{pool} slots shared by the jobs rooted there (a window of {job.slots})"))
+    return Tenancy(tuple(placements), tuple(admissions))
+
+
 def _decide(jp: JobPlacement, policy: str) -> Admission:
     name, slots = jp.job.name, jp.job.slots
     if jp.fallback is None and jp.tree.sink is None:
         where = ", ".join(jp.placement.aggregators)
+        moved = f" (moved: root switch '{jp.moved_from}' had no {slots} free slots)" if jp.moved_from else ""
         return Admission(name, IN_NETWORK, jp.placement.aggregators, slots,
-                         f"job {name}: in-network aggregation on {where} ({slots} slots each)")
+                         f"job {name}: in-network aggregation on {where} ({slots} slots each){moved}")
     reason = jp.fallback or f"its sum goes to host '{jp.tree.sink}'"
     if policy == "reject":
         return Admission(name, REJECTED, (), slots, f"job {name}: rejected: no in-network capacity ({reason})")

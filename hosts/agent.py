@@ -36,10 +36,18 @@ def make_allreduce(config: AgentConfig, rank: int, start_step: int = 0) -> AllRe
         from .ps import ParameterServerClient
         assert config.ps is not None, "the config loader requires a server for scheme ps"
         return ParameterServerClient(config.ps, me.name, rank, len(config.workers), config.timeout_s)
-    if config.scheme == "hostagg":
+    if config.scheme == "hostagg" or me.name in config.split_workers:  # split: a straggler, to the aggregator
         from .host_agg import HostAggClient
         servers = [e for e in (config.aggregator, config.replica) if e is not None]
-        return HostAggClient(servers, me.name, rank, len(config.workers), config.timeout_s, start_step)
+        seat = config.split_workers.index(me.name) if config.split_workers else rank
+        return HostAggClient(servers, me.name, rank, len(config.workers), config.timeout_s, start_step, seat)
+    if config.scheme == "split":  # an on-time worker: a member of the tree, averaging over the whole job
+        from .allreduce import InNetworkAllReduce
+        from .split_agg import member_rank
+        assert config.job is not None, "the config loader requires a job for scheme split"
+        comm = InNetworkAllReduce(config.job, member_rank(config, me.name), stall_timeout_s=config.timeout_s)
+        comm.rank, comm.world_size = rank, len(config.workers)
+        return comm
     from .ring import RingAllReduce
     return RingAllReduce(list(config.workers), rank, config.timeout_s)
 
@@ -96,9 +104,9 @@ def run_agent(config: AgentConfig, worker: str, out_dir: Path, source: str = "<a
               "step_time_s": statistics.median(r["step_time_s"] for r in records),
               "comm_time_s": statistics.median(r["comm_time_s"] for r in records),
               "bytes_sent": last["bytes_sent"], **run_metrics}
-    if config.scheme == "hostagg":
+    if config.scheme in ("hostagg", "split"):
         result["staleness_bound"] = config.staleness
-        result["max_staleness"] = max(r["staleness"] for r in records)
+        result["max_staleness"] = max(r.get("staleness", 0) for r in records)
     if straggler:
         result["straggler"] = straggler.to_dict()
     if resume_step >= 0:

@@ -8,15 +8,17 @@
       "job": { ...protocol.job.JobSpec... },                                  # scheme innet
       "aggregator": {"name": "h5", "ip": "10.0.0.5", "port": 47200},      # scheme hostagg
       "replica": {"name": "h6", "ip": "10.0.0.6", "port": 47300},         # optional (hostagg)
-      "staleness": 0, "wait_s": 0.05,                                      # hostagg bound (hosts.host_agg)
+      "staleness": 0, "wait_s": 0.05,                                      # hostagg, split bound (hosts.host_agg)
+      "split_workers": ["h2"],      # scheme split: they send to the aggregator, which sits in their seat
       "stragglers": {"h2": {"delay_s": 0.2}},                              # any scheme (hosts.straggler)
       "timeout_s": 30,
       "time_scale": 1                     # compute takes this many times as long (testbed.timescale)
     }
 
 `workers[].port` is the TCP port of the ring baseline (default RING_PORT). For innet the
-job spec's workers must be the same names in the same order. Kept free of torch so the
-PS process starts fast.
+job spec's workers must be the same names in the same order; for split they are the tree's
+members: the workers without the split ones, and the aggregator in the first split worker's
+place (hosts.split_agg). Kept free of torch so the PS process starts fast.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from protocol.job import JobSpec, JobSpecError
 from .comm import Endpoint
 from .straggler import Straggler, StragglerError, parse_stragglers
 
-SCHEMES = ("innet", "ps", "ring", "hostagg")
+SCHEMES = ("innet", "ps", "ring", "hostagg", "split")
 MODEL_NAMES = ("mlp", "cnn")  # hosts.model builds them
 DATASET_NAMES = ("digits", "synthetic")  # hosts.data loads them
 RING_PORT = 47000
@@ -76,6 +78,7 @@ class AgentConfig:
     wait_s: float = 0.05
     stragglers: dict[str, Any] = dataclasses.field(default_factory=dict)  # name -> hosts.straggler.Straggler
     time_scale: float = 1.0  # every worker's compute is slowed this many times (testbed.timescale)
+    split_workers: tuple[str, ...] = ()  # scheme split: the workers the aggregator stands for in the tree
 
     def rank_of(self, name: str, source: str = "<agent config>") -> int:
         for rank, worker in enumerate(self.workers):
@@ -95,8 +98,10 @@ class AgentConfig:
         for name in ("aggregator", "replica"):
             if getattr(self, name):
                 data[name] = _endpoint_dict(getattr(self, name))
-        if self.scheme == "hostagg":
+        if self.scheme in ("hostagg", "split"):
             data.update(staleness=self.staleness, wait_s=self.wait_s)
+        if self.split_workers:
+            data["split_workers"] = list(self.split_workers)
         if self.stragglers:
             data["stragglers"] = {w: s.to_dict() for w, s in self.stragglers.items()}
         if self.time_scale != 1:
@@ -141,7 +146,7 @@ def parse_config(data: Any, source: str = "<agent config>") -> AgentConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a JSON object")
     unknown = set(data) - {"scheme", "train", "workers", "ps", "job", "timeout_s", "aggregator", "replica",
-                           "staleness", "wait_s", "stragglers", "time_scale"}
+                           "staleness", "wait_s", "stragglers", "time_scale", "split_workers"}
     if unknown:
         raise ConfigError(f"{source}: field '{sorted(unknown)[0]}': unknown")
     scheme = data.get("scheme")
@@ -159,20 +164,23 @@ def parse_config(data: Any, source: str = "<agent config>") -> AgentConfig:
     ps = _endpoint(data["ps"], source, "ps", PS_PORT) if "ps" in data else None
     if scheme == "ps" and ps is None:
         raise ConfigError(f"{source}: field 'ps': missing (scheme ps needs the server's name and ip)")
+    aggregator = _endpoint(data["aggregator"], source, "aggregator", AGG_PORT_TCP) if "aggregator" in data else None
+    replica = _endpoint(data["replica"], source, "replica", REPLICA_PORT) if "replica" in data else None
+    if scheme in ("hostagg", "split") and aggregator is None:
+        raise ConfigError(f"{source}: field 'aggregator': missing (scheme {scheme} needs the aggregator's name and ip)")
+    split = _split_workers(data.get("split_workers", []), scheme, [w.name for w in workers], source)
     job = None
     if "job" in data:
         try:
             job = JobSpec.from_dict(data["job"], f"{source}: job")
         except JobSpecError as exc:
             raise ConfigError(str(exc)) from None
-        if [w.name for w in job.workers] != [w.name for w in workers]:
-            raise ConfigError(f"{source}: field 'job.workers': names must equal 'workers' in the same order")
-    if scheme == "innet" and job is None:
-        raise ConfigError(f"{source}: field 'job': missing (scheme innet needs the job spec)")
-    aggregator = _endpoint(data["aggregator"], source, "aggregator", AGG_PORT_TCP) if "aggregator" in data else None
-    replica = _endpoint(data["replica"], source, "replica", REPLICA_PORT) if "replica" in data else None
-    if scheme == "hostagg" and aggregator is None:
-        raise ConfigError(f"{source}: field 'aggregator': missing (scheme hostagg needs the aggregator's name and ip)")
+        members = tree_members([w.name for w in workers], split, aggregator.name if aggregator else "")
+        if [w.name for w in job.workers] != members:
+            raise ConfigError(f"{source}: field 'job.workers': names must be {', '.join(members)} in this order"
+                              + (" (the workers, the aggregator in the split workers' seat)" if split else ""))
+    if scheme in ("innet", "split") and job is None:
+        raise ConfigError(f"{source}: field 'job': missing (scheme {scheme} needs the job spec)")
     staleness, wait_s = data.get("staleness", 0), data.get("wait_s", 0.05)
     if not isinstance(staleness, int) or isinstance(staleness, bool) or staleness < 0:
         raise ConfigError(f"{source}: field 'staleness': expected an integer >= 0, got {staleness!r}")
@@ -186,7 +194,31 @@ def parse_config(data: Any, source: str = "<agent config>") -> AgentConfig:
     except StragglerError as exc:
         raise ConfigError(str(exc)) from None
     return AgentConfig(scheme, TrainConfig.from_dict(data.get("train", {}), source), workers, ps, job, float(timeout),
-                       aggregator, replica, staleness, float(wait_s), stragglers, float(time_scale))
+                       aggregator, replica, staleness, float(wait_s), stragglers, float(time_scale), split)
+
+
+def tree_members(workers: list[str], split: tuple[str, ...], aggregator: str) -> list[str]:
+    """The job tree's members in rank order: the workers, the aggregator in the first split worker's
+    place and the other split workers left out (hosts.split_agg)."""
+    if not split:
+        return list(workers)
+    return [aggregator if w == split[0] else w for w in workers if w == split[0] or w not in split]
+
+
+def _split_workers(data: Any, scheme: str, workers: list[str], source: str) -> tuple[str, ...]:
+    if not isinstance(data, list) or not all(isinstance(w, str) for w in data):
+        raise ConfigError(f"{source}: field 'split_workers': expected a list of worker names")
+    for name in data:
+        if name not in workers:
+            raise ConfigError(f"{source}: field 'split_workers': {name!r} is not a worker")
+    if len(set(data)) != len(data):
+        raise ConfigError(f"{source}: field 'split_workers': a worker is listed twice")
+    if (scheme == "split") != bool(data):
+        raise ConfigError(f"{source}: field 'split_workers': " + ("scheme split needs at least one"
+                                                                   if data else f"only for scheme split, not {scheme}"))
+    if len(data) == len(workers):
+        raise ConfigError(f"{source}: field 'split_workers': leaves no worker on time in the tree")
+    return tuple(data)
 
 
 def load_config(path: str | Path) -> AgentConfig:

@@ -8,6 +8,18 @@ timeout, fast retransmit) is hosts.transfer.Transfer's business; this module is 
 socket loop around it: encode the chunks, send what the Transfer says in batches
 (hosts.batch_socket), hand it the results, collect the sums.
 
+Memory: a call holds its input, its output and the window, nothing the size of the tensor besides.
+The window is one packet per slot (`_window`, allocated once): a chunk is encoded into its slot's
+packet when the window admits it (quantized there, for a float tensor) and stays there for any
+resend, since chunk g + W takes the slot only once chunk g's result is in; a result is written
+into the output as it arrives (dequantized, for a float tensor). An int32 all-reduce of 1M
+elements made three fresh copies of the tensor per call before (chunks, packets, sums: 12 MB).
+
+A job that shares its switch's slots with others (JobSpec.pool, ATP's way) hashes each chunk
+into the pool; when the switch says a chunk spilled (its slot was taken), that chunk goes to
+the job's parameter server instead (hosts.spill), and what the chunk's round holds at the
+switch is released.
+
 Float tensors are quantized (hosts.quantize) with the fractional bits the previous call of
 the same size agreed on, and this call's exponent votes ride in the same stream, so a step
 costs no extra round trip; when the votes show that those bits did not fit (or a switch
@@ -20,6 +32,7 @@ from __future__ import annotations
 import math
 import socket
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -47,6 +60,44 @@ class AggOverflowError(AllReduceError):
     """A switch saturated while summing: the exact int32 sum does not exist."""
 
 
+class Part:
+    """One tensor streamed as chunks of `lanes` int32: `read(lo, hi)` gives its elements lo..hi-1 as int32
+    (quantized, for a float tensor), and its sums go to `out` through `convert` (dequantized)."""
+
+    def __init__(self, size: int, lanes: int, read: Callable[[int, int], np.ndarray], out: np.ndarray,
+                 convert: Callable[[np.ndarray], np.ndarray] = lambda sums: sums):
+        self.size, self.lanes, self.read, self.out, self.convert = size, lanes, read, out.reshape(-1), convert
+        self.full = size // lanes  # whole chunks; a last, partial one holds the rest (zero-padded on the wire)
+        self.chunks = max(1, -(-size // lanes))
+
+    @classmethod
+    def of(cls, values: np.ndarray, lanes: int, out: np.ndarray) -> Part:
+        """An int32 tensor's part: read as it is, summed into `out`."""
+        flat = values.reshape(-1)
+        return cls(flat.size, lanes, lambda lo, hi: flat[lo:hi], out)
+
+    def fill(self, first: int, values: np.ndarray) -> None:
+        """Chunks first, first+1, ... of this part into the rows of `values` ((k, lanes), zero-padded)."""
+        k = values.shape[0]
+        lo, hi = first * self.lanes, min(self.size, (first + k) * self.lanes)
+        flat = self.read(lo, hi)
+        whole = (hi - lo) // self.lanes
+        values[:whole] = flat[:whole * self.lanes].reshape(whole, self.lanes)
+        if whole < k:  # the last chunk: its values, then zeros
+            rest = flat[whole * self.lanes:]
+            values[whole, :rest.size] = rest
+            values[whole, rest.size:] = 0
+
+    def store(self, chunks: np.ndarray, sums: np.ndarray) -> None:
+        """The sums (rows of `sums`) of this part's chunks `chunks` into the output."""
+        whole = chunks < self.full
+        if whole.any():
+            self.out[:self.full * self.lanes].reshape(self.full, self.lanes)[chunks[whole]] = self.convert(sums[whole])
+        if not whole.all():
+            rest = self.size - self.full * self.lanes
+            self.out[self.full * self.lanes:] = self.convert(sums[~whole][-1, :rest])
+
+
 class AllReduceClient:
     """One worker's endpoint of a job: the UDP socket plus the chunk counter shared in lockstep."""
 
@@ -62,6 +113,7 @@ class AllReduceClient:
         self.timer = RetransmitTimer(job.timeout_s, job.max_timeout_s)  # both persist across calls, like TCP's RTO and cwnd
         self.window = make_window(job.pacing, job.slot_count, job.weight)
         self.scale = 0  # fractional bits of the last call (0 for int32)
+        self.known: dict[int, bytes] = {}  # seq -> a result datagram seen before this worker sent anything
         self._next_scale: dict[int, int] = {}  # tensor size -> fractional bits its last call agreed on
         if sock is None:
             me = job.workers[rank]
@@ -70,6 +122,14 @@ class AllReduceClient:
         self.sock = sock
         self._packet_bytes = wire.packet_bytes(job.lanes)
         self.io = BatchSocket(sock, (job.agg_ip, job.agg_port), self._packet_bytes)
+        self.spill_io = BatchSocket(sock, (job.spill_ip, job.spill_port), self._packet_bytes) if job.pool else None
+        # the window: row r's packet is the chunk in flight in window position r (see the module docstring);
+        # its switch slot is r, or r's place in a shared pool
+        position = np.arange(job.slot_count)
+        self._window = codec.encode(job.job_id, pool_slots(job.job_id, position, job.slot_count, job.pool)
+                                    if job.pool else position, 0, 0,
+                                    np.zeros((job.slot_count, job.lanes), dtype=np.int32))
+        self._window_bytes = self._window.view(np.uint8)
         rx, stride = self.io.data, self.io.data.strides[0]
         self._rx_header = np.ndarray((self.io.batch,), wire.HEADER_DTYPE, rx, 0, (stride,))
         self._rx_values = np.ndarray((self.io.batch, job.lanes), ">i4", rx, wire.HEADER_BYTES, (stride, 4))
@@ -99,12 +159,13 @@ class AllReduceClient:
         values = np.asarray(values)
         if values.dtype != np.int32:
             raise AllReduceError(f"allreduce_int: expected int32, got {values.dtype}")
-        (sums,), overflow = self._stream([values.ravel()], scale=0)
+        sums = np.empty(values.shape, dtype=np.int32)
+        overflow = self._stream([Part.of(values, self.job.lanes, sums)], scale=0)
         if overflow.any():
             raise AggOverflowError(f"job {self.job.job_id}: int32 sum overflowed in {int(overflow.sum())} "
                                    f"of {overflow.size} chunks (first: chunk {int(np.argmax(overflow))})")
         self.scale = 0
-        return sums.reshape(values.shape)
+        return sums
 
     def state_dict(self) -> dict:
         """The bits each tensor size's next call starts at: a resumed worker must quantize as it would have."""
@@ -124,22 +185,31 @@ class AllReduceClient:
         all of them take the same path.
         """
         x = np.asarray(tensor)
+        out = np.empty(x.shape, dtype=x.dtype)
         e = quantize.max_exponent(x)
         f = self._next_scale.get(x.size)
         if f is None:  # the first call of this size: agree on the bits, then send the data
             e_max, done = self._tally(self.allreduce_int(quantize.exponent_vote(e))), False
         else:
-            q = quantize.quantize(x, f, saturate=True)
-            (sums, votes), overflow = self._stream([q.ravel(), quantize.exponent_vote(e)], scale=f)
+            vote, votes = quantize.exponent_vote(e), np.empty(quantize.E_BUCKETS, dtype=np.int32)
+            overflow = self._stream([self._quantized(x, f, out, saturate=True), Part.of(vote, self.job.lanes, votes)],
+                                    scale=f)
             e_max = self._tally(votes)
             done = quantize.fits(e_max, f) and not overflow.any()
         agreed = quantize.frac_bits(e_max, self.job.world_size)
         if not done:
-            sums, f = self._float_at(x, agreed)
+            f = self._float_at(x, agreed, out)
         assert f is not None, "a first call is never done: it sent at the agreed scale"
         self._next_scale[x.size] = agreed
         self.scale = f
-        return quantize.dequantize(sums, f, x.dtype).reshape(x.shape)
+        return out
+
+    def _quantized(self, x: np.ndarray, f: int, out: np.ndarray, saturate: bool = False) -> Part:
+        """A float tensor's part: quantized at f bits chunk by chunk as the window takes it, its sums
+        dequantized into `out` as they arrive."""
+        flat = x.reshape(-1)
+        return Part(flat.size, self.job.lanes, lambda lo, hi: quantize.quantize(flat[lo:hi], f, saturate), out,
+                    lambda sums: quantize.dequantize(sums, f, out.dtype))
 
     # ------------------------------------------------------------------ float helpers
 
@@ -151,42 +221,42 @@ class AllReduceClient:
                                  f"{self.job.world_size}")
         return e_max
 
-    def _float_at(self, x: np.ndarray, f: int) -> tuple[np.ndarray, int]:
-        """(int32 sums, bits) of `x` at f agreed bits, giving up FLOAT_RETRY_BITS per overflow."""
+    def _float_at(self, x: np.ndarray, f: int, out: np.ndarray) -> int:
+        """The sum of `x` into `out` at f agreed bits, giving up FLOAT_RETRY_BITS per overflow; the bits used."""
         for _ in range(FLOAT_RETRIES):
-            (sums,), overflow = self._stream([quantize.quantize(x, f).ravel()], scale=f)
-            if not overflow.any():
-                return sums, f
+            if not self._stream([self._quantized(x, f, out)], scale=f).any():
+                return f
             f -= FLOAT_RETRY_BITS
         raise AggOverflowError(f"job {self.job.job_id}: quantized sum still overflows after "
                                f"{FLOAT_RETRIES} rescales")
 
     # ------------------------------------------------------------------ streaming
 
-    def _stream(self, parts: list[np.ndarray], scale: int) -> tuple[list[np.ndarray], np.ndarray]:
-        """Send every chunk of the int32 `parts` (each starting on a chunk of its own) through
-        the window; return (each part's sums, per-chunk overflow)."""
-        job, lanes = self.job, self.job.lanes
-        sizes = [max(1, math.ceil(p.size / lanes)) for p in parts]
-        n = sum(sizes)
-        chunks = np.zeros((n, lanes), dtype=np.int32)
-        first = np.cumsum([0] + sizes)
-        for p, c in zip(parts, first):
-            chunks.reshape(-1)[c * lanes:c * lanes + p.size] = p
+    def _stream(self, parts: list[Part], scale: int) -> np.ndarray:
+        """Send every chunk of `parts` (each starting on a chunk of its own) through the window, their
+        sums into the parts' outputs; return each chunk's overflow flag."""
+        job, pb = self.job, self._packet_bytes
+        first = np.cumsum([0] + [p.chunks for p in parts])
+        n = int(first[-1])
         g0 = self.next_chunk
-        g = g0 + np.arange(n, dtype=np.int64)
-        packets = codec.encode(job.job_id, g % job.slot_count, g, ((g // job.slot_count) % 2) * wire.FLAG_POOL,
-                               chunks, scale=scale).view(np.uint8)
-        sums = np.zeros((n, lanes), dtype=np.int32)
         overflow = np.zeros(n, dtype=bool)
-        pb = self._packet_bytes
+        spilled = np.zeros(n, dtype=bool)  # chunks the switch sent to the parameter server (shared pool)
         transfer = Transfer(n, job.slot_count, self.timer, self.window, self.stats, time.monotonic())
+        if self.known:
+            self._prefill(transfer, g0, parts, first, overflow)
         while transfer.remaining:
             now = time.monotonic()
+            before = transfer.next_new
             send, retx = transfer.due(now)
+            if transfer.next_new > before:
+                self._encode(parts, first, before, transfer.next_new, g0, scale, spilled)
             if send.size:
-                packets[send[retx] * pb + _FLAGS] |= wire.FLAG_RETX
-                self.io.send(packets, send * pb)
+                rows = (g0 + send) % job.slot_count
+                self._window_bytes[rows[retx] * pb + _FLAGS] |= wire.FLAG_RETX
+                away = spilled[send]
+                self.io.send(self._window_bytes, rows[~away] * pb)
+                if self.spill_io is not None and away.any():
+                    self.spill_io.send(self._window_bytes, rows[away] * pb)
             if now - transfer.last_progress > self.stall_timeout_s:
                 raise AllReduceError(f"job {job.job_id}: no result for {self.stall_timeout_s:.1f} s; "
                                      f"{transfer.remaining} of {n} chunks outstanding "
@@ -194,20 +264,42 @@ class AllReduceClient:
             wait = transfer.next_deadline() - now
             received = self.io.recv(job.timeout_s if math.isinf(wait) else wait)
             if received:
-                self._take_results(transfer, received, g0, scale, sums, overflow)
+                self._take_results(transfer, received, g0, scale, parts, first, overflow, spilled)
         self.next_chunk = g0 + n
         self.stats.chunks += n
-        flat = sums.reshape(-1)
-        return [flat[c * lanes:c * lanes + p.size] for p, c in zip(parts, first)], overflow
+        return overflow
 
-    def _take_results(self, transfer: Transfer, count: int, g0: int, scale: int, sums: np.ndarray,
-                      overflow: np.ndarray) -> None:
-        """Hand the `count` datagrams just received to the Transfer; copy the new results' sums."""
+    def _encode(self, parts: list[Part], first: np.ndarray, lo: int, hi: int, g0: int, scale: int,
+                spilled: np.ndarray) -> None:
+        """Chunks lo..hi-1 (newly admitted) into their slots' packets, a block at a time: a run of chunks whose
+        slots do not wrap around the window, within one part; a spilled chunk is marked for the parameter server."""
+        slots = self.job.slot_count
+        start = lo
+        while start < hi:
+            p = int(np.searchsorted(first, start, side="right")) - 1
+            slot = (g0 + start) % slots
+            end = min(hi, start + slots - slot, int(first[p + 1]))
+            g = g0 + np.arange(start, end)
+            rows = self._window[slot:slot + g.size]
+            rows["seq"] = g & 0xFFFFFFFF
+            rows["flags"] = ((g // slots) % 2) * wire.FLAG_POOL | spilled[start:end] * wire.FLAG_PS
+            rows["scale"] = scale
+            parts[p].fill(start - int(first[p]), rows["values"])
+            start = end
+
+    def _take_results(self, transfer: Transfer, count: int, g0: int, scale: int, parts: list[Part],
+                      first: np.ndarray, overflow: np.ndarray, spilled: np.ndarray) -> None:
+        """Hand the `count` datagrams just received to the Transfer; store the new results' sums; spill
+        the chunks the switch says spilled."""
         header = self._rx_header[:count]
         chunk = (header["seq"].astype(np.int64) - g0) % (1 << 32)
         ours = ((self.io.lengths[:count] == self._packet_bytes) & (header["job_id"] == self.job.job_id)
                 & (header["flags"] & wire.FLAG_RESULT != 0) & (header["lanes"] == self.job.lanes)
                 & (chunk < transfer.chunks))
+        notices = ours & (header["flags"] & wire.FLAG_SPILL != 0)
+        if notices.any() and self.spill_io is not None:
+            self._spill(transfer, g0, chunk[notices], spilled)
+        ours &= ~notices
         pos = np.flatnonzero(ours)
         self.stats.stale_results += count - pos.size
         marked = header["flags"][pos] & wire.FLAG_ECN != 0
@@ -218,8 +310,57 @@ class AllReduceClient:
             raise AllReduceError(f"job {self.job.job_id}: result for seq {int(bad['seq'])} sums {int(bad['workers'])} "
                                  f"contributions at scale {int(bad['scale'])}, expected {self.job.world_size} at "
                                  f"scale {scale} (switch children or worker set misconfigured)")
-        sums[chunk[new]] = self._rx_values[new]
         overflow[chunk[new]] = header["flags"][new] & wire.FLAG_OVERFLOW != 0
+        _store(parts, first, chunk[new], self._rx_values[new])
+
+    def _prefill(self, transfer: Transfer, g0: int, parts: list[Part], first: np.ndarray,
+                 overflow: np.ndarray) -> None:
+        """Chunks whose results are `known` (a replica that takes over a seat saw them come back for the
+        seat it stood by for): theirs are the sums, and they are not sent again."""
+        seqs = ((g0 + np.arange(transfer.chunks)) % (1 << 32)).tolist()
+        hits = np.array([i for i, seq in enumerate(seqs) if seq in self.known], dtype=np.int64)
+        if hits.size:
+            results = np.concatenate([codec.decode(self.known[seqs[i]], self.job.lanes) for i in hits])
+            overflow[hits] = results["flags"] & wire.FLAG_OVERFLOW != 0
+            _store(parts, first, hits, results["values"])
+        transfer.prefill(hits)
+
+    def _spill(self, transfer: Transfer, g0: int, chunks: np.ndarray, spilled: np.ndarray) -> None:
+        """Chunks whose slot in the shared pool was taken: from now on they go to the parameter server
+        (at once for those sent already), and what their rounds hold at the switch is freed."""
+        assert self.spill_io is not None, "only a job with a shared pool spills"
+        fresh = np.unique(chunks[~transfer.done[chunks] & ~spilled[chunks]])
+        if not fresh.size:
+            return
+        pb = self._packet_bytes
+        self.stats.spilled += int(fresh.size)
+        spilled[fresh] = True
+        sent = fresh[fresh < transfer.next_new]  # in the window already (later ones are marked as encoded)
+        if sent.size:
+            rows = (g0 + sent) % self.job.slot_count
+            release = self._window_bytes.reshape(-1, pb)[rows].copy()
+            release[:, _FLAGS] = (release[:, _FLAGS] & (0xFF ^ wire.FLAG_RETX)) | wire.FLAG_SPILL
+            self.io.send(release.reshape(-1), np.arange(sent.size) * pb)
+            transfer.resend_now(sent)
+            self._window_bytes[rows * pb + _FLAGS] |= wire.FLAG_PS
+
+
+def _store(parts: list[Part], first: np.ndarray, chunks: np.ndarray, sums: np.ndarray) -> None:
+    """The sums (rows of `sums`) of the call's chunks `chunks` into the outputs of the parts they belong to."""
+    which = np.searchsorted(first, chunks, side="right") - 1
+    for p, part in enumerate(parts):
+        mine = which == p
+        if mine.any():
+            part.store(chunks[mine] - first[p], sums[mine])
+
+
+def pool_slots(job_id: int, g: np.ndarray, window: int, pool: int) -> np.ndarray:
+    """The shared-pool slot of each chunk g. As ATP's workers map the positions of their window to
+    aggregators by a hash, the job's window lands at an offset hashed from its id and goes around the
+    pool from there: distinct slots within the window (chunk g + W reuses g's slot, in the other pool
+    as in a region of its own), and jobs whose windows overlap there share those slots."""
+    offset = ((job_id * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF) >> 32
+    return (offset + np.asarray(g, dtype=np.int64) % window) % pool
 
 
 class InNetworkAllReduce(AllReduce):
@@ -233,6 +374,9 @@ class InNetworkAllReduce(AllReduce):
         self.client = AllReduceClient(job, rank, sock, stall_timeout_s=stall_timeout_s)
         self.rank = rank
         self.world_size = job.world_size
+
+    def run_metrics(self) -> dict[str, int]:
+        return {"spilled_chunks": self.client.stats.spilled} if self.client.job.pool else {}
 
     def allreduce(self, vec: np.ndarray) -> np.ndarray:
         before = self.client.stats.packets_sent

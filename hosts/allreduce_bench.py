@@ -2,10 +2,14 @@
 
     python -m hosts bench --config job.json --worker h1 --elements 1000000 --seed 0 --out DIR
 
-Every worker can rebuild every other worker's vector from the seed (`vector(seed, rank, ...)`),
-so each one checks the sum it received against numpy on its own. Writes DIR/h1.log and
-DIR/h1.bench.json; exit 0 when the sum is right, 1 when it is wrong or the all-reduce failed
-(one line on stderr naming what), 2 on a bad config.
+Every worker can rebuild every other worker's vector from the seed (`Vectors`), so each one checks
+the sum it received against numpy on its own. Rank r's vector is b + a*r elementwise, a and b drawn
+once from the seed: every rank's differs at every element (a missing, doubled or misplaced
+contribution shows as a wrong sum wherever a != 0), and the int32 sum has a closed form, W*b +
+a*W(W-1)/2, so checking costs one pass over the tensor whatever W. (With W independent random
+vectors each worker drew all W of them: 64 workers of 1M elements held 256 MB each and spent
+10 s of CPU between them.) Writes DIR/h1.log and DIR/h1.bench.json; exit 0 when the sum is right,
+1 when it is wrong or the all-reduce failed (one line on stderr naming what), 2 on a bad config.
 
 What "right" means:
 - innet, int32: values in +-(2^31-1)/W so the exact sum fits; the result must equal numpy's.
@@ -22,7 +26,8 @@ What "right" means:
 Timing starts after a one-chunk warm-up all-reduce, which every worker leaves only once all of
 them have started, so `seconds` measures the streaming, not process start-up skew; `window` is
 that streaming's [start, end] on time.monotonic(), the clock every process here shares, for the
-run's fidelity monitor (testbed.fidelity).
+run's fidelity monitor (testbed.fidelity); `max_rss_mb` the worker's peak resident memory, checking
+included.
 """
 from __future__ import annotations
 
@@ -40,6 +45,7 @@ from .ring import RingAllReduce
 
 DTYPES = ("int32", "float32")
 FLOAT32_EXACT = 1 << 24  # float32 holds every integer up to this exactly
+CHECK_BLOCK = 1 << 16  # elements compared at a time
 log = logging.getLogger("aggnet.bench")
 
 
@@ -55,40 +61,75 @@ def value_limit(scheme: str, workers: int) -> int:
     return total // workers
 
 
-def vector(seed: int, rank: int, elements: int, dtype: str, limit: int) -> np.ndarray:
-    """Rank's input: int32 uniform in [-limit, limit], or float32 standard normal."""
-    rng = np.random.default_rng((seed, rank))
-    if dtype == "int32":
-        return rng.integers(-limit, limit, size=elements, endpoint=True, dtype=np.int32)
-    return rng.standard_normal(elements).astype(np.float32)
+class Vectors:
+    """Every rank's input, rank r's b + a*r (see the module docstring): int32 within [-limit, limit], or
+    float32 around a standard normal b."""
+
+    def __init__(self, seed: int, elements: int, dtype: str, limit: int, world: int):
+        rng = np.random.default_rng(seed)
+        self.world = world
+        if dtype == "int32":
+            half = limit // 2
+            step = (limit - half) // max(1, world - 1)  # |b + a*r| <= half + step*(W-1) <= limit
+            self.b = rng.integers(-half, half, size=elements, endpoint=True, dtype=np.int32)
+            self.a = rng.integers(-step, step, size=elements, endpoint=True, dtype=np.int32)
+        else:
+            self.b = rng.standard_normal(elements).astype(np.float32)
+            self.a = (rng.standard_normal(elements) / max(1, world)).astype(np.float32)
+
+    def of(self, rank: int) -> np.ndarray:
+        """Rank `rank`'s vector (int32 arithmetic cannot overflow: |a*r| and |b + a*r| stay within the limit)."""
+        out = self.a * self.a.dtype.type(rank)
+        out += self.b
+        return out
+
+    def int_error(self, result: np.ndarray) -> int:
+        """The largest |result - exact sum over all ranks| of int32 vectors, the sum in its closed form,
+        a block at a time in int64 (no temporaries the size of the tensor)."""
+        w, worst = self.world, 0
+        for lo in range(0, result.size, CHECK_BLOCK):
+            hi = lo + CHECK_BLOCK
+            expected = self.b[lo:hi].astype(np.int64) * w + self.a[lo:hi].astype(np.int64) * (w * (w - 1) // 2)
+            worst = max(worst, int(np.max(np.abs(result[lo:hi] - expected), initial=0)))
+        return worst
 
 
-def check(scheme: str, dtype: str, inputs: list[np.ndarray], result: np.ndarray) -> dict:
-    """Compare `result` with the sum of `inputs`: {"correct", "exact", "max_abs_error", "bound"}."""
+def check(scheme: str, dtype: str, vectors: Vectors, result: np.ndarray) -> dict:
+    """Compare `result` with the sum of every rank's vector: {"correct", "exact", "max_abs_error", "bound"}.
+    Holds one vector at a time besides the sums."""
+    ranks = range(vectors.world)
     if dtype == "int32":
-        expected = np.zeros(result.shape, dtype=np.int64)  # summed in place: 16 workers' int64 copies
-        for x in inputs:                                   # of 1M elements each took 128 MB a process
-            expected += x
-        error = float(np.max(np.abs(result.astype(np.int64) - expected), initial=0))
-        bound = 0.0
-    elif scheme == "innet":
-        e_max = max(quantize.max_exponent(x) for x in inputs)
-        expected = np.sum(np.stack(inputs).astype(np.float64), axis=0)
-        error = float(np.max(np.abs(result.astype(np.float64) - expected), initial=0.0))
-        ulp_half = float(np.max(np.abs(expected), initial=0.0)) * 2.0 ** -24
-        bound = quantize.error_bound(len(inputs), quantize.frac_bits(e_max, len(inputs))) + ulp_half
+        error, bound = float(vectors.int_error(result)), 0.0
     elif scheme == "ps":
-        expected = inputs[0].astype(np.float32)
-        for x in inputs[1:]:
-            expected = expected + x  # the server's order and precision
+        expected = vectors.of(0)
+        for r in ranks[1:]:
+            expected = expected + vectors.of(r)  # the server's order and precision
         error = float(np.max(np.abs(result.astype(np.float64) - expected), initial=0.0))
         bound = 0.0
-    else:  # ring: each chunk is summed in float32 starting at another rank
-        stacked = np.stack(inputs).astype(np.float64)
-        expected = np.sum(stacked, axis=0)
+    else:
+        expected = np.zeros(result.shape, dtype=np.float64)
+        magnitude = np.zeros(result.shape, dtype=np.float64)
+        e_max = quantize.E_MIN
+        for r in ranks:
+            x = vectors.of(r)
+            expected += x
+            magnitude += np.abs(x)
+            e_max = max(e_max, quantize.max_exponent(x))
         error = float(np.max(np.abs(result.astype(np.float64) - expected), initial=0.0))
-        bound = (len(inputs) - 1) * float(np.max(np.sum(np.abs(stacked), axis=0), initial=0.0)) * 2.0 ** -24
+        if scheme == "innet":
+            ulp_half = float(np.max(np.abs(expected), initial=0.0)) * 2.0 ** -24
+            bound = quantize.error_bound(vectors.world, quantize.frac_bits(e_max, vectors.world)) + ulp_half
+        else:  # ring: each chunk is summed in float32 starting at another rank
+            bound = (vectors.world - 1) * float(np.max(magnitude, initial=0.0)) * 2.0 ** -24
     return {"correct": error <= bound, "exact": error == 0.0, "max_abs_error": error, "bound": bound}
+
+
+def peak_rss_mb() -> float:
+    """This program's peak resident memory (VmHWM: since its exec; getrusage's ru_maxrss also counts the
+    process it was forked from, here the 100 MB `aggnet run`)."""
+    with open("/proc/self/status") as f:
+        kb = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    return round(kb / 1024, 1)
 
 
 def _host_client(config: AgentConfig, worker: str, rank: int) -> ParameterServerClient | RingAllReduce:
@@ -105,9 +146,8 @@ def run_bench(config: AgentConfig, worker: str, elements: int, seed: int, dtype:
     WrongSum (after writing it) when the sum is wrong."""
     rank = config.rank_of(worker, source)
     world = len(config.workers)
-    limit = value_limit(config.scheme, world)
-    inputs = [vector(seed, r, elements, dtype, limit) for r in range(world)]
-    mine = inputs[rank]
+    vectors = Vectors(seed, elements, dtype, value_limit(config.scheme, world), world)
+    mine = vectors.of(rank)
     log.info("worker %s rank %d of %d, scheme %s, %d %s elements, seed %d", worker, rank, world, config.scheme,
              elements, dtype, seed)
     if config.scheme == "innet":
@@ -121,7 +161,8 @@ def run_bench(config: AgentConfig, worker: str, elements: int, seed: int, dtype:
             t1 = time.monotonic()
             stats = {"packets_sent": client.stats.packets_sent, "retransmissions": client.stats.retransmissions,
                      "fast_retransmits": client.stats.fast_retransmits, "marked_results": client.stats.marked_results,
-                     "smallest_window": client.window.smallest}
+                     "smallest_window": client.window.smallest,
+                     **({"spilled_chunks": client.stats.spilled} if config.job.pool else {})}
     elif config.scheme in ("ps", "ring"):
         with _host_client(config, worker, rank) as client:
             client.allreduce(np.zeros(world, dtype=np.float32))  # returns once every worker is there
@@ -133,9 +174,10 @@ def run_bench(config: AgentConfig, worker: str, elements: int, seed: int, dtype:
         raise WrongSum(f"{source}: the benchmark runs schemes innet, ps and ring, not {config.scheme}")
     seconds = t1 - t0
     log.info("all-reduce took %.3f s", seconds)
-    verdict = check(config.scheme, dtype, inputs, result)
+    verdict = check(config.scheme, dtype, vectors, result)
     report = {"worker": worker, "rank": rank, "workers": world, "scheme": config.scheme, "dtype": dtype,
               "elements": elements, "seed": seed, "seconds": seconds, "window": [t0, t1],
+              "max_rss_mb": peak_rss_mb(),
               "goodput_elements_per_s": elements / seconds if seconds > 0 else None, **verdict, **stats}
     (out_dir / f"{worker}.bench.json").write_text(json.dumps(report, indent=2) + "\n")
     if not verdict["correct"]:

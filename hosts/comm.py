@@ -71,6 +71,12 @@ class AllReduce(abc.ABC):
         """What this scheme adds to the worker's result at the end of the run (default: nothing)."""
         return {}
 
+    def closed_round(self, step: int) -> np.ndarray | None:
+        """The sum of step `step` when it was completed without this rank (a laggard under bounded
+        staleness, hosts.host_agg), so the rank applies it instead of computing the step; default:
+        never (every step waits for every rank)."""
+        return None
+
     def state_dict(self) -> dict:
         """What a worker resumed from a checkpoint needs so that its sums are the ones an
         uninterrupted worker computes (saved with the model; default: nothing)."""

@@ -9,24 +9,30 @@ Rounds. Every worker applies round 0, 1, 2, ... in order, so all workers hold th
 weights after the same round. A worker at step t sends its gradient g(w, t) (computed on the
 weights after rounds < t) and waits for round t. Round r closes when
 - every worker has sent step r (the synchronous case, always the rule when S = 0), or
-- `wait_s` passed since the first step-r gradient arrived and every worker has sent
-  step r - S or later (the laggards' newest gradients are in or will be, at most S late).
-The last round (steps - 1) waits for everyone, so no gradient is ever left out.
-A round's sum holds every gradient received and not yet summed, added in (rank, step)
-order (S = 0 thus sums exactly like the parameter server). A laggard whose step t is
-already closed gets round t at once; its gradient joins the next round to close. Every
-answer says up to which step the worker's gradients are summed ("committed"); a worker
-keeps the others (at most S + 1) to resend after a failover.
+- every worker has sent step r - S or later (the laggards' newest gradients are in or will
+  be, at most S late), and the round waited `wait_s` since it opened for the workers that
+  compute step r on round r's weights; a worker still computing on older weights is not
+  waited for (its gradient is stale whenever it comes). Round r opens when the first step-r
+  gradient arrives; in split aggregation (hosts.split_agg) when round r - 1 ends.
+The first and the last round wait for everyone: all start together, and no gradient is ever
+left out. A round's sum holds every gradient received and not yet summed, added in
+(rank, step) order (S = 0 thus sums exactly like the parameter server). A laggard whose
+step t is already closed gets round t at once; its gradient joins the next round to close.
+Every answer says up to which step the worker's gradients are summed ("committed") and the
+newest closed round: a laggard then pulls the rounds it missed instead of computing them
+(hosts.train: it catches up with the newest weights, as an asynchronous worker with bounded
+delay does in MLfabric), so it sends one gradient per step it really computes. A worker keeps
+its uncommitted gradients (at most S + 1) to resend after a failover.
 
 Replication (hosts.replica): each closed round goes to the replica, and is acknowledged by
 it, before any worker sees it. When the aggregator dies, workers reconnect to the replica
 and resend their unacknowledged gradient; the replica answers from its copy of the rounds
 or sums it afresh, so no step is lost and no gradient is summed twice.
 
-Wire (over hosts.comm frames): worker -> aggregator `step(i64) resend(i32) + float32 vector`
-(resend 1: an uncommitted gradient sent again after a failover, not answered); an empty
-frame is "bye"; aggregator -> worker `round(i64) contributions(i32) staleness(i32)
-committed(i64) + sum`.
+Wire (over hosts.comm frames): worker -> aggregator `step(i64) flags(i32) + float32 vector`
+(flags RESEND: an uncommitted gradient sent again after a failover, not answered; PULL, no
+vector: "send me closed round `step`"); an empty frame is "bye"; aggregator -> worker
+`round(i64) contributions(i32) staleness(i32) committed(i64) newest(i64) + sum`.
 """
 from __future__ import annotations
 
@@ -35,8 +41,9 @@ import logging
 import selectors
 import struct
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +53,8 @@ from .process import setup_logging
 
 log = logging.getLogger("aggnet.host_agg")
 GRAD = struct.Struct("!qi")
-RESULT = struct.Struct("!qiiq")
+RESULT = struct.Struct("!qiiqq")
+RESEND, PULL = 1, 2  # GRAD flags
 REPLICA_RANK = 1 << 20  # the rank the aggregator's feed connection to its replica introduces itself with
 
 
@@ -60,7 +68,7 @@ class Round:
 
     @property
     def staleness(self) -> int:
-        return max(self.index - step for _, step in self.included)
+        return max((self.index - step for _, step in self.included), default=0)
 
 
 @dataclass
@@ -70,72 +78,119 @@ class AggStats:
     max_staleness: int = 0
     stale_contributions: int = 0  # gradients summed into a later round than their step
     resent: int = 0  # gradients a worker sent again after a failover (answered or summed once)
+    pulled: int = 0  # closed rounds a laggard fetched instead of computing their step
+    staleness_counts: dict[int, int] = field(default_factory=dict)  # staleness -> gradients summed with it
 
     def to_dict(self) -> dict:
         return {"rounds": self.rounds, "contributions": self.contributions, "max_staleness": self.max_staleness,
-                "stale_contributions": self.stale_contributions, "resent": self.resent}
+                "stale_contributions": self.stale_contributions, "resent": self.resent, "pulled": self.pulled,
+                "staleness_counts": {str(k): v for k, v in sorted(self.staleness_counts.items())}}
 
 
 class RoundBook:
     """The aggregation state machine, free of sockets (what primary and replica share)."""
 
-    def __init__(self, world: int, steps: int, staleness: int = 0, wait_s: float = 0.05):
+    def __init__(self, world: int, steps: int, staleness: int = 0, wait_s: float = 0.05,
+                 in_tree: bool = False):
         if staleness < 0:
             raise ValueError(f"staleness bound must be >= 0, got {staleness}")
         self.world = world
         self.steps = steps
         self.staleness = staleness
         self.wait_s = wait_s
+        self.in_tree = in_tree  # split aggregation: rounds open as the previous one ends, and may hold no gradient
+        self.size: int | None = None  # gradient length, known from the first gradient
         self.latest = [-1] * world  # newest step received from each rank
+        self.computing = [0] * world  # the round whose weights each rank computes its next gradient on
         self.pending: dict[tuple[int, int], np.ndarray] = {}  # (rank, step) -> gradient not yet summed
         self.rounds: dict[int, Round] = {}
         self.summed: set[tuple[int, int]] = set()
         self.committed = [-1] * world  # each rank's gradients are summed up to this step
         self.next_round = 0
-        self.first_arrival: float | None = None  # when the first step-`next_round` gradient came
+        self.opened: float | None = None  # when round `next_round` opened (module docstring)
         self.stats = AggStats()
 
     @classmethod
     def from_config(cls, config: AgentConfig) -> RoundBook:
-        """The round state of the job an agent config describes (aggregator and replica alike)."""
+        """The round state of the job an agent config describes (aggregator and replica alike): over
+        every worker, or in split aggregation over the workers that send to the aggregator."""
+        if config.scheme == "split":
+            return cls(len(config.split_workers), config.train.steps, config.staleness, config.wait_s, in_tree=True)
         return cls(len(config.workers), config.train.steps, config.staleness, config.wait_s)
 
     def offer(self, rank: int, step: int, grad: np.ndarray, now: float) -> Round | None:
         """A gradient arrived; returns the closed round that answers it (step t < next round), else None."""
         if step > self.next_round:
             raise CommError(f"host aggregator: rank {rank} sent step {step} before round {self.next_round} closed")
+        if self.size is None:
+            self.size = int(np.size(grad))
+        elif np.size(grad) != self.size:
+            raise CommError(f"host aggregator: rank {rank} sent {np.size(grad)} values, the job's gradients "
+                            f"have {self.size}")
         if (rank, step) in self.summed or (rank, step) in self.pending:
             self.stats.resent += 1
         else:
             self.pending[(rank, step)] = np.asarray(grad, dtype=np.float32)
             self.latest[rank] = max(self.latest[rank], step)
-            if step == self.next_round and self.first_arrival is None:
-                self.first_arrival = now
+            if step == self.next_round and self.opened is None and not self.in_tree:
+                self.opened = now
         return self.rounds.get(step)
+
+    def pull(self, rank: int, step: int) -> Round:
+        """Closed round `step` for a laggard that skips computing it."""
+        rnd = self.rounds.get(step)
+        if rnd is None:
+            raise CommError(f"host aggregator: rank {rank} pulled round {step}, which is "
+                            + ("not closed" if step >= self.next_round else "no longer held"))
+        self.stats.pulled += 1
+        return rnd
 
     def ready(self, now: float) -> bool:
         """Whether round `next_round` may close now (see the module docstring)."""
         r = self.next_round
-        if r >= self.steps or not self.pending:
+        if r >= self.steps:
             return False
         if min(self.latest) >= r:
             return True
-        if self.staleness == 0 or r == self.steps - 1 or self.first_arrival is None:
+        if self.staleness == 0 or r in (0, self.steps - 1) or min(self.latest) < r - self.staleness:
             return False
-        return now - self.first_arrival >= self.wait_s and min(self.latest) >= r - self.staleness
+        if not (self.pending or self.in_tree):
+            return False
+        if not self.maybe_on_time():
+            return True  # every missing gradient is computed on older weights: waiting cannot make it fresh
+        return self.opened is not None and now - self.opened >= self.wait_s
 
-    def close(self) -> Round:
-        """Sum the pending gradients, in (rank, step) order, into the next round."""
+    def maybe_on_time(self) -> list[int]:
+        """Ranks whose step `next_round` is not in but is being computed on that round's weights."""
+        r = self.next_round
+        return [k for k in range(self.world) if self.latest[k] < r <= self.computing[k]]
+
+    def answered(self, rank: int, index: int) -> None:
+        """`rank` got round `index`: it computes its next gradient on the weights after it (or pulls on)."""
+        self.computing[rank] = max(self.computing[rank], index + 1)
+
+    def take(self) -> Round:
+        """The pending gradients summed in (rank, step) order, as round `next_round` (zeros when none is
+        pending: split aggregation contributes a round even when no laggard's gradient is in)."""
         keys = sorted(self.pending)
-        total = self.pending[keys[0]].copy()
-        for key in keys[1:]:
-            total += self.pending[key]
-        rnd = Round(self.next_round, total, tuple(keys))
-        self.apply(rnd)
+        if keys:
+            total = self.pending[keys[0]].copy()
+            for key in keys[1:]:
+                total += self.pending[key]
+        else:
+            assert self.size is not None, "the first round waits for every gradient"
+            total = np.zeros(self.size, dtype=np.float32)
+        return Round(self.next_round, total, tuple(keys))
+
+    def close(self, now: float | None = None) -> Round:
+        """take() and apply(): the next round, summed and recorded."""
+        rnd = self.take()
+        self.apply(rnd, now)
         return rnd
 
-    def apply(self, rnd: Round) -> None:
-        """Record a closed round (ours, or the primary's on a replica)."""
+    def apply(self, rnd: Round, now: float | None = None) -> None:
+        """Record a closed round (ours, or the primary's on a replica); `now` opens the next one when rounds
+        open as the previous ends."""
         if rnd.index != self.next_round:
             raise CommError(f"host aggregator: round {rnd.index} arrived, expected round {self.next_round}")
         self.rounds[rnd.index] = rnd
@@ -145,7 +200,7 @@ class RoundBook:
             self.committed[rank] = max(self.committed[rank], step)
             self.pending.pop((rank, step), None)
         self.next_round += 1
-        self.first_arrival = None
+        self.opened = now if self.in_tree else None
         for old in [i for i in self.rounds if i < min(self.latest)]:  # nobody can ask for these any more
             del self.rounds[old]
         s = self.stats
@@ -153,12 +208,14 @@ class RoundBook:
         s.contributions += len(rnd.included)
         s.max_staleness = max(s.max_staleness, rnd.staleness)
         s.stale_contributions += sum(1 for _, step in rnd.included if step < rnd.index)
+        for _, step in rnd.included:
+            s.staleness_counts[rnd.index - step] = s.staleness_counts.get(rnd.index - step, 0) + 1
 
     def deadline(self) -> float | None:
         """When ready() may turn true without new input (the wait for laggards ends)."""
-        if self.staleness == 0 or self.first_arrival is None:
+        if self.staleness == 0 or self.opened is None or not self.maybe_on_time():
             return None
-        return self.first_arrival + self.wait_s
+        return self.opened + self.wait_s
 
 
 def encode_round(rnd: Round) -> bytes:
@@ -173,6 +230,31 @@ def decode_round(data: bytes | bytearray) -> Round:
     pairs = tuple(struct.unpack_from("!iq", data, 12 + 12 * i) for i in range(n))
     total = np.frombuffer(bytes(data[12 + 12 * n:]), dtype=WIRE_DTYPE).astype(np.float32)
     return Round(index, total, pairs)
+
+
+def follow_feed(server: Any, context: str, timeout_s: float, book: RoundBook, take: Any) -> bool:
+    """A replica's standby: accept the aggregator's feed and hand every copied round to `take`, then
+    acknowledge it. True when the feed broke (the aggregator died: take over), False after its bye."""
+    rank, name, feed = accept(server, context, timeout_s)
+    if rank != REPLICA_RANK:
+        feed.close()
+        raise CommError(f"{context}: {name!r} connected before the aggregator it replicates")
+    feed.sock.settimeout(None)  # rounds may be far apart (stragglers); only a closed feed means death
+    log.info("aggregator %s feeding", feed.peer)
+    try:
+        while True:
+            try:
+                data = feed.recv()
+            except CommError as exc:
+                log.warning("%s: taking over at round %d", exc, book.next_round)
+                return True
+            if not data:
+                log.info("aggregator finished after %d rounds", book.next_round)
+                return False
+            take(data)
+            feed.send(b"ack")
+    finally:
+        feed.close()
 
 
 class HostAggregator:
@@ -212,7 +294,9 @@ class HostAggregator:
                     else:
                         self._receive(sel, key.data, now)
                 while self.book.ready(time.monotonic()):
-                    self._publish(self.book.close())
+                    rnd = self.complete(self.book.take())
+                    self.book.apply(rnd, time.monotonic())
+                    self._publish(rnd)
                 if not events and now - last_input > self.timeout_s:
                     silent = [w for r, w in enumerate(self.workers) if r not in self._done and r not in self._waiting]
                     raise CommError(f"{self.context}: nothing received for {self.timeout_s:g} s in round "
@@ -224,6 +308,22 @@ class HostAggregator:
             sel.close()
             for conn in self._conns.values():
                 conn.close()
+
+    def copy(self, rnd: Round) -> bytes:
+        """What the replica gets of a closed round (split aggregation adds its seat's state)."""
+        return encode_round(rnd)
+
+    def replicate(self, data: bytes, index: int) -> None:
+        """`data` to the replica, acknowledged."""
+        assert self._replica is not None, "replicate only with a replica"
+        self._replica.send(data)
+        if self._replica.recv() != b"ack":
+            raise CommError(f"{self.context}: replica {self._replica.peer} did not acknowledge round {index}")
+
+    def complete(self, rnd: Round) -> Round:
+        """The round's sum as the workers get it: here the gradients' own (split aggregation adds the
+        switches' sum of the on-time workers, hosts.split_agg)."""
+        return rnd
 
     def close(self) -> None:
         self._server.close()
@@ -250,10 +350,13 @@ class HostAggregator:
             sel.unregister(self._conns[rank].sock)
             self._conns.pop(rank).close()
             return
-        step, resend = GRAD.unpack_from(payload)
+        step, flags = GRAD.unpack_from(payload)
+        if flags & PULL:
+            self._answer(rank, self.book.pull(rank, step))
+            return
         grad = np.frombuffer(bytes(payload[GRAD.size:]), dtype=WIRE_DTYPE)
         answered = self.book.offer(rank, step, grad, now)
-        if resend:
+        if flags & RESEND:
             return
         if answered is not None:
             self._answer(rank, answered)
@@ -263,16 +366,16 @@ class HostAggregator:
     def _publish(self, rnd: Round) -> None:
         """Replica first (and its ack), then every worker whose gradient this round holds."""
         if self._replica:
-            self._replica.send(encode_round(rnd))
-            if self._replica.recv() != b"ack":
-                raise CommError(f"{self.context}: replica {self._replica.peer} did not acknowledge round {rnd.index}")
+            self.replicate(self.copy(rnd), rnd.index)
         log.info("round %d: %d gradients, staleness %d", rnd.index, len(rnd.included), rnd.staleness)
         for rank in [r for r, step in self._waiting.items() if step == rnd.index and r in self._conns]:
             del self._waiting[rank]
             self._answer(rank, rnd)
 
     def _answer(self, rank: int, rnd: Round) -> None:
-        self._conns[rank].send(RESULT.pack(rnd.index, len(rnd.included), rnd.staleness, self.book.committed[rank])
+        self.book.answered(rank, rnd.index)
+        self._conns[rank].send(RESULT.pack(rnd.index, len(rnd.included), rnd.staleness, self.book.committed[rank],
+                                           self.book.next_round - 1)
                                + np.ascontiguousarray(rnd.total, dtype=WIRE_DTYPE).tobytes())
 
 
@@ -280,20 +383,25 @@ class HostAggClient(AllReduce):
     """A worker's side: send (step, gradient), receive round `step`'s sum; fail over in order.
 
     `servers` lists the aggregator first, then its replicas. When one fails (closed
-    connection, silence for timeout_s) the unanswered gradient goes to the next.
+    connection, silence for timeout_s) the unanswered gradient goes to the next. `seat`: the
+    rank the aggregator knows this worker by (default its rank; in split aggregation its place
+    among the workers that send to the aggregator).
     """
 
     def __init__(self, servers: list[Endpoint], name: str, rank: int, world_size: int, timeout_s: float = 30.0,
-                 start_step: int = 0):
+                 start_step: int = 0, seat: int | None = None):
         if not servers:
             raise CommError(f"host aggregator client {name}: no aggregator endpoint given")
         self.servers = list(servers)
         self.name = name
         self.rank = rank
+        self.seat = rank if seat is None else seat
         self.world_size = world_size
         self.timeout_s = timeout_s
         self.step = start_step
+        self.newest = start_step - 1  # the newest round the aggregator had closed at its last answer
         self.failovers = 0
+        self.skipped = 0  # steps not computed: their round had closed already (closed_round)
         self.last_round: tuple[int, int] = (0, 0)  # (contributions, staleness) of the last sum received
         self._uncommitted: list[tuple[int, bytes]] = []  # (step, frame) not yet summed: resent on failover
         self._sent = 0
@@ -308,36 +416,51 @@ class HostAggClient(AllReduce):
         return {"round_contributions": count, "staleness": staleness}
 
     def run_metrics(self) -> dict[str, int]:
-        return {"failovers": self.failovers}
+        return {"failovers": self.failovers, "skipped_steps": self.skipped}
 
     def _connect(self) -> Connection:
-        return connect(self.servers[0], self.name, self.rank, f"host aggregator client {self.name}", self.timeout_s)
+        return connect(self.servers[0], self.name, self.seat, f"host aggregator client {self.name}", self.timeout_s)
+
+    def closed_round(self, step: int) -> np.ndarray | None:
+        """Round `step`'s sum when it closed already (this worker lags): pulled, not computed."""
+        if step != self.step:
+            raise CommError(f"host aggregator client {self.name}: asked for round {step} at step {self.step}")
+        if self.newest < step:
+            return None
+        self.skipped += 1
+        return self._exchange(GRAD.pack(step, PULL), None)
 
     def allreduce(self, vec: np.ndarray) -> np.ndarray:
         flat = np.ascontiguousarray(vec, dtype=WIRE_DTYPE).reshape(-1)
         body = flat.tobytes()
         self._uncommitted.append((self.step, body))
+        return self._exchange(GRAD.pack(self.step, 0) + body, flat.nbytes).reshape(np.shape(vec))
+
+    def _exchange(self, request: bytes, nbytes: int | None) -> np.ndarray:
+        """Send `request` (a gradient, or a pull) for this step and return its round's sum; on a failover the
+        uncommitted gradients go to the next server first. `nbytes`: the sum's size (None: any)."""
         resend = False
         while True:
             try:
-                if resend:  # a new aggregator: first the older gradients it may not have summed
-                    for step, older in self._uncommitted[:-1]:
-                        self._conn.send(GRAD.pack(step, 1) + older)
-                self._conn.send(GRAD.pack(self.step, 0) + body)
+                if resend:  # a new aggregator: first the gradients it may not have summed
+                    for step, older in self._uncommitted:
+                        if step != self.step or nbytes is None:
+                            self._conn.send(GRAD.pack(step, RESEND) + older)
+                self._conn.send(request)
                 reply = self._conn.recv()
                 break
             except CommError as exc:
                 self._fail_over(exc)
                 resend = True
-        index, count, staleness, committed = RESULT.unpack_from(reply)
-        if index != self.step or len(reply) != RESULT.size + flat.nbytes:
+        index, count, staleness, committed, newest = RESULT.unpack_from(reply)
+        if index != self.step or (nbytes is not None and len(reply) != RESULT.size + nbytes):
             raise CommError(f"host aggregator client {self.name}: got round {index} ({len(reply)} bytes) "
-                            f"for step {self.step} ({flat.nbytes} bytes of gradient)")
+                            f"for step {self.step}" + (f" ({nbytes} bytes of gradient)" if nbytes is not None else ""))
         self.step += 1
+        self.newest = max(self.newest, newest)
         self.last_round = (count, staleness)
         self._uncommitted = [(step, older) for step, older in self._uncommitted if step > committed]
-        total = np.frombuffer(bytes(reply[RESULT.size:]), dtype=WIRE_DTYPE).astype(np.float32)
-        return total.reshape(np.shape(vec))
+        return np.frombuffer(bytes(reply[RESULT.size:]), dtype=WIRE_DTYPE).astype(np.float32)
 
     def _fail_over(self, exc: CommError) -> None:
         """Drop the failed server, connect to the next; re-raise when none is left."""

@@ -8,7 +8,8 @@ each closed round before any worker sees it; the replica records it and acknowle
 A "bye" on the feed means the job finished: exit 0. The feed closing without one means
 the aggregator died: the replica becomes the aggregator on its own endpoint (workers fail
 over to it and resend their unanswered gradient, see hosts.host_agg) and serves until
-every worker said bye.
+every worker said bye. A split aggregator's replica takes its seat in the tree too
+(hosts.split_agg.SplitReplica).
 """
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ import logging
 from pathlib import Path
 
 from .agent_config import AgentConfig, ConfigError
-from .comm import CommError, Endpoint, accept, listen
-from .host_agg import REPLICA_RANK, AggStats, HostAggregator, RoundBook, decode_round, write_stats
+from .comm import Endpoint, listen
+from .host_agg import AggStats, HostAggregator, RoundBook, decode_round, follow_feed, write_stats
 from .process import setup_logging
+from .split_agg import SplitReplica
 
 log = logging.getLogger("aggnet.replica")
 
@@ -35,26 +37,9 @@ class Replica:
         self._server = listen(endpoint, backlog=len(workers) + 1)
 
     def serve(self) -> tuple[bool, AggStats]:
-        rank, name, feed = accept(self._server, self.context, self.timeout_s)
-        if rank != REPLICA_RANK:
-            feed.close()
-            raise CommError(f"{self.context}: {name!r} connected before the aggregator it replicates")
-        feed.sock.settimeout(None)  # rounds may be far apart (stragglers); only a closed feed means death
-        log.info("aggregator %s feeding", feed.peer)
-        try:
-            while True:
-                try:
-                    data = feed.recv()
-                except CommError as exc:
-                    log.warning("%s: taking over at round %d", exc, self.book.next_round)
-                    break
-                if not data:
-                    log.info("aggregator finished after %d rounds", self.book.next_round)
-                    return False, self.book.stats
-                self.book.apply(decode_round(data))
-                feed.send(b"ack")
-        finally:
-            feed.close()
+        if not follow_feed(self._server, self.context, self.timeout_s, self.book,
+                           lambda data: self.book.apply(decode_round(data))):
+            return False, self.book.stats
         aggregator = HostAggregator(self.endpoint, self.workers, self.book, self.timeout_s, server=self._server)
         return True, aggregator.serve()
 
@@ -69,8 +54,12 @@ def run_replica(config: AgentConfig, out_dir: Path, source: str = "<agent config
         raise ConfigError(f"{source}: field 'replica': missing (needed to run a replica)")
     name = config.replica.name + "-replica"
     setup_logging(out_dir, name)
-    replica = Replica(config.replica, [w.name for w in config.workers], RoundBook.from_config(config),
-                      config.timeout_s)
+    replica: Replica | SplitReplica
+    if config.scheme == "split":  # it stands by in the tree too (hosts.split_agg)
+        replica = SplitReplica(config)
+    else:
+        replica = Replica(config.replica, [w.name for w in config.workers], RoundBook.from_config(config),
+                          config.timeout_s)
     try:
         took_over, stats = replica.serve()
     finally:

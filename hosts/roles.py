@@ -7,12 +7,14 @@
     python -m hosts ps      --config JOB.json --out DIR
     python -m hosts hostagg --config JOB.json --out DIR
     python -m hosts replica --config JOB.json --out DIR
+    python -m hosts spill   --config JOB.json --out DIR
     python -m hosts traffic send|recv ...
 
 worker trains (hosts.agent), bench all-reduces one seeded vector and checks the sum
 (hosts.allreduce_bench), model plays DDP iterations of a real model
 (hosts.models.workload), ps, hostagg and replica serve a job's parameter server, host
-aggregator and its replica; traffic is a background flow (hosts.traffic). Every role but
+aggregator and its replica; spill sums the chunks of a job sharing its switch's slots that
+found their slot taken (hosts.spill); traffic is a background flow (hosts.traffic). Every role but
 traffic reads the job's agent config (hosts.agent_config) and logs to DIR/NAME.log; each
 ends with exit 0, or with one line "WHO: what failed" on stderr and the error's exit code
 (hosts.process.run_main: 2 bad input, 1 a failed peer or a wrong sum, 3 internal error).
@@ -119,8 +121,10 @@ def _ps(args: argparse.Namespace) -> None:
 def _hostagg(args: argparse.Namespace) -> None:
     from .agent_config import load_config
     from .host_agg import run_host_aggregator
+    from .split_agg import run_split_aggregator
 
-    run_host_aggregator(load_config(args.config), Path(args.out), args.config)
+    config = load_config(args.config)  # a split job's aggregator also sits in the job's tree
+    (run_split_aggregator if config.scheme == "split" else run_host_aggregator)(config, Path(args.out), args.config)
 
 
 def _replica(args: argparse.Namespace) -> None:
@@ -128,6 +132,13 @@ def _replica(args: argparse.Namespace) -> None:
     from .replica import run_replica
 
     run_replica(load_config(args.config), Path(args.out), args.config)
+
+
+def _spill(args: argparse.Namespace) -> None:
+    from .agent_config import load_config
+    from .spill import run_spill_server
+
+    run_spill_server(load_config(args.config), Path(args.out), args.config)
 
 
 def _traffic_options(parser: argparse.ArgumentParser) -> None:
@@ -151,6 +162,8 @@ ROLES: dict[str, Role] = {
     "ps": Role("serve the job as its parameter server", _server_options, _ps, lambda a: "ps"),
     "hostagg": Role("serve the job as its host aggregator", _server_options, _hostagg, lambda a: "host aggregator"),
     "replica": Role("stand by as the host aggregator's replica", _server_options, _replica, lambda a: "replica"),
+    "spill": Role("sum the chunks that spilled from a shared slot pool (until SIGTERM)", _server_options, _spill,
+                  lambda a: "spill server"),
     "traffic": Role("send or receive one background flow", _traffic_options, _traffic, lambda a: "traffic"),
 }
 

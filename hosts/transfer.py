@@ -84,6 +84,7 @@ class TransferStats:
     results: int = 0
     marked_results: int = 0  # new results that met a deep queue (wire.FLAG_ECN)
     stale_results: int = 0  # duplicates, other jobs' or calls' results, malformed packets
+    spilled: int = 0  # chunks that found their slot in a shared pool taken: summed by the parameter server
 
 
 _NONE = np.zeros(0, dtype=np.int64)
@@ -117,6 +118,7 @@ class Transfer:
         self.passed = np.zeros(chunks, dtype=np.int32)  # results of later chunks seen while it was outstanding
         self.remaining = chunks
         self.next_new = 0  # the first chunk never sent
+        self.settled = 0  # chunks below next_new that are done
         self.oldest = 0  # the first chunk without a result
         self.last_progress = now  # when the last new result arrived (or the call began)
         self._fast: np.ndarray = _NONE  # chunks fast retransmit found lost, to resend next
@@ -124,7 +126,15 @@ class Transfer:
     @property
     def in_flight(self) -> int:
         """Chunks sent and not answered yet."""
-        return self.next_new - (self.chunks - self.remaining)  # only chunks sent can be done
+        return self.next_new - self.settled
+
+    def prefill(self, chunks: np.ndarray) -> None:
+        """These chunks' results are known before the call sends anything (a replica taking over a seat
+        mid-round, hosts.split_agg): they are done and are never sent."""
+        chunks = np.unique(np.asarray(chunks, dtype=np.int64))
+        chunks = chunks[~self.done[chunks]]
+        self.done[chunks] = True
+        self.remaining -= int(chunks.size)
 
     def next_deadline(self) -> float:
         """When the earliest outstanding chunk times out (inf when none is outstanding)."""
@@ -152,6 +162,10 @@ class Transfer:
             self.stats.retransmissions += int(resend.size)
         return chunks, retx
 
+    def resend_now(self, chunks: np.ndarray) -> None:
+        """Send these outstanding chunks again at the next due() (they go somewhere else now: a spill)."""
+        self._fast = _merge(self._fast, np.asarray(chunks, dtype=np.int64))
+
     def on_results(self, chunks: np.ndarray, now: float, marked: np.ndarray | None = None) -> np.ndarray:
         """Results for `chunks` (indices in arrival order) arrived at `now`; `marked[i]`: result i met a
         deep queue on the way (wire.FLAG_ECN).
@@ -175,6 +189,7 @@ class Transfer:
         self.done[got] = True
         self.deadline[got] = math.inf
         self.remaining -= int(got.size)
+        self.settled += int(got.size)
         self.last_progress = now
         once = got[~self.resent[got]]  # Karn: only unambiguous round trips update the estimate
         self.timer.sample(now - self.sent_at[once])
@@ -224,4 +239,6 @@ class Transfer:
         if not free.all():
             fresh = fresh[:int(np.argmin(free))]
         self.next_new += int(fresh.size)
-        return fresh
+        known = self.done[fresh]  # prefilled: passed over, never sent
+        self.settled += int(known.sum())
+        return fresh[~known]

@@ -58,7 +58,9 @@ header agg_t {
     bit<1> retx;
     bit<1> overflow;
     bit<1> ecn;         /* a queue on the way was at least ecn_depth deep (congestion, ATP-style) */
-    bit<3> flags_reserved;
+    bit<1> ps;          /* a spilled chunk to or from the job's parameter server: plain IPv4 here */
+    bit<1> spill;       /* shared pool: result: the chunk spilled to the server; contribution: free its slot */
+    bit<1> flags_reserved;
     bit<8> reserved;
     bit<16> lanes;      /* must equal AGG_LANES, else the packet is dropped */
     bit<16> workers;    /* contributions contained in the values */
@@ -84,6 +86,7 @@ struct agg_meta_t {
     bit<1> is_root;
     bit<9> parent_port;
     bit<16> mcast_grp;
+    bit<1> shared;          /* the region is a pool shared with other jobs (set_shared_job) */
     bit<32> child_mask;
     bit<32> idx;            /* (slot_base + slot) * 2 + pool: index into the per-slot registers */
     bit<1> lane_overflow;
@@ -150,6 +153,7 @@ control AggIngress(inout headers_t hdr, inout metadata_t meta,
     counter(AGG_MAX_JOBS, CounterType.packets) agg_duplicates;    /* contributions already counted, stale results */
     counter(AGG_MAX_JOBS, CounterType.packets) agg_retx_answered; /* duplicates answered with the stored result */
     counter(AGG_MAX_JOBS, CounterType.packets) agg_overflows;     /* contributions whose sum saturated */
+    counter(AGG_MAX_JOBS, CounterType.packets) agg_spilled;       /* shared pool: chunks that found their slot taken */
 
     /* Per slot and pool (index meta.agg.idx). */
     register<bit<32>>(AGG_SLOTS * 2) agg_bitmap;     /* children whose contribution is in */
@@ -158,6 +162,8 @@ control AggIngress(inout headers_t hdr, inout metadata_t meta,
     register<bit<1>>(AGG_SLOTS * 2) agg_overflow;    /* some lane saturated this round */
     register<bit<1>>(AGG_SLOTS * 2) agg_ecn;         /* some contribution this round met a deep queue */
     register<bit<16>>(AGG_SLOTS * 2) agg_workers;    /* sum of the contributions' workers fields */
+    register<bit<16>>(AGG_SLOTS * 2) agg_owner;      /* shared pool: the job whose chunk holds the slot ... */
+    register<bit<32>>(AGG_SLOTS * 2) agg_seq;        /* ... and which chunk (seq) */
 
 #include "aggnet_lanes_actions.p4"
 
@@ -192,9 +198,24 @@ control AggIngress(inout headers_t hdr, inout metadata_t meta,
         meta.agg.mcast_grp = mcast_grp;
     }
 
+    /* The root of a job that shares [slot_base, slot_base + slot_count) with other jobs, ATP's way:
+     * workers hash each chunk to a slot of the pool, a chunk holds its slot until its round is
+     * complete, and a chunk that finds its slot held by another spills to the job's parameter
+     * server (docs/protocol.md, "Shared slot pool"). */
+    action set_shared_job(bit<32> slot_base, bit<16> slot_count, bit<8> children, bit<16> mcast_grp) {
+        meta.agg.slot_base = slot_base;
+        meta.agg.slot_count = slot_count;
+        meta.agg.children = children;
+        meta.agg.aggregate = 1;
+        meta.agg.is_root = 1;
+        meta.agg.parent_port = 0;
+        meta.agg.mcast_grp = mcast_grp;
+        meta.agg.shared = 1;
+    }
+
     table agg_job {
         key = { hdr.agg.job_id: exact; }
-        actions = { set_job; NoAction; }
+        actions = { set_job; set_shared_job; NoAction; }
         size = AGG_MAX_JOBS;
         default_action = NoAction();
     }
@@ -220,7 +241,7 @@ control AggIngress(inout headers_t hdr, inout metadata_t meta,
     apply {
         port_rx.count((bit<32>)standard_metadata.ingress_port);
         bool on_tree = false;
-        if (hdr.agg.isValid()) {
+        if (hdr.agg.isValid() && hdr.agg.ps == 0) {
             if (agg_job.apply().hit) {
                 on_tree = true;
             }
@@ -266,6 +287,14 @@ control AggIngress(inout headers_t hdr, inout metadata_t meta,
                 agg_overflow.read(overflow, meta.agg.idx);
                 agg_ecn.read(ecn, meta.agg.idx);
                 agg_done.read(done, meta.agg.idx);
+                bool mine = true;  /* a job's own region: every slot is its own */
+                if (meta.agg.shared == 1) {
+                    bit<16> owner;
+                    bit<32> owner_seq;
+                    agg_owner.read(owner, meta.agg.idx);
+                    agg_seq.read(owner_seq, meta.agg.idx);
+                    mine = owner == hdr.agg.job_id && owner_seq == hdr.agg.seq;
+                }
                 if (hdr.agg.result == 1) {
                     /* The result coming down from the parent: keep it for retransmissions, pass it on. */
                     if (meta.agg.is_root == 0 && standard_metadata.ingress_port == meta.agg.parent_port
@@ -280,12 +309,39 @@ control AggIngress(inout headers_t hdr, inout metadata_t meta,
                         agg_duplicates.count(job);
                         drop();
                     }
+                } else if (from_child && meta.agg.shared == 1
+                           && (hdr.agg.spill == 1 || (!mine && (hdr.agg.retx == 1 || (bitmap != 0 && done == 0))))) {
+                    if (hdr.agg.spill == 1) {
+                        /* A worker whose chunk spilled frees what the chunk's round holds here. */
+                        if (mine && done == 0) {
+                            agg_bitmap.write(meta.agg.idx, 0);
+                            agg_count.write(meta.agg.idx, 0);
+                        }
+                        drop();
+                    } else {
+                        /* The slot holds another chunk's round (or a retransmission finds its round gone):
+                         * the chunk spills to the job's parameter server, and every worker hears so. */
+                        agg_spilled.count(job);
+                        hdr.agg.result = 1;
+                        hdr.agg.spill = 1;
+                        standard_metadata.mcast_grp = meta.agg.mcast_grp;
+                    }
                 } else if (from_child) {
+                    if (!mine) {
+                        /* Shared pool: a free slot (empty, or its round complete) is this chunk's now. */
+                        agg_owner.write(meta.agg.idx, hdr.agg.job_id);
+                        agg_seq.write(meta.agg.idx, hdr.agg.seq);
+                        bitmap = 0;
+                    }
                     /* Contributing to this pool means the child has the other pool's result:
-                     * clear its bit there, so its next contribution to that pool is new. */
-                    bit<32> other;
-                    agg_bitmap.read(other, meta.agg.idx ^ 1);
-                    agg_bitmap.write(meta.agg.idx ^ 1, other & ~meta.agg.child_mask);
+                     * clear its bit there, so its next contribution to that pool is new. (A shared
+                     * pool's slot starts a new round when a chunk takes it: the other pool may
+                     * hold another job's round.) */
+                    if (meta.agg.shared == 0) {
+                        bit<32> other;
+                        agg_bitmap.read(other, meta.agg.idx ^ 1);
+                        agg_bitmap.write(meta.agg.idx ^ 1, other & ~meta.agg.child_mask);
+                    }
                     if ((bitmap & meta.agg.child_mask) == 0) {
                         agg_aggregated.count(job);
                         if (bitmap == 0) {
@@ -400,7 +456,7 @@ control AggEgress(inout headers_t hdr, inout metadata_t meta,
         ecn_mark.apply();
         bool congested = meta.agg.ecn_depth != 0 && standard_metadata.enq_qdepth >= meta.agg.ecn_depth;
         if (hdr.agg.isValid()) {
-            if (hdr.agg.result == 1) {
+            if (hdr.agg.result == 1 && hdr.agg.ps == 0) {
                 agg_host.apply();
             }
             if (congested) {

@@ -3,8 +3,11 @@
 The switch compiles the source it is sent (SetForwardingPipelineConfig.p4_device_config)
 without the folder it came from, so the config must be self-contained: every local
 `#include "file"` is replaced by that file's text, recursively, relative to the including
-file. `#include <core.p4>` and `<v1model.p4>` stay: the target ships those.
-`aggnet p4 compile PROG.p4 --device-config OUT.p4` writes it; the controller pushes the same.
+file, between `#line` markers so errors still name the file and line they are in.
+`#include <core.p4>` and `<v1model.p4>` stay: the target ships those, and they are all a
+program given as text may include (p4target.frontend.preprocess).
+`aggnet p4 compile PROG.p4 --device-config OUT.p4` writes it; the controller pushes the same,
+and `aggnet switch PROG.p4` loads the same text.
 """
 from __future__ import annotations
 
@@ -20,18 +23,23 @@ _LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[^\n]*$', re.M
 
 def device_config_source(path: str) -> str:
     """The source of `path` with its local includes inlined; P4Error naming the file that cannot be read."""
-    return _inline(path, None, 0)
+    text = _read(path, None)
+    inlined = _inline(path, path, text, 0)
+    return text if inlined == text else f'#line 1 "{path}"\n{inlined}'
 
 
-def _inline(path: str, included_from: tuple[str, int] | None, depth: int) -> str:
-    if depth > MAX_INCLUDE_DEPTH:
-        raise P4Error(f"#include nesting deeper than {MAX_INCLUDE_DEPTH} (an include loop?)", *(included_from or ()))
+def _read(path: str, included_from: tuple[str, int] | None) -> str:
     try:
         with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as exc:
-        where = included_from or (path,)
-        raise P4Error(f"cannot read {path}: {exc.strerror}", *where) from None
+            return fh.read()
+    except (OSError, UnicodeError) as exc:
+        raise P4Error(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}",
+                      *(included_from or (path,))) from None
+
+
+def _inline(path: str, shown: str, text: str, depth: int) -> str:
+    """`text`, of file `path`, with its local includes inlined; `shown` names `path` in #line markers (its path from
+    the top file's, as that was given)."""
     here = os.path.dirname(os.path.abspath(path))
 
     def include(m: re.Match) -> str:
@@ -39,7 +47,12 @@ def _inline(path: str, included_from: tuple[str, int] | None, depth: int) -> str
         if not os.path.isfile(local) and os.path.isfile(os.path.join(INCLUDE_DIR, m.group(1))):
             return m.group(0)  # `#include "v1model.p4"`: the target's own, as cpp finds it
         line = text.count("\n", 0, m.start()) + 1
-        return _inline(local, (path, line), depth + 1)
+        if depth >= MAX_INCLUDE_DEPTH:
+            raise P4Error(f"#include nesting deeper than {MAX_INCLUDE_DEPTH} (an include loop?)", path, line)
+        inner_shown = os.path.normpath(os.path.join(os.path.dirname(shown), m.group(1)))
+        inner = _inline(local, inner_shown, _read(local, (path, line)), depth + 1)
+        end = "" if inner.endswith("\n") else "\n"
+        return f'#line 1 "{inner_shown}"\n{inner}{end}#line {line + 1} "{shown}"'
 
     return _LOCAL_INCLUDE.sub(include, text)
 

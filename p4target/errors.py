@@ -1,6 +1,23 @@
 """Errors the embedded target reports to users: one line, never a traceback."""
 from __future__ import annotations
 
+ECHO_CHARS = 64  # of a client's or file's value that a message shows
+MESSAGE_CHARS = 1024  # the longest message answered to a client: whatever names it chose, an answer stays small
+
+
+def shorten(value: str | bytes, limit: int = ECHO_CHARS) -> str:
+    """A value as an error or log line shows it: bytes as 0x-hex, text with control characters escaped, both cut
+    to about `limit` characters and then the full length named. Every message that repeats what a client sent
+    goes through here, so no answer grows with the request (a 3 MB action parameter is not echoed in 6 MB of hex).
+    """
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        cut = max(1, limit // 2)
+        return "0x" + data[:cut].hex() + (f"... ({len(data)} bytes)" if len(data) > cut else "")
+    text = value if len(value) <= limit else value[:limit]
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return text + (f"... ({len(value)} characters)" if len(value) > limit else "")
+
 
 class P4Error(Exception):
     """A problem in a P4 program or its inputs, reported as `FILE:LINE:COL: error: MESSAGE`.

@@ -1,4 +1,5 @@
-"""Bounds of a switch left running: the cap on its program's state, its log and capture sizes.
+"""Bounds of a switch left running: the cap on its program's state, its log and capture sizes, and
+what any one client may make it hold (docs/targets.md, "Limits").
 
 The state cap is checked before any of the state exists.
 
@@ -20,6 +21,22 @@ COUNTER_CELL_BYTES = 16    # packets and bytes
 METER_CELL_BYTES = 64      # two token buckets and their configuration
 TABLE_ENTRY_BYTES = 256    # an entry's key, action data, index slot and bookkeeping, at most its key/params more
 PROFILE_MEMBER_BYTES = 128
+
+# What clients may cost the switch. A request's cost grows with its size, up to these caps; past them
+# the client gets a one-line error (or its surplus messages are dropped and counted), never an
+# unbounded wait or allocation.
+MAX_STREAMS = 200             # StreamChannels open at once; the next is refused: RESOURCE_EXHAUSTED (as BMv2)
+MAX_CALLS = 64                # other P4Runtime calls in progress at once; gRPC refuses more (RESOURCE_EXHAUSTED)
+GRPC_MESSAGE_BYTES = 4 << 20  # one P4Runtime request, as gRPC's default (a Write of ~100,000 table entries)
+STREAM_QUEUE = 1024           # messages waiting for one stream's client; PacketIns and the like past it are dropped
+STREAM_QUEUE_BYTES = 1 << 20  # ... and their bytes (whichever bound comes first)
+PACKET_OUT_QUEUE = 1024       # PacketOuts waiting for the packet loop; more are dropped (counted, a StreamError)
+PACKET_OUT_QUEUE_BYTES = 4 << 20  # ... and their bytes
+READ_BATCH = 1000             # entities per ReadResponse: a Read holds one batch, however many it answers
+THRIFT_VALUES = 1 << 16       # values (fields, elements) in one Thrift call, the decoded form's size
+THRIFT_BYTES = 16 << 20       # bytes of one Thrift call
+LINE_BYTES = 64 << 10         # one side-channel command line
+SIDE_CHANNEL_CONNECTIONS = 64  # Thrift and line-protocol connections open at once; more are closed at once
 
 
 def state_footprint(schema: ProgramSchema) -> dict[str, int]:

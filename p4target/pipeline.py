@@ -44,6 +44,8 @@ class EgressItem:
 class Pipeline:
     """A program compiled once, its State, and the v1model flow (see module docstring)."""
 
+    engine_name = "python"
+
     def __init__(self, program: ir.Program | lowered.Program, seed: int = 0, vectorize: bool = True):
         """`program`: our front end's IR (lowered here: the engine sees only the lowered form) or the lowered
         form itself (e.g. p4c's BMv2 JSON); `vectorize`: numpy code for unrolled lane runs (off only to compare

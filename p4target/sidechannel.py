@@ -19,6 +19,7 @@ The line protocol: one command per line, one reply line per command:
     set_queue_loss P [SEED] [PORT]        random loss probability in [0, 1]
     queue_stats [PORT]                    settings, qdepth and drop counters as JSON
     port_stats                            rx/tx packets and bytes per port as JSON
+    engine                                the engine running the program: native or python
     register_read NAME [INDEX]            one value, or all cells space-separated
     register_write NAME INDEX VALUE
     counter_read NAME INDEX               "packets=N bytes=M"
@@ -30,8 +31,14 @@ Replies are `ok` or `ok RESULT`, or `error: MESSAGE`. Names may be fully qualifi
 (`MyIngress.ipv4_lpm`) or a unique suffix (`ipv4_lpm`). "All ports" means every
 port the switch was started with.
 
+Bounds: a command line is at most LINE_BYTES (a longer one is answered `error:` and the
+connection closed: nothing is held for it), at most SIDE_CHANNEL_CONNECTIONS connections of
+either protocol are open at once (one more is closed at once, a line client told why), and a
+Thrift call is bounded as p4target.runtime.bmv2_thrift.wire says. `stop()` closes them all.
+
 The switch object served must offer: `tm` (TrafficManager), `lock` (guards `tm`),
-`state` (the current p4target.state.State, or None before a pipeline is set),
+`state` (the current p4target.state.State, or None before a pipeline is set), `pipeline`
+(with its `engine_name`),
 `port_numbers()` and `port_stats() -> dict[int, dict]`.
 """
 from __future__ import annotations
@@ -45,6 +52,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from p4target import state as st
+from p4target.errors import MESSAGE_CHARS, shorten
+from p4target.limits import LINE_BYTES, SIDE_CHANNEL_CONNECTIONS
 
 
 class SideChannelError(Exception):
@@ -66,7 +75,7 @@ def parse_value(text: str) -> int:
             return int(text.replace(":", ""), 16)
         return int(text, 0)
     except ValueError:
-        raise CommandError(f"bad value {text!r}") from None
+        raise CommandError(f"bad value {shorten(text)!r}") from None
 
 
 def _resolve(name: str, names: list[str], what: str) -> str:
@@ -76,8 +85,8 @@ def _resolve(name: str, names: list[str], what: str) -> str:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise CommandError(f"unknown {what} {name!r}")
-    raise CommandError(f"{what} {name!r} is ambiguous: {', '.join(sorted(matches))}")
+        raise CommandError(f"unknown {what} {shorten(name)!r}")
+    raise CommandError(f"{what} {shorten(name)!r} is ambiguous: {', '.join(sorted(matches))}")
 
 
 def _parse_match(key: st.KeyField, text: str) -> st.Match:
@@ -88,12 +97,12 @@ def _parse_match(key: st.KeyField, text: str) -> st.Match:
     if kind == "ternary":
         value, sep, mask = text.partition("&&&")
         if not sep:
-            raise CommandError(f"key {key.name}: ternary needs VALUE&&&MASK, got {text!r}")
+            raise CommandError(f"key {key.name}: ternary needs VALUE&&&MASK, got {shorten(text)!r}")
         return st.Ternary(parse_value(value), parse_value(mask))
     if kind == "range":
         low, sep, high = text.partition("->")
         if not sep:
-            raise CommandError(f"key {key.name}: range needs LOW->HIGH, got {text!r}")
+            raise CommandError(f"key {key.name}: range needs LOW->HIGH, got {shorten(text)!r}")
         return st.Range(parse_value(low), parse_value(high))
     if kind == "optional":
         return st.Optional(parse_value(text))
@@ -113,11 +122,11 @@ class Commands:
             return "error: empty command"
         handler: Callable[[list[str]], str] | None = getattr(self, "do_" + words[0], None)
         if handler is None:
-            return f"error: unknown command {words[0]!r}"
+            return f"error: unknown command {shorten(words[0])!r}"
         try:
             result = handler(words[1:])
         except (CommandError, st.StateError, ValueError) as exc:
-            return f"error: {exc}"
+            return f"error: {shorten(str(exc), MESSAGE_CHARS)}"
         return f"ok {result}".rstrip()
 
     # -- traffic manager
@@ -151,7 +160,7 @@ class Commands:
         return self._set(args, 1, lambda q: q.set_ingress_delay_ms(float(args[0])))
 
     def do_set_queue_loss(self, args: list[str]) -> str:
-        if len(args) == 1:
+        if len(args) <= 1:  # P alone (none: _ports says what is missing)
             return self._set(args, 1, lambda q: q.set_loss(float(args[0])))
         seed = int(args[1])
         return self._set(args, 2, lambda q: q.set_loss(float(args[0]), seed))
@@ -167,6 +176,12 @@ class Commands:
         return json.dumps({str(p): s for p, s in self.switch.port_stats().items()})
 
     # -- pipeline state
+    def do_engine(self, args: list[str]) -> str:
+        if args:
+            raise CommandError("engine takes no arguments")
+        self._state()  # a program is loaded
+        return self.switch.pipeline.engine_name
+
     def _state(self) -> st.State:
         state = self.switch.state
         if state is None:
@@ -233,9 +248,15 @@ class _Handler(socketserver.StreamRequestHandler):
             thrift.serve(self.rfile.read, self.wfile.write)
             return
         commands: Commands = self.server.commands  # type: ignore[attr-defined]
-        for raw in self.rfile:
-            reply = commands.run(raw.decode("utf-8", "replace").strip())
-            self.wfile.write(reply.encode() + b"\n")
+        try:
+            while raw := self.rfile.readline(LINE_BYTES + 1):
+                if len(raw) > LINE_BYTES:
+                    self.wfile.write(f"error: a command line is at most {LINE_BYTES} bytes\n".encode())
+                    return
+                reply = commands.run(raw.decode("utf-8", "replace").strip())
+                self.wfile.write(reply.encode() + b"\n")
+        except OSError:
+            pass  # the client went away
 
 
 class SideChannelServer(socketserver.ThreadingTCPServer):
@@ -254,14 +275,45 @@ class SideChannelServer(socketserver.ThreadingTCPServer):
         self.commands = Commands(switch)
         self.thrift = BmRuntime(switch, port)
         self._thread = threading.Thread(target=self.serve_forever, name="sidechannel", daemon=True)
+        self._open: set[socket.socket] = set()  # connections being served
+        self._open_lock = threading.Lock()
 
     def start(self) -> SideChannelServer:
         self._thread.start()
         return self
 
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Serve a connection on a thread of its own, unless SIDE_CHANNEL_CONNECTIONS are open already."""
+        with self._open_lock:
+            full = len(self._open) >= SIDE_CHANNEL_CONNECTIONS
+            if not full:
+                self._open.add(request)
+        if full:
+            try:
+                request.sendall(f"error: the side channel serves {SIDE_CHANNEL_CONNECTIONS} connections at once; "
+                                "try again later\n".encode())
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def close_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().close_request(request)
+
     def stop(self) -> None:
+        """Stop listening and end every open connection (their threads then return)."""
         self.shutdown()
         self.server_close()
+        with self._open_lock:
+            connections = list(self._open)
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 def send_commands(port: int, lines: Sequence[str], host: str = "127.0.0.1", timeout: float = 5.0) -> list[str]:

@@ -363,6 +363,16 @@ def _check_width(what: str, value: int, bitwidth: int) -> None:
 
 def _check_args(action: ActionSchema, params: dict[str, int], where: str) -> tuple[int, ...]:
     """Validate action params; returns them in declaration order."""
+    if len(params) == len(action.params):  # the usual case: every parameter once, nothing else
+        try:
+            values = tuple(params[n] for n, _ in action.params)
+        except KeyError:
+            pass
+        else:
+            for (name, width), value in zip(action.params, values):
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0 or value >> width:
+                    _check_width(f"{where}: action {action.name} param {name}", value, width)
+            return values
     declared = {n for n, _ in action.params}
     extra = sorted(set(params) - declared)
     if extra:
@@ -373,6 +383,13 @@ def _check_args(action: ActionSchema, params: dict[str, int], where: str) -> tup
     for name, width in action.params:
         _check_width(f"{where}: action {action.name} param {name}", params[name], width)
     return tuple(params[n] for n, _ in action.params)
+
+
+def counter_values(what: str, packets: int, nbytes: int) -> tuple[int, int]:
+    """(packets, bytes) to write into a counter cell; InvalidArgument unless both fit its 64 unsigned bits."""
+    _check_width(f"{what} packets", packets, 64)
+    _check_width(f"{what} bytes", nbytes, 64)
+    return packets, nbytes
 
 
 def _check_index(what: str, index: int, size: int) -> int:
@@ -876,8 +893,9 @@ class Table:
 
     # -- writes
 
-    def insert(self, entry: TableEntry) -> None:
-        """Add `entry`. AlreadyExists if an entry with the same match (and priority) is present."""
+    def insert(self, entry: TableEntry) -> tuple:
+        """Add `entry`; returns its canonical key ((field parts...), priority). AlreadyExists if an entry with
+        the same match (and priority) is present."""
         self._check_mutable()
         key = self._canonical(entry)
         args = self._check_action(entry)
@@ -894,6 +912,7 @@ class Table:
             self.profile.reference(entry)
         self._entries[key] = entry
         self._index.add(key, entry)
+        return key
 
     def modify(self, entry: TableEntry) -> None:
         """Replace the action/params and idle timeout of the entry with the same match (counters kept)."""
@@ -1034,8 +1053,7 @@ class CounterArray:
 
     def write(self, index: int, packets: int = 0, nbytes: int = 0) -> None:
         i = self._index(index)
-        self.packets[i] = packets
-        self.bytes[i] = nbytes
+        self.packets[i], self.bytes[i] = counter_values(f"counter {self.schema.name}", packets, nbytes)
 
     def reset(self) -> None:
         self.packets[:] = [0] * self.schema.size

@@ -19,7 +19,11 @@ Both engines run that same order. Without PROG.p4 the switch drops everything un
 controller sets the pipeline over P4Runtime. The P4Runtime server and the side channel
 (p4target.sidechannel, on 127.0.0.1:--thrift-port) run in their own threads; the
 traffic manager is guarded by `Switch.lock`, the pipeline state by its own lock.
-SIGTERM/SIGINT stop the loop; sockets are closed and pcaps flushed on the way out.
+SIGTERM/SIGINT stop the loop; sockets are closed and pcaps flushed on the way out. Whatever the
+clients did (streams held open, malformed messages, a flood nobody reads, a program still compiling),
+the stop is bounded: the P4Runtime server gets its grace and a margin (p4target.runtime.server), the
+side channel's connections are closed, and a request's worker still busy after EXIT_WAIT_S is not
+waited for: the process exits.
 """
 from __future__ import annotations
 
@@ -37,7 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 from p4target.constants import DEFAULT_CPU_PORT, IDLE_WAKE_S, RX_BATCH
-from p4target.limits import DEFAULT_LOG_MAX_MB, DEFAULT_PCAP_MAX_MB, DEFAULT_STATE_CAP_MB
+from p4target.limits import DEFAULT_LOG_MAX_MB, DEFAULT_PCAP_MAX_MB, DEFAULT_STATE_CAP_MB, PACKET_OUT_QUEUE, PACKET_OUT_QUEUE_BYTES
 from p4target.native.pipeline import ENGINES, NativePipeline
 from p4target.native.queues import NativeTrafficManager
 from p4target.ports import Port, PortError, parse_port_spec
@@ -122,16 +126,21 @@ class Switch:
                 stats.setdefault(number, {}).update({k: qs[k] for k in ("tail_drops", "loss_drops", "qdepth")})
         return stats
 
-    def inject(self, port: int, data: bytes) -> None:
-        """Feed a frame into ingress as if it arrived on `port` (PacketOut uses the CPU port).
-        Thread-safe: the frame is handed to the packet loop, which is woken up."""
+    def inject(self, port: int, data: bytes) -> bool:
+        """Feed a frame into ingress as if it arrived on `port` (PacketOut uses the CPU port); False when
+        PACKET_OUT_QUEUE frames or PACKET_OUT_QUEUE_BYTES wait for the loop already: this one is dropped,
+        so a client sending faster than the switch forwards costs it a bounded queue. Thread-safe: the
+        frame is handed to the packet loop, which is woken up."""
         with self._handover:
             native = self._native
             if native is not None and native is self.pipeline:
-                native.engine.inject(port, data)
-                return
+                return native.engine.inject(port, data, PACKET_OUT_QUEUE, PACKET_OUT_QUEUE_BYTES)
+            waiting = sum(len(frame) for _, frame in self._injected)
+            if len(self._injected) >= PACKET_OUT_QUEUE or waiting + len(data) > PACKET_OUT_QUEUE_BYTES:
+                return False
             self._injected.append((port, data))  # the Python loop's, or the next engine's when it starts
         self._wake()
+        return True
 
     def stop(self) -> None:
         """Ask the loop to finish (safe from signal handlers and other threads)."""
@@ -172,7 +181,7 @@ class Switch:
         with self._handover:
             self._native = pipeline
             while self._injected:
-                engine.inject(*self._injected.popleft())
+                engine.inject(*self._injected.popleft(), PACKET_OUT_QUEUE, PACKET_OUT_QUEUE_BYTES)
         pump.start()
         loop = threading.Thread(target=engine.run, name="native-loop", daemon=True)
         try:
@@ -326,6 +335,7 @@ BMV2_DROP_PORT = 511
 LOG_LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
               "error": logging.ERROR, "off": logging.CRITICAL + 1}
 BMV2_LOG_SUFFIX = ".txt"  # simple_switch_grpc --log-file BASE writes BASE.txt (and rotates it)
+EXIT_WAIT_S = 5.0  # what a stopped switch waits for a request's busy worker before it exits anyway
 # Integer options: (lowest, highest) accepted; checked after parsing so a bad one is one line.
 INT_OPTIONS: dict[str, tuple[int, int]] = {
     "device_id": (0, 2**64 - 1), "cpu_port": (1, 510), "thrift_port": (1, 65535), "drop_port": (0, 511),
@@ -495,11 +505,12 @@ def run(args: argparse.Namespace) -> int:
     switch = Switch(ports, args.device_id, args.cpu_port, args.pcap, pcap_max_bytes=args.pcap_max_mb << 20)
     thrift_port = args.thrift_port if args.thrift_port is not None else 9090 + args.device_id
     sidechannel = runtime = None
+    # before anything answers: a SIGTERM as soon as a server is up stops the switch the orderly way
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: switch.stop())
     try:
         runtime = _start_runtime(switch, args)  # first: once the side channel answers, PROG is loaded
         sidechannel = SideChannelServer(switch, thrift_port).start()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: switch.stop())
         log.info("device %d up: ports %s, grpc %s%s, side channel 127.0.0.1:%d", args.device_id,
                  ", ".join(f"{n}@{p.ifname}" for n, p in sorted(switch.ports.items())) or "none",
                  args.grpc_server_addr, _security(args), thrift_port)
@@ -513,7 +524,24 @@ def run(args: argparse.Namespace) -> int:
         if sidechannel is not None:
             sidechannel.stop()
         switch.close()
+    _exit_now_if_held()
     return 0
+
+
+def _exit_now_if_held() -> None:
+    """Exit at once when a thread would hold the process past its stop: Python waits at exit for every
+    non-daemon thread, and a request's worker may still be busy with what a client asked (a program
+    being compiled, a large Write), whose result no one is left to take. Waits EXIT_WAIT_S for them first."""
+    deadline = time.monotonic() + EXIT_WAIT_S
+    busy = [t for t in threading.enumerate() if not t.daemon and t is not threading.main_thread()]
+    for thread in busy:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    held = [t.name for t in busy if t.is_alive()]
+    if held:
+        log.warning("stopped; not waiting for %d busy thread(s): %s", len(held), ", ".join(held))
+        logging.shutdown()
+        sys.stdout.flush()
+        os._exit(0)
 
 
 def _security(args: argparse.Namespace) -> str:
@@ -542,12 +570,13 @@ def _start_runtime(switch: Switch, args: argparse.Namespace) -> Any:
     switch.packet_in = lambda frame: server.packet_in(args.cpu_port, frame)
     server.device.state_cap_mb = args.max_state_mb
     if args.program:
-        try:
-            with open(args.program, encoding="utf-8") as f:
-                source = f.read()
-            server.load_source(source, args.program)
-        except OSError as exc:
-            raise SwitchError(f"error: cannot read {args.program}: {exc.strerror}") from None
+        from p4target.device_config import device_config_source
+        from p4target.errors import P4Error
+
+        try:  # as the controller would push it: its local includes inlined (source given as text reads no file)
+            server.load_source(device_config_source(args.program), args.program)
+        except P4Error as exc:  # a file it names cannot be read
+            raise SwitchError(str(exc), exit_code=exc.exit_code) from None
         except RuntimeStatus as exc:
             raise SwitchError(exc.message, exit_code=2) from None
     try:

@@ -48,6 +48,10 @@ class JobSpec:
     agg_port:   the UDP destination port switches recognise (AGG_PORT)
     pacing:     one of PACING_CHOICES: "fixed" (always slot_count chunks in flight) or "aimd" (hosts.pacing)
     weight:     the AIMD increase per round trip: the job's share of a contended link
+    pool:       0, or the size of a slot pool at slot_base that the job shares with others (ATP's way,
+                docs/protocol.md "Shared slot pool"): chunks are hashed into it, slot_count stays the window
+    spill_ip, spill_port: with a pool: the job's parameter server, where a chunk that finds its slot
+                taken is summed (hosts.spill)
     """
 
     job_id: int
@@ -61,6 +65,9 @@ class JobSpec:
     agg_port: int = AGG_PORT
     pacing: str = "fixed"
     weight: float = 1.0
+    pool: int = 0
+    spill_ip: str = ""
+    spill_port: int = AGG_PORT
 
     @property
     def world_size(self) -> int:
@@ -120,12 +127,19 @@ class JobSpec:
             agg_port=v.port(v.get(data, "agg_port", int, default=AGG_PORT), "agg_port"),
             pacing=v.get(data, "pacing", str, default="fixed"),
             weight=float(v.get(data, "weight", (int, float), default=1.0)),
+            pool=v.ranged(v.get(data, "pool", int, default=0), "pool", 0, 0xFFFF),
+            spill_ip=v.get(data, "spill_ip", str, default=""),
+            spill_port=v.port(v.get(data, "spill_port", int, default=AGG_PORT), "spill_port"),
         )
         v.require(spec.lanes in LANE_COUNTS, "lanes", f"{spec.lanes} is not one of {LANE_COUNTS}")
         v.require(spec.timeout_s > 0, "timeout_s", "must be positive")
         v.require(spec.max_timeout_s >= spec.timeout_s, "max_timeout_s", "must be at least timeout_s")
         v.require(spec.pacing in PACING_CHOICES, "pacing", f"{spec.pacing!r} is not one of {PACING_CHOICES}")
         v.require(spec.weight > 0, "weight", "must be positive")
+        if spec.pool:
+            v.ipv4(spec.spill_ip, "spill_ip")
+            v.require(spec.slot_count <= spec.pool, "slot_count", f"a window of {spec.slot_count} chunks does not "
+                                                                  f"fit the shared pool of {spec.pool} slots")
         return spec
 
 

@@ -37,7 +37,7 @@ HEADER_FIELDS = (
     Field("job_id", 16),
     Field("slot", 16),  # relative to the job's slot region
     Field("seq", 32),  # chunk number mod 2^32
-    Field("flags", 8, flags=("pool", "result", "retx", "overflow", "ecn")),
+    Field("flags", 8, flags=("pool", "result", "retx", "overflow", "ecn", "ps", "spill")),
     Field("reserved", 8),
     Field("lanes", 16),  # int32 values that follow; a switch drops other counts than its own
     Field("workers", 16, default=1),  # contributions summed in the values (a worker sends 1)
@@ -52,6 +52,8 @@ FLAG_RESULT = FLAG["result"]  # switch: the lanes hold the complete sum (travell
 FLAG_RETX = FLAG["retx"]  # worker (or a switch resending stored state): a retransmission
 FLAG_OVERFLOW = FLAG["overflow"]  # switch: some lane saturated while summing; the values are clamped
 FLAG_ECN = FLAG["ecn"]  # switch: a queue on the way was deep (congestion): the worker backs off
+FLAG_PS = FLAG["ps"]  # worker, parameter server: a spilled chunk on its way to or from the server (plain IPv4)
+FLAG_SPILL = FLAG["spill"]  # shared pool: with result, "this chunk spilled to the server"; without, "free its slot"
 # Aggregation packets leave a switch port marked (FLAG_ECN) once the packets queued ahead of them fill
 # this fraction of the port's queue: AIMD then backs off before the queue tail-drops where unaggregated
 # streams meet (0: no marking; `aggnet run --ecn-fraction`).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks, each writing JSON under bench/ (or $1): the embedded target in-process,
-# placement at scale, P4Runtime write/read rates against a real switch process, one worker's
+# placement at scale, P4Runtime write/read rates against a real switch process, its cost under hostile
+# clients beside BMv2's, one worker's
 # all-reduce packets/s against a loopback peer (old client vs new), and
 # forwarding through a switch process between two namespaces, all-reduce goodput,
 # in-network vs parameter server, the 1M-element all-reduce on star4 (allreduce-1m/*/results.json) and
@@ -29,6 +30,10 @@ py=.venv/bin/python
 $py scripts/bench_target.py --out "$out/target.json"
 $py scripts/bench_placement.py --out "$out/placement.json"
 $py scripts/bench_runtime.py --out "$out/runtime.json"
+# What hostile or careless clients cost a switch (issue 30's probes), aggnet beside simple_switch_grpc when
+# /opt/p4ref's is on PATH: idle streams, malformed streams then SIGTERM, floods, huge values, large reads
+# and writes; time, peak memory and the answer of each.
+$py scripts/bench_server_limits.py --out "$out/server_limits.json"
 $py scripts/bench_hosts.py --out "$out/hosts.json"
 if [ "$(id -u)" -eq 0 ]; then
   $py scripts/bench_switch.py --out "$out/switch.json"

@@ -29,6 +29,7 @@ aggregation rate is contributions processed per second.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -368,7 +369,6 @@ def main() -> int:
         return 1
     from p4target.native.build import build_tool
 
-    sender = build_tool(REPO / "scripts" / "bench_sender.c")
     with_p4c = {*BMV2, "native_json"}  # targets that run p4c's output
     targets = [t for t in args.targets.split(",")
                if t not in with_p4c or P4C.exists() and (t not in BMV2 or BMV2[t].exists())]
@@ -376,7 +376,9 @@ def main() -> int:
     result: dict = {"benchmark": "switch_process_veth", "window_s": args.window, "runs": args.runs,
                     "switch_cpu": SWITCH_CPU, "sender_cpu": SENDER_CPU, "programs": {}}
     tmp = Path(tempfile.mkdtemp(prefix="bench-switch-"))
+    held = contextlib.ExitStack()  # the sender stays in the build cache until the end
     try:
+        sender = held.enter_context(build_tool(REPO / "scripts" / "bench_sender.c"))
         veths_down()
         veths_up()
         for name, prog in progs.items():
@@ -391,6 +393,7 @@ def main() -> int:
                     entry[target] = {"error": str(exc)}
                 print(f"bench_switch: {name} on {target}: {entry[target].get('median_pps')}", file=sys.stderr)
     finally:
+        held.close()
         veths_down()
         shutil.rmtree(tmp, ignore_errors=True)
         Path(BMV2_NOTIFICATIONS).unlink(missing_ok=True)

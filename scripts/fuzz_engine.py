@@ -116,12 +116,12 @@ def trace_aggnet(json_dir: str | None = None) -> tuple[str, str]:
 
 def run(name: str, source: str, trace: str, frames: int, seed: int) -> Result:
     """The sanitized driver over one program's trace and `frames` fuzzed frames."""
-    exe = build_sanitized(source, DRIVER)
     with tempfile.NamedTemporaryFile("w", suffix=".trace", delete=False) as f:
         f.write(trace)
     try:
-        proc = subprocess.run([str(exe), f.name, str(frames), str(seed)], capture_output=True, text=True,
-                              env={**os.environ, **SANITIZERS})
+        with build_sanitized(source, DRIVER) as exe:
+            proc = subprocess.run([str(exe), f.name, str(frames), str(seed)], capture_output=True, text=True,
+                                  env={**os.environ, **SANITIZERS})
     finally:
         os.unlink(f.name)
     if proc.returncode != 0:

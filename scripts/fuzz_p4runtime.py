@@ -392,12 +392,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     failed = False
     for program in args.programs.split(","):
-        result = fuzz_program(program, args.updates, args.seed)
-        print(result.line, flush=True)
-        for finding in result.findings[:20]:
-            print("  " + finding)
-        failed |= bool(result.findings)
+        failed |= reported(fuzz_program(program, args.updates, args.seed))
     return 1 if failed else 0
+
+
+def reported(result) -> bool:
+    """Print a fuzz result's line and its first 20 findings; whether it has any."""
+    print(result.line, flush=True)
+    for finding in result.findings[:20]:
+        print("  " + finding)
+    return bool(result.findings)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
 """Leftover cleanup: `aggnet clean`, an `mn -c` that only touches what AggNet made.
 
-Every running Testbed keeps a record in STATE_DIR (its own pid, its network namespace, the pids of
-its switch processes and Mininet host shells with their start times, its interfaces), and starts its
+Every running Testbed keeps a record in STATE_DIR (its own pid, its network namespace, its run slot
+and the kernel's interface group of that slot (testbed.slots), the pids of its switch processes and
+Mininet host shells with their start times, its interfaces), and starts its
 switch processes with TESTBED_ENV=`PID:START` naming itself. Leftovers are what a dead
 testbed recorded, plus root-namespace veths named like Mininet's (`*-eth*`), orphaned
 Mininet host shells, and switch processes a testbed started that no live testbed claims.
 A switch someone started by hand (`aggnet switch` under nohup or systemd) carries no such
-mark and is never touched. Running it twice is harmless.
+mark and is never touched. Running it twice is harmless. `aggnet clean --run RUN` tears down one
+network (its run folder, slot or testbed pid), running or not, and touches no other.
 
 `aggnet clean --runs 7d` does something else: it removes the run folders not written to for
 7 days (testbed.prune), or with `--dry-run` lists them.
@@ -17,11 +19,13 @@ import argparse
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
+from collections.abc import Callable
 
 STATE_DIR = "/run/aggnet"
-SWITCH_MARKERS = ("testbed.cli switch", "aggnet switch", "simple_switch_grpc")
+SWITCH_MARKERS = ("testbed.cli switch", "aggnet switch", "simple_switch_grpc", "testbed.launcher")
 NFT_TABLE = "aggnet"  # nftables netdev table of BMv2 link loss (testbed.network.kernel_loss_script)
 HOST_SHELL_MARKER = "mininet:"
 TESTBED_ENV = "AGGNET_TESTBED"  # in a switch process's environment: the testbed that started it
@@ -38,8 +42,14 @@ def _stat_field(pid: int, index: int) -> int | None:
 
 
 def process_start_time(pid: int) -> int | None:
-    """The kernel's start time of `pid` (clock ticks since boot), None if it is gone."""
-    return _stat_field(pid, 19)
+    """The kernel's start time of `pid` (clock ticks since boot), None if it is gone: also when it has exited
+    and nobody reaped it yet (a zombie; under a pid namespace's first process, which may never reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] == "Z" else int(fields[19])
 
 
 def _ppid(pid: int) -> int | None:
@@ -150,7 +160,7 @@ def live_records() -> list[dict]:
 
 def kill_process(pid: int, start_time: int | None, grace_s: float = 3.0) -> bool:
     """SIGTERM then SIGKILL `pid`, only if it is still the process that started at `start_time`."""
-    if start_time is None or process_start_time(pid) != start_time:
+    if start_time is None or _gone(pid, start_time):
         return False
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
@@ -159,10 +169,30 @@ def kill_process(pid: int, start_time: int | None, grace_s: float = 3.0) -> bool
             return True
         deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline:
-            if process_start_time(pid) != start_time:
+            if _gone(pid, start_time):
                 return True
             time.sleep(0.05)
-    return process_start_time(pid) != start_time
+    return _gone(pid, start_time)
+
+
+def _gone(pid: int, start_time: int) -> bool:
+    """Whether the process that started at `start_time` has ended: no such process, or a zombie (dead; only
+    its parent can reap it, and an init that is not a real one, such as a test runner, never does)."""
+    return process_start_time(pid) != start_time or _process_state(pid) == "Z"
+
+
+def _process_state(pid: int) -> str | None:
+    """The state letter of /proc/PID/stat (R, S, Z, ...); None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def root_interfaces() -> list[str]:
+    """Names of every interface in this process's network namespace."""
+    return [name for _, name in socket.if_nameindex()]
 
 
 def root_veths() -> list[str]:
@@ -176,6 +206,15 @@ def delete_interface(name: str) -> None:
     subprocess.run(["ip", "link", "del", name], capture_output=True)
 
 
+def delete_group(group: int) -> list[str]:
+    """Delete every interface of the kernel's interface `group` at once (a veth takes its peer along); their names."""
+    out = subprocess.run(["ip", "-o", "link", "show", "group", str(group)], capture_output=True, text=True).stdout
+    names = [line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line]
+    if names:
+        subprocess.run(["ip", "link", "del", "group", str(group)], capture_output=True)
+    return names
+
+
 def clean_record(record: dict) -> list[str]:
     """Kill a record's processes and delete its interfaces (those of our namespace's records only: the
     same names in another namespace are someone else's); return what was removed."""
@@ -183,20 +222,25 @@ def clean_record(record: dict) -> list[str]:
     for proc in record.get("processes", []):
         if kill_process(proc["pid"], proc.get("start")):
             removed.append(f"process {proc['name']} (pid {proc['pid']})")
-    existing = set(root_veths()) if _same_namespace(record) else set()
+    if not _same_namespace(record):
+        return removed
+    if record.get("group"):
+        removed += [f"interface {name}" for name in delete_group(record["group"])]
+    existing = set(root_veths())
     for intf in record.get("interfaces", []):
         if intf in existing:
             delete_interface(intf)
             removed.append(f"interface {intf}")
-    if delete_nft_table():
-        removed.append(f"nftables table netdev {NFT_TABLE}")
+    table = record.get("nft_table", NFT_TABLE)
+    if delete_nft_table(table):
+        removed.append(f"nftables table netdev {table}")
     return removed
 
 
-def delete_nft_table() -> bool:
-    """Remove the link-loss table if it exists (one network runs at a time, so it is ours)."""
+def delete_nft_table(table: str = NFT_TABLE) -> bool:
+    """Remove a network's link-loss table if it exists (each run slot has its own)."""
     try:
-        done = subprocess.run(["nft", "delete", "table", "netdev", NFT_TABLE], capture_output=True)
+        done = subprocess.run(["nft", "delete", "table", "netdev", table], capture_output=True)
     except FileNotFoundError:  # no nftables: nothing of ours can exist
         return False
     return done.returncode == 0
@@ -230,6 +274,30 @@ def clean(all_records: bool = False) -> list[str]:
     return removed
 
 
+def clean_run(run_dir: str) -> list[str]:
+    """Tear down the network of the run in `run_dir` (running or not, in our network namespace); no other's.
+    CleanError when no record names that folder."""
+    wanted = os.path.abspath(run_dir)
+    found, removed = clean_networks(lambda record: record.get("run_dir") == wanted)
+    if not found:
+        raise CleanError(f"aggnet clean: no network of run {run_dir} here (`aggnet counters` lists running ones)")
+    return removed
+
+
+def clean_networks(select: Callable[[dict], bool]) -> tuple[int, list[str]]:
+    """Tear down the networks of our namespace whose records `select` picks, running or not (testbed
+    processes use it for their own); how many, and what was removed."""
+    found, removed = 0, []
+    for path in _record_files():
+        record = _load_record(path)
+        if record is None or not _same_namespace(record) or not select(record):
+            continue
+        found += 1
+        removed += clean_record(record)
+        remove_record(record["owner"])
+    return found, removed
+
+
 def orphan_processes(claimed_pids: set[int], all_records: bool = False) -> list[tuple[int, str]]:
     """(pid, command line) of leftovers no live testbed claims: switch processes a testbed
     started (TESTBED_ENV) that is gone (with all_records, any testbed's in our network namespace),
@@ -249,9 +317,17 @@ def orphan_processes(claimed_pids: set[int], all_records: bool = False) -> list[
     return out
 
 
+class CleanError(Exception):
+    """Nothing to clean where the user pointed (one line, exit 1)."""
+
+    exit_code = 1
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all", action="store_true",
                         help="also tear down networks whose testbed process is still running")
+    parser.add_argument("--run", metavar="RUN_DIR",
+                        help="tear down only the network of this run (its folder), running or not")
     parser.add_argument("--runs", metavar="OLDER_THAN",
                         help="instead: remove the run folders (RUNS_DIR/YYYYMMDD-HHMMSS) nothing was written to "
                              "for OLDER_THAN, e.g. 7d, 12h, 30m")
@@ -262,7 +338,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.runs is not None:
         return _prune(args.runs_dir, args.runs, args.dry_run)
-    for item in clean(args.all):
+    for item in clean_run(args.run) if args.run else clean(args.all):
         print(f"removed {item}")
     return 0
 

@@ -20,6 +20,8 @@ import sys
 COMMANDS: list[tuple[str, str, str]] = [
     ("run", "testbed.run_cli", "run an experiment: network up, pipeline and trees installed, training, counters"),
     ("compare", "testbed.compare_cli", "run the same experiment once per scheme (innet, ps, ring) and compare them"),
+    ("sweep", "testbed.sweep", "one run per point of a grid of run options, several at once, a table and a figure; "
+              "resumable"),
     ("experiment", "testbed.scenario", "run a multi-job scenario file (jobs, background traffic, modes) and compare"),
     ("faults", "testbed.faults", "train while killing switches, links, aggregators or slowing workers; recover and check"),
     ("topo", "controller.topo_cli", "write a generated topology file: fat-tree K (k^3/4 hosts, 5k^2/4 switches)"),

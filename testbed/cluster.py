@@ -46,7 +46,7 @@ from mininet.link import Link
 
 from p4target.sidechannel import SideChannelError, send_command
 from testbed.network import Testbed
-from testbed.nodes import PR_SET_PDEATHSIG, AggNetHost, EmbeddedSwitch, SwitchStartError, log_tail
+from testbed.nodes import PR_SET_PDEATHSIG, AggNetHost, EmbeddedSwitch, SwitchProcess, SwitchStartError, log_tail
 
 REPO = Path(__file__).resolve().parent.parent
 TETHER = REPO / "testbed" / "tether.py"
@@ -265,7 +265,15 @@ class RemoteSwitch(RemoteMixin, EmbeddedSwitch):
     def log_args(self) -> list[str]:
         return super().log_args() if self.server.local else []
 
-    def launch(self, argv: list[str], log: IO[bytes]) -> subprocess.Popen:
+    def configure_ports(self) -> None:
+        """IPv6 and checksum offloads off through the node's shell (on any server: the cluster edition's links
+        are made one at a time, with IPv6 on)."""
+        for intf in self.intfList():
+            if intf.name != "lo":
+                self.cmd(f"sysctl -qw net.ipv6.conf.{intf.name}.disable_ipv6=1; "
+                         f"ethtool -K {intf.name} tx off rx off >/dev/null 2>&1")
+
+    def launch(self, argv: list[str], log: IO[bytes]) -> SwitchProcess:
         if self.server.local:
             return super().launch(argv, log)
         process = self._popen(argv, tty=False, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.PIPE)
@@ -345,7 +353,7 @@ class ClusterTestbed(Testbed):
     """A Testbed whose nodes are placed on `servers` (NODE -> SERVER in `placement`, the rest by place_nodes)."""
 
     host_class = RemoteHost
-    link_class = VxlanLink
+    parallel_nodes = 1  # a node there logs in over ssh: one after another, as the cluster edition does
 
     def __init__(self, topology: Any, servers: Sequence[str], placement: Mapping[str, str],
                  target: str = "embedded", run_dir: str | None = None, ssh_config: str | None = None,
@@ -370,6 +378,17 @@ class ClusterTestbed(Testbed):
     def node_params(self, node: str) -> dict[str, Any]:
         server = self.server_of(node)
         return {"server": server, "copy_dir": self.run_dir if server.name in self.copied else None}
+
+    def make_launchers(self) -> dict[str, Any]:
+        """None: a node on another server starts its processes there, through ssh."""
+        return {}
+
+    def make_mininet(self, **params: Any) -> Any:
+        """Mininet's own, its links tunnels between servers: the cluster edition's commands go through ssh
+        one at a time (testbed.batched's batches are this machine's)."""
+        from mininet.net import Mininet
+
+        return Mininet(link=VxlanLink, **params)
 
     def switch_address(self, switch: str) -> str:
         server = self.server_of(switch)

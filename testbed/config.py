@@ -24,6 +24,7 @@ from hosts.models import MODEL_NAMES
 from hosts.pacing import PACING_CHOICES
 from protocol.job import MAX_TIMEOUT_S
 from protocol.wire import DEFAULT_ECN_FRACTION, DEFAULT_LANES, LANE_COUNTS, program_name
+from testbed.timescale import AUTO, parse_scale
 
 TARGETS = ("embedded", "bmv2")
 WORKLOADS = ("train", "allreduce", *(f"model:{m}" for m in MODEL_NAMES))
@@ -71,7 +72,8 @@ class JobConfig:
     workers: int | None = option(None, minimum=2, help="use the first N hosts as workers (default: all)")
     worker_hosts: tuple[str, ...] = option((), help="these hosts as workers, in rank order (H1,H2,...)")
     scheme: str = option("innet", choices=SCHEMES, help="innet (host aggregation when the switches have no slots "
-                                                        "for it), ps, ring or hostagg")
+                                                        "for it), ps, ring, hostagg, or split (the switches sum "
+                                                        "the on-time workers, a host the stragglers' late gradients)")
     algo: str = option("soar", help="placement algorithm")
     k: int = option(1, minimum=0, help="aggregating switches besides the root")
     slots: int = option(64, minimum=1, help="the job's slot window on each aggregating switch")
@@ -91,6 +93,9 @@ class JobConfig:
     staleness: int = option(0, minimum=0, help="host aggregation: sum a gradient up to S rounds late")
     stragglers: dict[str, float] = option(default_factory=dict, flag="--straggler", repeat=True, minimum=0,
                                           help="HOST=DELAY_S: the worker computes DELAY_S longer every step")
+    straggle_s: tuple[float, ...] = option((), flag="--straggle", minimum=0,
+                                           help="START,END: the stragglers are slow only from START to END seconds "
+                                                "after the end of their first step (default: all the time)")
     replica: bool = option(True, help="host aggregation: run a replica of the aggregator")
 
     def __post_init__(self) -> None:
@@ -98,9 +103,14 @@ class JobConfig:
             raise FieldProblem("workers", f"{self.workers} disagrees with the {len(self.worker_hosts)} worker hosts")
         if len(set(self.worker_hosts)) != len(self.worker_hosts):
             raise FieldProblem("worker_hosts", "a host is listed twice")
-        if self.staleness and self.scheme not in ("hostagg", "innet"):
-            raise FieldProblem("staleness", f"only host aggregation bounds staleness (scheme hostagg, or innet "
-                                            f"when downgraded), not scheme {self.scheme}")
+        if self.staleness and self.scheme not in ("hostagg", "innet", "split"):
+            raise FieldProblem("staleness", f"only host and split aggregation bound staleness (scheme hostagg or "
+                                            f"split, or innet when downgraded), not scheme {self.scheme}")
+        if self.scheme == "split" and not self.stragglers:
+            raise FieldProblem("stragglers", "scheme split needs --straggler HOST=DELAY_S: the workers whose "
+                                             "seat in the tree the host aggregator takes")
+        if self.straggle_s and (len(self.straggle_s) != 2 or self.straggle_s[1] <= self.straggle_s[0]):
+            raise FieldProblem("straggle_s", f"give START,END with END > START, got {','.join(map(str, self.straggle_s))}")
 
 
 @dataclass(frozen=True)
@@ -199,15 +209,18 @@ class RunConfig:
                               help="give up after this many seconds (of this machine's time, also with --scale)")
     comm_timeout_s: float = option(30.0, minimum=1e-3, flag="--comm-timeout", timer=True,
                                    help="a host process gives up when its peers are silent this long")
-    scale: float = option(1.0, minimum=1.0, help="emulate a cluster F times faster: link rates / F, compute, link "
-                                                 "delays and protocol timers x F; results in the cluster's time "
-                                                 "(testbed.timescale)")
+    scale: float = option(1.0, parse=parse_scale, help="emulate a cluster F times faster: link rates / F, compute, "
+                                                        "link delays and protocol timers x F; results in the cluster's "
+                                                        "time (testbed.timescale); auto: the smallest F at which this "
+                                                        "machine's cores let the links bind (testbed.autoscale)")
     out: str = option("runs", help="runs go to OUT/<timestamp>/")
 
     def __post_init__(self) -> None:
-        if self.workload.workload == "allreduce" and self.job.scheme == "hostagg":
-            raise FieldProblem("job.scheme", "the all-reduce benchmark runs innet, ps and ring (hostagg is "
-                                             "for training)")
+        if self.scale != AUTO and self.scale < 1:
+            raise FieldProblem("scale", f"a factor >= 1, or auto, got {self.scale:g}")
+        if self.workload.workload == "allreduce" and self.job.scheme in ("hostagg", "split"):
+            raise FieldProblem("job.scheme", f"the all-reduce benchmark runs innet, ps and ring ({self.job.scheme} "
+                                             "is for training)")
         if self.faults.faults and self.workload.workload != "train":
             raise FieldProblem("faults.faults", "faults are injected into training runs")
 

@@ -7,8 +7,9 @@ Faults, written KIND:TARGET@STEP (testbed.config.Fault; injected once rank 0 has
 - `link_down:s3-s1@10`  both ends of the link go down (Mininet's configLinkStatus);
 - `slow_worker:h2@5=0.3` the worker's agent gets 30 % of a CPU from then on (SIGSTOP/SIGCONT
   duty cycle: a CPU limit without cgroups), so it straggles;
-- `kill_aggregator:h4@10` the host aggregator's process on h4 gets SIGKILL (scheme hostagg:
-  its replica takes over, hosts.replica; the workers go on).
+- `kill_aggregator:h4@10` the host aggregator's process on h4 gets SIGKILL (schemes hostagg
+  and split: its replica takes over, hosts.replica, in split also the aggregator's seat in the
+  tree; the workers go on).
 
 FaultRun is testbed.run.Run with three phases of its own: install_trees (the job's tree through
 controller.failover, which can replan it), start_hosts (agents that checkpoint every step) and
@@ -54,7 +55,7 @@ def check_fault(fault: Fault, topo: Any, workers: list[str], scheme: str) -> Non
         raise FaultError(f"--fault {fault}: {fault.target!r} is not a worker ({', '.join(workers)})")
     if fault.kind == "kill_aggregator" and fault.target not in topo.hosts:
         raise FaultError(f"--fault {fault}: no host {fault.target!r} in {topo.source}")
-    if fault.kind == "kill_aggregator" and scheme != "hostagg":
+    if fault.kind == "kill_aggregator" and scheme not in ("hostagg", "split"):
         raise FaultError(f"--fault {fault}: there is no host aggregator in scheme {scheme}")
     if fault.kind in NETWORK_FAULTS and scheme != "innet":
         raise FaultError(f"--fault {fault}: switch and link failures are recovered for scheme innet only")
@@ -148,18 +149,22 @@ class FaultRun(Run):
     def plan_jobs(self) -> list:
         jobs = super().plan_jobs()
         job = jobs[0]
-        if job.scheme not in ("innet", "hostagg"):
-            raise FaultError(f"--scheme: {job.scheme!r} is not one of innet, hostagg")
+        if job.scheme not in ("innet", "hostagg", "split"):
+            raise FaultError(f"--scheme: {job.scheme!r} is not one of innet, hostagg, split")
         for fault in self.cfg.faults.faults:
             check_fault(fault, self.topo, job.workers, job.scheme)
         return jobs
 
     def install_trees(self) -> None:
-        """The job's tree through controller.failover (which replans it after a failure); hostagg: routes only."""
+        """The job's tree through controller.failover (which replans it after a failure); hostagg: routes only;
+        split: its tree with the aggregator's seat, once."""
         from controller.failover import Failover
         from controller.placement import Job
 
         job, cfg = self.jobs[0], self.cfg
+        if job.scheme == "split":
+            super().install_trees()
+            return
         if job.scheme != "innet":
             self.installer.install([])
             return

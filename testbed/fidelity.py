@@ -37,9 +37,13 @@ direction carried (`LinkMeter`: the kernel's counters of the switches' interface
 job's verdict counts only what links carried during that job's phases (`report`'s `link_meter`),
 on the links its traffic crosses (`links`), and its own processes (`processes`).
 
-The bottleneck is what ran closest to its limit: a link direction at >= BUSY of its rate, else a
-process at >= BUSY of a core or the cores at >= BUSY. A run whose bottleneck is not a link gets a
-one-line warning: its times describe this machine, not the network.
+The bottleneck is what ran closest to its limit: a link direction at >= BUSY of its rate,
+else a process at >= BUSY of a core or the cores at >= BUSY. A run whose bottleneck is not a link
+gets a one-line warning: its times describe this machine, not the network. When the cores bound
+it, the warning ends with the time scale (--scale F') at which the same run would have been
+link-bound (`scale_that_binds_links`): the cores were busy c of the time while the busiest link ran
+at u of its rate, and at F' = F * c / (u * BUSY) (the next of testbed.timescale.STEPS) the links' time
+has grown to cover the same CPU work with the cores below BUSY.
 """
 from __future__ import annotations
 
@@ -51,6 +55,7 @@ from typing import Any
 
 from p4target.tm import DEFAULT_BURST_S
 from testbed.network import FRAME_BYTES, HOST_BURST_FRAMES
+from testbed.timescale import step_up
 
 BUSY = 0.9  # of a link's rate, of one core, or of all cores
 SAMPLE_S = 0.05
@@ -225,6 +230,32 @@ def link_utilization(topology: Any, counters: Mapping[str, Any], seconds: float,
     return out
 
 
+def link_bound_seconds(topology: Any, counters: Mapping[str, Any]) -> float | None:
+    """The time the busiest shaped link direction needed for the bytes it carried, at its rate: how long the
+    run's traffic takes when the links bind it. None when no shaped link carried anything."""
+    busiest = None
+    for link in topology.links:
+        if not link.bw_mbps:
+            continue
+        for src, dst in ((link.a, link.b), (link.b, link.a)):
+            port = _port(counters, src, link.port_on(src)) if topology.is_switch(src) else \
+                _port(counters, dst, link.port_on(dst))
+            carried = None if port is None else port["tx_bytes" if topology.is_switch(src) else "rx_bytes"]
+            if carried:
+                seconds = carried * 8 / (link.bw_mbps * 1e6)
+                busiest = seconds if busiest is None else max(busiest, seconds)
+    return busiest
+
+
+def scale_that_binds_links(bottleneck: Mapping[str, Any] | None, links: Mapping[str, float], factor: float) -> float | None:
+    """The time scale at which a run the cores bound would have been link-bound (module docstring); None when
+    the cores did not bind it or no shaped link carried its traffic."""
+    busiest = max(links.values(), default=0.0)
+    if not bottleneck or bottleneck["kind"] != "machine" or busiest <= 0:
+        return None
+    return step_up(factor * bottleneck["load"] / (busiest * BUSY))
+
+
 def _port(counters: Mapping[str, Any], switch: str, port: int) -> Mapping[str, int] | None:
     ports = counters.get(switch, {}).get("ports", {})
     return ports.get(port, ports.get(str(port)))
@@ -237,15 +268,16 @@ def queue_drops(queues: Mapping[str, Any]) -> dict[str, int]:
 
 
 def assess(links: Mapping[str, float], switches: Mapping[str, float], hosts: Mapping[str, float],
-           cores: float | None = None, ncores: int = 1) -> dict:
-    """The bottleneck and, when something other than a link bound the run, a one-line warning."""
+           cores: float | None = None, ncores: int = 1, scale: float = 1.0) -> dict:
+    """The bottleneck and, when something other than a link bound the run, a one-line warning (with the time
+    scale that would have let the links bind, when the cores bound it: `links_bind_at_scale`)."""
     candidates = [("link", name, u) for name, u in links.items()]
     candidates += [("switch", name, u) for name, u in switches.items()]
     candidates += [("host process", name, u) for name, u in hosts.items()]
     if cores is not None:
         candidates.append(("machine", f"{ncores} cores", cores))
     if not candidates:
-        return {"bottleneck": None, "warning": None}
+        return {"bottleneck": None, "warning": None, "links_bind_at_scale": None}
     kind, name, load = max(candidates, key=lambda c: (c[2] >= BUSY, c[0] == "link", c[0] != "machine", c[2]))
     bottleneck = {"kind": kind, "name": name, "load": load} if load >= BUSY else None
     warning = None
@@ -255,16 +287,20 @@ def assess(links: Mapping[str, float], switches: Mapping[str, float], hosts: Map
         busiest = max(links.values(), default=0.0)
         warning = (f"fidelity: {what} while the busiest link ran at {busiest:.0%} of its rate: "
                    f"this run measured the machine, not the network")
-    return {"bottleneck": bottleneck, "warning": warning}
+    needed = scale_that_binds_links(bottleneck, links, scale)
+    if warning and needed is not None:
+        warning += f"; at --scale {needed:g} the links would have bound it"
+    return {"bottleneck": bottleneck, "warning": warning, "links_bind_at_scale": needed}
 
 
 def report(topology: Any, counters: Mapping[str, Any], queues: Mapping[str, Any], phases: Sequence[Window],
-           measured_over: str, meter: CpuMeter, switch_names: set[str], link_meter: LinkMeter | None = None,
-           links: Collection[str] | None = None, processes: Collection[str] | None = None) -> dict:
+           measured_over: str, meter: CpuMeter, switch_names: set[str], scale: float = 1.0,
+           link_meter: LinkMeter | None = None, links: Collection[str] | None = None,
+           processes: Collection[str] | None = None) -> dict:
     """The `fidelity` section of results.json (see the module docstring), measured over the phases
-    (disjoint windows); measured_over says what they are ("communication", "workload" or "run").
-    With `link_meter` the links' bytes are what it saw in the phases; `links` and `processes` keep
-    only those link directions and host processes (one job's, in a scenario)."""
+    (disjoint windows) of a run at time scale `scale`; measured_over says what they are ("communication",
+    "workload" or "run"). With `link_meter` the links' bytes are what it saw in the phases; `links` and
+    `processes` keep only those link directions and host processes (one job's, in a scenario)."""
     seconds = sum(end - start for start, end in phases)
     carried = link_meter.used(*phases) if link_meter is not None and seconds > 0 else None
     util = link_utilization(topology, counters, seconds, len(phases), carried)
@@ -277,4 +313,4 @@ def report(topology: Any, counters: Mapping[str, Any], queues: Mapping[str, Any]
     hosts = {n: u for n, u in cpu.items() if n not in switch_names and (processes is None or n in processes)}
     return {"seconds": round(seconds, 3), "measured_over": measured_over, "phases": len(phases),
             "link_utilization": util, "switch_busy": switches, "host_cpu": hosts, "cores_busy": cores,
-            "queue_drops": queue_drops(queues), **assess(util, switches, hosts, cores, ncores)}
+            "queue_drops": queue_drops(queues), **assess(util, switches, hosts, cores, ncores, scale)}

@@ -6,7 +6,9 @@
 Hosts (testbed.nodes.AggNetHost) get IP/MAC from the topology and Mininet's static ARP
 entries for every other host, so pings do not depend on ARP being forwarded by the P4
 program. Each switch is the target's node class (testbed.nodes.EmbeddedSwitch or
-Bmv2Switch). Per-link bw/delay/loss/queue from the topology are applied to the switch's
+Bmv2Switch), its nodes and links made in batches (testbed.batched), in a run slot of its own
+(testbed.slots: a network beside others on one machine names its switch interfaces and numbers its
+ports so that none collide; slot 0 keeps Mininet's names). Per-link bw/delay/loss/queue from the topology are applied to the switch's
 egress queue on that link through its side channel (there is no netem here). The embedded
 target's traffic manager has all four; BMv2's queues have only rate and depth, so on BMv2 a
 link's loss is applied by the kernel instead (an nftables netdev egress hook on the switch's
@@ -20,59 +22,26 @@ process is killed.
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
 from types import FrameType
-from typing import IO, Any
+from typing import Any
 
+from controller.parallel import each
 from p4target.runtime.tls import TlsFiles
 from testbed import clean
 from testbed.nodes import AggNetHost, P4Switch, SwitchDied, TargetUnsupported, check_target, switch_class
+from testbed.slots import RunSlot, acquire_slot
 
 SIDE_CHANNEL_PORT_BASE = 9090  # + device id: the switch's --thrift-port (our side channel; Thrift on BMv2)
-LOCK_FILE = os.path.join(clean.STATE_DIR, "network.lock")
 LOSS_PPM = 1_000_000  # nftables draws loss as `numgen random mod LOSS_PPM < p * LOSS_PPM`
 FRAME_BYTES = 1514  # a full-size Ethernet frame on a 1500-byte MTU
 HOST_BURST_FRAMES = 2  # a host link's token bucket (host_tbf_command)
 HOST_QUEUE_FRAMES = 1000  # a host link's queue: Linux's default txqueuelen (host_tbf_command)
-
-
-def network_lock_file() -> str:
-    """The lock file of this process's network namespace: LOCK_FILE in the root namespace,
-    network-<inode>.lock in any other (names and ports only collide within one namespace)."""
-    ns = clean.netns_inode()
-    root = clean.netns_inode("1") or clean.netns_inode("2")  # init's, or kthreadd's where init's is not ours to read
-    return LOCK_FILE if ns is None or root is None or ns == root else os.path.join(clean.STATE_DIR,
-                                                                                 f"network-{ns}.lock")
-
-
-def acquire_network_lock() -> IO:
-    """Hold the one-network-per-namespace lock; waits (saying so) while another network runs.
-
-    Two AggNet networks in one network namespace would fight over interface names (s1-eth1)
-    and gRPC ports, so a second one waits for the first instead of corrupting it; a network
-    in another namespace (`aggnet soak --isolate`, `ip netns exec`) has its own lock.
-    """
-    os.makedirs(clean.STATE_DIR, exist_ok=True)
-    lock = open(network_lock_file(), "a+")
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        lock.seek(0)
-        holder = lock.read().strip() or "?"
-        print(f"aggnet: waiting for another AggNet network (pid {holder}) to stop", file=sys.stderr)
-        fcntl.flock(lock, fcntl.LOCK_EX)
-    lock.seek(0)
-    lock.truncate()
-    lock.write(str(os.getpid()))
-    lock.flush()
-    return lock
 
 
 def queue_commands(port: int, target: str, bw_mbps: float | None = None, delay_ms: float | None = None,
@@ -110,7 +79,7 @@ BMV2_LIMITS = ("bmv2: links have no added delay, loss is drawn by the kernel (nf
                "rather than the traffic manager, and queue statistics are not kept")
 
 
-def kernel_loss_script(drops: dict[str, float]) -> str:
+def kernel_loss_script(drops: dict[str, float], table: str = clean.NFT_TABLE) -> str:
     """An `nft -f` script dropping each interface's outgoing packets with its probability.
 
     The netdev egress hook runs in dev_queue_xmit, before the veth hands the frame to its peer,
@@ -119,7 +88,7 @@ def kernel_loss_script(drops: dict[str, float]) -> str:
     chains = [f"  chain loss{i} {{ type filter hook egress device \"{intf}\" priority 0; "
               f"numgen random mod {LOSS_PPM} < {round(p * LOSS_PPM)} drop; }}"
               for i, (intf, p) in enumerate(sorted(drops.items()))]
-    return "\n".join([f"table netdev {clean.NFT_TABLE} {{", *chains, "}"]) + "\n"
+    return "\n".join([f"table netdev {table} {{", *chains, "}"]) + "\n"
 
 
 def host_tbf_command(link: Any, intf: str) -> str | None:
@@ -172,16 +141,19 @@ def _check(output: str, command: str) -> None:
 class Testbed:
     """A running network for one topology; use as a context manager.
 
-    Its nodes are of `host_class`, the target's switch class and `link_class`, each made with
-    `node_params(name)`: testbed.cluster.ClusterTestbed places them on several servers that way."""
+    Its nodes are of `host_class` and the target's switch class, each made with `node_params(name)`, in
+    the Mininet object `make_mininet` makes: testbed.cluster.ClusterTestbed places them on several
+    servers that way. The network holds a run slot (testbed.slots) from `start` to `stop`."""
 
     __test__ = False  # not a pytest test class despite the name
     host_class: type = AggNetHost
-    link_class: type | None = None  # None: Mininet's veth pair
+    # Nodes made at once: each waits for its shell's first prompt (at k=8, 208 shells one after another
+    # took 6 s on a loaded machine).
+    parallel_nodes = 8
 
     def __init__(self, topology: Any, target: str = "embedded", run_dir: str | None = None,
                  program: str | None = None, pcap: bool = False, start_timeout: float = 30.0,
-                 tls: TlsFiles | None = None):
+                 tls: TlsFiles | None = None, pushed_program: str | None = None):
         check_links(topology, target)
         if program and not switch_class(target).takes_program:
             raise TargetUnsupported(f"{program}: {target} switches start without a program; the controller "
@@ -194,10 +166,12 @@ class Testbed:
         self.pcap = pcap
         self.start_timeout = start_timeout
         self.tls = tls  # the switches' certificate, key and client CA: P4Runtime over mutual TLS
+        self.pushed_program = pushed_program  # the P4 file the controller will push (the launcher reads it first)
         self.net: Any = None  # a mininet.net.Mininet once built (Mininet has no type hints)
         self._record: dict | None = None
         self._old_sigterm: Callable[[int, FrameType | None], Any] | int | None = None
-        self._lock: IO | None = None
+        self.slot: RunSlot | None = None  # held while the network runs
+        self.launchers: dict[str, Any] = {}  # testbed.launcher.Launcher by kind ("switch", "host"), while it runs
 
     # -- paths
     @property
@@ -216,7 +190,27 @@ class Testbed:
         return os.path.join(self.logs_dir, f"{switch}.log")
 
     def side_channel_port(self, switch: str) -> int:
-        return SIDE_CHANNEL_PORT_BASE + self.topology.switches[switch].device_id
+        """Where `switch`'s side channel listens (its --thrift-port): 9090 + device id in slot 0."""
+        return SIDE_CHANNEL_PORT_BASE + self.topology.switches[switch].device_id + self._slot().port_offset
+
+    def grpc_port(self, switch: str) -> int:
+        """Where `switch`'s P4Runtime server listens: the topology's port in slot 0."""
+        return self.topology.switches[switch].grpc_port + self._slot().port_offset
+
+    def intf_name(self, node: str, port: int) -> str:
+        """The kernel's name of `node`'s interface `port`: Mininet's, with the slot's prefix on a switch's."""
+        name = self.topology.intf_name(node, port)
+        return self._slot().kernel_name(name) if self.topology.is_switch(node) else name
+
+    def slot_json(self) -> dict:
+        """The network's run slot as results.json records it."""
+        slot = self._slot()
+        return {"index": slot.index, "interface_prefix": slot.prefix, "port_offset": slot.port_offset,
+                "interface_group": slot.group}
+
+    def _slot(self) -> RunSlot:
+        assert self.slot is not None, "the network holds its slot from start() to stop()"
+        return self.slot
 
     def switch_address(self, switch: str) -> str:  # noqa: ARG002 - one machine: all on loopback
         """Where `switch`'s P4Runtime server listens (its side channel: on this machine's loopback)."""
@@ -246,7 +240,8 @@ class Testbed:
             os.makedirs(d, exist_ok=True)
         self._trap_sigterm()
         try:
-            self._lock = acquire_network_lock()
+            self.slot = self.acquire_slot()
+            self.launchers = self.make_launchers()
             self._build()
             self.net.start()
             self._record_processes()
@@ -264,35 +259,71 @@ class Testbed:
                 raise KeyboardInterrupt
             self._old_sigterm = signal.signal(signal.SIGTERM, interrupt)
 
-    def _build(self) -> None:
-        from mininet.net import Mininet
-
+    def acquire_slot(self) -> RunSlot:
+        """The first run slot whose ports and interface names are free here (testbed.slots)."""
         topo = self.topology
-        links = {"link": self.link_class} if self.link_class else {}
-        self.net = Mininet(topo=None, build=False, controller=None, host=self.host_class, autoSetMacs=False,
-                           autoStaticArp=True, **links)
-        for h in topo.hosts.values():
-            self.net.addHost(h.name, ip=h.ip_cidr, mac=h.mac, **self.node_params(h.name))
-        for s in topo.switches.values():
-            self.net.addSwitch(s.name, cls=self.switch_class, device_id=s.device_id, grpc_port=s.grpc_port,
-                               side_channel_port=self.side_channel_port(s.name), log_file=self.log_file(s.name),
-                               program=self.program, pcap_dir=self.pcaps_dir if self.pcap else None,
-                               start_timeout=self.start_timeout, tls=self.tls, **self.node_params(s.name))
+        ports = [p for s in topo.switches.values() for p in (s.grpc_port, SIDE_CHANNEL_PORT_BASE + s.device_id)]
+        return acquire_slot(ports, [topo.intf_name(node, link.port_on(node)) for link in topo.links
+                                    for node in (link.a, link.b) if topo.is_switch(node)])
+
+    def make_launchers(self) -> dict[str, Any]:
+        """The launchers (testbed.launcher) that fork the embedded switches (BMv2's is a program of its own) and the
+        hosts' `python -m hosts` processes, by kind."""
+        from testbed.launcher import HOST_MODULES, SWITCH_MODULES, Launcher
+        from testbed.nodes import HOST_MALLOC_ENV
+
+        env = clean.testbed_environment()
+        out = {"host": Launcher({**env, **HOST_MALLOC_ENV}, HOST_MODULES)}
+        if self.target == "embedded":
+            out["switch"] = Launcher(env, SWITCH_MODULES, self.pushed_program)
+        return out
+
+    def make_mininet(self, **params: Any) -> Any:
+        """The Mininet object the nodes go in: its commands batched per namespace (testbed.batched)."""
+        from testbed.batched import BatchedMininet, IpBatch
+
+        return BatchedMininet(IpBatch(self._slot().group, self.build_dir), **params)
+
+    def _build(self) -> None:
+        topo, slot = self.topology, self._slot()
+        self.net = self.make_mininet(topo=None, build=False, controller=None, host=self.host_class,
+                                     autoSetMacs=False, autoStaticArp=True)
+        each(list(topo.hosts) + list(topo.switches), self._add_node, self.parallel_nodes)
+        self.net.hosts = [self.net.nameToNode[h] for h in topo.hosts]  # in the topology's order, as added one by one
+        self.net.switches = [self.net.nameToNode[s] for s in topo.switches]
         interfaces = []
         for link in topo.links:
-            names = (topo.intf_name(link.a, link.a_port), topo.intf_name(link.b, link.b_port))
+            names = (self.intf_name(link.a, link.a_port), self.intf_name(link.b, link.b_port))
             self.net.addLink(link.a, link.b, port1=link.a_port, port2=link.b_port,
                              intfName1=names[0], intfName2=names[1])
             interfaces += [n for n, node in zip(names, (link.a, link.b)) if topo.is_switch(node)]
         self._record = {"owner": os.getpid(), "owner_start": clean.process_start_time(os.getpid()),
-                        "run_dir": os.path.abspath(self.run_dir), "interfaces": interfaces, "processes": []}
+                        "run_dir": os.path.abspath(self.run_dir), "slot": slot.index, "group": slot.group,
+                        "nft_table": slot.nft_table, "interfaces": interfaces, "processes": []}
         clean.write_record(self._record)
         self.net.build()
         self._record_processes()
 
+    def _add_node(self, name: str) -> None:
+        """The Mininet node of host or switch `name` (its shell started and answering: testbed.batched configures it)."""
+        topo = self.topology
+        if topo.is_host(name):
+            h = topo.hosts[name]
+            self.net.addHost(h.name, ip=h.ip_cidr, mac=h.mac, launcher=self.launchers.get("host"), **self.node_params(name))
+            return
+        s = topo.switches[name]
+        self.net.addSwitch(s.name, cls=self.switch_class, device_id=s.device_id, grpc_port=self.grpc_port(s.name),
+                           side_channel_port=self.side_channel_port(s.name), log_file=self.log_file(s.name),
+                           program=self.program, pcap_dir=self.pcaps_dir if self.pcap else None,
+                           start_timeout=self.start_timeout, tls=self.tls, launcher=self.launchers.get("switch"),
+                           **self.node_params(name))
+
     def _record_processes(self) -> None:
         procs = [{"name": h.name, "pid": h.shell.pid, "start": clean.process_start_time(h.shell.pid)}
                  for h in self.net.hosts]  # the shell: a host on another server is its ssh client here
+        for kind, launcher in self.launchers.items():
+            pid = launcher.process.pid
+            procs.append({"name": f"{kind} launcher", "pid": pid, "start": clean.process_start_time(pid)})
         for s in self.net.switches:
             if s.process is not None:
                 procs.append({"name": s.name, "pid": s.process.pid, "start": clean.process_start_time(s.process.pid)})
@@ -304,28 +335,33 @@ class Testbed:
         """The host-to-switch direction of every host link: rate and queue by the host's kernel (tbf),
         loss by an nftables egress hook in the host's namespace, delay by the switch's ingress
         (embedded target: apply_link_queues)."""
+        from testbed.batched import on_shells
+
+        commands: dict[Any, list[str]] = {}
         for link in self.topology.links:
             host = link.a if self.topology.is_host(link.a) else link.b if self.topology.is_host(link.b) else None
             if host is None:
                 continue
-            node, intf = self.net.get(host), self.topology.intf_name(host, link.port_on(host))
+            node, intf = self.net.get(host), self.intf_name(host, link.port_on(host))
             tbf = host_tbf_command(link, intf)
             if tbf:
-                _check(node.cmd(f"{tbf} && echo ok"), tbf)
+                commands.setdefault(node, []).append(tbf)
             if link.loss:
-                script = self.loss_script(host, intf, link.loss / 100.0)
-                _check(node.cmd(f"nft -f {script} && echo ok"), f"nft -f {script}")
+                commands.setdefault(node, []).append(f"nft -f {self.loss_script(host, intf, link.loss / 100.0)}")
+        # every host at once; a failed command is named by the output that follows it
+        on_shells({node: " && ".join(lines) + " && echo ok" for node, lines in commands.items()},
+                  lambda node, output: _check(output, " && ".join(commands[node])))
 
     def loss_script(self, host: str, intf: str, p: float) -> str:
         """Write the nft script dropping `host`'s outgoing packets on `intf` with probability p; its path."""
         script = os.path.join(self.build_dir, f"{host}-loss.nft")
         with open(script, "w") as f:
-            f.write(kernel_loss_script({intf: p}))
+            f.write(kernel_loss_script({intf: p}, self._slot().nft_table))
         return script
 
     def apply_link_queues(self) -> None:
-        """Per-link bw/delay/loss/queue from the topology -> the switches' egress queues (one batch per switch),
-        and a host link's delay also to the switch's ingress from that host (shape_host_links does the rest).
+        """Per-link bw/delay/loss/queue from the topology -> the switches' egress queues (one batch per switch, many
+        switches at once), and a host link's delay also to the switch's ingress from that host (shape_host_links does the rest).
 
         `start()` does this on the embedded target; on BMv2 call it after pushing the pipeline.
         """
@@ -341,13 +377,12 @@ class Testbed:
                     if link.delay_ms and self.topology.is_host(link.other(node)):  # the host-to-switch direction
                         commands[node].append(f"set_ingress_delay {link.delay_ms} {port}")
                     if link.loss and self.target == "bmv2":
-                        drops[self.topology.intf_name(node, port)] = link.loss / 100.0
-        for switch, lines in commands.items():
-            if lines:
-                side_channel(self.target, self.side_channel_port(switch)).run(lines)
+                        drops[self.intf_name(node, port)] = link.loss / 100.0
+        each([s for s, lines in commands.items() if lines],
+             lambda switch: side_channel(self.target, self.side_channel_port(switch)).run(commands[switch]))
         if drops:
-            subprocess.run(["nft", "-f", "-"], input=kernel_loss_script(drops), text=True, check=True,
-                           capture_output=True)
+            subprocess.run(["nft", "-f", "-"], input=kernel_loss_script(drops, self._slot().nft_table), text=True,
+                           check=True, capture_output=True)
 
     def check(self) -> None:
         """Raise SwitchDied naming the first switch whose process has exited."""
@@ -380,6 +415,9 @@ class Testbed:
                 self.net.stop()
         finally:
             self.net = None
+            for launcher in self.launchers.values():
+                launcher.stop()
+            self.launchers = {}
             if self._record is not None:
                 clean.clean_record(self._record)
                 clean.remove_record(self._record["owner"])
@@ -387,9 +425,19 @@ class Testbed:
             if self._old_sigterm is not None:
                 signal.signal(signal.SIGTERM, self._old_sigterm)
                 self._old_sigterm = None
-            if self._lock is not None:
-                self._lock.close()  # closing releases the flock
-                self._lock = None
+            if self.slot is not None:
+                self.native_pcap_names()
+                self.slot.release()
+                self.slot = None
+
+    def native_pcap_names(self) -> None:
+        """Pcap files named after the kernel's interface names (a1-s1-eth1_in.pcap) take Mininet's (s1-eth1_in.pcap)."""
+        slot = self._slot()
+        if not slot.prefix or not os.path.isdir(self.pcaps_dir):
+            return
+        for name in os.listdir(self.pcaps_dir):
+            if name.startswith(slot.prefix):
+                os.replace(os.path.join(self.pcaps_dir, name), os.path.join(self.pcaps_dir, slot.native_name(name)))
 
     def _forget_dead_shells(self) -> None:
         """Mininet waits forever on a command sent to a node whose shell died (killed from outside);

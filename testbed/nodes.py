@@ -8,6 +8,9 @@ kind of node, the differences in small overridable methods.
   process gets SIGTERM if the testbed process itself dies (PR_SET_PDEATHSIG).
 - `EmbeddedSwitch`: `aggnet switch` (p4target), which may start with the program.
 - `Bmv2Switch`: `simple_switch_grpc --no-p4`, which starts empty: the controller pushes p4c's JSON.
+- Ports: a switch's interfaces have no IPv6 address (made so: testbed.batched) and checksum offloads
+  off (`configure_ports`, through ethtool's ioctl from this process, not a shell command per
+  interface: 640 of them at k=8).
 - `AggNetHost`: a host with IPv6 off (no router solicitations or MLD reports in the switches'
   counters and pcaps), checksum offloads off (a veth would otherwise hand the P4 program
   frames with unfinished checksums) and TCP as a data center runs it: ECN on (`net.ipv4.tcp_ecn=1`;
@@ -19,22 +22,32 @@ kind of node, the differences in small overridable methods.
 """
 from __future__ import annotations
 
-import ctypes
+import errno
+import fcntl
+import os
 import shutil
-import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, Any
 
 from mininet.node import Host, Switch
 
 from p4target.runtime.tls import TlsFiles
 from testbed.clean import testbed_environment
+from testbed.launcher import LaunchedProcess, Launcher
 
 PR_SET_PDEATHSIG = 1
+# An emulated host keeps the memory it frees (glibc: no mmap, no trim). On this kind of VM a page
+# freed to the kernel goes back to the hypervisor, and touching it again costs ~12 us: quantizing a
+# 20 MB bucket in fresh temporaries took 0.8 s instead of 0.03, on the two cores every host shares.
+HOST_MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 40)}
+SwitchProcess = subprocess.Popen | LaunchedProcess  # a switch's process: started here, or forked by the launcher
+SIOCETHTOOL = 0x8946
+ETHTOOL_SRXCSUM, ETHTOOL_STXCSUM = 0x15, 0x17  # ethtool -K IFACE rx off / tx off
 TCP_SYSCTLS = "net.ipv4.tcp_ecn=1 net.ipv4.tcp_congestion_control=reno"  # a host's TCP (module docstring)
 
 
@@ -80,8 +93,24 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return False
 
 
-def _die_with_parent() -> None:
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+def checksum_offloads_off(ifname: str) -> None:
+    """`ethtool -K IFACE tx off rx off` for an interface of this namespace, through ethtool's ioctl
+    (the kernel turns off what depends on them, as for ethtool); an error only if the interface is gone."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for command in (ETHTOOL_STXCSUM, ETHTOOL_SRXCSUM):
+            value = bytearray(struct.pack("II", command, 0))
+            request = struct.pack("16sP16x", ifname.encode(), _address_of(value))
+            try:
+                fcntl.ioctl(sock, SIOCETHTOOL, request)
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                    raise
+
+
+def _address_of(buffer: bytearray) -> int:
+    import ctypes
+
+    return ctypes.addressof(ctypes.c_char.from_buffer(buffer))
 
 
 class P4Switch(Switch):
@@ -94,7 +123,8 @@ class P4Switch(Switch):
 
     def __init__(self, name: str, device_id: int, grpc_port: int, side_channel_port: int, log_file: str,
                  program: str | None = None, pcap_dir: str | None = None, cpu_port: int = 255,
-                 start_timeout: float = 30.0, tls: TlsFiles | None = None, **params):
+                 start_timeout: float = 30.0, tls: TlsFiles | None = None, launcher: Launcher | None = None,
+                 **params):
         super().__init__(name, **params)
         self.device_id = device_id
         self.grpc_port = grpc_port
@@ -105,7 +135,8 @@ class P4Switch(Switch):
         self.cpu_port = cpu_port
         self.start_timeout = start_timeout
         self.tls = tls
-        self.process: subprocess.Popen | None = None
+        self.launcher = launcher  # the network's switch launcher (testbed.launcher), for a switch it can fork
+        self.process: SwitchProcess | None = None
 
     def port_args(self) -> list[str]:
         return [arg for port, intf in sorted(self.intfs.items()) if intf.name != "lo"
@@ -129,12 +160,16 @@ class P4Switch(Switch):
     def start(self, controllers) -> None:  # noqa: ARG002 - P4 switches have no OpenFlow controller
         """Launch the target process without waiting for it: Mininet starts every switch, then
         `batchStartup` waits for them all, so their start-ups overlap."""
-        for intf in self.intfList():
-            if intf.name != "lo":
-                self.cmd(f"sysctl -qw net.ipv6.conf.{intf.name}.disable_ipv6=1; "
-                         f"ethtool -K {intf.name} tx off rx off >/dev/null 2>&1")
+        self.configure_ports()
         with open(self.log_file, "ab") as log:
             self.process = self.launch(self.command(), log)
+
+    def configure_ports(self) -> None:
+        """Checksum offloads off on every port (IPv6 is off from their creation: testbed.batched; testbed.cluster
+        turns both off through the node's shell)."""
+        for intf in self.intfList():
+            if intf.name != "lo":
+                checksum_offloads_off(intf.name)
 
     @classmethod
     def batchStartup(cls, switches: Sequence[P4Switch]) -> Sequence[P4Switch]:  # noqa: N802 - Mininet's name
@@ -144,13 +179,15 @@ class P4Switch(Switch):
         return switches
 
     @classmethod
-    def batchShutdown(cls, switches: Sequence[P4Switch]) -> Sequence[P4Switch]:  # noqa: N802 - Mininet's name
+    def batchShutdown(cls, switches: Sequence[P4Switch],  # noqa: N802 - Mininet's name
+                      delete_interfaces: bool = True) -> Sequence[P4Switch]:
         """Mininet's hook for stopping switches: ask every process to stop first, so their exits overlap,
-        then stop each (waiting for its process, deleting its interfaces)."""
+        then stop each (waiting for its process, and deleting its interfaces unless the network deletes
+        them all at once: testbed.batched)."""
         for switch in switches:
             switch.ask_to_stop()
         for switch in switches:
-            switch.stop()
+            switch.stop(delete_interfaces)
         return switches
 
     def ask_to_stop(self) -> None:
@@ -158,10 +195,12 @@ class P4Switch(Switch):
         if self.process and self.process.poll() is None:
             self.process.terminate()
 
-    def launch(self, argv: list[str], log: IO[bytes]) -> subprocess.Popen:
-        """Start the target process, its output to `log` (testbed.cluster: on another server)."""
-        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                preexec_fn=_die_with_parent, env=testbed_environment())  # marked: `aggnet clean` may stop it
+    def launch(self, argv: list[str], log: IO[bytes]) -> SwitchProcess:
+        """Start the target process, its output to `log` (testbed.cluster: on another server). It gets
+        SIGTERM when this process dies (setpriv --pdeathsig: a preexec_fn would make Python fork the
+        whole testbed process instead of vfork, 30 ms a switch at k=8)."""
+        return subprocess.Popen(["setpriv", "--pdeathsig", "TERM", "--", *argv], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=testbed_environment())  # marked: `aggnet clean` may stop it
 
     def wait_ready(self) -> None:
         """Block until the P4Runtime and side-channel ports answer, or fail with the log tail."""
@@ -196,7 +235,13 @@ class P4Switch(Switch):
 
 
 class EmbeddedSwitch(P4Switch):
-    """`aggnet switch`: the embedded target, in the interpreter running AggNet."""
+    """`aggnet switch`: the embedded target, in the interpreter running AggNet; forked by the network's
+    launcher when it has one (testbed.launcher: the same program, started without importing it anew)."""
+
+    def launch(self, argv: list[str], log: IO[bytes]) -> SwitchProcess:
+        if self.launcher is None:
+            return super().launch(argv, log)
+        return self.launcher.launch(argv, log.name, testbed_environment())
 
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "testbed.cli", "switch", "--device-id", str(self.device_id),
@@ -246,13 +291,36 @@ def check_target(target: str) -> type[P4Switch]:
 
 
 class AggNetHost(Host):
-    """A Mininet host with IPv6 and checksum offloads off, TCP with ECN and Reno (see the module docstring)."""
+    """A Mininet host with IPv6 and checksum offloads off, TCP with ECN and Reno (see the module docstring);
+    its `python -m hosts ...` processes forked by the network's host launcher when it has one."""
+
+    def __init__(self, name: str, launcher: Launcher | None = None, **params: Any):
+        self.launcher = launcher  # testbed.launcher: started with HOST_MALLOC_ENV and the host roles loaded
+        super().__init__(name, **params)
+
+    def popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen | LaunchedProcess:
+        """Mininet's popen (`mnexec -da PID ARGV`), or the same forked by the launcher: for `python -m hosts ...`
+        with its output to a file (stderr with it) and no input, as run.start_process starts a host's process."""
+        argv = args[0] if len(args) == 1 else None
+        launchable = (self.launcher is not None and isinstance(argv, list) and Launcher.runs(argv)
+                      and kwargs.get("stderr") == subprocess.STDOUT and kwargs.get("stdin") == subprocess.DEVNULL
+                      and hasattr(kwargs.get("stdout"), "name") and set(kwargs) <= {"stdout", "stderr", "stdin", "cwd", "env"})
+        if not launchable:
+            return super().popen(*args, **kwargs)
+        assert self.launcher is not None and isinstance(argv, list), "checked above"
+        return self.launcher.launch(argv, kwargs["stdout"].name, kwargs.get("env") or dict(os.environ),
+                                    kwargs.get("cwd"), namespaces_of=self.pid)
 
     def config(self, **params):
         result = super().config(**params)
-        self.cmd(f"sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 {TCP_SYSCTLS}")
-        self.cmd(f"ethtool -K {self.defaultIntf().name} tx off rx off >/dev/null 2>&1")
+        self.cmd(self.tuning())
         return result
+
+    def tuning(self) -> str:
+        """The shell command that gives the host its IPv6, offload and TCP settings (testbed.batched runs it
+        with the rest of the host's configuration)."""
+        return (f"sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 {TCP_SYSCTLS}; "
+                f"ethtool -K {self.defaultIntf().name} tx off rx off >/dev/null 2>&1")
 
     def setARP(self, ip: str, mac: str) -> str:  # noqa: N802 - Mininet's name
         """A permanent neighbour entry (Mininet's static ARP and the job's aggregation address)."""

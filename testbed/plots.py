@@ -21,6 +21,7 @@ from typing import Any
 from testbed.report import natural_key
 
 METRICS_SUFFIX = ".metrics.jsonl"
+MAX_LINK_BARS = 40  # links drawn in plot_link_bytes
 
 
 class MetricsError(Exception):
@@ -92,9 +93,14 @@ def plot_training(metrics: Mapping[str, list[dict]], path: str | os.PathLike, ti
 
 
 def plot_link_bytes(link_bytes: Mapping[str, int], path: str | os.PathLike, title: str = "bytes per link") -> Path:
-    """One bar per link (both directions), in MB, labelled with its value."""
+    """One bar per link (both directions), in MB, labelled with its value; only the MAX_LINK_BARS busiest of a
+    larger network (a fat-tree k=8's 384 bars made a 270-inch figure that took 12 s to draw)."""
     plt = pyplot()
     names = sorted(link_bytes, key=natural_key)
+    if len(names) > MAX_LINK_BARS:
+        busiest = set(sorted(names, key=lambda n: -link_bytes[n])[:MAX_LINK_BARS])
+        title = f"{title}: the {MAX_LINK_BARS} busiest of {len(names)} links"
+        names = [n for n in names if n in busiest]
     mbytes = [link_bytes[n] / 1e6 for n in names]
     fig, ax = plt.subplots(figsize=(max(5.0, 0.7 * len(names) + 2), 4))
     bars = ax.bar(names, mbytes, color="tab:blue")
@@ -188,4 +194,30 @@ def plot_goodput(goodput: Mapping[str, Any], path: str | os.PathLike) -> Path:
            title=f"all-reduce of {goodput['elements'] / 1e6:g}M elements at emulated {goodput['gbps']:g} Gb/s")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
+    return save_figure(fig, path)
+
+
+BOUND_COLORS = {"link": "tab:green", "machine": "tab:red", "switch": "tab:orange", "host process": "tab:orange"}
+
+
+def plot_sweep(state: Mapping[str, Any], path: str | os.PathLike) -> Path:
+    """A sweep's points (testbed.sweep): each point's time, coloured by what bound its run (a link, the cores, a
+    process, nothing), with its link-bound time as a black tick; labelled by the values of the grid's axes."""
+    plt = pyplot()
+    axes = [a for a, values in state["grid"].items() if len(values) > 1] or list(state["grid"])
+    pts = [p for p in state["points"] if (p.get("summary") or {}).get("time_s") is not None]
+    labels = ["\n".join(p["values"][a] for a in axes) for p in pts]
+    times = [p["summary"]["time_s"] for p in pts]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * len(pts) + 2), 4.5))
+    colors = [BOUND_COLORS.get(p["summary"].get("bottleneck") or "", "tab:gray") for p in pts]
+    ax.bar(range(len(pts)), times, color=colors)
+    for x, p in enumerate(pts):
+        if p["summary"].get("link_bound_s"):
+            ax.plot([x - 0.4, x + 0.4], [p["summary"]["link_bound_s"]] * 2, color="black", linewidth=1.5)
+    ax.set_xticks(range(len(pts)), labels, fontsize=7)
+    ax.set(title=f"sweep: {len(pts)} points ({' / '.join(axes)}); black: link-bound time", ylabel="time (s)")
+    ax.set_yscale("log")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in ("tab:green", "tab:red", "tab:orange", "tab:gray")]
+    ax.legend(handles, ["bound by a link", "by the cores", "by a process", "by nothing"], fontsize=7, loc="upper left")
+    ax.grid(axis="y", alpha=0.3)
     return save_figure(fig, path)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import signal
 import statistics
@@ -30,7 +31,7 @@ from typing import Any
 
 from config import ConfigError, flat_dict
 from testbed.config import RunConfig, resolve_topology
-from testbed.timescale import real_config, scale_topology, unscaled_results
+from testbed.timescale import AUTO, real_config, scale_topology, unscaled_results
 
 REPO = Path(__file__).resolve().parent.parent
 AGG_MAC = "02:00:00:00:ff:fe"  # any unicast MAC: the first switch intercepts by UDP port
@@ -38,10 +39,6 @@ JOB_NAME = "job1"
 STOP_GRACE_S = 5.0
 RESULT_SUFFIX = {"train": ".result.json", "allreduce": ".bench.json", "model": ".model.json"}
 POLL_S = 0.2
-# An emulated host keeps the memory it frees (glibc: no mmap, no trim). On this kind of VM a page
-# freed to the kernel goes back to the hypervisor, and touching it again costs ~12 us: quantizing a
-# 20 MB bucket in fresh temporaries took 0.8 s instead of 0.03, on the two cores every host shares.
-HOST_MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 40)}
 
 
 class RunError(ConfigError):
@@ -109,7 +106,9 @@ def _last_line(path: Path) -> str:
 def start_process(tb: Any, host: str, name: str, argv: list[str], logs: Path,
                   env: dict[str, str] | None = None) -> HostProcess:
     """`python ARGV` inside host's network namespace, with the interpreter running us (the .venv one);
-    `env`: its whole environment (default: ours), with HOST_MALLOC_ENV."""
+    `env`: its whole environment (default: ours), with testbed.nodes.HOST_MALLOC_ENV."""
+    from testbed.nodes import HOST_MALLOC_ENV
+
     output = logs / f"{name}.out"
     with open(output, "wb") as out:
         popen = tb.host(host).popen([sys.executable, *argv], stdout=out, stderr=subprocess.STDOUT,
@@ -166,17 +165,32 @@ class JobRun:
     out: Path  # where its processes write metrics and results
     prefix: str = ""
     ps: str | None = None
-    aggregators: list[str] = field(default_factory=list)  # hostagg: aggregator host, then replica host
+    aggregators: list[str] = field(default_factory=list)  # hostagg, split: aggregator host, then replica host
+    split: list[str] = field(default_factory=list)  # split: the stragglers, whose seat in the tree the aggregator takes
     placement: Any = None  # controller.placement.JobPlacement (innet)
     admission: Any = None  # controller.tenants.Admission (innet)
     spec: Any = None  # protocol job spec handed to the workers (innet)
     job_id: int | None = None
-    processes: list[HostProcess] = field(default_factory=list)
+    processes: list[HostProcess] = field(default_factory=list)  # what the job is done with once they exit 0
+    services: list[HostProcess] = field(default_factory=list)  # servers that run until stopped (hosts.spill)
     workload: Any = None  # testbed.config.WorkloadConfig: its own (a scenario's job), else the run's
 
     def result_file(self, worker: str, kind: str) -> Path:
         """What a worker writes at the end, by workload kind (testbed.config.WorkloadConfig.kind)."""
         return self.out / f"{worker}{RESULT_SUFFIX[kind]}"
+
+    @property
+    def members(self) -> list[str]:
+        """The hosts in the job's aggregation tree: its workers, or with split aggregation the on-time ones
+        and the aggregator in the stragglers' seat (hosts.split_agg)."""
+        from hosts.agent_config import tree_members
+
+        return tree_members(self.workers, tuple(self.split), self.aggregators[0] if self.split else "")
+
+    @property
+    def standby(self) -> tuple[tuple[str, str], ...]:
+        """Split aggregation with a replica: (the aggregator, its replica), which stands by in its seat."""
+        return ((self.aggregators[0], self.aggregators[1]),) if self.split and len(self.aggregators) > 1 else ()
 
 
 def choose_workers(topo: Any, cfg: RunConfig) -> list[str]:
@@ -229,25 +243,56 @@ class Run:
         from testbed.nodes import check_target
 
         check_target(cfg.network.target)
-        cfg = self.lanes_for_servers(cfg, reporter or Reporter())
+        self.reporter = reporter or Reporter()
+        cfg = self.lanes_for_servers(cfg, self.reporter)
+        self.scale_auto: dict | None = None  # what --scale auto chose and why (testbed.autoscale)
+        auto = cfg.scale == AUTO
+        if auto:
+            cfg = dataclasses.replace(cfg, scale=1.0)  # planned at 1 first: the plan is what F is chosen for
         self.asked = cfg  # as the user asked, in the emulated cluster's time
         self.cfg = real_config(cfg, cfg.scale)  # as this machine runs it (testbed.timescale)
-        self.reporter = reporter or Reporter()
         self.topo = self.load_topology()
         self.run_dir = run_dir or Path(new_run_dir(cfg.out))
         self.logs = self.run_dir / "logs"
         self.jobs = self.plan_jobs()
+        if auto:
+            self.choose_scale()
         self.tb: Any = None
         self.conns: dict[str, Any] = {}
         self.installer: Any = None
         self.counters: dict = {}
         self.queues: dict = {}
+        self.engines: dict = {}  # switch -> the engine that ran its program (embedded target)
         self.meter: Any = None  # testbed.fidelity.CpuMeter over the switch and host processes
         self.link_meter: Any = None  # testbed.fidelity.LinkMeter, when a variant samples the links' bytes
         self.fidelity: dict = {}
         self.pki: Any = None  # testbed.tls.RunPki with --tls
+        self.run_slot: dict | None = None  # the network's run slot (testbed.slots), in results.json
 
     # -- plan: every input check, before anything starts
+
+    def choose_scale(self) -> None:
+        """--scale auto: the run planned at F = 1, the smallest F at which the links bind it (testbed.autoscale),
+        then the run as it is at that F."""
+        from testbed.autoscale import ScaleError, choose_scale
+
+        job = self.jobs[0]
+        if job.placement is None:
+            raise RunError(f"--scale auto: models the in-network all-reduce's traffic, not scheme {job.scheme} "
+                           "(give --scale F)")
+        from controller.installer import plan_job
+
+        try:
+            self.scale_auto = choose_scale(self.topo, plan_job(job.placement, 1), self.cfg.network.lanes, self.reporter,
+                                           lambda cfg: Run(cfg).execute())
+        except ScaleError as exc:
+            raise RunError(str(exc)) from None
+        factor = self.scale_auto["factor"]
+        self.reporter.status(f"--scale auto: {factor:g} ({self.scale_auto['reason']})")
+        self.asked = dataclasses.replace(self.asked, scale=factor)
+        self.cfg = real_config(self.asked, factor)
+        self.topo = self.load_topology()
+        self.jobs = self.plan_jobs()
 
     @staticmethod
     def lanes_for_servers(cfg: RunConfig, reporter: Reporter) -> RunConfig:
@@ -285,11 +330,27 @@ class Run:
         workers = choose_workers(self.topo, cfg)
         job = JobRun(JOB_NAME, workers, cfg.job.scheme, self.logs,
                      ps=ps_host(self.topo, workers) if cfg.job.scheme == "ps" else None)
-        if job.scheme == "innet":
-            self.admit([job], [Job(JOB_NAME, tuple(workers), k=cfg.job.k, slots=cfg.job.slots)])
+        if job.scheme == "split":
+            self.split_job(job, self.stragglers_of(job), [h for h in self.topo.hosts if h not in workers])
+        if job.scheme in ("innet", "split"):
+            self.admit([job], [Job(JOB_NAME, tuple(job.members), k=cfg.job.k, slots=cfg.job.slots,
+                                   standby=job.standby)])
         if job.scheme == "hostagg":
             job.aggregators = self.pick_aggregators(workers)
         return [job]
+
+    def split_job(self, job: JobRun, stragglers: list[str], idle: list[str]) -> None:
+        """Split aggregation for `job` (hosts.split_agg): its stragglers send to an aggregator on the first
+        `idle` host, which takes their seat in the tree, with a replica (--replica) on the next idle host
+        of the same switch if there is one. Without stragglers the job is plain in-network."""
+        if not stragglers:
+            job.scheme = "innet"
+            return
+        if not idle:
+            raise RunError(f"job {job.name}: split aggregation needs a host that runs no worker for its aggregator "
+                           f"({self.topo.source} has none left)")
+        spare = [h for h in idle[1:] if self.topo.switch_of(h) == self.topo.switch_of(idle[0])]
+        job.split, job.aggregators = stragglers, idle[:1] + (spare[:1] if self.cfg.job.replica else [])
 
     def admit(self, jobs: list[JobRun], wanted: list[Any], policy: str = "downgrade") -> Any:
         """Place `wanted` (controller.placement.Job, one per job) in order within the slot budgets; a
@@ -304,6 +365,7 @@ class Run:
                 job.placement = placed[job.name]
             elif job.admission.status == HOST:
                 job.scheme = self.fallback_scheme(job, tenancy)
+                job.split, job.aggregators = [], []
         return tenancy
 
     def fallback_scheme(self, job: JobRun, tenancy: Any) -> str:
@@ -387,15 +449,22 @@ class Run:
             self.pki = make_pki(self.cfg.network.tls)
             self.reporter.status(f"P4Runtime over mutual TLS, certificates in {self.cfg.network.tls}")
         return Testbed(self.topo, self.cfg.network.target, str(self.run_dir),
-                       tls=self.pki.server if self.pki else None)
+                       tls=self.pki.server if self.pki else None, pushed_program=program_path(self.cfg.network.lanes))
 
     def connect(self) -> None:
+        """A primary connection to every switch, at the ports of the network's run slot (testbed.slots)."""
         from controller.installer import connect_all
+
+        self.run_slot = self.tb.slot_json()
+        if self.run_slot["index"]:
+            self.reporter.status(f"beside another network: run slot {self.run_slot['index']} (switch interfaces "
+                                 f"{self.run_slot['interface_prefix']}s1-eth1..., ports +{self.run_slot['port_offset']})")
 
         self.conns = connect_all(self.topo, side_channel_ports={s: self.tb.side_channel_port(s)
                                                                 for s in self.topo.switches},
                                  target=self.cfg.network.target, tls=self.pki.client if self.pki else None,
-                                 addresses={s: self.tb.switch_address(s) for s in self.topo.switches})
+                                 addresses={s: self.tb.switch_address(s) for s in self.topo.switches},
+                                 grpc_ports={s: self.tb.grpc_port(s) for s in self.topo.switches})
 
     def push_pipeline(self) -> None:
         """The program and routes on every switch; link queues where the target needs the program first."""
@@ -419,7 +488,7 @@ class Run:
             if job.name in specs:
                 job.spec = self.job_spec(job, specs[job.name])
                 job.job_id = self.installer.plans[job.name].job_id
-                prepare_worker_hosts(self.tb, job.workers, job.spec.agg_ip)
+                prepare_worker_hosts(self.tb, job.members + [h for _, h in job.standby], job.spec.agg_ip)
 
     def job_spec(self, job: JobRun, spec: Any) -> Any:
         """The spec the installer made, with the run's pacing and largest retransmission timeout."""
@@ -443,7 +512,10 @@ class Run:
                              + (f" and the host aggregator on {job.aggregators[0]}" if job.aggregators else "")
                              + (f", its replica on {job.aggregators[1]}" if len(job.aggregators) > 1 else ""))
         job.out.mkdir(parents=True, exist_ok=True)
-        if job.ps:
+        if job.ps and job.spec is not None and job.spec.pool:  # the spilled chunks' server, until stopped
+            job.services.append(self.start(job.ps, f"{job.prefix}spill", ["spill", "--config", str(config),
+                                                                          "--out", str(job.out)]))
+        elif job.ps:
             job.processes.append(self.start(job.ps, f"{job.prefix}ps", ["ps", "--config", str(config),
                                                                         "--out", str(job.out)]))
         # The replica starts first: the aggregator connects to it before serving anyone.
@@ -490,19 +562,27 @@ class Run:
         config = AgentConfig(job.scheme, cfg.train, workers, ps, job.spec, cfg.comm_timeout_s,
                              aggregator=ends[0] if ends else None, replica=ends[1] if len(ends) > 1 else None,
                              staleness=cfg.job.staleness, wait_s=cfg.job.agg_wait_s,
-                             stragglers=self.stragglers_of(job), time_scale=cfg.scale)
+                             stragglers={n: self.straggler(n) for n in self.stragglers_of(job)},
+                             time_scale=cfg.scale, split_workers=tuple(job.split))
         path = self.run_dir / name
         path.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
         return path
 
-    def stragglers_of(self, job: JobRun) -> dict[str, Any]:
-        """The job's slow workers (hosts.straggler.Straggler by name): --straggler's delays."""
+    def stragglers_of(self, job: JobRun) -> list[str]:
+        """The job's workers that straggle (--straggler), in rank order."""
+        return [w for w in job.workers if w in self.cfg.job.stragglers]
+
+    def straggler(self, host: str) -> Any:
+        """How `host` is slowed (hosts.straggler.Straggler), in the cluster's time: its --straggler delay
+        (none: 0) in the --straggle period."""
         from hosts.straggler import Straggler
 
-        return {n: Straggler(d) for n, d in self.cfg.job.stragglers.items() if n in job.workers}
+        start, end = self.cfg.job.straggle_s or (0.0, math.inf)
+        return Straggler(self.cfg.job.stragglers.get(host, 0.0), start_s=start, end_s=end)
 
     def processes(self) -> list[HostProcess]:
-        return [p for job in self.jobs for p in job.processes]
+        """Every host process of the run, the jobs' services too."""
+        return [p for job in self.jobs for p in (*job.processes, *job.services)]
 
     def pids(self) -> dict[str, int]:
         """Every switch and host process of the run by name, for the CPU meter."""
@@ -542,7 +622,8 @@ class Run:
         dead = [d for d in self.tb.dead_switches() if d.split(":")[0] not in ignore]
         if dead:
             raise RunFailed(f"run failed: switch {dead[0]}")
-        return all(p.popen.poll() == 0 for p in procs)
+        services = {id(p) for job in self.jobs for p in job.services}  # they run until stopped
+        return all(p.popen.poll() == 0 for p in procs if id(p) not in services)
 
     def stop_hosts(self) -> None:
         for proc in self.processes():
@@ -550,18 +631,20 @@ class Run:
 
     def collect(self) -> None:
         """Counters of every switch (ports, and the jobs in the switches), and the traffic managers' queues."""
-        from controller.monitor import queue_stats
+        from controller.monitor import engine, queue_stats
+        from controller.parallel import each
         from testbed import fidelity, report
 
         self.tb.gather()  # results the host processes wrote on other servers
         job_ids = [j.job_id for j in self.jobs if j.job_id is not None]
         self.counters = report.collect_counters(self.topo, self.conns, job_ids)
-        stats = {s: queue_stats(conn) for s, conn in self.conns.items()}
+        stats = each(self.conns, lambda s: queue_stats(self.conns[s]))
         self.queues = {s: q for s, q in stats.items() if q is not None}
+        self.engines = {s: e for s, conn in self.conns.items() if (e := engine(conn)) is not None}
         if self.meter is not None:
             phases, measured_over = self.measured_phases()
             self.fidelity = fidelity.report(self.topo, self.counters, self.queues, phases, measured_over, self.meter,
-                                            set(self.topo.switches), self.link_meter)
+                                            set(self.topo.switches), self.cfg.scale, self.link_meter)
             if self.fidelity["warning"]:
                 self.reporter.status(self.fidelity["warning"])
 
@@ -612,13 +695,17 @@ class Run:
             "config": config, "seeds": {"model": cfg.train.seed, "data": cfg.train.seed, "vectors": cfg.train.seed},
             "run_dir": str(self.run_dir), "workers": len(job.workers), "wall_time_s": seconds,
             "versions": report.versions(cfg.network.target), "counters": self.counters, "queues": self.queues,
+            "engines": self.engines,
             "link_bytes": report.link_bytes(self.topo, self.counters), "scheme": job.scheme,
             "placement": self.placement_json(job), "fidelity": self.fidelity,
             "admission": job.admission.to_json() if job.admission is not None else None,
+            "run_slot": self.run_slot, "scale_auto": self.scale_auto,
         }
         if job.aggregators:
             results.update(aggregators=job.aggregators, staleness_bound=cfg.job.staleness,
                            aggregation=read_aggregation_stats(job.out))
+        if job.split:
+            results["split_workers"] = job.split
         if error is not None:
             results["error"] = str(error)
         results.update(self.workload_results(job))
@@ -667,7 +754,9 @@ class Run:
         complete = len(reports) == len(job.workers)
         seconds = max((r["seconds"] for r in reports.values()), default=None)
         w = self.cfg.workload
-        return {"elements": w.elements, "dtype": w.dtype,
+        from testbed.fidelity import link_bound_seconds
+
+        return {"elements": w.elements, "dtype": w.dtype, "link_bound_s": link_bound_seconds(self.topo, self.counters),
                 "allreduce_exact": complete and all(r["exact"] for r in reports.values()),
                 "allreduce_correct": complete and all(r["correct"] for r in reports.values()),
                 "max_abs_error": max((r["max_abs_error"] for r in reports.values()), default=None),

@@ -19,6 +19,17 @@ with the same jobs and timeline:
   moves trees off congested links while the jobs train; with `pacing: aimd` the jobs also
   get MLfabric-style ordering weights (hosts.pacing);
 - `unaware`: in-network aggregation with the trees placed once;
+- `split`: in-network with the trees placed once, and a job with stragglers (`job.stragglers`, or
+  workers the timeline slows: `stragglers`, `random_stragglers`) aggregates split (hosts.split_agg):
+  the switches sum its on-time workers, a host aggregator in the stragglers' seat (the job's `ps`
+  host, else an idle one) adds their late gradients;
+- `relocate`: in-network with the trees placed once; a job whose switches lack its slots is
+  placed on other switches that have them (SOAR where the memory is) before it falls back;
+- `atp`: ATP's best-effort sharing instead of admission: every job aggregates at its root in a
+  pool of the root's slots shared with the jobs rooted there; a chunk whose slot is taken
+  spills to the job's parameter server (`ps`, hosts.spill) and is summed there;
+- `hostagg`: every job on a host aggregator on its `ps` host, stragglers' gradients at most
+  `job.staleness` rounds late (MLfabric's bounded delay; hosts.host_agg);
 - `ps` / `ring`: every job on the host baselines (parameter server / ring all-reduce).
 
 Jobs are admitted with the slot budgets in force (controller.tenants); a job that does not fit
@@ -47,7 +58,7 @@ from testbed.run import REPO, JobRun, Run, RunFailed
 from testbed.scenario_results import mode_results, plot, summarize
 from testbed.timeline import RandomStragglers, RandomTraffic, SlowPeriod, TraceTraffic
 
-MODES = ("aware", "unaware", "ps", "ring")  # the split-straggler mode adds itself here
+MODES = ("aware", "unaware", "split", "relocate", "atp", "hostagg", "ps", "ring")
 RECEIVER_SLACK_S = 3.0  # a background receiver listens this long (this machine's seconds) past its flows' end
 
 
@@ -148,8 +159,9 @@ class Scenario(RunConfig):
         for i, job in enumerate(self.jobs):
             if job.name in [j.name for j in self.jobs[:i]]:
                 raise FieldProblem(f"jobs[{i}].name", f"duplicate job name '{job.name}'")
-            if "ps" in self.modes and job.ps is None:
-                raise FieldProblem(f"jobs[{i}].ps", "missing (mode ps needs a server host per job)")
+            for mode in ("ps", "atp", "hostagg"):
+                if mode in self.modes and job.ps is None:
+                    raise FieldProblem(f"jobs[{i}].ps", f"missing (mode {mode} needs a server host per job)")
             for role, host in [("workers", w) for w in job.workers] + ([("ps", job.ps)] if job.ps else []):
                 if host in owner:  # the aggregation and PS ports are per host
                     raise FieldProblem(f"jobs[{i}].{role}", f"host {host} already runs {owner[host]}")
@@ -264,13 +276,13 @@ class ModeRun(Run):
         self.t0 = 0.0  # time.monotonic() when the scenario's timeline starts
         self.started: set[str] = set()
         self.finished_s: dict[str, float] = {}  # job -> this machine's seconds after t0
+        self.timeline = timeline.build(scn, scn.train.seed)  # the cluster's time (the plan's stragglers)
+        self.real_timeline = self.timeline.scaled(scn.scale, scn.data_scale)  # this machine's
         super().__init__(scn, reporter, run_dir)
-        self.timeline = timeline.build(self.asked, self.asked.train.seed)  # the cluster's time
-        self.real_timeline = self.timeline.scaled(self.asked.scale, self.asked.data_scale)  # this machine's
 
     @property
     def innet(self) -> bool:
-        return self.mode in ("aware", "unaware")
+        return self.mode in ("aware", "unaware", "split", "relocate", "atp")
 
     def data_scale(self) -> float:
         return self.cfg.data_scale
@@ -285,13 +297,46 @@ class ModeRun(Run):
         from controller.tenants import REJECTED
 
         jobs = [JobRun(j.name, list(j.workers), "innet" if self.innet else self.mode, self.logs / j.name,
-                       prefix=f"{j.name}.", ps=j.ps if self.mode == "ps" else None, workload=j.workload)
+                       prefix=f"{j.name}.", ps=j.ps if self.mode in ("ps", "atp") else None, workload=j.workload)
                 for j in self.cfg.jobs]
+        if self.mode == "split":
+            self.split_jobs(jobs)
+        if self.mode == "hostagg":
+            for spec, job in zip(self.cfg.jobs, jobs):
+                job.aggregators = [spec.ps] if spec.ps else []
         if self.innet:
-            wanted = [Job(j.name, j.workers, j.root, j.k, j.slots) for j in self.cfg.jobs]
-            self.tenancy = self.admit(jobs, wanted, self.cfg.admission)
+            wanted = [Job(j.name, tuple(run.members), j.root, j.k, j.slots, standby=run.standby)
+                      for j, run in zip(self.cfg.jobs, jobs)]
+            if self.mode == "atp":
+                self.tenancy = self.share(jobs, wanted)
+            else:
+                self.tenancy = self.admit(jobs, wanted, "move" if self.mode == "relocate" else self.cfg.admission)
             jobs = [j for j in jobs if j.admission.status != REJECTED]
         return jobs
+
+    def share(self, jobs: list[JobRun], wanted: list[Any]) -> Any:
+        """Mode atp: every job in-network in its root's shared pool (controller.tenants.share)."""
+        from controller.tenants import share
+
+        tenancy = share(self.topo, wanted, self.cfg.job.algo, self.cfg.train.seed)
+        placed = {jp.job.name: jp for jp in tenancy.placements}
+        for job in jobs:
+            job.admission, job.placement = tenancy.admission(job.name), placed[job.name]
+        return tenancy
+
+    def split_jobs(self, jobs: list[JobRun]) -> None:
+        """Mode split: each job with stragglers gets its aggregator on its `ps` host, else on a host no job uses."""
+        used = {h for j in self.cfg.jobs for h in (*j.workers, *([j.ps] if j.ps else []))}
+        for spec, job in zip(self.cfg.jobs, jobs):
+            taken = used | {h for other in jobs for h in other.aggregators}
+            job.scheme = "split"
+            self.split_job(job, self.stragglers_of(job),
+                           ([spec.ps] if spec.ps else []) + [h for h in self.topo.hosts if h not in taken])
+
+    def stragglers_of(self, job: JobRun) -> list[str]:
+        """The job's workers that straggle (`job.stragglers`, or slowed by the timeline: `stragglers`,
+        `random_stragglers`), in rank order."""
+        return [w for w in job.workers if w in self.cfg.job.stragglers or w in self.timeline.slowdowns]
 
     def fallback_scheme(self, job: JobRun, tenancy: Any) -> str:
         """A job the switches cannot hold runs on its parameter server, or a ring when it has none."""
@@ -324,18 +369,14 @@ class ModeRun(Run):
         if self.mode == "aware" and self.cfg.job.pacing == "aimd":
             innet = {j.name: len(j.workers) for j in self.jobs if j.placement}
             weight = transfer_weights(innet, {name: 1.0 for name in innet})[job.name]
-        return dataclasses.replace(super().job_spec(job, spec), weight=weight)
+        spill_ip = self.topo.hosts[job.ps].ip if spec.pool and job.ps else ""
+        return dataclasses.replace(super().job_spec(job, spec), weight=weight, spill_ip=spill_ip)
 
-    def stragglers_of(self, job: JobRun) -> dict[str, Any]:
-        """Run.stragglers_of, with the timeline's slow periods on this machine's clock (from t0)."""
-        from hosts.straggler import Straggler
-
-        out = super().stragglers_of(job)
-        for worker in job.workers:
-            periods = tuple((self.t0 + s, self.t0 + e, f) for s, e, f in self.real_timeline.slowdowns.get(worker, ()))
-            if periods:
-                out[worker] = dataclasses.replace(out.get(worker, Straggler()), periods=periods)
-        return out
+    def straggler(self, host: str) -> Any:
+        """Run.straggler, with the timeline's slow periods (scheduled and random stragglers) on this
+        machine's clock (from t0, so asked once the timeline started: when the job's agents are configured)."""
+        periods = tuple((self.t0 + s, self.t0 + e, f) for s, e, f in self.real_timeline.slowdowns.get(host, ()))
+        return dataclasses.replace(super().straggler(host), periods=periods)
 
     def start_hosts(self) -> None:
         """Background receivers, the jobs that arrive at once, the senders (each on the timeline's clock);
@@ -385,7 +426,7 @@ class ModeRun(Run):
         while len(self.finished_s) < len(self.jobs):
             self.start_arrived()
             for job in self.jobs:
-                failed = [f for f in (p.failure() for p in job.processes) if f]
+                failed = [f for f in (p.failure() for p in (*job.processes, *job.services)) if f]
                 if failed:
                     raise RunFailed(f"mode {self.mode}: job {job.name}: {failed[0]} (logs in {self.logs})")
                 done = job.processes and all(p.popen.poll() == 0 for p in job.processes)

@@ -9,19 +9,19 @@ meter) on the links its traffic crosses, and its own processes. A DDP iteration 
 rank's does, so a job's iteration i is the slowest worker's.
 
 Across modes (`summarize`): per job and mode the median and p99 and the bound, as a table whose
-columns are TABLE_MODES (a mode not run shows as such), and the mean of each mode's jobs against
-mode aware's.
+columns are TABLE_MODES (a mode not run shows as such) then any other mode run, and the mean of
+each mode's jobs against mode aware's.
 """
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from testbed.report import accuracy_curve, bottleneck_text, time_to_accuracy
-from testbed.run import read_json, read_jsonl
+from testbed.run import read_aggregation_stats, read_json, read_jsonl
 
 TABLE_MODES = ("aware", "unaware", "split", "ring", "ps")  # the table's columns, in this order
 
@@ -54,11 +54,20 @@ def job_results(run: Any, job: Any) -> dict:
         entry["placement"] = run.placement_json(job)
         entry["counters"] = {s: c["jobs"][job.job_id] for s, c in run.counters.items()
                              if c["jobs"][job.job_id]["received"]}
-    if w.kind == "model":
-        entry.update(model_entry(run.per_worker(job)))
-    elif w.kind == "train":
-        entry.update(train_entry(read_jsonl(job.out / f"{job.workers[0]}.metrics.jsonl"), factor,
-                                 run.asked.target_accuracy))
+    if job.aggregators:
+        entry.update(aggregators=job.aggregators, aggregation=read_aggregation_stats(job.out))
+    if job.split:
+        entry["split_workers"] = job.split
+    spilled = [r["spilled_chunks"] for h in job.workers
+               if (r := read_json(job.result_file(h, w.kind))) and "spilled_chunks" in r]
+    if spilled:  # every worker hears of every spilled chunk of its job
+        entry["spilled_chunks"] = max(spilled)
+    if w.kind == "model":  # a split-off straggler's iterations do not hold the others' up
+        entry.update(model_entry(run.per_worker(job), [h for h in job.workers if h not in job.split]))
+    elif w.kind == "train":  # timed on an on-time worker: a straggler may skip steps (staleness)
+        late = run.stragglers_of(job)
+        timed = next((h for h in job.workers if h not in late), job.workers[0])
+        entry.update(train_entry(read_jsonl(job.out / f"{timed}.metrics.jsonl"), factor, run.asked.target_accuracy))
     else:
         benches = [read_json(job.out / f"{h}.bench.json") for h in job.workers]
         entry.update(allreduce_exact=all(b is not None and b.get("exact") for b in benches),
@@ -67,20 +76,23 @@ def job_results(run: Any, job: Any) -> dict:
     return entry
 
 
-def model_entry(reports: dict[str, dict]) -> dict:
-    """A model job's iterations (each the slowest rank's, and its longest compute: DDP's step waits
-    for both), their stats, exposed communication, and how many iterations a straggler slowed."""
+def model_entry(reports: dict[str, dict], on_time: Collection[str]) -> dict:
+    """A model job's iterations (each the slowest `on_time` rank's, the ranks not split off, and
+    their longest compute: DDP's step waits for both), their stats, exposed communication, and how
+    many iterations a straggler slowed (any rank's compute)."""
     if not reports:
         return {"sums_correct": False}
     first = next(iter(reports.values()))
     count = min(len(r["iterations"]) for r in reports.values())
     ranks = [[r["iterations"][i] for r in reports.values()] for i in range(count)]
-    times = [max(it["iteration_s"] for it in its) for its in ranks]
-    computes = [max(it["compute_s"] for it in its) for its in ranks]
+    timed = [[r["iterations"][i] for h, r in reports.items() if h in on_time] or its for i, its in enumerate(ranks)]
+    times = [max(it["iteration_s"] for it in its) for its in timed]
+    computes = [max(it["compute_s"] for it in its) for its in timed]
+    slowed = [max(it["compute_s"] for it in its) for its in ranks]
     out = {"model": first["model"], "profile": first["profile"], "grad_scale": first["grad_scale"],
            "compute_s": first["compute_s"], "buckets": len(first["buckets"]), **stats(times),
            "exposed_comm_median_s": statistics.median(t - c for t, c in zip(times, computes)) if times else None,
-           "straggled_iterations": sum(1 for c in computes if c > first["compute_s"] * (1 + 1e-9)),
+           "straggled_iterations": sum(1 for c in slowed if c > first["compute_s"] * (1 + 1e-9)),
            "sums_correct": all(r["correct"] for r in reports.values())}
     analytic = max((r.get("analytic", {}).get("iteration_s", 0.0) for r in reports.values()), default=0.0)
     if analytic and out["iteration_median_s"]:
@@ -112,8 +124,8 @@ def job_fidelity(run: Any, job: Any) -> dict:
     if not phases:
         return {}
     links, switches = footprint(run, job)
-    return fidelity.report(run.topo, run.counters, run.queues, phases, over, run.meter, switches, run.link_meter,
-                           links, {p.name for p in job.processes})
+    return fidelity.report(run.topo, run.counters, run.queues, phases, over, run.meter, switches, run.cfg.scale,
+                           run.link_meter, links, {p.name for p in job.processes})
 
 
 def footprint(run: Any, job: Any) -> tuple[set[str], set[str]]:
@@ -167,11 +179,13 @@ def mode_results(run: Any, seconds: float, error: Exception | None) -> dict:
 # ---------------------------------------------------------------------------- all modes
 
 def metric_of(scn: Any) -> str:
-    """What the modes are compared on: model jobs' median iteration, else training's time to the
-    target accuracy (when there is one), else each job's wall time."""
+    """What the modes are compared on: model jobs' median iteration, the all-reduce benchmark's time,
+    else training's time to the target accuracy (when there is one), else each job's wall time."""
     kinds = {scn.workload_of(job).kind for job in scn.jobs}
     if kinds == {"model"}:
         return "iteration_median_s"
+    if kinds == {"allreduce"}:
+        return "seconds"
     return "time_to_accuracy_s" if kinds == {"train"} and scn.target_accuracy is not None else "wall_s"
 
 
@@ -200,11 +214,12 @@ def _mean(values: Iterable[Any]) -> float | None:
 
 
 def markdown_table(cells: dict[str, dict[str, dict]], jobs: list[str]) -> str:
-    """Rows: jobs; columns: TABLE_MODES; a cell: median / p99 ms and what bound the job."""
-    lines = ["| job | " + " | ".join(TABLE_MODES) + " |", "|---" * (len(TABLE_MODES) + 1) + "|"]
+    """Rows: jobs; columns: TABLE_MODES, then any other mode run; a cell: median / p99 ms and what bound the job."""
+    modes = [*TABLE_MODES, *(m for m in cells if m not in TABLE_MODES)]
+    lines = ["| job | " + " | ".join(modes) + " |", "|---" * (len(modes) + 1) + "|"]
     for name in jobs:
         row = []
-        for mode in TABLE_MODES:
+        for mode in modes:
             cell = cells.get(mode, {}).get(name)
             if cell is None:
                 row.append("not run")

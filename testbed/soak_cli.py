@@ -2,10 +2,9 @@
 
 With `--isolate` the command runs itself again inside a fresh network namespace and a mount
 namespace with its own /sys (so /sys/class/net shows that namespace's interfaces) and its own
-/run/aggnet, loopback up. Its network then holds the lock of that namespace only, so an
-hour-long soak keeps no other AggNet network on the machine waiting, and its testbed record and
-unmarked switch processes are out of reach of `aggnet clean --all` elsewhere (which the suite
-runs after every root test module; testbed.clean.PRIVATE_STATE_ENV).
+/run/aggnet, loopback up. Its network then takes a run slot of that namespace (testbed.slots), and
+its testbed record and unmarked switch processes are out of reach of `aggnet clean --all`
+elsewhere (testbed.clean.PRIVATE_STATE_ENV).
 Killed, it leaves nothing behind: the namespace and its veths go with it, its switches die with
 it (PR_SET_PDEATHSIG) and its host shells are orphans `aggnet clean` removes.
 """
@@ -39,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, help="training steps per round (default: the scenario's)")
     parser.add_argument("--out", default="runs", help="folder for the run folder (default: runs)")
     parser.add_argument("--isolate", action="store_true",
-                        help="run in a fresh network namespace of its own (needs unshare), not holding the "
-                             "machine's network lock")
+                        help="run in a fresh network namespace of its own (needs unshare), out of reach of "
+                             "`aggnet clean --all` elsewhere")
 
 
 def span_seconds(args: argparse.Namespace) -> float:

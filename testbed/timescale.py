@@ -35,9 +35,31 @@ C = TypeVar("C", bound="DataclassInstance")
 
 # What a run reports in time: durations (divided by F) and rates per second (multiplied by it),
 # wherever they are in results.json (each worker's result, each fault's event).
-DURATIONS = ("step_time_s", "comm_time_s", "seconds", "detected_after_s")
+DURATIONS = ("step_time_s", "comm_time_s", "seconds", "detected_after_s", "link_bound_s")
 RATES = ("goodput_elements_per_s",)
 REAL_TIME = "wall_time_s, fidelity and logs/*.metrics.jsonl are this machine's time"
+
+
+AUTO = 0.0  # RunConfig.scale's value for `--scale auto`: the run chooses F (testbed.autoscale)
+
+
+# The factors `--scale auto` and the fidelity monitor's advice pick from: each ~25-50% above the last.
+STEPS = (1, 1.5, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 150, 200, 300, 400, 500, 1000)
+
+
+def step_up(factor: float) -> float:
+    """The smallest of STEPS at or above `factor` (the largest one past them)."""
+    return next((s for s in STEPS if s >= factor - 1e-9), STEPS[-1])
+
+
+def parse_scale(text: str) -> float:
+    """`--scale`'s value: a factor >= 1, or `auto` (AUTO)."""
+    if text.strip().lower() == "auto":
+        return AUTO
+    value = float(text)
+    if value < 1:
+        raise ValueError(f"a factor >= 1, or auto, got {text}")
+    return value
 
 
 def real_config(cfg: C, factor: float) -> C:

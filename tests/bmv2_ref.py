@@ -42,6 +42,7 @@ import collections
 import concurrent.futures
 import ctypes
 import ctypes.util
+import functools
 import hashlib
 import json
 import os
@@ -57,7 +58,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from controller.p4c import compile_bmv2
+from controller.p4c import CompileError
 from p4target import state as st
 
 TOOLS = ("p4c", "simple_switch", "simple_switch_CLI")
@@ -92,33 +93,75 @@ class Bmv2Error(Exception):
 
 # --------------------------------------------------------------------------- compiling
 
+def p4c_backend() -> str:
+    """What `p4c --target bmv2 --arch v1model` runs after its driver (p4c-bm2-ss, beside p4c): called directly,
+    it writes the same JSON and P4Info without the driver's Python start-up."""
+    p4c = shutil.which("p4c") or "p4c"
+    backend = os.path.join(os.path.dirname(p4c), "p4c-bm2-ss")
+    return backend if os.access(backend, os.X_OK) else p4c
+
+
+@functools.cache
+def p4c_version() -> str:
+    return subprocess.run([p4c_backend(), "--version"], capture_output=True, text=True).stdout.strip()
+
+
 def _source_key(program: Path) -> str:
     """Hash of p4c's version and every .p4 file next to the program (what it may include)."""
-    version = subprocess.run(["p4c", "--version"], capture_output=True, text=True).stdout
-    h = hashlib.sha256(version.encode())
+    h = hashlib.sha256(p4c_version().encode())
     for path in sorted(program.parent.glob("*.p4")):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 
 
-def compile_json(program: str, cache_dir: str) -> str:
-    """p4c's BMv2 JSON for `program`, compiled once per source version into `cache_dir`."""
+@dataclass(frozen=True)
+class Compiled:
+    """What p4c made of one program: its BMv2 JSON and P4Info (paths), and what it printed (warnings)."""
+
+    json: str
+    p4info: str
+    output: str
+
+
+def compile_p4c(program: str, cache_dir: str) -> Compiled:
+    """p4c's BMv2 JSON and P4Info for `program`, compiled once per source version into `cache_dir` (a program p4c
+    rejects raises CompileError with p4c's first error line, also when that is what the cache holds)."""
     path = Path(program).resolve()
     out = Path(cache_dir) / f"{path.stem}-{_source_key(path)}"
-    json_path = out / f"{path.stem}.json"
-    if not json_path.exists():
+    if not out.is_dir():
         for stale in Path(cache_dir).glob(f"{path.stem}-*"):  # earlier versions of the same program
             shutil.rmtree(stale, ignore_errors=True)
-        compile_bmv2(str(path), str(out))
-    return str(json_path)
+        with tempfile.TemporaryDirectory(prefix=f".{path.stem}-", dir=cache_dir) as tmp:
+            made = Path(tmp) / "out"
+            made.mkdir()
+            backend = p4c_backend()
+            target = ["-o", str(made / f"{path.stem}.json")] if backend.endswith("p4c-bm2-ss") else \
+                ["--target", "bmv2", "-o", str(made)]  # the driver names the JSON after the program
+            done = subprocess.run([backend, "--arch", "v1model", *target, "--p4runtime-files",
+                                   str(made / f"{path.stem}.p4info.txtpb"), str(path)], capture_output=True, text=True)
+            (made / "p4c.out").write_text(done.stdout + done.stderr)
+            if done.returncode != 0:
+                lines = [line.strip() for line in (done.stderr + done.stdout).splitlines() if line.strip()]
+                first = next((line for line in lines if "error" in line.lower()), lines[0] if lines else "no output")
+                (made / "error").write_text(f"{path}: p4c failed (exit {done.returncode}): {first}")
+            os.replace(made, out)  # whole or not at all: another session may share the cache folder
+    if (out / "error").exists():
+        raise CompileError((out / "error").read_text())
+    return Compiled(str(out / f"{path.stem}.json"), str(out / f"{path.stem}.p4info.txtpb"), (out / "p4c.out").read_text())
+
+
+def compile_json(program: str, cache_dir: str) -> str:
+    """p4c's BMv2 JSON for `program`, compiled once per source version into `cache_dir`."""
+    return compile_p4c(program, cache_dir).json
 
 
 class Compiler:
-    """`compile_json` for a test session, with compiles started ahead of the tests that need them.
+    """`compile_p4c` for a test session, with compiles started ahead of the tests that need them.
 
-    p4c takes up to half a minute for aggnet.p4 at 364 lanes; one background thread works through
-    `prefetch`ed programs in order while earlier tests run. Use as a context manager: leaving it
-    drops the compiles not started yet.
+    p4c takes up to half a minute for aggnet.p4 at 364 lanes; background threads work through
+    `prefetch`ed programs in order while earlier tests run, each program once however many tests
+    (the P4Info, BMv2 and engine tests) want it. Use as a context manager: leaving it drops the
+    compiles not started yet.
     """
 
     def __init__(self, cache_dir: str, workers: int = 1):
@@ -139,15 +182,19 @@ class Compiler:
         for program in programs:
             self._job(program)
 
-    def json(self, program: str) -> str:
-        """The program's BMv2 JSON, waiting for its compile (queued now if it was not)."""
+    def compiled(self, program: str) -> Compiled:
+        """What p4c made of the program, waiting for its compile (queued now if it was not)."""
         return self._job(program).result()
+
+    def json(self, program: str) -> str:
+        """The program's BMv2 JSON (path)."""
+        return self.compiled(program).json
 
     def _job(self, program: str) -> concurrent.futures.Future:
         key = str(Path(program).resolve())
         with self._lock:
             if key not in self._jobs:
-                self._jobs[key] = self._pool.submit(compile_json, key, self.cache_dir)
+                self._jobs[key] = self._pool.submit(compile_p4c, key, self.cache_dir)
             return self._jobs[key]
 
 
@@ -480,6 +527,7 @@ class Accounting:
         self.transmitted = 0
         self.outputs: list[tuple[int, bytes]] = []
         self.tail: collections.deque[str] = collections.deque(maxlen=20)  # BMv2's last log lines
+        self.ended = False  # its output ended: simple_switch exited (or crashed)
         self._pending: dict[str, int] = {}  # thread -> copies that die once its replication is known
 
     def log_line(self, line: str) -> None:
@@ -559,8 +607,8 @@ class Bmv2Switch:
         self.close()
 
     def _wait_for_thrift(self) -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        """Until simple_switch listens, however long it takes to start (the per-test timeout ends a hang)."""
+        while True:
             if self._proc.poll() is not None:
                 raise Bmv2Error(f"simple_switch exited with {self._proc.returncode}: {self._last_log()}")
             try:
@@ -568,7 +616,6 @@ class Bmv2Switch:
                 return
             except OSError:
                 time.sleep(0.05)
-        raise Bmv2Error("simple_switch: Thrift server not up after 30 s")
 
     def _last_log(self) -> str:
         self._threads[0].join(1)  # the process is gone: its output ends soon
@@ -577,6 +624,9 @@ class Bmv2Switch:
     def _read_log(self) -> None:
         for line in self._proc.stdout:
             self._acct.log_line(line)
+        with self._acct.cond:  # a batch waiting for a switch that crashed fails now, not at its timeout
+            self._acct.ended = True
+            self._acct.cond.notify_all()
 
     def _receive(self) -> None:
         while not self._stop.is_set():
@@ -604,8 +654,9 @@ class Bmv2Switch:
         deadline = time.monotonic() + self.timeout_s
         with acct.cond:
             while not acct.done():
-                if self._proc.poll() is not None:
-                    raise Bmv2Error(f"simple_switch exited with {self._proc.returncode} during a batch of {count}")
+                if acct.ended:
+                    raise Bmv2Error(f"simple_switch exited with {self._proc.wait()} during a batch of {count}: "
+                                    f"{acct.tail[-1] if acct.tail else 'no log output'}")
                 if not acct.cond.wait(timeout=max(0.0, deadline - time.monotonic())) and \
                         time.monotonic() >= deadline:
                     raise Bmv2Error(f"BMv2 not done after {self.timeout_s:g} s: {acct.alive} packet copies alive, "

@@ -27,7 +27,18 @@ def run_command(argv: list[str], timeout: float, **kwargs) -> subprocess.Complet
     """subprocess.run, except that on timeout the command first prints where its threads are (SIGUSR1),
     then gets SIGTERM (a run then tears its network down) before SIGKILL; the error raised then ends
     with the command's stderr."""
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs) as proc:
+    return finish_command(start_command(argv, **kwargs), timeout)
+
+
+def start_command(argv: list[str], **kwargs) -> subprocess.Popen:
+    """Start `argv` (in the repository by default) with its output captured; finish_command waits for it."""
+    kwargs.setdefault("cwd", REPO)
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def finish_command(proc: subprocess.Popen, timeout: float) -> subprocess.CompletedProcess:
+    """Wait for a command start_command started, as run_command does."""
+    with proc:
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -39,16 +50,20 @@ def run_command(argv: list[str], timeout: float, **kwargs) -> subprocess.Complet
             except subprocess.TimeoutExpired:
                 proc.kill()
                 out, err = proc.communicate()
-            raise AssertionError(f"{' '.join(argv[2:])}: no exit after {timeout:g} s; its stderr:\n"
+            raise AssertionError(f"{' '.join(proc.args[2:])}: no exit after {timeout:g} s; its stderr:\n"
                                  f"{err[-6000:]}") from None
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def aggnet_run(out: Path, *args: str, timeout: float = 600) -> tuple[subprocess.CompletedProcess, dict | None]:
-    """`aggnet run ... --out OUT`; returns the process and results.json (None when not written)."""
+    """`aggnet run ... --out OUT`; returns the process and results.json (None when not written). Every
+    embedded switch of the run ran its program on the native engine (results.json's `engines`)."""
     done = run_command(aggnet_cmd("run", *args, "--out", str(out)), timeout, cwd=REPO)
-    results = run_dir(out) / "results.json"
-    return done, json.loads(results.read_text()) if results.exists() else None
+    path = run_dir(out) / "results.json"
+    results = json.loads(path.read_text()) if path.exists() else None
+    if results is not None:
+        assert set(results["engines"].values()) <= {"native"}, results["engines"]
+    return done, results
 
 
 def processes_mentioning(text: str) -> dict[int, str]:
@@ -65,14 +80,36 @@ def processes_mentioning(text: str) -> dict[int, str]:
 
 
 def leftovers(folder: Path) -> list[str]:
-    """Mininet-style veths in the root namespace, and any process still working for `folder`.
+    """Mininet-style veths in the root namespace that no running network claims, and any process still
+    working for `folder` (another network may run beside the test's, in a run slot of its own)."""
+    from testbed.clean import live_records, root_veths
 
-    Interfaces are looked at while holding the one-network lock: another test's network
-    (the lock serializes them) may be running right now, and its s1-eth1 is not ours.
-    """
-    from testbed.clean import root_veths
-    from testbed.network import acquire_network_lock
-
-    with acquire_network_lock():
-        veths = root_veths()
+    claimed = {intf for record in live_records() for intf in record.get("interfaces", [])}
+    veths = [v for v in root_veths() if v not in claimed]
     return [f"interface {i}" for i in veths] + [f"process {c}" for c in processes_mentioning(str(folder)).values()]
+
+
+def judged_busiest(fidelity: dict, carried_bytes: float, link_mbps: float) -> float:
+    """The busiest link direction's load, once it is checked to be what the fidelity monitor measured and judged.
+
+    Whether links or this machine's cores bound a run depends on how busy the machine is, so a test does not
+    expect either; it checks what holds on any machine: the busiest direction ran at no less than
+    `carried_bytes` (what it must have carried) over the measured seconds at `link_mbps` (the rate as run,
+    after any time scale), plus one full token bucket; and the verdict follows from the loads: a link when
+    one reached testbed.fidelity.BUSY of its rate, else something else at BUSY, with the warning that the
+    run measured the machine, or nothing."""
+    from p4target.tm import DEFAULT_BURST_S
+    from testbed.fidelity import BUSY
+    from testbed.network import FRAME_BYTES, HOST_BURST_FRAMES
+
+    loads = fidelity["link_utilization"]
+    busiest = max(loads, key=loads.get)
+    rate = link_mbps * 1e6 / 8
+    bucket = max(FRAME_BYTES, rate * DEFAULT_BURST_S, HOST_BURST_FRAMES * FRAME_BYTES)
+    assert loads[busiest] >= carried_bytes / (rate * fidelity["seconds"] + fidelity["phases"] * bucket) - 0.001, fidelity
+    verdict = fidelity["bottleneck"]
+    if loads[busiest] >= BUSY:
+        assert verdict == {"kind": "link", "name": busiest, "load": loads[busiest]} and fidelity["warning"] is None, fidelity
+    else:
+        assert verdict is None or (verdict["kind"] != "link" and verdict["load"] >= BUSY and fidelity["warning"]), fidelity
+    return loads[busiest]

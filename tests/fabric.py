@@ -73,6 +73,20 @@ def install_job(sw: Pipeline, job_id: int, slot_base: int, slot_count: int, chil
     s.mc_group_insert(grp, [(p, 0) for p in ports])
 
 
+def install_shared_job(sw: Pipeline, job_id: int, pool_base: int, pool_size: int, children: list[Child],
+                       mcast_grp: int | None = None) -> None:
+    """A job rooted here that shares the pool [pool_base, pool_base + pool_size) (set_shared_job)."""
+    grp = mcast_grp if mcast_grp is not None else job_id + 1
+    sw.state.insert_entry("AggIngress.agg_job", st.TableEntry(
+        {"hdr.agg.job_id": st.Exact(job_id)}, "AggIngress.set_shared_job",
+        {"slot_base": pool_base, "slot_count": pool_size, "children": len(children), "mcast_grp": grp}))
+    for c in children:
+        sw.state.insert_entry("AggIngress.agg_child", st.TableEntry(
+            {"hdr.agg.job_id": st.Exact(job_id), "standard_metadata.ingress_port": st.Exact(c.port),
+             "hdr.ipv4.srcAddr": st.Ternary(0, 0)}, "AggIngress.set_child", {"index": c.index}, priority=1))
+    sw.state.mc_group_insert(grp, [(p, 0) for p in sorted({c.port for c in children})])
+
+
 def install_host(sw: Pipeline, port: int, mac: str, ip: str, udp_port: int = wire.AGG_PORT) -> None:
     sw.state.insert_entry("AggEgress.agg_host", st.TableEntry(
         {"standard_metadata.egress_port": st.Exact(port)}, "AggEgress.set_host",
@@ -90,14 +104,14 @@ def star(n: int, job_id: int = 1, slot_base: int = 0, slot_count: int = 8, lanes
 
 
 def packet(job_id: int, slot: int, seq: int, values, pool: int = 0, retx: bool = False, src: int = 1,
-           lanes: int = 32, workers: int = 1, scale: int = 0, flags: int = 0) -> bytes:
-    """A contribution frame from host `src` (IP 10.0.0.src)."""
+           lanes: int = 32, workers: int = 1, scale: int = 0, flags: int = 0, dst: str = AGG_IP) -> bytes:
+    """A contribution frame from host `src` (IP 10.0.0.src) to `dst`."""
     vals = np.zeros((1, lanes), dtype=np.int32)
     v = np.asarray(values, dtype=np.int64)
     vals[0, :v.size] = v.astype(np.int32)
     f = flags | (wire.FLAG_POOL if pool else 0) | (wire.FLAG_RETX if retx else 0)
     payload = codec.encode(job_id, slot, seq, f, vals, workers=workers, scale=scale).tobytes()
-    return codec.frame(payload, host_mac(src), SWITCH_MAC, host_ip(src), AGG_IP, wire.AGG_PORT)
+    return codec.frame(payload, host_mac(src), SWITCH_MAC, host_ip(src), dst, wire.AGG_PORT)
 
 
 @dataclass

@@ -30,6 +30,8 @@ class RawClient:
                 self._incoming.put(message)
         except grpc.RpcError as exc:
             self._incoming.put(exc)
+            return
+        self._incoming.put(None)  # the server ended the stream with OK
 
     def next_message(self, timeout: float = 10.0) -> p4r.StreamMessageResponse:
         """The next stream message from the server; re-raises the error that ended the stream."""
@@ -46,6 +48,17 @@ class RawClient:
 
     def send(self, message: p4r.StreamMessageRequest) -> None:
         self._requests.put(message)
+
+    def close_stream(self) -> None:
+        """End our side of the stream (what was sent before is still delivered); the channel stays open."""
+        self._requests.put(None)
+
+    def messages_until_end(self, timeout: float = 60.0) -> list[p4r.StreamMessageResponse]:
+        """Every stream message still to come, until the server ends the stream with OK."""
+        out = []
+        while (message := self.next_message(timeout)) is not None:
+            out.append(message)
+        return out
 
     def write(self, updates, election_id: int = 10, atomicity=p4r.WriteRequest.CONTINUE_ON_ERROR):
         return self.stub.Write(p4r.WriteRequest(device_id=self.device_id, election_id=p4r.Uint128(low=election_id),

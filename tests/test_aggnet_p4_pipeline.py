@@ -296,3 +296,65 @@ def test_forwarding_only_switch_children_told_apart_by_source():
     hosts = fb.send(s1, 3, to_s1.raw)
     assert sorted((o.port, o.values[0], o.frame.dst_ip) for o in hosts) == [(1, 321, "10.0.0.1"),
                                                                           (2, 321, "10.0.0.2")]
+
+
+def shared_pool(engine: str):
+    """Jobs 1 (hosts 1, 2) and 2 (hosts 3, 4) rooted here, sharing the pool of slots 8..11 (ATP's way)."""
+    sw = fb.switch(engine=engine)
+    for job, ports in ((1, (1, 2)), (2, (3, 4))):
+        fb.install_shared_job(sw, job, 8, 4, [fb.Child(p, i) for i, p in enumerate(ports)])
+    for p in (1, 2, 3, 4):
+        fb.install_host(sw, p, fb.host_mac(p), fb.host_ip(p))
+    return sw
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_shared_pool_chunks_hold_a_slot_until_complete_and_others_spill(engine):
+    sw = shared_pool(engine)
+    assert fb.send(sw, 1, fb.packet(1, 2, 10, [5], src=1)) == []  # job 1's chunk 10 takes slot 2
+    spilled = fb.send(sw, 3, fb.packet(2, 2, 77, [900], src=3))  # job 2's chunk 77 finds it taken
+    assert sorted(o.port for o in spilled) == [3, 4]  # every worker of job 2 hears: chunk 77 goes to the server
+    assert all(o.flag(wire.FLAG_RESULT) and o.flag(wire.FLAG_SPILL) and int(o.agg["seq"]) == 77 for o in spilled)
+    assert fb.counter(sw, "spilled", 2) == 1 and fb.counter(sw, "aggregated", 2) == 0
+    done = fb.send(sw, 2, fb.packet(1, 2, 10, [6], src=2))
+    assert sorted((o.port, o.values[0], o.flag(wire.FLAG_SPILL)) for o in done) == [(1, 11, False), (2, 11, False)]
+    # the round is complete (its result went to every worker): the slot is free for any chunk
+    assert fb.send(sw, 4, fb.packet(2, 2, 78, [1], src=4)) == []
+    assert (sw.state.register_read("AggIngress.agg_owner", (8 + 2) * 2),
+            sw.state.register_read("AggIngress.agg_seq", (8 + 2) * 2)) == (2, 78)
+    # a retransmission never takes a slot: job 1's chunk 10 asked again finds its round gone
+    again = fb.send(sw, 1, fb.packet(1, 2, 10, [5], src=1, retx=True))
+    assert sorted(o.port for o in again) == [1, 2] and all(o.flag(wire.FLAG_SPILL) for o in again)
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_a_spilled_chunk_frees_its_round_and_travels_to_the_server_as_plain_ipv4(engine):
+    sw = shared_pool(engine)
+    for host, port in ((9, 9), (3, 3)):
+        sw.state.insert_entry("AggIngress.ipv4_lpm", st.TableEntry(
+            {"hdr.ipv4.dstAddr": st.Lpm(0x0A000000 + host, 32)}, "AggIngress.ipv4_forward",
+            {"dstAddr": int(fb.host_mac(host).replace(":", ""), 16), "port": port}))
+    fb.send(sw, 3, fb.packet(2, 1, 40, [7], src=3))  # a late worker of a chunk that spilled took the slot
+    assert sw.state.register_read("AggIngress.agg_bitmap", (8 + 1) * 2) == 0b01
+    assert fb.send(sw, 3, fb.packet(2, 1, 40, [0], src=3, flags=wire.FLAG_SPILL)) == []  # ... and frees it
+    assert sw.state.register_read("AggIngress.agg_bitmap", (8 + 1) * 2) == 0
+    assert fb.send(sw, 1, fb.packet(1, 1, 3, [1], src=1)) == []  # free for job 1
+    # a release for a chunk that does not hold the slot changes nothing
+    fb.send(sw, 4, fb.packet(2, 1, 40, [0], src=4, flags=wire.FLAG_SPILL))
+    assert sw.state.register_read("AggIngress.agg_bitmap", (8 + 1) * 2) == 0b01
+    # the chunk on its way to the job's server (10.0.0.9) is routed, never summed, also through its root
+    to_ps = fb.send(sw, 3, fb.packet(2, 1, 40, [7], src=3, flags=wire.FLAG_PS, dst="10.0.0.9"))
+    assert [(o.port, o.frame.dst_ip, o.values[0]) for o in to_ps] == [(9, "10.0.0.9", 7)]
+    back = fb.send(sw, 9, fb.packet(2, 1, 40, [14], src=9, flags=wire.FLAG_PS | wire.FLAG_RESULT, dst="10.0.0.3"))
+    assert [(o.port, o.frame.src_ip, o.values[0]) for o in back] == [(3, "10.0.0.9", 14)]  # routed, not re-addressed
+    assert fb.counter(sw, "received", 2) == 3 and fb.counter(sw, "spilled", 2) == 0
+
+
+def test_a_shared_slots_other_pool_keeps_another_jobs_round():
+    sw = shared_pool("python")
+    fb.send(sw, 2, fb.packet(1, 0, 5, [1], pool=1, src=2))  # job 1's round in slot 0, pool 1, from child bit 1
+    fb.send(sw, 3, fb.packet(2, 0, 9, [1], pool=0, src=3))  # job 2 (child bit 0) takes slot 0, pool 0
+    fb.send(sw, 4, fb.packet(2, 0, 9, [1], pool=0, src=4))  # ... and completes it (child bit 1)
+    assert sw.state.register_read("AggIngress.agg_bitmap", 8 * 2 + 1) == 0b10  # job 1's bit is still in
+    outs = fb.send(sw, 1, fb.packet(1, 0, 5, [2], pool=1, src=1))
+    assert sorted((o.port, o.values[0]) for o in outs) == [(1, 3), (2, 3)]

@@ -114,27 +114,39 @@ def test_int_allreduce_survives_loss():
 
 
 def test_a_lost_contribution_is_resent_once_later_results_pass_it():
+    """h2's chunk 0 is lost; the results of chunks 1..7 pass it on every worker, so each resends it once
+    (fast retransmit). The fabric holds h2's resend until h1's and h3's have arrived: let through at once,
+    it completes chunk 0, and a worker that had not read results 1..7 yet would get [1..7, 0] in one
+    batch and rightly resend nothing. With an RTO no run reaches, only a fast retransmit resends."""
     fabric, socks = star_fabric(3, slot_count=8)
-    job = make_job(fabric, socks, slot_count=8, timeout_s=5.0)  # RTO 5 s: only a fast retransmit is quicker
-    inject, dropped = fabric._inject, []
+    job = make_job(fabric, socks, slot_count=8, timeout_s=3600.0)
+    inject, lost, held = fabric._inject, [], []
+    h2 = socks[1].getsockname()
+    sends_of_chunk_0 = dict.fromkeys((s.getsockname() for s in socks), 0)
 
-    def drop_h2_first_chunk(payload, src):
-        if src == socks[1].getsockname() and struct.unpack_from("!I", payload, 4)[0] == 0 and not dropped:
-            dropped.append(payload)
+    def lose_h2_chunk_0_and_hold_its_resend(payload, src):
+        if struct.unpack_from("!I", payload, 4)[0] != 0:
+            inject(payload, src)
             return
-        inject(payload, src)
+        sends_of_chunk_0[src] += 1
+        if src == h2:
+            (held if lost else lost).append(payload)
+        else:
+            inject(payload, src)
+        if held and all(n == 2 for a, n in sends_of_chunk_0.items() if a != h2):  # both others resent it
+            inject(held.pop(), h2)
 
-    fabric._inject = drop_h2_first_chunk
+    fabric._inject = lose_h2_chunk_0_and_hold_its_resend
     inputs = [np.full(16 * 32, rank + 1, dtype=np.int32) for rank in range(3)]
     fabric.start()
     try:
         results, errors = run_workers(job, socks, inputs)
     finally:
         fabric.close()
-    assert errors == [] and fabric.errors == [] and len(dropped) == 1
+    assert errors == [] and fabric.errors == [] and len(lost) == 1 and held == []
+    assert list(sends_of_chunk_0.values()) == [2, 2, 2]
     for *sums, stats in results:
         np.testing.assert_array_equal(sums[0], np.full(16 * 32, 6, dtype=np.int32))
-        # chunks 1..7 came back while chunk 0 waited: every worker resent chunk 0 once, no timeout fired
         assert stats.fast_retransmits == 1 and stats.retransmissions == 1
 
 

@@ -213,13 +213,13 @@ def aggnet_switch(lanes: int, vectorize: bool, slot_base: int, children: int, js
 
 @pytest.mark.parametrize("lanes,slot_base,p4c", [(32, 0, False), (64, 5, False), (64, 1022, False), (32, 5, True),
                                                  (32, 1022, True)])  # 1022: slots past the registers
-def test_aggnet_vector_and_scalar_switches_agree(lanes, slot_base, p4c, tmp_path_factory):
+def test_aggnet_vector_and_scalar_switches_agree(lanes, slot_base, p4c, request):
     """Our lowering of aggnet and p4c's JSON of it (whose lane indexes pass through fields first)."""
     json_path = ""
     if p4c:
         if bmv2_ref.missing():
             pytest.skip(bmv2_ref.missing())
-        json_path = bmv2_ref.compile_json(fb._program(lanes).source, str(tmp_path_factory.getbasetemp() / "p4c"))
+        json_path = request.getfixturevalue("p4c_compiler").json(fb._program(lanes).source)
         assert re.search(r"^ +if 0 <= _e\d+ ", aggnet_switch(lanes, True, slot_base, 1, json_path).source, re.M)
     rng = np.random.default_rng(slot_base + lanes)
     children = 3

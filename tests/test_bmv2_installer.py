@@ -6,10 +6,10 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
-import time
 
 import pytest
 from finsy import P4MulticastGroupEntry, P4TableAction, P4TableEntry, P4TableMatch
+from procs import wait_until
 
 from controller.installer import AGG_JOB, IPV4_LPM, Installer, connect_all, load_program
 from controller.placement import Job, place_jobs
@@ -38,10 +38,7 @@ def star4_on_bmv2(tmp_path):
                             stdout=log, stderr=log)
     conns = {}
     try:
-        deadline = time.monotonic() + 20
-        while not port_open(grpc_port) or not port_open(side_port):
-            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "s1.log").read_text()
-            time.sleep(0.05)
+        wait_until(lambda: port_open(grpc_port) and port_open(side_port), proc, (tmp_path / "s1.log").read_text)
         base = load_topology("topologies/star4.yaml")
         topo = parse_topology({"name": base.name,
                                "hosts": [{"name": h.name, "ip": h.ip, "mac": h.mac} for h in base.hosts.values()],

@@ -32,16 +32,16 @@ from p4target.stf import StfRunner, parse_stf
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = corpus.CORPUS
 PROGRAM = REPO / "tests" / "data" / "runtime" / "ipv4_cpu.p4"
+LOOPS = REPO / "tests" / "data" / "interp" / "loops.p4"
 P4C = shutil.which("p4c")
 needs_p4c = pytest.mark.skipif(P4C is None, reason="p4c is not on PATH (source /opt/p4ref/env.sh)")
 
 
 @pytest.fixture(scope="module")
-def p4c(tmp_path_factory):
+def p4c(p4c_compiler):
     """The reference p4c, compiling in the background ahead of the tests."""
-    with bmv2_ref.Compiler(str(tmp_path_factory.mktemp("bmv2-json")), workers=2) as compiler:
-        compiler.prefetch([str(PROGRAM)] + [str(CORPUS / f"{n}.p4") for n in corpus.names()])
-        yield compiler
+    p4c_compiler.prefetch([str(PROGRAM), str(LOOPS)] + [str(CORPUS / f"{n}.p4") for n in corpus.names()])
+    return p4c_compiler
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +135,62 @@ def test_a_malformed_json_names_file_and_path(ipv4_json, tmp_path, edit, message
     with pytest.raises(P4Error) as err:
         bmv2_json.load_file(path)
     assert str(err.value).startswith(f"{path}: error: ") and message in str(err.value)
+
+
+def _loop_back(doc: dict) -> None:
+    table = doc["pipelines"][0]["tables"][0]  # I.t, made its own next node
+    table["next_tables"] = {action: table["name"] for action in table["next_tables"]}
+
+
+def _jump_back(doc: dict) -> None:
+    jump = next(p for p in doc["actions"][0]["primitives"] if p["op"] == "_jump")
+    jump["parameters"][0]["value"] = "0x1"  # back to the then-part: it runs again, forever
+
+
+@needs_p4c
+@pytest.mark.parametrize("engine", ["python", "native"])
+@pytest.mark.parametrize("edit, message", [
+    (_loop_back, "pipelines[0]: node 'I.t' leads back to itself"),
+    (_jump_back, "actions[0].primitives[2]: _jump takes 1 parameter(s), the last a constant index after its own"),
+], ids=["pipeline-cycle", "backward-jump"])
+def test_json_that_would_loop_forever_is_refused(p4c, tmp_path, edit, message, engine):
+    """p4c never writes a loop among a pipeline's nodes nor a jump back in an action; given one, simple_switch 1.15
+    spins on the packet forever, and so did the engines (or the Python one's printer recursed). Refused at load."""
+    path = _broken(p4c.json(str(LOOPS)), tmp_path, edit)
+    with pytest.raises(P4Error) as err:
+        make_pipeline(bmv2_json.load_file(path), engine)
+    assert str(err.value).startswith(f"{path}: error: {message}")
+
+
+@needs_p4c
+def test_conditionals_whose_branches_meet_print_once_each(p4c):
+    """A chain of conditionals whose two branches lead to the next one: the Python engine printed the rest of the
+    chain inside each branch (2**40 copies for 40 of them, a load that never ended); each is printed once now."""
+    doc = json.loads(Path(p4c.json(str(LOOPS))).read_text())
+    pipeline, table = doc["pipelines"][0], doc["pipelines"][0]["tables"][0]
+    cond, count = pipeline["conditionals"][0], 40
+    for i in range(count):
+        after = f"chain{i + 1}" if i + 1 < count else None
+        pipeline["conditionals"].append({**cond, "name": f"chain{i}", "id": 100 + i, "true_next": after,
+                                         "false_next": after})
+    table["next_tables"], table["base_default_next"] = {action: "chain0" for action in table["next_tables"]}, "chain0"
+    plain = make_pipeline(bmv2_json.load_file(p4c.json(str(LOOPS))), "python")
+    chained = make_pipeline(bmv2_json.loads(json.dumps(doc)), "python")
+    assert len(chained.source) - len(plain.source) < 400 * count
+    assert chained.process(0, bytes.fromhex("09")) == [(1, bytes.fromhex("07"))]
+
+
+@needs_p4c
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_a_looping_parser_ends_every_packet(p4c, engine):
+    """A parser loop ends as on simple_switch when the stack or the packet runs out (StackOutOfBounds: 0xe3,
+    PacketTooShort: 0xe1; simple_switch 1.15 sends these same bytes), and where simple_switch spins forever (a loop
+    that consumes nothing) after MAX_PARSER_STATES states with ParserTimeout (0xe5); the pipeline goes on."""
+    pipeline = make_pipeline(bmv2_json.load_file(p4c.json(str(LOOPS))), engine)
+    assert pipeline.process(0, bytes.fromhex("01aa")) == [(1, bytes.fromhex("e5aa"))]
+    assert pipeline.process(0, bytes.fromhex("02aabbccddeeff")) == [(1, bytes.fromhex("e3aabbccddeeff"))]
+    assert pipeline.process(0, bytes.fromhex("03aabb")) == [(1, bytes.fromhex("e1"))]
+    assert pipeline.process(0, bytes.fromhex("09")) == [(1, bytes.fromhex("07"))]  # the action's forward jumps
 
 
 def test_not_json_at_all_is_one_line_with_its_position(tmp_path):

@@ -98,6 +98,7 @@ def losses(run: Path, worker: str = "h1") -> list[float]:
 @pytest.mark.slow
 @needs_bmv2
 @needs_root
+@pytest.mark.timeout(2 * 600 + 120)  # two runs of at most 600 s each (pyproject's cap: 420 s)
 def test_run_sh_on_bmv2_trains_exactly_as_on_the_embedded_target(tmp_path):
     """scripts/run.sh's training (shortened), once per target: the sums are exact integers, so every
     step's loss and the final accuracy are the same numbers on BMv2 as on the embedded target."""

@@ -7,9 +7,9 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 
 import pytest
+from procs import wait_until
 
 from controller.installer import load_program
 from controller.p4rt import P4RuntimeError, SwitchConnection
@@ -53,10 +53,7 @@ def bmv2_conn(aggnet_bmv2, tmp_path):
         proc = subprocess.Popen(["simple_switch_grpc", "--device-id", "1", "-i", "1@bva", "--thrift-port",
                                  str(thrift_port), "--log-console", "--log-level", "warn", "--no-p4", "--",
                                  "--grpc-server-addr", f"127.0.0.1:{grpc_port}"], stdout=log, stderr=log)
-        deadline = time.monotonic() + 20
-        while not port_open(grpc_port) or not port_open(thrift_port):
-            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "s1.log").read_text()
-            time.sleep(0.05)
+        wait_until(lambda: port_open(grpc_port) and port_open(thrift_port), proc, (tmp_path / "s1.log").read_text)
         conn = SwitchConnection(f"127.0.0.1:{grpc_port}", device_id=1, name="s1",
                                 side_channel=side_channel("bmv2", thrift_port))
         conn.set_pipeline(aggnet_bmv2.p4info, aggnet_bmv2.device_config)
@@ -84,10 +81,8 @@ def test_counters_count_what_crossed_the_port(bmv2_conn):
         sock.bind(("bvb", 0))
         for _ in range(3):
             sock.send(frame)
-    deadline = time.monotonic() + 10
-    while bmv2_conn.side_command("counter_read AggIngress.port_rx 1") != f"packets=3 bytes={3 * len(frame)}":
-        assert time.monotonic() < deadline, bmv2_conn.side_command("counter_read AggIngress.port_rx 1")
-        time.sleep(0.1)
+    wait_until(lambda: bmv2_conn.side_command("counter_read AggIngress.port_rx 1").startswith("packets=3 "))
+    assert bmv2_conn.side_command("counter_read AggIngress.port_rx 1") == f"packets=3 bytes={3 * len(frame)}"
 
 
 def test_queue_settings_are_taken_and_delay_is_refused(bmv2_conn):

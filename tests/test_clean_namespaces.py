@@ -19,7 +19,8 @@ STAND_IN = 'exec -a "aggnet switch --device-id 1" sleep 600'
 
 
 @pytest.fixture
-def stand_ins():
+def stand_ins(monkeypatch):
+    monkeypatch.delenv(clean.PRIVATE_STATE_ENV, raising=False)  # marked as a testbed whose state is not private
     env = clean.testbed_environment()
     procs = {"here": subprocess.Popen(["bash", "-c", STAND_IN], env=env),
              "elsewhere": subprocess.Popen(["unshare", "--net", "--", "bash", "-c", STAND_IN], env=env)}
@@ -59,6 +60,7 @@ def test_records_name_their_namespace(monkeypatch, tmp_path):
 
 
 def test_a_private_state_dir_leaves_switches_unmarked(monkeypatch):
+    monkeypatch.delenv(clean.PRIVATE_STATE_ENV, raising=False)
     monkeypatch.setenv(clean.TESTBED_ENV, "1:1")
     assert clean.testbed_environment()[clean.TESTBED_ENV] == f"{os.getpid()}:{clean.process_start_time(os.getpid())}"
     monkeypatch.setenv(clean.PRIVATE_STATE_ENV, "1")

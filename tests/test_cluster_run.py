@@ -15,12 +15,12 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import e2e
 import pytest
+from procs import wait_until
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces and Mininet"),
@@ -50,8 +50,9 @@ def links(kind: str, netns: str | None = None) -> list[str]:
 @pytest.fixture
 def srv2(tmp_path: Path) -> Iterator[tuple[Path, Path, int]]:
     """A second server: (the ssh_config that reaches it as root@srv2, the run root it does not share, sshd's pid)."""
-    if HERE in sh("ip", "-o", "-4", "addr"):
-        pytest.skip(f"{HERE} is already in use on this machine")
+    subprocess.run(["ip", "link", "del", VETH_HERE], capture_output=True)  # what a killed run of this test left
+    subprocess.run(["ip", "netns", "del", NETNS], capture_output=True)
+    assert HERE not in sh("ip", "-o", "-4", "addr"), f"{HERE} is in use on this machine: srv2's /30 needs it"
     keys = tmp_path / "ssh"
     keys.mkdir()
     for name in ("host_key", "id_ed25519"):
@@ -82,11 +83,8 @@ def srv2(tmp_path: Path) -> Iterator[tuple[Path, Path, int]]:
         sshd = subprocess.Popen(["ip", "netns", "exec", NETNS, "sh", "-c", f"mount -t tmpfs srv2-runs {runs} && "
                                  f"exec /usr/sbin/sshd -D -e -f {keys / 'sshd_config'}"],
                                 stdout=subprocess.DEVNULL, stderr=open(keys / "sshd.log", "wb"))
-        deadline = time.monotonic() + 30
-        while subprocess.run(["ssh", "-F", str(config), "-o", "BatchMode=yes", "root@srv2", "true"],
-                             capture_output=True).returncode != 0:
-            assert sshd.poll() is None and time.monotonic() < deadline, (keys / "sshd.log").read_text()
-            time.sleep(0.2)
+        wait_until(lambda: subprocess.run(["ssh", "-F", str(config), "-o", "BatchMode=yes", "root@srv2", "true"],
+                                          capture_output=True).returncode == 0, sshd, (keys / "sshd.log").read_text)
         yield config, runs, sshd.pid  # `ip netns exec` and sh exec sshd: one pid
     finally:
         for pid in netns_pids():  # sshd, and anything a failed run left on srv2
@@ -102,10 +100,7 @@ def assert_nothing_left(runs: Path, sshd: int, shells_before: dict[int, str]) ->
     have: waited for), no Mininet shell the run started, nothing of the run here. (Shells there before
     the run belong to a network elsewhere, e.g. a soak isolated in a namespace of its own.)"""
     assert links("vxlan") == [] and links("vxlan", NETNS) == []
-    deadline = time.monotonic() + 10
-    while netns_pids() != [sshd] and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert netns_pids() == [sshd], [Path(f"/proc/{p}/cmdline").read_text() for p in netns_pids()]
+    wait_until(lambda: netns_pids() == [sshd])  # the sessions end after their clients here did
     shells = e2e.processes_mentioning("mininet:")
     assert {pid: cmd for pid, cmd in shells.items() if pid not in shells_before} == {}
     assert e2e.leftovers(runs) == []

@@ -1,14 +1,18 @@
 """`aggnet compare` on the all-reduce workload, as a user runs it (root, Mininet): every scheme runs
 the same seeded all-reduce on the same shaped links, every sum is right, the ring's busiest link
-carries more than in-network aggregation's (2(N-1)/N of the vector each way against once), and at
-a link rate this machine keeps up with, the fidelity monitor names a link as what bound both."""
+carries more than in-network aggregation's (2(N-1)/N of the vector each way against once), and the
+fidelity monitor measures the links at their rate and judges by its measurements (a link, at a rate
+an idle machine keeps up with; on a busy one, maybe the machine: e2e.judged_busiest)."""
 from __future__ import annotations
 
 import json
 import os
 
+import e2e
 import pytest
 from e2e import REPO, aggnet_cmd, run_command
+
+from testbed.report import bottleneck_text
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]
@@ -32,6 +36,6 @@ def test_compare_runs_the_all_reduce_with_every_scheme(tmp_path):
         results = json.loads(next((folder / scheme).glob("*/results.json")).read_text())
         fidelity = results["fidelity"]
         assert fidelity["measured_over"] == "workload" and fidelity["seconds"] >= results["seconds"] - 0.001  # rounded to ms
-        assert fidelity["bottleneck"]["kind"] == "link" and fidelity["bottleneck"]["load"] >= 0.9, fidelity
-        assert summary[scheme]["bottleneck"].startswith("link ")
+        e2e.judged_busiest(fidelity, 4 * ELEMENTS, 10)  # the vector, one way at least, at 10 Mb/s
+        assert summary[scheme]["bottleneck"] == bottleneck_text(fidelity)
     assert "schemes compared" in done.stdout and (folder / "comparison.png").is_file()  # the table was printed

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet"),
+              pytest.mark.timeout(900 + 120)]  # the script's own limit, and its teardown (pyproject's cap: 420 s)
 REPO = Path(__file__).resolve().parent.parent
 
 

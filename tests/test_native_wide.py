@@ -6,14 +6,12 @@ from pathlib import Path
 import pytest
 
 from p4target.frontend import load_program
-from p4target.native.build import compiler
 from p4target.native.pipeline import ENGINES, NativePipeline, make_pipeline
 from p4target.state import InvalidArgument
 
 PROGRAM = Path(__file__).resolve().parent / "data" / "stf" / "wide_values.p4"
 C_200 = (0xAB << 192) | (0x1234 << 100) | 0x77  # a 200-bit value with bits in each of its four words
 
-pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler for the native engine")
 
 
 @pytest.fixture(params=ENGINES)

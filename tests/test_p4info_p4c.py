@@ -2,36 +2,30 @@
 
 Programs: p4c's v1model corpus (../shared/p4c-corpus, the ones listed as passing on BMv2),
 p4src/*.p4, and the test programs under tests/data/p4info and tests/data/runtime. A program
-`aggnet p4 compile` rejects is skipped (naming our error): the corpus test tracks those. p4c
-(`p4c --target bmv2 --arch v1model --p4runtime-files`, from PATH or /opt/p4ref; its back end
-p4c-bm2-ss is called directly when it is there) runs once per program per session, in parallel;
-with pytest's cache plugin on, its P4Info is also kept per program source and p4c version, so a
-second run compiles nothing. Without p4c every test skips with that reason.
+`aggnet p4 compile` rejects fails (naming our error); one p4c rejects is skipped. p4c runs once per
+program per session, in the background ahead of the tests (the session's p4c_compiler, tests/conftest.py,
+which the BMv2 tests share); with pytest's cache plugin on, its output is also kept per program source
+and p4c version, so a second run compiles nothing. Without p4c every test skips with that reason.
 
 `python tests/test_p4info_p4c.py [PROGRAM.p4...]` prints the differences, program by program.
 """
 from __future__ import annotations
 
 import difflib
-import functools
-import hashlib
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import bmv2_ref
 import corpus
 import pytest
 
+from controller.p4c import CompileError
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = corpus.CORPUS
-P4C = shutil.which("p4c") or next((p for p in ["/opt/p4ref/bin/p4c"] if os.access(p, os.X_OK)), None)
-# `p4c --target bmv2 --arch v1model` runs p4c-bm2-ss; calling it directly skips the driver (a third faster)
-BMV2_COMPILER = next((c for c in [os.path.join(os.path.dirname(P4C), "p4c-bm2-ss")] if os.access(c, os.X_OK)),
-                     None) if P4C else None
+P4C = shutil.which("p4c")
 
 
 def programs() -> list[Path]:
@@ -45,73 +39,19 @@ def programs() -> list[Path]:
     return found
 
 
-class Compiled:
-    """Our P4Info text (or our one-line error) and p4c's (or its first error line), per program."""
+def ours(path: Path) -> str:
+    """Our P4Info of the program, as text (P4Error when `aggnet p4 compile` rejects it)."""
+    from google.protobuf import text_format
 
-    def __init__(self, cache_dir: Path | None):
-        self.cache_dir = cache_dir
-        self.ours: dict[Path, str] = {}
-        self.our_errors: dict[Path, str] = {}
-        self.p4c: dict[Path, str] = {}
-        self.p4c_errors: dict[Path, str] = {}
+    from p4target.frontend import load_program
+    from p4target.p4info import build_p4info
 
-    def run(self, paths: list[Path]) -> Compiled:
-        for path in paths:
-            self._ours(path)
-        accepted = [p for p in paths if p in self.ours]
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-            list(pool.map(self._p4c, accepted))
-        return self
-
-    def _ours(self, path: Path) -> None:
-        from google.protobuf import text_format
-
-        from p4target.errors import P4Error
-        from p4target.frontend import load_program
-        from p4target.p4info import build_p4info
-
-        try:
-            self.ours[path] = text_format.MessageToString(build_p4info(load_program(str(path))))
-        except P4Error as exc:
-            self.our_errors[path] = str(exc)
-
-    def _p4c(self, path: Path) -> None:
-        from p4target.device_config import device_config_source
-
-        key = hashlib.sha256((p4c_version() + device_config_source(str(path))).encode()).hexdigest()[:24]
-        cached = self.cache_dir / f"{path.stem}-{key}.txt" if self.cache_dir else None
-        if cached is not None and cached.is_file():
-            text = cached.read_text()
-        else:
-            text = compile_p4info(path)
-            if cached is not None:
-                cached.write_text(text)
-        if text.startswith("error\n"):
-            self.p4c_errors[path] = text.split("\n", 2)[1]
-        else:
-            self.p4c[path] = canonical(text)
+    return text_format.MessageToString(build_p4info(load_program(str(path))))
 
 
-@functools.cache
-def p4c_version() -> str:
-    return subprocess.run([BMV2_COMPILER or P4C, "--version"], capture_output=True, text=True).stdout.strip()
-
-
-def compile_p4info(path: Path) -> str:
-    """p4c's P4Info text for `path`, or "error\\n" + its first error line."""
-    with tempfile.TemporaryDirectory(prefix="p4info-") as out:
-        p4info = os.path.join(out, "p4info.txtpb")
-        if BMV2_COMPILER:
-            argv = [BMV2_COMPILER, "--arch", "v1model", "-o", os.path.join(out, "program.json")]
-        else:
-            argv = [P4C, "--target", "bmv2", "--arch", "v1model", "-o", out]
-        done = subprocess.run([*argv, "--p4runtime-files", p4info, str(path)], capture_output=True, text=True,
-                              timeout=600)
-        if done.returncode != 0:
-            lines = [line for line in (done.stderr + done.stdout).splitlines() if "error" in line.lower()]
-            return "error\n" + (lines[0] if lines else f"p4c exited with {done.returncode}") + "\n"
-        with open(p4info) as fh:
-            return fh.read()
+def theirs(compiler: bmv2_ref.Compiler, path: Path) -> str:
+    """p4c's P4Info of the program, printed as ours is (CompileError when p4c rejects it)."""
+    return canonical(Path(compiler.compiled(str(path)).p4info).read_text())
 
 
 def canonical(text: str) -> str:
@@ -126,12 +66,12 @@ def differences(theirs: str, ours: str) -> str:
     return "".join(difflib.unified_diff(theirs.splitlines(True), ours.splitlines(True), "p4c", "aggnet", n=3))
 
 
-@pytest.fixture(scope="session")
-def compiled(request) -> Compiled:
+@pytest.fixture(scope="module")
+def compiler(p4c_compiler: bmv2_ref.Compiler) -> bmv2_ref.Compiler:
     if P4C is None:
-        pytest.skip("p4c is not on PATH or in /opt/p4ref/bin (source /opt/p4ref/env.sh)")
-    cache = getattr(request.config, "cache", None)  # None under `-p no:cacheprovider` (scripts/test.sh)
-    return Compiled(Path(cache.mkdir("p4c-p4info")) if cache is not None else None).run(programs())
+        pytest.skip("p4c is not on PATH (source /opt/p4ref/env.sh)")
+    p4c_compiler.prefetch(str(p) for p in programs())
+    return p4c_compiler
 
 
 def _id(path: Path) -> str:
@@ -140,13 +80,18 @@ def _id(path: Path) -> str:
 
 @pytest.mark.bmv2
 @pytest.mark.parametrize("path", programs(), ids=_id)
-def test_our_p4info_is_p4cs(compiled, path):
-    if path in compiled.our_errors:
-        pytest.skip(f"aggnet p4 compile rejects it: {compiled.our_errors[path]}")
-    if path in compiled.p4c_errors:
-        pytest.skip(f"p4c rejects it: {compiled.p4c_errors[path]}")
-    theirs, ours = compiled.p4c[path], compiled.ours[path]
-    assert ours == theirs, f"{path}: our P4Info differs from p4c's:\n{differences(theirs, ours)}"
+def test_our_p4info_is_p4cs(compiler, path):
+    from p4target.errors import P4Error
+
+    try:
+        mine = ours(path)
+    except P4Error as exc:
+        pytest.fail(f"aggnet p4 compile rejects it: {exc}")
+    try:
+        reference = theirs(compiler, path)
+    except CompileError as exc:
+        pytest.skip(f"p4c rejects it: {exc}")
+    assert mine == reference, f"{path}: our P4Info differs from p4c's:\n{differences(reference, mine)}"
 
 
 def test_the_corpus_and_repository_programs_are_found():
@@ -157,16 +102,17 @@ def test_the_corpus_and_repository_programs_are_found():
 
 
 if __name__ == "__main__":
+    from p4target.errors import P4Error
+
     if P4C is None:
-        sys.exit("p4c is not on PATH or in /opt/p4ref/bin")
+        sys.exit("p4c is not on PATH (source /opt/p4ref/env.sh)")
     selected = [Path(a).resolve() for a in sys.argv[1:]] or programs()
-    result = Compiled(None).run(selected)
-    for program in selected:
-        if program in result.our_errors:
-            print(f"SKIP {program}: ours: {result.our_errors[program]}")
-        elif program in result.p4c_errors:
-            print(f"SKIP {program}: p4c: {result.p4c_errors[program]}")
-        elif result.ours[program] == result.p4c[program]:
-            print(f"SAME {program}")
-        else:
-            print(f"DIFF {program}\n{differences(result.p4c[program], result.ours[program])}")
+    with tempfile.TemporaryDirectory() as folder, bmv2_ref.Compiler(folder, workers=2) as compiler:
+        compiler.prefetch(str(p) for p in selected)
+        for program in selected:
+            try:
+                mine, reference = ours(program), theirs(compiler, program)
+            except (P4Error, CompileError) as exc:
+                print(f"SKIP {program}: {exc}")
+                continue
+            print(f"SAME {program}" if mine == reference else f"DIFF {program}\n{differences(reference, mine)}")

@@ -95,13 +95,13 @@ def run_agents(tmp_path, path, world, kill_after_step=None):
               for i in range(world)]
     if kill_after_step is not None:
         metrics = out / "h1.metrics.jsonl"
-        deadline = time.monotonic() + 120
         while not (metrics.exists() and len(metrics.read_text().splitlines()) > kill_after_step):
-            assert time.monotonic() < deadline and procs[1].poll() is None
+            assert procs[1].poll() is None
             time.sleep(0.01)
         procs[1].send_signal(signal.SIGKILL)
-    for p in agents + procs:
-        p.communicate(timeout=180)
+    errors = [p.communicate(timeout=180)[1] for p in agents + procs]
+    if any(p.returncode not in (0, -signal.SIGKILL) for p in agents + procs):
+        print("\n".join(e.strip()[-2000:] for e in errors if e.strip()))  # shown when the test fails
     return [p.returncode for p in agents + procs], out, ckpt
 
 

@@ -127,9 +127,9 @@ def test_collect_counters_matches_the_traffic(traffic):
     job = spec.job_id
     # s2: h1, h2, the result from s1, h2's retransmission (a duplicate answered with the result)
     assert counters["s2"]["jobs"] == {job: {"received": 4, "aggregated": 2, "completed": 1, "duplicates": 1,
-                                            "retx_answered": 1, "overflows": 0}}
+                                            "retx_answered": 1, "overflows": 0, "spilled": 0}}
     assert counters["s3"]["jobs"] == {job: {"received": 3, "aggregated": 2, "completed": 1, "duplicates": 0,
-                                            "retx_answered": 0, "overflows": 0}}
+                                            "retx_answered": 0, "overflows": 0, "spilled": 0}}
     assert counters["s1"]["jobs"][job]["completed"] == 1
 
 
@@ -177,7 +177,7 @@ def test_counters_table_lists_every_job_and_port(traffic):
     console = Console(width=80, record=True)
     report.print_counters(counters, fabric.topo, console)
     rows = [line.split() for line in console.export_text().splitlines()]
-    job_rows = [r for r in rows if len(r) == 8 and r[0] in counters and r[2].isdigit()]  # switch, job, 6 counts
+    job_rows = [r for r in rows if len(r) == 9 and r[0] in counters and r[2].isdigit()]  # switch, job, 7 counts
     port_rows = [r for r in rows if len(r) == 8 and r[0] in counters and not r[2].isdigit()]  # switch, port, peer
     job = str(spec.job_id)
     assert job_rows == [[s, job, *map(str, counters[s]["jobs"][spec.job_id].values())] for s in ("s1", "s2", "s3")]

@@ -56,6 +56,9 @@ def test_link_bytes_and_comparison_plots(metrics_dir, tmp_path):
     link_bytes = {f"s1-h{i}": 1000 * i * i for i in range(1, 13)}
     path = plots.plot_link_bytes(link_bytes, tmp_path / "link_bytes.png")
     assert png_size(path)[0] == round((0.7 * 12 + 2) * 110) and ink(path) > 0.02
+    many = {f"s{i}-s{i + 1}": i for i in range(1, 400)}  # a big network: its busiest links only
+    path = plots.plot_link_bytes(many, tmp_path / "many.png")
+    assert png_size(path)[0] == round((0.7 * plots.MAX_LINK_BARS + 2) * 110)
 
     runs = {scheme: {"step_time_s": sorted(r["step_time_s"] for r in metrics[w])[20],
                      "final_accuracy": metrics[w][-1]["test_accuracy"], "link_bytes": link_bytes}

@@ -11,16 +11,20 @@ import pytest
 from procs import free_port
 
 from hosts import quantize
-from hosts.allreduce_bench import check, value_limit, vector
+from hosts.allreduce_bench import Vectors, check, value_limit
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def test_vectors_are_seeded_per_rank_and_stay_within_the_limit():
-    a, b = vector(7, 0, 1000, "int32", 100), vector(7, 1, 1000, "int32", 100)
-    assert np.array_equal(a, vector(7, 0, 1000, "int32", 100)) and not np.array_equal(a, b)
-    assert a.dtype == np.int32 and np.abs(a).max() <= 100 and np.abs(a).max() > 90
-    assert vector(7, 0, 10, "float32", 0).dtype == np.float32
+    vectors = Vectors(7, 1000, "int32", 100, 8)
+    a, b = vectors.of(0), vectors.of(1)
+    assert np.array_equal(a, Vectors(7, 1000, "int32", 100, 8).of(0)) and not np.array_equal(a, b)
+    every = np.stack([vectors.of(r) for r in range(8)])
+    assert every.dtype == np.int32 and np.abs(every).max() <= 100 and np.abs(every).max() > 90
+    assert vectors.int_error(every.astype(np.int64).sum(axis=0)) == 0  # the closed form is the sum
+    assert (np.diff(every, axis=0) != 0).mean() > 0.9  # ranks differ at (almost) every element
+    assert Vectors(7, 10, "float32", 0, 2).of(0).dtype == np.float32
 
 
 @pytest.mark.parametrize("scheme, workers", [("innet", 4), ("innet", 8), ("ps", 4)])
@@ -31,8 +35,8 @@ def test_value_limit_keeps_the_worst_case_sum_exact(scheme, workers):
 
 
 def test_int_check_exact_and_wrong():
-    inputs = [vector(1, r, 500, "int32", value_limit("innet", 3)) for r in range(3)]
-    right = np.sum(np.stack(inputs).astype(np.int64), axis=0).astype(np.int32)
+    inputs = Vectors(1, 500, "int32", value_limit("innet", 3), 3)
+    right = np.sum(np.stack([inputs.of(r) for r in range(3)]).astype(np.int64), axis=0).astype(np.int32)
     assert check("innet", "int32", inputs, right) == {"correct": True, "exact": True, "max_abs_error": 0.0,
                                                        "bound": 0.0}
     wrong = right.copy()
@@ -42,10 +46,10 @@ def test_int_check_exact_and_wrong():
 
 
 def test_float_check_uses_the_quantization_bound():
-    inputs = [vector(2, r, 2000, "float32", 0) for r in range(4)]
-    e_max = max(quantize.max_exponent(x) for x in inputs)
+    inputs = Vectors(2, 2000, "float32", 0, 4)
+    e_max = max(quantize.max_exponent(inputs.of(r)) for r in range(4))
     f = quantize.frac_bits(e_max, 4)
-    quantized = sum(quantize.quantize(x, f).astype(np.int64) for x in inputs)
+    quantized = sum(quantize.quantize(inputs.of(r), f).astype(np.int64) for r in range(4))
     result = quantize.dequantize(quantized, f)
     verdict = check("innet", "float32", inputs, result)
     assert verdict["correct"] and 0 < verdict["max_abs_error"] <= verdict["bound"]
@@ -56,8 +60,8 @@ def test_float_check_uses_the_quantization_bound():
 
 
 def test_ps_float_check_is_bit_exact_in_the_servers_order():
-    inputs = [vector(3, r, 100, "float32", 0) for r in range(3)]
-    in_order = (inputs[0] + inputs[1]) + inputs[2]
+    inputs = Vectors(3, 100, "float32", 0, 3)
+    in_order = (inputs.of(0) + inputs.of(1)) + inputs.of(2)
     assert check("ps", "float32", inputs, in_order)["exact"]
     assert not check("ps", "float32", inputs, np.nextafter(in_order, np.inf))["correct"]
 
@@ -83,8 +87,8 @@ def test_benchmark_processes_over_loopback_with_a_parameter_server(tmp_path):
 
 
 def test_ring_float_check_allows_the_chunk_order_roundings_only():
-    inputs = [vector(4, r, 300, "float32", 0) for r in range(4)]
-    from_rank_2 = ((inputs[2] + inputs[3]) + inputs[0]) + inputs[1]  # one chunk's order on the ring
+    inputs = Vectors(4, 300, "float32", 0, 4)
+    from_rank_2 = ((inputs.of(2) + inputs.of(3)) + inputs.of(0)) + inputs.of(1)  # one chunk's order on the ring
     verdict = check("ring", "float32", inputs, from_rank_2)
     assert verdict["correct"] and verdict["bound"] > 0
     assert not check("ring", "float32", inputs, from_rank_2 + 4 * verdict["bound"])["correct"]

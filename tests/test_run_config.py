@@ -70,7 +70,7 @@ def test_bad_workers_for_the_topology(job, message):
     ({"network": {"link_mbps": 0}}, "run.yaml: field 'network.link_mbps': must be >= 0.001, got 0.0"),
     ({"workload": {"workload": "allreduce"}, "job": {"scheme": "hostagg"}}, "field 'job.scheme': the all-reduce "
                                                                             "benchmark runs innet, ps and ring"),
-    ({"job": {"scheme": "ring", "staleness": 2}}, "field 'job.staleness': only host aggregation bounds staleness"),
+    ({"job": {"scheme": "ring", "staleness": 2}}, "field 'job.staleness': only host and split aggregation bound staleness"),
     ({"job": {"stragglers": {"h2": -0.1}}}, "run.yaml: field 'job.stragglers.h2': must be >= 0, got -0.1"),
     ({"train": {"lr": "fast"}}, "run.yaml: field 'train.lr': expected float, got 'fast'"),
     ({"train": {"colour": 1}}, "run.yaml: field 'train.colour': unknown (known: model, dataset"),
@@ -147,7 +147,7 @@ def test_cli_compare_rejects_unknown_scheme(tmp_path):
     done = subprocess.run([sys.executable, "-m", "testbed.cli", "compare", "--schemes", "innet,magic",
                            "--out", str(tmp_path)], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == ["--schemes: 'innet,magic': give distinct schemes from innet, ps, ring, hostagg"]
+    assert done.stderr.strip().splitlines() == ["--schemes: 'innet,magic': give distinct schemes from innet, ps, ring, hostagg, split"]
 
 
 @pytest.mark.parametrize("entry", ["ps=0.5", "magic=4", "ring", "innet=fast"])

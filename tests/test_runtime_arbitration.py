@@ -5,16 +5,16 @@ from finsy.proto import p4r
 from google.protobuf import any_pb2
 
 from p4target.runtime import codec
-from p4target.runtime.arbitration import Arbitration, Session
+from p4target.runtime.arbitration import Arbitration
 from p4target.runtime.errors import RuntimeStatus
 from p4target.runtime.roles import P4RoleConfig, RoleScope
+from p4target.runtime.stream import Session
 
 
 def drain(session: Session) -> list[tuple[int, int]]:
     """(status code, election id) of every arbitration message queued for `session`."""
     out = []
-    while not session._outbox.empty():
-        msg = session._outbox.get_nowait()
+    for msg in session.take():
         assert isinstance(msg, p4r.StreamMessageResponse)
         arb = msg.arbitration
         out.append((arb.status.code, (arb.election_id.high << 64) | arb.election_id.low))

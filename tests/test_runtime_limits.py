@@ -16,10 +16,10 @@ from p4rt_raw import RawClient, write_codes
 from procs import free_port
 
 from p4target.frontend import load_source
+from p4target.limits import STREAM_QUEUE
 from p4target.native.pipeline import ENGINES
 from p4target.p4info import build_p4info
 from p4target.runtime import RuntimeServer
-from p4target.runtime.arbitration import STREAM_QUEUE
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAM = REPO / "tests" / "data" / "runtime" / "ipv4_cpu.p4"
@@ -170,10 +170,10 @@ def test_a_client_that_stops_reading_loses_its_packet_ins_not_the_others(server,
                     assert message.packet.payload == payload
                     received_by_b += 1
 
-        for sent_by_b in range(1, sent + 1):  # B keeps at most 256 of its own PacketIns waiting: it reads
+        for sent_by_b in range(1, sent + 1):  # B keeps at most 64 PacketIns (512 KiB) waiting: it reads
             client.send(p4r.StreamMessageRequest(packet=out))
-            if sent_by_b - received_by_b >= 256:
-                read_until(128)
+            if sent_by_b - received_by_b >= 64:
+                read_until(32)
         read_until(0)
         assert server.stream_drops > 0
         dropped = server.stream_drops

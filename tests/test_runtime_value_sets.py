@@ -64,10 +64,10 @@ def test_value_sets_written_read_and_matched(server, p4info_path):
                    {e.value_set_id: sorted(tuple(sorted(m.items())) for m in e.members)
                     async for e in sw.read(P4ValueSetEntry("marking", members=[]))}
 
-    assert asyncio.run(asyncio.wait_for(main([]), 20)) == {"tunnel_types": [], "marking": []}
+    assert asyncio.run(main([])) == {"tunnel_types": [], "marking": []}
     assert getattr(server.pipeline, "engine_name", "python") == server.device.engine  # no fallback
     assert run_packet(server, frame(0x88B5)) == (1, frame(0x88B5))  # no tunnel types yet
-    read = asyncio.run(asyncio.wait_for(main(sets), 20))
+    read = asyncio.run(main(sets))
     assert read == {"tunnel_types": [(("", 0x88B5),), (("", 0x9000),)], "marking": [(("flags", 1), ("proto", 6))]}
     marked = ETH + bytes.fromhex("88b5" "0601beef")
     assert run_packet(server, frame(0x88B5)) == (2, marked)
@@ -80,7 +80,7 @@ def test_value_set_writes_are_modify_only_and_bounded(server, p4info_path):
     async def set_pipeline():
         async with Switch("s1", f"127.0.0.1:{server.port}", SwitchOptions(p4info=p4info_path, p4blob=PROGRAM)):
             pass
-    asyncio.run(asyncio.wait_for(set_pipeline(), 20))
+    asyncio.run(set_pipeline())
     schema = P4Schema(p4info_path)
     raw = RawClient(server.port)
     raw.arbitrate(20)

@@ -35,7 +35,7 @@ def test_experiment_file_and_test_data_load():
     ({"jobs": [{"name": "a", "workers": ["h1"]}]}, "field 'jobs[0].workers': a job needs at least 2 workers, got 1"),
     ({"jobs": [{"name": "a", "workers": ["h1", "h2"]}, {"name": "b", "workers": ["h2", "h3"]}], "modes": ["aware"]},
      "field 'jobs[1].workers': host h2 already runs job a"),
-    ({"modes": ["aware", "fast"]}, "field 'modes[1]': 'fast' is not one of aware, unaware, ps, ring"),
+    ({"modes": ["aware", "fast"]}, "field 'modes[1]': 'fast' is not one of aware, unaware, split, relocate, atp, hostagg, ps, ring"),
     ({"jobs": [{"workers": ["h1", "h3"]}]}, "field 'jobs[0].name': missing"),
     ({"jobs": [{"name": "a", "workers": ["h1", "h3"]}]}, "field 'jobs[0].ps': missing (mode ps needs"),
     ({"slots": {"s9": 4}}, "field 'slots.s9': not a switch of"),
@@ -71,7 +71,7 @@ def test_experiment_file_and_test_data_load():
     ({"random_traffic": [{"name": "bg", "src": ["h2"], "dst": ["h2"]}]},
      "field 'random_traffic[0].dst': a flow needs two different hosts"),
     ({"trace_traffic": [{"file": "nowhere.csv"}]}, "field 'trace_traffic[0].file': "),
-    ({"scale": 0.5}, "field 'scale': must be >= 1, got 0.5"),
+    ({"scale": 0.5}, "field 'scale': a factor >= 1, or auto, got 0.5"),
 ])
 def test_bad_fields_name_file_and_field(change, message):
     with pytest.raises(ScenarioError) as err:

@@ -1,4 +1,4 @@
-"""`aggnet soak` as a user runs it, the short form (issue 21 item 1): two minutes of a seeded fault
+"""`aggnet soak` as a user runs it, the short form (issue 21 item 1): a minute of a seeded fault
 schedule on two in-network jobs (tree2), in a network namespace of its own. Every round's
 workers go through every step once and end with round 0's weights, every switch or worker kill
 is followed by a resume, the resources of the processes that run to the end do not grow, and
@@ -12,14 +12,17 @@ import e2e
 import pytest
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")]
-SEED = 5  # within two minutes: every kind of fault (tests/test_soak_judge.py draws the schedules)
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet"),
+              pytest.mark.timeout(1200 + 120)]  # the soak's own limit, and its teardown (pyproject's cap: 420 s)
+# Within the first 36 s: a flap of s2-s1, a controller restart, a kill of s1 and of a worker
+# (testbed.soak.draw_schedule, as tests/test_soak_judge.py draws them); then another restart and worker kill.
+SEED = 46
 
 
 @pytest.fixture(scope="module")
 def soak(tmp_path_factory):
     out = tmp_path_factory.mktemp("soak")
-    done = e2e.run_command(e2e.aggnet_cmd("soak", "--minutes", "2", "--gap", "8", "--seed", str(SEED),
+    done = e2e.run_command(e2e.aggnet_cmd("soak", "--minutes", "1", "--gap", "8", "--seed", str(SEED),
                                           "--sample-every", "2", "--isolate", "--out", str(out)),
                            timeout=1200, cwd=e2e.REPO)
     run = e2e.run_dir(out)

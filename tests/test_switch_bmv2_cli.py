@@ -11,11 +11,10 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from procs import free_port, stop_process, wait_for
+from procs import free_port, stop_process, wait_for, wait_until
 
 from controller.p4rt import P4RuntimeError, SwitchConnection
 from p4target.ports import read_pcap
@@ -40,13 +39,10 @@ def stop(proc: subprocess.Popen) -> None:
 
 def wait_log(path: Path, text: str, proc: subprocess.Popen) -> str:
     """The log once it holds `text` (fails with the log if the process exits first)."""
-    deadline = time.monotonic() + 60
-    while True:
-        content = path.read_text() if path.exists() else ""
-        if text in content:
-            return content
-        assert proc.poll() is None and time.monotonic() < deadline, content
-        time.sleep(0.1)
+    def content() -> str:
+        return path.read_text() if path.exists() else ""
+
+    return wait_until(lambda: text in content() and content(), proc, content)
 
 
 @pytest.fixture
@@ -97,11 +93,8 @@ def test_pcap_dir_captures_both_directions(veth, tmp_path):
         tx.bind((HOST_END, 0))
         frame = bytes.fromhex("000000000001000000000009" "88b5") + b"pcap-me".ljust(50, b".")
         tx.send(frame)
-        deadline = time.monotonic() + 30
-        path = pcaps / f"{SWITCH_END}_in.pcap"
-        while not (path.exists() and any(f == frame for _, f in read_pcap(str(path)))):
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)  # the switch flushes its pcaps at least once a second
+        path = pcaps / f"{SWITCH_END}_in.pcap"  # the switch flushes its pcaps at least once a second
+        wait_until(lambda: path.exists() and any(f == frame for _, f in read_pcap(str(path))), proc, log.read_text)
     finally:
         tx.close()
         stop(proc)

@@ -53,7 +53,7 @@ SEND = ("import socket, sys; s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW
 
 
 def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, 30))
+    return asyncio.run(coro)  # no time limit of its own: the per-test timeout is the hang guard
 
 
 class Net:
@@ -312,7 +312,7 @@ def test_frames_punted_to_cpu_arrive_as_packet_ins_with_their_ingress_port(pipel
             for name, frame in frames.items():
                 net.tb.host(name).cmd(f"python3 -c \"{SEND}\" {name}-eth0 {frame.hex()}")
                 while name not in got:
-                    packet = await asyncio.wait_for(anext(packets), 10)
+                    packet = await anext(packets)
                     if frame[14:] in packet.payload:
                         got[name] = packet
             await sw.delete([punt])

@@ -8,14 +8,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from finsy.proto import p4r
 from p4rt_raw import RawClient
-from procs import free_port, wait_for
+from procs import free_port, wait_for, wait_until
 
 from p4target.ports import read_pcap
 from p4target.sidechannel import send_command
@@ -78,19 +77,11 @@ def test_forwarding_pcap_and_clean_sigterm(veths, tmp_path):
                              "--thrift-port", str(side_port), "--log", str(log), "--pcap", str(tmp_path), str(PROGRAM)],
                             cwd=REPO)
     rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
-    rx.bind((PEER[1], 0x0800))
-    rx.settimeout(3)
+    rx.bind((PEER[1], 0x0800))  # blocking: a frame that never comes is the per-test timeout's
     tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
     tx.bind((PEER[0], 0))
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                send_command(side_port, "port_stats", timeout=1)
-                break
-            except Exception:
-                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-                time.sleep(0.1)
+        wait_for(side_port, proc, log)  # listening once PROG is loaded
         send_command(side_port, "table_add ipv4_lpm ipv4_forward 10.0.0.2/32 => 00:00:00:00:00:02 2")
         tx.send(ipv4_frame("10.0.0.2"))
         tx.send(ipv4_frame("10.9.9.9"))  # no route: dropped by default_action drop()
@@ -99,8 +90,7 @@ def test_forwarding_pcap_and_clean_sigterm(veths, tmp_path):
         fixed = got[IP].copy()
         del fixed.chksum
         assert IP(bytes(fixed)).chksum == got[IP].chksum  # the switch recomputed the checksum
-        time.sleep(0.2)
-        assert send_command(side_port, "counter_read port_in 1").startswith("packets=2 ")
+        wait_until(lambda: send_command(side_port, "counter_read port_in 1").startswith("packets=2 "))  # the dropped one
         assert send_command(side_port, "counter_read port_out 2").startswith("packets=1 ")
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
@@ -146,8 +136,7 @@ def test_pcap_stops_at_its_cap_and_the_log_rotates(veths, tmp_path, engine):
         tx.bind((PEER[0], 0))
         for _ in range(fit + 300):
             tx.send(frame)
-        time.sleep(0.5)
-        received = json.loads(send_command(side_port, "port_stats"))["1"]["rx_packets"]
+        wait_until(lambda: json.loads(send_command(side_port, "port_stats"))["1"]["rx_packets"] > fit)
         client = RawClient(grpc_port, device_id=9)
         try:
             client.arbitrate(10)
@@ -166,7 +155,7 @@ def test_pcap_stops_at_its_cap_and_the_log_rotates(veths, tmp_path, engine):
         assert proc.wait(10) == 0
     captured = tmp_path / f"{SW[0]}_in.pcap"
     assert captured.stat().st_size <= 1 << 20
-    assert len(read_pcap(str(captured))) == min(received, fit) and received > fit
+    assert len(read_pcap(str(captured))) == fit  # more than fit frames came in
     assert rotated.exists() and (1 << 20) <= rotated.stat().st_size <= (1 << 20) + 8192
     assert (tmp_path / "s9-p4runtime-requests.txt").stat().st_size < 1 << 20
 

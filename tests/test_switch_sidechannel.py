@@ -66,14 +66,16 @@ def test_errors_are_one_line_replies(served):
     _, port = served
     for line, message in [("frobnicate", "unknown command"), ("set_queue_depth 0 1", "at least 1"),
                           ("set_ingress_delay -1 1", "must not be negative"),
-                          ("set_queue_rate", "expected 1 value"), ("register_read x", "no P4 program")]:
+                          ("set_queue_rate", "expected 1 value"), ("register_read x", "no P4 program"),
+                          ("engine", "no P4 program")]:
         with pytest.raises(SideChannelError, match=message):
             send_command(port, line)
 
 
 def test_state_verbs(served):
     sw, port = served
-    sw.set_pipeline(SimpleNamespace(state=st.State(schema())))  # control-plane-only: no packets flow
+    sw.set_pipeline(SimpleNamespace(state=st.State(schema()), engine_name="python"))  # control plane only: no packets
+    assert send_command(port, "engine") == "python"
     send_command(port, "register_write slots 2 0x1234")
     assert send_command(port, "register_read MyIngress.slots 2") == str(0x1234)
     assert send_command(port, "register_read slots") == f"0 0 {0x1234} 0"
@@ -96,3 +98,11 @@ def test_state_verbs(served):
 def test_unreachable_switch_is_a_clear_error():
     with pytest.raises(SideChannelError, match="side channel 127.0.0.1"):
         send_command(free_port(), "port_stats", timeout=1)
+
+
+def test_a_verb_missing_its_values_is_an_error_line(served):
+    """Found by scripts/fuzz_server.py: `set_queue_loss` alone raised IndexError in the connection's thread,
+    which dropped the connection with no reply."""
+    _, port = served
+    with pytest.raises(SideChannelError, match="expected 1 value"):
+        send_command(port, "set_queue_loss")

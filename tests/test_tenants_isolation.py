@@ -74,9 +74,9 @@ def test_job_b_cannot_change_job_a_sums_on_a_shared_switch(program):
         conn = fabric.conns["s1"]
         # a counted the 3 packets carrying its id from b's hosts, but added only its own 2 per round
         assert job_counters(conn, a.job_id) == {"received": 3 * 5, "aggregated": 3 * 2, "completed": 3,
-                                                "duplicates": 3, "retx_answered": 0, "overflows": 0}
+                                                "duplicates": 3, "retx_answered": 0, "overflows": 0, "spilled": 0}
         assert job_counters(conn, b.job_id) == {"received": 3 * 4, "aggregated": 3 * 2, "completed": 3,
-                                                "duplicates": 0, "retx_answered": 0, "overflows": 0}
+                                                "duplicates": 0, "retx_answered": 0, "overflows": 0, "spilled": 0}
         for unknown in (0, 999):
             assert job_counters(conn, unknown)["received"] == 0
     finally:

@@ -16,10 +16,10 @@ import os
 import socket
 import struct
 import threading
-import time
 from pathlib import Path
 
 import pytest
+from procs import wait_until
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 REPO = Path(__file__).resolve().parent.parent
@@ -96,7 +96,6 @@ def test_ping_all_pairs_and_port_counters_match(network):
     for a, b in itertools.permutations(hosts, 2):
         out = tb.host(a.name).cmd(f"ping -c1 -W2 {b.ip}")
         assert " 0% packet loss" in out, f"{a.name} -> {b.name}: {out}"
-    time.sleep(0.3)
     after = {h.name: host_counts(tb.host(h.name), f"{h.name}-eth0") for h in hosts}
     port_in = asyncio.run(read_counter(address, device_id, p4info, "port_in"))
     port_out = asyncio.run(read_counter(address, device_id, p4info, "port_out"))
@@ -117,23 +116,31 @@ def test_multicast_group_replicates_to_its_ports(network):
     h1.cmd(f"ip neigh replace {MCAST_IP} lladdr 01:00:5e:00:ff:01 dev h1-eth0 nud permanent")
     h1.cmd("python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)"
            f".sendto(b'mcast-probe', ('{MCAST_IP}', 9999))\"")
-    time.sleep(0.5)
-    after = asyncio.run(read_counter(address, device_id, p4info, "port_out"))
-    grew = {p: after.get(p, 0) - before.get(p, 0) for p in range(1, 5)}
-    assert grew == {1: 0, 2: 1, 3: 1, 4: 0}
-    time.sleep(1.2)  # the switch flushes its pcaps every second
-    for port in range(1, 5):
-        from p4target.ports import read_pcap
+    from p4target.ports import read_pcap
+
+    def grown_by_both_copies() -> dict[int, int] | None:
+        after = asyncio.run(read_counter(address, device_id, p4info, "port_out"))
+        grew = {p: after.get(p, 0) - before.get(p, 0) for p in range(1, 5)}
+        return grew if sum(grew.values()) >= 2 else None
+
+    assert wait_until(grown_by_both_copies) == {1: 0, 2: 1, 3: 1, 4: 0}
+
+    def seen(port: int) -> bool:
         frames = read_pcap(os.path.join(tb.pcaps_dir, f"s1-eth{port}_out.pcap"))
-        seen = any(f.endswith(b"mcast-probe") for _, f in frames)
-        assert seen == (port in MCAST_PORTS), port
+        return any(f.endswith(b"mcast-probe") for _, f in frames)
+
+    wait_until(lambda: all(seen(p) for p in MCAST_PORTS))  # the switch flushes its pcaps every second
+    assert [p for p in range(1, 5) if seen(p)] == list(MCAST_PORTS)
 
 
 RECEIVER = """
-import json, socket, struct
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 5001)); s.settimeout(1.0)
+import json, pathlib, socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 5001))
 s.setsockopt(socket.SOL_SOCKET, 35, 1)  # SO_TIMESTAMPNS: when the kernel got the frame, however late we read it
+pathlib.Path(sys.argv[1]).touch()  # bound: the sender may start
 n, first, last = 0, None, None
+s.recvmsg(2048, socket.CMSG_SPACE(16), socket.MSG_PEEK)  # however long the sender takes to start
+s.settimeout(1.0)  # then: the stream has ended after a second without a frame
 while True:
     try:
         _, anc, _, _ = s.recvmsg(2048, socket.CMSG_SPACE(16))
@@ -205,10 +212,12 @@ def test_rate_limited_port_limits_udp_throughput(network, verb, value, payload, 
     receiver, sender = Path(tb.run_dir) / "receiver.py", Path(tb.run_dir) / "sender.py"
     receiver.write_text(RECEIVER)
     sender.write_text(SENDER.format(size=payload, seconds=3, dst=topo.hosts["h2"].ip, pps=800))
+    ready = Path(tb.run_dir) / "receiver.ready"
+    ready.unlink(missing_ok=True)
     try:
         h2, h1 = tb.host("h2"), tb.host("h1")
-        h2.sendCmd(f"python3 {receiver}")
-        time.sleep(0.5)
+        h2.sendCmd(f"python3 {receiver} {ready}")
+        wait_until(ready.exists)
         h1.cmd(f"python3 {sender}")
         output = h2.waitOutput()
         result = json.loads(output.strip().splitlines()[-1])
@@ -237,9 +246,11 @@ def test_host_to_switch_direction_is_shaped_like_the_link(network):
     receiver.write_text(RECEIVER)
     sender.write_text(SENDER.format(size=958, seconds=3, dst=topo.hosts["h2"].ip, pps=800))
     arrived = KernelCount(f"s1-eth{topo.port_of('s1', 'h1')}")  # what h1's tbf let out
+    ready = Path(tb.run_dir) / "receiver.ready"
+    ready.unlink(missing_ok=True)
     try:
-        h2.sendCmd(f"python3 {receiver}")
-        time.sleep(0.5)
+        h2.sendCmd(f"python3 {receiver} {ready}")
+        wait_until(ready.exists)
         h1.cmd(f"python3 {sender}")
         result = json.loads(h2.waitOutput().strip().splitlines()[-1])
         qdisc = h1.cmd("tc -s qdisc show dev h1-eth0")

@@ -18,14 +18,16 @@ def test_live_records_keeps_live_owners_and_removes_nothing(tmp_path, monkeypatc
     live = {"owner": me, "owner_start": clean.process_start_time(me), "run_dir": "/runs/a", "processes": []}
     clean.write_record(live)
     clean.write_record({"owner": DEAD_PID, "owner_start": 1})
-    clean.write_record({"owner": 1, "owner_start": -1})  # pid 1 runs, but it is not the process that wrote this
-    state = tmp_path / "state"
-    (state / "testbed-5.json").write_text("{half written")
-    (state / "testbed-6.json").write_text("[1, 2]")
-    (state / "notes.json").write_text(f'{{"owner": {me}}}')  # not a testbed record
-    before = sorted(os.listdir(state))
-    assert clean.live_records() == [live]
-    assert sorted(os.listdir(state)) == before
+    with subprocess.Popen(["sleep", "60"]) as other:
+        clean.write_record({"owner": other.pid, "owner_start": -1})  # it runs, but it is not the process that wrote this
+        state = tmp_path / "state"
+        (state / "testbed-5.json").write_text("{half written")
+        (state / "testbed-6.json").write_text("[1, 2]")
+        (state / "notes.json").write_text(f'{{"owner": {me}}}')  # not a testbed record
+        before = sorted(os.listdir(state))
+        assert clean.live_records() == [live]
+        assert sorted(os.listdir(state)) == before
+        other.kill()
 
 
 def test_process_argv_and_start_time_follow_the_process():

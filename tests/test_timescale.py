@@ -131,7 +131,7 @@ def test_results_are_reported_in_the_emulated_clusters_time():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["run", "--scale", "0.5"], "--scale: must be >= 1, got 0.5"),
+    (["run", "--scale", "0.5"], "--scale: a factor >= 1, or auto, got 0.5"),
     (["run", "--scale", "4", "--script", "x.py"], "--scale: a script's compute is its own"),
 ])
 def test_bad_scales_are_one_line_and_exit_2(argv, message, tmp_path):

@@ -261,6 +261,7 @@ def test_torchrun_runs_the_tutorial_script_with_only_the_backend_renamed(ring_jo
 @pytest.mark.root
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")
+@pytest.mark.timeout(2 * 600 + 120)  # two runs of at most 600 s each (pyproject's cap: 420 s)
 def test_aggnet_run_script_ddp_gives_gloos_weights_on_mininet(tmp_path):
     """star4, 4 workers: the DDP example through the switch, then over gloo on the same emulated network."""
     world, steps, lr = 4, 20, 0.1
@@ -301,6 +302,7 @@ def test_aggnet_run_script_refuses_bad_input_in_one_line(tmp_path, args, message
 @pytest.mark.root
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for Mininet")
+@pytest.mark.timeout(600 + 120)  # the run's own limit, and its teardown (pyproject's cap: 420 s)
 def test_aggnet_run_script_names_the_rank_whose_call_was_wrong(tmp_path):
     done = e2e.run_command(e2e.aggnet_cmd("run", "--workers", "2", "--out", str(tmp_path / "run"), "--script",
                                           str(COLLECTIVES), str(tmp_path), "--wrong", "size"), timeout=600, cwd=ROOT)

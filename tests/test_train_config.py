@@ -37,7 +37,7 @@ def test_round_trip_and_defaults(tmp_path):
     ({"scheme": "ps"}, "field 'ps': missing (scheme ps needs the server's name and ip)"),
     ({"scheme": "innet"}, "field 'job': missing (scheme innet needs the job spec)"),
     ({"job": dict(JOB, slot_count=0)}, "job: field 'slot_count': 0 is outside [1, 65535]"),
-    ({"job": dict(JOB, workers=JOB["workers"][::-1])}, "field 'job.workers': names must equal 'workers'"),
+    ({"job": dict(JOB, workers=JOB["workers"][::-1])}, "field 'job.workers': names must be h1, h2 in this order"),
     ({"extra": 1}, "field 'extra': unknown"),
 ])
 def test_errors_name_the_field(change, message):

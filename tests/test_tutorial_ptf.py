@@ -60,6 +60,7 @@ def run_ptf(build: Path, grpc_port: int, cwd: Path) -> subprocess.CompletedProce
 
 
 @pytest.mark.parametrize("target", ["aggnet", "simple_switch_grpc"])
+@pytest.mark.timeout(600 + 120)  # PTF's own limit, and the rest (pyproject's cap: 420 s)
 def test_tutorial_basic_ptf_passes(target, tmp_path):
     build = tmp_path / "build"
     compile_bmv2(str(DATA / "basic.p4"), str(build), P4C)

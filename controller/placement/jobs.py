@@ -6,6 +6,10 @@ with enough free slots may aggregate for it, and the slots of its aggregators ar
 A job that cannot get in-network capacity falls back to host aggregation: all switches
 forward, and the sum is computed on a host (its parameter server, or else its first worker,
 which then stops counting as a worker). The fallback and its reason are reported.
+
+With `move` (SOAR's setting, INC'22: place where the memory is), a job whose root switch is
+full is first rooted at another switch that has the slots, the one whose tree costs least
+(messages on links; its preferred root is a preference then), before it falls back.
 """
 from __future__ import annotations
 
@@ -23,6 +27,8 @@ class Job:
     root: str | None = None  # parameter-server host, root switch, or None (closest switch)
     k: int = 1  # at most k aggregating switches besides a root switch that is the sink
     slots: int = 1  # slots the job needs on every switch that aggregates for it
+    pool: int = 0  # >0: it aggregates at its root only, in a pool of this many slots shared with other jobs (ATP)
+    standby: tuple[tuple[str, str], ...] = ()  # (worker, host on its switch that may take its seat: a replica)
 
 
 @dataclass(frozen=True)
@@ -31,10 +37,11 @@ class JobPlacement:
     tree: AggTree
     placement: Placement
     fallback: str | None = None  # why the job aggregates on a host instead, if it does
+    moved_from: str | None = None  # the root switch it was moved off for lack of slots (`move`)
 
 
 def place_jobs(topo: Topology, jobs: list[Job], algo: str = "soar", weight_mode: str = "unit",
-               seed: int = 0) -> list[JobPlacement]:
+               seed: int = 0, move: bool = False) -> list[JobPlacement]:
     """Place every job in order within the switches' slot budgets (see the module docstring)."""
     names = [job.name for job in jobs]
     if len(set(names)) != len(names):
@@ -46,6 +53,11 @@ def place_jobs(topo: Topology, jobs: list[Job], algo: str = "soar", weight_mode:
         if job.slots < 1:
             raise PlacementError(f"jobs: {job.name}: slots must be >= 1, got {job.slots}")
         tree = job_tree(topo, list(job.workers), job.root, link_load, weight_mode)
+        moved_from = None
+        if move and tree.sink is None and free[tree.root] < job.slots:
+            roomy = _roomiest_tree(topo, job, free, link_load, weight_mode)
+            if roomy is not None:
+                moved_from, tree = tree.root, roomy
         eligible = [s for s in tree.switches if free[s] >= job.slots]
         fallback = None
         if tree.sink is None and free[tree.root] < job.slots:
@@ -62,8 +74,23 @@ def place_jobs(topo: Topology, jobs: list[Job], algo: str = "soar", weight_mode:
         for name, count in result.messages.items():  # node names never contain '-'
             key = frozenset(name.split("-"))
             link_load[key] = link_load.get(key, 0.0) + count
-        results.append(JobPlacement(job=job, tree=tree, placement=result, fallback=fallback))
+        results.append(JobPlacement(job=job, tree=tree, placement=result, fallback=fallback, moved_from=moved_from))
     return results
+
+
+def _roomiest_tree(topo: Topology, job: Job, free: dict[str, int], link_load: dict[frozenset[str], float],
+                   weight_mode: str) -> AggTree | None:
+    """The job's tree rooted at the switch with `job.slots` free whose tree carries the fewest messages
+    (ties: topology order); None when no switch has them."""
+    best: tuple[float, AggTree] | None = None
+    for s in topo.switches:
+        if free[s] < job.slots:
+            continue
+        tree = job_tree(topo, list(job.workers), s, link_load, weight_mode)
+        cost = evaluate(tree, (), "none").utilization
+        if best is None or cost < best[0]:
+            best = (cost, tree)
+    return None if best is None else best[1]
 
 
 def _host_tree(topo: Topology, job: Job, link_load: dict[frozenset[str], float], weight_mode: str) -> AggTree:

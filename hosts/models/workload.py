@@ -88,10 +88,11 @@ def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, b
         # GPT-2's warm-up on the ring), and where DDP hides communication nothing evens that out later:
         # every bucket's all-reduce would start that much apart and wait for the latest rank.
         _barrier(comm, world)
+        began: float | None = None  # a straggler's window counts from the end of the first iteration (hosts.train)
         for it in range(iterations):
             t0 = time.monotonic()
-            slow = straggler.factor_at(t0) if straggler else 1.0
-            delay = straggler.delay_s if straggler else 0.0
+            elapsed = 0.0 if began is None else (t0 - began) / time_scale  # the cluster's time
+            delay, slow = straggler.slowing(elapsed, t0) if straggler else (0.0, 1.0)
             compute = plan.compute_s * slow + delay  # this iteration's, the cluster's time
             backward_at = t0 + (plan.forward_s * slow + delay) * time_scale
             busy = 0.0
@@ -111,6 +112,7 @@ def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, b
                 correct = correct and bool(np.all(out == expected))
             _sleep_until(backward_at + plan.backward_s * slow * time_scale)
             t1 = time.monotonic()
+            began = t1 if began is None else began
             seconds = (t1 - t0) / time_scale
             records.append({"iteration": it, "iteration_s": seconds, "comm_s": busy / time_scale, "bucket_s": took,
                             "compute_s": compute, "exposed_comm_s": seconds - compute, "window": [t0, t1]})

@@ -37,7 +37,8 @@ import re
 from collections.abc import Callable
 
 from p4target.backends.c_parser import CParsing
-from p4target.backends.c_values import MAX_BITS, CProgram, c_string, value_set_cells
+from p4target.backends.c_values import MAX_BITS, CProgram, value_set_cells
+from p4target.backends.source_text import c_string, check_source, identifier
 from p4target.externs.base import Extern
 from p4target.externs.checksum import c_checksums
 from p4target.lowered import model as m
@@ -86,7 +87,8 @@ class _Printer(CParsing):
     def log(self, msg: str, values: list[str], ind: int) -> None:
         v = self.tmp("L")
         self.emit(f"{{ const u64 {v}[] = {{{', '.join(f'(u64){x}' for x in values) or '0'}}};", ind)
-        self.emit(f"push_log(p->E, {c_string(msg)}, {v}, {len(values)}); }}", ind + 1)
+        fmt = msg.encode("utf-8", "surrogatepass")  # its length: a NUL in it is text too
+        self.emit(f"push_log(p->E, {c_string(fmt)}, {len(fmt)}, {v}, {len(values)}); }}", ind + 1)
 
     def copy(self, dst: str, src: str, n: int, ind: int) -> None:
         self.emit(f"memmove(&F[{dst}], &F[{src}], {n * 8});", ind)
@@ -202,11 +204,17 @@ class _Printer(CParsing):
 
     # -- actions
 
+    def action_fn(self, a: m.Action) -> str:
+        return self.names("ac", a.id, a.name)
+
+    def table_fn(self, t: m.Table) -> str:
+        return self.names("tb", id(t), t.name)
+
     def gen_action(self, a: m.Action) -> None:
         self.ctx = "action"
         self.param_widths = [width for _, width in a.runtime_data]
         self.param_offsets = [sum(-(-w // MAX_BITS) for w in self.param_widths[:i]) for i in range(len(a.runtime_data))]
-        self.emit(f"static void ac{a.id}(pk_t *p, const u64 *A) {{ /* action {a.name} */", 0)
+        self.emit(f"static void {self.action_fn(a)}(pk_t *p, const u64 *A) {{", 0)
         self.emit("u64 *F = p->F; (void)F; (void)A;", 1)
         at, self.reg_locals = len(self.out), set()
         self.action_body(a, 0)
@@ -257,7 +265,7 @@ class _Printer(CParsing):
     def jump(self, cond: str | None, target: m.Value, ind: int) -> None:
         if not isinstance(target, m.Const):
             raise self.fail("a jump to a computed place")
-        self.emit(f"{'' if cond is None else f'if (!{cond}) '}goto L{target.value};", ind)
+        self.emit(f"{'' if cond is None else f'if (!{cond}) '}goto {identifier(f'L{target.value}')};", ind)
         self.check(ind)
 
     # -- pipelines
@@ -278,10 +286,10 @@ class _Printer(CParsing):
         self.emit("while (n >= 0) {", 1)
         self.emit("switch (n) {", 2)
         for t in pl.tables:
-            self.emit(f"case {nodes[t.name]}: n = tb{t.id}(p); break; /* {t.name} */", 2)
+            self.emit(f"case {nodes[t.name]}: n = {self.table_fn(t)}(p); break;", 2)
         for c in pl.conditionals:
             self.emit(f"case {nodes[c.name]}: n = {self.rv(c.expression)} ? {node(c.true_next)} : "
-                      f"{node(c.false_next)}; break; /* {c.name} */", 2)
+                      f"{node(c.false_next)}; break;", 2)
         self.emit("default: return;", 2)
         self.emit("}", 2)
         self.emit("if (p->rc) return;", 2)
@@ -301,7 +309,7 @@ class _Printer(CParsing):
     def gen_table(self, t: m.Table, node: Callable[[str | None], int]) -> None:
         self.ctx = "table"
         tid = self.cp.tables[t.name]
-        self.emit(f"static int tb{t.id}(pk_t *p) {{ /* table {t.name} */", 0)
+        self.emit(f"static int {self.table_fn(t)}(pk_t *p) {{", 0)
         counted = any(c.is_direct and c.binding == t.name for c in self.p.counter_arrays)
         keys = [c for k in t.key for c in self.key_codes(k)]
         self.emit("u64 *F = p->F; (void)F;", 1)
@@ -344,7 +352,7 @@ class _Printer(CParsing):
         self.emit("switch (act) {", 1)
         for aid in t.action_ids:
             a = self.actions[aid]
-            self.emit(f"case {self.cp.actions[a.name]}: ac{aid}(p, A); break;", 1)
+            self.emit(f"case {self.cp.actions[a.name]}: {self.action_fn(a)}(p, A); break;", 1)
         self.emit("default: break;", 1)
         self.emit("}", 1)
         self.emit("if (p->rc) return -1;", 1)
@@ -377,6 +385,7 @@ class _Printer(CParsing):
         c_checksums(self, "g_compute", verify=False)
         hdr_max = self.gen_deparser(self.p.deparsers[0])
         self.cp.source = "\n".join([self.prelude(hdr_max), *self.out, "DEFINE_PROGRAM();", ""])
+        check_source(self.cp.source, self.p.source)
         return self.cp
 
     def field_slots(self, f: m.Field) -> range:
@@ -425,8 +434,8 @@ class _Printer(CParsing):
         lines.append("static u32 g_parse(pk_t *p);")
         lines.append("static u32 g_deparse(pk_t *p, u8 *out);")
         lines += [f"static void {fname}(pk_t *p);" for fname in ("g_verify", "g_ingress", "g_egress", "g_compute")]
-        lines += [f"static void ac{a.id}(pk_t *p, const u64 *A);" for a in self.p.actions]
-        lines += [f"static int tb{t.id}(pk_t *p);" for pl in self.p.pipelines for t in pl.tables]
+        lines += [f"static void {self.action_fn(a)}(pk_t *p, const u64 *A);" for a in self.p.actions]
+        lines += [f"static int {self.table_fn(t)}(pk_t *p);" for pl in self.p.pipelines for t in pl.tables]
         return "\n".join(lines)
 
 

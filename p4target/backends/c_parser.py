@@ -65,7 +65,7 @@ class CParsing(CValues):
             k, t = self.union_stack_member(target)
             nxt = self.L.next_index[target.stack]
             unions = self.L.union_stacks[target.stack]
-            arr = self.stack(f"{target.stack}__{k}", [self.L.base[self.L.unions[u][k]] for u in unions])
+            arr = self.union_member_stack(target.stack, k)
             self.emit(f"if (F[{nxt}] >= {len(unions)}) {{ rcode = {oob}; goto reject; }}", ind)
             self.emit(f"u64 b = {arr}[F[{nxt}]];", ind)
             self.extract_into("b", t, vl, ind)
@@ -94,13 +94,13 @@ class CParsing(CValues):
 
     def gen_parser(self, p: m.Parser) -> None:
         self.ctx = "parser"
-        self.labels = labels = {s.name: f"s{s.id}" for s in p.parse_states}
+        self.labels = labels = {s.name: self.names("s", id(s), s.name) for s in p.parse_states}
         self.emit("static u32 g_parse(pk_t *p) {", 0)
         self.emit("u64 *F = p->F; u32 o = 0; u64 rcode = NO_ERROR_CODE; int steps = 0; (void)F;", 1)
         self.emit(f"goto {labels[p.init_state]};", 1)
         timeout = self.error_code("ParserTimeout")
         for s in p.parse_states:
-            self.emit(f"{labels[s.name]}: /* {s.name} */", 0)
+            self.emit(f"{labels[s.name]}:", 0)
             self.emit(f"if (++steps > {MAX_PARSER_STATES}) {{ rcode = {timeout}; goto reject; }}", 1)
             self.emit("{", 1)
             for op in s.parser_ops:
@@ -179,7 +179,7 @@ class CParsing(CValues):
             vl = f"(int)F[{b + offsets[-1]}]" if t.max_length is not None else "0"
             fields, nbytes = self.field_layout(t, vl)
             most += t.max_length if t.max_length is not None else int(nbytes)
-            self.emit(f"if (F[{b}]) {{ /* {h} */", 1)
+            self.emit(f"if (F[{b}]) {{", 1)
             self.emit(f"memset(out + ob, 0, {nbytes});", 2)
             for k, off, w in fields:
                 n = self.L.chunks(t, t.fields[k])

@@ -2,10 +2,9 @@
 p4target/backends/c.py for the form of the generated code)."""
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
-from p4target.backends.layout import ident
 from p4target.backends.printer import LoweredPrinter
 from p4target.lowered import model as m
 from p4target.lowered.schema import value_set_widths
@@ -35,21 +34,6 @@ class CProgram:
     digests: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)  # (name, field widths) by id: a field
     # wider than 64 bits comes as one word per 64-bit chunk, least significant first
     value_sets: dict[str, int] = field(default_factory=dict)  # -> register id (see value_set_cells)
-
-
-def c_string(s: str) -> str:
-    """`s` as a C string literal (octal escapes outside printable ASCII, and for `?`: no trigraphs)."""
-    out = ['"']
-    for ch in s.encode("utf-8"):
-        c = chr(ch)
-        if c in '"\\':
-            out.append("\\" + c)
-        elif 32 <= ch < 127 and c != "?":
-            out.append(c)
-        else:
-            out.append(f"\\{ch:03o}")
-    out.append('"')
-    return "".join(out)
 
 
 def _lit(v: int) -> str:
@@ -156,16 +140,16 @@ class CValues(LoweredPrinter):
             self.emit(_LEAVE[self.ctx], ind)
         self.may_fail = False
 
-    def stack(self, name: str, headers: list[int]) -> str:
-        """The C array of a stack's (or a union's member's) header bases."""
-        arr = f"STK_{ident(name)}"
+    def stack(self, key: Hashable, name: str, headers: list[int]) -> str:
+        """The C array of a stack's (or a union stack's member's: `key`) header bases."""
+        arr = self.names("STK", key, name)
         self.stack_arrays[arr] = headers
         return arr
 
     def header_stack(self, name: str) -> str:
         """The C array of a header stack's bases and, one past its end, its scratch header (every user of a
         stack's array writes the same one: the last write would otherwise decide its length)."""
-        return self.stack(name, [self.L.base[h] for h in self.L.stacks[name]] + [self.L.scratch[name]])
+        return self.stack(name, name, [self.L.base[h] for h in self.L.stacks[name]] + [self.L.scratch[name]])
 
     # -- values
 
@@ -366,8 +350,13 @@ class CValues(LoweredPrinter):
         unions = self.L.union_stacks[stack]
         self.may_fail = True
         u = f"l_at(p, {self.plain(index)}, {len(unions)})"
-        return [f"{self.stack(f'{stack}__{k}', [self.L.base[self.L.unions[un][k]] for un in unions])}[{u}]"
+        return [f"{self.union_member_stack(stack, k)}[{u}]"
                 for k in range(len(self.L.union_stack_type[stack].headers))]
+
+    def union_member_stack(self, stack: str, k: int) -> str:
+        """The C array of the header bases of member `k` of each union of a union stack."""
+        bases = [self.L.base[self.L.unions[un][k]] for un in self.L.union_stacks[stack]]
+        return self.stack((stack, k), stack, bases)
 
     def stack_element(self, stack: str, index: m.Value | None) -> str:
         return f"{self.header_stack(stack)}[l_idx({self.plain(index)}, {len(self.L.stacks[stack])})]"

@@ -19,11 +19,6 @@ class Unsupported(P4Error):
     """A construct of the lowered form a back end does not run."""
 
 
-def ident(name: str) -> str:
-    """`name` as an identifier of the printed code."""
-    return "".join(c if c.isalnum() else "_" for c in name)
-
-
 class Layout:
     """Slots of every header instance, stack and bookkeeping value (see the module docstring)."""
 

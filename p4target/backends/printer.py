@@ -7,6 +7,7 @@ is written in its language through the templates and methods it defines.
 from __future__ import annotations
 
 from p4target.backends.layout import Layout, Unsupported
+from p4target.backends.source_text import Identifiers
 from p4target.externs.base import Extern, for_primitive
 from p4target.lowered import model as m
 
@@ -38,6 +39,7 @@ class LoweredPrinter:
         self.learn_lists = {ll.id: ll for ll in p.learn_lists}
         self.calcs = {c.name: c for c in p.calculations}
         self.current: m.Primitive | None = None  # the primitive being printed
+        self.names = Identifiers()  # every identifier printed for an object of the program (never its name)
 
     def fail(self, message: str) -> Unsupported:
         return Unsupported(message, self.p.source)

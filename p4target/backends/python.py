@@ -21,9 +21,10 @@ from typing import Any
 
 from p4target import state as st
 from p4target.backends import hashes
-from p4target.backends.layout import Unsupported, ident
+from p4target.backends.layout import Unsupported
 from p4target.backends.python_parser import PyParsing
 from p4target.backends.python_runtime import _constant
+from p4target.backends.source_text import check_source, hint
 from p4target.backends.vectorize import VECTOR_OP
 from p4target.externs.checksum import python_checksums
 from p4target.lowered import model as m
@@ -54,7 +55,7 @@ class _Printer(PyParsing):
     # -- actions
 
     def action_fn(self, a: m.Action) -> str:
-        return f"ac{a.id}_{ident(a.name)}"
+        return self.names("ac", a.id, a.name)
 
     def gen_action(self, a: m.Action) -> None:
         if self.vectorizer is not None:
@@ -62,7 +63,6 @@ class _Printer(PyParsing):
         args = "".join(f", a{i}" for i in range(len(a.runtime_data)))
         self.param_widths = [width for _, width in a.runtime_data]
         self.emit(f"def {self.action_fn(a)}(F{args}):", 0)
-        self.emit(f"# action {a.name}", 1)
         # p4c lowers `if` inside an action to jumps; printed back as if/else where they nest as an `if` does
         printed = len(self.out)
         self.dead = self.dead_stores(a.primitives)
@@ -221,7 +221,7 @@ class _Printer(PyParsing):
             if c is None:
                 self.table_code(self.tables[name], ind)
                 return
-            self.emit(f"# {name}", ind)
+            self.emit(f"# {hint(name)}", ind)
             self.emit(f"if {self.rv(c.expression)}:", ind)
             self.continue_at(c.true_next, ind + 1)
             self.emit("else:", ind)
@@ -235,11 +235,12 @@ class _Printer(PyParsing):
         self.conditionals = {c.name: c for c in pl.conditionals}
         self.tables = {t.name: t for t in pl.tables}
         self.wanted: list[str] = []  # nodes whose functions are still to print
-        self.nodes = {t.name: f"tb{t.id}_{ident(t.name)}" for t in pl.tables}
-        self.nodes.update({c.name: f"cd{c.id}_{ident(c.name)}" for c in pl.conditionals})
+        self.nodes = {t.name: self.names("tb", id(t), t.name) for t in pl.tables}
+        self.nodes.update({c.name: self.names("cd", id(c), c.name) for c in pl.conditionals})
         preds: dict[str, list[str]] = collections.defaultdict(list)
         for name in self.nodes:
-            for succ in self.successors(name):
+            c = self.conditionals.get(name)  # both branches of a conditional may lead to one node: it follows twice
+            for succ in [c.true_next, c.false_next] if c is not None else self.successors(name):
                 if succ is not None:
                     preds[succ].append(name)
         self.inline = {name for name, ps in preds.items() if len(ps) == 1 and not self.dispatched(ps[0])}
@@ -271,13 +272,13 @@ class _Printer(PyParsing):
     def table_code(self, t: m.Table, ind: int) -> None:
         """A table's lookup and action call, then on to the next node (`continue_at`)."""
         obj = self.state.tables[t.name]
-        amap = f"_AM{t.id}"
+        amap = self.names("_AM", id(t))
         self.ns[amap] = {self.actions[aid].name: self.action_fn(self.actions[aid]) for aid in t.action_ids}  # filled
-        tv = f"_T{t.id}"  # with functions after exec
+        tv = self.names("_T", id(t))  # with functions after exec
         self.ns[tv] = obj
         by_hit = _by_hit(t)
         nexts = self.successors(t.name)
-        self.emit(f"# table {t.name}", ind)
+        self.emit(f"# table {hint(t.name)}", ind)
         default = t.default_entry
         if not t.key and default is not None and default.action_entry_const and obj.profile is None:
             # a keyless table whose action nobody can change (p4c's synthesized "tbl_act"): call it directly
@@ -307,7 +308,7 @@ class _Printer(PyParsing):
             if not self.dispatched(t.name):
                 self.continue_at(target, ind)
                 return
-            var = f"_NX{t.id}"  # where to go depends on the action
+            var = self.names("_NX", id(t))  # where to go depends on the action
             self.next_maps[var] = (t.next_tables, t.base_default_next)
             for name in nexts:
                 self.node_fn(name, 0)
@@ -351,7 +352,7 @@ class _Printer(PyParsing):
             self.continue_at(miss_next if by_hit else t.base_default_next, ind)
 
     def indirect_hit(self, t: m.Table, profile: st.ActionProfile, amap: str, ind: int) -> None:
-        pv = f"_P{t.id}"
+        pv = self.names("_P", id(t))
         self.ns[pv] = profile
         ap = next(a for pl in self.p.pipelines for a in pl.action_profiles if a.name == t.action_profile)
         if ap.selector is not None:
@@ -384,6 +385,7 @@ class _Printer(PyParsing):
             empty.add("compute")
         self.gen_deparser(self.p.deparsers[0])
         source = "\n".join(self.codecs + self.out) + "\n"
+        check_source(source, self.p.source)
         exec(compile(source, f"<p4 {self.p.source}>", "exec"), self.ns)  # noqa: S102 - our own generated code
         for key in list(self.ns):
             if key.startswith("_AM"):

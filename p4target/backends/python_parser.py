@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import functools
 
-from p4target.backends.layout import ident
 from p4target.backends.python_runtime import _extract, _packed
 from p4target.backends.python_values import PyValues
 from p4target.lowered import model as m
@@ -17,11 +16,11 @@ class PyParsing(PyValues):
     def extractor(self, t: m.HeaderType) -> str:
         """The function filling a header of type `t` from the packet: printed straight-line for a fixed-width
         type (the parser's hot path; a loop over the fields cost 40% of a packet), the generic one for a varbit."""
-        name = f"_ex_{ident(t.name)}"
+        name = self.names("_ex", t.name, t.name)
         if name in self.ns or name in self.codecs_printed:
             return name
         if any(f.width is None for f in t.fields):
-            fields = self.ns[f"_FS_{ident(t.name)}"]
+            fields = self.ns[self.field_specs(t.name)]
             self.ns[name] = functools.partial(_extract, fields)
             return name
         self.codecs_printed.add(name)
@@ -47,11 +46,11 @@ class PyParsing(PyValues):
 
     def emitter(self, t: m.HeaderType) -> str:
         """The function writing a header of type `t` as bytes (printed straight-line for a fixed-width type)."""
-        name = f"_em_{ident(t.name)}"
+        name = self.names("_em", t.name, t.name)
         if name in self.ns or name in self.codecs_printed:
             return name
         if any(f.width is None for f in t.fields):
-            self.ns[name] = functools.partial(_packed, self.ns[f"_FS_{ident(t.name)}"])
+            self.ns[name] = functools.partial(_packed, self.ns[self.field_specs(t.name)])
             return name
         self.codecs_printed.add(name)
         self.codecs += [f"def {name}(F, b):", f"    return {self.packed_code(t, 'b')}"]
@@ -81,7 +80,7 @@ class PyParsing(PyValues):
             nxt = self.L.next_index[target.name]
             size = len(self.L.stacks[target.name])
             self.emit(f"if F[{nxt}] >= {size}: raise _Reject({self.error_code('StackOutOfBounds')}, o)", ind)
-            self.emit(f"_b = _STK_{ident(target.name)}[F[{nxt}]]; F[{nxt}] += 1", ind)
+            self.emit(f"_b = {self.stack_bases(target.name)}[F[{nxt}]]; F[{nxt}] += 1", ind)
             self.emit(f"o = {self.extractor(t)}(F, _b, data, o, {vl}, {too_short})", ind)
             return
         elif isinstance(target, m.UnionStackField):  # the member of the stack's next union
@@ -118,7 +117,7 @@ class PyParsing(PyValues):
         self.emit(f"if o > len(data): raise _Reject({self.error_code('PacketTooShort')}, len(data))", ind)
 
     def gen_parser(self, p: m.Parser) -> None:
-        self.labels = {s.name: f"ps{s.id}_{ident(s.name)}" for s in p.parse_states}
+        self.labels = {s.name: self.names("ps", id(s), s.name) for s in p.parse_states}
         for s in p.parse_states:
             self.emit(f"def {self.labels[s.name]}(F, data, o):", 0)
             for op in s.parser_ops:

@@ -8,7 +8,6 @@ from typing import Any
 
 from p4target import state as st
 from p4target.backends import hashes
-from p4target.backends.layout import ident
 from p4target.backends.printer import LoweredPrinter
 from p4target.backends.python_runtime import (
     _SHIFT_LIMIT,
@@ -70,11 +69,30 @@ class PyValues(LoweredPrinter):
         self.exited = f"F[{self.L.hidden['exit']}]" if any(prim.op == "exit" for a in p.actions
                                                            for prim in a.primitives) else ""
         for hname, t in self.L.types.items():
-            self.ns[f"_FS_{ident(hname)}"] = tuple((f.width, f.signed) for f in t.fields)
+            self.ns[self.field_specs(hname)] = tuple((f.width, f.signed) for f in t.fields)
         for s, headers in self.L.stacks.items():
-            self.ns[f"_STK_{ident(s)}"] = tuple(self.L.base[h] for h in headers) + (self.L.scratch[s],)
-        for s, names in {**self.L.unions, **self.L.union_stacks}.items():
-            self.ns[f"_STK_{ident(s)}"] = tuple(self.L.base.get(h, h) for h in names) + ("",)
+            self.ns[self.stack_bases(s)] = tuple(self.L.base[h] for h in headers) + (self.L.scratch[s],)
+        for s, names in self.L.union_stacks.items():
+            self.ns[self.union_stack_unions(s)] = (*names, "")
+
+    # -- the printer's names for the program's objects, strings and arrays
+
+    def text(self, s: str) -> str:
+        """The printed module's name for string `s` (a name, a log format, a source location): bound in its namespace,
+        never a literal in the printed code (p4target.backends.source_text)."""
+        return self.global_of("_S", s)
+
+    def field_specs(self, header_type: str) -> str:
+        """The printed module's tuple of a header type's (width, signed) per field."""
+        return self.names("_FS", header_type, header_type)
+
+    def stack_bases(self, stack: str) -> str:
+        """The printed module's tuple of a header stack's base slots, then its scratch header's."""
+        return self.names("_STK", stack, stack)
+
+    def union_stack_unions(self, stack: str) -> str:
+        """The printed module's tuple of a union stack's union names, then ""."""
+        return self.names("_UST", stack, stack)
 
     # -- values
 
@@ -116,14 +134,15 @@ class PyValues(LoweredPrinter):
         return f"int(F[{slot}])" if ftype is None else f"F[{slot}]"
 
     def union_stack_members(self, stack: str, index: m.Value | None) -> list[str]:
-        u = f"_at(_STK_{ident(stack)}, {self.rv(index)}, {stack!r})"
+        u = f"_at({self.union_stack_unions(stack)}, {self.rv(index)}, {self.text(stack)})"
         # the stack's unions all have the same type: member k's base is found through the first union
-        self.ns.setdefault(f"_UM_{ident(stack)}", {
+        members = self.names("_UM", stack, stack)
+        self.ns.setdefault(members, {
             name: tuple(self.L.base[h] for h in self.L.unions[name]) for name in self.L.union_stacks[stack]})
-        return [f"_UM_{ident(stack)}[{u}][{k}]" for k in range(len(self.L.union_stack_type[stack].headers))]
+        return [f"{members}[{u}][{k}]" for k in range(len(self.L.union_stack_type[stack].headers))]
 
     def stack_element(self, stack: str, index: m.Value | None) -> str:
-        return f"_at(_STK_{ident(stack)}, {self.rv(index)}, {stack!r})"
+        return f"_at({self.stack_bases(stack)}, {self.rv(index)}, {self.text(stack)})"
 
     def store(self, dst: m.Value, code: str, ind: int) -> None:
         slot, ftype, width = self.target(dst)
@@ -186,7 +205,7 @@ class PyValues(LoweredPrinter):
         return code
 
     def log(self, msg: str, values: list[str], ind: int) -> None:
-        self.emit(f"_LOG.append(_logf({msg!r}, ({''.join(v + ', ' for v in values)})))", ind)
+        self.emit(f"_LOG.append(_logf({self.text(msg)}, ({''.join(v + ', ' for v in values)})))", ind)
 
     def copy(self, dst: str, src: str, n: int, ind: int) -> None:
         self.emit(f"_copy(F, {dst}, {src}, {n})", ind)
@@ -209,17 +228,16 @@ class PyValues(LoweredPrinter):
         t = self.tmp()
         self.emit(f"{t} = {n}", ind)
         nxt = self.L.next_index[stack.name]
+        arr = self.stack_bases(stack.name)
         if push:
             self.emit(f"for _i in range({len(bases) - 1}, -1, -1):", ind)
-            self.emit(f"if _i >= {t}: _copy(F, _STK_{ident(stack.name)}[_i], _STK_{ident(stack.name)}[_i - {t}], {size})",
-                      ind + 1)
-            self.emit(f"else: F[_STK_{ident(stack.name)}[_i]] = False", ind + 1)
+            self.emit(f"if _i >= {t}: _copy(F, {arr}[_i], {arr}[_i - {t}], {size})", ind + 1)
+            self.emit(f"else: F[{arr}[_i]] = False", ind + 1)
             self.emit(f"F[{nxt}] = min(F[{nxt}] + {t}, {len(bases)})", ind)
         else:
             self.emit(f"for _i in range({len(bases)}):", ind)
-            self.emit(f"if _i + {t} < {len(bases)}: _copy(F, _STK_{ident(stack.name)}[_i], "
-                      f"_STK_{ident(stack.name)}[_i + {t}], {size})", ind + 1)
-            self.emit(f"else: F[_STK_{ident(stack.name)}[_i]] = False", ind + 1)
+            self.emit(f"if _i + {t} < {len(bases)}: _copy(F, {arr}[_i], {arr}[_i + {t}], {size})", ind + 1)
+            self.emit(f"else: F[{arr}[_i]] = False", ind + 1)
             self.emit(f"F[{nxt}] = max(F[{nxt}] - {t}, 0)", ind)
 
     def p_push(self, ps: list[m.Value], ind: int) -> None:
@@ -232,7 +250,7 @@ class PyValues(LoweredPrinter):
         self.emit(f"F[{self.L.hidden['exit']}] = True; return", ind)
 
     def fail_unless(self, cond: str, what: str, ind: int) -> None:
-        self.emit(f"if not {cond}: raise _PacketError({what + ' failed' + self.where()!r})", ind)
+        self.emit(f"if not {cond}: raise _PacketError({self.text(what + ' failed' + self.where())})", ind)
 
     def meter_amount(self, kind: str) -> str:
         return "1" if kind == "packets" else f"F[{self.L.sm['packet_length']}]"

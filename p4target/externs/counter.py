@@ -109,8 +109,10 @@ class DirectCounter(Extern):
         if tr.info.direct_counter_of(table.preamble.id) is None:
             raise invalid(f"table {table.preamble.name} has no direct counter")
         match = tr.match_in(table, entry.table_entry.match)
+        counts = state_call(st.counter_values, f"table {table.preamble.name} direct counter", entry.data.packet_count,
+                            entry.data.byte_count)
         stored = state_call(tr.state.table(table.preamble.name).find, match, entry.table_entry.priority)
-        stored.packets, stored.bytes = entry.data.packet_count, entry.data.byte_count
+        stored.packets, stored.bytes = counts
 
     def p4runtime_read(self, tr: Translator, entry: Any) -> Iterator[Any]:
         from finsy.proto import p4r

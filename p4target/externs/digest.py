@@ -79,7 +79,7 @@ class Digest(Extern):
     def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         ll = learn_list(pr, ps)
         values = "".join(f"{pr.rv(f)} & {(1 << max(pr.L.width(f), 1)) - 1:#x}, " for f in ll.elements)
-        pr.emit(f"if len(_DG) < {MAX_DIGESTS_QUEUED}: _DG.append(({ll.name!r}, ({values})))", ind)
+        pr.emit(f"if len(_DG) < {MAX_DIGESTS_QUEUED}: _DG.append(({pr.text(ll.name)}, ({values})))", ind)
 
     def c(self, pr: CPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         ll = learn_list(pr, ps)

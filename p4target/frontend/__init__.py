@@ -21,7 +21,8 @@ def load_program(path: str, include_dirs: list[str] | None = None, defines: dict
 
 def load_source(text: str, filename: str = "<string>", defines: dict[str, str] | None = None,
                 after: Callable[[str, ir.Program], None] | None = None) -> ir.Program:
-    """Like load_program, for P4 source held in a string (includes resolve from the cwd)."""
+    """Like load_program, for P4 source held in a string: it may include the target's core.p4 and v1model.p4,
+    no other file (a client's pushed program names no file of the switch's host)."""
     from .loader import load_source as _load
 
     return _load(text, filename, None, defines, after)

@@ -12,13 +12,14 @@ AfterPass = Callable[[str, ir.Program], None]  # called with a pass's name and t
 
 
 def load_source(text: str, filename: str = "<string>", include_dirs: list[str] | None = None,
-                defines: dict[str, str] | None = None, after: AfterPass | None = None) -> ir.Program:
+                defines: dict[str, str] | None = None, after: AfterPass | None = None,
+                local_includes: bool = False) -> ir.Program:
     """Check P4 source text; see p4target.frontend.load_source. `after(name, program)` sees
-    the program after checking ("check") and after each pass."""
+    the program after checking ("check") and after each pass; `local_includes`: see preprocess."""
     from .checker import check
     from .passes import lower
 
-    source = preprocess(text, filename, include_dirs, defines)
+    source = preprocess(text, filename, include_dirs, defines, local_includes)
     tree = parse(source)
     program = check(tree, source)
     program.source = filename
@@ -35,4 +36,4 @@ def load_program(path: str, include_dirs: list[str] | None = None, defines: dict
             text = f.read()
     except OSError as e:
         raise P4Error(f"cannot read P4 program: {e.strerror}", path) from None
-    return load_source(text, path, include_dirs, defines, after)
+    return load_source(text, path, include_dirs, defines, after, local_includes=True)

@@ -2,7 +2,12 @@
 
 Everything is checked while it is read: a malformed or inconsistent file is one P4Error
 naming the file and the JSON path of the culprit (`basic.json: error: pipelines[0].tables[2]
-.key[0].target: unknown header 'ipv5'`), never a KeyError later in an engine.
+.key[0].target: unknown header 'ipv5'`), never a KeyError later in an engine. So is what p4c
+never writes and would hold a packet forever (simple_switch 1.15 spins on it): a loop among a
+pipeline's nodes, a jump in an action that does not go forward. A parser may loop (header
+stacks): as on BMv2 the loop ends when the packet or the stack runs out (PacketTooShort,
+StackOutOfBounds); one that consumes nothing, which simple_switch spins on forever, ends on
+both engines after MAX_PARSER_STATES states with error.ParserTimeout.
 """
 from __future__ import annotations
 
@@ -246,6 +251,7 @@ class _Reader:
         p.extern_instances = self.each(doc, "extern_instances", self.extern_instance)
         p.field_aliases = dict(self.each(doc, "field_aliases", self.field_alias))
         _check_references(self, p)
+        _check_no_endless_loop(self, p)
         return p
 
     def header_type(self, o: Any) -> m.HeaderType:
@@ -519,3 +525,49 @@ def _check_references(r: _Reader, p: m.Program) -> None:
             for tr in s.transitions:
                 if tr.next_state is not None and tr.next_state not in states:
                     raise r.fail(f"parsers[{i}].parse_states[{j}]: unknown next state '{tr.next_state}'")
+
+
+def _check_no_endless_loop(r: _Reader, p: m.Program) -> None:
+    """Refuse what would run forever per packet and p4c never writes: a cycle among a pipeline's nodes (reachable or
+    not), a jump in an action to anywhere but a constant place after it (at most the action's end)."""
+    for i, pl in enumerate(p.pipelines):
+        after: dict[str, list[str]] = {t.name: [n for n in [*t.next_tables.values(), t.base_default_next] if n]
+                                       for t in pl.tables}
+        after.update({c.name: [n for n in (c.true_next, c.false_next) if n] for c in pl.conditionals})
+        looping = _node_on_a_cycle(after)
+        if looping is not None:
+            raise r.fail(f"pipelines[{i}]: node '{looping}' leads back to itself (a packet would never leave the "
+                         "pipeline; p4c writes no loop)")
+    for i, a in enumerate(p.actions):
+        for j, prim in enumerate(a.primitives):
+            if prim.op not in ("_jump", "_jump_if_zero"):
+                continue
+            arity = 1 if prim.op == "_jump" else 2
+            target = prim.parameters[-1] if len(prim.parameters) == arity else None
+            if not (isinstance(target, m.Const) and j < target.value <= len(a.primitives)):
+                raise r.fail(f"actions[{i}].primitives[{j}]: {prim.op} takes {arity} parameter(s), the last a constant "
+                             f"index after its own, at most {len(a.primitives)} (p4c's jumps go forward; one going "
+                             "back may loop forever)")
+
+
+def _node_on_a_cycle(after: dict[str, list[str]]) -> str | None:
+    """A node of the graph `after` (node -> next nodes) that lies on a cycle; None when it has none. Iterative depth
+    first search: a client's JSON may chain many thousands of nodes."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for root in after:
+        if root in state:
+            continue
+        state[root] = 1
+        stack = [(root, iter(after[root]))]
+        while stack:
+            node, nexts = stack[-1]
+            nxt = next(nexts, None)
+            if nxt is None:
+                state[node] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return nxt
+            elif nxt not in state:
+                state[nxt] = 1
+                stack.append((nxt, iter(after.get(nxt, []))))
+    return None

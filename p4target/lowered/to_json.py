@@ -24,10 +24,10 @@ def value(v: m.Value | None) -> Any:
     if isinstance(v, m.Field):
         return {"type": "field", "value": [v.header, v.field]}
     if isinstance(v, m.Const):
-        out: dict[str, Any] = {"type": "hexstr", "value": _hex(v.value)}
-        if v.width is not None:
-            out["bitwidth"] = v.width
-        return out
+        if v.width is None:
+            return {"type": "hexstr", "value": _hex(v.value)}
+        # a calculation input: simple_switch takes as many bytes as the hex string has digits for, not `bitwidth`
+        return {"type": "hexstr", "value": "0x" + v.value.to_bytes((v.width + 7) // 8, "big").hex(), "bitwidth": v.width}
     if isinstance(v, m.BoolConst):
         return {"type": "bool", "value": v.value}
     if isinstance(v, m.HeaderRef):
@@ -97,6 +97,24 @@ def _jump_arg(v: m.Value) -> Any:
     return {"type": "hexstr", "value": _hex(v.value)} if isinstance(v, m.Const) else param(v)
 
 
+def _primitives(prims: list[m.Primitive]) -> list[dict[str, Any]]:
+    """An action's primitives. simple_switch's `exit` only marks the packet and the action runs on, so each
+    `exit` is followed by a jump to the action's end, and the jumps' targets move past those added."""
+    exits = [i for i, x in enumerate(prims) if x.op == "exit"]
+
+    def moved(i: int) -> int:
+        return i + sum(1 for e in exits if e < i)
+
+    out = []
+    for i, x in enumerate(prims):
+        if x.op in ("_jump", "_jump_if_zero") and isinstance(x.parameters[-1], m.Const):
+            x = m.Primitive(x.op, [*x.parameters[:-1], m.Const(moved(x.parameters[-1].value))], x.source)
+        out.append(_primitive(x))
+        if i in exits:
+            out.append(_primitive(m.Primitive("_jump", [m.Const(len(prims) + len(exits))])))
+    return out
+
+
 def _parser_op(op: m.ParserOp) -> dict[str, Any]:
     ps = op.parameters
     if op.op == "primitive":
@@ -114,6 +132,8 @@ def _parser_op(op: m.ParserOp) -> dict[str, Any]:
             first = {"type": "union_stack", "value": [target.stack, target.member]}
         rest = [{"type": "expression", "value": value(x)} for x in ps[1:]]  # extract_VL's length
         return {"op": op.op, "parameters": [first] + rest}
+    if op.op == "verify":  # its condition wrapped once, as p4c writes it: wrapped twice, simple_switch crashes on it
+        return {"op": op.op, "parameters": [value(ps[0]), param(ps[1])]}
     return {"op": op.op, "parameters": [param(x) for x in ps]}
 
 
@@ -252,7 +272,7 @@ def program(p: m.Program) -> dict[str, Any]:
         "learn_lists": [{"id": ll.id, "name": ll.name, "elements": [value(x) for x in ll.elements]}
                         for ll in p.learn_lists],
         "actions": [{"name": a.name, "id": a.id, "runtime_data": [{"name": n, "bitwidth": w} for n, w in a.runtime_data],
-                     "primitives": [_primitive(x) for x in a.primitives]} for a in p.actions],
+                     "primitives": _primitives(a.primitives)} for a in p.actions],
         "pipelines": [{"name": pl.name, "id": pl.id, "init_table": pl.init_table,
                        "action_profiles": [{"name": ap.name, "id": ap.id, "max_size": ap.max_size,
                                             **({"selector": {"algo": ap.selector.algo,

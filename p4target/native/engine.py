@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 from ctypes import POINTER, c_char_p, c_double, c_int, c_int64, c_uint8, c_uint32, c_uint64, c_void_p
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -53,7 +54,7 @@ _SIGNATURES = {
     "eng_run": (c_int, [c_void_p]),
     "eng_ports_release": (None, [c_void_p]),
     "eng_stop": (None, [c_void_p]),
-    "eng_inject": (c_int, [c_void_p, c_uint32, c_char_p, c_uint32]),
+    "eng_inject": (c_int, [c_void_p, c_uint32, c_char_p, c_uint32, c_uint32, c_uint64]),
     "eng_q_rate": (None, [c_void_p, c_int, c_int, c_double]),
     "eng_q_depth": (None, [c_void_p, c_int, c_uint32]),
     "eng_q_delay": (None, [c_void_p, c_int, c_double]),
@@ -65,8 +66,7 @@ _SIGNATURES = {
 }
 
 
-def _u64s(values) -> ctypes.Array:
-    values = list(values)
+def _u64s(values: tuple | list) -> ctypes.Array:
     return (c_uint64 * max(1, len(values)))(*values)
 
 
@@ -189,9 +189,9 @@ class Engine:
     def table_add(self, tid: int, keys: list[tuple[int, int, int, int]], priority: int, action: int,
                   args: tuple[int, ...]) -> int:
         """keys: (kind 0 wildcard / 1 value&mask / 2 range / 3 lower word of a wider range, value or low, mask, high) per key word."""
-        kinds = (c_uint8 * max(1, len(keys)))(*[k[0] for k in keys])
-        handle = self.lib.eng_table_add(self.ptr, tid, _u64s(k[1] for k in keys), _u64s(k[2] for k in keys),
-                                        _u64s(k[3] for k in keys), kinds, priority, action, _u64s(args), len(args))
+        kinds, values, masks, highs = zip(*keys) if keys else ((0,), (0,), (0,), (0,))
+        handle = self.lib.eng_table_add(self.ptr, tid, _u64s(values), _u64s(masks), _u64s(highs),
+                                        (c_uint8 * len(kinds))(*kinds), priority, action, _u64s(args), len(args))
         if handle < 0:
             raise MemoryError("native engine: out of memory adding a table entry")
         return handle
@@ -207,13 +207,13 @@ class Engine:
         if self.lib.eng_table_default(self.ptr, tid, action, _u64s(args), len(args)):
             raise MemoryError("native engine: out of memory setting a default action")
 
-    def entry_counters(self, handle: int) -> ctypes.Array:
-        """The (packets, bytes) direct-counter cells of an entry, as a live 2-element view."""
-        return ctypes.cast(self.lib.eng_entry_counters(self.ptr, handle), POINTER(c_uint64 * 2)).contents
+    def entry_counters(self, handle: int) -> Any:
+        """The (packets, bytes) direct-counter cells of an entry: a live pointer, [0] and [1]."""
+        return self.lib.eng_entry_counters(self.ptr, handle)
 
-    def entry_last_hit(self, handle: int) -> ctypes.Array:
-        """The time.monotonic() of an entry's last hit, as a live 1-element view."""
-        return ctypes.cast(self.lib.eng_entry_last_hit(self.ptr, handle), POINTER(c_double * 1)).contents
+    def entry_last_hit(self, handle: int) -> Any:
+        """The time.monotonic() of an entry's last hit: a live pointer, [0]."""
+        return self.lib.eng_entry_last_hit(self.ptr, handle)
 
     # -- action profiles and selectors: members and groups by handles the caller chooses (see NativeState)
     def member_set(self, handle: int, action: int, args: tuple[int, ...]) -> None:
@@ -327,9 +327,13 @@ class Engine:
         Python loop or another engine."""
         self.lib.eng_ports_release(self.ptr)
 
-    def inject(self, port: int, data: bytes) -> None:
-        if self.lib.eng_inject(self.ptr, port, data, len(data)):
+    def inject(self, port: int, data: bytes, max_frames: int, max_bytes: int) -> bool:
+        """Queue a frame for ingress on `port` unless the queue would pass `max_frames` or `max_bytes` (False:
+        it was dropped)."""
+        result = self.lib.eng_inject(self.ptr, port, data, len(data), max_frames, max_bytes)
+        if result < 0:
             raise MemoryError("native engine: out of memory queueing a PacketOut")
+        return result == 0
 
     def queue_rate(self, port: int, rate: float | None, bits: bool) -> None:
         self.lib.eng_q_rate(self.ptr, port, int(bits), float(rate or 0))

@@ -11,10 +11,10 @@ the engine (`NativeMeterCell` forwards each configuration). The lock is the engi
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -75,38 +75,56 @@ class NativeMeterArray(st.MeterArray):
 
 
 class NativeTableEntry(st.TableEntry):
-    """A stored entry whose direct-counter cells and last-hit time are the engine's (set by NativeTable.insert)."""
+    """A stored entry whose direct-counter cells and last-hit time are the engine's (set by NativeTable.insert).
+    The pointers to the engine's cells are fetched when first used, most entries' never: two per entry cost a
+    100,000-entry table some 30 MB and a tenth of its insert time."""
 
     _handle: int  # the engine's entry
-    _cells: ctypes.Array  # (packets, bytes)
-    _last_hit: ctypes.Array  # (time.monotonic() of the last hit,)
+    _engine: Engine
+
+    def _pointer(self, name: str, fetch: Callable[[int], Any]) -> Any:
+        pointer = self.__dict__.get(name)
+        if pointer is None:
+            pointer = self.__dict__[name] = fetch(self._handle)
+        return pointer
+
+    def _cells(self) -> Any:
+        """[0] packets, [1] bytes"""
+        return self._pointer("_cells_ptr", self._engine.entry_counters)
+
+    def _last_hit(self) -> Any:
+        """[0] the time.monotonic() of the last hit: the engine sets it when it adds the entry"""
+        return self._pointer("_last_hit_ptr", self._engine.entry_last_hit)
+
+    def _attached(self) -> bool:
+        return "_handle" in self.__dict__
 
     @property
     def packets(self) -> int:
-        return int(self._cells[0])
+        return int(self._cells()[0])
 
     @packets.setter
     def packets(self, value: int) -> None:
-        if hasattr(self, "_cells"):
-            self._cells[0] = value
+        if self._attached():
+            self._cells()[0] = value
 
     @property
     def bytes(self) -> int:
-        return int(self._cells[1])
+        return int(self._cells()[1])
 
     @bytes.setter
     def bytes(self, value: int) -> None:
-        if hasattr(self, "_cells"):
-            self._cells[1] = value
+        if self._attached():
+            self._cells()[1] = value
 
     @property
     def last_hit(self) -> float:
-        return self._last_hit[0]
+        return self._last_hit()[0]
 
     @last_hit.setter
     def last_hit(self, value: float) -> None:
-        if hasattr(self, "_last_hit"):
-            self._last_hit[0] = value
+        if self._attached():
+            self._last_hit()[0] = value
 
 
 def _detach(entry: st.TableEntry) -> None:
@@ -114,7 +132,7 @@ def _detach(entry: st.TableEntry) -> None:
     cells are another engine's memory (or this one's about to be freed), which its setters must never write."""
     if isinstance(entry, NativeTableEntry):
         packets, nbytes, last_hit = entry.packets, entry.bytes, entry.last_hit
-        for name in ("_handle", "_cells", "_last_hit"):
+        for name in ("_handle", "_engine", "_cells_ptr", "_last_hit_ptr"):
             entry.__dict__.pop(name, None)
         plain: st.TableEntry = entry
         plain.__class__ = st.TableEntry
@@ -143,6 +161,9 @@ def _chunks(value: int, width: int) -> list[int]:
 def _key_spec(key: st.KeyField, part: tuple | None) -> list[tuple[int, int, int, int]]:
     """A canonical match part (state.Table._canonical_field) as the engine's (kind, value, mask, high) per word."""
     full = (1 << key.bitwidth) - 1
+    if part is not None and key.bitwidth <= WORD_BITS and part[0] != "r":  # most keys: one word, no range
+        return [(1, part[1], full if part[0] == "v" else part[2] if part[0] == "t" else
+                 full ^ ((1 << (key.bitwidth - part[2])) - 1), 0)]
     if part is None:
         kind, value, mask, high = 0, 0, 0, 0
     elif part[0] == "v":
@@ -292,25 +313,21 @@ class NativeTable(st.Table):
         if value is not None:  # None: a table with an action profile, whose misses run nothing
             self._engine.table_default(self._tid, self._action_ids[value.action], self._args(value.action, value.args))
 
-    def insert(self, entry: st.TableEntry) -> None:
+    def insert(self, entry: st.TableEntry) -> tuple:
         _detach(entry)  # an entry object inserted before, into this engine or another (maybe freed since)
-        super().insert(entry)
-        parts, priority = self._canonical(entry)
+        parts, priority = super().insert(entry)
         keys = [word for k, p in zip(self._keys, parts) for word in _key_spec(k, p)]
         indirect = isinstance(self.profile, NativeActionProfile)  # the entry names a member or group: no action
         action, args = (-1, ()) if indirect else (self._action_ids[entry.action], self._args(entry.action, entry.args))
         handle = self._engine.table_add(self._tid, keys, priority, action, args)
         if isinstance(self.profile, NativeActionProfile):
             self._engine.entry_names(handle, *self.profile.engine_handles(entry))
-        last_hit = entry.last_hit
-        entry.__class__ = NativeTableEntry  # its counter cells and last hit now read the engine's
+        entry.__class__ = NativeTableEntry  # its counter cells and last hit now read the engine's (both fresh)
         stored = _native(entry)
-        stored._handle = handle
-        stored._cells = self._engine.entry_counters(handle)
-        stored._last_hit = self._engine.entry_last_hit(handle)
-        stored.last_hit = last_hit
+        stored._engine, stored._handle = self._engine, handle
         if entry.meter is not None:
             entry.meter = NativeMeterCell(lambda config: self._engine.direct_meter_set(handle, config))
+        return parts, priority
 
     def modify(self, entry: st.TableEntry) -> None:
         super().modify(entry)
@@ -328,12 +345,17 @@ class NativeTable(st.Table):
         self._check_mutable()
         stored = self._entries.get(self._canonical(entry))
         super().delete(entry)  # raises if there is none
-        self._engine.table_delete(self._tid, _native(stored)._handle)
+        native = _native(stored)
+        handle = native._handle
+        _detach(native)  # a plain entry with its last counts: its views would outlive the engine's entry
+        self._engine.table_delete(self._tid, handle)
 
     def clear(self) -> None:
         if not self._const:
             for entry in self._entries.values():
-                self._engine.table_delete(self._tid, _native(entry)._handle)
+                handle = _native(entry)._handle
+                _detach(entry)
+                self._engine.table_delete(self._tid, handle)
         super().clear()
 
 

@@ -1,6 +1,6 @@
 """Client arbitration: who is primary for each role (P4Runtime spec, section "Client Arbitration").
 
-Each StreamChannel is a `Session`. Per role, the session that announced an election id
+Each StreamChannel is a `Session` (p4target.runtime.stream). Per role, the session that announced an election id
 greater than or equal to the highest one ever seen for that role becomes primary; every
 other session is a backup. When the primary changes, every session of the role gets a
 MasterArbitrationUpdate (OK for the primary, ALREADY_EXISTS for backups, both carrying the
@@ -13,58 +13,16 @@ permanent backup. A role's scope is the config (p4target.runtime.roles) its prim
 """
 from __future__ import annotations
 
-import queue
 import threading
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 import grpc
 from finsy.proto import p4r, rpc_status
 
+from p4target.errors import shorten
 from p4target.runtime.errors import RuntimeStatus, code_number
 from p4target.runtime.roles import RoleScope, check_writable, entity_p4_id
-
-_CLOSE = object()
-STREAM_QUEUE = 1024  # PacketIns, digests and notifications waiting for one client; more are dropped
-
-
-class Session:
-    """One StreamChannel: its arbitration data and the queue of messages to send it."""
-
-    def __init__(self, device_id: int):
-        self.device_id = device_id
-        self.role = ""
-        self.scope: RoleScope | None = None  # the role config this session announced
-        self.election_id: int | None = None
-        self.arbitrated = False
-        self._outbox: queue.Queue = queue.Queue()
-        self.dropped = 0  # messages offer() refused: the client was STREAM_QUEUE messages behind
-
-    def send(self, message: p4r.StreamMessageResponse) -> None:
-        """Queue an arbitration update or a stream error: always kept."""
-        self._outbox.put(message)
-
-    def offer(self, message: p4r.StreamMessageResponse) -> bool:
-        """Queue a PacketIn, digest list or notification unless STREAM_QUEUE are waiting already;
-        False (and counted) if dropped, so a client that stops reading never holds up the caller."""
-        if self._outbox.qsize() >= STREAM_QUEUE:
-            self.dropped += 1
-            return False
-        self._outbox.put(message)
-        return True
-
-    def close(self, failure: RuntimeStatus | None = None) -> None:
-        """End the stream (with `failure` as its status when given)."""
-        self._outbox.put((_CLOSE, failure))
-
-    def outgoing(self) -> Iterable[p4r.StreamMessageResponse]:
-        """Messages to send, until close(); a failure given to close() is raised at the end."""
-        while True:
-            item = self._outbox.get()
-            if isinstance(item, tuple) and item[0] is _CLOSE:
-                if item[1] is not None:
-                    raise item[1]
-                return
-            yield item
+from p4target.runtime.stream import Session
 
 
 def _uint128(value: int) -> p4r.Uint128:
@@ -98,7 +56,7 @@ class Arbitration:
                 if other is not session and other.role == role and election_id is not None \
                         and other.election_id == election_id:
                     raise RuntimeStatus(grpc.StatusCode.INVALID_ARGUMENT,
-                                        f"Election id {election_id} already in use by another client of role '{role}'")
+                                        f"Election id {election_id} already in use by another client of role '{shorten(role)}'")
             if session.arbitrated:
                 self._leave(session)
             session.role, session.election_id, session.arbitrated = role, election_id, True
@@ -136,9 +94,9 @@ class Arbitration:
             if primary is None or election_id is None or primary.election_id != election_id:
                 who = "no primary client" if primary is None else f"primary election id is {primary.election_id}"
                 raise RuntimeStatus(grpc.StatusCode.PERMISSION_DENIED,
-                                    f"Not primary: election id {election_id} for role '{role}' ({who})")
+                                    f"Not primary: election id {election_id} for role '{shorten(role)}' ({who})")
 
-    def check_write(self, role: str, updates: list[p4r.Update]) -> None:
+    def check_write(self, role: str, updates: Sequence[p4r.Update]) -> None:
         """Raise PERMISSION_DENIED when an update is outside the role's scope."""
         with self._lock:
             scopes = dict(self._scopes)
@@ -156,7 +114,7 @@ class Arbitration:
             scope = self._scopes.get(role) if role else None
         if scope is not None and not scope.can_push_pipeline:
             raise RuntimeStatus(grpc.StatusCode.PERMISSION_DENIED,
-                                f"role '{role}' may not set the forwarding pipeline (its config has no "
+                                f"role '{shorten(role)}' may not set the forwarding pipeline (its config has no "
                                 "can_push_pipeline)")
 
     def is_primary(self, session: Session) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 from finsy.proto import p4r
 
 from p4target import state as st
+from p4target.errors import shorten
 from p4target.runtime.errors import invalid, state_call, unimplemented
 
 
@@ -20,7 +21,7 @@ def decode(data: bytes, bitwidth: int, what: str) -> int:
         raise invalid(f"{what}: empty byte string")
     value = int.from_bytes(data, "big")
     if value >> bitwidth:
-        raise invalid(f"{what}: value 0x{data.hex()} does not fit in {bitwidth} bits")
+        raise invalid(f"{what}: value {shorten(data)} does not fit in {bitwidth} bits")
     return value
 
 

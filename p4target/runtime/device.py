@@ -11,9 +11,12 @@ This module knows no gRPC: the server turns its RuntimeStatus failures into RPC 
 """
 from __future__ import annotations
 
+import contextlib
+import gc
+import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +25,7 @@ from finsy.proto import p4i, p4r
 from google.protobuf.descriptor import FieldDescriptor
 
 from p4target.errors import P4Error
-from p4target.limits import DEFAULT_STATE_CAP_MB, check_state_cap
+from p4target.limits import DEFAULT_STATE_CAP_MB, READ_BATCH, check_state_cap
 from p4target.runtime import codec
 from p4target.runtime.errors import RuntimeStatus, invalid
 from p4target.runtime.translate import MODIFY, Translator
@@ -53,9 +56,13 @@ def compile_source(source: str, filename: str, engine: str = "python",
                    state_cap_mb: int = DEFAULT_STATE_CAP_MB) -> tuple[p4i.P4Info, Any]:
     """(P4Info, pipeline on `engine`) of a P4 program; INVALID_ARGUMENT carrying the "FILE:LINE:COL: error:" line,
     RESOURCE_EXHAUSTED when its state may exceed `state_cap_mb`."""
-    from p4target.compiled import front_end
+    from p4target.compiled import front_end, printed
 
     try:
+        form = printed(source, filename) if engine == "native" else None  # lowered and printed once per machine
+        if form is not None:
+            program, cprog, p4info = form
+            return p4info, _capped_pipeline(program, filename, engine, state_cap_mb, cprog)
         program, p4info = front_end(source, filename)
         return p4info, _capped_pipeline(program, filename, engine, state_cap_mb)
     except P4Error as exc:
@@ -78,8 +85,9 @@ def load_bmv2_json(data: bytes, filename: str, engine: str = "python", state_cap
         raise invalid(str(exc)) from None
 
 
-def _capped_pipeline(program: Any, filename: str, engine: str, state_cap_mb: int) -> Any:
-    """The program's pipeline, once its declared state is known to fit the switch's cap (nothing allocated before)."""
+def _capped_pipeline(program: Any, filename: str, engine: str, state_cap_mb: int, cprog: Any = None) -> Any:
+    """The program's pipeline, once its declared state is known to fit the switch's cap (nothing allocated before);
+    `cprog`: the C already printed from `program` (lowered), for the native engine."""
     from p4target.lowered import model as lowered
     from p4target.lowered.from_ir import lower_program
     from p4target.lowered.schema import build_schema
@@ -93,7 +101,7 @@ def _capped_pipeline(program: Any, filename: str, engine: str, state_cap_mb: int
         check_state_cap(schema, state_cap_mb)
     except StateError as exc:
         raise RuntimeStatus(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{filename}: error: {exc}") from None
-    return make_pipeline(program, engine)
+    return make_pipeline(program, engine, cprog=cprog)
 
 
 def compile_config(config: p4r.ForwardingPipelineConfig, engine: str = "python",
@@ -243,8 +251,13 @@ class Device:
             p4info = p4i.P4Info()
         else:
             p4info, pipeline = compile_source(source, filename, self.engine, self.state_cap_mb)
+        self.use_pipeline(p4info, pipeline, source.encode())
+
+    def use_pipeline(self, p4info: p4i.P4Info, pipeline: Any, device_config: bytes) -> None:
+        """Commit a pipeline already made, with its P4Info (and the device config it came from); no cookie.
+        The fuzzers give theirs an engine whose calls are traced for the sanitizers' replay."""
         with self.lock:
-            self._commit(LoadedConfig(p4info, source.encode(), None, pipeline, Translator(p4info, pipeline.state)))
+            self._commit(LoadedConfig(p4info, device_config, None, pipeline, Translator(p4info, pipeline.state)))
 
     def _commit(self, loaded: LoadedConfig) -> None:
         self.current, self.saved = loaded, None
@@ -271,7 +284,9 @@ class Device:
         for request in wildcards:
             update_type = MODIFY if request.WhichOneof("entity") in ("register_entry", "counter_entry", "meter_entry") \
                 or request.table_entry.is_default_action else p4r.Update.INSERT
-            for entity in old.translator.read(request):
+            with old.pipeline.state.lock:
+                entities = list(old.translator.read(request))
+            for entity in entities:
                 try:
                     new.translator.apply(update_type, entity)
                 except RuntimeStatus as failure:
@@ -305,7 +320,7 @@ class Device:
         rollback = atomicity in (p4r.WriteRequest.ROLLBACK_ON_ERROR, p4r.WriteRequest.DATAPLANE_ATOMIC)
         failures: list[RuntimeStatus | None] = []
         undo: list[tuple[int, p4r.Entity]] = []
-        with loaded.pipeline.state.lock:
+        with loaded.pipeline.state.lock, _collector_paused():
             for update in updates:
                 try:
                     inverse = loaded.translator.inverse(update) if rollback else []
@@ -322,12 +337,15 @@ class Device:
                 failures = [f if f is not None else aborted for f in failures]
         return failures
 
-    def read(self, entities) -> list[p4r.Entity]:
+    def read_batches(self, entities) -> Iterator[list[p4r.Entity]]:
+        """A Read's answer in batches of READ_BATCH entities (at least one, maybe empty), each made when
+        taken under the state lock, so a Read holds one batch however much it answers. Requests a read
+        cannot tell apart (the same entity, or one differing only in fields a read ignores) are answered
+        once: what a Read costs grows with its distinct requests, not its length. A malformed request
+        raises RuntimeStatus here, before any batch."""
         loaded = self.loaded()
-        out: list[p4r.Entity] = []
-        for entity in entities:
-            out.extend(loaded.translator.read(entity))
-        return out
+        answers = [loaded.translator.read(entity) for entity in distinct_requests(entities)]
+        return _batched(loaded.pipeline.state.lock, answers)
 
     # ------------------------------------------------------------------ packet I/O and digests
 
@@ -402,3 +420,76 @@ def _installed_by_program(loaded: LoadedConfig, entity: p4r.Entity, failure: Run
     table = loaded.translator.info.find("tables", entity.table_entry.table_id)
     return table is not None and (table.is_const_table or table.has_initial_entries) and \
         failure.code in (grpc.StatusCode.ALREADY_EXISTS, grpc.StatusCode.PERMISSION_DENIED)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a Write batch runs. A batch makes objects that live on (the
+    stored entries), and each time they grow the heap by a quarter the collector walks every object there is:
+    half of a 100,000-entry Write's time. What the batch drops is freed by reference counting all the same."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _batched(lock: Any, answers: list[Iterator[p4r.Entity]]) -> Iterator[list[p4r.Entity]]:
+    batch: list[p4r.Entity] = []
+    sent = False
+    for answer in answers:
+        while True:
+            with lock:
+                batch.extend(itertools.islice(answer, READ_BATCH - len(batch)))
+            if len(batch) < READ_BATCH:
+                break  # this answer is done
+            yield batch
+            batch, sent = [], True
+    if batch or not sent:
+        yield batch
+
+
+# Fields a read request may carry that select nothing (action data, counter data, configs, replicas, ...):
+# left out when telling a Read's requests apart. The presence-only ones say what to include in the answer.
+_READ_IGNORES = frozenset({"action", "controller_metadata", "metadata", "idle_timeout_ns", "is_const", "data",
+                           "config", "members", "max_size", "replicas", "class_of_service", "packet_length_bytes",
+                           "entry"})
+_READ_PRESENCE_ONLY = frozenset({"counter_data", "meter_config", "meter_counter_data", "time_since_last_hit"})
+
+
+def distinct_requests(entities) -> list[p4r.Entity]:
+    """A Read's request entities, each answer-changing one once, in order."""
+    if len(entities) < 2:
+        return list(entities)
+    seen_bytes: set[bytes] = set()
+    seen_keys: set[bytes] = set()
+    out = []
+    for entity in entities:
+        raw = entity.SerializeToString(deterministic=True)
+        if raw in seen_bytes:
+            continue
+        seen_bytes.add(raw)
+        key = p4r.Entity()
+        key.CopyFrom(entity)
+        _selecting_part(key)
+        kind = key.WhichOneof("entity")
+        if kind == "table_entry" and not key.table_entry.match:
+            key.table_entry.ClearField("priority")  # a wildcard's priority selects nothing
+        compact = key.SerializeToString(deterministic=True)
+        if compact not in seen_keys:
+            seen_keys.add(compact)
+            out.append(entity)
+    return out
+
+
+def _selecting_part(message: Any) -> None:
+    """Clear, in place and at every depth, the fields of a read request that do not change its answer."""
+    for field, value in message.ListFields():
+        if field.name in _READ_PRESENCE_ONLY:
+            value.Clear()  # still present: the answer includes it
+        elif field.name in _READ_IGNORES:
+            message.ClearField(field.name)
+        elif field.type == FieldDescriptor.TYPE_MESSAGE and not field.is_repeated:
+            _selecting_part(value)

@@ -13,15 +13,17 @@ import grpc
 from finsy.proto import p4r, rpc_status
 from google.protobuf import any_pb2
 
+from p4target.errors import ECHO_CHARS, MESSAGE_CHARS, shorten
 from p4target.state import StateError
 
 ERROR_SPACE = "aggnet-embedded"
 
 
 class RuntimeStatus(Exception):
-    """A request failure: a gRPC status code and a one-line message."""
+    """A request failure: a gRPC status code and a one-line message (at most MESSAGE_CHARS characters)."""
 
     def __init__(self, code: grpc.StatusCode, message: str):
+        message = shorten(message, MESSAGE_CHARS)
         super().__init__(message)
         self.code = code
         self.message = message
@@ -45,6 +47,12 @@ def state_call(fn: Callable, *args, **kwargs):
         return fn(*args, **kwargs)
     except StateError as exc:
         raise RuntimeStatus(grpc.StatusCode[exc.code], str(exc)) from None
+
+
+def echoed_packet(packet: p4r.PacketOut) -> p4r.PacketOut:
+    """The PacketOut a StreamError names: its metadata and the first ECHO_CHARS bytes of its payload, so
+    errors about a flood of large PacketOuts stay small."""
+    return p4r.PacketOut(payload=packet.payload[:ECHO_CHARS], metadata=packet.metadata)
 
 
 def code_number(code: grpc.StatusCode) -> int:
@@ -71,10 +79,9 @@ def batch_status(failures: list[RuntimeStatus | None]) -> rpc_status.Status:
     return status
 
 
-def abort(context: grpc.ServicerContext, code: grpc.StatusCode, message: str,
-          status: rpc_status.Status | None = None) -> None:
+async def abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, message: str,
+                status: rpc_status.Status | None = None) -> None:
     """End the RPC with `code`; attach a rich google.rpc.Status when given (raises)."""
     if status is None:
         status = rpc_status.Status(code=code_number(code), message=message)
-    context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
-    context.abort(code, message)
+    await context.abort(code, message, trailing_metadata=(("grpc-status-details-bin", status.SerializeToString()),))

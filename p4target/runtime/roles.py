@@ -19,13 +19,16 @@ as the spec says. A role's scope is the config its current primary announced.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import grpc
 from finsy.proto import p4r
 from finsy.proto.stratum1 import p4_role_config_pb2
 from google.protobuf import any_pb2
+from google.protobuf.message import DecodeError
 
+from p4target.errors import shorten
 from p4target.runtime.errors import RuntimeStatus
 
 P4RoleConfig = p4_role_config_pb2.P4RoleConfig
@@ -45,10 +48,15 @@ class RoleScope:
     def parse(cls, role: str, config: any_pb2.Any) -> RoleScope:
         """The scope of `config`; INVALID_ARGUMENT for a config of another message type."""
         message = P4RoleConfig()
-        if not config.Unpack(message):
+        try:
+            unpacked = config.Unpack(message)
+        except DecodeError:
+            raise RuntimeStatus(grpc.StatusCode.INVALID_ARGUMENT, f"role '{shorten(role)}': its config does not parse "
+                                f"as a {P4RoleConfig.DESCRIPTOR.full_name}") from None
+        if not unpacked:
             raise RuntimeStatus(grpc.StatusCode.INVALID_ARGUMENT,
-                                f"role '{role}': config of type {config.TypeName() or '(none)'} is not supported; "
-                                f"this target takes {P4RoleConfig.DESCRIPTOR.full_name}")
+                                f"role '{shorten(role)}': config of type {shorten(config.TypeName()) or '(none)'} is not "
+                                f"supported; this target takes {P4RoleConfig.DESCRIPTOR.full_name}")
         packet_filter = None
         if message.HasField("packet_in_filter"):
             packet_filter = (message.packet_in_filter.metadata_id, message.packet_in_filter.value)
@@ -90,7 +98,7 @@ def entity_p4_id(entity: p4r.Entity) -> int | None:
     return None
 
 
-def check_writable(role: str, scopes: dict[str, RoleScope], updates: list[p4r.Update]) -> None:
+def check_writable(role: str, scopes: dict[str, RoleScope], updates: Sequence[p4r.Update]) -> None:
     """PERMISSION_DENIED naming the first update whose object `role` may not write."""
     scope = scopes.get(role)
     if not role or scope is None:
@@ -102,6 +110,6 @@ def check_writable(role: str, scopes: dict[str, RoleScope], updates: list[p4r.Up
             what = update.entity.WhichOneof("entity")
             where = f"P4 id {p4_id}" if p4_id is not None else "no P4 id"
             raise RuntimeStatus(grpc.StatusCode.PERMISSION_DENIED,
-                                f"role '{role}' may not write update {index} ({what}, {where}): "
+                                f"role '{shorten(role)}' may not write update {index} ({what}, {where}): "
                                 + ("another role holds it exclusively" if p4_id in held_elsewhere
                                    else "outside the role's config"))

@@ -21,6 +21,7 @@ written with `egress_port` is read back with `egress_port`, one written with `po
 """
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -52,6 +53,11 @@ class Translator:
         self.profiles = ProfileTranslator(self)
         self.replication = ReplicationTranslator(self.state)
         self._aged: dict[str, dict[int, st.TableEntry]] = {}  # table -> entries notified in the last sweep
+        # Per table and per action, what every update looks up, made once (a batch would otherwise build
+        # the same dicts from the P4Info for each of its updates).
+        self._fields: dict[int, tuple[dict[int, p4i.MatchField], list[str]]] = {}  # table: fields by id, exact names
+        self._scopes: dict[int, dict[int, int]] = {}  # table: its actions' scopes by action id
+        self._params: dict[int, dict[int, p4i.Action.Param]] = {}  # action: its params by id
 
     def by_id(self, kind: str, entity_id: int):
         """Entity `entity_id` of `kind` ("tables", ...); INVALID_ARGUMENT naming the id if absent."""
@@ -100,8 +106,12 @@ class Translator:
                 old = state_call(self.state.table(name).find, entry.match, entry.priority)
                 state_call(self.state.delete_entry, name, entry)
                 return self.profiles.discard(table, old.member_id, old.group_id)
-            if te.HasField("counter_data") and self.info.direct_counter_of(te.table_id) is None:
-                raise invalid(f"table {name} has no direct counter for counter_data")
+            counts = None
+            if te.HasField("counter_data"):
+                if self.info.direct_counter_of(te.table_id) is None:
+                    raise invalid(f"table {name} has no direct counter for counter_data")
+                counts = state_call(st.counter_values, f"table {name} counter_data", te.counter_data.packet_count,
+                                    te.counter_data.byte_count)
             meter = self._direct_meter_config_in(table, te) if te.HasField("meter_config") else None
             if table.implementation_id:
                 self._write_indirect_entry(update_type, table, te, entry)
@@ -109,9 +119,9 @@ class Translator:
                 entry.action, entry.params = self._action_in(table, te.action)
                 call = self.state.insert_entry if update_type == INSERT else self.state.modify_entry
                 state_call(call, name, entry)
-            if te.HasField("counter_data"):
+            if counts is not None:
                 stored = state_call(self.state.table(name).find, entry.match, entry.priority)
-                stored.packets, stored.bytes = te.counter_data.packet_count, te.counter_data.byte_count
+                stored.packets, stored.bytes = counts
             if meter is not None:
                 state_call(self.state.direct_meter_set, meter[0], entry.match, entry.priority, meter[1])
 
@@ -151,7 +161,12 @@ class Translator:
 
     def match_in(self, table: p4i.Table, matches) -> dict[str, st.Match]:
         """FieldMatch list -> {field name: match spec}, enforcing the spec's canonical forms."""
-        fields = {f.id: f for f in table.match_fields}
+        shape = self._fields.get(table.preamble.id)
+        if shape is None:
+            shape = self._fields[table.preamble.id] = (
+                {f.id: f for f in table.match_fields},
+                [f.name for f in table.match_fields if f.match_type == p4i.MatchField.EXACT])
+        fields, exact = shape
         out: dict[str, st.Match] = {}
         where = f"table {table.preamble.name}"
         for fm in matches:
@@ -166,7 +181,7 @@ class Translator:
             if kind != expected:
                 raise invalid(f"{what}: expected a {expected} match, got {kind}")
             out[field.name] = self._field_in(fm, field.bitwidth, what)
-        missing = [f.name for f in table.match_fields if f.match_type == p4i.MatchField.EXACT and f.name not in out]
+        missing = [name for name in exact if name not in out]
         if missing:
             raise invalid(f"{where}: exact match field {missing[0]} is missing")
         return out
@@ -201,7 +216,9 @@ class Translator:
                 raise invalid(f"{where}: entry has no action")
             raise invalid(f"{where}: the table has no action profile; an entry names an action")
         action = self.by_id("actions", ta.action.action_id)
-        scopes = {ref.id: ref.scope for ref in table.action_refs}
+        scopes = self._scopes.get(table.preamble.id)
+        if scopes is None:
+            scopes = self._scopes[table.preamble.id] = {ref.id: ref.scope for ref in table.action_refs}
         if action.preamble.id not in scopes:
             raise invalid(f"{where}: action {action.preamble.name} is not one of the table's actions")
         forbidden = p4i.ActionRef.TABLE_ONLY if default else p4i.ActionRef.DEFAULT_ONLY
@@ -212,7 +229,9 @@ class Translator:
     def action_call_in(self, call: p4r.Action, where: str) -> tuple[str, dict[str, int]]:
         """(action name, {param name: value}) of an Action message, checked against the P4Info."""
         action = self.by_id("actions", call.action_id)
-        params = {p.id: p for p in action.params}
+        params = self._params.get(call.action_id)
+        if params is None:
+            params = self._params[call.action_id] = {p.id: p for p in action.params}
         values: dict[str, int] = {}
         for param in call.params:
             decl = params.get(param.param_id)
@@ -222,8 +241,8 @@ class Translator:
                 raise invalid(f"{where}: action {action.preamble.name} parameter {decl.name} given twice")
             values[decl.name] = codec.decode(param.value, decl.bitwidth,
                                              f"{where}: action {action.preamble.name} param {decl.name}")
-        missing = [p.name for p in action.params if p.name not in values]
-        if missing:
+        if len(values) != len(params):
+            missing = [p.name for p in action.params if p.name not in values]
             raise invalid(f"{where}: action {action.preamble.name} is missing parameter {missing[0]}")
         return action.preamble.name, values
 
@@ -252,7 +271,8 @@ class Translator:
     # ------------------------------------------------------------------ reads
 
     def read(self, entity: p4r.Entity) -> Iterator[p4r.Entity]:
-        """Entities matching a (possibly wildcard) read request entity."""
+        """Entities matching a (possibly wildcard) read request entity, made as they are taken: hold
+        `state.lock` while taking them for a consistent view. A malformed request raises here, not later."""
         kind = entity.WhichOneof("entity")
         readers: dict[str, Callable[[Any], Iterator[p4r.Entity]]] = {
             "table_entry": self._read_tables, "packet_replication_engine_entry": self.replication.read,
@@ -265,8 +285,10 @@ class Translator:
             readers[kind] = lambda entry: extern.p4runtime_read(self, entry)
         if kind not in readers:
             raise unimplemented(f"{kind} is not supported by this target")
+        answer = readers[kind](getattr(entity, kind))
         with self.state.lock:
-            return iter(list(readers[kind](getattr(entity, kind))))
+            first = next(answer, None)  # the reader checks the request before its first entity
+        return answer if first is None else itertools.chain([first], answer)
 
     def cells_array(self, kind: str, array_id: int, update_type: int) -> tuple[Any, str]:
         """The P4Info array of `kind` ("counters", ...) whose cells an update writes, and its name: an indexed
@@ -433,7 +455,8 @@ class Translator:
         read_request.CopyFrom(entity)
         if entity.HasField("table_entry") and not entity.table_entry.is_default_action:
             read_request.table_entry.counter_data.SetInParent()
-        prior = list(self.read(read_request))
+        with self.state.lock:
+            prior = list(self.read(read_request))
         if update.type == DELETE:
             return [(INSERT, e) for e in prior]
         return [(MODIFY, e) for e in prior]

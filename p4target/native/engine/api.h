@@ -66,7 +66,7 @@ ENG_API void eng_set_pcap_cap(engine_t *E, u64 bytes);  /* most bytes per pcap f
 ENG_API int eng_run(engine_t *E);
 ENG_API void eng_ports_release(engine_t *E);
 ENG_API void eng_stop(engine_t *E);
-ENG_API int eng_inject(engine_t *E, u32 port, const u8 *data, u32 len);
+ENG_API int eng_inject(engine_t *E, u32 port, const u8 *data, u32 len, u32 max_frames, u64 max_bytes);
 
 /* the traffic manager (tm.c) */
 ENG_API void eng_q_rate(engine_t *E, int port, int bits, double rate);

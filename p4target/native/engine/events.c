@@ -21,12 +21,12 @@ void push_digest(prog_state_t *S, int id, const u64 *vals, int n) {
     push_event(engine_of(S), EV_DIGEST, id, vals, (u32)n * 8);
 }
 
-void push_log(prog_state_t *S, const char *fmt, const u64 *vals, int n) {
+void push_log(prog_state_t *S, const char *fmt, u32 len, const u64 *vals, int n) {
     char buf[4096];
     size_t o = 0;
     int k = 0;
-    for (const char *c = fmt; *c && o < sizeof(buf) - 24; c++) {
-        if (c[0] == '{' && c[1] == '}' && k < n) {
+    for (const char *c = fmt; c < fmt + len && o < sizeof(buf) - 24; c++) {
+        if (c + 1 < fmt + len && c[0] == '{' && c[1] == '}' && k < n) {
             o += snprintf(buf + o, sizeof(buf) - o, "%llu", (unsigned long long)vals[k++]);
             c++;
         } else {

@@ -131,6 +131,8 @@ struct engine {
     int wake[2];
     pthread_mutex_t injmu;
     item_t *injh, *injt;   /* PacketOuts (bare, see frame_item) */
+    u32 injn;              /* ... how many, and their bytes: eng_inject refuses past its caller's caps */
+    u64 injbytes;
     u64 dropped_no_port, pipeline_errors;
 };
 

@@ -2,13 +2,20 @@
  * ingress -> traffic manager -> egress -> send ring (or sendmmsg), and what Python hands it meanwhile. */
 #include "internal.h"
 
-/* A PacketOut, into ingress on the loop's next turn. */
-int eng_inject(engine_t *E, u32 port, const u8 *data, u32 len) {
+/* A PacketOut, into ingress on the loop's next turn: 0, or 1 when `max_frames` or `max_bytes` would be passed (it is
+ * dropped), -1 out of memory. */
+int eng_inject(engine_t *E, u32 port, const u8 *data, u32 len, u32 max_frames, u64 max_bytes) {
+    pthread_mutex_lock(&E->injmu);
+    int full = E->injn >= max_frames || E->injbytes + len > max_bytes;
+    pthread_mutex_unlock(&E->injmu);
+    if (full) return 1;
     item_t *it = frame_item(port, data, len);
     if (!it) return -1;
     pthread_mutex_lock(&E->injmu);
     if (E->injt) E->injt->next = it; else E->injh = it;
     E->injt = it;
+    E->injn++;
+    E->injbytes += len;
     pthread_mutex_unlock(&E->injmu);
     ssize_t r = write(E->wake[1], "w", 1);
     (void)r;
@@ -149,6 +156,8 @@ int eng_run(engine_t *E) {
         pthread_mutex_lock(&E->injmu);
         item_t *inj = E->injh;
         E->injh = E->injt = NULL;
+        E->injn = 0;
+        E->injbytes = 0;
         pthread_mutex_unlock(&E->injmu);
         pthread_mutex_lock(&E->mu);
         for (item_t *it = inj, *next; it; it = next) {

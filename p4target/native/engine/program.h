@@ -148,7 +148,7 @@ extern const prog_t aggnet_prog;
 /* What the engine provides to the program's code. */
 entry_t *table_lookup(table_t *t, const u64 *key);
 void push_digest(prog_state_t *S, int id, const u64 *vals, int n);
-void push_log(prog_state_t *S, const char *fmt, const u64 *vals, int n);
+void push_log(prog_state_t *S, const char *fmt, u32 len, const u64 *vals, int n);
 u32 rng_u32(prog_state_t *S);
 u64 rng_range(prog_state_t *S, u64 lo, u64 hi);
 u64 meter_exec(meter_t *m, double amount);

@@ -122,6 +122,7 @@ int eng_table_add(engine_t *E, int tid, const u64 *v, const u64 *m, const u64 *h
     memcpy(e->hi, hi, sizeof(u64) * (size_t)n); memcpy(e->kind, kind, (size_t)n);
     e->action = action; e->prio = prio; e->capargs = (u32)nargs;
     e->member = e->group = -1;
+    e->last_hit = mono();  /* as if hit when added: its idle timeout counts from now */
     /* room first (a handle, a place in the table), so running out of memory leaves the table as it was */
     u32 cap = E->caphandles;
     if (!E->nfree && E->nhandles == E->caphandles

@@ -7,7 +7,7 @@
  *                                 trace's (2: a bad trace) */
 #include "api.h"
 
-#define MAX_FRAME 16384
+#define MAX_FRAME (64 * 1024 + 1024)  /* a frame up to 64 KiB and some: a PacketOut of 64 KiB with its header */
 #define MAX_SEEDS 4096
 
 static u64 rng_state;

@@ -47,16 +47,34 @@ class ApiError(Exception):
         self.code = code
 
 
-# method name -> (handler, return type or None for void, per argument: whether it is text). Thrift sends
-# `string` and `binary` alike; a handler's `bytes` parameters get the bytes, its others text.
-METHODS: dict[str, tuple[Callable[..., Any], int | None, tuple[bool, ...]]] = {}
+# method name -> (handler, return type or None for void, per argument: its annotation, see `argument`).
+METHODS: dict[str, tuple[Callable[..., Any], int | None, tuple[str, ...]]] = {}
+
+# A handler parameter's annotation -> (the Python type its Thrift field decodes to, a factory of the value the
+# handler gets when the field is absent or of another wire type). BMv2's generated code skips a field of the
+# wrong type and leaves the argument at its default; so does this API, and no handler sees a value of a type
+# it does not take. Thrift sends `string` and `binary` alike: `str` parameters get text, `bytes` the bytes.
+_ARGUMENTS: dict[str, tuple[type, Callable[[], Any]]] = {
+    "int": (int, int), "bool": (bool, bool), "str": (bytes, str), "str | None": (bytes, lambda: None),
+    "bytes": (bytes, bytes), "list": (list, list), "wire.Struct": (dict, dict)}
+
+
+def argument(value: Any, annotation: str) -> Any:
+    """A decoded Thrift field as the handler parameter annotated `annotation` takes it (see _ARGUMENTS)."""
+    kind, default = _ARGUMENTS[annotation]
+    if type(value) is not kind:  # exactly: a bool is no int here, as it is not on the wire
+        return default()
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) and annotation.startswith("str") else value
 
 
 def api_method(rtype: int | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Serve the decorated method under its name; its parameters after self are fields 1, 2, ..."""
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         params = list(inspect.signature(fn).parameters.values())[1:]
-        METHODS[fn.__name__] = (fn, rtype, tuple(p.annotation not in ("bytes", bytes) for p in params))
+        annotations = tuple(str(p.annotation) for p in params)
+        unknown = [a for a in annotations if a not in _ARGUMENTS]
+        assert not unknown, f"{fn.__name__}: no Thrift argument kind for {unknown}"
+        METHODS[fn.__name__] = (fn, rtype, annotations)
         return fn
     return register
 

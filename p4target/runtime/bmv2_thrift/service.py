@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from p4target.errors import MESSAGE_CHARS, shorten
 from p4target.runtime.bmv2_thrift import wire
 from p4target.runtime.bmv2_thrift.api import (
     INTERNAL_ERROR,
@@ -32,6 +33,7 @@ from p4target.runtime.bmv2_thrift.api import (
     TABLE_ERROR,
     UNKNOWN_METHOD,
     ApiError,
+    argument,
     log,
 )
 from p4target.runtime.bmv2_thrift.arrays import ArrayApi
@@ -67,21 +69,20 @@ class BmRuntime(TableApi, ArrayApi, ValueSetApi, PreApi, DeviceApi):
         """Run one method: (REPLY, result struct) or (EXCEPTION, application exception)."""
         found = METHODS.get(method)
         if found is None:
-            return wire.EXCEPTION, wire.app_exception(f"aggnet switch: no method {method!r}", UNKNOWN_METHOD)
-        fn, rtype, text = found
-        values = [args.get(i + 1) for i in range(len(text))]
-        values = [v.decode("utf-8", "replace") if is_text and isinstance(v, bytes) else v
-                  for v, is_text in zip(values, text)]
+            return wire.EXCEPTION, wire.app_exception(f"aggnet switch: no method {shorten(method)}", UNKNOWN_METHOD)
+        fn, rtype, annotations = found
+        values = [argument(args.get(i + 1), annotation) for i, annotation in enumerate(annotations)]
         try:
             with self._lock:
                 result = fn(self, *values)
         except ApiError as exc:
             if str(exc):
-                log.info("thrift %s: %s", method, exc)
+                log.info("thrift %s: %s", method, shorten(str(exc), MESSAGE_CHARS))
             return wire.REPLY, {1: (STRUCT, {1: (I32, exc.code)})}
         except Exception as exc:  # a client's malformed call must not take the switch down
-            log.warning("thrift %s failed: %r", method, exc)
-            return wire.EXCEPTION, wire.app_exception(f"{method}: {exc!r}", INTERNAL_ERROR)
+            shown = shorten(repr(exc), MESSAGE_CHARS)
+            log.warning("thrift %s failed: %s", method, shown)
+            return wire.EXCEPTION, wire.app_exception(f"{method}: {shown}", INTERNAL_ERROR)
         return wire.REPLY, ({} if rtype is None else {0: (rtype, result)})
 
 

@@ -7,6 +7,11 @@ arguments of a call, or the result of a reply (field 0 the return value, field 1
 exceptions). Reading needs no schema (every field carries its type); binary and string are the
 same on the wire and read as bytes. Writing takes (type, value) pairs: a struct is a dict
 {field id: (type, value)} whose None values are left out, a list is (element type, items).
+
+A call read here costs at most THRIFT_BYTES and THRIFT_VALUES values (fields, elements, map
+entries; p4target.limits), whatever sizes it announces: past either the connection is dropped, as
+BMv2 drops one that sends what it cannot parse. (Decoded, a value costs some 100 bytes, so a call
+of empty structs would otherwise grow the switch 70-fold its size.)
 """
 from __future__ import annotations
 
@@ -14,12 +19,13 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from p4target.limits import THRIFT_BYTES, THRIFT_VALUES
+
 STOP, BOOL, BYTE, DOUBLE, I16, I32, I64, STRING, STRUCT, MAP, SET, LIST = 0, 2, 3, 4, 6, 8, 10, 11, 12, 13, 14, 15
 CALL, REPLY, EXCEPTION, ONEWAY = 1, 2, 3, 4
 VERSION_1 = 0x80010000
 FIRST_BYTE = 0x80  # a strict message's first byte; never a printable command's
 
-MAX_BYTES = 64 << 20  # one string or container: larger announced sizes are a broken client
 MAX_DEPTH = 32
 _FIXED = {BOOL: ">?", BYTE: ">b", DOUBLE: ">d", I16: ">h", I32: ">i", I64: ">q"}
 
@@ -35,12 +41,21 @@ class Reader:
 
     def __init__(self, read: Callable[[int], bytes]):
         self._read = read
+        self._bytes_left = self._values_left = 0  # what the message being read may still take
 
     def _take(self, n: int) -> bytes:
+        self._bytes_left -= n
+        if self._bytes_left < 0:
+            raise WireError(f"a call larger than {THRIFT_BYTES} bytes")
         data = self._read(n)
         if len(data) != n:
             raise WireError("connection closed inside a message")
         return data
+
+    def _count(self, n: int) -> None:
+        self._values_left -= n
+        if self._values_left < 0:
+            raise WireError(f"a call of more than {THRIFT_VALUES} values")
 
     def _fixed(self, ttype: int) -> Any:
         fmt = _FIXED[ttype]
@@ -48,7 +63,7 @@ class Reader:
 
     def _size(self) -> int:
         size = self._fixed(I32)
-        if not 0 <= size <= MAX_BYTES:
+        if size < 0:
             raise WireError(f"size {size} out of range")
         return size
 
@@ -62,19 +77,25 @@ class Reader:
         if ttype == STRUCT:
             out: Struct = {}
             while (ftype := self._fixed(BYTE)) != STOP:
+                self._count(1)
                 fid = self._fixed(I16)
                 out[fid] = self.value(ftype, depth + 1)
             return out
         if ttype in (LIST, SET):
             etype = self._fixed(BYTE)
-            return [self.value(etype, depth + 1) for _ in range(self._size())]
+            size = self._size()
+            self._count(size)  # before any element is made
+            return [self.value(etype, depth + 1) for _ in range(size)]
         if ttype == MAP:
             ktype, vtype = self._fixed(BYTE), self._fixed(BYTE)
-            return {self.value(ktype, depth + 1): self.value(vtype, depth + 1) for _ in range(self._size())}
+            size = self._size()
+            self._count(2 * size)
+            return {self.value(ktype, depth + 1): self.value(vtype, depth + 1) for _ in range(size)}
         raise WireError(f"unknown field type {ttype}")
 
     def message(self) -> tuple[str, int, int, Struct] | None:
         """(name, message type, sequence id, body struct); None at a clean end of stream."""
+        self._bytes_left, self._values_left = THRIFT_BYTES, THRIFT_VALUES
         first = self._read(4)
         if not first:
             return None
