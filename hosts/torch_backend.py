@@ -3,8 +3,8 @@
     dist.init_process_group("aggnet")   # torchrun's RANK, WORLD_SIZE, MASTER_ADDR/PORT
 
 No import is needed: torch registers the backend through its autoload entry point
-(hosts.torch_plugin); importing this module registers it too (with
-TORCH_DEVICE_BACKEND_AUTOLOAD=0, `import hosts.torch_backend` still works).
+(hosts.torch_plugin, which makes its groups here); with TORCH_DEVICE_BACKEND_AUTOLOAD=0 a
+script calls hosts.torch_plugin.register() first.
 
 The process joins the AggNet job of the agent config named by $AGGNET_CONFIG
 (hosts.agent_config; `aggnet run --script` writes it and sets every variable), as worker
@@ -40,7 +40,6 @@ import torch.distributed as dist
 
 from .allreduce import InNetworkAllReduce
 from .comm import AllReduce
-from .torch_plugin import BACKEND, register
 
 CONFIG_ENV = "AGGNET_CONFIG"
 OUT_ENV = "AGGNET_OUT"
@@ -104,8 +103,9 @@ class AggNetProcessGroup(dist.ProcessGroup):
     send = _on_host("send")
     recv = _on_host("recv")
 
-    def __init__(self, comm: AllReduce, host_group: dist.ProcessGroupGloo, worker: str):
+    def __init__(self, name: str, comm: AllReduce, host_group: dist.ProcessGroupGloo, worker: str):
         super().__init__(comm.rank, comm.world_size)
+        self.name = name  # the backend's, as registered (hosts.torch_plugin)
         self.comm = comm
         self.host = host_group
         self.worker = worker
@@ -119,7 +119,7 @@ class AggNetProcessGroup(dist.ProcessGroup):
         self._set_default_backend(dist.ProcessGroup.BackendType.GLOO)
 
     def getBackendName(self) -> str:  # noqa: N802 - torch's name
-        return BACKEND
+        return self.name
 
     def allreduce(self, tensors: list[torch.Tensor], opts: dist.AllreduceOptions) -> dist.Work:
         """SUM and AVG through AggNet (after checking every rank reduces the same); other ops over gloo."""
@@ -208,8 +208,8 @@ class AggNetProcessGroup(dist.ProcessGroup):
         self.comm.close()
 
 
-def create(store: dist.Store, rank: int, world_size: int, timeout: timedelta) -> AggNetProcessGroup:
-    """Join the job of $AGGNET_CONFIG as `rank` (torch.distributed calls this for init_process_group("aggnet"))."""
+def create(name: str, store: dist.Store, rank: int, world_size: int, timeout: timedelta) -> AggNetProcessGroup:
+    """Join the job of $AGGNET_CONFIG as `rank`, for backend `name` (init_process_group("aggnet"): hosts.torch_plugin)."""
     from .agent import make_allreduce
     from .agent_config import load_config
 
@@ -230,10 +230,8 @@ def create(store: dist.Store, rank: int, world_size: int, timeout: timedelta) ->
     opts._devices = [dist.ProcessGroupGloo.create_device(hostname=me.host)]
     opts._timeout = timedelta(seconds=config.timeout_s)
     host_group = dist.ProcessGroupGloo(dist.PrefixStore("aggnet-host/", store), rank, world_size, opts)
-    group = AggNetProcessGroup(make_allreduce(config, rank), host_group, me.name)
+    group = AggNetProcessGroup(name, make_allreduce(config, rank), host_group, me.name)
     _open[:] = [group]
     atexit.register(group.close)  # for scripts that never destroy the group: a PS waits for the goodbye
     return group
 
-
-register()

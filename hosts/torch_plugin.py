@@ -26,4 +26,4 @@ def register() -> None:
 def _create(store: Any, rank: int, world_size: int, timeout: timedelta) -> Any:
     from hosts.torch_backend import create
 
-    return create(store, rank, world_size, timeout)
+    return create(BACKEND, store, rank, world_size, timeout)
