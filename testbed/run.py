@@ -559,7 +559,14 @@ class Run:
         workers = tuple(Endpoint(h, hosts[h].ip, RING_PORT) for h in job.workers)
         ps = Endpoint(job.ps, hosts[job.ps].ip, PS_PORT) if job.ps else None
         ends = [Endpoint(h, hosts[h].ip, port) for h, port in zip(job.aggregators, (AGG_PORT_TCP, REPLICA_PORT))]
-        config = AgentConfig(job.scheme, cfg.train, workers, ps, job.spec, cfg.comm_timeout_s,
+        train = cfg.train
+        w = self.workload_of(job)
+        if w.kind == "model" and job.aggregators:  # a host aggregator's rounds: the model's all-reduces
+            from hosts.models.workload import allreduce_rounds
+
+            steps = allreduce_rounds(w.model, w.profile_name, w.bucket_mb, w.iterations, w.batch)
+            train = dataclasses.replace(train, steps=steps)
+        config = AgentConfig(job.scheme, train, workers, ps, job.spec, cfg.comm_timeout_s,
                              aggregator=ends[0] if ends else None, replica=ends[1] if len(ends) > 1 else None,
                              staleness=cfg.job.staleness, wait_s=cfg.job.agg_wait_s,
                              stragglers={n: self.straggler(n) for n in self.stragglers_of(job)},

@@ -2,7 +2,8 @@
 (tests/data/scenario/two_models.yaml): NCF from the start and ResNet-50 arriving later, each with its
 A100 profile, a straggler slowing one worker of job a, heavy-tailed background flows. Checks each
 job's results in the cluster's time, the arrival, the straggler, the flows, and the per-job verdict
-measured over that job's own phases and links."""
+measured over that job's own phases and links; in mode split, the timeline's straggler in a host
+aggregator's seat, every bucket a round of its own length."""
 import json
 import os
 import subprocess
@@ -64,9 +65,22 @@ def test_two_model_jobs_time_scaled_with_arrivals_stragglers_and_background(tmp_
         sent, got = results["flows"][f["name"]]["send"]["bytes"], results["flows"][f["name"]]["recv"]["bytes"]
         burst = sum(r for _, _, r in f["intervals"]) * 1e6 / 8 * scn.data_scale / factor * 0.01  # 10 ms of any rate
         assert 0 < got <= sent <= f["megabytes"] * 1e6 * scn.data_scale + burst + 1400
-    # the table: every job, the mode that ran, the others named as not run
+    # mode split: the timeline's straggler (h3) sends to the host aggregator on h2, which takes its seat in
+    # the tree for every round (two barriers, the warm-up pass, 3 iterations of every bucket: staleness 0)
+    split = json.loads((root / "split" / "results.json").read_text())
+    sa, sb = split["jobs"]["a"], split["jobs"]["b"]
+    assert (sa["scheme"], sa["split_workers"], sa["aggregators"], sa["sums_correct"]) == ("split", ["h3"], ["h2"], True)
+    buckets = len(json.loads((root / "split" / "logs" / "a" / "h1.model.json").read_text())["buckets"])
+    agg, = sa["aggregation"].values()
+    assert (agg["rounds"], agg["contributions"], agg["max_staleness"]) == (2 + 4 * buckets, 2 + 4 * buckets, 0)
+    assert sa["straggled_iterations"] == 3 and (sb["scheme"], sb["sums_correct"]) == ("innet", True)
+    h1 = json.loads((root / "split" / "logs" / "a" / "h1.model.json").read_text())  # a's iterations: h1's alone
+    assert sa["iteration_times_s"] == pytest.approx([(it["window"][1] - it["window"][0]) / factor
+                                                     for it in h1["iterations"]], rel=1e-6)
+    # the table: every job, the modes that ran, the others named as not run
     assert summary["metric"] == "iteration_median_s" and summary["per_job"]["unaware"]["a"] == a["iteration_median_s"]
     rows = summary["table"].splitlines()
     assert rows[0] == "| job | aware | unaware | split | ring | ps |" and len(rows) == 4
     assert rows[2].startswith("| a | not run | ") and f"{a['iteration_median_s'] * 1e3:,.1f} / " in rows[2]
+    assert f"{sa['iteration_median_s'] * 1e3:,.1f} / " in rows[2].split(" | ")[3]  # the split column
     assert e2e.leftovers(tmp_path) == []

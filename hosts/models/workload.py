@@ -58,6 +58,15 @@ def _barrier(comm: AllReduce, world: int) -> None:
     comm.allreduce(np.zeros(world, dtype=np.float32))
 
 
+def allreduce_rounds(model: str, profile_name: str, bucket_mb: float | None, iterations: int,
+                     batch: int | None = None) -> int:
+    """How many all-reduces run_model makes (two barriers, the warm-up pass, every bucket of every
+    iteration): the rounds a host aggregator serves a model job (hostagg, split)."""
+    prof = profile.load(model, profile_name)
+    buckets = len(ddp.plan(model, build(model), prof if batch is None else prof.at_batch(batch), bucket_mb).buckets)
+    return 2 + buckets * (1 + iterations)
+
+
 def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, bucket_mb: float | None,
               iterations: int, grad_scale: float, link_mbps: float | None, time_scale: float, out_dir: Path,
               source: str = "<agent config>", batch: int | None = None) -> dict:
