@@ -57,6 +57,7 @@ from testbed.config import MODEL_STALENESS, RunConfig, WorkloadConfig, resolve_t
 from testbed.run import REPO, JobRun, Run, RunFailed
 from testbed.scenario_results import mode_results, plot, summarize
 from testbed.timeline import RandomStragglers, RandomTraffic, SlowPeriod, TraceTraffic
+from testbed.timescale import AUTO
 
 MODES = ("aware", "unaware", "split", "relocate", "atp", "hostagg", "ps", "ring")
 RECEIVER_SLACK_S = 3.0  # a background receiver listens this long (this machine's seconds) past its flows' end
@@ -152,6 +153,8 @@ class Scenario(RunConfig):
     adapt: AdaptConfig = AdaptConfig()
 
     def __post_init__(self) -> None:
+        if self.scale == AUTO:  # its probe models one job's tree
+            raise FieldProblem("scale", "auto chooses F for one aggnet run; a scenario takes a factor >= 1")
         super().__post_init__()
         if not self.jobs:
             raise FieldProblem("jobs", "needs at least one job")

@@ -72,6 +72,7 @@ def test_experiment_file_and_test_data_load():
      "field 'random_traffic[0].dst': a flow needs two different hosts"),
     ({"trace_traffic": [{"file": "nowhere.csv"}]}, "field 'trace_traffic[0].file': "),
     ({"scale": 0.5}, "field 'scale': a factor >= 1, or auto, got 0.5"),
+    ({"scale": "auto"}, "field 'scale': auto chooses F for one aggnet run; a scenario takes a factor >= 1"),
     ({"job": {"staleness": 2}, "jobs": [{"name": "a", "workers": ["h1", "h3"], "ps": "h2",
                                          "workload": {"workload": "model:ncf"}}]},
      "field 'job.staleness': a model job's rounds are its buckets"),
