@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -340,8 +341,16 @@ class ModeRun(Run):
 
     def stragglers_of(self, job: JobRun) -> list[str]:
         """The job's workers that straggle (`job.stragglers`, or slowed by the timeline: `stragglers`,
-        `random_stragglers`), in rank order."""
-        return [w for w in job.workers if w in self.cfg.job.stragglers or w in self.timeline.slowdowns]
+        `random_stragglers`), in rank order; at most all but one, those the timeline slows longest
+        ((factor - 1) x duration, summed) after `job.stragglers`: split aggregation keeps an on-time
+        worker in the tree beside the seat."""
+        def extra_s(worker: str) -> float:
+            if worker in self.cfg.job.stragglers:
+                return math.inf
+            return sum((f - 1) * (end - start) for start, end, f in self.timeline.slowdowns.get(worker, ()))
+
+        slow = sorted((w for w in job.workers if extra_s(w) > 0), key=extra_s, reverse=True)[:len(job.workers) - 1]
+        return [w for w in job.workers if w in slow]
 
     def fallback_scheme(self, job: JobRun, tenancy: Any) -> str:
         """A job the switches cannot hold runs on its parameter server, or a ring when it has none."""

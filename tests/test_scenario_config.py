@@ -1,11 +1,13 @@
 """Scenario files: validation with one-line errors naming the file and field; results helpers."""
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from testbed.report import time_to_accuracy
 from testbed.scenario import (
+    ModeRun,
     ScenarioError,
     load_scenario,
     parse_scenario,
@@ -28,6 +30,32 @@ def test_experiment_file_and_test_data_load():
     two = load_scenario("tests/data/scenario/two_jobs.yaml")
     assert [j.root for j in two.jobs] == ["s3", "s5"] and two.workload.workload == "allreduce"
     assert two.network.topo.endswith("topologies/leafspine.yaml")  # resolved
+
+
+def test_every_shipped_experiment_plans_each_of_its_modes(tmp_path):
+    for path in sorted(Path("experiments").glob("*.yaml")):
+        scn = load_scenario(str(path))
+        for mode in scn.modes:  # placement, admission, split seats, the timeline: all before any network
+            assert [j.name for j in ModeRun(scn, mode, tmp_path / path.stem / mode).jobs] == [j.name for j in scn.jobs]
+
+
+def test_the_timelines_stragglers_take_split_modes_seats(tmp_path):
+    """mlfabric_models.yaml in mode split: the workers its timeline slows (scheduled and random) are the
+    stragglers, those slowed longest, leaving one on-time worker per job; each is slowed by its periods
+    on the machine's clock (from the timeline's start, x the time scale)."""
+    scn = load_scenario("experiments/mlfabric_models.yaml")
+    run = ModeRun(scn, "split", tmp_path / "split")
+    slowed = run.timeline.slowdowns
+    assert {"h4", "h11"} <= set(slowed) and {w for j in scn.jobs for w in j.workers} >= set(slowed)
+    for job in run.jobs:
+        extra = {w: sum((f - 1) * (e - s) for s, e, f in slowed.get(w, ())) for w in job.workers}
+        ranked = sorted((w for w in job.workers if extra[w] > 0), key=lambda w: -extra[w])[:len(job.workers) - 1]
+        assert job.scheme == "split" and job.split == [w for w in job.workers if w in ranked]
+        assert job.aggregators == [next(j.ps for j in scn.jobs if j.name == job.name)]
+    assert run.jobs[1].split == ["h7", "h11"]  # h5, slowed least, stays in vgg16's tree
+    run.t0 = 100.0
+    assert run.straggler("h11").periods == ((100.0 + 0.9 * 40, 100.0 + 1.1 * 40, 2.0),)
+    assert run.straggler("h1").periods == ()
 
 
 @pytest.mark.parametrize("change, message", [
