@@ -521,6 +521,11 @@ def run(args: argparse.Namespace) -> int:
     for mode in modes or ():
         if mode not in MODES:
             raise ScenarioError(f"--modes: {mode!r} is not one of {', '.join(MODES)}")
+    if modes:  # checked as the file's own modes are (a server host per job for ps, atp, hostagg)
+        try:
+            scn = dataclasses.replace(scn, modes=modes)
+        except FieldProblem as p:
+            raise ScenarioError(f"--modes {args.modes}: {args.file}: field '{p.field}': {p.problem}") from None
     if os.geteuid() != 0:
         raise ScenarioError("aggnet experiment: Mininet needs root (run with sudo)")
     summary = run_scenario(scn, args.out, modes)

@@ -1,4 +1,5 @@
 """Scenario files: validation with one-line errors naming the file and field; results helpers."""
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -123,6 +124,19 @@ def test_cli_reports_a_bad_file_in_one_line(tmp_path):
     done = subprocess.run([sys.executable, "-m", "testbed.cli", "experiment", str(broken)], capture_output=True,
                           text=True)
     assert done.returncode == 2 and done.stderr.startswith(f"{broken}:") and "YAML error" in done.stderr
+
+
+def test_modes_option_is_checked_as_the_files_modes_are(tmp_path, monkeypatch):
+    """--modes hostagg on a file whose jobs have no server host: one line before anything starts."""
+    import testbed.scenario as scenario
+
+    monkeypatch.setattr(scenario, "run_scenario", lambda *a, **k: pytest.fail("a run started"))
+    no_ps = tmp_path / "no_ps.yaml"
+    no_ps.write_text("network: {topo: leafspine}\njobs: [{name: a, workers: [h1, h3]}]\nmodes: [unaware]\n")
+    with pytest.raises(ScenarioError) as err:
+        scenario.run(argparse.Namespace(file=str(no_ps), modes="unaware,hostagg", out=str(tmp_path)))
+    assert str(err.value) == (f"--modes unaware,hostagg: {no_ps}: field 'jobs[0].ps': missing (mode hostagg needs "
+                              "a server host per job)")
 
 
 def test_time_to_accuracy_and_summary():
