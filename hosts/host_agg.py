@@ -197,7 +197,8 @@ class RoundBook:
         if rnd.index != self.next_round:
             raise CommError(f"host aggregator: round {rnd.index} arrived, expected round {self.next_round}")
         self.rounds[rnd.index] = rnd
-        self.size = self.sizes.pop(rnd.index, self.size)
+        self.sizes.pop(rnd.index, None)
+        self.size = int(np.size(rnd.total))  # also on a replica, which gets the rounds but not the gradients
         for rank, step in rnd.included:
             self.summed.add((rank, step))
             self.latest[rank] = max(self.latest[rank], step)
