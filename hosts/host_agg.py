@@ -99,7 +99,9 @@ class RoundBook:
         self.staleness = staleness
         self.wait_s = wait_s
         self.in_tree = in_tree  # split aggregation: rounds open as the previous one ends, and may hold no gradient
-        self.size: int | None = None  # gradient length, known from the first gradient
+        self.sizes: dict[int, int] = {}  # step -> its gradients' length, until its round closes (a model's
+        # buckets differ from step to step)
+        self.size: int | None = None  # the last closed round's
         self.latest = [-1] * world  # newest step received from each rank
         self.computing = [0] * world  # the round whose weights each rank computes its next gradient on
         self.pending: dict[tuple[int, int], np.ndarray] = {}  # (rank, step) -> gradient not yet summed
@@ -122,11 +124,9 @@ class RoundBook:
         """A gradient arrived; returns the closed round that answers it (step t < next round), else None."""
         if step > self.next_round:
             raise CommError(f"host aggregator: rank {rank} sent step {step} before round {self.next_round} closed")
-        if self.size is None:
-            self.size = int(np.size(grad))
-        elif np.size(grad) != self.size:
-            raise CommError(f"host aggregator: rank {rank} sent {np.size(grad)} values, the job's gradients "
-                            f"have {self.size}")
+        if step >= self.next_round and np.size(grad) != self.sizes.setdefault(step, int(np.size(grad))):
+            raise CommError(f"host aggregator: rank {rank} sent {np.size(grad)} values for step {step}, its "
+                            f"gradients have {self.sizes[step]}")  # a late one: take() checks it
         if (rank, step) in self.summed or (rank, step) in self.pending:
             self.stats.resent += 1
         else:
@@ -173,13 +173,16 @@ class RoundBook:
         """The pending gradients summed in (rank, step) order, as round `next_round` (zeros when none is
         pending: split aggregation contributes a round even when no laggard's gradient is in)."""
         keys = sorted(self.pending)
-        if keys:
-            total = self.pending[keys[0]].copy()
-            for key in keys[1:]:
-                total += self.pending[key]
-        else:
-            assert self.size is not None, "the first round waits for every gradient"
-            total = np.zeros(self.size, dtype=np.float32)
+        size = self.sizes.get(self.next_round, self.size)
+        odd = [key for key in keys if np.size(self.pending[key]) != size]  # a late gradient of another length
+        if odd:
+            raise CommError(f"host aggregator: round {self.next_round} has {size} values, a late gradient (rank "
+                            f"{odd[0][0]}, step {odd[0][1]}) {np.size(self.pending[odd[0]])}: staleness needs "
+                            "gradients of one length")
+        assert size is not None, "the first round waits for every gradient"
+        total = np.zeros(size, dtype=np.float32)
+        for key in keys:
+            total += self.pending[key]
         return Round(self.next_round, total, tuple(keys))
 
     def close(self, now: float | None = None) -> Round:
@@ -194,6 +197,8 @@ class RoundBook:
         if rnd.index != self.next_round:
             raise CommError(f"host aggregator: round {rnd.index} arrived, expected round {self.next_round}")
         self.rounds[rnd.index] = rnd
+        self.sizes.pop(rnd.index, None)
+        self.size = int(np.size(rnd.total))  # also on a replica, which gets the rounds but not the gradients
         for rank, step in rnd.included:
             self.summed.add((rank, step))
             self.latest[rank] = max(self.latest[rank], step)

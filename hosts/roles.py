@@ -69,7 +69,8 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
     _job_options(parser, "folder for NAME.log and NAME.model.json")
     parser.add_argument("--worker", required=True, help="this worker's name in the config")
     parser.add_argument("--model", required=True, choices=MODEL_NAMES)
-    parser.add_argument("--profile", default="cpu", help="shipped profile name (cpu, a100) or a profile file")
+    parser.add_argument("--profile", default="cpu", help="shipped profile name (cpu, a100, ...) or a profile file")
+    parser.add_argument("--batch", type=int, default=None, help="samples an iteration (default: the profile's)")
     parser.add_argument("--bucket-mb", type=float, default=None, help="DDP's bucket cap (default 25, first 1)")
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--grad-scale", type=float, default=1.0, help="fraction of every bucket sent")
@@ -107,7 +108,7 @@ def _model(args: argparse.Namespace) -> None:
     config = load_config(args.config)
     setup_logging(args.out, args.worker)
     run_model(config, args.worker, args.model, args.profile, args.bucket_mb, args.iterations, args.grad_scale,
-              args.link_mbps, args.time_scale, Path(args.out), args.config)
+              args.link_mbps, args.time_scale, Path(args.out), args.config, args.batch)
 
 
 def _ps(args: argparse.Namespace) -> None:

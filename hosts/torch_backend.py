@@ -1,7 +1,10 @@
-"""The torch.distributed backend "aggnet": importing this module registers it.
+"""The torch.distributed backend "aggnet".
 
-    import hosts.torch_backend  # noqa: F401 - registers "aggnet"
     dist.init_process_group("aggnet")   # torchrun's RANK, WORLD_SIZE, MASTER_ADDR/PORT
+
+No import is needed: torch registers the backend through its autoload entry point
+(hosts.torch_plugin, which makes its groups here); with TORCH_DEVICE_BACKEND_AUTOLOAD=0 a
+script calls hosts.torch_plugin.register() first.
 
 The process joins the AggNet job of the agent config named by $AGGNET_CONFIG
 (hosts.agent_config; `aggnet run --script` writes it and sets every variable), as worker
@@ -38,7 +41,6 @@ import torch.distributed as dist
 from .allreduce import InNetworkAllReduce
 from .comm import AllReduce
 
-BACKEND = "aggnet"
 CONFIG_ENV = "AGGNET_CONFIG"
 OUT_ENV = "AGGNET_OUT"
 SUMMED_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32)
@@ -101,8 +103,9 @@ class AggNetProcessGroup(dist.ProcessGroup):
     send = _on_host("send")
     recv = _on_host("recv")
 
-    def __init__(self, comm: AllReduce, host_group: dist.ProcessGroupGloo, worker: str):
+    def __init__(self, name: str, comm: AllReduce, host_group: dist.ProcessGroupGloo, worker: str):
         super().__init__(comm.rank, comm.world_size)
+        self.name = name  # the backend's, as registered (hosts.torch_plugin)
         self.comm = comm
         self.host = host_group
         self.worker = worker
@@ -116,7 +119,7 @@ class AggNetProcessGroup(dist.ProcessGroup):
         self._set_default_backend(dist.ProcessGroup.BackendType.GLOO)
 
     def getBackendName(self) -> str:  # noqa: N802 - torch's name
-        return BACKEND
+        return self.name
 
     def allreduce(self, tensors: list[torch.Tensor], opts: dist.AllreduceOptions) -> dist.Work:
         """SUM and AVG through AggNet (after checking every rank reduces the same); other ops over gloo."""
@@ -205,15 +208,15 @@ class AggNetProcessGroup(dist.ProcessGroup):
         self.comm.close()
 
 
-def create(store: dist.Store, rank: int, world_size: int, timeout: timedelta) -> AggNetProcessGroup:
-    """Join the job of $AGGNET_CONFIG as `rank` (torch.distributed calls this for init_process_group("aggnet"))."""
+def create(name: str, store: dist.Store, rank: int, world_size: int, timeout: timedelta) -> AggNetProcessGroup:
+    """Join the job of $AGGNET_CONFIG as `rank`, for backend `name` (init_process_group("aggnet"): hosts.torch_plugin)."""
     from .agent import make_allreduce
     from .agent_config import load_config
 
     path = os.environ.get(CONFIG_ENV)
     if not path:
         raise BackendError(f"aggnet backend: no job (set ${CONFIG_ENV} to the agent config; `aggnet run --script` "
-                           "does)")
+                           "does; outside Mininet, a config naming your fabric or a host scheme: docs/training.md)")
     if any(not group.closed for group in _open):
         raise BackendError("aggnet backend: a second group while the first is open; the AggNet job is the "
                            "whole world (make subgroups with new_group(..., backend=\"gloo\"))")
@@ -227,10 +230,8 @@ def create(store: dist.Store, rank: int, world_size: int, timeout: timedelta) ->
     opts._devices = [dist.ProcessGroupGloo.create_device(hostname=me.host)]
     opts._timeout = timedelta(seconds=config.timeout_s)
     host_group = dist.ProcessGroupGloo(dist.PrefixStore("aggnet-host/", store), rank, world_size, opts)
-    group = AggNetProcessGroup(make_allreduce(config, rank), host_group, me.name)
+    group = AggNetProcessGroup(name, make_allreduce(config, rank), host_group, me.name)
     _open[:] = [group]
     atexit.register(group.close)  # for scripts that never destroy the group: a PS waits for the goodbye
     return group
 
-
-dist.Backend.register_backend(BACKEND, create, devices=["cpu"])

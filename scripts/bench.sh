@@ -17,10 +17,10 @@
 # run at $AGGNET_BENCH_SCALED_MBPS (default 25: where the fidelity monitor named a link for in-network
 # with other sessions on the cores) in real time, timers scaled from their unscaled values
 # (scaled-allreduce-{10,100}g/compare-*/comparison.json, times in the emulated cluster's).
-# Then the real-model figure (scripts/bench_models.py, runs on its own too): per model, in-network's
-# DDP iteration speedup over ring and PS, 4 and 8 workers, emulated 1 and 10 Gb/s
-# ($AGGNET_BENCH_MODEL_GBPS) over real $AGGNET_BENCH_MODEL_MBPS (default 50) Mb/s links, in
-# models/models.{json,png}.
+# Then the real-model figure (scripts/bench_models.py, runs on its own too): per model, with its GPU
+# profile, in-network's DDP iteration speedup over ring and PS, 4, 8 and 16 workers, emulated 10, 25
+# and 100 Gb/s ($AGGNET_BENCH_MODEL_GBPS), in models/models.{json,png}; and the all-reduce's goodput
+# against workers at 100 Gb/s (scripts/bench_goodput.py), in goodput/goodput.{json,png}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -67,8 +67,10 @@ if [ "$(id -u)" -eq 0 ]; then
       --elements 1000000 --link-mbps $((gbps * 1000)) --scale "$scale" --min-rto "$(awk "BEGIN {print 0.2 / $scale}")" \
       --max-rto "$(awk "BEGIN {print 1 / $scale}")" --out "$out/scaled-allreduce-${gbps}g"
   done
-  $py scripts/bench_models.py --out "$out/models" --link-mbps "${AGGNET_BENCH_MODEL_MBPS:-50}" \
-    --rates-gbps "${AGGNET_BENCH_MODEL_GBPS:-1,10}"
+  # Datacenter speed (issue 34): the models with their GPU profiles at emulated 10, 25 and 100 Gb/s for
+  # 4, 8 and 16 workers, and the all-reduce's goodput against workers at 100 Gb/s (hours on 2 cores).
+  $py scripts/bench_models.py --out "$out/models" --rates-gbps "${AGGNET_BENCH_MODEL_GBPS:-10,25,100}"
+  $py scripts/bench_goodput.py --out "$out/goodput"
 else
   echo "bench.sh: not root, skipping the Mininet benchmarks (switch process, all-reduce)" >&2
 fi

@@ -119,14 +119,26 @@ class WorkloadConfig:
                                                                "DDP iterations of a real model (model:NAME)")
     elements: int = option(100_000, minimum=1, help="all-reduce: elements per worker")
     dtype: str = option("int32", choices=DTYPES, help="all-reduce: vector type (float32 is quantized in-network)")
-    profile: str = option("cpu", help="model: the compute profile, a shipped name (cpu; a100 for resnet50) or a "
-                                      "JSON file (`aggnet profile`)")
+    profile: str | None = option(None, help="model: the compute profile, a shipped name (a100, h100 or v100 where "
+                                            "shipped: a published GPU figure; cpu: this machine) or a JSON file "
+                                            "(`aggnet profile`); default: the model's GPU profile, A100 where shipped")
+    batch: int | None = option(None, minimum=1, help="model: samples a worker computes an iteration (default: the "
+                                                     "profile's); compute time scales with it")
     bucket_mb: float | None = option(None, minimum=1e-3, help="model: DDP's bucket cap in MiB (default 25, the "
                                                               "first bucket 1 MiB, as DDP)")
     iterations: int = option(3, minimum=1, help="model: DDP iterations")
     grad_scale: float = option(1.0, minimum=1e-9, maximum=1.0,
                                help="model: send this fraction of every bucket; links then emulate "
                                     "link rate / fraction (reported)")
+
+    def __post_init__(self) -> None:
+        from hosts.models.profile import ProfileError, check_name
+
+        if self.kind == "model" and self.profile is not None:
+            try:
+                check_name(self.model, self.profile)
+            except ProfileError as exc:
+                raise FieldProblem("profile", str(exc)) from None
 
     @property
     def kind(self) -> str:
@@ -137,6 +149,13 @@ class WorkloadConfig:
     def model(self) -> str:
         """The model of a model:NAME workload."""
         return self.workload.partition(":")[2]
+
+    @property
+    def profile_name(self) -> str:
+        """The model's compute profile: as given, else its GPU profile (hosts.models.profile.resolve)."""
+        from hosts.models.profile import resolve
+
+        return resolve(self.model, self.profile)
 
 
 FAULT_KINDS = ("kill_switch", "link_down", "slow_worker", "kill_aggregator")
@@ -202,8 +221,14 @@ class RunConfig:
         if self.workload.workload == "allreduce" and self.job.scheme in ("hostagg", "split"):
             raise FieldProblem("job.scheme", f"the all-reduce benchmark runs innet, ps and ring ({self.job.scheme} "
                                              "is for training)")
+        if self.job.staleness and self.workload.kind == "model":
+            raise FieldProblem("job.staleness", MODEL_STALENESS)
         if self.faults.faults and self.workload.workload != "train":
             raise FieldProblem("faults.faults", "faults are injected into training runs")
+
+
+MODEL_STALENESS = ("a model job's rounds are its buckets, each of its own length: a late bucket joins no other "
+                   "round (leave staleness at 0)")
 
 
 def resolve_topology(name_or_path: str, repo: str) -> str | None:

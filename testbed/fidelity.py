@@ -32,7 +32,12 @@ Over the phases' total length T it measures:
 - the packets the traffic managers dropped (tail drops and emulated loss), per switch.
 
 CPU times are sampled every SAMPLE_S on a thread of their own and interpolated to each phase's
-edges. The bottleneck is what ran closest to its limit: a link direction at >= BUSY of its rate,
+edges. A scenario (several jobs, background traffic at any time) also samples the bytes every link
+direction carried (`LinkMeter`: the kernel's counters of the switches' interfaces), so that one
+job's verdict counts only what links carried during that job's phases (`report`'s `link_meter`),
+on the links its traffic crosses (`links`), and its own processes (`processes`).
+
+The bottleneck is what ran closest to its limit: a link direction at >= BUSY of its rate,
 else a process at >= BUSY of a core or the cores at >= BUSY. A run whose bottleneck is not a link
 gets a one-line warning: its times describe this machine, not the network. When the cores bound
 it, the warning ends with the time scale (--scale F') at which the same run would have been
@@ -45,7 +50,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from p4target.tm import DEFAULT_BURST_S
@@ -77,17 +82,20 @@ def machine_busy_seconds() -> float:
     return (sum(ticks) - ticks[3] - ticks[4]) / CLOCK_TICKS
 
 
-class CpuMeter:
-    """CPU time of named processes, and of the machine, sampled every SAMPLE_S on a thread until
-    stop(); `used` reads what any of them spent in a window of that time."""
+class Meter:
+    """Cumulative counters (`read`) sampled every SAMPLE_S on a thread until stop(); `used` reads
+    what any of them grew by in windows of that time."""
 
-    def __init__(self, pids: Callable[[], Mapping[str, int]]):
-        self.pids = pids  # asked at every sample: a restarted process comes back under its name
+    def __init__(self) -> None:
         self.series: dict[tuple[str, int], list[tuple[float, float]]] = {}
         self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="cpu-meter", daemon=True)
+        self.thread = threading.Thread(target=self._run, name=type(self).__name__, daemon=True)
 
-    def start(self) -> CpuMeter:
+    def read(self) -> list[tuple[tuple[str, int], float | None]]:
+        """((name, id), the counter now; None when it is gone) of every counter."""
+        raise NotImplementedError
+
+    def start(self) -> Meter:
         self.sample()
         self.thread.start()
         return self
@@ -106,13 +114,11 @@ class CpuMeter:
                 continue
 
     def sample(self) -> None:
-        """Read every live process's CPU time (a process's last sample stays its total once it is gone)."""
+        """Read every counter (one that is gone keeps its last sample as its total)."""
         now = time.monotonic()
-        readings: list[tuple[tuple[str, int], float | None]] = [((MACHINE, 0), machine_busy_seconds())]
-        readings += [((name, pid), cpu_seconds(pid)) for name, pid in dict(self.pids()).items()]
-        for key, used in readings:
-            if used is not None:
-                self.series.setdefault(key, []).append((now, used))
+        for key, value in self.read():
+            if value is not None:
+                self.series.setdefault(key, []).append((now, value))
 
     def span(self) -> Window:
         """From the first sample to the last."""
@@ -120,12 +126,44 @@ class CpuMeter:
         return (min(times), max(times)) if times else (0.0, 0.0)
 
     def used(self, *windows: Window) -> dict[str, float]:
-        """Per name: CPU seconds spent in the windows, added up (MACHINE: summed over all cores)."""
+        """Per name: what its counters grew by in the windows, added up."""
         out: dict[str, float] = {}
         for (name, _), series in self.series.items():
             spent = sum(_at(series, end) - _at(series, start) for start, end in windows)
             out[name] = out.get(name, 0.0) + spent
         return out
+
+
+class CpuMeter(Meter):
+    """CPU seconds of named processes, and of the machine (MACHINE: summed over all cores)."""
+
+    def __init__(self, pids: Callable[[], Mapping[str, int]]):
+        super().__init__()
+        self.pids = pids  # asked at every sample: a restarted process comes back under its name
+
+    def read(self) -> list[tuple[tuple[str, int], float | None]]:
+        readings: list[tuple[tuple[str, int], float | None]] = [((MACHINE, 0), machine_busy_seconds())]
+        return readings + [((name, pid), cpu_seconds(pid)) for name, pid in dict(self.pids()).items()]
+
+
+class LinkMeter(Meter):
+    """Bytes every link direction ("a->b") carried, from a kernel byte counter of an interface of the
+    switch at one end (testbed.network.Testbed.link_counter_files)."""
+
+    def __init__(self, files: Mapping[str, str]):
+        super().__init__()
+        self.files = dict(files)
+
+    def read(self) -> list[tuple[tuple[str, int], float | None]]:
+        return [((name, 0), _read_int(path)) for name, path in self.files.items()]
+
+
+def _read_int(path: str) -> float | None:
+    try:
+        with open(path) as f:
+            return float(f.read())
+    except (OSError, ValueError):
+        return None
 
 
 def _at(series: list[tuple[float, float]], t: float) -> float:
@@ -155,10 +193,22 @@ def union(intervals: Iterable[Window]) -> list[Window]:
     return out
 
 
-def link_utilization(topology: Any, counters: Mapping[str, Any], seconds: float, phases: int = 1) -> dict[str, float]:
+def intersection(per_worker: Sequence[Iterable[Window]]) -> list[Window]:
+    """The time every one of the lists covers: when all workers of a job had an all-reduce in
+    flight, the only time a synchronous all-reduce makes progress (a straggler's wait is not)."""
+    common: list[Window] | None = None
+    for intervals in per_worker:
+        mine = union(intervals)
+        common = mine if common is None else [(max(a, c), min(b, d)) for a, b in common for c, d in mine
+                                              if max(a, c) < min(b, d)]
+    return common or []
+
+
+def link_utilization(topology: Any, counters: Mapping[str, Any], seconds: float, phases: int = 1,
+                     carried: Mapping[str, float] | None = None) -> dict[str, float]:
     """"a->b" -> bits carried over bits the link allows in `phases` busy times of `seconds` in all,
     for every shaped link direction the switches' counters saw (unshaped links have no rate to
-    compare with)."""
+    compare with); `carried`: the bytes of each direction in the phases instead (a LinkMeter's)."""
     out: dict[str, float] = {}
     if seconds <= 0:
         return out
@@ -167,16 +217,16 @@ def link_utilization(topology: Any, counters: Mapping[str, Any], seconds: float,
             continue
         rate_bytes = link.bw_mbps * 1e6 / 8
         for src, dst in ((link.a, link.b), (link.b, link.a)):
+            name = f"{src}->{dst}"
             if topology.is_switch(src):
-                sent = _port(counters, src, link.port_on(src))
-                carried = sent["tx_bytes"] if sent is not None else None
+                port, key = _port(counters, src, link.port_on(src)), "tx_bytes"
                 bucket = max(FRAME_BYTES, rate_bytes * DEFAULT_BURST_S)  # p4target.tm.TokenBucket
             else:
-                got = _port(counters, dst, link.port_on(dst))
-                carried = got["rx_bytes"] if got is not None else None
+                port, key = _port(counters, dst, link.port_on(dst)), "rx_bytes"
                 bucket = HOST_BURST_FRAMES * FRAME_BYTES
-            if carried is not None:  # each phase may start with a full token bucket
-                out[f"{src}->{dst}"] = round(carried / (rate_bytes * seconds + phases * bucket), 3)
+            nbytes = carried.get(name) if carried is not None else port[key] if port is not None else None
+            if nbytes is not None:  # each phase may start with a full token bucket
+                out[name] = round(nbytes / (rate_bytes * seconds + phases * bucket), 3)
     return out
 
 
@@ -244,18 +294,23 @@ def assess(links: Mapping[str, float], switches: Mapping[str, float], hosts: Map
 
 
 def report(topology: Any, counters: Mapping[str, Any], queues: Mapping[str, Any], phases: Sequence[Window],
-           measured_over: str, meter: CpuMeter, switch_names: set[str], scale: float = 1.0) -> dict:
+           measured_over: str, meter: CpuMeter, switch_names: set[str], scale: float = 1.0,
+           link_meter: LinkMeter | None = None, links: Collection[str] | None = None,
+           processes: Collection[str] | None = None) -> dict:
     """The `fidelity` section of results.json (see the module docstring), measured over the phases
     (disjoint windows) of a run at time scale `scale`; measured_over says what they are ("communication",
-    "workload" or "run")."""
+    "workload" or "run"). With `link_meter` the links' bytes are what it saw in the phases; `links` and
+    `processes` keep only those link directions and host processes (one job's, in a scenario)."""
     seconds = sum(end - start for start, end in phases)
-    links = link_utilization(topology, counters, seconds, len(phases))
+    carried = link_meter.used(*phases) if link_meter is not None and seconds > 0 else None
+    util = link_utilization(topology, counters, seconds, len(phases), carried)
+    util = {n: u for n, u in util.items() if links is None or n in links}
     used = meter.used(*phases) if seconds > 0 else {}
     ncores = os.cpu_count() or 1
     cores = round(used.pop(MACHINE) / (ncores * seconds), 3) if MACHINE in used else None
     cpu = {n: round(u / seconds, 3) for n, u in used.items()}
     switches = {n: u for n, u in cpu.items() if n in switch_names}
-    hosts = {n: u for n, u in cpu.items() if n not in switch_names}
+    hosts = {n: u for n, u in cpu.items() if n not in switch_names and (processes is None or n in processes)}
     return {"seconds": round(seconds, 3), "measured_over": measured_over, "phases": len(phases),
-            "link_utilization": links, "switch_busy": switches, "host_cpu": hosts, "cores_busy": cores,
-            "queue_drops": queue_drops(queues), **assess(links, switches, hosts, cores, ncores, scale)}
+            "link_utilization": util, "switch_busy": switches, "host_cpu": hosts, "cores_busy": cores,
+            "queue_drops": queue_drops(queues), **assess(util, switches, hosts, cores, ncores, scale)}

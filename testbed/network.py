@@ -447,6 +447,18 @@ class Testbed:
                 node.shell = None
 
     # -- access
+    def link_counter_files(self) -> dict[str, str]:
+        """"a->b" -> the kernel's byte counter of what that link direction carried (testbed.fidelity.LinkMeter):
+        the sending switch interface's tx_bytes, or when a host sends, the receiving switch interface's rx_bytes."""
+        out = {}
+        for link in self.topology.links:
+            for src, dst in ((link.a, link.b), (link.b, link.a)):
+                end, counter = (src, "tx_bytes") if self.topology.is_switch(src) else (dst, "rx_bytes")
+                if self.topology.is_switch(end):
+                    intf = self.switch(end).intfs[link.port_on(end)].name
+                    out[f"{src}->{dst}"] = f"/sys/class/net/{intf}/statistics/{counter}"
+        return out
+
     def host(self, name: str) -> Any:
         return self.net.get(name)
 

@@ -146,26 +146,54 @@ def _mb(value: float) -> str:
 
 def plot_model_speedups(figure: Mapping[str, Any], path: str | os.PathLike) -> Path:
     """One panel per model: in-network's speedup over ring and over the parameter server (measured
-    iteration times), a pair of bars per (workers, emulated link rate) (scripts/bench_models.py)."""
+    iteration times, bars) and what the analytic model predicts (ticks), a pair per (workers,
+    emulated link rate) (scripts/bench_models.py)."""
     plt = pyplot()
     models = list(figure["models"])
-    fig, axes = plt.subplots(1, len(models), figsize=(4.2 * len(models), 4), squeeze=False)
-    for ax, model in zip(axes[0], models):
+    fig, axes = plt.subplots(len(models), 1, figsize=(max(8.0, 0.75 * max(len(c) for c in figure["models"].values())),
+                                                      3.2 * len(models)), squeeze=False)
+    for ax, model in zip(axes[:, 0], models):
         cases = figure["models"][model]
-        labels = [f"{c['workers']}w\n{c['emulated_gbps']:g} Gb/s" for c in cases]
+        labels = [f"{c['workers']}w\n{c['emulated_gbps']:g}G" for c in cases]
         xs = range(len(cases))
-        for offset, (key, name) in zip((-0.2, 0.2), (("speedup_vs_ring", "over ring"),
-                                                      ("speedup_vs_ps", "over PS"))):
-            values = [c[key] or 0 for c in cases]
+        for offset, key, name in ((-0.2, "vs_ring", "over ring"), (0.2, "vs_ps", "over PS")):
+            if all(c[f"speedup_{key}"] is None for c in cases):
+                continue  # the scheme did not run (bench_models.py --schemes)
+            values = [c[f"speedup_{key}"] or 0 for c in cases]
             bars = ax.bar([x + offset for x in xs], values, 0.4, label=name)
-            ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7)
+            ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=6)
+            predicted = [c.get(f"analytic_speedup_{key}") for c in cases]
+            if all(p is not None for p in predicted):
+                ax.scatter([x + offset for x in xs], predicted, marker="_", color="black", s=120,
+                           label="analytic" if key == "vs_ring" else None, zorder=3)
         ax.axhline(1.0, color="grey", linewidth=0.8)
-        ax.set_xticks(list(xs), labels)
+        ax.set_xticks(list(xs), labels, fontsize=7)
         ax.set(title=model, ylabel="speedup of in-network (x)")
+        ax.set_yscale("log")
         ax.grid(axis="y", alpha=0.3)
-        ax.margins(y=0.12)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7, ncol=3)
     fig.suptitle(f"in-network's DDP iteration speedup ({figure['profile']} profiles)", fontsize=10)
+    return save_figure(fig, path)
+
+
+def plot_goodput(goodput: Mapping[str, Any], path: str | os.PathLike) -> Path:
+    """All-reduce goodput (elements a second, each worker's vector) against workers: in-network and
+    the ring as measured, their link bounds, and SwitchML's published figure (scripts/bench_goodput.py)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    cases = goodput["cases"]
+    workers = [c["workers"] for c in cases]
+    for scheme, color in (("innet", "tab:blue"), ("ring", "tab:orange")):
+        ax.plot(workers, [c[scheme]["goodput"] / 1e9 for c in cases], "o-", color=color,
+                label=f"{'in-network' if scheme == 'innet' else 'ring'}, measured")
+        ax.plot(workers, [c[scheme]["bound"] / 1e9 for c in cases], "--", color=color,
+                label=f"{'in-network' if scheme == 'innet' else 'ring'} link bound")
+    ax.axhline(goodput["switchml_gelements"], color="grey", linestyle=":",
+               label=f"SwitchML, published (~{goodput['switchml_gelements']:g} G)")
+    ax.set(xlabel="workers", ylabel="goodput (G elements/s a worker)", xticks=workers, ylim=(0, None),
+           title=f"all-reduce of {goodput['elements'] / 1e6:g}M elements at emulated {goodput['gbps']:g} Gb/s")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
     return save_figure(fig, path)
 
 

@@ -173,6 +173,7 @@ class JobRun:
     job_id: int | None = None
     processes: list[HostProcess] = field(default_factory=list)  # what the job is done with once they exit 0
     services: list[HostProcess] = field(default_factory=list)  # servers that run until stopped (hosts.spill)
+    workload: Any = None  # testbed.config.WorkloadConfig: its own (a scenario's job), else the run's
 
     def result_file(self, worker: str, kind: str) -> Path:
         """What a worker writes at the end, by workload kind (testbed.config.WorkloadConfig.kind)."""
@@ -263,6 +264,7 @@ class Run:
         self.queues: dict = {}
         self.engines: dict = {}  # switch -> the engine that ran its program (embedded target)
         self.meter: Any = None  # testbed.fidelity.CpuMeter over the switch and host processes
+        self.link_meter: Any = None  # testbed.fidelity.LinkMeter, when a variant samples the links' bytes
         self.fidelity: dict = {}
         self.pki: Any = None  # testbed.tls.RunPki with --tls
         self.run_slot: dict | None = None  # the network's run slot (testbed.slots), in results.json
@@ -313,7 +315,12 @@ class Run:
             raise RunError(f"--topo: no topology file {self.cfg.network.topo!r} (give a path or one of "
                            f"{', '.join(sorted(p.stem for p in (REPO / 'topologies').glob('*.yaml')))})")
         topo = shape_links(load_topology(path), self.cfg.network.link_mbps, self.cfg.network.loss)
-        return scale_topology(topo, self.cfg.scale)
+        return scale_topology(topo, self.cfg.scale, self.data_scale())
+
+    def data_scale(self) -> float:
+        """The fraction of the cluster's bytes the run sends, when its link rates are the cluster's
+        (a scenario of model jobs; an `aggnet run`'s link rate is what its links carry: 1)."""
+        return 1.0
 
     def plan_jobs(self) -> list[JobRun]:
         """The run's one job; innet placed within the switches' slot budgets (none left: host aggregation)."""
@@ -324,8 +331,7 @@ class Run:
         job = JobRun(JOB_NAME, workers, cfg.job.scheme, self.logs,
                      ps=ps_host(self.topo, workers) if cfg.job.scheme == "ps" else None)
         if job.scheme == "split":
-            self.split_job(job, [w for w in workers if w in cfg.job.stragglers],
-                           [h for h in self.topo.hosts if h not in workers])
+            self.split_job(job, self.stragglers_of(job), [h for h in self.topo.hosts if h not in workers])
         if job.scheme in ("innet", "split"):
             self.admit([job], [Job(JOB_NAME, tuple(job.members), k=cfg.job.k, slots=cfg.job.slots,
                                    standby=job.standby)])
@@ -493,10 +499,15 @@ class Run:
         for job in self.jobs:
             self.start_job(job, self.write_agent_config(job, f"{job.prefix}agent.json"))
 
+    def workload_of(self, job: JobRun) -> Any:
+        """The job's workload (testbed.config.WorkloadConfig): its own, else the run's."""
+        return job.workload or self.cfg.workload
+
     def start_job(self, job: JobRun, config: Path) -> None:
         """The job's server processes (parameter server, host aggregator and replica), then its workers."""
-        cfg = self.cfg
-        self.reporter.status(f"starting {len(job.workers)} workers ({job.scheme}, {cfg.workload.workload})"
+        w = self.workload_of(job)
+        what = f"{w.workload}, profile {w.profile_name}" if w.kind == "model" else w.workload
+        self.reporter.status(f"starting {len(job.workers)} workers ({job.scheme}, {what})"
                              + (f" and the parameter server on {job.ps}" if job.ps else "")
                              + (f" and the host aggregator on {job.aggregators[0]}" if job.aggregators else "")
                              + (f", its replica on {job.aggregators[1]}" if len(job.aggregators) > 1 else ""))
@@ -520,15 +531,17 @@ class Run:
         return self.start(host, f"{job.prefix}{host}", self.worker_argv(job, host, config))
 
     def worker_argv(self, job: JobRun, host: str, config: Path) -> list[str]:
-        w = self.cfg.workload
+        w = self.workload_of(job)
         if w.kind == "train":
             return ["worker", "--config", str(config), "--worker", host, "--out", str(job.out)]
-        if w.kind == "model":
-            net, scale = self.cfg.network, self.cfg.scale  # the worker takes the real link rate and slows compute
-            return ["model", "--config", str(config), "--worker", host, "--model", w.model, "--profile", w.profile,
-                    "--iterations", str(w.iterations), "--grad-scale", repr(w.grad_scale), "--out", str(job.out),
-                    "--time-scale", repr(scale), *(["--bucket-mb", repr(w.bucket_mb)] if w.bucket_mb is not None else []),
-                    *(["--link-mbps", repr(net.link_mbps / scale)] if net.link_mbps is not None else [])]
+        if w.kind == "model":  # the worker takes its own link's real rate (for the analytic model) and slows compute
+            link_mbps = self.topo.links_of(host)[0].bw_mbps
+            return ["model", "--config", str(config), "--worker", host, "--model", w.model,
+                    "--profile", w.profile_name, "--iterations", str(w.iterations), "--grad-scale", repr(w.grad_scale),
+                    "--out", str(job.out), "--time-scale", repr(self.cfg.scale),
+                    *(["--bucket-mb", repr(w.bucket_mb)] if w.bucket_mb is not None else []),
+                    *(["--batch", str(w.batch)] if w.batch is not None else []),
+                    *(["--link-mbps", repr(link_mbps)] if link_mbps else [])]
         return ["bench", "--config", str(config), "--worker", host, "--elements", str(w.elements),
                 "--seed", str(self.cfg.train.seed), "--dtype", w.dtype, "--out", str(job.out)]
 
@@ -546,21 +559,33 @@ class Run:
         workers = tuple(Endpoint(h, hosts[h].ip, RING_PORT) for h in job.workers)
         ps = Endpoint(job.ps, hosts[job.ps].ip, PS_PORT) if job.ps else None
         ends = [Endpoint(h, hosts[h].ip, port) for h, port in zip(job.aggregators, (AGG_PORT_TCP, REPLICA_PORT))]
-        config = AgentConfig(job.scheme, cfg.train, workers, ps, job.spec, cfg.comm_timeout_s,
+        train = cfg.train
+        w = self.workload_of(job)
+        if w.kind == "model" and job.aggregators:  # a host aggregator's rounds: the model's all-reduces
+            from hosts.models.workload import allreduce_rounds
+
+            steps = allreduce_rounds(w.model, w.profile_name, w.bucket_mb, w.iterations, w.batch)
+            train = dataclasses.replace(train, steps=steps)
+        config = AgentConfig(job.scheme, train, workers, ps, job.spec, cfg.comm_timeout_s,
                              aggregator=ends[0] if ends else None, replica=ends[1] if len(ends) > 1 else None,
                              staleness=cfg.job.staleness, wait_s=cfg.job.agg_wait_s,
-                             stragglers={n: self.straggler(n) for n in cfg.job.stragglers if n in job.workers},
+                             stragglers={n: self.straggler(n) for n in self.stragglers_of(job)},
                              time_scale=cfg.scale, split_workers=tuple(job.split))
         path = self.run_dir / name
         path.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
         return path
 
+    def stragglers_of(self, job: JobRun) -> list[str]:
+        """The job's workers that straggle (--straggler), in rank order."""
+        return [w for w in job.workers if w in self.cfg.job.stragglers]
+
     def straggler(self, host: str) -> Any:
-        """How `host` is slowed (hosts.straggler.Straggler), in the cluster's time."""
+        """How `host` is slowed (hosts.straggler.Straggler), in the cluster's time: its --straggler delay
+        (none: 0) in the --straggle period."""
         from hosts.straggler import Straggler
 
         start, end = self.cfg.job.straggle_s or (0.0, math.inf)
-        return Straggler(self.cfg.job.stragglers[host], start_s=start, end_s=end)
+        return Straggler(self.cfg.job.stragglers.get(host, 0.0), start_s=start, end_s=end)
 
     def processes(self) -> list[HostProcess]:
         """Every host process of the run, the jobs' services too."""
@@ -626,7 +651,7 @@ class Run:
         if self.meter is not None:
             phases, measured_over = self.measured_phases()
             self.fidelity = fidelity.report(self.topo, self.counters, self.queues, phases, measured_over, self.meter,
-                                            set(self.topo.switches), self.cfg.scale)
+                                            set(self.topo.switches), self.cfg.scale, self.link_meter)
             if self.fidelity["warning"]:
                 self.reporter.status(self.fidelity["warning"])
 
@@ -636,27 +661,32 @@ class Run:
         workers), else the workload window, else the whole run."""
         from testbed.fidelity import union
 
-        kind = self.cfg.workload.kind
-        comm = union((start, end) for job in self.jobs for h in job.workers
-                     for start, end in (read_json(job.result_file(h, kind)) or {}).get("comm_intervals", []))
+        comm = union(interval for job in self.jobs for interval in self.comm_intervals(job))
         if comm:
             return comm, "communication"
         window = self.workload_window()
         return ([window], "workload") if window else ([self.meter.span()], "run")
 
-    def workload_window(self) -> tuple[float, float] | None:
-        """When the workers did the measured work (testbed.fidelity): the timed all-reduce of every
-        benchmark worker, or every training step (a record's `ended_at` less its step time)."""
+    def comm_intervals(self, job: JobRun) -> list[tuple[float, float]]:
+        """When any of the job's all-reduces was in flight, per worker (a model workload's report)."""
+        kind = self.workload_of(job).kind
+        return [(start, end) for h in job.workers
+                for start, end in (read_json(job.result_file(h, kind)) or {}).get("comm_intervals", [])]
+
+    def workload_window(self, jobs: list[JobRun] | None = None) -> tuple[float, float] | None:
+        """When the workers (of `jobs`, default all) did the measured work (testbed.fidelity): the timed
+        all-reduce of every benchmark worker, or every training step (a record's `ended_at` less its step time)."""
         from testbed.fidelity import workload_window
 
         spans = []
-        for job in self.jobs:
+        for job in self.jobs if jobs is None else jobs:
+            kind = self.workload_of(job).kind
             for h in job.workers:
-                if self.cfg.workload.kind == "train":
+                if kind == "train":
                     records = [r for r in read_jsonl(job.out / f"{h}.metrics.jsonl") if "ended_at" in r]
                     if records:
                         spans.append((records[0]["ended_at"] - records[0]["step_time_s"], records[-1]["ended_at"]))
-                elif (bench := read_json(job.result_file(h, self.cfg.workload.kind))) and "window" in bench:
+                elif (bench := read_json(job.result_file(h, kind))) and "window" in bench:
                     spans.append(tuple(bench["window"]))
         return workload_window(spans)
 
@@ -712,7 +742,7 @@ class Run:
             report.write_results(self.run_dir, results, kind)
 
     def per_worker(self, job: JobRun) -> dict[str, dict]:
-        kind = self.cfg.workload.kind
+        kind = self.workload_of(job).kind
         return {h: r for h in job.workers if (r := read_json(job.result_file(h, kind))) is not None}
 
     def train_results(self, job: JobRun) -> dict:
@@ -745,7 +775,7 @@ class Run:
         communication, and the analytic model beside it (hosts.models.workload)."""
         reports = self.per_worker(job)
         slowest = max(reports.values(), key=lambda r: r["iteration_s"], default={})
-        w = self.cfg.workload
+        w = self.workload_of(job)
         out = {"model": w.model, "profile": slowest.get("profile"), "grad_scale": w.grad_scale,
                "buckets": slowest.get("buckets"), "iteration_s": slowest.get("iteration_s"),
                "compute_s": slowest.get("compute_s"), "exposed_comm_s": slowest.get("exposed_comm_s"),

@@ -120,7 +120,9 @@ def phases_line(phases: dict[str, float]) -> str:
 
 def model_line(results: dict) -> str:
     """A model workload's iteration: measured, its compute and exposed communication, the analytic model."""
-    line = (f"[bold]{results['model']} on {results['workers']} workers ({results['scheme']}): iteration "
+    prof = results.get("profile") or {}
+    line = (f"[bold]{results['model']} on {results['workers']} workers ({results['scheme']}, profile "
+            f"{prof.get('name')}: {prof.get('device')}, batch {prof.get('batch')}): iteration "
             f"{results['iteration_s'] * 1000:,.1f} ms[/bold] (compute {results['compute_s'] * 1000:,.1f} ms, exposed "
             f"communication {results['exposed_comm_s'] * 1000:,.1f} ms{'' if results['sums_correct'] else ', sums WRONG'})")
     if results.get("analytic_iteration_s"):

@@ -1,20 +1,28 @@
-"""Multi-job scenarios: several jobs on one network, background traffic, contention awareness.
+"""Multi-job scenarios: several jobs on one network, background traffic, stragglers, contention awareness.
 
-    aggnet experiment experiments/mlfabric.yaml
+    aggnet experiment experiments/mlfabric_models.yaml
 
 A scenario file (YAML; experiments/README.md documents every field) is a run configuration
 (testbed.config.RunConfig: `network`, `job` options every job shares, `workload`, `train`,
-`timeout_s`, ...) plus the jobs (workers, root, k, slots, parameter-server host), per-switch slot
-budgets, shaped link directions, a schedule of background flows and the modes to compare. Each
-mode is one ModeRun (a testbed.run.Run variant) on a fresh network with the same jobs and traffic:
+`scale`, `timeout_s`, ...) plus the jobs (workers, root, k, slots, parameter-server host, each its
+own workload if it says so: a real model with its profile, batch, buckets and iterations, and
+when it arrives), per-switch slot budgets, shaped link directions, background traffic (periodic,
+drawn from a distribution or replayed from a trace), stragglers (on a schedule or at random) and
+the modes to compare. What changes over time is one seeded timeline (testbed.timeline), given in
+the cluster's time: with `scale: F` it runs F times slower, as a single run does (testbed.timescale:
+link rates / F, and here also shaped rates and background flows' rates; times x F: link delays,
+flows' and stragglers' periods, job arrivals, the adaptation period, protocol timers), and results
+are in the cluster's time. Each mode is one ModeRun (a testbed.run.Run variant) on a fresh network
+with the same jobs and timeline:
 
 - `aware`: in-network aggregation, and the controller's adaptation loop (controller.adapt)
   moves trees off congested links while the jobs train; with `pacing: aimd` the jobs also
   get MLfabric-style ordering weights (hosts.pacing);
 - `unaware`: in-network aggregation with the trees placed once;
-- `split`: in-network with the trees placed once, and a job with stragglers (`job.stragglers`)
-  aggregates split (hosts.split_agg): the switches sum its on-time workers, a host aggregator
-  in the stragglers' seat (the job's `ps` host, else an idle one) adds their late gradients;
+- `split`: in-network with the trees placed once, and a job with stragglers (`job.stragglers`, or
+  workers the timeline slows: `stragglers`, `random_stragglers`) aggregates split (hosts.split_agg):
+  the switches sum its on-time workers, a host aggregator in the stragglers' seat (the job's `ps`
+  host, else an idle one) adds their late gradients;
 - `relocate`: in-network with the trees placed once; a job whose switches lack its slots is
   placed on other switches that have them (SOAR where the memory is) before it falls back;
 - `atp`: ATP's best-effort sharing instead of admission: every job aggregates at its root in a
@@ -26,15 +34,17 @@ mode is one ModeRun (a testbed.run.Run variant) on a fresh network with the same
 
 Jobs are admitted with the slot budgets in force (controller.tenants); a job that does not fit
 runs on its parameter server (or a ring when it has none), and the reason is in the results.
-A mode's folder gets logs/, results.json (per-job accuracy, time to the target accuracy,
-per-job counters, moves, flows); the scenario folder gets summary.json with the ratios and
-time_to_accuracy.png.
+A mode's folder gets logs/, results.json (per job: iteration or step times with their median and
+p99, exposed communication, accuracy, what bound it over its own communication phases; counters,
+moves, flows: testbed.scenario_results); the scenario folder gets summary.json with the per-job
+table and the ratios, and its plots.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -42,13 +52,16 @@ from pathlib import Path
 from typing import Any
 
 from config import ConfigError, FieldProblem, load, option
-from testbed.config import RunConfig, resolve_topology
-from testbed.report import accuracy_curve, time_to_accuracy
-from testbed.run import REPO, JobRun, Run, RunFailed, read_aggregation_stats, read_json, read_jsonl
+from hosts.traffic import PROTOCOLS
+from testbed import timeline
+from testbed.config import MODEL_STALENESS, RunConfig, WorkloadConfig, resolve_topology
+from testbed.run import REPO, JobRun, Run, RunFailed
+from testbed.scenario_results import mode_results, plot, summarize
+from testbed.timeline import RandomStragglers, RandomTraffic, SlowPeriod, TraceTraffic
+from testbed.timescale import AUTO
 
 MODES = ("aware", "unaware", "split", "relocate", "atp", "hostagg", "ps", "ring")
-PROTOCOLS = ("udp", "tcp")
-TRAFFIC_PORT_BASE = 5001
+RECEIVER_SLACK_S = 3.0  # a background receiver listens this long (this machine's seconds) past its flows' end
 
 
 class ScenarioError(ConfigError):
@@ -65,6 +78,9 @@ class ScenarioJob:
     k: int = option(1, minimum=0, help="aggregating switches besides the root")
     slots: int = option(32, minimum=1, help="slots on every switch that aggregates for it")
     ps: str | None = option(None, help="its parameter-server host (mode ps)")
+    workload: WorkloadConfig | None = option(None, help="what it runs (default: the scenario's workload)")
+    start_s: float = option(0.0, minimum=0, help="when it arrives (the cluster's seconds after the scenario starts); "
+                                                 "it leaves when its iterations or steps are done")
 
     def __post_init__(self) -> None:
         if len(self.workers) < 2:
@@ -114,7 +130,7 @@ class Flow:
 
 @dataclass(frozen=True)
 class AdaptConfig:
-    period_s: float = option(1.0, minimum=0.1)
+    period_s: float = option(1.0, minimum=1e-4, timer=True)
     util_threshold: float = option(0.8, minimum=0.01)
     qdepth_threshold: int = option(16, minimum=1)
 
@@ -131,17 +147,18 @@ class Scenario(RunConfig):
     jobs: tuple[ScenarioJob, ...] = option(())
     shaping: tuple[Shaping, ...] = option(())
     traffic: tuple[Flow, ...] = option(())
+    random_traffic: tuple[RandomTraffic, ...] = option(())
+    trace_traffic: tuple[TraceTraffic, ...] = option(())
+    stragglers: tuple[SlowPeriod, ...] = option(())
+    random_stragglers: tuple[RandomStragglers, ...] = option(())
     adapt: AdaptConfig = AdaptConfig()
 
     def __post_init__(self) -> None:
+        if self.scale == AUTO:  # its probe models one job's tree
+            raise FieldProblem("scale", "auto chooses F for one aggnet run; a scenario takes a factor >= 1")
         super().__post_init__()
-        if self.scale != 1:  # its flows, shaping and adaptation periods are in real time
-            raise FieldProblem("scale", "scenarios do not run time-scaled yet; leave scale at 1")
         if not self.jobs:
             raise FieldProblem("jobs", "needs at least one job")
-        if self.workload.kind == "model":
-            raise FieldProblem("workload.workload", "scenarios run training or the all-reduce benchmark, not "
-                                                    "model workloads (use aggnet run or aggnet compare)")
         owner: dict[str, str] = {}
         for i, job in enumerate(self.jobs):
             if job.name in [j.name for j in self.jobs[:i]]:
@@ -153,6 +170,31 @@ class Scenario(RunConfig):
                 if host in owner:  # the aggregation and PS ports are per host
                     raise FieldProblem(f"jobs[{i}].{role}", f"host {host} already runs {owner[host]}")
                 owner[host] = f"job {job.name}"
+            if self.job.staleness and self.workload_of(job).kind == "model":
+                raise FieldProblem("job.staleness", MODEL_STALENESS)
+        workers = {w for job in self.jobs for w in job.workers}
+        for field, names in [(f"stragglers[{i}].worker", [p.worker]) for i, p in enumerate(self.stragglers)] + \
+                [(f"random_stragglers[{i}].workers", r.workers) for i, r in enumerate(self.random_stragglers)]:
+            for name in names:
+                if name not in workers:
+                    raise FieldProblem(field, f"{name!r} is not a worker of any job")
+
+        scales = {self.workload_of(j).grad_scale if self.workload_of(j).kind == "model" else 1.0 for j in self.jobs}
+        if len(scales) > 1:
+            i = next(i for i, j in enumerate(self.jobs) if j.workload is not None)
+            raise FieldProblem(f"jobs[{i}].workload.grad_scale", "every job of a scenario sends the same fraction of "
+                                                                  f"its gradients (it scales every byte: links, flows), "
+                                                                  f"got {', '.join(f'{g:g}' for g in sorted(scales))}")
+
+    def workload_of(self, job: ScenarioJob) -> WorkloadConfig:
+        return job.workload or self.workload
+
+    @property
+    def data_scale(self) -> float:
+        """G: the fraction of every byte of the cluster the scenario sends, its model jobs' grad_scale
+        (1 without model jobs). Link, shaped and flow rates are the cluster's; they run x G / F."""
+        w = self.workload_of(self.jobs[0])
+        return w.grad_scale if w.kind == "model" else 1.0
 
 
 # ---------------------------------------------------------------------------- loading
@@ -175,6 +217,9 @@ def parse_scenario(data: Any, source: str) -> Scenario:
     path = resolve_topology(scn.network.topo, str(REPO))
     if path is None:
         raise ScenarioError(f"{source}: field 'network.topo': no topology file {scn.network.topo!r}")
+    here = Path(source).parent
+    scn = dataclasses.replace(scn, trace_traffic=tuple(dataclasses.replace(t, file=str(here / t.file))
+                                                       for t in scn.trace_traffic))
     try:
         check_topology(scn, load_topology(path))
     except FieldProblem as p:
@@ -209,12 +254,16 @@ def check_topology(scn: Scenario, topo: Any) -> None:
     for i, flow in enumerate(scn.traffic):
         host(f"traffic[{i}].src", flow.src)
         host(f"traffic[{i}].dst", flow.dst)
-
-
-def flows(scn: Scenario) -> list[Flow]:
-    """The traffic with default names and ports filled in (flow i: flow<i+1>, port 5001 + i)."""
-    return [dataclasses.replace(f, name=f.name or f"flow{i + 1}", port=f.port or TRAFFIC_PORT_BASE + i)
-            for i, f in enumerate(scn.traffic)]
+    for i, r in enumerate(scn.random_traffic):
+        for end in ("src", "dst"):
+            for j, h in enumerate(getattr(r, end)):
+                host(f"random_traffic[{i}].{end}[{j}]", h)
+    for i, t in enumerate(scn.trace_traffic):
+        try:
+            for h in sorted(timeline.trace_hosts(t.file)):
+                host(f"trace_traffic[{i}].file", h)
+        except timeline.TraceError as exc:
+            raise FieldProblem(f"trace_traffic[{i}].file", str(exc)) from None
 
 
 # ---------------------------------------------------------------------------- one mode
@@ -223,19 +272,26 @@ class ModeRun(Run):
     """One mode of a scenario on a fresh network (module docstring); `execute()` returns its results."""
 
     cfg: Scenario
+    asked: Scenario
 
     def __init__(self, scn: Scenario, mode: str, run_dir: Path, reporter: Any = None):
         self.mode = mode
         self.flow_procs: list = []
         self.adapter: Any = None
         self.moves: list = []
-        self.t0 = 0.0
-        self.finished_s: dict[str, float] = {}
+        self.t0 = 0.0  # time.monotonic() when the scenario's timeline starts
+        self.started: set[str] = set()
+        self.finished_s: dict[str, float] = {}  # job -> this machine's seconds after t0
+        self.timeline = timeline.build(scn, scn.train.seed)  # the cluster's time (the plan's stragglers)
+        self.real_timeline = self.timeline.scaled(scn.scale, scn.data_scale)  # this machine's
         super().__init__(scn, reporter, run_dir)
 
     @property
     def innet(self) -> bool:
         return self.mode in ("aware", "unaware", "split", "relocate", "atp")
+
+    def data_scale(self) -> float:
+        return self.cfg.data_scale
 
     def load_topology(self) -> Any:
         from controller.tenants import with_slot_budgets
@@ -247,7 +303,8 @@ class ModeRun(Run):
         from controller.tenants import REJECTED
 
         jobs = [JobRun(j.name, list(j.workers), "innet" if self.innet else self.mode, self.logs / j.name,
-                       prefix=f"{j.name}.", ps=j.ps if self.mode in ("ps", "atp") else None) for j in self.cfg.jobs]
+                       prefix=f"{j.name}.", ps=j.ps if self.mode in ("ps", "atp") else None, workload=j.workload)
+                for j in self.cfg.jobs]
         if self.mode == "split":
             self.split_jobs(jobs)
         if self.mode == "hostagg":
@@ -283,8 +340,17 @@ class ModeRun(Run):
                            ([spec.ps] if spec.ps else []) + [h for h in self.topo.hosts if h not in taken])
 
     def stragglers_of(self, job: JobRun) -> list[str]:
-        """The job's workers that straggle (`job.stragglers`), in rank order."""
-        return [w for w in job.workers if w in self.cfg.job.stragglers]
+        """The job's workers that straggle (`job.stragglers`, or slowed by the timeline: `stragglers`,
+        `random_stragglers`), in rank order; at most all but one, those the timeline slows longest
+        ((factor - 1) x duration, summed) after `job.stragglers`: split aggregation keeps an on-time
+        worker in the tree beside the seat."""
+        def extra_s(worker: str) -> float:
+            if worker in self.cfg.job.stragglers:
+                return math.inf
+            return sum((f - 1) * (end - start) for start, end, f in self.timeline.slowdowns.get(worker, ()))
+
+        slow = sorted((w for w in job.workers if extra_s(w) > 0), key=extra_s, reverse=True)[:len(job.workers) - 1]
+        return [w for w in job.workers if w in slow]
 
     def fallback_scheme(self, job: JobRun, tenancy: Any) -> str:
         """A job the switches cannot hold runs on its parameter server, or a ring when it has none."""
@@ -293,14 +359,18 @@ class ModeRun(Run):
         return "ps" if ps else "ring"
 
     def push_pipeline(self) -> None:
-        """The program and routes, then the scenario's shaped link directions through the side channels."""
+        """The program and routes, then the scenario's shaped link directions through the side channels
+        (their rates x G / F and delays x F, as the links': testbed.timescale)."""
         from testbed.network import queue_commands
 
         super().push_pipeline()
+        factor = self.asked.scale
         for s in self.cfg.shaping:
             switch, peer = s.ends
             port = self.topo.port_of(switch, peer)
-            for line in queue_commands(port, self.cfg.network.target, s.rate_mbps, s.delay_ms, None, s.depth_pkts):
+            rate = s.rate_mbps * self.cfg.data_scale / factor if s.rate_mbps is not None else None
+            delay = s.delay_ms * factor if s.delay_ms is not None else None
+            for line in queue_commands(port, self.cfg.network.target, rate, delay, None, s.depth_pkts):
                 self.conns[switch].side_command(line)
 
     def job_spec(self, job: JobRun, spec: Any) -> Any:
@@ -316,38 +386,65 @@ class ModeRun(Run):
         spill_ip = self.topo.hosts[job.ps].ip if spec.pool and job.ps else ""
         return dataclasses.replace(super().job_spec(job, spec), weight=weight, spill_ip=spill_ip)
 
+    def straggler(self, host: str) -> Any:
+        """Run.straggler, with the timeline's slow periods (scheduled and random stragglers) on this
+        machine's clock (from t0, so asked once the timeline started: when the job's agents are configured)."""
+        periods = tuple((self.t0 + s, self.t0 + e, f) for s, e, f in self.real_timeline.slowdowns.get(host, ()))
+        return dataclasses.replace(super().straggler(host), periods=periods)
+
     def start_hosts(self) -> None:
-        """Background receivers, the jobs, then the senders; the adaptation loop in mode aware."""
+        """Background receivers, the jobs that arrive at once, the senders (each on the timeline's clock);
+        the adaptation loop in mode aware."""
         from controller.adapt import Adapter
 
-        for flow in flows(self.cfg):
-            until = flow.start_s + flow.duration_s + 3.0
+        head_start = 0.5  # receivers listening before TCP senders connect
+        for flow in self.real_timeline.flows:
             self.flow_procs.append(self.start(flow.dst, f"{flow.name}.recv", [
-                "traffic", "recv", "--proto", flow.proto, "--port", str(flow.port), "--duration", str(until),
+                "traffic", "recv", "--proto", flow.proto, "--port", str(flow.port),
+                "--duration", repr(flow.end_s + head_start + RECEIVER_SLACK_S),
                 "--out", str(self.logs / f"{flow.name}.recv.json")]))
-        time.sleep(0.5)  # receivers listening before TCP senders connect
+        time.sleep(head_start)
         self.t0 = time.monotonic()
-        super().start_hosts()
-        for flow in flows(self.cfg):
+        self.start_arrived()
+        for flow in self.real_timeline.flows:
+            schedule = self.logs / f"{flow.name}.schedule.json"
+            schedule.write_text(json.dumps({"start": self.t0, "intervals": [list(i) for i in flow.intervals]}) + "\n")
             self.flow_procs.append(self.start(flow.src, f"{flow.name}.send", [
                 "traffic", "send", "--proto", flow.proto, "--dst", self.topo.hosts[flow.dst].ip,
-                "--port", str(flow.port), "--rate-mbps", str(flow.rate_mbps), "--size", str(flow.size),
-                "--delay", str(flow.start_s), "--duration", str(flow.duration_s), "--on", str(flow.on_s),
-                "--off", str(flow.off_s), "--out", str(self.logs / f"{flow.name}.send.json")]))
+                "--port", str(flow.port), "--size", str(flow.size), "--schedule", str(schedule),
+                "--out", str(self.logs / f"{flow.name}.send.json")]))
         if self.mode == "aware":
             a = self.cfg.adapt
             self.adapter = Adapter(self.topo, self.installer, [j.placement for j in self.jobs if j.placement],
                                    a.period_s, a.util_threshold, a.qdepth_threshold, self.cfg.job.algo).start()
 
+    def start_arrived(self) -> None:
+        """Start every job whose arrival time has come."""
+        now = time.monotonic() - self.t0
+        for job in self.jobs:
+            if job.name not in self.started and self.real_timeline.arrivals[job.name] <= now:
+                self.started.add(job.name)
+                self.start_job(job, self.write_agent_config(job, f"{job.prefix}agent.json"))
+
+    def start_meter(self) -> None:
+        """The CPU meter, and the link meter: a job's verdict needs what links carried in its own phases."""
+        from testbed.fidelity import LinkMeter
+
+        super().start_meter()
+        if not self.cfg.network.servers:  # the switches' interfaces are on this machine
+            self.link_meter = LinkMeter(self.tb.link_counter_files()).start()
+
     def watch(self) -> None:
-        """Until every job's processes exited 0, recording when each job finished."""
+        """Until every job arrived and its processes exited 0, recording when each job finished."""
         deadline = self.t0 + self.cfg.timeout_s
         while len(self.finished_s) < len(self.jobs):
+            self.start_arrived()
             for job in self.jobs:
                 failed = [f for f in (p.failure() for p in (*job.processes, *job.services)) if f]
                 if failed:
                     raise RunFailed(f"mode {self.mode}: job {job.name}: {failed[0]} (logs in {self.logs})")
-                if job.name not in self.finished_s and all(p.popen.poll() == 0 for p in job.processes):
+                done = job.processes and all(p.popen.poll() == 0 for p in job.processes)
+                if job.name not in self.finished_s and done:
                     self.finished_s[job.name] = round(time.monotonic() - self.t0, 3)
             dead = self.tb.dead_switches()
             if dead:
@@ -364,103 +461,17 @@ class ModeRun(Run):
         if self.adapter is not None:
             self.adapter.stop()
             self.moves = self.adapter.events
+        if self.link_meter is not None:
+            self.link_meter.stop()
         super().stop_hosts()
         for proc in self.flow_procs:
             proc.stop()
 
     def results(self, seconds: float, error: Exception | None) -> dict:
-        scn = self.cfg
-        jobs = {}
-        for job in self.jobs:
-            entry: dict[str, Any] = {"scheme": job.scheme, "workers": job.workers,
-                                     "wall_s": self.finished_s.get(job.name)}
-            if job.job_id is not None:
-                entry["job_id"] = job.job_id
-                entry["placement"] = self.placement_json(job)
-                entry["counters"] = {s: c["jobs"][job.job_id] for s, c in self.counters.items()
-                                     if c["jobs"][job.job_id]["received"]}
-            if job.aggregators:
-                entry.update(aggregators=job.aggregators, aggregation=read_aggregation_stats(job.out))
-            if job.split:
-                entry["split_workers"] = job.split
-            spilled = [r["spilled_chunks"] for h in job.workers
-                       if (r := read_json(job.result_file(h, scn.workload.kind))) and "spilled_chunks" in r]
-            if spilled:  # every worker hears of every spilled chunk of its job
-                entry["spilled_chunks"] = max(spilled)
-            if scn.workload.workload == "train":  # timed on an on-time worker: a straggler may skip steps
-                late = self.stragglers_of(job)
-                records = read_jsonl(job.out / f"{next((w for w in job.workers if w not in late), job.workers[0])}"
-                                                f".metrics.jsonl")
-                evals = [r for r in records if "test_accuracy" in r]
-                entry.update(steps=len(records), final_accuracy=evals[-1]["test_accuracy"] if evals else None,
-                             train_time_s=round(sum(r.get("step_time_s", 0.0) for r in records), 3),
-                             time_to_accuracy_s=time_to_accuracy(records, scn.target_accuracy),
-                             accuracy_curve=accuracy_curve(records))
-            else:
-                benches = [read_json(job.out / f"{h}.bench.json") for h in job.workers]
-                entry.update(allreduce_exact=all(b is not None and b.get("exact") for b in benches),
-                             seconds=max((b["seconds"] for b in benches if b), default=None))
-            jobs[job.name] = entry
-        results = {"scenario": scn.name, "topology": scn.network.topo, "mode": self.mode, "seed": scn.train.seed,
-                   "target_accuracy": scn.target_accuracy, "wall_time_s": seconds,
-                   "admissions": [a.to_json() for a in self.tenancy.admissions] if self.innet else [],
-                   "jobs": jobs, "moves": self.moves,
-                   "flows": {f.name: {"send": read_json(self.logs / f"{f.name}.send.json"),
-                                      "recv": read_json(self.logs / f"{f.name}.recv.json")} for f in flows(scn)},
-                   "ports": {s: c["ports"] for s, c in self.counters.items()},
-                   "queues": self.queues, "fidelity": self.fidelity}
-        if error is not None:
-            results["error"] = str(error)
-        return results
+        return mode_results(self, seconds, error)
 
     def write_results(self, results: dict) -> None:
         (self.run_dir / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
-
-
-# ---------------------------------------------------------------------------- all modes, summary
-
-def summarize(scn: Scenario, by_mode: dict[str, dict]) -> dict:
-    """Per mode: each job's time to the target (or wall time), and ratios against mode aware."""
-    key = ("time_to_accuracy_s" if scn.workload.workload == "train" and scn.target_accuracy
-           else "seconds" if scn.workload.workload == "allreduce" else "wall_s")
-    table = {mode: {name: job.get(key) for name, job in res["jobs"].items()} for mode, res in by_mode.items()}
-    means = {mode: _mean(values.values()) for mode, values in table.items()}
-    base = means.get("aware")
-    ratios = {mode: round(m / base, 3) for mode, m in means.items() if m is not None and base}
-    return {"scenario": scn.name, "metric": key, "per_job": table, "mean": means, "ratio_to_aware": ratios,
-            "moves": {mode: len(res.get("moves", [])) for mode, res in by_mode.items()}}
-
-
-def _mean(values: Any) -> float | None:
-    values = list(values)
-    if not values or any(v is None for v in values):
-        return None  # a job that never reached the target has no time to compare
-    return round(sum(values) / len(values), 3)
-
-
-def plot(by_mode: dict[str, dict], summary: dict, path: Path) -> Path:
-    """Accuracy over training time per job and mode, and the compared times as bars."""
-    from testbed.plots import pyplot, save_figure
-
-    plt = pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    for mode, res in by_mode.items():
-        for name, job in res["jobs"].items():
-            curve = job.get("accuracy_curve") or []
-            if curve:
-                left.plot([t for t, _ in curve], [a for _, a in curve], marker=".", label=f"{mode} / {name}")
-    left.set(xlabel="training time (s)", ylabel="test accuracy", title="accuracy over time")
-    left.legend(fontsize=7)
-    modes = list(summary["per_job"])
-    jobs = sorted({j for per in summary["per_job"].values() for j in per})
-    width = 0.8 / max(1, len(jobs))
-    for i, name in enumerate(jobs):
-        values = [summary["per_job"][m].get(name) or 0 for m in modes]
-        right.bar([x + i * width for x in range(len(modes))], values, width, label=name)
-    right.set_xticks([x + width * (len(jobs) - 1) / 2 for x in range(len(modes))], modes)
-    right.set(ylabel=summary["metric"].replace("_", " "), title="per mode (0: target not reached)")
-    right.legend(fontsize=7)
-    return save_figure(fig, path)
 
 
 class _Say:
@@ -491,8 +502,8 @@ def run_scenario(scn: Scenario, out: str = "runs", modes: tuple[str, ...] | None
     summary = summarize(scn, by_mode)
     summary["run_dir"] = str(root)
     (root / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    if scn.workload.workload == "train":
-        plot(by_mode, summary, root / "time_to_accuracy.png")
+    plot(by_mode, summary, root / ("time_to_accuracy.png" if summary["metric"] == "time_to_accuracy_s"
+                                   else "iterations.png"))
     return summary
 
 
@@ -510,8 +521,14 @@ def run(args: argparse.Namespace) -> int:
     for mode in modes or ():
         if mode not in MODES:
             raise ScenarioError(f"--modes: {mode!r} is not one of {', '.join(MODES)}")
+    if modes:  # checked as the file's own modes are (a server host per job for ps, atp, hostagg)
+        try:
+            scn = dataclasses.replace(scn, modes=modes)
+        except FieldProblem as p:
+            raise ScenarioError(f"--modes {args.modes}: {args.file}: field '{p.field}': {p.problem}") from None
     if os.geteuid() != 0:
         raise ScenarioError("aggnet experiment: Mininet needs root (run with sudo)")
     summary = run_scenario(scn, args.out, modes)
+    print(summary["table"], end="")
     print(json.dumps({k: summary[k] for k in ("metric", "mean", "ratio_to_aware", "moves", "run_dir")}, indent=2))
     return 0

@@ -77,13 +77,15 @@ def real_config(cfg: C, factor: float) -> C:
     return dataclasses.replace(cfg, **changes)
 
 
-def scale_topology(topo: Any, factor: float) -> Any:
-    """The topology with every link's rate divided by factor and its delay multiplied by it."""
-    if factor == 1:
+def scale_topology(topo: Any, factor: float, data_scale: float = 1.0) -> Any:
+    """The topology with every link's rate divided by factor and its delay multiplied by it; rates
+    also times `data_scale` when every byte the cluster moves is sent at that fraction (a scenario
+    of model jobs with --grad-scale G: testbed.scenario)."""
+    if factor == 1 and data_scale == 1:
         return topo
 
     def slow(link: Any) -> Any:
-        return dataclasses.replace(link, bw_mbps=link.bw_mbps / factor if link.bw_mbps else link.bw_mbps,
+        return dataclasses.replace(link, bw_mbps=link.bw_mbps * data_scale / factor if link.bw_mbps else link.bw_mbps,
                                    delay_ms=link.delay_ms * factor if link.delay_ms else link.delay_ms)
 
     return dataclasses.replace(topo, links=tuple(slow(link) for link in topo.links))

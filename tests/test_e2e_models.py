@@ -26,8 +26,9 @@ def test_resnet50_ddp_iterations(tmp_path, scheme):
                                    "--link-mbps", "50", "--grad-scale", str(GRAD_SCALE), "--lanes", str(LANES),
                                    "--iterations", str(ITERATIONS))
     assert done.returncode == 0, done.stderr
-    plan = ddp.plan("resnet50", build("resnet50"), profile.load("resnet50", "cpu"))
+    plan = ddp.plan("resnet50", build("resnet50"), profile.load("resnet50", "a100"))  # no --profile: the GPU one
     assert results["model"] == "resnet50" and results["workers"] == 3 and results["scheme"] == scheme
+    assert results["profile"]["name"] == "a100" and "profile a100: NVIDIA A100" in done.stdout
     assert results["sums_correct"] is True
     assert results["buckets"] == [b.nbytes for b in plan.buckets]
     assert results["compute_s"] == pytest.approx(plan.compute_s)

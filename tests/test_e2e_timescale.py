@@ -62,8 +62,8 @@ def test_a_model_run_at_scale_is_judged_over_its_communication_phases(tmp_path):
     compute, so the links are idle most of the window; the monitor measures over the phases in which an
     all-reduce was in flight only (where, on an idle machine, a link binds it)."""
     grad_scale, iterations, lanes = 0.02, 2, 364
-    done, results = e2e.aggnet_run(tmp_path, "--workload", "model:resnet50", "--scheme", "innet", "--workers", "3",
-                                   "--link-mbps", "50", "--grad-scale", str(grad_scale), "--scale", "8",
+    done, results = e2e.aggnet_run(tmp_path, "--workload", "model:resnet50", "--profile", "cpu", "--scheme", "innet",
+                                   "--workers", "3", "--link-mbps", "50", "--grad-scale", str(grad_scale), "--scale", "8",
                                    "--lanes", str(lanes), "--iterations", str(iterations), timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert results is not None and results["sums_correct"] is True

@@ -158,6 +158,13 @@ def test_the_union_of_intervals_merges_those_that_overlap_or_touch():
     assert fidelity.union([]) == []
 
 
+def test_the_intersection_is_when_every_worker_had_an_all_reduce_in_flight():
+    """h2 straggles: it starts its first all-reduce at 3, so 0-3 was h1 waiting, not communication."""
+    h1, h2, h3 = [(0.0, 5.0), (6.0, 9.0)], [(3.0, 7.0), (8.0, 10.0)], [(2.5, 9.5)]
+    assert fidelity.intersection([h1, h2, h3]) == [(3.0, 5.0), (6.0, 7.0), (8.0, 9.0)]
+    assert fidelity.intersection([h1]) == h1 and fidelity.intersection([h1, []]) == []
+
+
 def test_a_link_busy_in_short_communication_phases_binds_them_though_idle_over_the_run():
     """4 s of communication in a 10 s run (the rest compute): 3.8 s worth of s1->h1's rate, counted over the
     whole run, is 38%; over the communication phases 95% (a little less: each may open with a token bucket's

@@ -17,10 +17,12 @@ import torch.distributed as dist
 from hosts.agent_config import AgentConfig, TrainConfig
 from hosts.comm import Endpoint
 from hosts.models import MODEL_NAMES, analytic, ddp, profile, workload
-from hosts.models.arch import MODELS, build
+from hosts.models.arch import MODELS, build, layers
 from hosts.models.ddp import Bucket, Plan
+from hosts.straggler import Straggler
 
-COUNTS = {"resnet50": 25_557_032, "vgg16": 138_357_544, "bert-base": 109_482_240, "gpt2": 124_439_808}
+COUNTS = {"resnet50": 25_557_032, "vgg16": 138_357_544, "bert-base": 109_482_240, "gpt2": 124_439_808,
+          "ncf": 31_832_577, "lstm": 1_776_946_046}
 
 
 def test_names_without_torch_are_the_registry():
@@ -46,7 +48,7 @@ def _torch_buckets(params: list[torch.Tensor], caps: list[int]) -> list[list[int
 @pytest.mark.parametrize("name", MODEL_NAMES)
 @pytest.mark.parametrize("bucket_mb", [None, 10.0])
 def test_buckets_are_torch_ddps(name, bucket_mb):
-    params = [torch.empty(p.shape) for p in build(name).parameters()]  # real (uninitialized) tensors
+    params = list(build(name).parameters())  # on the meta device: torch sizes them without memory
     sizes = [p.numel() * 4 for p in params]
     cap = int((bucket_mb or 25) * (1 << 20))
     caps = [dist._DEFAULT_FIRST_BUCKET_BYTES, cap] if bucket_mb is None else [cap]
@@ -102,6 +104,35 @@ def test_a_worker_reports_when_its_all_reduces_were_in_flight(tmp_path, monkeypa
         assert record["bucket_s"] == pytest.approx([allreduce_s] * len(plan.buckets), abs=1e-9)
 
 
+def test_a_straggler_period_stretches_the_iterations_it_covers(tmp_path, monkeypatch):
+    """On a clock of the test's: h1 is slowed 3 times in a period that covers its second iteration's start
+    only: that iteration's forward pass, bucket issues and backward end are 3 times as late, the others not."""
+    clock = [1000.0]
+    monkeypatch.setattr(workload.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(workload, "_sleep_until", lambda t: clock.__setitem__(0, max(clock[0], t)))
+    issued: list[float] = []
+
+    class Comm:
+        def allreduce(self, vec: np.ndarray) -> np.ndarray:
+            issued.append(clock[0])
+            return np.full_like(vec, 3.0)
+
+    monkeypatch.setattr(workload, "make_allreduce", lambda config, rank: contextlib.nullcontext(Comm()))
+    plan = ddp.plan("ncf", build("ncf"), profile.load("ncf", "a100"))
+    period = (1000.0 + plan.compute_s * 0.5, 1000.0 + plan.compute_s * 1.5, 3.0)  # the second iteration starts in it
+    config = AgentConfig("ring", TrainConfig(), (Endpoint("h1", "10.0.0.1", 1), Endpoint("h2", "10.0.0.2", 1)),
+                         stragglers={"h1": Straggler(periods=(period,))})
+    report = workload.run_model(config, "h1", "ncf", "a100", None, 3, 0.001, None, 1.0, tmp_path)
+    slow = [it["compute_s"] / plan.compute_s for it in report["iterations"]]
+    assert slow == pytest.approx([1.0, 3.0, 1.0])
+    timed = issued[len(plan.buckets) + 2:]  # after the barrier, the warm-up pass and the barrier again
+    for i, (it, factor) in enumerate(zip(report["iterations"], slow)):
+        start, end = it["window"]
+        assert end - start == pytest.approx(plan.compute_s * factor)
+        assert [t - start for t in timed[i * len(plan.buckets):(i + 1) * len(plan.buckets)]] == pytest.approx(
+            [(plan.forward_s + b.ready_s) * factor for b in plan.buckets])
+
+
 def test_analytic_iteration_by_hand():
     # host aggregation, 2 workers: the aggregator's link carries 2 x 724,000 bytes in 1448-byte
     # segments of 1514-byte frames, and a 66-byte ACK for every two of the 1,000 segments coming the
@@ -139,8 +170,8 @@ def test_profile_errors_name_file_and_field(tmp_path):
         profile.load("resnet50", str(path))
     with pytest.raises(profile.ProfileError, match="field model: 'resnet50', the run's model is 'vgg16'"):
         profile.load("vgg16", str(path))
-    with pytest.raises(profile.ProfileError, match="no such profile .*shipped for vgg16: cpu"):
-        profile.load("vgg16", "h100")
+    with pytest.raises(profile.ProfileError, match="no such profile .*shipped for vgg16: a100, cpu, h100"):
+        profile.load("vgg16", "tpu")
     layers = dict(good["layers"])
     layers.pop("fc")
     path.write_text(json.dumps({**good, "layers": layers}))
@@ -152,6 +183,30 @@ def test_gpu_profile_says_where_its_figure_comes_from():
     gpu = profile.load("resnet50", "a100")
     assert "A100" in gpu.device and "DeepLearningExamples" in gpu.source and gpu.batch == 256
     assert gpu.forward_s + gpu.backward_s == pytest.approx(256 / 2470, rel=1e-3)
+
+
+# The published figure behind each GPU profile: (samples, seconds) of one iteration, as its source derives it.
+FIGURES = {("vgg16", "a100"): (448, 448 / 1189.76), ("bert-base", "a100"): (320, 320 / 443),
+           ("bert-base", "h100"): (320, 320 / 812), ("gpt2", "a100"): (64, 0.300),
+           ("ncf", "a100"): (1048576, 1048576 / 34.08e6), ("lstm", "v100"): (256, 4 * 256 * 20 / 33800)}
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_every_model_has_a_gpu_profile_from_a_published_figure_and_uses_it_by_default(name):
+    """A100 and H100 for the four models of the figure and NCF; the LSTM's published figure is a V100's.
+    Each profile's layers are the model's, and its iteration the figure's (where the figure is direct)."""
+    gpus = ("v100",) if name == "lstm" else ("a100", "h100")
+    assert [g for g in profile.shipped(name) if g != "cpu"] == list(gpus)
+    assert profile.resolve(name, None) == gpus[0] and profile.resolve(name, "cpu") == "cpu"
+    for gpu in gpus:
+        prof = profile.load(name, gpu)
+        prof.check_layers(list(layers(build(name))))
+        assert gpu.upper() in prof.device and "/" in prof.source  # a repository path or a URL
+        if (name, gpu) in FIGURES:
+            batch, seconds = FIGURES[name, gpu]
+            assert prof.batch == batch and prof.forward_s + prof.backward_s == pytest.approx(seconds, rel=1e-4)
+    h100 = profile.load(name, gpus[-1])
+    assert h100.at_batch(2 * h100.batch).forward_s == pytest.approx(2 * h100.forward_s)
 
 
 def test_aggnet_profile_measures_a_usable_profile(tmp_path):

@@ -1,11 +1,14 @@
 """Scenario files: validation with one-line errors naming the file and field; results helpers."""
+import argparse
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from testbed.report import time_to_accuracy
 from testbed.scenario import (
+    ModeRun,
     ScenarioError,
     load_scenario,
     parse_scenario,
@@ -30,6 +33,32 @@ def test_experiment_file_and_test_data_load():
     assert two.network.topo.endswith("topologies/leafspine.yaml")  # resolved
 
 
+def test_every_shipped_experiment_plans_each_of_its_modes(tmp_path):
+    for path in sorted(Path("experiments").glob("*.yaml")):
+        scn = load_scenario(str(path))
+        for mode in scn.modes:  # placement, admission, split seats, the timeline: all before any network
+            assert [j.name for j in ModeRun(scn, mode, tmp_path / path.stem / mode).jobs] == [j.name for j in scn.jobs]
+
+
+def test_the_timelines_stragglers_take_split_modes_seats(tmp_path):
+    """mlfabric_models.yaml in mode split: the workers its timeline slows (scheduled and random) are the
+    stragglers, those slowed longest, leaving one on-time worker per job; each is slowed by its periods
+    on the machine's clock (from the timeline's start, x the time scale)."""
+    scn = load_scenario("experiments/mlfabric_models.yaml")
+    run = ModeRun(scn, "split", tmp_path / "split")
+    slowed = run.timeline.slowdowns
+    assert {"h4", "h11"} <= set(slowed) and {w for j in scn.jobs for w in j.workers} >= set(slowed)
+    for job in run.jobs:
+        extra = {w: sum((f - 1) * (e - s) for s, e, f in slowed.get(w, ())) for w in job.workers}
+        ranked = sorted((w for w in job.workers if extra[w] > 0), key=lambda w: -extra[w])[:len(job.workers) - 1]
+        assert job.scheme == "split" and job.split == [w for w in job.workers if w in ranked]
+        assert job.aggregators == [next(j.ps for j in scn.jobs if j.name == job.name)]
+    assert run.jobs[1].split == ["h7", "h11"]  # h5, slowed least, stays in vgg16's tree
+    run.t0 = 100.0
+    assert run.straggler("h11").periods == ((100.0 + 0.9 * 40, 100.0 + 1.1 * 40, 2.0),)
+    assert run.straggler("h1").periods == ()
+
+
 @pytest.mark.parametrize("change, message", [
     ({"jobs": [{"name": "a", "workers": ["h1", "h9"], "ps": "h2"}]}, "field 'jobs[0].workers[1]': 'h9' is not a host of"),
     ({"jobs": [{"name": "a", "workers": ["h1"]}]}, "field 'jobs[0].workers': a job needs at least 2 workers, got 1"),
@@ -52,6 +81,30 @@ def test_experiment_file_and_test_data_load():
     ({"network": {"lanes": 48}}, "field 'network.lanes': 48 is not one of 32, 64, 128, 256, 364"),
     ({"job": {"pacing": "slow"}}, "field 'job.pacing': 'slow' is not one of fixed, aimd"),
     ({"network": {"link_mbps": 0}}, "field 'network.link_mbps': must be >= 0.001, got 0.0"),
+    ({"jobs": [{"name": "a", "workers": ["h1", "h3"], "ps": "h2", "workload": {"workload": "model:vgg16",
+                                                                               "profile": "tpu"}}]},
+     "field 'jobs[0].workload.profile': "),
+    ({"jobs": [{"name": "a", "workers": ["h1", "h3"], "ps": "h2", "start_s": -1}]},
+     "field 'jobs[0].start_s': must be >= 0, got -1"),
+    ({"jobs": [{"name": "a", "workers": ["h1", "h3"], "ps": "h2", "workload": {"workload": "model:ncf"}},
+               {"name": "b", "workers": ["h5", "h7"], "ps": "h6",
+                "workload": {"workload": "model:gpt2", "grad_scale": 0.1}}]},
+     "field 'jobs[0].workload.grad_scale': every job of a scenario sends the same fraction of its gradients"),
+    ({"stragglers": [{"worker": "h2", "factor": 2}]}, "field 'stragglers[0].worker': 'h2' is not a worker of any job"),
+    ({"stragglers": [{"worker": "h1", "factor": 0.5}]}, "field 'stragglers[0].factor': must be >= 1, got 0.5"),
+    ({"random_stragglers": [{"workers": ["h9"]}]}, "field 'random_stragglers[0].workers': 'h9' is not a worker"),
+    ({"random_traffic": [{"name": "bg", "src": ["h2"], "dst": ["h9"]}]},
+     "field 'random_traffic[0].dst[0]': 'h9' is not a host of"),
+    ({"random_traffic": [{"name": "bg", "src": ["h2"], "dst": ["h4"], "shape": 1}]},
+     "field 'random_traffic[0].shape': must be >= 1.01, got 1.0"),
+    ({"random_traffic": [{"name": "bg", "src": ["h2"], "dst": ["h2"]}]},
+     "field 'random_traffic[0].dst': a flow needs two different hosts"),
+    ({"trace_traffic": [{"file": "nowhere.csv"}]}, "field 'trace_traffic[0].file': "),
+    ({"scale": 0.5}, "field 'scale': a factor >= 1, or auto, got 0.5"),
+    ({"scale": "auto"}, "field 'scale': auto chooses F for one aggnet run; a scenario takes a factor >= 1"),
+    ({"job": {"staleness": 2}, "jobs": [{"name": "a", "workers": ["h1", "h3"], "ps": "h2",
+                                         "workload": {"workload": "model:ncf"}}]},
+     "field 'job.staleness': a model job's rounds are its buckets"),
 ])
 def test_bad_fields_name_file_and_field(change, message):
     with pytest.raises(ScenarioError) as err:
@@ -73,6 +126,19 @@ def test_cli_reports_a_bad_file_in_one_line(tmp_path):
     assert done.returncode == 2 and done.stderr.startswith(f"{broken}:") and "YAML error" in done.stderr
 
 
+def test_modes_option_is_checked_as_the_files_modes_are(tmp_path, monkeypatch):
+    """--modes hostagg on a file whose jobs have no server host: one line before anything starts."""
+    import testbed.scenario as scenario
+
+    monkeypatch.setattr(scenario, "run_scenario", lambda *a, **k: pytest.fail("a run started"))
+    no_ps = tmp_path / "no_ps.yaml"
+    no_ps.write_text("network: {topo: leafspine}\njobs: [{name: a, workers: [h1, h3]}]\nmodes: [unaware]\n")
+    with pytest.raises(ScenarioError) as err:
+        scenario.run(argparse.Namespace(file=str(no_ps), modes="unaware,hostagg", out=str(tmp_path)))
+    assert str(err.value) == (f"--modes unaware,hostagg: {no_ps}: field 'jobs[0].ps': missing (mode hostagg needs "
+                              "a server host per job)")
+
+
 def test_time_to_accuracy_and_summary():
     records = [{"step": 0, "step_time_s": 4.0}, {"step": 1, "step_time_s": 0.5},
                {"step": 2, "step_time_s": 0.5, "test_accuracy": 0.6}, {"step": 3, "step_time_s": 1.0},
@@ -87,6 +153,26 @@ def test_time_to_accuracy_and_summary():
     assert summary["mean"] == {"aware": 15.0, "unaware": 30.0, "ps": None}
     assert summary["ratio_to_aware"] == {"aware": 1.0, "unaware": 2.0}
     assert summary["moves"] == {"aware": 2, "unaware": 0, "ps": 0}
+
+
+def test_model_jobs_are_compared_on_their_median_and_p99_iteration():
+    from testbed.scenario_results import percentile, summarize
+
+    assert percentile([5.0, 1.0, 3.0, 2.0, 4.0], 99) == 5.0 and percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.0
+    scn = parse_scenario(with_(workload={"workload": "model:ncf"}, modes=["aware", "ring"]), "x.yaml")
+
+    def job(median, p99, bound):
+        return {"iteration_median_s": median, "iteration_p99_s": p99, "exposed_comm_median_s": 0.01, "scheme": "x",
+                "fidelity": {"bottleneck": bound}}
+    link = {"kind": "link", "name": "s3->s1", "load": 0.95}
+    by_mode = {"aware": {"jobs": {"a": job(0.05, 0.16, link), "b": job(0.1, 0.2, None)}},
+               "ring": {"jobs": {"a": job(0.5, 1.2, link), "b": job(0.1, 0.4, link)}}}
+    summary = summarize(scn, by_mode)
+    assert summary["metric"] == "iteration_median_s" and summary["ratio_to_aware"] == {"aware": 1.0, "ring": 4.0}
+    assert summary["table"].splitlines() == [
+        "| job | aware | unaware | split | ring | ps |", "|---|---|---|---|---|---|",
+        "| a | 50.0 / 160.0 ms, link s3->s1 95% | not run | not run | 500.0 / 1,200.0 ms, link s3->s1 95% | not run |",
+        "| b | 100.0 / 200.0 ms, none | not run | not run | 100.0 / 400.0 ms, link s3->s1 95% | not run |"]
 
 
 @pytest.mark.parametrize("mode, pacing, weights", [

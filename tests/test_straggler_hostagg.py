@@ -140,6 +140,30 @@ def test_book_rejects_a_step_from_the_future():
         book.offer(1, 2, grad(1, 2), 0.0)
 
 
+def test_book_sums_rounds_of_different_lengths_and_refuses_a_mix():
+    """A model job's rounds are its buckets, each its own length; a round's gradients must agree, and
+    a late gradient of another length cannot join a round (staleness needs one length)."""
+    book = RoundBook(2, 3, staleness=1)
+    for step, size in enumerate((5, 3)):
+        for rank in (0, 1):
+            book.offer(rank, step, np.full(size, rank + 1.0, dtype=np.float32), 0.0)
+        assert book.ready(0.0)
+        np.testing.assert_array_equal(book.close(0.0).total, np.full(size, 3.0))
+    with pytest.raises(CommError, match="rank 1 sent 4 values for step 2, its gradients have 2"):
+        book.offer(0, 2, np.ones(2, dtype=np.float32), 0.0)
+        book.offer(1, 2, np.ones(4, dtype=np.float32), 0.0)
+    mixed = RoundBook(2, 5, staleness=2)
+    for rank in (0, 1):
+        mixed.offer(rank, 0, np.ones(5, dtype=np.float32), 0.0)
+    mixed.close(0.0)
+    mixed.offer(0, 1, np.ones(3, dtype=np.float32), 0.0)
+    mixed.close(0.0)  # round 1 without rank 1 (staleness 2)
+    mixed.offer(1, 1, np.ones(3, dtype=np.float32), 0.0)  # late, and round 2's buckets are 4 long
+    mixed.offer(0, 2, np.ones(4, dtype=np.float32), 0.0)
+    with pytest.raises(CommError, match=r"round 2 has 4 values, a late gradient \(rank 1, step 1\) 3: staleness needs"):
+        mixed.close(0.0)
+
+
 def test_straggler_config_and_aggregator_choice():
     s = parse_stragglers({"h2": {"delay_s": 0.2}, "h3": {"slowdown": 3}}, ["h1", "h2", "h3"], "job.json")
     assert s == {"h2": Straggler(0.2, 1.0), "h3": Straggler(0.0, 3.0)}

@@ -141,10 +141,18 @@ def test_bad_scales_are_one_line_and_exit_2(argv, message, tmp_path):
     assert message in done.stderr and "Traceback" not in done.stderr
 
 
-def test_scenarios_refuse_a_scale(tmp_path):
-    from testbed.scenario import load_scenario
+def test_a_scenario_runs_what_it_times_scale_times_slower(tmp_path):
+    """experiments/mlfabric.yaml at scale 4: its links, flows (rates and periods) and adaptation period
+    as this machine runs them, everything as the file says in the results' timeline."""
+    from testbed.scenario import ModeRun, load_scenario
 
-    text = (REPO / "experiments" / "mlfabric.yaml").read_text() + "\nscale: 4\n"
-    (tmp_path / "s.yaml").write_text(text)
-    with pytest.raises(ConfigError, match=r"s.yaml: field 'scale': scenarios do not run time-scaled"):
-        load_scenario(str(tmp_path / "s.yaml"))
+    (tmp_path / "s.yaml").write_text((REPO / "experiments" / "mlfabric.yaml").read_text() + "\nscale: 4\n")
+    asked = load_scenario(str(tmp_path / "s.yaml"))
+    run = ModeRun(asked, "aware", tmp_path / "aware")
+    assert {link.bw_mbps for link in run.topo.links} == {10 / 4}
+    assert run.cfg.adapt.period_s == 4 * asked.adapt.period_s and run.cfg.job.min_rto_s == 4 * asked.job.min_rto_s
+    first = asked.traffic[0]
+    cluster, real = run.timeline.flows[0], run.real_timeline.flows[0]
+    assert cluster.intervals[:2] == ((0, first.on_s, first.rate_mbps), (first.on_s + first.off_s,
+                                                                        2 * first.on_s + first.off_s, first.rate_mbps))
+    assert real.intervals[1] == tuple(v * f for v, f in zip(cluster.intervals[1], (4, 4, 1 / 4)))

@@ -24,6 +24,9 @@ from protocol.job import JobSpec, WorkerSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 DDP_EXAMPLE = ROOT / "docs" / "examples" / "ddp_digits.py"
+TUTORIAL = ROOT / "docs" / "examples" / "ddp_torchrun.py"  # PyTorch's DDP tutorial shape, "nccl" -> "aggnet"
+NO_JOB = ("aggnet backend: no job (set $AGGNET_CONFIG to the agent config; `aggnet run --script` does; outside "
+          "Mininet, a config naming your fabric or a host scheme: docs/training.md)")
 COLLECTIVES = ROOT / "tests" / "data" / "torch_backend" / "collectives.py"
 WORLD = 2
 SHAPE = (20, 50)  # collectives.py's 1000 elements, as a 2-D tensor
@@ -222,8 +225,37 @@ def test_init_without_a_job_is_a_clear_error(tmp_path):
     runs = run_ranks([str(COLLECTIVES), str(tmp_path)], None, tmp_path)
     for run in runs:
         assert run.returncode != 0
-        assert run.stderr.strip().splitlines()[-1].endswith(
-            "aggnet backend: no job (set $AGGNET_CONFIG to the agent config; `aggnet run --script` does)")
+        assert run.stderr.strip().splitlines()[-1].endswith(NO_JOB)
+
+
+def torchrun(tmp_path: Path, config: Path | None, epochs: int) -> subprocess.CompletedProcess:
+    """Real torchrun (2 processes on this machine) of the tutorial-shaped script, as a user starts it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("AGGNET_CONFIG", "PYTHONPATH")}
+    env.update(AGGNET_OUT=str(tmp_path / "out"), **({"AGGNET_CONFIG": str(config)} if config else {}))
+    return subprocess.run([str(Path(sys.executable).parent / "torchrun"), "--standalone", "--nproc-per-node",
+                           str(WORLD), str(TUTORIAL), str(epochs), "1", "--snapshot", str(tmp_path / "snapshot.pt")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_torchrun_runs_the_tutorial_script_with_only_the_backend_renamed(ring_job, tmp_path):
+    """No AggNet import and no PYTHONPATH: torch registers "aggnet" through its entry point. Each
+    epoch's 8 steps are summed by the job's ring; the ranks end with the same weights; a second
+    launch resumes from the snapshot; without a job every rank fails with one clear line."""
+    text = TUTORIAL.read_text()
+    assert "hosts" not in text and 'init_process_group(backend="aggnet")' in text
+    done = torchrun(tmp_path, ring_job, 3)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert torch.load(tmp_path / "snapshot.pt")["EPOCHS_RUN"] == 3
+    ranks = [torch.load(tmp_path / f"snapshot.pt.rank{r}") for r in range(WORLD)]
+    assert all(torch.equal(ranks[0][k], ranks[1][k]) for k in ranks[0])
+    calls = [json.loads((tmp_path / "out" / f"h{r + 1}.backend.json").read_text())["calls"] for r in range(WORLD)]
+    assert calls == [3 * 8] * WORLD  # 512 samples, 2 ranks, batches of 32: 8 all-reduces an epoch
+    done = torchrun(tmp_path, ring_job, 4)
+    assert done.returncode == 0 and "[rank 0] resuming at epoch 3" in done.stdout, done.stderr[-3000:]
+    assert json.loads((tmp_path / "out" / "h1.backend.json").read_text())["calls"] == 8
+    done = torchrun(tmp_path, None, 4)
+    assert done.returncode != 0 and done.stderr.count(f"BackendError: {NO_JOB}") == WORLD
 
 
 @pytest.mark.root

@@ -20,14 +20,17 @@ def run_flow(proto, rate_mbps, duration, on=1.0, off=0.0):
                                                                     listening)))
     rx.start()
     ready.wait(5)
-    sent = traffic.send(proto, "127.0.0.1", port[0], rate_mbps, 1000, duration, on, off)
+    sent = traffic.send(proto, "127.0.0.1", port[0], 1000, traffic.periodic(0.0, duration, on, off, rate_mbps))
     rx.join()
     return sent, got
 
 
-def test_on_off_pattern():
-    assert [traffic.is_on(t, 2, 1) for t in (0, 1.9, 2.0, 2.9, 3.0, 4.5)] == [True, True, False, False, True, True]
-    assert traffic.is_on(123.4, 1, 0)
+def test_on_off_pattern_and_overlapping_intervals():
+    on_off = traffic.periodic(0.5, 5.0, 2, 1, 3.0)
+    assert on_off == ((0.5, 2.5, 3.0), (3.5, 5.5, 3.0))
+    assert [traffic.rate_at(on_off, t) for t in (0, 0.5, 2.4, 2.5, 3.4, 3.5, 5.5)] == [0, 3, 3, 0, 0, 3, 0]
+    assert traffic.periodic(0, 123.4, 1, 0, 2.0) == ((0, 123.4, 2.0),)
+    assert traffic.rate_at([(0, 2, 1.0), (1, 3, 2.5)], 1.5) == 3.5  # two flows of one sender at once
 
 
 def test_udp_flow_holds_its_rate_only_while_on():
@@ -54,3 +57,9 @@ def test_bad_arguments_are_one_line_errors(tmp_path):
     assert done.returncode == 0, done.stderr
     summary = json.loads(out.read_text())
     assert summary["packets"] == pytest.approx(1e6 / 8 * 0.3 / 1000, abs=8)
+    bad = tmp_path / "schedule.json"
+    bad.write_text('{"start": 1, "intervals": [[2, 1, 5]]}')
+    done = subprocess.run([sys.executable, "-m", "hosts", "traffic", "send", "--dst", "127.0.0.1", "--port", "47813",
+                           "--schedule", str(bad)], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.strip() == (
+        f"traffic: --schedule: {bad}: every interval needs 0 <= start < end and a rate > 0")

@@ -4,8 +4,8 @@ Started by torchrun, or on every worker host by `aggnet run --script` (docs/trai
 
     aggnet run --script docs/examples/ddp_digits.py --out /tmp/ddp
 
-The only AggNet line is the import that registers the backend; with --backend gloo it is
-ordinary DDP over gloo. Each rank saves its final weights to OUT/rank<R>.pt.
+Nothing in it is AggNet's: torch registers the backend "aggnet" by itself (docs/training.md);
+with --backend gloo it is ordinary DDP over gloo. Each rank saves its final weights to OUT/rank<R>.pt.
 """
 import argparse
 import os
@@ -24,9 +24,6 @@ parser.add_argument("--batch-size", type=int, default=16, help="per rank")
 parser.add_argument("--lr", type=float, default=0.1)
 parser.add_argument("--seed", type=int, default=0)
 args = parser.parse_args()
-
-if args.backend == "aggnet":
-    import hosts.torch_backend  # noqa: F401 - registers the "aggnet" backend
 
 torch.set_num_threads(1)
 dist.init_process_group(args.backend)  # RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the environment

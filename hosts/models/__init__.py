@@ -9,4 +9,4 @@ time from the same plan at link rate.
 """
 from __future__ import annotations
 
-MODEL_NAMES = ("resnet50", "vgg16", "bert-base", "gpt2")  # hosts.models.arch.MODELS, without importing torch
+MODEL_NAMES = ("resnet50", "vgg16", "bert-base", "gpt2", "ncf", "lstm")  # hosts.models.arch.MODELS, without importing torch

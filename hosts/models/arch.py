@@ -6,7 +6,15 @@ time the layers on this machine.
 - ResNet-50 v1.5 (stride in the 3x3 convolution, ImageNet head): 25,557,032 parameters;
 - VGG-16 (no batch norm, ImageNet head): 138,357,544;
 - BERT-base (uncased vocabulary, with the pooler): 109,482,240;
-- GPT-2 small (language-model head tied to the token embedding): 124,439,808.
+- GPT-2 small (language-model head tied to the token embedding): 124,439,808;
+- NCF, NeuMF as NVIDIA DeepLearningExamples trains it on MovieLens-20m (138,493 users, 26,744 items,
+  64 factors, MLP 256-256-128-64): 31,832,577, almost all embeddings, whose gradient DDP sends
+  dense (nn.Embedding's default): the recommendation model of SwitchML's and ATP's evaluations;
+- LSTM, the BIG LSTM language model on the One Billion Word benchmark (Jozefowicz et al. 2016, as
+  NVIDIA's f-lm trains it: 793,470 words, 1024-dim embeddings, two LSTM layers of 8192 cells
+  projected to 1024, softmax over the vocabulary): 1,776,946,046. Trained with a sampled softmax
+  (8192 words a step), so its compute is that of an 8192-word softmax (`timing`), while DDP sends
+  every embedding and softmax row's gradient.
 """
 from __future__ import annotations
 
@@ -166,21 +174,70 @@ class GPT2Small(nn.Module):
         return self.ln_f(x) @ self.wte.weight.t()  # the head shares the embedding's weights
 
 
+class NCF(nn.Module):
+    """NeuMF: a matrix-factorization branch (user x item embeddings) beside an MLP over both."""
+
+    def __init__(self, users: int = 138493, items: int = 26744, factors: int = 64,
+                 mlp: tuple[int, ...] = (256, 256, 128, 64)):
+        super().__init__()
+        self.mf_user_embed = nn.Embedding(users, factors)
+        self.mf_item_embed = nn.Embedding(items, factors)
+        self.mlp_user_embed = nn.Embedding(users, mlp[0] // 2)
+        self.mlp_item_embed = nn.Embedding(items, mlp[0] // 2)
+        self.mlp = nn.ModuleList(nn.Linear(a, b) for a, b in zip(mlp, mlp[1:]))
+        self.final = nn.Linear(mlp[-1] + factors, 1)
+
+    def forward(self, pairs: torch.Tensor) -> torch.Tensor:
+        user, item = pairs[:, 0], pairs[:, 1]
+        x = torch.cat((self.mlp_user_embed(user), self.mlp_item_embed(item)), dim=1)
+        for layer in self.mlp:
+            x = F.relu(layer(x))
+        return self.final(torch.cat((self.mf_user_embed(user) * self.mf_item_embed(item), x), dim=1))
+
+
+class BigLSTM(nn.Module):
+    """Embedding, LSTM layers with a projection (LSTMP), and a softmax layer over the vocabulary."""
+
+    def __init__(self, vocab: int = 793470, embedding: int = 1024, cells: int = 8192, projection: int = 1024,
+                 layers: int = 2):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, embedding)
+        self.lstm = nn.ModuleList(nn.LSTM(embedding if i == 0 else projection, cells, proj_size=projection,
+                                          batch_first=True) for i in range(layers))
+        self.softmax = nn.Linear(projection, vocab)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embedding(tokens)
+        for layer in self.lstm:
+            x, _ = layer(x)
+        return self.softmax(x)
+
+
 @dataclass(frozen=True)
 class ModelSpec:
-    """A workload model: how to build it and a batch of input for timing it (`aggnet profile`)."""
+    """A workload model: how to build it and a batch of input for timing it (`aggnet profile`);
+    `timing` builds the model whose layers are timed when it computes less than the full one
+    (same layer names: a sampled softmax)."""
 
     build: Callable[[], nn.Module]
     example: Callable[[int], torch.Tensor]
     input_text: str  # what one sample is, for the profile file
+    timing: Callable[[], nn.Module] | None = None
 
 
 def _images(batch: int) -> torch.Tensor:
     return torch.randn(batch, 3, 224, 224)
 
 
-def _tokens(vocab: int) -> Callable[[int], torch.Tensor]:
-    return lambda batch: torch.randint(0, vocab, (batch, 128))
+def _tokens(vocab: int, length: int = 128) -> Callable[[int], torch.Tensor]:
+    return lambda batch: torch.randint(0, vocab, (batch, length))
+
+
+def _pairs(batch: int) -> torch.Tensor:
+    return torch.stack((torch.randint(0, 138493, (batch,)), torch.randint(0, 26744, (batch,))), dim=1)
+
+
+LSTM_SAMPLED = 8192  # words in the BIG LSTM's sampled softmax
 
 
 MODELS: dict[str, ModelSpec] = {
@@ -188,6 +245,9 @@ MODELS: dict[str, ModelSpec] = {
     "vgg16": ModelSpec(VGG16, _images, "a 3x224x224 image"),
     "bert-base": ModelSpec(BertBase, _tokens(30522), "a sequence of 128 tokens"),
     "gpt2": ModelSpec(GPT2Small, _tokens(50257), "a sequence of 128 tokens"),
+    "ncf": ModelSpec(NCF, _pairs, "a (user, item) pair"),
+    "lstm": ModelSpec(BigLSTM, _tokens(LSTM_SAMPLED, 20), "a sequence of 20 words (BPTT length), softmax over "
+                      f"{LSTM_SAMPLED} words as the sampled softmax", lambda: BigLSTM(vocab=LSTM_SAMPLED)),
 }
 
 

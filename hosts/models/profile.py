@@ -7,8 +7,11 @@ backward time from the gradients of the layer after it to its own (layers taken 
 as the backward pass runs them), so each list sums to the whole pass.
 
 Shipped in hosts/models/profiles/: NAME-cpu.json, measured on this machine (`aggnet profile NAME`),
-and resnet50-a100.json, a published per-model figure spread over the layers in the proportions
-of the CPU profile (its `source` says which figure). `aggnet profile NAME` measures a new one.
+and GPU profiles (NAME-a100.json, NAME-h100.json; the LSTM's NAME-v100.json): a published per-model
+training throughput as one iteration's time at a batch, spread over the layers in the proportions
+of the CPU profile (each file's `source` says which figure, where it was published and how the
+time follows from it). A model workload uses its GPU profile unless told otherwise (`resolve`).
+`aggnet profile NAME` measures a new one.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 PROFILES = Path(__file__).parent / "profiles"
+GPU_PROFILES = ("a100", "h100", "v100")  # a model's default profile: the first of these shipped for it
 
 
 class ProfileError(ValueError):
@@ -51,6 +55,13 @@ class Profile:
     def backward_s(self) -> float:
         return sum(t.backward_s for t in self.layers.values())
 
+    def at_batch(self, batch: int) -> Profile:
+        """This profile computing `batch` samples an iteration: every time scaled by batch / self.batch
+        (the device's throughput held at the profile's)."""
+        factor = batch / self.batch
+        layers = {n: LayerTime(t.forward_s * factor, t.backward_s * factor) for n, t in self.layers.items()}
+        return Profile(self.model, self.device, batch, self.source, layers, self.path)
+
     def check_layers(self, names: list[str]) -> None:
         """ProfileError unless the profile times exactly these layers."""
         if list(self.layers) != names:
@@ -75,15 +86,32 @@ def profile_path(model: str, name: str) -> Path:
     return path if path.suffix == ".json" else PROFILES / f"{model}-{name}.json"
 
 
+def shipped(model: str) -> list[str]:
+    """The names of the profiles shipped for `model`."""
+    return sorted(p.stem.removeprefix(f"{model}-") for p in PROFILES.glob(f"{model}-*.json"))
+
+
+def resolve(model: str, name: str | None) -> str:
+    """`name`, or when None the model's GPU profile: the first of GPU_PROFILES shipped for it."""
+    if name is not None:
+        return name
+    return next((g for g in GPU_PROFILES if g in shipped(model)), "cpu")
+
+
+def check_name(model: str, name: str) -> None:
+    """ProfileError unless `name` is a file or a shipped profile of `model` (its content is checked by load)."""
+    path = profile_path(model, name)
+    if not path.is_file():
+        raise ProfileError(f"{path}: no such profile (shipped for {model}: {', '.join(shipped(model)) or 'none'}; "
+                           f"`aggnet profile {model}` measures one)")
+
+
 def load(model: str, name: str) -> Profile:
     """The profile `name` (a file, or a shipped one) of `model`; ProfileError naming file and field."""
+    check_name(model, name)
     path = profile_path(model, name)
     try:
         data = json.loads(path.read_text())
-    except FileNotFoundError:
-        shipped = sorted(p.stem.removeprefix(f"{model}-") for p in PROFILES.glob(f"{model}-*.json"))
-        raise ProfileError(f"{path}: no such profile (shipped for {model}: {', '.join(shipped) or 'none'}; "
-                           f"`aggnet profile {model}` measures one)") from None
     except (OSError, ValueError) as exc:
         raise ProfileError(f"{path}: not a JSON profile ({exc})") from None
     if not isinstance(data, dict):
@@ -110,9 +138,10 @@ def measure(model_name: str, batch: int, repeats: int) -> Profile:
     the median of each layer's times."""
     import torch
 
-    from .arch import build, layers, spec
+    from .arch import layers, spec
 
-    model = build(model_name, "cpu")
+    with torch.device("cpu"):
+        model = (spec(model_name).timing or spec(model_name).build)()
     owned = layers(model)
     params = list(model.parameters())
     modules = dict(model.named_modules())

@@ -11,7 +11,10 @@ A bucket carries `grad_scale` of its gradients (at least one value): on a slow e
 hundreds of MB a step would take minutes, and the links then emulate link rate / grad_scale
 (hosts.models.analytic). Every rank sends rank + 1 in every lane, so every sum must be
 W (W + 1) / 2, which quantization keeps exact: `correct` checks it. Times are divided by
-`time_scale` (the emulated cluster's time; compute sleeps are multiplied by it).
+`time_scale` (the emulated cluster's time; compute sleeps are multiplied by it). `batch` runs the
+profile at another batch (its times scaled alike). A straggler entry of the agent config for this
+worker (hosts.straggler) stretches an iteration's compute: forward and backward pass, and so when
+each bucket is ready, by its factor at the iteration's start, its delay added to the forward pass.
 
 Writes DIR/NAME.model.json: per-iteration times and their medians, the buckets, the analytic
 model's iteration beside the measured one; `window` is the timed iterations and `comm_intervals`
@@ -55,13 +58,25 @@ def _barrier(comm: AllReduce, world: int) -> None:
     comm.allreduce(np.zeros(world, dtype=np.float32))
 
 
+def allreduce_rounds(model: str, profile_name: str, bucket_mb: float | None, iterations: int,
+                     batch: int | None = None) -> int:
+    """How many all-reduces run_model makes (two barriers, the warm-up pass, every bucket of every
+    iteration): the rounds a host aggregator serves a model job (hostagg, split)."""
+    prof = profile.load(model, profile_name)
+    buckets = len(ddp.plan(model, build(model), prof if batch is None else prof.at_batch(batch), bucket_mb).buckets)
+    return 2 + buckets * (1 + iterations)
+
+
 def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, bucket_mb: float | None,
               iterations: int, grad_scale: float, link_mbps: float | None, time_scale: float, out_dir: Path,
-              source: str = "<agent config>") -> dict:
+              source: str = "<agent config>", batch: int | None = None) -> dict:
     """Run `iterations` DDP iterations of `model` as `worker`; write and return NAME.model.json's content."""
     rank = config.rank_of(worker, source)
     world = len(config.workers)
     prof = profile.load(model, profile_name)
+    if batch is not None:
+        prof = prof.at_batch(batch)
+    straggler = config.stragglers.get(worker)
     plan = ddp.plan(model, build(model), prof, bucket_mb)
     vectors = [np.full(max(1, round(b.elements * grad_scale)), rank + 1, dtype=np.float32) for b in plan.buckets]
     expected = world * (world + 1) / 2
@@ -82,13 +97,17 @@ def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, b
         # GPT-2's warm-up on the ring), and where DDP hides communication nothing evens that out later:
         # every bucket's all-reduce would start that much apart and wait for the latest rank.
         _barrier(comm, world)
+        began: float | None = None  # a straggler's window counts from the end of the first iteration (hosts.train)
         for it in range(iterations):
             t0 = time.monotonic()
-            backward_at = t0 + plan.forward_s * time_scale
+            elapsed = 0.0 if began is None else (t0 - began) / time_scale  # the cluster's time
+            delay, slow = straggler.slowing(elapsed, t0) if straggler else (0.0, 1.0)
+            compute = plan.compute_s * slow + delay  # this iteration's, the cluster's time
+            backward_at = t0 + (plan.forward_s * slow + delay) * time_scale
             busy = 0.0
             took = []  # each bucket's all-reduce, the cluster's time
             for bucket, vec in zip(plan.buckets, vectors):
-                ready_at = backward_at + bucket.ready_s * time_scale
+                ready_at = backward_at + bucket.ready_s * slow * time_scale
                 _sleep_until(ready_at)
                 s = time.monotonic()
                 out = comm.allreduce(vec)
@@ -100,14 +119,15 @@ def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, b
                 else:
                     in_flight.append([s, e])
                 correct = correct and bool(np.all(out == expected))
-            _sleep_until(backward_at + plan.backward_s * time_scale)
+            _sleep_until(backward_at + plan.backward_s * slow * time_scale)
             t1 = time.monotonic()
+            began = t1 if began is None else began
             seconds = (t1 - t0) / time_scale
             records.append({"iteration": it, "iteration_s": seconds, "comm_s": busy / time_scale, "bucket_s": took,
-                            "exposed_comm_s": seconds - plan.compute_s, "window": [t0, t1]})
+                            "compute_s": compute, "exposed_comm_s": seconds - compute, "window": [t0, t1]})
             log.info("iteration %d: %.3f s, all-reduces busy %.3f s", it, seconds, busy / time_scale)
     report: dict[str, Any] = {"worker": worker, "rank": rank, "workers": world, "scheme": config.scheme, "model": model,
-              "profile": {"path": prof.path, "device": prof.device, "batch": prof.batch},
+              "profile": {"name": profile_name, "path": prof.path, "device": prof.device, "batch": prof.batch},
               "bucket_mb": bucket_mb, "grad_scale": grad_scale, "time_scale": time_scale,
               "buckets": [b.nbytes for b in plan.buckets], "values_sent": [len(v) for v in vectors],
               "compute_s": plan.compute_s, "correct": correct,

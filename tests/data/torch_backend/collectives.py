@@ -11,8 +11,6 @@ import os
 import torch
 import torch.distributed as dist
 
-import hosts.torch_backend  # noqa: F401 - registers "aggnet"
-
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32)
 SIZE = 1000
 
