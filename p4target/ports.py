@@ -180,7 +180,10 @@ class Port:
             return data
 
     def send(self, data: bytes) -> bool:
-        """Transmit one frame; False when the kernel refused it (e.g. the link is down)."""
+        """Transmit one frame; False when the kernel refused it (e.g. the link is down). Captured first, as
+        the native engine does: once a frame is seen on the wire, its record is in the file."""
+        if self.pcap_out:
+            self.pcap_out.write(data)
         try:
             self._sock.send(data)
         except OSError:
@@ -188,8 +191,6 @@ class Port:
             return False
         self.tx_packets += 1
         self.tx_bytes += len(data)
-        if self.pcap_out:
-            self.pcap_out.write(data)
         return True
 
     def hand_over(self, engine_counts: dict[str, int] | None = None) -> None:

@@ -68,6 +68,7 @@ class Switch:
         self.pipeline: Any = None
         self.packet_in: Callable[[bytes], None] | None = None
         self.dropped_no_pipeline = self.dropped_no_port = self.pipeline_errors = 0
+        self.dump_bytes = 0  # --dump-packet-data: log this many bytes of every frame in and out (Python loop)
         self.ports: dict[int, Port] = {}
         try:
             for number, ifname in sorted(ports.items()):
@@ -254,6 +255,8 @@ class Switch:
             self._ingress(port, data)
 
     def _ingress(self, port: int, data: bytes) -> None:
+        if self.dump_bytes:
+            log.info("packet in on port %d: %s", port, data[:self.dump_bytes].hex())
         pipeline = self.pipeline
         if pipeline is None:
             self.dropped_no_pipeline += 1
@@ -292,6 +295,8 @@ class Switch:
                 self._transmit(port, frame)
 
     def _transmit(self, port: int, frame: bytes) -> None:
+        if self.dump_bytes:
+            log.info("packet out on port %d: %s", port, frame[:self.dump_bytes].hex())
         target = self.ports.get(port)
         if target is not None:
             target.send(frame)
@@ -357,9 +362,13 @@ def run(args: argparse.Namespace) -> int:
         if number in ports:
             raise PortError(f"error: -i {spec}: port {number} is given twice")
         ports[number] = ifname
+    if args.dump_packet_data and args.engine == "native":
+        log.info("--dump-packet-data: the Python engine runs the program (the native engine logs no packets)")
+        args.engine = "python"
     use_files = args.use_files is not None
     switch = Switch(ports, args.device_id, args.cpu_port, args.pcap, pcap_max_bytes=args.pcap_max_mb << 20,
                     use_files=use_files)
+    switch.dump_bytes = args.dump_packet_data
     thrift_port = args.thrift_port
     sidechannel = runtime = replay = None
     try:

@@ -38,7 +38,6 @@ REFUSED = {
     "notifications_addr": ("--notifications-addr", "nanomsg notifications; P4Runtime's stream carries digests "
                                                    "and idle timeouts"),
     "restore_state": ("--restore-state", "BMv2's state dump format"),
-    "dump_packet_data": ("--dump-packet-data", "per-packet data logging; capture with --pcap DIR"),
     "load_modules": ("--load-modules", "no .so extern modules: externs are p4target/externs plug-ins"),
     "enable_swap": ("--enable-swap", "Thrift config swap (bm_load_new_config, bm_swap_configs) is not served; "
                                      "P4Runtime's SetForwardingPipelineConfig swaps"),
@@ -76,7 +75,7 @@ class _Once(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         seen = namespace.__dict__.setdefault("_given", set())
         if self.dest in seen:
-            parser.error(f"option '{self.option_strings[-1]}' cannot be specified more than once")
+            raise argparse.ArgumentError(self, "cannot be specified more than once")
         seen.add(self.dest)
         setattr(namespace, self.dest, self.const if values is None and self.nargs == "?" else values)
 
@@ -120,6 +119,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          help="rotate --log-file at this size (default 5 MB)")
     general.add_argument("--log-file-max-files", default="3", metavar="N", action=_Once,
                          help="rotated --log-file copies kept (default 3)")
+    general.add_argument("--dump-packet-data", default="0", metavar="N", action=_Once,
+                         help="log the first N bytes of every packet received and sent, at level info (the Python "
+                              "engine runs the program then: the native one logs no packets); default 0: none")
     general.add_argument("-v", "--version", action="version", version=f"aggnet switch {_version()}")
     general.add_argument("--json-version", action="version", version=BMV2_JSON_VERSION,
                          help="print the BMv2 JSON format version read (major.minor) and exit")
