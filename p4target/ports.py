@@ -9,6 +9,7 @@ write per frame), so a switch killed with SIGKILL leaves complete captures, as B
 """
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import struct
@@ -29,6 +30,9 @@ MAX_FRAME = 65535
 
 PCAP_MAGIC = 0xA1B2C3D4
 LINKTYPE_ETHERNET = 1
+
+
+log = logging.getLogger("aggnet.switch")
 
 
 class PortError(Exception):
@@ -268,7 +272,6 @@ class PcapReplay:
         self._wait = wait
         self._inject = inject
         self._stop = threading.Event()
-        self.error: str | None = None  # a malformed file: the first error, also logged by the switch
         self._thread = threading.Thread(target=self._run, name="pcap-replay", daemon=True)
 
     def start(self) -> PcapReplay:
@@ -307,8 +310,8 @@ class PcapReplay:
                 port.rx_bytes += len(frame)
                 self._inject(number, frame)
                 self._advance(readers, heads, number)
-        except (OSError, PortError) as exc:
-            self.error = str(exc) if isinstance(exc, PortError) else f"error: {exc.filename}: {exc.strerror}"
+        except (OSError, PortError) as exc:  # the ports stay up, as after the last record
+            log.error("%s", exc if isinstance(exc, PortError) else f"error: {exc.filename}: {exc.strerror}")
         finally:
             for f in files:
                 f.close()

@@ -389,8 +389,6 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if replay is not None:
             replay.stop()
-            if replay.error:
-                log.error("%s", replay.error)
         if runtime is not None:
             runtime.stop()
         if sidechannel is not None:

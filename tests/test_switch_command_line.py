@@ -96,6 +96,14 @@ def test_values_are_read_as_boost_reads_them():
         parse(["--max-port-count", "1", "-i", "0@a", "-i", "1@b", "--no-p4"])
 
 
+def test_each_flavour_takes_its_binarys_defaults():
+    assert parse(["--device-id", "3", "--no-p4"]).thrift_port == 9093  # aggnet switch: one per device
+    bmv2 = parse(["--flavour", "simple_switch_grpc", "--device-id", "3", "--no-p4"])
+    assert (bmv2.thrift_port, bmv2.grpc_server_addr) == (9090, "0.0.0.0:9559")
+    with pytest.raises(switch_options.OptionError, match="please specify an input JSON configuration file"):
+        parse(["--flavour", "simple_switch"])
+
+
 # ------------------------------------------------------------------------------------------ flavours
 
 def listening_ports(pid: int) -> set[int]:
@@ -151,6 +159,7 @@ def test_simple_switch_serves_thrift_only_beside_one_simple_switch_grpc(bmv2_nam
     finally:
         for proc in procs:
             stop_process(proc)
+    assert [p.returncode for p in procs] == [0, 0, 0]  # SIGTERM: a clean stop, with or without a gRPC server
     refused = subprocess.run([str(bmv2_names / "simple_switch"), "--no-p4", "--", "--grpc-server-addr", "127.0.0.1:1"],
                              capture_output=True, text=True, timeout=120)
     assert refused.returncode == 1
