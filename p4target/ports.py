@@ -263,12 +263,12 @@ class FilePort(Port):
 
 class PcapReplay:
     """Feeds the NAME_in.pcap files of FilePorts into ingress as BMv2's files mode does: after `wait`
-    seconds, every file's records merged by timestamp, each at its offset from the first record's time
-    (a file's next record is read only when needed, so a FIFO works). One daemon thread; `inject(port,
-    frame)` is the switch's."""
+    seconds, every file's records merged by timestamp (lowest port first on a tie), one after another
+    with no pause (BMv2 keeps the order, not the spacing); a file's next record is read only when needed,
+    so a FIFO works. One daemon thread; `inject(port, frame)` is the switch's."""
 
     def __init__(self, ports: list[FilePort], wait: float, inject: Callable[[int, bytes], None]):
-        self._ports = ports
+        self._ports = {port.number: port for port in ports}
         self._wait = wait
         self._inject = inject
         self._stop = threading.Event()
@@ -289,23 +289,16 @@ class PcapReplay:
         try:
             heads: dict[int, tuple[float, bytes]] = {}
             readers: dict[int, Iterator[tuple[float, bytes]]] = {}
-            for port in self._ports:
+            for number, port in self._ports.items():
                 f = open(port.in_path, "rb")
                 files.append(f)
-                readers[port.number] = pcap_records(f, port.in_path)
-            for number in list(readers):
+                readers[number] = pcap_records(f, port.in_path)
+            for number in readers:
                 self._advance(readers, heads, number)
-            if not heads:
-                return
-            first = min(ts for ts, _ in heads.values())
-            start = time.monotonic()
             while heads and not self._stop.is_set():
                 number = min(heads, key=lambda n: (heads[n][0], n))
-                ts, frame = heads[number]
-                delay = start + (ts - first) - time.monotonic()
-                if delay > 0 and self._stop.wait(delay):
-                    return
-                port = next(p for p in self._ports if p.number == number)
+                frame = heads[number][1]
+                port = self._ports[number]
                 port.rx_packets += 1
                 port.rx_bytes += len(frame)
                 self._inject(number, frame)

@@ -104,7 +104,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          help="write DIR/IFACE_in.pcap and DIR/IFACE_out.pcap per port (DIR defaults to .)")
     general.add_argument("--use-files", metavar="WAIT", action=_Once,
                          help="ports are pcap files: port N@NAME replays NAME_in.pcap WAIT seconds after start "
-                              "and writes what it sends to NAME_out.pcap")
+                              "(all files merged by timestamp) and writes what it sends to NAME_out.pcap")
     general.add_argument("--thrift-port", metavar="PORT", action=_Once,
                          help="Thrift runtime and side channel TCP port (default 9090, aggnet flavour 9090 + device "
                               "id); it listens on 127.0.0.1 only, never on other addresses: it has no authentication")
