@@ -37,6 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 from p4target import externs, switch_options
+from p4target.nanolog import Event, EventLogger, NanomsgError
 from p4target.constants import DEFAULT_CPU_PORT, IDLE_WAKE_S, RX_BATCH
 from p4target.native.pipeline import NativePipeline
 from p4target.native.queues import NativeTrafficManager
@@ -69,6 +70,8 @@ class Switch:
         self.packet_in: Callable[[bytes], None] | None = None
         self.dropped_no_pipeline = self.dropped_no_port = self.pipeline_errors = 0
         self.dump_bytes = 0  # --dump-packet-data: log this many bytes of every frame in and out (Python loop)
+        self.event_log: EventLogger | None = None  # --nanolog: BMv2's packet-in/packet-out events, both engines
+        self._next_packet_id = 0  # the event log's id of the next packet into ingress
         self.ports: dict[int, Port] = {}
         try:
             for number, ifname in sorted(ports.items()):
@@ -168,6 +171,9 @@ class Switch:
             engine.port_add(number, port.fileno(), *port.pcap_paths)
         engine.set_cpu_port(self.cpu_port)
         engine.set_pcap_cap(self.pcap_max_bytes)
+        if self.event_log is not None:
+            engine.set_event_log(self.event_log.send_function(), self.event_log.sock, self.device_id,
+                                 self._next_packet_id)
         pipeline.state.on_packet_in = lambda _port, frame: self._transmit(self.cpu_port, frame)
         with self.lock:
             self.tm.attach(engine)
@@ -196,6 +202,7 @@ class Switch:
             for number, port in self.ports.items():
                 port.hand_over(engine.port_stats(number))
             no_port, errors = engine.counts()
+            self._next_packet_id = max(self._next_packet_id, engine.event_log_next_id())
             self.dropped_no_port += no_port
             self.pipeline_errors += errors
             done.set()
@@ -255,15 +262,19 @@ class Switch:
             self._ingress(port, data)
 
     def _ingress(self, port: int, data: bytes) -> None:
-        if self.dump_bytes:
-            log.info("packet in on port %d: %s", port, data[:self.dump_bytes].hex())
         pipeline = self.pipeline
-        if pipeline is None:
-            self.dropped_no_pipeline += 1
-            return
         if isinstance(pipeline, NativePipeline):  # engines changing hands: the engine's loop takes it
             with self._handover:
                 self._injected.append((port, data))
+            return
+        if self.dump_bytes:
+            log.info("packet in on port %d: %s", port, data[:self.dump_bytes].hex())
+        packet_id = self._next_packet_id
+        self._next_packet_id += 1
+        if self.event_log is not None:
+            self.event_log.send(Event.PACKET_IN, packet_id, 0, port)
+        if pipeline is None:
+            self.dropped_no_pipeline += 1
             return
         try:
             items = pipeline.ingress(port, data)
@@ -273,6 +284,7 @@ class Switch:
             return
         with self.lock:
             for item in items:
+                item.packet_id = packet_id
                 self.tm.enqueue(item.egress_port, item, item.length)
 
     def _serve_queues(self) -> None:
@@ -292,9 +304,12 @@ class Switch:
                 log.exception("egress failed on a packet to port %d", item.egress_port)
                 continue
             for port, frame in out:
-                self._transmit(port, frame)
+                self._transmit(port, frame, item.packet_id)
 
-    def _transmit(self, port: int, frame: bytes) -> None:
+    def _transmit(self, port: int, frame: bytes, packet_id: int | None = None) -> None:
+        """`frame` leaves on `port`; `packet_id`: the event log's id (None: the native engine logged it)."""
+        if self.event_log is not None and packet_id is not None:
+            self.event_log.send(Event.PACKET_OUT, packet_id, 0, port)
         if self.dump_bytes:
             log.info("packet out on port %d: %s", port, frame[:self.dump_bytes].hex())
         target = self.ports.get(port)
@@ -369,6 +384,14 @@ def run(args: argparse.Namespace) -> int:
     switch = Switch(ports, args.device_id, args.cpu_port, args.pcap, pcap_max_bytes=args.pcap_max_mb << 20,
                     use_files=use_files)
     switch.dump_bytes = args.dump_packet_data
+    if args.nanolog:
+        try:
+            switch.event_log = EventLogger(args.nanolog, args.device_id)
+        except NanomsgError as exc:
+            switch.close()
+            raise SwitchError(f"error: {exc}") from None
+        log.info("--nanolog %s: BMv2's packet-in and packet-out events (both engines; no parser, table or action "
+                 "events)", args.nanolog)
     thrift_port = args.thrift_port
     sidechannel = runtime = replay = None
     try:
@@ -394,6 +417,8 @@ def run(args: argparse.Namespace) -> int:
         if sidechannel is not None:
             sidechannel.stop()
         switch.close()
+        if switch.event_log is not None:
+            switch.event_log.close()
     return 0
 
 

@@ -34,7 +34,6 @@ LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")
 # BMv2 options this switch cannot honour: refused, with the reason and what to use instead.
 REFUSED = {
     "packet_in": ("--packet-in", "BMv2's nanomsg packet socket; ports are -i interfaces or --use-files pcap files"),
-    "nanolog": ("--nanolog", "nanomsg event logs; log with --log-file or --log-console"),
     "notifications_addr": ("--notifications-addr", "nanomsg notifications; P4Runtime's stream carries digests "
                                                    "and idle timeouts"),
     "restore_state": ("--restore-state", "BMv2's state dump format"),
@@ -122,6 +121,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     general.add_argument("--dump-packet-data", default="0", metavar="N", action=_Once,
                          help="log the first N bytes of every packet received and sent, at level info (the Python "
                               "engine runs the program then: the native one logs no packets); default 0: none")
+    general.add_argument("--nanolog", metavar="ADDR", action=_Once,
+                         help="publish BMv2's event log on a nanomsg PUB socket bound at ADDR (e.g. "
+                              "ipc:///tmp/bm-0-log.ipc), in BMv2's format: packet in and packet out events, both "
+                              "engines (no parser, table or action events)")
     general.add_argument("-v", "--version", action="version", version=f"aggnet switch {_version()}")
     general.add_argument("--json-version", action="version", version=BMV2_JSON_VERSION,
                          help="print the BMv2 JSON format version read (major.minor) and exit")

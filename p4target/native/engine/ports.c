@@ -257,6 +257,7 @@ void tx_flush(port_t *pt) {
 
 void tx_frame(engine_t *E, u32 port, const u8 *data, u32 len) {
     port_t *pt = port < MAX_PORTS ? E->ports[port] : NULL;
+    elog_port(E, ELOG_PACKET_OUT, port);  /* as BMv2's transmit thread logs it: every packet leaving egress */
     if (!pt) {
         if ((int)port == E->cpu_port) push_event(E, EV_PACKET_IN, (int)port, data, len);
         else E->dropped_no_port++;
