@@ -21,6 +21,7 @@ FIELD = struct.Struct("<i")
 _AF_SP, _NN_PUB, _NN_SUB = 1, 32, 33  # nanomsg's domain and its pub/sub protocols (nn.h, pubsub.h)
 _NN_SUB_SUBSCRIBE, _NN_SOL_SOCKET, _NN_RCVTIMEO, _NN_LINGER = 1, 0, 5, 1
 _NN_DONTWAIT = 1
+_NN_STAT_ESTABLISHED_CONNECTIONS = 101
 _LIBRARY = "libnanomsg.so.5"
 
 
@@ -68,6 +69,8 @@ def library() -> ctypes.CDLL:
             lib.nn_send.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
             lib.nn_recv.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
             lib.nn_setsockopt.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
+            lib.nn_get_statistic.restype = ctypes.c_uint64
+            lib.nn_get_statistic.argtypes = [ctypes.c_int, ctypes.c_int]
             lib.nn_strerror.restype = ctypes.c_char_p
             lib.nn_strerror.argtypes = [ctypes.c_int]
             _lib = lib
@@ -133,6 +136,10 @@ class Subscriber:
         _check(lib, lib.nn_setsockopt(self.sock, _NN_SUB, _NN_SUB_SUBSCRIBE, b"", 0), "nn_setsockopt")
         _int_option(lib, self.sock, _NN_RCVTIMEO, timeout_ms)
         _check(lib, lib.nn_connect(self.sock, addr.encode()), f"nn_connect {addr}")
+
+    def connected(self) -> bool:
+        """Whether the connection to the publisher is up (nothing published before it arrives here)."""
+        return self._lib.nn_get_statistic(self.sock, _NN_STAT_ESTABLISHED_CONNECTIONS) > 0
 
     def recv(self) -> bytes | None:
         buf = ctypes.create_string_buffer(65536)

@@ -37,8 +37,8 @@ from collections.abc import Callable
 from typing import Any
 
 from p4target import externs, switch_options
-from p4target.nanolog import Event, EventLogger, NanomsgError
 from p4target.constants import DEFAULT_CPU_PORT, IDLE_WAKE_S, RX_BATCH
+from p4target.nanolog import Event, EventLogger, NanomsgError
 from p4target.native.pipeline import NativePipeline
 from p4target.native.queues import NativeTrafficManager
 from p4target.ports import FilePort, PcapReplay, Port, PortError, parse_port_spec

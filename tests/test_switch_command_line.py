@@ -8,6 +8,8 @@
   simple_switch_grpc does not collide); one named `simple_switch_grpc` does.
 - pcap-file ports: a p4c STF-style exchange through pcap files (FIFOs, as p4c's driver makes them), entries
   loaded by the real simple_switch_CLI over Thrift, gives packet for packet what simple_switch gives.
+- `--nanolog ADDR`: BMv2's event log over nanomsg; the packet events each packet gets equal simple_switch's on the
+  same exchange, on both engines.
 - Captures complete after SIGKILL right after traffic (root: veth ports).
 """
 from __future__ import annotations
@@ -19,14 +21,16 @@ import signal
 import socket
 import struct
 import subprocess
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import bmv2_ref
 import pytest
 from procs import free_port, stop_process, veth_pairs, wait_for
 
-from p4target import switch_options
+from p4target import nanolog, switch_options
 from p4target.ports import PcapWriter, read_pcap
 from testbed import cli
 
@@ -68,7 +72,7 @@ def test_every_option_of_both_help_texts_is_in_the_docs_table_and_known():
 
 
 @pytest.mark.parametrize("argv", [
-    ["--packet-in", "ipc:///tmp/x.ipc"], ["--nanolog", "ipc:///tmp/x.ipc"], ["--notifications-addr", "ipc:///x"],
+    ["--packet-in", "ipc:///tmp/x.ipc"], ["--notifications-addr", "ipc:///x"],
     ["--restore-state", "state.txt"], ["--", "--load-modules", "x.so"], ["--", "--enable-swap"],
     ["--", "--disable-swap"], ["--", "--dp-grpc-server-addr", "0.0.0.0:50052"], ["--", "--drop-port", "500"],
     ["--", "--priority-queues", "8"], ["--", "--max-mc-groups", "16"], ["--", "--max-l1-entries", "1"],
@@ -196,9 +200,11 @@ def open_fifo_writer(path: Path, proc: subprocess.Popen, log: Path) -> int:
             time.sleep(0.05)
 
 
-def files_exchange(argv: list[str], folder: Path) -> dict[int, list[bytes]]:
+def files_exchange(argv: list[str], folder: Path, before_traffic: Callable[[], None] = lambda: None
+                   ) -> dict[int, list[bytes]]:
     """An STF-style run through pcap files: the switch (ARGV + files options) started on FIFOs, entries added by
-    simple_switch_CLI, then the packets; what each port wrote, once every expected frame is out."""
+    simple_switch_CLI, then the packets; what each port wrote, once every expected frame is out.
+    `before_traffic` runs once the switch answers on Thrift."""
     folder.mkdir()
     for port in INPUTS:
         os.mkfifo(folder / f"pcap{port}_in.pcap")
@@ -211,6 +217,7 @@ def files_exchange(argv: list[str], folder: Path) -> dict[int, list[bytes]]:
             writers[port] = open_fifo_writer(folder / f"pcap{port}_in.pcap", proc, log)
             os.write(writers[port], struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
         wait_for(thrift, proc, log)
+        before_traffic()
         done = subprocess.run(["simple_switch_CLI", "--thrift-port", str(thrift)], input="\n".join(ENTRIES) + "\n",
                               capture_output=True, text=True, timeout=120)
         assert done.stdout.count("Entry has been added") == len(ENTRIES), done.stdout + done.stderr
@@ -268,6 +275,82 @@ def test_missing_input_file_is_one_line(bmv2_names, tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip() == "error: port 0: nowhere_in.pcap: no such file (--use-files reads it)"
+
+
+# ------------------------------------------------------------------------------------------ --nanolog event log
+
+PORT_EVENTS = (nanolog.Event.PACKET_IN, nanolog.Event.PACKET_OUT)
+
+
+def event_log_exchange(argv: list[str], folder: Path) -> list[tuple[bytes, ...]]:
+    """The pcap-files exchange with `--nanolog ipc://...` read as BMv2's nanomsg_client.py reads it (a SUB
+    socket, connected before any packet); the messages until every routed packet's PACKET_OUT is in."""
+    addr = f"ipc://{folder}.ipc"
+    sub = nanolog.Subscriber(addr, timeout_ms=100)
+    messages: list[bytes] = []
+    done = threading.Event()
+
+    def read() -> None:  # PACKET_OUT is each packet's last event: after the third one, nothing is left to come
+        deadline = time.monotonic() + 120
+        outs = 0
+        while outs < 3 and not done.is_set() and time.monotonic() < deadline:
+            msg = sub.recv()
+            if msg is not None:
+                messages.append(msg)
+                outs += nanolog.decode(msg)[0] == nanolog.Event.PACKET_OUT
+
+    def connected() -> None:
+        deadline = time.monotonic() + 120
+        while not sub.connected():
+            assert time.monotonic() < deadline, "no connection to the --nanolog socket"
+            time.sleep(0.01)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        files_exchange([*argv, "--nanolog", addr], folder, before_traffic=connected)
+        reader.join(120)
+    finally:
+        done.set()
+        reader.join()
+        sub.close()
+    return messages
+
+
+def per_packet(messages: list[bytes]) -> list[list[tuple[str, tuple[int, ...]]]]:
+    """Each packet's events (kind, fields), packets in the order they came in (ids aside: threads interleave
+    packets differently, one packet's events keep their order)."""
+    events: dict[int, list[tuple[str, tuple[int, ...]]]] = {}
+    for msg in messages:
+        kind, switch_id, packet_id, copy_id, fields = nanolog.decode(msg)
+        assert (switch_id, copy_id) == (0, 0)
+        events.setdefault(packet_id, []).append((kind.name, fields))
+    return [events[k] for k in sorted(events)]
+
+
+def test_nanolog_address_nanomsg_cannot_bind_is_one_line(capsys):
+    assert cli.main(["switch", "--no-p4", "--thrift-port", "1", "--nanolog", "ipc-less"]) == 1
+    assert capsys.readouterr().err.strip() == "error: --nanolog ipc-less: Invalid argument"
+
+
+@pytest.fixture(scope="module")
+def simple_switch_events(basic_json, tmp_path_factory):
+    return event_log_exchange(["simple_switch", basic_json], tmp_path_factory.mktemp("bmv2log") / "run")
+
+
+@pytest.mark.bmv2
+@needs_bmv2
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_nanolog_publishes_simple_switchs_packet_events(engine, basic_json, simple_switch_events, bmv2_names,
+                                                        tmp_path):
+    theirs = [[e for e in packet if e[0] in ("PACKET_IN", "PACKET_OUT")] for packet in per_packet(simple_switch_events)]
+    # simple_switch's: four packets in (port 0, 0, 0, 1); three out (the third has no route)
+    assert theirs == [[("PACKET_IN", (0,)), ("PACKET_OUT", (1,))], [("PACKET_IN", (0,)), ("PACKET_OUT", (0,))],
+                      [("PACKET_IN", (0,))], [("PACKET_IN", (1,)), ("PACKET_OUT", (1,))]]
+    ours = event_log_exchange([str(bmv2_names / "simple_switch"), "--engine", engine, basic_json], tmp_path / "run")
+    assert {len(m) for m in ours} == {len(m) for m in simple_switch_events if m[0] in PORT_EVENTS} == {44}
+    assert per_packet(ours) == theirs  # and no other kind: the pipeline's events are not published (docs table)
+    assert f"pipeline set ({engine} engine)" in (tmp_path / "run" / "switch.log").read_text()
 
 
 # ------------------------------------------------------------------------------------------ captures after SIGKILL
