@@ -17,7 +17,7 @@ MAX_DIGESTS_QUEUED = 65536   # digests waiting for the control plane; more are d
 DEFAULT_DEPTH = 64           # packets, BMv2's default queue depth
 DEFAULT_BURST_S = 0.005      # a token bucket holds this much time's worth of tokens
 RX_BATCH = 32                # frames read from one port's socket before the queues are served
-IDLE_WAKE_S = 1.0            # the packet loop wakes at least this often (pcap flush) when nothing happens
+IDLE_WAKE_S = 1.0            # the packet loop wakes at least this often when nothing happens
 
 # Kinds of the events the native engine hands to Python (eng_event).
 EV_PACKET_IN, EV_LOG, EV_DIGEST = 1, 2, 3

@@ -36,6 +36,7 @@ class EgressItem:
     egress_port: int
     length: int  # bytes, for queue accounting
     generation: int = 0  # how many resubmit/recirculate/clone hops led here
+    packet_id: int = 0  # the event log's id of the packet it came from (--nanolog; set by the switch)
 
 
 class Pipeline:

@@ -1,15 +1,22 @@
-"""Packet I/O on Linux interfaces (AF_PACKET raw sockets) and per-port pcap capture.
+"""Packet I/O on Linux interfaces (AF_PACKET raw sockets), pcap-file ports and per-port capture.
 
 A switch port is one raw socket bound to one interface, in promiscuous mode, that
-never reports the frames it sent itself (PACKET_OUTGOING copies). Capture files use
-the classic libpcap format so tcpdump, Wireshark and scapy read them as they are.
+never reports the frames it sent itself (PACKET_OUTGOING copies); or, with `--use-files`,
+a FilePort: NAME_in.pcap is replayed into ingress, what leaves goes to NAME_out.pcap
+(BMv2's files mode). Capture files use the classic libpcap format so tcpdump, Wireshark
+and scapy read them as they are; every record reaches the file as it is written (one
+write per frame), so a switch killed with SIGKILL leaves complete captures, as BMv2 does.
 """
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import struct
+import threading
 import time
+from collections.abc import Callable, Iterator
+from typing import BinaryIO
 
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
@@ -25,6 +32,9 @@ PCAP_MAGIC = 0xA1B2C3D4
 LINKTYPE_ETHERNET = 1
 
 
+log = logging.getLogger("aggnet.switch")
+
+
 class PortError(Exception):
     """A port that cannot be opened or is misconfigured (one line, exit code 2)."""
 
@@ -32,8 +42,12 @@ class PortError(Exception):
 
 
 def parse_port_spec(spec: str) -> tuple[int, str]:
-    """Parse `PORT@IFACE` (simple_switch's `-i` syntax) into (port number, interface)."""
+    """Parse `PORT@IFACE` (simple_switch's `-i` syntax) into (port number, interface).
+
+    As BMv2 reads it: whitespace around the number is skipped (p4c's STF driver passes the single
+    argument `-i 0@pcap0`, whose value is ` 0@pcap0`), the name is everything after the `@`."""
     number, sep, ifname = spec.partition("@")
+    number = number.strip()
     if not sep or not ifname or not number.isdigit():
         raise PortError(f"error: -i {spec!r}: expected PORT@IFACE, e.g. 1@s1-eth1")
     port = int(number)
@@ -47,13 +61,14 @@ class PcapWriter:
 
     `append`: continue a capture file someone else wrote (the native engine, between engines).
     `max_bytes`: frames that would take the file past that many bytes are not recorded (0: no cap),
-    so a capture left on for hours stays bounded; the first ones are kept, as `tcpdump -c` would."""
+    so a capture left on for hours stays bounded; the first ones are kept, as `tcpdump -c` would.
+    Unbuffered: each record is one write(), on the disk's page cache when write() returns."""
 
     def __init__(self, path: str, snaplen: int = MAX_FRAME, append: bool = False, max_bytes: int = 0):
         self.path = path
         self.snaplen = snaplen
         self.max_bytes = max_bytes
-        self._file = open(path, "ab" if append else "wb")
+        self._file = open(path, "ab" if append else "wb", buffering=0)
         if self._file.tell() == 0:
             self._file.write(struct.pack("<IHHiIII", PCAP_MAGIC, 2, 4, 0, 0, snaplen, LINKTYPE_ETHERNET))
         self._size = self._file.tell()
@@ -69,11 +84,7 @@ class PcapWriter:
         if self.max_bytes and self._size + 16 + len(captured) > self.max_bytes:
             return
         self._size += 16 + len(captured)
-        self._file.write(struct.pack("<IIII", sec, usec, len(captured), len(data)))
-        self._file.write(captured)
-
-    def flush(self) -> None:
-        self._file.flush()
+        self._file.write(struct.pack("<IIII", sec, usec, len(captured), len(data)) + captured)
 
     def close(self) -> None:
         if not self._file.closed:
@@ -83,20 +94,23 @@ class PcapWriter:
 def read_pcap(path: str) -> list[tuple[float, bytes]]:
     """Read a classic pcap file into (timestamp, frame) pairs; used by tests and tools."""
     with open(path, "rb") as f:
-        blob = f.read()
-    if len(blob) < 24:
+        return list(pcap_records(f, path))
+
+
+def pcap_records(f: BinaryIO, path: str) -> Iterator[tuple[float, bytes]]:
+    """The (timestamp, frame) records of an open pcap file, read as they are needed (a FIFO's writer may
+    still be writing); PortError if it is not a little-endian microsecond pcap file."""
+    header = f.read(24)
+    if len(header) < 24:
         raise PortError(f"{path}: error: not a pcap file (too short)")
-    magic = struct.unpack_from("<I", blob, 0)[0]
+    magic = struct.unpack_from("<I", header, 0)[0]
     if magic != PCAP_MAGIC:
         raise PortError(f"{path}: error: not a little-endian microsecond pcap file (magic {magic:#x})")
-    frames = []
-    offset = 24
-    while offset + 16 <= len(blob):
-        sec, usec, incl, _orig = struct.unpack_from("<IIII", blob, offset)
-        offset += 16
-        frames.append((sec + usec / 1_000_000, blob[offset: offset + incl]))
-        offset += incl
-    return frames
+    while len(record := f.read(16)) == 16:
+        sec, usec, incl, _orig = struct.unpack("<IIII", record)
+        if incl > MAX_FRAME:
+            raise PortError(f"{path}: error: a record of {incl} bytes (at most {MAX_FRAME})")
+        yield sec + usec / 1_000_000, f.read(incl)
 
 
 def _set_fast_path_options(sock: socket.socket) -> None:
@@ -140,8 +154,9 @@ class Port:
         except OSError as exc:
             self._sock.close()
             raise PortError(f"error: port {number}: cannot open {ifname!r}: {exc.strerror}") from None
-        self.pcap_in = self.pcap_out = None
-        self.pcap_paths: tuple[str, str] | None = None
+        self.pcap_in: PcapWriter | None = None
+        self.pcap_out: PcapWriter | None = None
+        self.pcap_paths: tuple[str | None, str | None] = (None, None)  # what this port captures, per direction
         if pcap_dir:
             os.makedirs(pcap_dir, exist_ok=True)
             self.pcap_paths = (os.path.join(pcap_dir, f"{ifname}_in.pcap"), os.path.join(pcap_dir, f"{ifname}_out.pcap"))
@@ -169,7 +184,10 @@ class Port:
             return data
 
     def send(self, data: bytes) -> bool:
-        """Transmit one frame; False when the kernel refused it (e.g. the link is down)."""
+        """Transmit one frame; False when the kernel refused it (e.g. the link is down). Captured first, as
+        the native engine does: once a frame is seen on the wire, its record is in the file."""
+        if self.pcap_out:
+            self.pcap_out.write(data)
         try:
             self._sock.send(data)
         except OSError:
@@ -177,36 +195,131 @@ class Port:
             return False
         self.tx_packets += 1
         self.tx_bytes += len(data)
-        if self.pcap_out:
-            self.pcap_out.write(data)
         return True
-
-    def flush(self) -> None:
-        for pcap in (self.pcap_in, self.pcap_out):
-            if pcap:
-                pcap.flush()
 
     def hand_over(self, engine_counts: dict[str, int] | None = None) -> None:
         """Another packet loop (the native engine) takes this port over, or gives it back with
         its counts: the pcap files are closed meanwhile and continued afterwards."""
         if engine_counts is None:
-            for pcap in (self.pcap_in, self.pcap_out):
-                if pcap:
-                    pcap.close()
+            self._close_captures()
             return
         for name in ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "tx_errors", "rx_errors"):
             setattr(self, name, getattr(self, name) + engine_counts[name])
-        if self.pcap_paths:
-            self.pcap_in, self.pcap_out = (PcapWriter(p, append=True, max_bytes=self.pcap_max_bytes)
-                                           for p in self.pcap_paths)
+        self.pcap_in, self.pcap_out = (PcapWriter(p, append=True, max_bytes=self.pcap_max_bytes) if p else None
+                                       for p in self.pcap_paths)
 
     def close(self) -> None:
+        self._close_captures()
+        self._sock.close()
+
+    def _close_captures(self) -> None:
         for pcap in (self.pcap_in, self.pcap_out):
             if pcap:
                 pcap.close()
-        self._sock.close()
 
     def stats(self) -> dict[str, int]:
         return {"rx_packets": self.rx_packets, "rx_bytes": self.rx_bytes,
                 "tx_packets": self.tx_packets, "tx_bytes": self.tx_bytes, "tx_errors": self.tx_errors,
                 "rx_errors": self.rx_errors}
+
+
+class FilePort(Port):
+    """A port of BMv2's files mode (`--use-files WAIT -i N@NAME`): frames arrive from NAME_in.pcap (see
+    PcapReplay), what the switch sends to the port is written to NAME_out.pcap. It has no socket
+    (fileno() is -1: the packet loops poll nothing for it). NAME_in.pcap must exist when the switch starts,
+    as BMv2 opens it then; NAME_out.pcap is created empty."""
+
+    def __init__(self, number: int, name: str, pcap_max_bytes: int = 0):
+        self.number = number
+        self.ifname = name
+        self.pcap_max_bytes = pcap_max_bytes
+        self.rx_packets = self.rx_bytes = self.tx_packets = self.tx_bytes = self.tx_errors = self.rx_errors = 0
+        self.in_path = f"{name}_in.pcap"
+        if not os.path.exists(self.in_path):
+            raise PortError(f"error: port {number}: {self.in_path}: no such file (--use-files reads it)")
+        self.pcap_paths = (None, f"{name}_out.pcap")
+        self.pcap_in = None
+        try:
+            self.pcap_out = PcapWriter(f"{name}_out.pcap", max_bytes=pcap_max_bytes)
+        except OSError as exc:
+            raise PortError(f"error: port {number}: cannot write {name}_out.pcap: {exc.strerror}") from None
+
+    def fileno(self) -> int:
+        return -1
+
+    def recv(self) -> bytes | None:
+        return None
+
+    def send(self, data: bytes) -> bool:
+        self.tx_packets += 1
+        self.tx_bytes += len(data)
+        if self.pcap_out:
+            self.pcap_out.write(data)
+        return True
+
+    def close(self) -> None:
+        self._close_captures()
+
+
+REPLAY_RETRY_S = 0.001  # a replay finding the switch's queue of injected frames full tries again after this
+
+
+class PcapReplay:
+    """Feeds the NAME_in.pcap files of FilePorts into ingress as BMv2's files mode does: after `wait`
+    seconds, every file's records merged by timestamp (lowest port first on a tie), one after another
+    with no pause (BMv2 keeps the order, not the spacing); a file's next record is read only when needed,
+    so a FIFO works. One daemon thread; `inject(port, frame)` is the switch's, False while its queue of
+    injected frames is full: a file's records wait for room (a file is the user's input, never dropped)."""
+
+    def __init__(self, ports: list[FilePort], wait: float, inject: Callable[[int, bytes], bool]):
+        self._ports = {port.number: port for port in ports}
+        self._wait = wait
+        self._inject = inject
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pcap-replay", daemon=True)
+
+    def start(self) -> PcapReplay:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1.0)
+
+    def _run(self) -> None:
+        if self._stop.wait(max(self._wait, 0)):
+            return
+        files = []
+        try:
+            heads: dict[int, tuple[float, bytes]] = {}
+            readers: dict[int, Iterator[tuple[float, bytes]]] = {}
+            for number, port in self._ports.items():
+                f = open(port.in_path, "rb")
+                files.append(f)
+                readers[number] = pcap_records(f, port.in_path)
+            for number in readers:
+                self._advance(readers, heads, number)
+            while heads and not self._stop.is_set():
+                number = min(heads, key=lambda n: (heads[n][0], n))
+                frame = heads[number][1]
+                port = self._ports[number]
+                port.rx_packets += 1
+                port.rx_bytes += len(frame)
+                while not self._inject(number, frame):
+                    if self._stop.wait(REPLAY_RETRY_S):
+                        return
+                self._advance(readers, heads, number)
+        except (OSError, PortError) as exc:  # the ports stay up, as after the last record
+            log.error("%s", exc if isinstance(exc, PortError) else f"error: {exc.filename}: {exc.strerror}")
+        finally:
+            for f in files:
+                f.close()
+
+    @staticmethod
+    def _advance(readers: dict[int, Iterator[tuple[float, bytes]]], heads: dict[int, tuple[float, bytes]],
+                 number: int) -> None:
+        record = next(readers[number], None)
+        if record is None:
+            heads.pop(number, None)
+        else:
+            heads[number] = record

@@ -19,7 +19,7 @@ Both engines run that same order. Without PROG.p4 the switch drops everything un
 controller sets the pipeline over P4Runtime. The P4Runtime server and the side channel
 (p4target.sidechannel, on 127.0.0.1:--thrift-port) run in their own threads; the
 traffic manager is guarded by `Switch.lock`, the pipeline state by its own lock.
-SIGTERM/SIGINT stop the loop; sockets are closed and pcaps flushed on the way out. Whatever the
+SIGTERM/SIGINT stop the loop; sockets are closed on the way out (pcap records are written one by one). Whatever the
 clients did (streams held open, malformed messages, a flood nobody reads, a program still compiling),
 the stop is bounded: the P4Runtime server gets its grace and a margin (p4target.runtime.server), the
 side channel's connections are closed, and a request's worker still busy after EXIT_WAIT_S is not
@@ -40,13 +40,13 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from p4target import externs
+from p4target import externs, switch_options
 from p4target.constants import DEFAULT_CPU_PORT, IDLE_WAKE_S, RX_BATCH
-from p4target.limits import DEFAULT_LOG_MAX_MB, DEFAULT_PCAP_MAX_MB, DEFAULT_STATE_CAP_MB, PACKET_OUT_QUEUE, PACKET_OUT_QUEUE_BYTES
-from p4target.load import ENGINES
+from p4target.limits import PACKET_OUT_QUEUE, PACKET_OUT_QUEUE_BYTES
+from p4target.nanolog import Event, EventLogger, NanomsgError
 from p4target.native.pipeline import NativePipeline
 from p4target.native.queues import NativeTrafficManager
-from p4target.ports import Port, PortError, parse_port_spec
+from p4target.ports import FilePort, PcapReplay, Port, PortError, parse_port_spec
 
 log = logging.getLogger("aggnet.switch")
 
@@ -63,7 +63,9 @@ class Switch:
     """Ports + traffic manager + (replaceable) pipeline, and the loop that moves packets."""
 
     def __init__(self, ports: dict[int, str], device_id: int = 0, cpu_port: int = DEFAULT_CPU_PORT,
-                 pcap_dir: str | None = None, clock: Callable[[], float] = time.monotonic, pcap_max_bytes: int = 0):
+                 pcap_dir: str | None = None, clock: Callable[[], float] = time.monotonic, pcap_max_bytes: int = 0,
+                 use_files: bool = False):
+        """`use_files`: the ports are pcap files (FilePort, BMv2's --use-files), `pcap_dir` unused as on BMv2."""
         self.device_id = device_id
         self.pcap_max_bytes = pcap_max_bytes  # per pcap file, both engines; 0: no cap
         self.cpu_port = cpu_port
@@ -72,10 +74,14 @@ class Switch:
         self.pipeline: Any = None
         self.packet_in: Callable[[bytes], None] | None = None
         self.dropped_no_pipeline = self.dropped_no_port = self.pipeline_errors = 0
+        self.dump_bytes = 0  # --dump-packet-data: log this many bytes of every frame in and out (Python loop)
+        self.event_log: EventLogger | None = None  # --nanolog: BMv2's packet-in/packet-out events, both engines
+        self._next_packet_id = 0  # the event log's id of the next packet into ingress
         self.ports: dict[int, Port] = {}
         try:
             for number, ifname in sorted(ports.items()):
-                self.ports[number] = Port(number, ifname, pcap_dir, pcap_max_bytes)
+                self.ports[number] = (FilePort(number, ifname, pcap_max_bytes) if use_files
+                                      else Port(number, ifname, pcap_dir, pcap_max_bytes))
         except PortError:
             self.close()
             raise
@@ -172,9 +178,12 @@ class Switch:
         engine = pipeline.engine
         for number, port in self.ports.items():
             port.hand_over()  # its pcap files closed first: the engine continues them
-            engine.port_add(number, port.fileno(), *(port.pcap_paths or (None, None)))
+            engine.port_add(number, port.fileno(), *port.pcap_paths)
         engine.set_cpu_port(self.cpu_port)
         engine.set_pcap_cap(self.pcap_max_bytes)
+        if self.event_log is not None:
+            engine.set_event_log(self.event_log.send_function(), self.event_log.sock, self.device_id,
+                                 self._next_packet_id)
         pipeline.state.on_packet_in = lambda _port, frame: self._transmit(self.cpu_port, frame)
         with self.lock:
             self.tm.attach(engine)
@@ -203,6 +212,7 @@ class Switch:
             for number, port in self.ports.items():
                 port.hand_over(engine.port_stats(number))
             no_port, errors = engine.counts()
+            self._next_packet_id = max(self._next_packet_id, engine.event_log_next_id())
             self.dropped_no_port += no_port
             self.pipeline_errors += errors
             done.set()
@@ -221,11 +231,10 @@ class Switch:
     def _run_python(self) -> None:
         """The Python loop, until stop() or a pipeline the native engine runs."""
         poller = select.poll()
-        by_fd = {port.fileno(): port for port in self.ports.values()}
+        by_fd = {port.fileno(): port for port in self.ports.values() if port.fileno() >= 0}
         for fd in by_fd:
             poller.register(fd, select.POLLIN)
         poller.register(self._wake_r, select.POLLIN)
-        last_flush = time.monotonic()
         while not self._stopping and not isinstance(self.pipeline, NativePipeline):
             for fd, _ in poller.poll(self._timeout_ms()):
                 port = by_fd.get(fd)
@@ -241,10 +250,6 @@ class Switch:
             for _ in range(len(self._injected)):  # each once: _ingress hands them on if a native engine is next
                 self._ingress(*self._injected.popleft())
             self._serve_queues()
-            if time.monotonic() - last_flush >= IDLE_WAKE_S:
-                last_flush = time.monotonic()
-                for port in self.ports.values():
-                    port.flush()
 
     def _timeout_ms(self) -> int:
         with self.lock:
@@ -268,12 +273,18 @@ class Switch:
 
     def _ingress(self, port: int, data: bytes) -> None:
         pipeline = self.pipeline
-        if pipeline is None:
-            self.dropped_no_pipeline += 1
-            return
         if isinstance(pipeline, NativePipeline):  # engines changing hands: the engine's loop takes it
             with self._handover:
                 self._injected.append((port, data))
+            return
+        if self.dump_bytes:
+            log.info("packet in on port %d: %s", port, data[:self.dump_bytes].hex())
+        packet_id = self._next_packet_id
+        self._next_packet_id += 1
+        if self.event_log is not None:
+            self.event_log.send(Event.PACKET_IN, packet_id, 0, port)
+        if pipeline is None:
+            self.dropped_no_pipeline += 1
             return
         try:
             items = pipeline.ingress(port, data)
@@ -283,6 +294,7 @@ class Switch:
             return
         with self.lock:
             for item in items:
+                item.packet_id = packet_id
                 self.tm.enqueue(item.egress_port, item, item.length)
 
     def _serve_queues(self) -> None:
@@ -302,9 +314,14 @@ class Switch:
                 log.exception("egress failed on a packet to port %d", item.egress_port)
                 continue
             for port, frame in out:
-                self._transmit(port, frame)
+                self._transmit(port, frame, item.packet_id)
 
-    def _transmit(self, port: int, frame: bytes) -> None:
+    def _transmit(self, port: int, frame: bytes, packet_id: int | None = None) -> None:
+        """`frame` leaves on `port`; `packet_id`: the event log's id (None: the native engine logged it)."""
+        if self.event_log is not None and packet_id is not None:
+            self.event_log.send(Event.PACKET_OUT, packet_id, 0, port)
+        if self.dump_bytes:
+            log.info("packet out on port %d: %s", port, frame[:self.dump_bytes].hex())
         target = self.ports.get(port)
         if target is not None:
             target.send(frame)
@@ -322,145 +339,14 @@ class Switch:
                 os.close(fd)
 
 
-# -- command line -------------------------------------------------------------------------
-# simple_switch_grpc's options, so a command line written for BMv2 starts this switch unchanged.
-# BMv2 separates its general options from the target's (`--grpc-server-addr`, `--cpu-port`, ...)
-# with `--`; here they are one set, so `normalize_argv` drops that separator.
-
-# Options of BMv2 that have no equivalent here: accepted, and named in one log line at start.
-IGNORED_BMV2_OPTIONS: tuple[tuple[str, str | None], ...] = (
-    ("--use-files", "SECONDS"), ("--packet-in", "ADDR"), ("--nanolog", "ADDR"), ("--notifications-addr", "ADDR"),
-    ("--restore-state", "FILE"), ("--dump-packet-data", "N"), ("--max-port-count", "N"), ("--load-modules", "LIBS"),
-    ("--disable-swap", None), ("--dp-grpc-server-addr", "ADDR"), ("--max-mc-groups", "N"),
-    ("--max-l1-entries", "N"), ("--max-l2-entries", "N"))
-BMV2_DROP_PORT = 511
+# -- the process ------------------------------------------------------------------------
+# The command line (simple_switch's and simple_switch_grpc's, all of it) is p4target.switch_options.
+normalize_argv = switch_options.normalize_argv
+add_arguments = switch_options.add_arguments
 LOG_LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
               "error": logging.ERROR, "off": logging.CRITICAL + 1}
-BMV2_LOG_SUFFIX = ".txt"  # simple_switch_grpc --log-file BASE writes BASE.txt (and rotates it)
+BMV2_LOG_SUFFIX = ".txt"  # simple_switch --log-file BASE writes BASE.txt (and rotates it)
 EXIT_WAIT_S = 5.0  # what a stopped switch waits for a request's busy worker before it exits anyway
-# Integer options: (lowest, highest) accepted; checked after parsing so a bad one is one line.
-INT_OPTIONS: dict[str, tuple[int, int]] = {
-    "device_id": (0, 2**64 - 1), "cpu_port": (1, 510), "thrift_port": (1, 65535), "drop_port": (0, 511),
-    "priority_queues": (1, 8), "log_file_max_size": (1, 2**63 - 1), "log_file_max_files": (0, 10_000),
-    "log_max_mb": (1, 2**30), "pcap_max_mb": (1, 2**30), "max_state_mb": (1, 2**30)}
-
-
-def normalize_argv(argv: list[str]) -> list[str]:
-    """BMv2's `GENERAL-OPTIONS -- TARGET-OPTIONS` as one list of options (the first `--` removed)."""
-    if "--" not in argv:
-        return argv
-    cut = argv.index("--")
-    return argv[:cut] + argv[cut + 1:]
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("program", nargs="?", metavar="PROG.p4",
-                        help="P4_16 v1model program; without it, wait for SetForwardingPipelineConfig")
-    parser.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE",
-                        help="attach an interface as a port, e.g. -i 1@s1-eth1 (repeatable)")
-    parser.add_argument("--no-p4", action="store_true",
-                        help="start without a program, even if PROG is given (as simple_switch_grpc)")
-    parser.add_argument("--device-id", default="0", help="P4Runtime device id (default 0)")
-    parser.add_argument("--thrift-port", default=None,
-                        help="side channel TCP port (default 9090 + device id); it listens on 127.0.0.1 only, "
-                             "never on other addresses: it has no authentication")
-    parser.add_argument("--pcap", nargs="?", const=".", metavar="DIR",
-                        help="write DIR/IFACE_in.pcap and DIR/IFACE_out.pcap per port (DIR defaults to .)")
-    parser.add_argument("--pcap-max-mb", default=str(DEFAULT_PCAP_MAX_MB), metavar="MB",
-                        help=f"stop capturing into a pcap file once it holds MB (default {DEFAULT_PCAP_MAX_MB})")
-    parser.add_argument("--max-state-mb", default=str(DEFAULT_STATE_CAP_MB), metavar="MB",
-                        help="refuse a program whose registers, counters, meters and tables (at their declared "
-                             f"sizes) may take more than MB in all (default {DEFAULT_STATE_CAP_MB})")
-    parser.add_argument("--engine", choices=ENGINES, default="native",
-                        help="native: the program compiled to C, no Python per packet (default; a program with a "
-                             "construct it lacks runs on python, with one log line naming it); python: the "
-                             "readable reference engine")
-    logs = parser.add_argument_group("logging (default: stderr at level info)")
-    logs.add_argument("--log", metavar="FILE", help="log to FILE, and P4Runtime requests to FILE's stem + "
-                                                    "-p4runtime-requests.txt; both rotated at --log-max-mb")
-    logs.add_argument("--log-max-mb", default=str(DEFAULT_LOG_MAX_MB), metavar="MB",
-                      help=f"rotate --log and its request log at MB, one old file kept (FILE.1; default "
-                           f"{DEFAULT_LOG_MAX_MB})")
-    logs.add_argument("--log-file", metavar="BASE", help=f"log to BASE{BMV2_LOG_SUFFIX} (simple_switch_grpc's name for it), "
-                                                                 "rotated at --log-file-max-size")
-    logs.add_argument("--log-console", action="store_true", help="log to stdout")
-    logs.add_argument("-L", "--log-level", choices=LOG_LEVELS, help="trace, debug, info, warn, error or off")
-    logs.add_argument("--log-flush", action="store_true", help="accepted: every log line is flushed at once anyway")
-    logs.add_argument("--log-file-max-size", default="5242880", metavar="BYTES",
-                      help="rotate --log-file at this size (default 5 MB)")
-    logs.add_argument("--log-file-max-files", default="3", metavar="N", help="rotated --log-file copies kept")
-    grpc = parser.add_argument_group("target options (after `--` for simple_switch_grpc; accepted anywhere here)")
-    grpc.add_argument("--grpc-server-addr", default="0.0.0.0:9559", metavar="HOST:PORT",
-                      help="P4Runtime server address (default 0.0.0.0:9559)")
-    grpc.add_argument("--cpu-port", default=str(DEFAULT_CPU_PORT),
-                      help=f"port number of the controller (PacketIn/PacketOut), default {DEFAULT_CPU_PORT}")
-    grpc.add_argument("--drop-port", default=str(BMV2_DROP_PORT),
-                      help=f"accepted; the drop port is {BMV2_DROP_PORT} (another value is named in the log)")
-    grpc.add_argument("--priority-queues", default="1",
-                      help="accepted; one queue per port (another value is named in the log)")
-    grpc.add_argument("--grpc-server-ssl", action="store_true", help="serve P4Runtime over TLS")
-    grpc.add_argument("--grpc-server-cert", metavar="PEM", help="the server's certificate (with --grpc-server-ssl)")
-    grpc.add_argument("--grpc-server-key", metavar="PEM", help="the server's private key (with --grpc-server-ssl)")
-    grpc.add_argument("--grpc-server-cacert", metavar="PEM", help="CA that client certificates must be signed by")
-    grpc.add_argument("--grpc-server-with-client-auth", action="store_true",
-                      help="require a client certificate signed by --grpc-server-cacert (mutual TLS)")
-    ignored = parser.add_argument_group("simple_switch_grpc options with no equivalent here (accepted, all named "
-                                        "in one log line at start)")
-    for flag, metavar in IGNORED_BMV2_OPTIONS:
-        if metavar is None:
-            ignored.add_argument(flag, action="store_true")
-        else:
-            ignored.add_argument(flag, metavar=metavar)
-    parser.add_argument("-v", "--version", action="version", version=f"aggnet switch {_version()}")
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("aggnet")
-    except PackageNotFoundError:
-        return "(source tree)"
-
-
-def check_options(args: argparse.Namespace) -> None:
-    """Turn the integer options into ints and check the combinations; SwitchError (one line) if bad."""
-    for dest, (lowest, highest) in INT_OPTIONS.items():
-        text = getattr(args, dest)
-        if text is None:
-            continue
-        flag = "--" + dest.replace("_", "-")
-        try:
-            value = int(text, 0)
-        except ValueError:
-            raise SwitchError(f"error: {flag} {text}: expected an integer") from None
-        if not lowest <= value <= highest:
-            raise SwitchError(f"error: {flag} {value}: out of range {lowest}..{highest}")
-        setattr(args, dest, value)
-    if args.pcap is not None and not os.path.isdir(args.pcap):
-        raise SwitchError(f"error: --pcap {args.pcap}: not a directory")
-    tls_files = ("grpc_server_cert", "grpc_server_key", "grpc_server_cacert")
-    given = ["--" + d.replace("_", "-") for d in (*tls_files, "grpc_server_with_client_auth") if getattr(args, d)]
-    if not args.grpc_server_ssl and given:
-        raise SwitchError(f"error: {', '.join(given)} given without --grpc-server-ssl")
-    if args.grpc_server_ssl and not (args.grpc_server_cert and args.grpc_server_key):
-        raise SwitchError("error: --grpc-server-ssl needs --grpc-server-cert and --grpc-server-key")
-    if args.grpc_server_with_client_auth and not args.grpc_server_cacert:
-        raise SwitchError("error: --grpc-server-with-client-auth needs --grpc-server-cacert (the clients' CA)")
-
-
-def ignored_options(args: argparse.Namespace) -> list[str]:
-    """The BMv2 options given that change nothing here, as they were written."""
-    named = []
-    for flag, metavar in IGNORED_BMV2_OPTIONS:
-        value = getattr(args, flag[2:].replace("-", "_"))
-        if value:
-            named.append(flag if metavar is None else f"{flag} {value}")
-    if args.drop_port != BMV2_DROP_PORT:
-        named.append(f"--drop-port {args.drop_port} (the drop port stays {BMV2_DROP_PORT})")
-    if args.priority_queues != 1:
-        named.append(f"--priority-queues {args.priority_queues} (one queue per port)")
-    return named
 
 
 def _setup_logging(args: argparse.Namespace) -> None:
@@ -488,14 +374,11 @@ def run(args: argparse.Namespace) -> int:
     from p4target.sidechannel import SideChannelServer
 
     externs.load()  # the composition root: every program it loads uses them
-    check_options(args)
+    switch_options.check_options(args)
     try:
         _setup_logging(args)
     except OSError as exc:
         raise SwitchError(f"error: cannot open the log file {exc.filename}: {exc.strerror}") from None
-    ignored = ignored_options(args)
-    if ignored:
-        log.warning("simple_switch_grpc options with no equivalent here, ignored: %s", ", ".join(ignored))
     if args.program and args.no_p4:
         log.warning("ignoring %s: --no-p4 was given (simple_switch_grpc ignores its program too)", args.program)
         args.program = None
@@ -505,28 +388,49 @@ def run(args: argparse.Namespace) -> int:
         if number in ports:
             raise PortError(f"error: -i {spec}: port {number} is given twice")
         ports[number] = ifname
-    switch = Switch(ports, args.device_id, args.cpu_port, args.pcap, pcap_max_bytes=args.pcap_max_mb << 20)
-    thrift_port = args.thrift_port if args.thrift_port is not None else 9090 + args.device_id
-    sidechannel = runtime = None
+    if args.dump_packet_data and args.engine == "native":
+        log.info("--dump-packet-data: the Python engine runs the program (the native engine logs no packets)")
+        args.engine = "python"
+    use_files = args.use_files is not None
+    switch = Switch(ports, args.device_id, args.cpu_port, args.pcap, pcap_max_bytes=args.pcap_max_mb << 20,
+                    use_files=use_files)
+    switch.dump_bytes = args.dump_packet_data
+    if args.nanolog:
+        try:
+            switch.event_log = EventLogger(args.nanolog, args.device_id)
+        except NanomsgError as exc:
+            switch.close()
+            raise SwitchError(f"error: {exc}") from None
+        log.info("--nanolog %s: BMv2's packet-in and packet-out events (both engines; no parser, table or action "
+                 "events)", args.nanolog)
+    thrift_port = args.thrift_port
+    sidechannel = runtime = replay = None
     # before anything answers: a SIGTERM as soon as a server is up stops the switch the orderly way
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: switch.stop())
     try:
         runtime = _start_runtime(switch, args)  # first: once the side channel answers, PROG is loaded
         sidechannel = SideChannelServer(switch, thrift_port).start()
-        log.info("device %d up: ports %s, grpc %s%s, side channel 127.0.0.1:%d", args.device_id,
-                 ", ".join(f"{n}@{p.ifname}" for n, p in sorted(switch.ports.items())) or "none",
-                 args.grpc_server_addr, _security(args), thrift_port)
+        if use_files:
+            replay = PcapReplay([p for p in switch.ports.values() if isinstance(p, FilePort)], args.use_files,
+                                switch.inject).start()
+        grpc = f"grpc {args.grpc_server_addr}{_security(args)}" if _serves_p4runtime(args) else "no grpc"
+        log.info("device %d up (%s): ports %s, %s, side channel 127.0.0.1:%d", args.device_id, args.flavour,
+                 ", ".join(f"{n}@{p.ifname}" for n, p in sorted(switch.ports.items())) or "none", grpc, thrift_port)
         switch.run()
         log.info("stopping: %s; drops: no pipeline %d, no port %d, pipeline errors %d, unread stream messages %d",
                  switch.port_stats(), switch.dropped_no_pipeline, switch.dropped_no_port, switch.pipeline_errors,
                  runtime.stream_drops)
     finally:
+        if replay is not None:
+            replay.stop()
         if runtime is not None:
             runtime.stop()
         if sidechannel is not None:
             sidechannel.stop()
         switch.close()
+        if switch.event_log is not None:
+            switch.event_log.close()
     _exit_now_if_held()
     return 0
 
@@ -553,8 +457,14 @@ def _security(args: argparse.Namespace) -> str:
     return " (TLS, client certificates required)" if args.grpc_server_with_client_auth else " (TLS)"
 
 
+def _serves_p4runtime(args: argparse.Namespace) -> bool:
+    """simple_switch has no P4Runtime server; simple_switch_grpc (and `aggnet switch`) has."""
+    return args.flavour != "simple_switch"
+
+
 def _start_runtime(switch: Switch, args: argparse.Namespace) -> Any:
-    """Start the P4Runtime server bound to this switch; load PROG.p4 through it if given."""
+    """The P4Runtime device bound to this switch, serving gRPC unless the flavour has none (then the device
+    holds the pipeline for the Thrift runtime alone); PROG.p4 loaded through it if given."""
     from p4target.runtime.errors import RuntimeStatus
     from p4target.runtime.server import RuntimeServer
     from p4target.tls import TlsFiles, server_credentials
@@ -582,6 +492,8 @@ def _start_runtime(switch: Switch, args: argparse.Namespace) -> Any:
             raise SwitchError(str(exc), exit_code=exc.exit_code) from None
         except RuntimeStatus as exc:
             raise SwitchError(exc.message, exit_code=2) from None
+    if not _serves_p4runtime(args):
+        return server
     try:
         server.start()
     except RuntimeError as exc:

@@ -4,7 +4,8 @@ and Python engines, the native engine on p4c's BMv2 JSON of the program (`native
 lowering, against `native`: our front end's IR lowered by p4target/lowered/from_ir, both printed as
 C by p4target/backends/c.py), BMv2 simple_switch (default and speed builds) and simple_switch_grpc
 (`bmv2_grpc`, the speed build's if it has one), all three BMv2s and `native_json` on the same p4c
-JSON, and a Linux bridge. Root only.
+JSON, and a Linux bridge; `native_pcap` (and `python_pcap`) is the engine with both ports captured
+(`--pcap DIR`, one write per record: the cost of captures that survive SIGKILL). Root only.
 
 Two network namespaces hold the far ends of two veth pairs; the switch (pinned to CPU 0) owns
 the near ends as ports 1 and 2. A C sender (scripts/bench_sender.c, AF_PACKET sendmmsg, pinned
@@ -197,15 +198,16 @@ def wait_until(ready, proc: subprocess.Popen, what: str, timeout: float = 120) -
         time.sleep(0.2)
 
 
-def start_embedded(engine: str, prog: dict, tmp: Path, program: Path | None = None):
-    """`aggnet switch` on `engine`, running `program` (default: the P4 source)."""
+def start_embedded(engine: str, prog: dict, tmp: Path, program: Path | None = None, options: tuple[str, ...] = ()):
+    """`aggnet switch` on `engine`, running `program` (default: the P4 source), with more `options`."""
     from p4target.sidechannel import SideChannelError, send_command
 
     thrift = free_port()
     log = tmp / f"switch-{engine}-{(program or prog['p4']).suffix[1:]}.log"
     proc = subprocess.Popen(["taskset", "-c", str(SWITCH_CPU), sys.executable, "-m", "testbed.cli", "switch",
                              "--engine", engine, "-i", f"1@{SW[0]}", "-i", f"2@{SW[1]}", "--thrift-port", str(thrift),
-                             "--grpc-server-addr", f"127.0.0.1:{free_port()}", "--log", str(log), str(program or prog["p4"])],
+                             "--grpc-server-addr", f"127.0.0.1:{free_port()}", "--log", str(log), *options,
+                             str(program or prog["p4"])],
                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def ready() -> bool:
@@ -332,6 +334,10 @@ def measure(target: str, prog: dict, sender: Path, frames: Path, tmp: Path, runs
         proc, processed = start_bmv2(BMV2[target], prog, tmp)
     elif target == "native_json":
         proc, processed = start_embedded("native", prog, tmp, p4c_json(prog, tmp))
+    elif target.endswith("_pcap"):  # both ports captured (--pcap DIR): a record written per frame and direction
+        pcaps = tmp / f"pcap-{target}"
+        pcaps.mkdir(exist_ok=True)
+        proc, processed = start_embedded(target.removesuffix("_pcap"), prog, tmp, options=("--pcap", str(pcaps)))
     else:
         proc, processed = start_embedded(target, prog, tmp)
     try:
@@ -360,7 +366,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--window", type=float, default=3.0, help="seconds per measured window (default 3)")
     parser.add_argument("--runs", type=int, default=3, help="windows per target, the median is reported (default 3)")
-    parser.add_argument("--targets", default="native,native_json,python,bmv2,bmv2_perf,bmv2_grpc,bridge")
+    parser.add_argument("--targets", default="native,native_pcap,native_json,python,bmv2,bmv2_perf,bmv2_grpc,bridge")
     parser.add_argument("--programs", default="ipv4_lpm,aggnet_l32,aggnet_l256")
     parser.add_argument("--out", help="write the JSON here")
     args = parser.parse_args()
@@ -409,7 +415,8 @@ def main() -> int:
         return result["programs"].get(prog, {}).get(target, {}).get("median_per_cpu_s")
 
     # ours (from our front end, and from p4c's JSON: the drop-in for BMv2 on the same JSON) against the others
-    comparisons = {"native": ("native_json", "python", *BMV2), "native_json": tuple(BMV2)}
+    comparisons = {"native": ("native_json", "python", *BMV2), "native_json": tuple(BMV2),
+                   "native_pcap": ("native",), "python_pcap": ("python",)}  # what capturing costs
     for prog in result["programs"]:
         for mine, others in comparisons.items():
             for other in others:

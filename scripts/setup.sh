@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PKGS=(mininet bridge-utils iputils-ping iproute2 nftables tcpdump iperf3 ethtool procps psmisc gcc libc6-dev python3-venv
-          openssh-client openssh-server tar)  # ssh, sshd, tar: `aggnet run --servers` (docs/cluster.md)
+          openssh-client openssh-server tar  # ssh, sshd, tar: `aggnet run --servers` (docs/cluster.md)
+          libnanomsg5)  # aggnet switch --nanolog (BMv2's event log, p4target/nanolog.py)
 PY=${PYTHON:-python3}
 STAMP=.venv/.aggnet-setup-stamp
 

@@ -59,9 +59,18 @@ def no_grpc_fork_handlers() -> None:
     os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse arguments, run the subcommand, turn user errors into one-line messages."""
+# A link to the `aggnet` command under one of these names is `aggnet switch` standing in for that BMv2 binary
+# (`ln -s .venv/bin/aggnet ~/bin/simple_switch`): the drop-in that Mininet P4 frameworks start by name.
+BMV2_NAMES = ("simple_switch", "simple_switch_grpc")
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Parse arguments, run the subcommand, turn user errors into one-line messages. `prog`: the name
+    this was started as (sys.argv[0] by default)."""
+    name = os.path.basename(sys.argv[0] if prog is None else prog)
     argv = sys.argv[1:] if argv is None else argv
+    if name in BMV2_NAMES:
+        argv = ["switch", "--flavour", name, *argv]
     no_grpc_fork_handlers()
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(command)

@@ -51,6 +51,8 @@ _SIGNATURES = {
     "eng_port_stats": (None, [c_void_p, c_int, _U64]),
     "eng_set_cpu_port": (None, [c_void_p, c_int]),
     "eng_set_pcap_cap": (None, [c_void_p, c_uint64]),
+    "eng_set_event_log": (None, [c_void_p, c_void_p, c_int, c_uint64, c_uint64]),
+    "eng_event_log_next_id": (c_uint64, [c_void_p]),
     "eng_run": (c_int, [c_void_p]),
     "eng_ports_release": (None, [c_void_p]),
     "eng_stop": (None, [c_void_p]),
@@ -313,6 +315,15 @@ class Engine:
     def set_pcap_cap(self, nbytes: int) -> None:
         """Stop capturing into a pcap file once it holds `nbytes` (0: no cap)."""
         self.lib.eng_set_pcap_cap(self.ptr, nbytes)
+
+    def set_event_log(self, send: int, sock: int, device_id: int, first_id: int) -> None:
+        """Publish BMv2's packet-in/packet-out events with `send` (the address of libnanomsg's nn_send) on the
+        bound PUB socket `sock`, numbering packets from `first_id` (p4target.nanolog)."""
+        self.lib.eng_set_event_log(self.ptr, send, sock, device_id, first_id)
+
+    def event_log_next_id(self) -> int:
+        """The id the next packet would get (the Python loop continues from it)."""
+        return self.lib.eng_event_log_next_id(self.ptr)
 
     def run(self) -> None:
         """Move packets until stop() (blocks; ctypes releases the GIL meanwhile)."""

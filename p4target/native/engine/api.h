@@ -63,6 +63,9 @@ ENG_API int eng_port_add(engine_t *E, int number, int fd, const char *pcap_in, c
 ENG_API void eng_port_stats(engine_t *E, int number, u64 *out);
 ENG_API void eng_set_cpu_port(engine_t *E, int port);
 ENG_API void eng_set_pcap_cap(engine_t *E, u64 bytes);  /* most bytes per pcap file, 0: no cap */
+/* BMv2's event log: `send` is libnanomsg's nn_send, `sock` a bound PUB socket; packets are numbered from first_id */
+ENG_API void eng_set_event_log(engine_t *E, void *send, int sock, u64 device_id, u64 first_id);
+ENG_API u64 eng_event_log_next_id(engine_t *E);
 ENG_API int eng_run(engine_t *E);
 ENG_API void eng_ports_release(engine_t *E);
 ENG_API void eng_stop(engine_t *E);

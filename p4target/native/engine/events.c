@@ -63,3 +63,25 @@ int eng_event(engine_t *E, int *arg, u8 *buf, u32 cap, u32 *len) {
     free(ev);
     return kind;
 }
+
+/* ------------------------------------------------------------------ BMv2's event log (--nanolog) */
+
+void eng_set_event_log(engine_t *E, void *send, int sock, u64 device_id, u64 first_id) {
+    E->elog_send = (int (*)(int, const void *, size_t, int))send;
+    E->elog_sock = sock; E->elog_device = device_id; E->elog_next_id = first_id;
+}
+
+u64 eng_event_log_next_id(engine_t *E) { return E->elog_next_id; }
+
+/* A packet event of the packet being processed, in BMv2's packed layout: int type, u64 switch id, u32 context,
+ * u64 signature, u64 packet id, u64 copy id, then the port (int); nanomsg's PUB drops it if no reader keeps up. */
+void elog_port(engine_t *E, int type, u32 port) {
+    if (!E->elog_send) return;
+    u8 msg[44] = {0};
+    int32_t t = type, p = (int32_t)port;
+    memcpy(msg, &t, 4);
+    memcpy(msg + 4, &E->elog_device, 8);
+    memcpy(msg + 24, &E->elog_packet, 8);
+    memcpy(msg + 40, &p, 4);
+    E->elog_send(E->elog_sock, msg, sizeof(msg), 1 /* NN_DONTWAIT */);
+}

@@ -5,12 +5,13 @@
 #define SM PROG.sm
 #define H PROG.h
 
-static item_t *item_new(const u64 *F, u32 eport, u32 qlen, u64 gen, const u8 *data, u32 dlen, u32 poff) {
+static item_t *item_new(engine_t *E, const u64 *F, u32 eport, u32 qlen, u64 gen, const u8 *data, u32 dlen, u32 poff) {
     size_t fbytes = sizeof(u64) * PROG.nslots;
     item_t *it = malloc(sizeof(item_t) + fbytes + dlen);
     if (!it) return NULL;
     it->next = NULL; it->gen = gen; it->eport = eport; it->qlen = qlen;
     it->dlen = dlen; it->poff = poff; it->enq_qdepth = 0; it->t = 0;
+    it->packet_id = E->elog_packet;
     it->data = (u8 *)it->F + fbytes;
     memcpy(it->F, F, fbytes);
     memcpy(it->data, data, dlen);
@@ -79,7 +80,7 @@ static void clone_i2e(engine_t *E, const u64 *F, u32 port, const u8 *data, u32 l
     if (!parsed(E, &p, C, port, data, len, I2E_CLONE, &c)) { packet_error(E, "I2E clone parser", p.msg); return; }
     C[H.truncate] = s->pktlen ? s->pktlen : NONE64;
     for (u32 i = 0; i < s->n; i++) {
-        item_t *it = item_new(C, s->reps[i].port, len, gen + 1, data, len, p.poff);
+        item_t *it = item_new(E, C, s->reps[i].port, len, gen + 1, data, len, p.poff);
         if (!it) return;
         it->F[SM.egress_port] = it->F[SM.egress_spec] = s->reps[i].port;
         it->F[SM.egress_rid] = s->reps[i].rid;
@@ -111,7 +112,7 @@ void run_ingress(engine_t *E, u32 port, const u8 *data, u32 len, u64 itype, cons
     if (group) {
         if (group < MC_GROUPS) {
             for (u32 i = 0; i < E->mcn[group]; i++) {
-                item_t *it = item_new(F, E->mc[group][i].port, len, gen, data, len, p.poff);
+                item_t *it = item_new(E, F, E->mc[group][i].port, len, gen, data, len, p.poff);
                 if (!it) return;
                 it->F[SM.egress_port] = it->F[SM.egress_spec] = E->mc[group][i].port;
                 it->F[SM.egress_rid] = E->mc[group][i].rid;
@@ -124,7 +125,7 @@ void run_ingress(engine_t *E, u32 port, const u8 *data, u32 len, u64 itype, cons
     u64 eport = F[SM.egress_spec];
     if (eport == DROP_PORT) return;
     F[SM.egress_port] = eport;
-    item_t *it = item_new(F, (u32)eport, len, gen, data, len, p.poff);
+    item_t *it = item_new(E, F, (u32)eport, len, gen, data, len, p.poff);
     if (it) fifo_push(out, it);
 }
 

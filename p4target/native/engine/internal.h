@@ -42,6 +42,7 @@ typedef struct item {
     u32 eport, qlen;     /* egress port; bytes for queue accounting */
     u32 dlen, poff;      /* the parsed packet and where its payload starts */
     u64 enq_qdepth;
+    u64 packet_id;       /* the event log's id of the packet it came from (--nanolog) */
     double t;            /* delay line: when it may join the queue (or, held on arrival, enter ingress) */
     u8 *data;            /* the packet, after the frame */
     u64 F[];             /* PROG.nslots slots (none in a bare item, see frame_item) */
@@ -134,6 +135,10 @@ struct engine {
     u32 injn;              /* ... how many, and their bytes: eng_inject refuses past its caller's caps */
     u64 injbytes;
     u64 dropped_no_port, pipeline_errors;
+    /* BMv2's event log (--nanolog): nn_send of libnanomsg on a bound PUB socket; send NULL: off */
+    int (*elog_send)(int sock, const void *buf, size_t len, int flags);
+    int elog_sock;
+    u64 elog_device, elog_next_id, elog_packet;  /* the next packet's id; the packet being processed */
 };
 
 #pragma GCC visibility push(hidden)
@@ -172,6 +177,8 @@ void run_egress(engine_t *E, u64 *F, const u8 *data, u32 dlen, u32 poff, u64 gen
 /* tm.c */
 void ingress_enqueue(engine_t *E, u32 port, const u8 *data, u32 len);
 void rx_frame(engine_t *E, u32 port, const u8 *data, u32 len);
+enum { ELOG_PACKET_IN = 0, ELOG_PACKET_OUT = 1 };  /* BMv2's event types (p4target/nanolog.py) */
+void elog_port(engine_t *E, int type, u32 port);
 void tm_serve(engine_t *E);
 double tm_next_event(engine_t *E);
 void tm_free(tmq_t *q);

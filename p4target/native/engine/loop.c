@@ -130,7 +130,7 @@ int eng_run(engine_t *E) {
     }
     pfd[n].fd = E->wake[0]; pfd[n].events = POLLIN;
     for (int i = 0; i < n; i++) if (E->ports[pnum[i]]->ntx) tx_flush(E->ports[pnum[i]]);
-    double last_flush = mono();
+    double last_idle = mono();
     while (!E->stopping) {
         pthread_mutex_lock(&E->mu);
         double when = tm_next_event(E);
@@ -168,12 +168,10 @@ int eng_run(engine_t *E) {
         tm_serve(E);
         pthread_mutex_unlock(&E->mu);
         for (int i = 0; i < n; i++) if (E->ports[pnum[i]]->ntx) tx_flush(E->ports[pnum[i]]);
-        if (mono() - last_flush >= IDLE_WAKE_S) {
-            last_flush = mono();
+        if (mono() - last_idle >= IDLE_WAKE_S) {
+            last_idle = mono();
             for (int i = 0; i < n; i++) {
                 port_t *pt = E->ports[pnum[i]];
-                if (pt->pin) fflush(pt->pin);
-                if (pt->pout) fflush(pt->pout);
                 if (!pt->xsk.umem) xsk_open(pt);  /* nothing pending: tx_flush above */
             }
         }
@@ -183,8 +181,6 @@ int eng_run(engine_t *E) {
     for (int i = 0; i < n; i++) {
         port_t *pt = E->ports[pnum[i]];
         if (pt->ntx) tx_flush(pt);
-        if (pt->pin) fflush(pt->pin);
-        if (pt->pout) fflush(pt->pout);
     }
     E->stopping = 0;
     return 0;

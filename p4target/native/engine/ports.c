@@ -2,6 +2,7 @@
  * kernel has neither. */
 #include "internal.h"
 
+/* One record, flushed: a switch killed with SIGKILL right after traffic leaves every frame in the file. */
 void pcap_write(FILE *f, u64 *size, u64 cap, const u8 *data, u32 len) {
     if (!f || (cap && *size + 16 + len > cap)) return;
     *size += 16 + len;
@@ -11,6 +12,7 @@ void pcap_write(FILE *f, u64 *size, u64 cap, const u8 *data, u32 len) {
     if (rec[1] >= 1000000) { rec[0]++; rec[1] -= 1000000; }
     fwrite(rec, sizeof(rec), 1, f);
     fwrite(data, 1, len, f);
+    fflush(f);
 }
 
 static FILE *pcap_open(const char *path, u64 *size) {
@@ -21,6 +23,7 @@ static FILE *pcap_open(const char *path, u64 *size) {
         fwrite(hdr, sizeof(hdr), 1, f);
     }
     if (f) {
+        fflush(f);
         long at = ftell(f);
         *size = at > 0 ? (u64)at : 0;
     }
@@ -254,6 +257,7 @@ void tx_flush(port_t *pt) {
 
 void tx_frame(engine_t *E, u32 port, const u8 *data, u32 len) {
     port_t *pt = port < MAX_PORTS ? E->ports[port] : NULL;
+    elog_port(E, ELOG_PACKET_OUT, port);  /* as BMv2's transmit thread logs it: every packet leaving egress */
     if (!pt) {
         if ((int)port == E->cpu_port) push_event(E, EV_PACKET_IN, (int)port, data, len);
         else E->dropped_no_port++;
@@ -262,6 +266,7 @@ void tx_frame(engine_t *E, u32 port, const u8 *data, u32 len) {
     pt->tx_packets++;
     pt->tx_bytes += len;
     pcap_write(pt->pout, &pt->pout_size, E->pcap_cap, data, len);
+    if (pt->fd < 0) return;  /* a pcap-file port (--use-files): its output file is all it has */
     xsk_t *x = &pt->xsk;
     if (x->umem && len <= XSK_FRAME) {
         if (!x->nfree) xsk_reclaim(x);

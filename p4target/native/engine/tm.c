@@ -89,6 +89,7 @@ void tm_serve(engine_t *E) {
             if (q->pps.on) q->pps.tokens -= 1;
             if (q->bps.on) q->bps.tokens -= it->qlen * 8.0;
             q->dequeued++;
+            E->elog_packet = it->packet_id;
             run_egress(E, it->F, it->data, it->dlen, it->poff, it->gen, it->enq_qdepth, q->q.n, tx_frame);
             free(it);
         }
@@ -134,6 +135,8 @@ void eng_q_stats(engine_t *E, int port, u64 *out) {
 
 void ingress_enqueue(engine_t *E, u32 port, const u8 *data, u32 len) {
     fifo_t items = {0};
+    E->elog_packet = E->elog_next_id++;
+    elog_port(E, ELOG_PACKET_IN, port);
     run_ingress(E, port, data, len, NORMAL, NULL, 0, &items);
     for (item_t *it; (it = fifo_pop(&items));) tm_enqueue(E, it);
 }

@@ -27,7 +27,10 @@ class DeviceApi(ApiBase):
 
     @api_method(STRUCT)
     def bm_mgmt_get_info(self) -> wire.Struct:
-        return {1: (I64, self.switch.device_id), 2: (I32, self.thrift_port)}
+        info: wire.Struct = {1: (I64, self.switch.device_id), 2: (I32, self.thrift_port)}
+        if self.switch.event_log is not None:  # nanomsg_client.py finds the event log here when not told
+            info[4] = (STRING, self.switch.event_log.addr)
+        return info
 
     @api_method(LIST)
     def bm_dev_mgr_show_ports(self) -> tuple[int, list]:
