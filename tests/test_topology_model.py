@@ -69,6 +69,7 @@ def test_host_ip_scheme_past_254_hosts():
     ("star4.yaml", 4, 1, 4),
     ("star8.yaml", 8, 1, 8),
     ("star9.yaml", 9, 1, 9),
+    ("star17.yaml", 17, 1, 17),
     ("tree2.yaml", 8, 3, 10),
     ("leafspine.yaml", 8, 6, 16),
     ("leafspine12.yaml", 12, 6, 20),
@@ -89,8 +90,8 @@ def test_shipped_topologies_load(name, hosts, switches, links):
 
 def test_every_shipped_file_is_covered():
     shipped = sorted(os.path.basename(p) for p in glob.glob(os.path.join(TOPO_DIR, "*.yaml")))
-    assert shipped == ["fattree4.yaml", "fattree8.yaml", "leafspine.yaml", "leafspine12.yaml", "star4.yaml", "star8.yaml",
-                       "star9.yaml", "tree2.yaml"]
+    assert shipped == ["fattree4.yaml", "fattree8.yaml", "leafspine.yaml", "leafspine12.yaml", "star17.yaml", "star4.yaml",
+                       "star8.yaml", "star9.yaml", "tree2.yaml"]
 
 
 def mutate(fn) -> dict:
