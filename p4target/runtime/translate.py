@@ -38,6 +38,7 @@ from p4target.runtime.profiles import ProfileTranslator
 from p4target.runtime.replication import ReplicationTranslator
 
 INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
+_STATE_WRITES = {INSERT: "insert", MODIFY: "modify", DELETE: "delete"}  # a table entry's update -> state.Table's
 
 _MATCH_ONEOF = {p4i.MatchField.EXACT: "exact", p4i.MatchField.LPM: "lpm", p4i.MatchField.TERNARY: "ternary",
                 p4i.MatchField.RANGE: "range", p4i.MatchField.OPTIONAL: "optional"}
@@ -119,6 +120,41 @@ class Translator:
                 stored.packets, stored.bytes = counts
             if meter is not None:
                 state_call(self.state.direct_meter_set, meter[0], entry.match, entry.priority, meter[1])
+
+    def batched_table(self, update: p4r.Update) -> int:
+        """The table id of an update that write_table_run may take with others (a table entry of a table without
+        action profile, not its default, with no counter data, meter config or metadata), else 0."""
+        if update.type not in _STATE_WRITES or update.entity.WhichOneof("entity") != "table_entry":
+            return 0
+        te = update.entity.table_entry
+        if te.is_default_action or te.HasField("counter_data") or te.HasField("meter_config") or \
+                te.controller_metadata or te.metadata:
+            return 0
+        table = self.info.find("tables", te.table_id)
+        return 0 if table is None or table.implementation_id else te.table_id
+
+    def write_table_run(self, table_id: int, updates: list[p4r.Update]) -> list[RuntimeStatus | None]:
+        """Updates of table `table_id` that batched_table allowed, applied as `apply` applies each in turn (the
+        same per-update failures, None = applied), handed to the state as one run."""
+        table = self.by_id("tables", table_id)
+        failures: list[RuntimeStatus | None] = [None] * len(updates)
+        writes, at = [], []
+        for i, update in enumerate(updates):
+            te = update.entity.table_entry
+            try:
+                entry = st.TableEntry(self.match_in(table, te.match), "", {}, te.priority,
+                                      idle_timeout_ns=te.idle_timeout_ns)
+                if update.type != DELETE:
+                    entry.action, entry.params = self._action_in(table, te.action)
+            except RuntimeStatus as failure:
+                failures[i] = failure
+                continue
+            writes.append((_STATE_WRITES[update.type], entry))
+            at.append(i)
+        for i, error in zip(at, self.state.write_entries(table.preamble.name, writes)):
+            if error is not None:
+                failures[i] = RuntimeStatus(grpc.StatusCode[error.code], str(error))
+        return failures
 
     def _write_indirect_entry(self, update_type: int, table: p4i.Table, te: p4r.TableEntry, entry: st.TableEntry) -> None:
         """Insert/modify an entry naming a member, a group or a one-shot action set (freed if the write fails)."""
