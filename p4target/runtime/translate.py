@@ -138,20 +138,24 @@ class Translator:
         same per-update failures, None = applied), handed to the state as one run."""
         table = self.by_id("tables", table_id)
         failures: list[RuntimeStatus | None] = [None] * len(updates)
-        writes, at = [], []
-        for i, update in enumerate(updates):
-            te = update.entity.table_entry
-            try:
-                entry = st.TableEntry(self.match_in(table, te.match), "", {}, te.priority,
-                                      idle_timeout_ns=te.idle_timeout_ns)
-                if update.type != DELETE:
-                    entry.action, entry.params = self._action_in(table, te.action)
-            except RuntimeStatus as failure:
-                failures[i] = failure
-                continue
-            writes.append((_STATE_WRITES[update.type], entry))
-            at.append(i)
-        for i, error in zip(at, self.state.write_entries(table.preamble.name, writes)):
+        at: list[int] = []
+
+        def writes() -> Iterator[tuple[str, st.TableEntry]]:  # each entry made as the state takes it (see NativeTable)
+            for i, update in enumerate(updates):
+                te = update.entity.table_entry
+                try:
+                    entry = st.TableEntry(self.match_in(table, te.match), "", {}, te.priority,
+                                          idle_timeout_ns=te.idle_timeout_ns)
+                    if update.type != DELETE:
+                        entry.action, entry.params = self._action_in(table, te.action)
+                except RuntimeStatus as failure:
+                    failures[i] = failure
+                    continue
+                at.append(i)
+                yield _STATE_WRITES[update.type], entry
+
+        errors = self.state.write_entries(table.preamble.name, writes())
+        for i, error in zip(at, errors):
             if error is not None:
                 failures[i] = RuntimeStatus(grpc.StatusCode[error.code], str(error))
         return failures

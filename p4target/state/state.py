@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -131,7 +131,7 @@ class State:
         with self.lock:
             self.table(table).delete(entry)
 
-    def write_entries(self, table: str, writes: list[tuple[str, TableEntry]]) -> list[StateError | None]:
+    def write_entries(self, table: str, writes: Iterable[tuple[str, TableEntry]]) -> list[StateError | None]:
         """A run of writes to one table ("insert", "modify" or "delete", entry), in order: each one's error or None
         (a failed write changes nothing; the others apply). See Table.write_many."""
         with self.lock:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import bisect
 import time
+from collections.abc import Iterable
 
 from p4target.state.cells import MeterCell
 from p4target.state.errors import (
@@ -384,7 +385,7 @@ class Table:
             self.profile.reference(old, -1)
         self._index.remove(key)
 
-    def write_many(self, writes: list[tuple[str, TableEntry]]) -> list[StateError | None]:
+    def write_many(self, writes: Iterable[tuple[str, TableEntry]]) -> list[StateError | None]:
         """("insert", "modify" or "delete", entry) each in turn: its error or None. The native twin hands the run's
         changes to its engine in one call."""
         out: list[StateError | None] = []
