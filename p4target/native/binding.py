@@ -75,9 +75,9 @@ def _u64s(values: tuple | list) -> ctypes.Array:
     return (c_uint64 * max(1, len(values)))(*values)
 
 
-def _array(ctype, typecode: str, values: list) -> ctypes.Array:
+def _array(ctype, typecode: str, values: list | tuple) -> ctypes.Array:
     """A list as a C array: through array.array, a tenth of the time ctypes takes to convert each value."""
-    packed = array.array(typecode, values or [0])
+    packed = array.array(typecode, values or (0,))
     return (ctype * len(packed)).from_buffer(packed)
 
 
@@ -88,39 +88,24 @@ class TableBatch:
     ADD, MODIFY, DELETE = 0, 1, 2
 
     def __init__(self) -> None:
-        self.ops: list[int] = []
-        self.handles: list[int] = []
-        self.kinds: list[int] = []
-        self.values: list[int] = []
-        self.masks: list[int] = []
-        self.highs: list[int] = []
-        self.priorities: list[int] = []
-        self.actions: list[int] = []
-        self.nargs: list[int] = []
+        self.ops: list[tuple[int, int, int, int]] = []  # (op, handle, action, number of argument words)
+        self.keys: list[tuple[int, int, int, int]] = []  # the adds' key words: (kind, value, mask, high)
+        self.priorities: list[int] = []  # the adds'
         self.args: list[int] = []
 
     def add(self, keys: list[tuple[int, int, int, int]], priority: int, action: int, args: tuple[int, ...]) -> None:
         """An entry (keys as Engine.table_add takes them); later ops name it -(its op's index + 1)."""
-        for kind, value, mask, high in keys:
-            self.kinds.append(kind)
-            self.values.append(value)
-            self.masks.append(mask)
-            self.highs.append(high)
+        self.keys.extend(keys)
         self.priorities.append(priority)
-        self._op(self.ADD, -1, action, args)
+        self.ops.append((self.ADD, -1, action, len(args)))
+        self.args.extend(args)
 
     def modify(self, handle: int, action: int, args: tuple[int, ...]) -> None:
-        self._op(self.MODIFY, handle, action, args)
+        self.ops.append((self.MODIFY, handle, action, len(args)))
+        self.args.extend(args)
 
     def delete(self, handle: int) -> None:
-        self._op(self.DELETE, handle, 0, ())
-
-    def _op(self, op: int, handle: int, action: int, args: tuple[int, ...]) -> None:
-        self.ops.append(op)
-        self.handles.append(handle)
-        self.actions.append(action)
-        self.nargs.append(len(args))
-        self.args.extend(args)
+        self.ops.append((self.DELETE, handle, 0, 0))
 
 
 def _u32s(values) -> ctypes.Array:
@@ -262,12 +247,13 @@ class Engine:
         the handle each add made (-1 for the other ops)."""
         n = len(batch.ops)
         added = (c_int * max(1, n))()
-        if self.lib.eng_table_batch(self.ptr, tid, n, _array(c_uint8, "B", batch.ops),
-                                    _array(c_int, "i", batch.handles), _array(c_uint64, "Q", batch.values),
-                                    _array(c_uint64, "Q", batch.masks), _array(c_uint64, "Q", batch.highs),
-                                    _array(c_uint8, "B", batch.kinds), _array(c_int64, "q", batch.priorities),
-                                    _array(c_int, "i", batch.actions), _array(c_int, "i", batch.nargs),
-                                    _array(c_uint64, "Q", batch.args), added):
+        ops, handles, actions, nargs = zip(*batch.ops) if n else ((), (), (), ())
+        kinds, values, masks, highs = zip(*batch.keys) if batch.keys else ((), (), (), ())
+        if self.lib.eng_table_batch(self.ptr, tid, n, _array(c_uint8, "B", ops), _array(c_int, "i", handles),
+                                    _array(c_uint64, "Q", values), _array(c_uint64, "Q", masks),
+                                    _array(c_uint64, "Q", highs), _array(c_uint8, "B", kinds),
+                                    _array(c_int64, "q", batch.priorities), _array(c_int, "i", actions),
+                                    _array(c_int, "i", nargs), _array(c_uint64, "Q", batch.args), added):
             raise MemoryError("native engine: out of memory writing a batch of table entries")
         return list(added[:n])
 

@@ -139,6 +139,7 @@ class Translator:
         table = self.by_id("tables", table_id)
         failures: list[RuntimeStatus | None] = [None] * len(updates)
         at: list[int] = []
+        actions: dict[bytes, tuple[str, dict[str, int]]] = {}  # the run's distinct actions, each checked once
 
         def writes() -> Iterator[tuple[str, st.TableEntry]]:  # each entry made as the state takes it (see NativeTable)
             for i, update in enumerate(updates):
@@ -147,7 +148,7 @@ class Translator:
                     entry = st.TableEntry(self.match_in(table, te.match), "", {}, te.priority,
                                           idle_timeout_ns=te.idle_timeout_ns)
                     if update.type != DELETE:
-                        entry.action, entry.params = self._action_in(table, te.action)
+                        entry.action, entry.params = self._action_once(table, te.action, actions)
                 except RuntimeStatus as failure:
                     failures[i] = failure
                     continue
@@ -159,6 +160,16 @@ class Translator:
             if error is not None:
                 failures[i] = RuntimeStatus(grpc.StatusCode[error.code], str(error))
         return failures
+
+    def _action_once(self, table: p4i.Table, ta: p4r.TableAction,
+                     seen: dict[bytes, tuple[str, dict[str, int]]]) -> tuple[str, dict[str, int]]:
+        """_action_in's answer, worked out once per distinct action message in `seen` (the params a copy each time:
+        every entry owns its own). Routes share their next hops: most of a run's actions are a few."""
+        key = ta.SerializeToString(deterministic=True)
+        known = seen.get(key)
+        if known is None:
+            known = seen[key] = self._action_in(table, ta)
+        return known[0], dict(known[1])
 
     def _write_indirect_entry(self, update_type: int, table: p4i.Table, te: p4r.TableEntry, entry: st.TableEntry) -> None:
         """Insert/modify an entry naming a member, a group or a one-shot action set (freed if the write fails)."""
@@ -210,25 +221,26 @@ class Translator:
             expected = _MATCH_ONEOF.get(field.match_type)
             if kind != expected:
                 raise invalid(f"{what}: expected a {expected} match, got {kind}")
-            out[field.name] = self._field_in(fm, field.bitwidth, what)
+            out[field.name] = self._field_in(fm, kind, field.bitwidth, what)
         missing = [name for name in exact if name not in out]
         if missing:
             raise invalid(f"{where}: exact match field {missing[0]} is missing")
         return out
 
     @staticmethod
-    def _field_in(fm: p4r.FieldMatch, width: int, what: str) -> st.Match:
-        if fm.HasField("exact"):
+    def _field_in(fm: p4r.FieldMatch, kind: str, width: int, what: str) -> st.Match:
+        """One field's match, of `kind` (its oneof, the one the field's match type wants)."""
+        if kind == "exact":
             return st.Exact(codec.decode(fm.exact.value, width, what))
-        if fm.HasField("optional"):
-            return st.Optional(codec.decode(fm.optional.value, width, what))
-        if fm.HasField("lpm"):
+        if kind == "lpm":
             if fm.lpm.prefix_len == 0:
                 raise invalid(f"{what}: a /0 lpm match must be omitted (don't care)")
             if not 0 < fm.lpm.prefix_len <= width:
                 raise invalid(f"{what}: prefix length {fm.lpm.prefix_len} out of range 1..{width}")
             return st.Lpm(codec.decode(fm.lpm.value, width, what), fm.lpm.prefix_len)
-        if fm.HasField("ternary"):
+        if kind == "optional":
+            return st.Optional(codec.decode(fm.optional.value, width, what))
+        if kind == "ternary":
             mask = codec.decode(fm.ternary.mask, width, what + " mask")
             if mask == 0:
                 raise invalid(f"{what}: a ternary match with mask 0 must be omitted (don't care)")

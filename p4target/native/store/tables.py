@@ -179,6 +179,8 @@ class NativeTable(st.Table):
                 out.append(None)
             except st.StateError as exc:
                 out.append(exc)
+        if not run.batch.ops:
+            return out
         try:
             handles = self._engine.table_batch(self._tid, run.batch)
         except MemoryError:
