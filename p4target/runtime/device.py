@@ -27,7 +27,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from p4target import load
 from p4target.errors import P4Error
 from p4target.limits import DEFAULT_STATE_CAP_MB, READ_BATCH, WRITE_RUN
-from p4target.runtime import codec
+from p4target.runtime import batch, codec
 from p4target.runtime.errors import RuntimeStatus, invalid
 from p4target.runtime.translate import MODIFY, Translator
 from p4target.state import StateError
@@ -298,7 +298,7 @@ class Device:
         The whole batch runs under the state lock, so packets never see half of it; with
         rollback that makes ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC the same thing here.
         Without rollback, each run of updates to one table's entries goes to the state WRITE_RUN at a time (see
-        Translator.write_table_run): the native engine takes them in one call.
+        runtime/batch.py): the native engine takes them in one call.
         """
         loaded = self.loaded()
         if atomicity in (p4r.WriteRequest.ROLLBACK_ON_ERROR, p4r.WriteRequest.DATAPLANE_ATOMIC):
@@ -306,10 +306,10 @@ class Device:
         translator = loaded.translator
         failures: list[RuntimeStatus | None] = []
         with loaded.pipeline.state.lock, _collector_paused():
-            for table_id, run in itertools.groupby(updates, translator.batched_table):
+            for table_id, run in itertools.groupby(updates, lambda update: batch.batched_table(translator, update)):
                 if table_id:
                     while chunk := list(itertools.islice(run, WRITE_RUN)):
-                        failures.extend(translator.write_table_run(table_id, chunk))
+                        failures.extend(batch.write_table_run(translator, table_id, chunk))
                     continue
                 for update in run:
                     try:

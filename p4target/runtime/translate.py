@@ -38,7 +38,6 @@ from p4target.runtime.profiles import ProfileTranslator
 from p4target.runtime.replication import ReplicationTranslator
 
 INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
-_STATE_WRITES = {INSERT: "insert", MODIFY: "modify", DELETE: "delete"}  # a table entry's update -> state.Table's
 
 _MATCH_ONEOF = {p4i.MatchField.EXACT: "exact", p4i.MatchField.LPM: "lpm", p4i.MatchField.TERNARY: "ternary",
                 p4i.MatchField.RANGE: "range", p4i.MatchField.OPTIONAL: "optional"}
@@ -112,7 +111,7 @@ class Translator:
             if table.implementation_id:
                 self._write_indirect_entry(update_type, table, te, entry)
             else:
-                entry.action, entry.params = self._action_in(table, te.action)
+                entry.action, entry.params = self.entry_action_in(table, te.action)
                 call = self.state.insert_entry if update_type == INSERT else self.state.modify_entry
                 state_call(call, name, entry)
             if counts is not None:
@@ -120,56 +119,6 @@ class Translator:
                 stored.packets, stored.bytes = counts
             if meter is not None:
                 state_call(self.state.direct_meter_set, meter[0], entry.match, entry.priority, meter[1])
-
-    def batched_table(self, update: p4r.Update) -> int:
-        """The table id of an update that write_table_run may take with others (a table entry of a table without
-        action profile, not its default, with no counter data, meter config or metadata), else 0."""
-        if update.type not in _STATE_WRITES or update.entity.WhichOneof("entity") != "table_entry":
-            return 0
-        te = update.entity.table_entry
-        if te.is_default_action or te.HasField("counter_data") or te.HasField("meter_config") or \
-                te.controller_metadata or te.metadata:
-            return 0
-        table = self.info.find("tables", te.table_id)
-        return 0 if table is None or table.implementation_id else te.table_id
-
-    def write_table_run(self, table_id: int, updates: list[p4r.Update]) -> list[RuntimeStatus | None]:
-        """Updates of table `table_id` that batched_table allowed, applied as `apply` applies each in turn (the
-        same per-update failures, None = applied), handed to the state as one run."""
-        table = self.by_id("tables", table_id)
-        failures: list[RuntimeStatus | None] = [None] * len(updates)
-        at: list[int] = []
-        actions: dict[bytes, tuple[str, dict[str, int]]] = {}  # the run's distinct actions, each checked once
-
-        def writes() -> Iterator[tuple[str, st.TableEntry]]:  # each entry made as the state takes it (see NativeTable)
-            for i, update in enumerate(updates):
-                te = update.entity.table_entry
-                try:
-                    entry = st.TableEntry(self.match_in(table, te.match), "", {}, te.priority,
-                                          idle_timeout_ns=te.idle_timeout_ns)
-                    if update.type != DELETE:
-                        entry.action, entry.params = self._action_once(table, te.action, actions)
-                except RuntimeStatus as failure:
-                    failures[i] = failure
-                    continue
-                at.append(i)
-                yield _STATE_WRITES[update.type], entry
-
-        errors = self.state.write_entries(table.preamble.name, writes())
-        for i, error in zip(at, errors):
-            if error is not None:
-                failures[i] = RuntimeStatus(grpc.StatusCode[error.code], str(error))
-        return failures
-
-    def _action_once(self, table: p4i.Table, ta: p4r.TableAction,
-                     seen: dict[bytes, tuple[str, dict[str, int]]]) -> tuple[str, dict[str, int]]:
-        """_action_in's answer, worked out once per distinct action message in `seen` (the params a copy each time:
-        every entry owns its own). Routes share their next hops: most of a run's actions are a few."""
-        key = ta.SerializeToString(deterministic=True)
-        known = seen.get(key)
-        if known is None:
-            known = seen[key] = self._action_in(table, ta)
-        return known[0], dict(known[1])
 
     def _write_indirect_entry(self, update_type: int, table: p4i.Table, te: p4r.TableEntry, entry: st.TableEntry) -> None:
         """Insert/modify an entry naming a member, a group or a one-shot action set (freed if the write fails)."""
@@ -202,7 +151,7 @@ class Translator:
             raise invalid(f"table {name} has an action profile: it has no default action to set or reset (as on BMv2)")
         if not te.HasField("action"):
             return state_call(self.state.reset_default, name)
-        action, params = self._action_in(table, te.action, default=True)
+        action, params = self.entry_action_in(table, te.action, default=True)
         state_call(self.state.set_default, name, action, params)
 
     def match_in(self, table: p4i.Table, matches) -> dict[str, st.Match]:
@@ -251,7 +200,8 @@ class Translator:
             raise invalid(f"{what}: a full range match must be omitted (don't care)")
         return st.Range(low, high)
 
-    def _action_in(self, table: p4i.Table, ta: p4r.TableAction, default: bool = False) -> tuple[str, dict[str, int]]:
+    def entry_action_in(self, table: p4i.Table, ta: p4r.TableAction, default: bool = False) -> tuple[str, dict[str, int]]:
+        """(action name, {param: value}) of a table entry's (or with `default` the default entry's) action."""
         where = f"table {table.preamble.name}"
         if ta.WhichOneof("type") != "action":
             if ta.WhichOneof("type") is None:
