@@ -116,3 +116,31 @@ def test_a_batched_run_leaves_the_table_as_one_update_at_a_time(ids):
                       IP(src="10.9.0.1", dst=f"10.0.0.{last}") / UDP(sport=1, dport=2) / b"x")
         outs = [[p for p, _ in device.loaded().pipeline.process(1, frame)] for device in (batched, single)]
         assert outs[0] == outs[1] == ([port] if port else [])
+
+
+def test_a_run_the_engine_has_no_memory_for_leaves_the_table_as_it_was(ids, monkeypatch):
+    """The engine's batch call fails without memory (injected: it changes nothing then, engine/api.h): the Write
+    fails, the model is put back, reads and packets see the entries as before, and the next Write works."""
+    from p4target.native.binding import Engine
+
+    device = Device(1, engine="native")
+    device.load_source(PROGRAM.read_text(), PROGRAM.name)
+    device.write([p4r.Update(type=INSERT, entity=route(ids, n)) for n in (1, 2)], p4r.WriteRequest.CONTINUE_ON_ERROR)
+    wildcard = p4r.Entity(table_entry=p4r.TableEntry(table_id=ids["MyIngress.ipv4_lpm"]))
+    before = [e for batch in device.read_batches([wildcard]) for e in batch]
+
+    def no_memory(self, tid, batch):
+        raise MemoryError("native engine: out of memory writing a batch of table entries")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Engine, "table_batch", no_memory)
+        with pytest.raises(MemoryError):
+            device.write([p4r.Update(type=INSERT, entity=route(ids, 3)), p4r.Update(type=MODIFY, entity=route(ids, 1, port=9)),
+                          p4r.Update(type=DELETE, entity=route(ids, 2)), p4r.Update(type=INSERT, entity=route(ids, 2, port=4))],
+                         p4r.WriteRequest.CONTINUE_ON_ERROR)
+    assert [e for batch in device.read_batches([wildcard]) for e in batch] == before
+    assert device.write([p4r.Update(type=INSERT, entity=route(ids, 3))], p4r.WriteRequest.CONTINUE_ON_ERROR) == [None]
+    for last, port in ((1, 2), (2, 2), (3, 2)):
+        frame = bytes(Ether(dst="00:00:00:00:00:01", src="00:00:00:00:00:02") /
+                      IP(src="10.9.0.1", dst=f"10.0.0.{last}") / UDP(sport=1, dport=2) / b"x")
+        assert [p for p, _ in device.loaded().pipeline.process(1, frame)] == [port]
