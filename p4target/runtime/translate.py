@@ -53,6 +53,7 @@ class Translator:
         self.profiles = ProfileTranslator(self)
         self.replication = ReplicationTranslator(self.state)
         self._aged: dict[str, dict[int, st.TableEntry]] = {}  # table -> entries notified in the last sweep
+        self._shapes: dict[int, tuple[str, dict[int, tuple[str, str | None, int, str]], list[str]]] = {}
 
     def by_id(self, kind: str, entity_id: int):
         """Entity `entity_id` of `kind` ("tables", ...); INVALID_ARGUMENT naming the id if absent."""
@@ -156,25 +157,35 @@ class Translator:
 
     def match_in(self, table: p4i.Table, matches) -> dict[str, st.Match]:
         """FieldMatch list -> {field name: match spec}, enforcing the spec's canonical forms."""
-        fields, exact = self.info.fields_by_id(table)
+        where, fields, exact = self._match_shape(table)
         out: dict[str, st.Match] = {}
-        where = f"table {table.preamble.name}"
         for fm in matches:
             field = fields.get(fm.field_id)
             if field is None:
                 raise invalid(f"{where}: unknown match field id {fm.field_id}")
-            what = f"{where} field {field.name}"
-            if field.name in out:
+            name, expected, width, what = field
+            if name in out:
                 raise invalid(f"{what}: matched twice")
             kind = fm.WhichOneof("field_match_type")
-            expected = _MATCH_ONEOF.get(field.match_type)
             if kind != expected:
                 raise invalid(f"{what}: expected a {expected} match, got {kind}")
-            out[field.name] = self._field_in(fm, kind, field.bitwidth, what)
+            out[name] = self._field_in(fm, kind, width, what)
         missing = [name for name in exact if name not in out]
         if missing:
             raise invalid(f"{where}: exact match field {missing[0]} is missing")
         return out
+
+    def _match_shape(self, table: p4i.Table) -> tuple[str, dict[int, tuple[str, str | None, int, str]], list[str]]:
+        """What match_in checks a table's matches against, read from the P4Info once: the table as errors name it,
+        (name, match oneof, width, the field as errors name it) by field id, the exact fields' names."""
+        shape = self._shapes.get(table.preamble.id)
+        if shape is None:
+            fields, exact = self.info.fields_by_id(table)
+            where = f"table {table.preamble.name}"
+            shape = self._shapes[table.preamble.id] = (where, {
+                i: (f.name, _MATCH_ONEOF.get(f.match_type), f.bitwidth, f"{where} field {f.name}")
+                for i, f in fields.items()}, exact)
+        return shape
 
     @staticmethod
     def _field_in(fm: p4r.FieldMatch, kind: str, width: int, what: str) -> st.Match:
