@@ -33,6 +33,7 @@ STREAM_QUEUE_BYTES = 1 << 20  # ... and their bytes (whichever bound comes first
 PACKET_OUT_QUEUE = 1024       # PacketOuts waiting for the packet loop; more are dropped (counted, a StreamError)
 PACKET_OUT_QUEUE_BYTES = 4 << 20  # ... and their bytes
 READ_BATCH = 1000             # entities per ReadResponse: a Read holds one batch, however many it answers
+WRITE_RUN = 256              # a Write's updates of one table handed to the state (one native call) at once
 THRIFT_VALUES = 1 << 16       # values (fields, elements) in one Thrift call, the decoded form's size
 THRIFT_BYTES = 16 << 20       # bytes of one Thrift call
 LINE_BYTES = 64 << 10         # one side-channel command line

@@ -11,6 +11,9 @@ entries), becomes primary over StreamChannel and, for each table:
 - one entry per Read: the same entries read back one Read RPC each (reads/s);
 - batched DELETE of everything (entries/s).
 
+The batched phases also give the switch process's CPU seconds. `--aggnet-root DIR` runs another
+checkout's `aggnet switch` (e.g. main, for a before/after).
+
 The client is plain gRPC with prebuilt protobuf messages, so the numbers are the
 server's (and the wire's), not a client library's. Needs no root.
 
@@ -52,15 +55,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_switch(log_dir: str) -> tuple[subprocess.Popen, str, str]:
-    """An `aggnet switch` process with no ports; returns (process, gRPC address, log path)."""
+def start_switch(log_dir: str, aggnet_root: Path = ROOT) -> tuple[subprocess.Popen, str, str]:
+    """An `aggnet switch` process (of the checkout `aggnet_root`) with no ports; returns (process, gRPC address,
+    log path)."""
     address = f"127.0.0.1:{free_port()}"
     log = os.path.join(log_dir, "s1.log")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(aggnet_root))
     command = [sys.executable, "-m", "testbed.cli", "switch", "--device-id", str(DEVICE_ID),
                "--grpc-server-addr", address, "--thrift-port", str(free_port()), "--log", log, str(PROGRAM)]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, cwd=aggnet_root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
     return process, address, log
+
+
+def cpu_s(process: subprocess.Popen) -> float:
+    """The switch's CPU seconds so far (user + system): steadier than wall time on a shared machine."""
+    with open(f"/proc/{process.pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def stop_switch(process: subprocess.Popen) -> None:
@@ -81,6 +93,7 @@ class Client:
         from finsy.proto import p4r, p4r_grpc
 
         self.p4r = p4r
+        self.process = process
         self.channel = grpc.insecure_channel(address)
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
@@ -165,10 +178,10 @@ def rate(count: int, seconds: float) -> float:
 def bench_table(client: Client, entries: Entries, n: int, batch: int, single: int) -> dict:
     p4r = entries.p4r
     inserts = entries.updates(p4r.Update.INSERT, range(n))
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), cpu_s(client.process)
     for start in range(0, n, batch):
         client.write(inserts[start:start + batch])
-    batched_insert = time.perf_counter() - t0
+    batched_insert, insert_cpu = time.perf_counter() - t0, cpu_s(client.process) - cpu0
 
     wildcard = p4r.Entity(table_entry=p4r.TableEntry(table_id=entries.table_id))
     t0 = time.perf_counter()
@@ -191,18 +204,20 @@ def bench_table(client: Client, entries: Entries, n: int, batch: int, single: in
         raise BenchError(f"bench_runtime: {entries.kind}: {found} of {single} single reads found their entry")
 
     deletes = entries.updates(p4r.Update.DELETE, range(n + single))
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), cpu_s(client.process)
     for start in range(0, len(deletes), batch):
         client.write(deletes[start:start + batch])
-    batched_delete = time.perf_counter() - t0
+    batched_delete, delete_cpu = time.perf_counter() - t0, cpu_s(client.process) - cpu0
     if client.read(wildcard) != 0:
         raise BenchError(f"bench_runtime: {entries.kind}: entries left after the batched delete")
     return {
         "batched_insert_entries_per_s": rate(n, batched_insert),
+        "batched_insert_switch_cpu_s": round(insert_cpu, 2),
         "wildcard_read_entries_per_s": rate(n, wildcard_read),
         "one_per_write_insert_entries_per_s": rate(single, single_insert),
         "one_per_read_reads_per_s": rate(single, single_read),
         "batched_delete_entries_per_s": rate(len(deletes), batched_delete),
+        "batched_delete_switch_cpu_s": round(delete_cpu, 2),
     }
 
 
@@ -213,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=500, help="updates per Write in the batched phases")
     parser.add_argument("--single", type=int, default=1000, help="entries written (and read) one per RPC")
     parser.add_argument("--kinds", default="lpm,exact,ternary", help="tables to measure (lpm, exact, ternary)")
+    parser.add_argument("--aggnet-root", type=Path, default=ROOT, help="the checkout whose `aggnet switch` runs")
     args = parser.parse_args(argv)
     kinds = [k for k in args.kinds.split(",") if k]
     unknown = [k for k in kinds if k not in TABLES]
@@ -224,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="bench-runtime-") as log_dir:
-        process, address, _log = start_switch(log_dir)
+        process, address, _log = start_switch(log_dir, args.aggnet_root)
         client = None
         try:
             client = Client(address, process)
@@ -243,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         "python": platform.python_version(),
         "machine": platform.machine(),
         "program": str(PROGRAM.relative_to(ROOT)),
-        "entries": args.entries, "batch": args.batch, "single": args.single,
+        "entries": args.entries, "batch": args.batch, "single": args.single, "aggnet_root": str(args.aggnet_root),
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "results": results,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ JSON of the same sources (p4c on PATH), printed as C by p4target/backends/c.py.
 """
 from __future__ import annotations
 
+import ipaddress
 import os
 import random
 import subprocess
@@ -94,8 +95,7 @@ def trace_aggnet(json_dir: str | None = None) -> tuple[str, str]:
     trace = Trace()
     pipeline = load.native(program_at(REPO / "p4src" / "aggnet.p4", json_dir), trace=trace)
     fb.install_job(pipeline, 1, 0, 8, [fb.Child(p, p - 1) for p in range(1, hosts + 1)])
-    for p in range(1, hosts + 1):
-        fb.install_host(pipeline, p, fb.host_mac(p), fb.host_ip(p))
+    _install_in_batches(pipeline, hosts)
     for seq in range(24):  # slots 0..7, pools 0,1,0
         slot, pool = seq % 8, (seq // 8) % 2
         for h in range(1, hosts + 1):
@@ -107,6 +107,28 @@ def trace_aggnet(json_dir: str | None = None) -> tuple[str, str]:
         return pipeline.source, trace.text()  # reads the registers: before the engine is freed
     finally:
         pipeline.close()
+
+
+def _install_in_batches(pipeline, hosts: int) -> None:
+    """The hosts' entries as fabric.install_host makes them, written in one run (the engine's batch entry point),
+    with a spare entry added, modified and deleted in it; and a child of job 2 added and deleted in a priority
+    table's run (job 2 stays unknown)."""
+    import fabric as fb
+
+    from p4target import state as st
+
+    def host(port: int, mac: str, ip: str) -> st.TableEntry:
+        return st.TableEntry({"standard_metadata.egress_port": st.Exact(port)}, "AggEgress.set_host",
+                             {"mac": int(mac.replace(":", ""), 16), "ip": int(ipaddress.IPv4Address(ip)),
+                              "udp_port": fb.wire.AGG_PORT})
+
+    spare = hosts + 1
+    writes = [("insert", host(p, fb.host_mac(p), fb.host_ip(p))) for p in range(1, spare + 1)]
+    writes += [("modify", host(spare, fb.host_mac(1), fb.host_ip(1))), ("delete", host(spare, "0:0:0:0:0:0", "0.0.0.0"))]
+    child = st.TableEntry({"hdr.agg.job_id": st.Exact(2), "standard_metadata.ingress_port": st.Exact(1),
+                           "hdr.ipv4.srcAddr": st.Ternary(0, 0)}, "AggIngress.set_child", {"index": 0}, priority=1)
+    for table, run in (("AggEgress.agg_host", writes), ("AggIngress.agg_child", [("insert", child), ("delete", child)])):
+        assert pipeline.state.write_entries(table, run) == [None] * len(run)
 
 
 def run(name: str, source: str, trace: str, frames: int, seed: int) -> Result:

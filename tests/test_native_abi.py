@@ -15,7 +15,8 @@ from p4target.native.build import ENGINE, build
 C_TYPES = {
     "void": {None}, "int": {c_int}, "u32": {c_uint32}, "u64": {c_uint64}, "int64_t": {c_int64},
     "double": {c_double}, "engine_t *": {c_void_p}, "u64 *": {POINTER(c_uint64)}, "u32 *": {POINTER(c_uint32)},
-    "int *": {POINTER(c_int)}, "double *": {POINTER(c_double)}, "u8 *": {POINTER(c_uint8), c_char_p},
+    "int *": {POINTER(c_int)}, "int64_t *": {POINTER(c_int64)}, "double *": {POINTER(c_double)},
+    "u8 *": {POINTER(c_uint8), c_char_p},
     "char *": {c_char_p}, "void *": {c_void_p},
 }
 DECL = re.compile(r"ENG_API\s+([^;]*?)\b(eng_\w+)\(([^)]*)\);", re.S)

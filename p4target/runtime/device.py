@@ -26,8 +26,8 @@ from google.protobuf.descriptor import FieldDescriptor
 
 from p4target import load
 from p4target.errors import P4Error
-from p4target.limits import DEFAULT_STATE_CAP_MB, READ_BATCH
-from p4target.runtime import codec
+from p4target.limits import DEFAULT_STATE_CAP_MB, READ_BATCH, WRITE_RUN
+from p4target.runtime import batch, codec
 from p4target.runtime.errors import RuntimeStatus, invalid
 from p4target.runtime.translate import MODIFY, Translator
 from p4target.state import StateError
@@ -297,21 +297,43 @@ class Device:
 
         The whole batch runs under the state lock, so packets never see half of it; with
         rollback that makes ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC the same thing here.
+        Without rollback, each run of updates to one table's entries goes to the state WRITE_RUN at a time (see
+        runtime/batch.py): the native engine takes them in one call.
         """
         loaded = self.loaded()
-        rollback = atomicity in (p4r.WriteRequest.ROLLBACK_ON_ERROR, p4r.WriteRequest.DATAPLANE_ATOMIC)
+        if atomicity in (p4r.WriteRequest.ROLLBACK_ON_ERROR, p4r.WriteRequest.DATAPLANE_ATOMIC):
+            return self._write_or_roll_back(loaded, updates)
+        translator = loaded.translator
+        failures: list[RuntimeStatus | None] = []
+        with loaded.pipeline.state.lock, _collector_paused():
+            for table_id, run in itertools.groupby(updates, lambda update: batch.batched_table(translator, update)):
+                if table_id:
+                    while chunk := list(itertools.islice(run, WRITE_RUN)):
+                        failures.extend(batch.write_table_run(translator, table_id, chunk))
+                    continue
+                for update in run:
+                    try:
+                        translator.apply(update.type, update.entity)
+                        failures.append(None)
+                    except RuntimeStatus as failure:
+                        failures.append(failure)
+        return failures
+
+    @staticmethod
+    def _write_or_roll_back(loaded: LoadedConfig, updates) -> list[RuntimeStatus | None]:
+        """Each update in turn; after a failure, the applied ones undone and each answered ABORTED."""
         failures: list[RuntimeStatus | None] = []
         undo: list[tuple[int, p4r.Entity]] = []
         with loaded.pipeline.state.lock, _collector_paused():
             for update in updates:
                 try:
-                    inverse = loaded.translator.inverse(update) if rollback else []
+                    inverse = loaded.translator.inverse(update)
                     loaded.translator.apply(update.type, update.entity)
                     undo.extend(inverse)
                     failures.append(None)
                 except RuntimeStatus as failure:
                     failures.append(failure)
-            if rollback and any(failures):
+            if any(failures):
                 for update_type, entity in reversed(undo):
                     loaded.translator.apply(update_type, entity)
                 first = next(i for i, f in enumerate(failures) if f is not None)

@@ -53,6 +53,7 @@ class Translator:
         self.profiles = ProfileTranslator(self)
         self.replication = ReplicationTranslator(self.state)
         self._aged: dict[str, dict[int, st.TableEntry]] = {}  # table -> entries notified in the last sweep
+        self._shapes: dict[int, tuple[str, dict[int, tuple[str, str | None, int, str]], list[str]]] = {}
 
     def by_id(self, kind: str, entity_id: int):
         """Entity `entity_id` of `kind` ("tables", ...); INVALID_ARGUMENT naming the id if absent."""
@@ -111,7 +112,7 @@ class Translator:
             if table.implementation_id:
                 self._write_indirect_entry(update_type, table, te, entry)
             else:
-                entry.action, entry.params = self._action_in(table, te.action)
+                entry.action, entry.params = self.entry_action_in(table, te.action)
                 call = self.state.insert_entry if update_type == INSERT else self.state.modify_entry
                 state_call(call, name, entry)
             if counts is not None:
@@ -151,44 +152,55 @@ class Translator:
             raise invalid(f"table {name} has an action profile: it has no default action to set or reset (as on BMv2)")
         if not te.HasField("action"):
             return state_call(self.state.reset_default, name)
-        action, params = self._action_in(table, te.action, default=True)
+        action, params = self.entry_action_in(table, te.action, default=True)
         state_call(self.state.set_default, name, action, params)
 
     def match_in(self, table: p4i.Table, matches) -> dict[str, st.Match]:
         """FieldMatch list -> {field name: match spec}, enforcing the spec's canonical forms."""
-        fields, exact = self.info.fields_by_id(table)
+        where, fields, exact = self._match_shape(table)
         out: dict[str, st.Match] = {}
-        where = f"table {table.preamble.name}"
         for fm in matches:
             field = fields.get(fm.field_id)
             if field is None:
                 raise invalid(f"{where}: unknown match field id {fm.field_id}")
-            what = f"{where} field {field.name}"
-            if field.name in out:
+            name, expected, width, what = field
+            if name in out:
                 raise invalid(f"{what}: matched twice")
             kind = fm.WhichOneof("field_match_type")
-            expected = _MATCH_ONEOF.get(field.match_type)
             if kind != expected:
                 raise invalid(f"{what}: expected a {expected} match, got {kind}")
-            out[field.name] = self._field_in(fm, field.bitwidth, what)
+            out[name] = self._field_in(fm, kind, width, what)
         missing = [name for name in exact if name not in out]
         if missing:
             raise invalid(f"{where}: exact match field {missing[0]} is missing")
         return out
 
+    def _match_shape(self, table: p4i.Table) -> tuple[str, dict[int, tuple[str, str | None, int, str]], list[str]]:
+        """What match_in checks a table's matches against, read from the P4Info once: the table as errors name it,
+        (name, match oneof, width, the field as errors name it) by field id, the exact fields' names."""
+        shape = self._shapes.get(table.preamble.id)
+        if shape is None:
+            fields, exact = self.info.fields_by_id(table)
+            where = f"table {table.preamble.name}"
+            shape = self._shapes[table.preamble.id] = (where, {
+                i: (f.name, _MATCH_ONEOF.get(f.match_type), f.bitwidth, f"{where} field {f.name}")
+                for i, f in fields.items()}, exact)
+        return shape
+
     @staticmethod
-    def _field_in(fm: p4r.FieldMatch, width: int, what: str) -> st.Match:
-        if fm.HasField("exact"):
+    def _field_in(fm: p4r.FieldMatch, kind: str, width: int, what: str) -> st.Match:
+        """One field's match, of `kind` (its oneof, the one the field's match type wants)."""
+        if kind == "exact":
             return st.Exact(codec.decode(fm.exact.value, width, what))
-        if fm.HasField("optional"):
-            return st.Optional(codec.decode(fm.optional.value, width, what))
-        if fm.HasField("lpm"):
+        if kind == "lpm":
             if fm.lpm.prefix_len == 0:
                 raise invalid(f"{what}: a /0 lpm match must be omitted (don't care)")
             if not 0 < fm.lpm.prefix_len <= width:
                 raise invalid(f"{what}: prefix length {fm.lpm.prefix_len} out of range 1..{width}")
             return st.Lpm(codec.decode(fm.lpm.value, width, what), fm.lpm.prefix_len)
-        if fm.HasField("ternary"):
+        if kind == "optional":
+            return st.Optional(codec.decode(fm.optional.value, width, what))
+        if kind == "ternary":
             mask = codec.decode(fm.ternary.mask, width, what + " mask")
             if mask == 0:
                 raise invalid(f"{what}: a ternary match with mask 0 must be omitted (don't care)")
@@ -199,7 +211,8 @@ class Translator:
             raise invalid(f"{what}: a full range match must be omitted (don't care)")
         return st.Range(low, high)
 
-    def _action_in(self, table: p4i.Table, ta: p4r.TableAction, default: bool = False) -> tuple[str, dict[str, int]]:
+    def entry_action_in(self, table: p4i.Table, ta: p4r.TableAction, default: bool = False) -> tuple[str, dict[str, int]]:
+        """(action name, {param: value}) of a table entry's (or with `default` the default entry's) action."""
         where = f"table {table.preamble.name}"
         if ta.WhichOneof("type") != "action":
             if ta.WhichOneof("type") is None:

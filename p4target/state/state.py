@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
 from p4target.extern_registry import keeper
 from p4target.state.cells import CounterArray, MeterArray, MeterConfig, RegisterArray, ValueSet, ValueSetSchema
-from p4target.state.errors import InvalidArgument
+from p4target.state.errors import InvalidArgument, StateError
 from p4target.state.events import Events, PortStats
 from p4target.state.profiles import ActionProfile
 from p4target.state.replication import Replication
@@ -130,6 +130,12 @@ class State:
     def delete_entry(self, table: str, entry: TableEntry) -> None:
         with self.lock:
             self.table(table).delete(entry)
+
+    def write_entries(self, table: str, writes: Iterable[tuple[str, TableEntry]]) -> list[StateError | None]:
+        """A run of writes to one table ("insert", "modify" or "delete", entry), in order: each one's error or None
+        (a failed write changes nothing; the others apply). See Table.write_many."""
+        with self.lock:
+            return self.table(table).write_many(writes)
 
     def get_default(self, table: str) -> DefaultAction | None:
         """The default action; None for a table with an action profile (BMv2 has none there)."""

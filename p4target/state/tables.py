@@ -3,9 +3,18 @@ from __future__ import annotations
 
 import bisect
 import time
+from collections.abc import Iterable
 
 from p4target.state.cells import MeterCell
-from p4target.state.errors import AlreadyExists, InvalidArgument, NotFound, PermissionDenied, ResourceExhausted, check_width
+from p4target.state.errors import (
+    AlreadyExists,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+    StateError,
+    check_width,
+)
 from p4target.state.profiles import ActionProfile
 from p4target.state.schema import (
     ActionSchema,
@@ -375,6 +384,18 @@ class Table:
         if self.profile is not None:
             self.profile.reference(old, -1)
         self._index.remove(key)
+
+    def write_many(self, writes: Iterable[tuple[str, TableEntry]]) -> list[StateError | None]:
+        """("insert", "modify" or "delete", entry) each in turn: its error or None. The native twin hands the run's
+        changes to its engine in one call."""
+        out: list[StateError | None] = []
+        for kind, entry in writes:
+            try:
+                getattr(self, kind)(entry)
+                out.append(None)
+            except StateError as exc:
+                out.append(exc)
+        return out
 
     def find(self, match: dict[str, Match], priority: int = 0) -> TableEntry:
         """The stored entry with exactly this match; NotFound otherwise."""

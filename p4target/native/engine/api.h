@@ -26,6 +26,14 @@ ENG_API int eng_table_add(engine_t *E, int tid, const u64 *v, const u64 *m, cons
                           int64_t prio, int action, const u64 *args, int nargs);
 ENG_API int eng_table_modify(engine_t *E, int handle, int action, const u64 *args, int nargs);
 ENG_API void eng_table_delete(engine_t *E, int tid, int handle);
+/* A run of one table's writes in one call (what a P4Runtime Write changes in a table): op[i] 0 adds an entry (its
+ * key the next nkeys words of v, m, hi and kind, its priority the next of prio), 1 gives entry handle[i] a new
+ * action, 2 deletes entry handle[i]; a handle -(j + 1) names the entry op j added. Adds and modifies take the next
+ * nargs[i] words of args as action[i]'s arguments. added[i]: the handle op i added (-1: none). All or nothing: 0,
+ * or -1 without memory and the table as it was. */
+ENG_API int eng_table_batch(engine_t *E, int tid, int n, const u8 *op, const int *handle, const u64 *v,
+                            const u64 *m, const u64 *hi, const u8 *kind, const int64_t *prio, const int *action,
+                            const int *nargs, const u64 *args, int *added);
 ENG_API int eng_table_default(engine_t *E, int tid, int action, const u64 *args, int nargs);
 ENG_API u64 *eng_entry_counters(engine_t *E, int handle);
 ENG_API double *eng_entry_last_hit(engine_t *E, int handle);

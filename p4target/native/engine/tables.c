@@ -108,12 +108,11 @@ void eng_table_setup(engine_t *E, int tid, int lpm, int lpm_width, int prio_mode
     t->lpm = lpm; t->lpm_width = lpm_width; t->prio_mode = prio_mode;
 }
 
-int eng_table_add(engine_t *E, int tid, const u64 *v, const u64 *m, const u64 *hi, const u8 *kind,
-                  int64_t prio, int action, const u64 *args, int nargs) {
-    table_t *t = &E->st.tables[tid];
-    int n = t->nkeys;
+/* A new entry (not yet in any table): NULL without memory. */
+static entry_t *entry_new(int n, const u64 *v, const u64 *m, const u64 *hi, const u8 *kind, int64_t prio,
+                          int action, const u64 *args, int nargs) {
     entry_t *e = calloc(1, sizeof(entry_t) + sizeof(u64) * (size_t)(nargs + 3 * n) + (size_t)n + 8);
-    if (!e) return -1;
+    if (!e) return NULL;
     e->args = (u64 *)(e + 1);
     e->v = e->args + nargs; e->m = e->v + n; e->hi = e->m + n;
     e->kind = (u8 *)(e->hi + n);
@@ -123,31 +122,40 @@ int eng_table_add(engine_t *E, int tid, const u64 *v, const u64 *m, const u64 *h
     e->action = action; e->prio = prio; e->capargs = (u32)nargs;
     e->member = e->group = -1;
     e->last_hit = mono();  /* as if hit when added: its idle timeout counts from now */
-    /* room first (a handle, a place in the table), so running out of memory leaves the table as it was */
-    u32 cap = E->caphandles;
-    if (!E->nfree && E->nhandles == E->caphandles
-        && (grow((void **)&E->freeh, &cap, sizeof(int32_t), 256)
-            || grow((void **)&E->handles, &E->caphandles, sizeof(entry_t *), 256))) {
-        free(e);
-        return -1;
+    return e;
+}
+
+/* Room for `handles` new handles and `sorted` more sorted entries: 0, or -1 (what grew stays grown). */
+static int room_for(engine_t *E, table_t *t, u32 handles, u32 sorted) {
+    while (E->nhandles + handles > E->caphandles) {
+        u32 cap = E->caphandles;
+        if (grow((void **)&E->freeh, &cap, sizeof(int32_t), 256)
+            || grow((void **)&E->handles, &E->caphandles, sizeof(entry_t *), 256)) return -1;
     }
-    level_t *l = NULL;
+    while (t->nsorted + sorted > t->capsorted)
+        if (grow((void **)&t->sorted, &t->capsorted, sizeof(entry_t *), 16)) return -1;
+    return 0;
+}
+
+/* The level an entry of an exact/lpm table goes in (created, NULL without memory). */
+static level_t *level_of(table_t *t, const entry_t *e) {
+    int n = t->nkeys;
     u64 mask[n ? n : 1];
-    for (int i = 0; i < n; i++) mask[i] = kind[i] == 1 ? m[i] : 0;
+    for (int i = 0; i < n; i++) mask[i] = e->kind[i] == 1 ? e->m[i] : 0;
     int plen = 0;  /* the lpm key's prefix length, over its words (one per 64 bits) */
     for (int i = t->lpm; i >= 0 && i < t->lpm + (t->lpm_width + 63) / 64 && i < n; i++)
-        plen += kind[i] == 1 ? __builtin_popcountll(m[i]) : 0;
-    if (t->prio_mode ? t->nsorted == t->capsorted && grow((void **)&t->sorted, &t->capsorted, sizeof(entry_t *), 16)
-                     : !(l = level_for(t, plen, mask))) {
-        free(e);
-        return -1;
-    }
+        plen += e->kind[i] == 1 ? __builtin_popcountll(e->m[i]) : 0;
+    return level_for(t, plen, mask);
+}
+
+/* Put a new entry in its table (level `l`, or the sorted list), room made before: its handle. */
+static int entry_place(engine_t *E, table_t *t, entry_t *e, level_t *l) {
     e->seq = t->seq++;
     if (l) {
-        level_insert(l, e, n);
+        level_insert(l, e, t->nkeys);
     } else {
         u32 at = t->nsorted;
-        while (at > 0 && t->sorted[at - 1]->prio < prio) at--;
+        while (at > 0 && t->sorted[at - 1]->prio < e->prio) at--;
         memmove(&t->sorted[at + 1], &t->sorted[at], sizeof(entry_t *) * (t->nsorted - at));
         t->sorted[at] = e;
         t->nsorted++;
@@ -157,19 +165,38 @@ int eng_table_add(engine_t *E, int tid, const u64 *v, const u64 *m, const u64 *h
     return e->handle;
 }
 
-/* A new action for an entry: 0, or -1 without memory (the entry as it was). An action with more parameters than
- * the entry was made with gets a block of its own: writing them in place would run over the entry's key. */
-int eng_table_modify(engine_t *E, int handle, int action, const u64 *args, int nargs) {
-    entry_t *e = E->handles[handle];
-    if ((u32)nargs > e->capargs) {
-        u64 *more = malloc(sizeof(u64) * (size_t)nargs);
-        if (!more) return -1;
+int eng_table_add(engine_t *E, int tid, const u64 *v, const u64 *m, const u64 *hi, const u8 *kind,
+                  int64_t prio, int action, const u64 *args, int nargs) {
+    table_t *t = &E->st.tables[tid];
+    entry_t *e = entry_new(t->nkeys, v, m, hi, kind, prio, action, args, nargs);
+    if (!e) return -1;
+    /* room first (a handle, a place in the table), so running out of memory leaves the table as it was */
+    level_t *l = NULL;
+    if (room_for(E, t, !E->nfree, 0) || (t->prio_mode ? room_for(E, t, 0, 1) : !(l = level_of(t, e)))) {
+        free(e);
+        return -1;
+    }
+    return entry_place(E, t, e, l);
+}
+
+/* A new action for an entry; `more`: a block for its arguments, when it has too little room for them. */
+static void entry_set_action(entry_t *e, int action, const u64 *args, int nargs, u64 *more) {
+    if (more) {
         free(e->own_args);
         e->args = e->own_args = more;
         e->capargs = (u32)nargs;
     }
     e->action = action;
     memcpy(e->args, args, sizeof(u64) * (size_t)nargs);
+}
+
+/* A new action for an entry: 0, or -1 without memory (the entry as it was). An action with more parameters than
+ * the entry was made with gets a block of its own: writing them in place would run over the entry's key. */
+int eng_table_modify(engine_t *E, int handle, int action, const u64 *args, int nargs) {
+    entry_t *e = E->handles[handle];
+    u64 *more = NULL;
+    if ((u32)nargs > e->capargs && !(more = malloc(sizeof(u64) * (size_t)nargs))) return -1;
+    entry_set_action(e, action, args, nargs, more);
     return 0;
 }
 
@@ -178,9 +205,20 @@ void entry_free(entry_t *e) {
     free(e);
 }
 
-void eng_table_delete(engine_t *E, int tid, int handle) {
-    table_t *t = &E->st.tables[tid];
-    entry_t *e = E->handles[handle];
+static void drop_empty_levels(table_t *t) {
+    for (level_t **pl = &t->levels; *pl;) {
+        level_t *l = *pl;
+        if (l->n) {
+            pl = &l->next;
+        } else {
+            *pl = l->next;
+            level_free(l);
+        }
+    }
+}
+
+/* Take an entry out of its table and free it; its level stays when it empties unless `drop_level`. */
+static void entry_remove(engine_t *E, table_t *t, entry_t *e, int drop_level) {
     if (t->prio_mode) {
         for (u32 s = 0; s < t->nsorted; s++) {
             if (t->sorted[s] == e) {
@@ -195,16 +233,73 @@ void eng_table_delete(engine_t *E, int tid, int handle) {
         for (entry_t **pp = &l->b[h]; *pp; pp = &(*pp)->hnext) {
             if (*pp == e) { *pp = e->hnext; break; }
         }
-        if (--l->n == 0) {
-            for (level_t **pl = &t->levels; *pl; pl = &(*pl)->next) {
-                if (*pl == l) { *pl = l->next; break; }
-            }
-            level_free(l);
+        if (--l->n == 0 && drop_level) drop_empty_levels(t);
+    }
+    E->handles[e->handle] = NULL;
+    E->freeh[E->nfree++] = e->handle;
+    entry_free(e);
+}
+
+void eng_table_delete(engine_t *E, int tid, int handle) {
+    entry_remove(E, &E->st.tables[tid], E->handles[handle], 1);
+}
+
+/* The entry a batch's op names: handle h, or -(j + 1) for the one op j added. */
+static entry_t *batch_entry(engine_t *E, int h, const int *added) {
+    return E->handles[h < 0 ? added[-h - 1] : h];
+}
+
+int eng_table_batch(engine_t *E, int tid, int n, const u8 *op, const int *handle, const u64 *v, const u64 *m,
+                    const u64 *hi, const u8 *kind, const int64_t *prio, const int *action, const int *nargs,
+                    const u64 *args, int *added) {
+    table_t *t = &E->st.tables[tid];
+    int nk = t->nkeys;
+    u32 nadd = 0;
+    for (int i = 0; i < n; i++) nadd += op[i] == 0;
+    /* everything the ops need allocated first: the new entries (in their levels), bigger argument blocks */
+    entry_t **made = calloc(n ? (size_t)n : 1, sizeof(entry_t *));
+    u64 **more = calloc(n ? (size_t)n : 1, sizeof(u64 *));
+    int fail = !made || !more || room_for(E, t, nadd, t->prio_mode ? nadd : 0);
+    const u64 *a = args;
+    for (int i = 0, k = 0; i < n && !fail; a += op[i] == 2 ? 0 : nargs[i], i++) {
+        if (op[i] == 0) {
+            size_t at = (size_t)k * (size_t)nk;
+            entry_t *e = made[i] = entry_new(nk, v + at, m + at, hi + at, kind + at, prio[k], action[i], a, nargs[i]);
+            fail = !e || (!t->prio_mode && !(e->lvl = level_of(t, e)));
+            k++;
+        } else if (op[i] == 1) {
+            entry_t *e = handle[i] < 0 ? made[-handle[i] - 1] : E->handles[handle[i]];
+            fail = (u32)nargs[i] > e->capargs && !(more[i] = malloc(sizeof(u64) * (size_t)nargs[i]));
         }
     }
-    E->handles[handle] = NULL;
-    E->freeh[E->nfree++] = handle;
-    entry_free(e);
+    if (!fail) {
+        a = args;
+        for (int i = 0; i < n; a += op[i] == 2 ? 0 : nargs[i], i++) {
+            added[i] = -1;
+            if (op[i] == 0) {
+                added[i] = entry_place(E, t, made[i], made[i]->lvl);
+                made[i] = NULL;
+            } else if (op[i] == 1) {
+                entry_t *e = batch_entry(E, handle[i], added);
+                if (more[i] && (u32)nargs[i] <= e->capargs) {  /* an earlier op in the batch gave it the room */
+                    free(more[i]);
+                    more[i] = NULL;
+                }
+                entry_set_action(e, action[i], a, nargs[i], more[i]);
+                more[i] = NULL;
+            } else {
+                entry_remove(E, t, batch_entry(E, handle[i], added), 0);
+            }
+        }
+    }
+    for (int i = 0; i < n && made && more; i++) {  /* after a failure: what was allocated for the ops */
+        free(made[i]);
+        free(more[i]);
+    }
+    drop_empty_levels(t);
+    free(made);
+    free(more);
+    return fail ? -1 : 0;
 }
 
 int eng_table_default(engine_t *E, int tid, int action, const u64 *args, int nargs) {

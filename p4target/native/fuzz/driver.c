@@ -133,6 +133,27 @@ static int replay(engine_t *E, FILE *f, int *packets) {
         } else if (!strcmp(cmd, "table_delete")) {
             int tid = (int)num();
             eng_table_delete(E, tid, (int)num());
+        } else if (!strcmp(cmd, "table_batch")) {  /* each array as recorded; `added` refilled by the call */
+            u32 nop, nh, nv, nm, nhi, nk, np, na, nn, nargs, nadded;
+            int tid = (int)num(), n = (int)num();
+            u64 *op = array(&nop), *h = array(&nh), *v = array(&nv), *m = array(&nm), *hi = array(&nhi);
+            u64 *k = array(&nk), *p = array(&np), *a = array(&na), *na_ = array(&nn), *args = array(&nargs);
+            u64 *was = array(&nadded);
+            u8 ops[nop ? nop : 1], kind[nk ? nk : 1];
+            int handle[nh ? nh : 1], action[na ? na : 1], nargsv[nn ? nn : 1], added[nadded ? nadded : 1];
+            int64_t prio[np ? np : 1];
+            for (u32 i = 0; i < nop; i++) ops[i] = (u8)op[i];
+            for (u32 i = 0; i < nk; i++) kind[i] = (u8)k[i];
+            for (u32 i = 0; i < nh; i++) handle[i] = (int)h[i];
+            for (u32 i = 0; i < na; i++) action[i] = (int)a[i];
+            for (u32 i = 0; i < nn; i++) nargsv[i] = (int)na_[i];
+            for (u32 i = 0; i < np; i++) prio[i] = (int64_t)p[i];
+            if (eng_table_batch(E, tid, n, ops, handle, v, m, hi, kind, prio, action, nargsv, args, added))
+                bad("table_batch failed");
+            for (int i = 0; i < n; i++)
+                if ((u64)(int64_t)added[i] != was[i]) bad("table_batch: not the recorded handles");
+            free(op); free(h); free(v); free(m); free(hi); free(k); free(p); free(a); free(na_); free(args);
+            free(was);
         } else if (!strcmp(cmd, "table_default")) {
             u32 nargs;
             int tid = (int)num(), action = (int)num();

@@ -2,11 +2,11 @@
 engine's table; an entry's direct-counter cells and last hit are the engine's (`NativeTableEntry`)."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from p4target import state as st
-from p4target.native.binding import Engine
+from p4target.native.binding import Engine, TableBatch
 from p4target.native.store.cells import NativeMeterCell
 from p4target.native.store.profiles import NativeActionProfile
 from p4target.native.store.words import WORD_BITS, arg_words, chunks, param_widths, words
@@ -105,6 +105,21 @@ def key_spec(key: st.KeyField, part: tuple | None) -> list[tuple[int, int, int, 
     return words
 
 
+class _Run:
+    """What NativeTable.write_many has done so far: the engine's batch, the entries it adds by id() (with their op's
+    index), and how to undo each write in the model."""
+
+    def __init__(self) -> None:
+        self.batch = TableBatch()
+        self.added: dict[int, tuple[int, st.TableEntry]] = {}
+        self.undo: list[Callable[[], None]] = []
+
+    def handle(self, stored: st.TableEntry) -> int:
+        """The handle the batch names a stored entry by: the engine's, or -(j + 1) for the one its op j adds."""
+        made = self.added.get(id(stored))
+        return -(made[0] + 1) if made is not None else _native(stored)._handle
+
+
 class NativeTable(st.Table):
     """A Table whose accepted writes are mirrored into the engine's table `tid`."""
 
@@ -138,11 +153,7 @@ class NativeTable(st.Table):
         handle = self._engine.table_add(self._tid, keys, priority, action, args)
         if isinstance(self.profile, NativeActionProfile):
             self._engine.entry_names(handle, *self.profile.engine_handles(entry))
-        entry.__class__ = NativeTableEntry  # its counter cells and last hit now read the engine's (both fresh)
-        stored = _native(entry)
-        stored._engine, stored._handle = self._engine, handle
-        if entry.meter is not None:
-            entry.meter = NativeMeterCell(lambda config: self._engine.direct_meter_set(handle, config))
+        self._attach(entry, handle)  # its counter cells and last hit now read the engine's (both fresh)
         return parts, priority
 
     def modify(self, entry: st.TableEntry) -> None:
@@ -153,6 +164,90 @@ class NativeTable(st.Table):
         else:
             self._engine.table_modify(stored._handle, self._action_ids[stored.action],
                                       self._args(stored.action, stored.args))
+
+    def write_many(self, writes: Iterable[tuple[str, st.TableEntry]]) -> list[st.StateError | None]:
+        """Each write checked and applied to the model in turn, as Table.write_many; what they change in the engine
+        in one call at the end (a table with an action profile: per entry). Without memory for it, the model is
+        put back as it was and MemoryError raised, the engine unchanged."""
+        if self.profile is not None:
+            return super().write_many(writes)
+        run = _Run()  # `writes` is best a generator making each entry as it is taken (see _batch_insert)
+        out: list[st.StateError | None] = []
+        for kind, entry in writes:
+            try:
+                run.undo.append(getattr(self, "_batch_" + kind)(entry, run))
+                out.append(None)
+            except st.StateError as exc:
+                out.append(exc)
+        if not run.batch.ops:
+            return out
+        try:
+            handles = self._engine.table_batch(self._tid, run.batch)
+        except MemoryError:
+            for step in reversed(run.undo):
+                step()
+            raise
+        for at, entry in run.added.values():
+            self._attach(entry, handles[at])
+        return out
+
+    def _batch_insert(self, entry: st.TableEntry, run: _Run) -> Callable[[], None]:
+        detach(entry)
+        parts, priority = st.Table.insert(self, entry)
+        # Every attribute the entry will have, set while it is new: CPython keeps an object's attributes in its
+        # class's shared layout only if they are added before other objects are made; one added after the run's
+        # engine call would give each entry a dict of its own (600 bytes more an entry, measured).
+        entry._engine, entry._handle = self._engine, -1  # type: ignore[attr-defined]
+        keys = [word for k, p in zip(self._keys, parts) for word in key_spec(k, p)]
+        run.added[id(entry)] = (len(run.batch.ops), entry)
+        run.batch.add(keys, priority, self._action_ids[entry.action], self._args(entry.action, entry.args))
+        return lambda: st.Table.delete(self, entry)
+
+    def _batch_modify(self, entry: st.TableEntry, run: _Run) -> Callable[[], None]:
+        self._check_mutable()
+        stored = self._entries.get(self._canonical(entry))
+        before = (stored.action, stored.params, stored.args, stored.idle_timeout_ns) if stored is not None else None
+        st.Table.modify(self, entry)  # raises if there is none
+        assert stored is not None and before is not None
+        run.batch.modify(run.handle(stored), self._action_ids[stored.action], self._args(stored.action, stored.args))
+
+        def restore() -> None:
+            stored.action, stored.params, stored.args, stored.idle_timeout_ns = before
+        return restore
+
+    def _batch_delete(self, entry: st.TableEntry, run: _Run) -> Callable[[], None]:
+        self._check_mutable()
+        key = self._canonical(entry)
+        stored = self._entries.get(key)
+        st.Table.delete(self, entry)  # raises if there is none
+        assert stored is not None
+        handle = run.handle(stored)
+        run.batch.delete(handle)
+        if handle < 0:  # added earlier in this run: never the engine's
+            made = run.added.pop(id(stored))
+
+            def forget() -> None:
+                self._restore(key, stored)
+                run.added[id(stored)] = made
+            return forget
+        detach(stored)  # its last counts, read before the engine frees its cells
+
+        def restore() -> None:
+            self._restore(key, stored)
+            self._attach(stored, handle)
+        return restore
+
+    def _restore(self, key: tuple, entry: st.TableEntry) -> None:
+        self._entries[key] = entry
+        self._index.add(key, entry)
+
+    def _attach(self, entry: st.TableEntry, handle: int) -> None:
+        """`entry` (stored) is now the engine's entry `handle`: its counter cells and last hit read the engine's."""
+        entry.__class__ = NativeTableEntry
+        stored = _native(entry)
+        stored._engine, stored._handle = self._engine, handle
+        if entry.meter is not None:
+            entry.meter = NativeMeterCell(lambda config: self._engine.direct_meter_set(handle, config))
 
     def _args(self, action: str, args: tuple[int, ...]) -> tuple[int, ...]:
         return arg_words(self._param_widths[action], args)
