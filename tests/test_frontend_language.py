@@ -144,3 +144,16 @@ def test_a_digest_of_a_list_is_named_as_p4c_names_it_and_carries_the_values_at_t
         pipeline.process(0, bytes([0x11, 0, 0]) + bytes(128) + bytes([0x22, 0x33]))
         assert pipeline.state.drain_digests() == [("digest_0", (0x11, 0x2233))]
     native.close()
+
+
+def test_a_direct_counter_or_meter_on_no_table_is_a_warning_and_left_out_of_p4info(tmp_path, capsys):
+    """p4c warns (`Direct counter not used; ignoring`, `'m' is unused`) and lists neither in P4Info:
+    p4c's samples unused-counter-bmv2 and issue1829-4-bmv2."""
+    program = write(tmp_path, ("unattached_direct", "", "direct_counter(CounterType.packets) dc;\n"
+                               "    direct_meter<bit<2>>(MeterType.packets) dm;", "", None))
+    out = tmp_path / "p4info.txtpb"
+    assert aggnet(["p4", "compile", program, "--p4info", str(out)]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        f"{program}:12:41: warning: I.dc: direct counter not attached to any table; ignoring",
+        f"{program}:13:45: warning: I.dm: direct meter not attached to any table; ignoring"]
+    assert "direct_" not in out.read_text()

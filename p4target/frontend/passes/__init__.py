@@ -127,11 +127,14 @@ def prune(program: ir.Program) -> None:
 
     That is its parser and controls (functions are all inlined); a top-level extern instance
     becomes a local of the first block using it (keeping its global name), an unused one goes
-    (as in p4c)."""
+    (as in p4c). So does a direct counter or meter no table names and no code calls, with
+    p4c's warning: it has no table to count for, and P4Info lists none."""
     blocks = v1_blocks(program)
     program.parsers = {b.name: b for b in blocks if isinstance(b, ir.Parser)}
     program.controls = {b.name: b for b in blocks if isinstance(b, ir.Control)}
     program.functions = {}
+    for b in program.controls.values():
+        _drop_unused_direct_resources(program, b)
     for inst in program.instances:
         for b in blocks:
             code = [b.body if isinstance(b, ir.Control) else list(b.states.values())]
@@ -142,6 +145,19 @@ def prune(program: ir.Program) -> None:
                     b.instances[inst.name] = inst
                 break
     program.instances = []
+
+
+def _drop_unused_direct_resources(program: ir.Program, control: ir.Control) -> None:
+    attached = {id(d) for t in control.tables.values() for d in (t.direct_counter, t.direct_meter) if d is not None}
+    code = [control.body] + [d.body for d in control.locals if isinstance(d, ir.Action)]
+    called = {id(n.decl) for n in walk(code) if isinstance(n, ir.InstanceRef)}
+    for d in list(control.locals):
+        if (isinstance(d, ir.ExternInstance) and d.extern in ("direct_counter", "direct_meter")
+                and id(d) not in attached and id(d) not in called):
+            control.locals.remove(d)
+            control.instances.pop(d.name, None)
+            kind = d.extern.replace("_", " ")
+            program.warnings.append(f"{d.loc}: warning: {control.name}.{d.name}: {kind} not attached to any table; ignoring")
 
 
 def check_unique_names(program: ir.Program) -> None:
