@@ -59,6 +59,8 @@ ACCEPTED = [
  ("serializable_enum_as_its_bits", "enum bit<32> size_t { N = 4 } enum bit<8> kind_t { A = 1, B = 2 }",
   "counter(size_t.N, CounterType.packets) c;", "bit<8> x = kind_t.A; if (h.h.a == kind_t.B) { h.h.b = x; } c.count(0);",
   "state start { pk.extract(h.h); transition select(h.h.a) { kind_t.A: accept; default: accept; } }"),
+ ("type_as_a_name", "", "action a(inout bit<8> type, bit<8> v) { bit<8> t = type; type = t + v; }",
+  "a(h.h.a, 1);", None),
  ("free_form_annotation_bodies", "@doc(any ; tokens { at } all) struct s_t { bit<8> x; }",
   "@free(this is ; free text (with { nested } parens)) @call(f(x)[1], \"s\") action a() {}", "a();", None),
  ("register_of_serializable_enum", "enum bit<8> kind_t { A = 1, B = 2 }", "register<kind_t>(4) r;",
