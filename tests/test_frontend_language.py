@@ -61,6 +61,8 @@ ACCEPTED = [
   "state start { pk.extract(h.h); transition select(h.h.a) { kind_t.A: accept; default: accept; } }"),
  ("type_as_a_name", "", "action a(inout bit<8> type, bit<8> v) { bit<8> t = type; type = t + v; }",
   "a(h.h.a, 1);", None),
+ ("field_list_named_by_enum", "struct M { bit<8> m; }",
+  "enum bit<8> lists_t { I2E = 1 } struct M { @field_list(lists_t.I2E) bit<8> m; }"),
  ("free_form_annotation_bodies", "@doc(any ; tokens { at } all) struct s_t { bit<8> x; }",
   "@free(this is ; free text (with { nested } parens)) @call(f(x)[1], \"s\") action a() {}", "a();", None),
  ("register_of_serializable_enum", "enum bit<8> kind_t { A = 1, B = 2 }", "register<kind_t>(4) r;",
