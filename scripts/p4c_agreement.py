@@ -78,12 +78,13 @@ def p4c_verdict(path: Path, timeout: float) -> tuple[bool, str]:
 
 def _ours(path: str, native: bool) -> tuple[str, str]:
     """Our verdict, run in a child process: the front end, P4Info, and the engines' forms."""
-    from p4target import load
+    from p4target import externs, load
     from p4target.errors import P4Error
     from p4target.frontend import load_program
     from p4target.lowered.from_ir import lower_program
     from p4target.p4info import build_p4info
 
+    externs.load()  # a spawned child starts without them (the composition root's load is the parent's)
     try:
         program = load_program(path)
         build_p4info(program)
