@@ -23,6 +23,7 @@ from .hash_data import HashData
 from .header_unions import invalidate_union_siblings, lower_header_unions
 from .initializers import move_initializers
 from .new_types import erase_new_types
+from .parser_ifs import remove_parser_ifs
 from .side_effects import SideEffectOrdering
 from .strength import reduce_strength, reduce_strength_in_action
 from .walk import map_block_stmts, walk
@@ -79,6 +80,13 @@ def functions(program: ir.Program) -> None:
         a.body.stmts = inline_calls(a.body.stmts)
     for b in v1_blocks(program):
         inline_functions(b)
+
+
+def parser_ifs(program: ir.Program) -> None:
+    """`if` statements in parser states become states of their own."""
+    for b in v1_blocks(program):
+        if isinstance(b, ir.Parser):
+            remove_parser_ifs(b)
 
 
 def header_unions(program: ir.Program) -> None:
@@ -201,6 +209,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("blocks", blocks),
     Pass("functions", functions),
     Pass("header_unions", header_unions),
+    Pass("parser_ifs", parser_ifs),
     Pass("strength", strength),
     Pass("hash_data", hash_data),
     Pass("digest_lists", digest_lists),
