@@ -64,6 +64,7 @@ ACCEPTED = [
   "a(h.h.a, 1);", None),
  ("field_list_named_by_enum", "struct M { bit<8> m; }",
   "enum bit<8> lists_t { I2E = 1 } struct M { @field_list(lists_t.I2E) bit<8> m; }"),
+ ("free_form_annotation_any_character", "@doc(What's six by nine? $42 ` \\ 0xdeadbeef) struct s_t { bit<8> x; }", "", "", None),
  ("free_form_annotation_bodies", "@doc(any ; tokens { at } all) struct s_t { bit<8> x; }",
   "@free(this is ; free text (with { nested } parens)) @call(f(x)[1], \"s\") action a() {}", "a();", None),
  ("register_of_serializable_enum", "enum bit<8> kind_t { A = 1, B = 2 }", "register<kind_t>(4) r;",
