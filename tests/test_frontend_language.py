@@ -60,6 +60,8 @@ ACCEPTED = [
  ("serializable_enum_as_its_bits", "enum bit<32> size_t { N = 4 } enum bit<8> kind_t { A = 1, B = 2 }",
   "counter(size_t.N, CounterType.packets) c;", "bit<8> x = kind_t.A; if (h.h.a == kind_t.B) { h.h.b = x; } c.count(0);",
   "state start { pk.extract(h.h); transition select(h.h.a) { kind_t.A: accept; default: accept; } }"),
+ ("serializable_enum_as_stack_index", "enum bit<8> idx_t { ONE = 1 }", "",
+  "idx_t i = (idx_t)h.h.b; h.st[i].a = 1; h.st[idx_t.ONE].b = 2;", None),
  ("type_as_a_name", "", "action a(inout bit<8> type, bit<8> v) { bit<8> t = type; type = t + v; }",
   "a(h.h.a, 1);", None),
  ("field_list_named_by_enum", "struct M { bit<8> m; }",

@@ -60,6 +60,8 @@ class Expressions:
             if not isinstance(base.type, ir.StackType):
                 raise self.n.error(node, f"{self.n.text(node.children[0])} has type {base.type}; only header stacks can be indexed")
             idx = self.expr(node.children[1], scope)
+            if isinstance(idx.type, ir.EnumType) and idx.type.underlying is not None:
+                idx = as_underlying(idx, idx.type.underlying)
             if isinstance(idx, ir.Constant):
                 if not 0 <= idx.value < base.type.size:
                     raise self.n.error(node.children[1], f"index {idx.value} out of bounds of {base.type}")
