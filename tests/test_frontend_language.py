@@ -62,6 +62,9 @@ ACCEPTED = [
   "state start { pk.extract(h.h); transition select(h.h.a) { kind_t.A: accept; default: accept; } }"),
  ("serializable_enum_as_stack_index", "enum bit<8> idx_t { ONE = 1 }", "",
   "idx_t i = (idx_t)h.h.b; h.st[i].a = 1; h.st[idx_t.ONE].b = 2;", None),
+ ("braced_entry_keysets", "", "action a() {} table t { key = { h.h.a: exact; } actions = { a; } const entries = { {1} : a(); } } "
+  "table u { key = { h.h.a: exact; h.h.b: ternary; } actions = { a; } const entries = { {2, 3} : a(); } }",
+  "t.apply(); u.apply();", None),
  ("type_as_a_name", "", "action a(inout bit<8> type, bit<8> v) { bit<8> t = type; type = t + v; }",
   "a(h.h.a, 1);", None),
  ("field_list_named_by_enum", "struct M { bit<8> m; }",

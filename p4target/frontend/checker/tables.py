@@ -216,6 +216,8 @@ class Tables:
     def keysets(self, node: Tree, keys: list[ir.Expr], scope: Scope, what: str) -> list[ir.KeySet]:
         """One KeySet per key from a (tuple) keyset expression."""
         items = node.children if node.data == "tuple_keyset" else [node]
+        if node.data == "ks_value" and getattr(node.children[0], "data", "") == "list_expr":  # `{a, b}`: a value per key
+            items = [Tree("ks_value", [c], c.meta) for c in node.children[0].children if c is not None]
         if node.data == "ks_default" and len(keys) > 1:
             return [ir.KsDefault(self.n.loc(node)) for _ in keys]
         if node.data == "ks_default" and not keys and what == "select":  # `select()`: only a default case
