@@ -65,6 +65,9 @@ ACCEPTED = [
  ("braced_entry_keysets", "", "action a() {} table t { key = { h.h.a: exact; } actions = { a; } const entries = { {1} : a(); } } "
   "table u { key = { h.h.a: exact; h.h.b: ternary; } actions = { a; } const entries = { {2, 3} : a(); } }",
   "t.apply(); u.apply();", None),
+ ("action_named_as_an_extern_function", "",
+  "action hash() { hash(h.h.a, HashAlgorithm.crc16, 8w0, { h.h.b }, 8w7); } table t { actions = { hash; } }",
+  "t.apply();", None),
  ("type_as_a_name", "", "action a(inout bit<8> type, bit<8> v) { bit<8> t = type; type = t + v; }",
   "a(h.h.a, 1);", None),
  ("field_list_named_by_enum", "struct M { bit<8> m; }",
