@@ -23,7 +23,7 @@ from testbed.cli import main as aggnet
 STF_DATA = Path(__file__).resolve().parent / "data" / "stf"
 PROGRAMS = [STF_DATA / "compound_assign.p4", STF_DATA / "for_loops.p4", STF_DATA / "serializable_types.p4",
             STF_DATA / "statement_forms.p4", STF_DATA / "generic_structs.p4", STF_DATA / "sample_forms.p4",
-            STF_DATA / "parser_control_flow.p4",
+            STF_DATA / "parser_control_flow.p4", STF_DATA / "header_nested_structs.p4",
             Path(__file__).resolve().parent / "data" / "p4info" / "type_info.p4",
             Path(__file__).resolve().parent / "data" / "p4info" / "annotations.p4"]
 

@@ -90,12 +90,16 @@ class Values:
         f = h.type.field(name)
         if f is None:
             raise fail(f"header has no field {name}", loc)
-        if isinstance(f.type, ir.StructType):
-            sub = StructStore(f.type)
-            for g in f.type.fields:
-                sub.fields[g.name] = self._field_of(h, f"{name}.{g.name}", g.type)
+        return self._member_of(h, name, f.type)
+
+    def _member_of(self, h: HeaderStore, path: str, t: ir.Type) -> Store:
+        """A header's field `path` (`s` or `s.t.f`: struct-typed fields are flattened at any depth)."""
+        if isinstance(t, ir.StructType):
+            sub = StructStore(t)
+            for g in t.fields:
+                sub.fields[g.name] = self._member_of(h, f"{path}.{g.name}", g.type)
             return sub
-        return self._field_of(h, name, f.type)
+        return self._field_of(h, path, t)
 
     def _field_of(self, h: HeaderStore, fname: str, t: ir.Type) -> Scalar:
         if isinstance(h.ref, m.HeaderRef):
