@@ -230,9 +230,11 @@ class Declarations:
         if type_node.data not in ("type_name", "specialized_type"):
             raise self.n.error(type_node, f"{self.n.text(type_node)} cannot be instantiated")
         decl = self.n.top.lookup(self.n.name_of(base))
+        type_args = []
+        if isinstance(decl, ir.ExternType) and type_node.data == "type_name":  # `typedef register<T> R;` then `R(n) r;`
+            decl, type_args = decl.decl, list(decl.type_args)
         if not isinstance(decl, ir.ExternDecl):
             raise self.n.error(type_node, f"unsupported: instantiating {self.n.text(type_node)} (only extern objects)")
-        type_args = []
         if type_node.data == "specialized_type":
             type_args = [self.ty.resolve_type(t, scope) for t in type_node.children[1].children]
         if len(type_args) != len(decl.type_params):
