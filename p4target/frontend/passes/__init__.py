@@ -51,10 +51,9 @@ def v1_blocks(program: ir.Program) -> list[ir.Parser | ir.Control]:
 
 
 def initializers(program: ir.Program) -> None:
-    """Control-level variable initializers move to the start of the apply block."""
+    """Block-level variable initializers move to the start of the apply block or start state."""
     for b in v1_blocks(program):
-        if isinstance(b, ir.Control):
-            move_initializers(b)
+        move_initializers(b)
 
 
 def side_effects(program: ir.Program) -> None:

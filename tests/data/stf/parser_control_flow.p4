@@ -1,6 +1,7 @@
 // `if` statements in parser states (p4c turns them into states, as the front end's parser_ifs
 // pass does): an if/else-if/else chain, an if nested in a branch, an if without else, and
-// statements after them, which run whichever branch was taken.
+// statements after them, which run whichever branch was taken; a parser-level variable whose
+// initializer calls a function (it runs first in the start state, as p4c's MoveInitializers has it).
 #include <core.p4>
 #include <v1model.p4>
 
@@ -8,7 +9,10 @@ header h_t { bit<8> kind; bit<8> a; bit<8> b; bit<8> c; }
 struct headers_t { h_t h; }
 struct meta_t { }
 
+bit<8> plus_one(in bit<8> x) { return x + 1; }
+
 parser SParser(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    bit<8> step = plus_one((bit<8>)sm.ingress_port);  // packets come in on port 0: step is 1
     state start {
         pkt.extract(hdr.h);
         if (hdr.h.kind == 1) {
@@ -20,7 +24,7 @@ parser SParser(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standa
             hdr.h.a = 30;
         }
         if (hdr.h.b > 100) { hdr.h.b = 100; }
-        hdr.h.c = hdr.h.c + 1;
+        hdr.h.c = hdr.h.c + step;
         transition accept;
     }
 }
