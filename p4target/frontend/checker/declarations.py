@@ -29,7 +29,7 @@ class Declarations:
         scope = scope or self.n.top
         ann, type_node, name_node, value_node = node.children
         t = self.ty.resolve_type(type_node, scope)
-        value = self.e.coerce(self.e.expr(value_node, scope), t, value_node)
+        value = self.e.coerce(self.e.expr(value_node, scope, t), t, value_node)
         if not is_constant(value):
             raise self.n.error(value_node, f"{self.n.name_of(name_node)}: initializer is not a compile-time constant")
         decl = ir.ConstDecl(self.n.name_of(name_node), t, value, self.an.annotations(ann), self.n.loc(name_node))
