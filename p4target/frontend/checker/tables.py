@@ -115,6 +115,8 @@ class Tables:
         """A key's control-plane name as p4c writes it: the source text, `X.$valid$` for `X.isValid()`."""
         if isinstance(e, ir.HeaderMethodCall) and e.method == "isValid":
             return re.sub(r"\s+", "", self.n.text(expr_node.children[0].children[0])) + ".$valid$"
+        if not _nameable(expr_node):
+            raise self.n.error(expr_node, f"{self.n.text(expr_node)}: Complex key expression requires a @name annotation")
         return re.sub(r"\s+", "", self.n.text(expr_node))
 
     def action_ref(self, node: Tree, scope: Scope, table: ir.Table) -> None:
@@ -250,3 +252,19 @@ class Tables:
             value = cast(ir.Constant, self.e.coerce(e, t.underlying, node))  # an untyped number made a number of t's
             return ir.Constant(t, value.loc, value.value, value.base)
         return self.e.coerce(e, t, node)
+
+
+def _nameable(node: Tree) -> bool:
+    """Whether p4c names a key after this expression (its KeyNameGenerator): names, members, constant
+    indices and slices, and `&`; anything else needs an explicit @name."""
+    kind = node.data if isinstance(node, Tree) else ""
+    if kind in ("name_ref", "int_lit"):
+        return True
+    if kind == "member":
+        return _nameable(node.children[0])
+    if kind in ("index", "slice"):
+        return all(_nameable(c) for c in node.children)
+    if kind == "binop":
+        return str(node.children[1]) == "&" and _nameable(node.children[0]) and _nameable(node.children[2])
+    return False
+
