@@ -95,6 +95,7 @@ INVALID = [
  ("register_of_struct", "struct rs { bit<8> a; }", "register<rs>(4) r;", "", None),
  ("mark_to_drop_no_args", "", "", "mark_to_drop();", None),
  ("complex_key_without_name", "", "action a() {} table t { key = { h.h.a + h.h.b: exact; } actions = { a; } }", "t.apply();", None),
+ ("switch_in_an_action", "", "action a() { switch (h.h.a) { 1: { h.h.b = 1; } } } table t { actions = { a; } }", "t.apply();", None),
  ("hash_of_a_bare_field", "", "", "hash(h.h.a, HashAlgorithm.crc16, 8w0, h.h.b, 8w7);", None),
  ("last_index_in_control", "", "", "h.h.a = (bit<8>)h.st.lastIndex;", None),
  ("concat_over_2048", "", "", "bit<2048> v = 0; bit<2049> z = v ++ v[0:0];", None),

@@ -10,6 +10,7 @@ p4c's wording, so a program written against the embedded target moves to BMv2 un
 - a direct counter or meter attached to one table only; a table with a direct meter has an action
   that reads it (`meter.read(...)`);
 - headers of a whole number of bytes;
+- no switch statement in an action;
 - each extern's own rules, in its module (found through p4target.extern_registry: `check_instance`, `check_call`), e.g.
   registers of bit<W>/int<W> cells only, no Checksum16 (p4c cannot translate it for BMv2), mark_to_drop
   takes standard_metadata (the deprecated zero-argument form is refused), no clone3/resubmit/recirculate
@@ -69,7 +70,11 @@ def check_bmv2_limits(program: ir.Program) -> None:
             _table_paths(b.body.stmts, frozenset())
         else:
             code.append(list(b.states.values()))
-    code += [a.body for a in _used_actions(program, code)]
+    actions = _used_actions(program, code)
+    for n in walk([a.body for a in actions]):
+        if isinstance(n, ir.Switch):
+            raise _fail("SwitchStatement: switch statements not supported in actions on this target", n.loc)
+    code += [a.body for a in actions]
     for n in walk(code):
         _check_node(n)
 
