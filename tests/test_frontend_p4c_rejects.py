@@ -96,6 +96,10 @@ INVALID = [
  ("mark_to_drop_no_args", "", "", "mark_to_drop();", None),
  ("complex_key_without_name", "", "action a() {} table t { key = { h.h.a + h.h.b: exact; } actions = { a; } }", "t.apply();", None),
  ("switch_in_an_action", "", "action a() { switch (h.h.a) { 1: { h.h.b = 1; } } } table t { actions = { a; } }", "t.apply();", None),
+ ("entry_priority_on_exact_keys", "", "action a() {} table t { key = { h.h.a: exact; } actions = { a; } "
+  "entries = { priority=1: 1 : a(); } }", "t.apply();", None),
+ ("lpm_mask_not_a_prefix", "", "action a() {} table t { key = { h.h.a: lpm; } actions = { a; } "
+  "const entries = { 0x11 &&& 0xE1 : a(); } }", "t.apply();", None),
  ("hash_of_a_bare_field", "", "", "hash(h.h.a, HashAlgorithm.crc16, 8w0, h.h.b, 8w7);", None),
  ("last_index_in_control", "", "", "h.h.a = (bit<8>)h.st.lastIndex;", None),
  ("concat_over_2048", "", "", "bit<2048> v = 0; bit<2049> z = v ++ v[0:0];", None),

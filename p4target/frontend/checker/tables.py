@@ -56,6 +56,10 @@ class Tables:
                 for e in p.children:
                     if isinstance(e, Tree) and e.data == "entry":
                         table.entries.append(self.entry(e, scope, table))
+                if any(e.priority is not None for e in table.entries) and \
+                        all(k.match_kind in ("exact", "lpm") for k in table.keys):
+                    key_prop = next((q for q in props if q.data == "key_prop"), p)
+                    raise self.n.error(key_prop, f"table {name}: its key's match kinds take no priorities, but an entry gives one")
                 self.bmv2_priorities(table)
             elif pname == "implementation":
                 table.implementation = self.table_implementation(p, scope, table)
@@ -198,6 +202,9 @@ class Tables:
                 raise self.n.error(ks_node, f"table {table.name}: exact key {key.name} needs a plain value")
             if isinstance(ks, ir.KsRange) and key.match_kind != "range":
                 raise self.n.error(ks_node, f"table {table.name}: a range keyset needs a range key")
+            if key.match_kind == "lpm" and isinstance(ks, ir.KsMask) and isinstance(ks.mask, ir.Constant) \
+                    and is_numeric(key.expr.type) and not _is_prefix_mask(ks.mask.value, key.expr.type.width):
+                raise self.n.error(ks_node, f"{self.n.text(ks_node)}: invalid mask for LPM key")
         priority = None
         if prio_node is not None:
             if table.entries_const:
@@ -267,4 +274,10 @@ def _nameable(node: Tree) -> bool:
     if kind == "binop":
         return str(node.children[1]) == "&" and _nameable(node.children[0]) and _nameable(node.children[2])
     return False
+
+
+def _is_prefix_mask(mask: int, width: int) -> bool:
+    """Ones from the top bit down, then zeros (what an lpm key's mask must be)."""
+    free = ~mask & ((1 << width) - 1)
+    return free & (free + 1) == 0
 
