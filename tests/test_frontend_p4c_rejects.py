@@ -100,6 +100,10 @@ INVALID = [
   "entries = { priority=1: 1 : a(); } }", "t.apply();", None),
  ("lpm_mask_not_a_prefix", "", "action a() {} table t { key = { h.h.a: lpm; } actions = { a; } "
   "const entries = { 0x11 &&& 0xE1 : a(); } }", "t.apply();", None),
+ ("entry_priority_missing_on_the_first", "", "action a() {} table t { key = { h.h.a: ternary; } actions = { a; } "
+  "entries = { 1 &&& 1 : a(); priority=5: 2 &&& 2 : a(); } }", "t.apply();", None),
+ ("optional_key_with_mask", "", "action a() {} table t { key = { h.h.a: optional; } actions = { a; } "
+  "const entries = { 0xaa &&& 0xf0 : a(); } }", "t.apply();", None),
  ("hash_of_a_bare_field", "", "", "hash(h.h.a, HashAlgorithm.crc16, 8w0, h.h.b, 8w7);", None),
  ("last_index_in_control", "", "", "h.h.a = (bit<8>)h.st.lastIndex;", None),
  ("concat_over_2048", "", "", "bit<2048> v = 0; bit<2049> z = v ++ v[0:0];", None),

@@ -56,10 +56,13 @@ class Tables:
                 for e in p.children:
                     if isinstance(e, Tree) and e.data == "entry":
                         table.entries.append(self.entry(e, scope, table))
-                if any(e.priority is not None for e in table.entries) and \
-                        all(k.match_kind in ("exact", "lpm") for k in table.keys):
-                    key_prop = next((q for q in props if q.data == "key_prop"), p)
-                    raise self.n.error(key_prop, f"table {name}: its key's match kinds take no priorities, but an entry gives one")
+                if any(e.priority is not None for e in table.entries):
+                    if all(k.match_kind in ("exact", "lpm") for k in table.keys):
+                        key_prop = next((q for q in props if q.data == "key_prop"), p)
+                        raise self.n.error(key_prop, f"table {name}: its key's match kinds take no priorities, but an entry gives one")
+                    if table.entries[0].priority is None:
+                        first = next(e for e in p.children if isinstance(e, Tree) and e.data == "entry")
+                        raise self.n.error(first, f"table {name}: the first entry must have a priority when another one has one")
                 self.bmv2_priorities(table)
             elif pname == "implementation":
                 table.implementation = self.table_implementation(p, scope, table)
@@ -202,6 +205,8 @@ class Tables:
                 raise self.n.error(ks_node, f"table {table.name}: exact key {key.name} needs a plain value")
             if isinstance(ks, ir.KsRange) and key.match_kind != "range":
                 raise self.n.error(ks_node, f"table {table.name}: a range keyset needs a range key")
+            if key.match_kind == "optional" and isinstance(ks, ir.KsMask):
+                raise self.n.error(ks_node, f"{self.n.text(ks_node)}: invalid key expression (an optional key takes a value or _)")
             if key.match_kind == "lpm" and isinstance(ks, ir.KsMask) and isinstance(ks.mask, ir.Constant) \
                     and is_numeric(key.expr.type) and not _is_prefix_mask(ks.mask.value, key.expr.type.width):
                 raise self.n.error(ks_node, f"{self.n.text(ks_node)}: invalid mask for LPM key")
