@@ -166,6 +166,8 @@ INVALID = [
 
 # The same template with one of its lines changed: (name, old text, new text).
 EDITED = [
+ ("checksum_of_a_computation", "control C(inout H h, inout M m) { apply { } }",
+  "control C(inout H h, inout M m) { apply { update_checksum(true, { h.h.a, (bit<16>)h.h.b }, h.h.s, HashAlgorithm.csum16); } }"),
  ("verify_checksum_in_param", "control V(inout H h, inout M m)", "control V(in H h, inout M m)"),
  ("headers_struct_with_a_bit_field", "struct H { h_t h; h_t[4] st; }", "struct H { h_t h; h_t[4] st; bit<8> x; }"),
  ("deparser_inout_headers", "control D(packet_out pk, in H h)", "control D(packet_out pk, inout H h)"),
