@@ -104,6 +104,8 @@ INVALID = [
   "entries = { 1 &&& 1 : a(); priority=5: 2 &&& 2 : a(); } }", "t.apply();", None),
  ("optional_key_with_mask", "", "action a() {} table t { key = { h.h.a: optional; } actions = { a; } "
   "const entries = { 0xaa &&& 0xf0 : a(); } }", "t.apply();", None),
+ ("parser_never_ends", "", "", "", "state start { pk.extract(h.h); transition s; } state s { transition select(h.h.a) { "
+  "1: start; default: s; } }"),
  ("hash_of_a_bare_field", "", "", "hash(h.h.a, HashAlgorithm.crc16, 8w0, h.h.b, 8w7);", None),
  ("last_index_in_control", "", "", "h.h.a = (bit<8>)h.st.lastIndex;", None),
  ("concat_over_2048", "", "", "bit<2048> v = 0; bit<2049> z = v ++ v[0:0];", None),
