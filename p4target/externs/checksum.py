@@ -25,6 +25,7 @@ class Checksum(Extern):
 
     def check_call(self, c: Call) -> None:
         """p4c's BMv2 back end reads fields and constants only in a checksum's data: no computation."""
+        assert isinstance(c, ir.ExternFunctionCall)
         data = c.args[1]
         for item in data.items if isinstance(data, ir.ListExpr) else [data]:
             if not is_plain(item):

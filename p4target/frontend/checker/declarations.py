@@ -230,9 +230,9 @@ class Declarations:
         if type_node.data not in ("type_name", "specialized_type"):
             raise self.n.error(type_node, f"{self.n.text(type_node)} cannot be instantiated")
         decl = self.n.top.lookup(self.n.name_of(base))
-        type_args = []
+        type_args: list[ir.Type] = []
         if isinstance(decl, ir.ExternType) and type_node.data == "type_name":  # `typedef register<T> R;` then `R(n) r;`
-            decl, type_args = decl.decl, list(decl.type_args)
+            type_args, decl = list(decl.type_args), decl.decl
         if not isinstance(decl, ir.ExternDecl):
             raise self.n.error(type_node, f"unsupported: instantiating {self.n.text(type_node)} (only extern objects)")
         if type_node.data == "specialized_type":

@@ -8,7 +8,20 @@ from __future__ import annotations
 from lark import Token, Tree
 
 from .. import ir
-from ..typing import BIT32, BOOL, COMPARE, ERROR, INFINT, STRING, as_underlying, fold_binary, is_numeric, is_serializable_as, same_type, wrap
+from ..typing import (
+    BIT32,
+    BOOL,
+    COMPARE,
+    ERROR,
+    INFINT,
+    STRING,
+    as_underlying,
+    fold_binary,
+    is_numeric,
+    is_serializable_as,
+    same_type,
+    wrap,
+)
 from .constants import INT_LITERAL, relocate, unquote
 from .names import Checking, Names, Node, Scope
 

@@ -140,8 +140,8 @@ def prune(program: ir.Program) -> None:
     program.parsers = {b.name: b for b in blocks if isinstance(b, ir.Parser)}
     program.controls = {b.name: b for b in blocks if isinstance(b, ir.Control)}
     program.functions = {}
-    for b in program.controls.values():
-        _drop_unused_direct_resources(program, b)
+    for control in program.controls.values():
+        _drop_unused_direct_resources(program, control)
     for inst in program.instances:
         for b in blocks:
             code = [b.body if isinstance(b, ir.Control) else list(b.states.values())]

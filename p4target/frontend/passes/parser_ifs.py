@@ -29,6 +29,7 @@ def remove_parser_ifs(parser: ir.Parser) -> None:
             states[state.name] = state
             continue
         s = state.body[at]
+        assert isinstance(s, ir.If)
         join = ir.ParserState(fresh(f"{state.name}_join"), state.body[at + 1:], state.transition, loc=s.loc)
         branches = [ir.ParserState(fresh(f"{state.name}_{outcome}"), _stmts(body), ir.DirectTransition(join.name, s.loc),
                                    loc=s.loc) for outcome, body in (("true", s.then), ("false", s.else_)) if body is not None]
