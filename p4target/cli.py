@@ -15,6 +15,7 @@ This is a composition root: it loads the extern modules (p4target.externs) befor
 from __future__ import annotations
 
 import argparse
+import sys
 
 from p4target import externs
 from p4target.errors import P4Error
@@ -91,6 +92,8 @@ def _compile(args: argparse.Namespace) -> int:
         from p4target.lowered import to_json
 
         outputs.append(("BMv2 JSON", args.bmv2_json, to_json.dumps(lowered)))
+    for warning in program.warnings:
+        print(warning, file=sys.stderr)
     for _what, path, text in outputs:
         _write(path, text)
     print(f"{args.program}: ok ({len(info.tables)} tables, {len(info.actions)} actions)"

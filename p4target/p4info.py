@@ -552,6 +552,15 @@ class _P4InfoBuilder:
         elif isinstance(t, ir.EnumType) and t.underlying is not None:
             spec.serializable_enum.name = t.name
             self._describe(t, info)
+        elif isinstance(t, ir.EnumType):
+            spec.enum.name = t.name
+            if t.name not in info.type_info.enums:
+                entry = info.type_info.enums[t.name]
+                for member in t.members:
+                    entry.members.add(name=member)
+        elif isinstance(t, ir.ErrorType):
+            spec.error.SetInParent()
+            info.type_info.error.members[:] = self.program.errors
         elif isinstance(t, (ir.StructType, ir.HeaderType)):
             is_struct = isinstance(t, ir.StructType)
             (spec.struct if is_struct else spec.header).name = t.name

@@ -122,10 +122,11 @@ def judge(path: Path, native: bool, timeout: float) -> Verdict:
 
 def programs(folders: list[str], every: bool) -> list[Path]:
     """The .p4 files directly in `folders` (v1model programs only unless `every`), sorted; a file
-    another one there #includes "like this" is part of that program, not a program."""
+    another one there #includes "like this" is part of that program, not a program. A dangling
+    symbolic link (p4c's testdata links to back ends' folders a testdata-only copy lacks) is no program."""
     found = []
     for folder in folders:
-        texts = {path: path.read_text(encoding="utf-8", errors="replace") for path in sorted(Path(folder).glob("*.p4"))}
+        texts = {path: path.read_text(encoding="utf-8", errors="replace") for path in sorted(Path(folder).glob("*.p4")) if path.is_file()}
         included = {(path.parent / name).resolve() for path, text in texts.items() for name in LOCAL_INCLUDE.findall(text)}
         found += [path for path, text in texts.items()
                   if path.resolve() not in included and (every or V1MODEL.search(text))]

@@ -181,8 +181,8 @@ TABLES = """
         }
         actions = { fwd; @defaultonly drop; mark; }
         const default_action = drop();
-        entries = {  // p4c: `priority =` only in non-const entries
-            (0x10 &&& 0xF0, 1 .. 100, 7, true): fwd(3);
+        entries = {  // p4c: `priority =` only in non-const entries, and on the first if on any
+            priority = 9: (0x10 &&& 0xF0, 1 .. 100, 7, true): fwd(3);
             priority = 5: (_, _, _, false): mark(8w1);
         }
         counters = dc;
@@ -208,7 +208,7 @@ def test_tables_keys_entries_and_names():
     assert isinstance(e0.keys[0], ir.KsMask) and isinstance(e0.keys[1], ir.KsRange)
     assert e0.action.action.control_plane_name == "I.fwd_action" and e0.action.args[0].value == 3
     assert e0.action.args[0].type == ir.BitsType(9)
-    assert e0.priority is None and e1.priority == 5
+    assert e0.priority == 9 and e1.priority == 5
     assert acl.direct_counter is ing.instances["dc"] and acl.size == 64
     assert [r.annotations.has("defaultonly") for r in acl.actions] == [False, True, False]
     assert ing.tables["t2"].control_plane_name == "global_t"

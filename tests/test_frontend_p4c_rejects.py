@@ -94,6 +94,19 @@ INVALID = [
  ("table_applied_twice", "", "action a() {} table t { key = { h.h.a: exact; } actions = { a; } }", "t.apply(); t.apply();", None),
  ("register_of_struct", "struct rs { bit<8> a; }", "register<rs>(4) r;", "", None),
  ("mark_to_drop_no_args", "", "", "mark_to_drop();", None),
+ ("complex_key_without_name", "", "action a() {} table t { key = { h.h.a + h.h.b: exact; } actions = { a; } }", "t.apply();", None),
+ ("switch_in_an_action", "", "action a() { switch (h.h.a) { 1: { h.h.b = 1; } } } table t { actions = { a; } }", "t.apply();", None),
+ ("entry_priority_on_exact_keys", "", "action a() {} table t { key = { h.h.a: exact; } actions = { a; } "
+  "entries = { priority=1: 1 : a(); } }", "t.apply();", None),
+ ("lpm_mask_not_a_prefix", "", "action a() {} table t { key = { h.h.a: lpm; } actions = { a; } "
+  "const entries = { 0x11 &&& 0xE1 : a(); } }", "t.apply();", None),
+ ("entry_priority_missing_on_the_first", "", "action a() {} table t { key = { h.h.a: ternary; } actions = { a; } "
+  "entries = { 1 &&& 1 : a(); priority=5: 2 &&& 2 : a(); } }", "t.apply();", None),
+ ("optional_key_with_mask", "", "action a() {} table t { key = { h.h.a: optional; } actions = { a; } "
+  "const entries = { 0xaa &&& 0xf0 : a(); } }", "t.apply();", None),
+ ("parser_never_ends", "", "", "", "state start { pk.extract(h.h); transition s; } state s { transition select(h.h.a) { "
+  "1: start; default: s; } }"),
+ ("hash_of_a_bare_field", "", "", "hash(h.h.a, HashAlgorithm.crc16, 8w0, h.h.b, 8w7);", None),
  ("last_index_in_control", "", "", "h.h.a = (bit<8>)h.st.lastIndex;", None),
  ("concat_over_2048", "", "", "bit<2048> v = 0; bit<2049> z = v ++ v[0:0];", None),
  ("entries_without_key", "", "action a() {} table t { actions = { a; } const entries = { _ : a(); } }", "t.apply();", None),
@@ -155,6 +168,8 @@ INVALID = [
 
 # The same template with one of its lines changed: (name, old text, new text).
 EDITED = [
+ ("checksum_of_a_computation", "control C(inout H h, inout M m) { apply { } }",
+  "control C(inout H h, inout M m) { apply { update_checksum(true, { h.h.a, (bit<16>)h.h.b }, h.h.s, HashAlgorithm.csum16); } }"),
  ("verify_checksum_in_param", "control V(inout H h, inout M m)", "control V(in H h, inout M m)"),
  ("headers_struct_with_a_bit_field", "struct H { h_t h; h_t[4] st; }", "struct H { h_t h; h_t[4] st; bit<8> x; }"),
  ("deparser_inout_headers", "control D(packet_out pk, in H h)", "control D(packet_out pk, inout H h)"),

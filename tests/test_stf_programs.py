@@ -15,7 +15,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "stf")
 PASSING = ["lpm_forward", "ternary_priority", "registers_counters", "multicast_clone", "recirculate",
            "parser_reject", "arithmetic", "wide_values", "compound_assign", "for_loops", "serializable_types",
-           "statement_forms", "generic_structs", "sample_forms"]
+           "statement_forms", "generic_structs", "sample_forms", "parser_control_flow",
+           "header_nested_structs"]
 
 
 def path(name: str) -> str:

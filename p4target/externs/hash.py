@@ -4,7 +4,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from p4target.extern_registry import Extern, register
-from p4target.externs.base import Call
+from p4target.externs.base import Call, fail
+from p4target.frontend import ir
 from p4target.lowered import model as m
 
 if TYPE_CHECKING:
@@ -25,6 +26,12 @@ class Hash(Extern):
         calc = x.calculation(hash_algorithm(a[1]), x.v.calc_inputs(a[3], c.loc))
         x.write_via(out, a[0], lambda dst: m.Primitive("modify_field_with_hash_based_offset", [
             dst, x.v.data(a[2]), m.Named("calculation", calc), x.v.data(a[4])]))
+
+    def check_call(self, c: Call) -> None:
+        """p4c's BMv2 back end hashes a list or a struct-like value only, never a bare field."""
+        data = c.args[3]
+        if not isinstance(data, (ir.ListExpr, ir.StructExpr)) and not isinstance(data.type, (ir.StructLikeType, ir.TupleType)):
+            raise fail("hash data: expected a struct (a list { ... } or a struct or header value)", data.loc)
 
     def python(self, pr: PyPrinter, op: str, ps: list[m.Value], ind: int) -> None:
         dst, base, calc, size = ps

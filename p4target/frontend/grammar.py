@@ -54,7 +54,7 @@ def _grammar() -> str:
         text = f.read()
     rules = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
     literals = sorted(set(re.findall(r'"(?:\\.|[^"\\])*"', rules)) - {'"("', '")"'})
-    named = sorted(set(re.findall(r"^([A-Z_]+)(?:\.\d+)?\s*:", rules, re.M)) | {"TYPE_IDENT"})
+    named = sorted(set(re.findall(r"^([A-Z_]+)(?:\.-?\d+)?\s*:", rules, re.M)) | {"TYPE_IDENT"})
     return text + "\n_ann_token: \"(\" _ann_token* \")\" | " + " | ".join(literals + named) + "\n"
 
 
@@ -113,6 +113,8 @@ def parse(source: Source) -> Tree:
     except UnexpectedToken as e:
         line, col = (e.line, e.column) if e.line and e.line > 0 else (len(source.line_map), 1)
         file, orig = source.locate(line)
+        if e.token.type == "UNEXPECTED_CHAR":
+            raise P4Error(f"syntax error, unexpected character {e.token.value!r}", file, orig, col) from None
         expected = sorted(_terminal_text(t) for t in (e.expected or ()))[:8]
         hint = f" (expected one of {', '.join(expected)})" if expected else ""
         raise P4Error(f"syntax error, unexpected {_describe(e.token)}{hint}", file, orig, col) from None

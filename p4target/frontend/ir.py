@@ -1240,6 +1240,7 @@ class Program:
     instances: list[ExternInstance] = field(default_factory=list)  # top-level extern instances
     main: V1SwitchInstance | None = None
     source: str = ""  # path of the top-level file
+    warnings: list[str] = field(default_factory=list)  # `FILE:LINE:COL: warning: ...` lines, where p4c warns
 
     def all_tables(self) -> list[Table]:
         """Every table of every control, in declaration order."""

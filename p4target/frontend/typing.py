@@ -19,6 +19,19 @@ def is_numeric(t: ir.Type) -> TypeGuard[ir.BitsType | ir.IntType]:
     return isinstance(t, (ir.BitsType, ir.IntType))
 
 
+def is_serializable_as(t: ir.Type, target: ir.Type) -> bool:
+    """Whether `t` is a serializable enum over `target`: the one implicit cast P4 makes besides an
+    untyped literal's (spec 8.11.2), so `E.A` goes where its `bit<W>` is expected."""
+    return isinstance(t, ir.EnumType) and t.underlying is not None and same_type(t.underlying, target)
+
+
+def as_underlying(e: ir.Expr, t: ir.Type) -> ir.Expr:
+    """A serializable enum's value as its underlying type `t`: a member folds to its constant."""
+    if isinstance(e, ir.EnumMember) and e.value is not None:
+        return ir.Constant(t, e.loc, wrap(e.value, t))
+    return ir.Cast(t, e.loc, e)
+
+
 def is_key(t: ir.Type) -> bool:
     """A type a table key or select key may have."""
     if isinstance(t, ir.NewType):

@@ -7,6 +7,7 @@ from lark import Tree
 
 from .. import ir
 from ..grammar import annotation_tokens, parse_annotation_body
+from ..typing import as_underlying
 from .constants import unquote
 from .expressions import Expressions
 from .names import Names, Node
@@ -71,6 +72,8 @@ class Annotations:
 
     def field_list_index(self, node: Tree) -> int:
         v = self.e.expr(node, self.n.top)
+        if isinstance(v.type, ir.EnumType) and v.type.underlying is not None:  # an enum naming the lists, as p4c's samples do
+            v = as_underlying(v, v.type.underlying)
         if not isinstance(v, ir.Constant) or v.value < 0:
             raise self.n.error(node, f"{self.n.text(node)}: a @field_list index must be a non-negative integer constant")
         return v.value

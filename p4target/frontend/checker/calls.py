@@ -163,6 +163,8 @@ class Calls:
             decl = scope.lookup(name)
             if decl is None:
                 raise self.n.error(tok, f"{name}: declaration not found")
+            if isinstance(decl, ir.Action) and len(decl.params) != len(args) and isinstance(self.n.top.lookup(name), list):
+                decl = self.n.top.lookup(name)  # as p4c resolves by arity: an action `hash` calling the extern hash
             if isinstance(decl, GenericFunction):
                 return self.generic_call(decl, args, scope, node, explicit)
             if explicit is not None and not isinstance(decl, list):

@@ -29,7 +29,7 @@ class Declarations:
         scope = scope or self.n.top
         ann, type_node, name_node, value_node = node.children
         t = self.ty.resolve_type(type_node, scope)
-        value = self.e.coerce(self.e.expr(value_node, scope), t, value_node)
+        value = self.e.coerce(self.e.expr(value_node, scope, t), t, value_node)
         if not is_constant(value):
             raise self.n.error(value_node, f"{self.n.name_of(name_node)}: initializer is not a compile-time constant")
         decl = ir.ConstDecl(self.n.name_of(name_node), t, value, self.an.annotations(ann), self.n.loc(name_node))
@@ -230,9 +230,11 @@ class Declarations:
         if type_node.data not in ("type_name", "specialized_type"):
             raise self.n.error(type_node, f"{self.n.text(type_node)} cannot be instantiated")
         decl = self.n.top.lookup(self.n.name_of(base))
+        type_args: list[ir.Type] = []
+        if isinstance(decl, ir.ExternType) and type_node.data == "type_name":  # `typedef register<T> R;` then `R(n) r;`
+            type_args, decl = list(decl.type_args), decl.decl
         if not isinstance(decl, ir.ExternDecl):
             raise self.n.error(type_node, f"unsupported: instantiating {self.n.text(type_node)} (only extern objects)")
-        type_args = []
         if type_node.data == "specialized_type":
             type_args = [self.ty.resolve_type(t, scope) for t in type_node.children[1].children]
         if len(type_args) != len(decl.type_params):

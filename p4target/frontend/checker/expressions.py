@@ -8,7 +8,20 @@ from __future__ import annotations
 from lark import Token, Tree
 
 from .. import ir
-from ..typing import BIT32, BOOL, COMPARE, ERROR, INFINT, STRING, fold_binary, is_numeric, same_type, wrap
+from ..typing import (
+    BIT32,
+    BOOL,
+    COMPARE,
+    ERROR,
+    INFINT,
+    STRING,
+    as_underlying,
+    fold_binary,
+    is_numeric,
+    is_serializable_as,
+    same_type,
+    wrap,
+)
 from .constants import INT_LITERAL, relocate, unquote
 from .names import Checking, Names, Node, Scope
 
@@ -60,6 +73,8 @@ class Expressions:
             if not isinstance(base.type, ir.StackType):
                 raise self.n.error(node, f"{self.n.text(node.children[0])} has type {base.type}; only header stacks can be indexed")
             idx = self.expr(node.children[1], scope)
+            if isinstance(idx.type, ir.EnumType) and idx.type.underlying is not None:
+                idx = as_underlying(idx, idx.type.underlying)
             if isinstance(idx, ir.Constant):
                 if not 0 <= idx.value < base.type.size:
                     raise self.n.error(node.children[1], f"index {idx.value} out of bounds of {base.type}")
@@ -224,6 +239,8 @@ class Expressions:
                 raise self.n.error(node, f"{self.n.text(node)}: Cannot unify int to {t}")
         if isinstance(t, (ir.TypeVar, ir.DontCareType)) or isinstance(e, ir.DontCare):
             return e
+        if is_serializable_as(e.type, t):
+            return as_underlying(e, t)
         if isinstance(t, ir.StructLikeType) and isinstance(e, ir.ListExpr):
             return self.struct_init(node, t, [(f.name, i) for f, i in zip(t.fields, e.items)], len(e.items))
         if isinstance(t, ir.InfIntType) and is_numeric(e.type):
@@ -275,6 +292,10 @@ class Expressions:
             left = self.coerce_operand(left, right.type, lnode, what)
         elif isinstance(right.type, ir.InfIntType) and not isinstance(left.type, ir.InfIntType):
             right = self.coerce_operand(right, left.type, rnode, what)
+        if is_serializable_as(left.type, right.type):
+            left = as_underlying(left, right.type)
+        elif is_serializable_as(right.type, left.type):
+            right = as_underlying(right, left.type)
         if not same_type(left.type, right.type):
             raise self.n.error(node, f"{what}: Cannot unify {right.type} to {left.type}")
         t = left.type

@@ -56,6 +56,13 @@ class Tables:
                 for e in p.children:
                     if isinstance(e, Tree) and e.data == "entry":
                         table.entries.append(self.entry(e, scope, table))
+                if any(e.priority is not None for e in table.entries):
+                    if all(k.match_kind in ("exact", "lpm") for k in table.keys):
+                        key_prop = next((q for q in props if q.data == "key_prop"), p)
+                        raise self.n.error(key_prop, f"table {name}: its key's match kinds take no priorities, but an entry gives one")
+                    if table.entries[0].priority is None:
+                        first = next(e for e in p.children if isinstance(e, Tree) and e.data == "entry")
+                        raise self.n.error(first, f"table {name}: the first entry must have a priority when another one has one")
                 self.bmv2_priorities(table)
             elif pname == "implementation":
                 table.implementation = self.table_implementation(p, scope, table)
@@ -115,6 +122,8 @@ class Tables:
         """A key's control-plane name as p4c writes it: the source text, `X.$valid$` for `X.isValid()`."""
         if isinstance(e, ir.HeaderMethodCall) and e.method == "isValid":
             return re.sub(r"\s+", "", self.n.text(expr_node.children[0].children[0])) + ".$valid$"
+        if not _nameable(expr_node):
+            raise self.n.error(expr_node, f"{self.n.text(expr_node)}: Complex key expression requires a @name annotation")
         return re.sub(r"\s+", "", self.n.text(expr_node))
 
     def action_ref(self, node: Tree, scope: Scope, table: ir.Table) -> None:
@@ -196,6 +205,11 @@ class Tables:
                 raise self.n.error(ks_node, f"table {table.name}: exact key {key.name} needs a plain value")
             if isinstance(ks, ir.KsRange) and key.match_kind != "range":
                 raise self.n.error(ks_node, f"table {table.name}: a range keyset needs a range key")
+            if key.match_kind == "optional" and isinstance(ks, ir.KsMask):
+                raise self.n.error(ks_node, f"{self.n.text(ks_node)}: invalid key expression (an optional key takes a value or _)")
+            if key.match_kind == "lpm" and isinstance(ks, ir.KsMask) and isinstance(ks.mask, ir.Constant) \
+                    and is_numeric(key.expr.type) and not _is_prefix_mask(ks.mask.value, key.expr.type.width):
+                raise self.n.error(ks_node, f"{self.n.text(ks_node)}: invalid mask for LPM key")
         priority = None
         if prio_node is not None:
             if table.entries_const:
@@ -216,6 +230,8 @@ class Tables:
     def keysets(self, node: Tree, keys: list[ir.Expr], scope: Scope, what: str) -> list[ir.KeySet]:
         """One KeySet per key from a (tuple) keyset expression."""
         items = node.children if node.data == "tuple_keyset" else [node]
+        if node.data == "ks_value" and getattr(node.children[0], "data", "") == "list_expr":  # `{a, b}`: a value per key
+            items = [Tree("ks_value", [c], c.meta) for c in node.children[0].children if c is not None]
         if node.data == "ks_default" and len(keys) > 1:
             return [ir.KsDefault(self.n.loc(node)) for _ in keys]
         if node.data == "ks_default" and not keys and what == "select":  # `select()`: only a default case
@@ -248,3 +264,25 @@ class Tables:
             value = cast(ir.Constant, self.e.coerce(e, t.underlying, node))  # an untyped number made a number of t's
             return ir.Constant(t, value.loc, value.value, value.base)
         return self.e.coerce(e, t, node)
+
+
+def _nameable(node: Tree) -> bool:
+    """Whether p4c names a key after this expression (its KeyNameGenerator): names, members, constant
+    indices and slices, and `&`; anything else needs an explicit @name."""
+    kind = node.data if isinstance(node, Tree) else ""
+    if kind in ("name_ref", "int_lit"):
+        return True
+    if kind == "member":
+        return _nameable(node.children[0])
+    if kind in ("index", "slice"):
+        return all(_nameable(c) for c in node.children)
+    if kind == "binop":
+        return str(node.children[1]) == "&" and _nameable(node.children[0]) and _nameable(node.children[2])
+    return False
+
+
+def _is_prefix_mask(mask: int, width: int) -> bool:
+    """Ones from the top bit down, then zeros (what an lpm key's mask must be)."""
+    free = ~mask & ((1 << width) - 1)
+    return free & (free + 1) == 0
+

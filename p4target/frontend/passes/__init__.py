@@ -23,6 +23,7 @@ from .hash_data import HashData
 from .header_unions import invalidate_union_siblings, lower_header_unions
 from .initializers import move_initializers
 from .new_types import erase_new_types
+from .parser_ifs import remove_parser_ifs
 from .side_effects import SideEffectOrdering
 from .strength import reduce_strength, reduce_strength_in_action
 from .walk import map_block_stmts, walk
@@ -50,10 +51,9 @@ def v1_blocks(program: ir.Program) -> list[ir.Parser | ir.Control]:
 
 
 def initializers(program: ir.Program) -> None:
-    """Control-level variable initializers move to the start of the apply block."""
+    """Block-level variable initializers move to the start of the apply block or start state."""
     for b in v1_blocks(program):
-        if isinstance(b, ir.Control):
-            move_initializers(b)
+        move_initializers(b)
 
 
 def side_effects(program: ir.Program) -> None:
@@ -79,6 +79,13 @@ def functions(program: ir.Program) -> None:
         a.body.stmts = inline_calls(a.body.stmts)
     for b in v1_blocks(program):
         inline_functions(b)
+
+
+def parser_ifs(program: ir.Program) -> None:
+    """`if` statements in parser states become states of their own."""
+    for b in v1_blocks(program):
+        if isinstance(b, ir.Parser):
+            remove_parser_ifs(b)
 
 
 def header_unions(program: ir.Program) -> None:
@@ -127,11 +134,14 @@ def prune(program: ir.Program) -> None:
 
     That is its parser and controls (functions are all inlined); a top-level extern instance
     becomes a local of the first block using it (keeping its global name), an unused one goes
-    (as in p4c)."""
+    (as in p4c). So does a direct counter or meter no table names and no code calls, with
+    p4c's warning: it has no table to count for, and P4Info lists none."""
     blocks = v1_blocks(program)
     program.parsers = {b.name: b for b in blocks if isinstance(b, ir.Parser)}
     program.controls = {b.name: b for b in blocks if isinstance(b, ir.Control)}
     program.functions = {}
+    for control in program.controls.values():
+        _drop_unused_direct_resources(program, control)
     for inst in program.instances:
         for b in blocks:
             code = [b.body if isinstance(b, ir.Control) else list(b.states.values())]
@@ -142,6 +152,19 @@ def prune(program: ir.Program) -> None:
                     b.instances[inst.name] = inst
                 break
     program.instances = []
+
+
+def _drop_unused_direct_resources(program: ir.Program, control: ir.Control) -> None:
+    attached = {id(d) for t in control.tables.values() for d in (t.direct_counter, t.direct_meter) if d is not None}
+    code = [control.body] + [d.body for d in control.locals if isinstance(d, ir.Action)]
+    called = {id(n.decl) for n in walk(code) if isinstance(n, ir.InstanceRef)}
+    for d in list(control.locals):
+        if (isinstance(d, ir.ExternInstance) and d.extern in ("direct_counter", "direct_meter")
+                and id(d) not in attached and id(d) not in called):
+            control.locals.remove(d)
+            control.instances.pop(d.name, None)
+            kind = d.extern.replace("_", " ")
+            program.warnings.append(f"{d.loc}: warning: {control.name}.{d.name}: {kind} not attached to any table; ignoring")
 
 
 def check_unique_names(program: ir.Program) -> None:
@@ -185,6 +208,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("blocks", blocks),
     Pass("functions", functions),
     Pass("header_unions", header_unions),
+    Pass("parser_ifs", parser_ifs),
     Pass("strength", strength),
     Pass("hash_data", hash_data),
     Pass("digest_lists", digest_lists),

@@ -17,7 +17,7 @@ from typing import cast
 from ...errors import P4Error
 from .. import ir
 from .returns import remove_returns
-from .walk import clone, flat_map_stmts, map_block_exprs, same_expr, walk
+from .walk import clone, flat_map_stmts, fresh_names, map_block_exprs, same_expr, walk
 
 Block = ir.Parser | ir.Control
 
@@ -197,15 +197,7 @@ def _inline_parser(caller: ir.Parser, inst: ir.BlockInstance) -> None:
     params = _Params(caller, inst, calls)
     map_block_exprs(callee, params.replace)
     _move_objects(caller, callee, inst)
-    taken = set(caller.states) | {"accept", "reject"}
-
-    def fresh(name: str) -> str:
-        n, i = name, 0
-        while n in taken:
-            i += 1
-            n = f"{name}_{i}"
-        taken.add(n)
-        return n
+    fresh = fresh_names(set(caller.states) | {"accept", "reject"})
 
     states: dict[str, ir.ParserState] = {}
     for state in caller.states.values():

@@ -10,6 +10,7 @@ p4c's wording, so a program written against the embedded target moves to BMv2 un
 - a direct counter or meter attached to one table only; a table with a direct meter has an action
   that reads it (`meter.read(...)`);
 - headers of a whole number of bytes;
+- no switch statement in an action; a parser that reaches accept or reject;
 - each extern's own rules, in its module (found through p4target.extern_registry: `check_instance`, `check_call`), e.g.
   registers of bit<W>/int<W> cells only, no Checksum16 (p4c cannot translate it for BMv2), mark_to_drop
   takes standard_metadata (the deprecated zero-argument form is refused), no clone3/resubmit/recirculate
@@ -69,9 +70,34 @@ def check_bmv2_limits(program: ir.Program) -> None:
             _table_paths(b.body.stmts, frozenset())
         else:
             code.append(list(b.states.values()))
-    code += [a.body for a in _used_actions(program, code)]
+            _parser_ends(b)
+    actions = _used_actions(program, code)
+    for n in walk([a.body for a in actions]):
+        if isinstance(n, ir.Switch):
+            raise _fail("SwitchStatement: switch statements not supported in actions on this target", n.loc)
+    code += [a.body for a in actions]
     for n in walk(code):
         _check_node(n)
+
+
+def _parser_ends(parser: ir.Parser) -> None:
+    """Some path from the start state reaches accept or reject (p4c refuses a parser that loops forever)."""
+    seen, pending = set(), ["start"]
+    while pending:
+        name = pending.pop()
+        if name in ("accept", "reject"):
+            return
+        if name in seen or name not in parser.states:
+            continue
+        seen.add(name)
+        tr = parser.states[name].transition
+        if isinstance(tr, ir.DirectTransition):
+            pending.append(tr.next)
+        elif not any(all(isinstance(k, ir.KsDefault) for k in c.keysets) for c in tr.cases):
+            return  # no case matching: the select rejects
+        else:
+            pending += [c.next for c in tr.cases]
+    raise _fail(f"parser {parser.name}: Parser never reaches accept or reject state", parser.loc)
 
 
 def _used_actions(program: ir.Program, code: list) -> list[ir.Action]:

@@ -24,7 +24,7 @@ class HashData:
             return [s]
         pre: list[ir.Stmt] = []
         data = call.args[3]
-        data.items = [x if _plain(x) else self.temp(x, pre) for x in data.items]
+        data.items = [x if is_plain(x) else self.temp(x, pre) for x in data.items]
         return pre + [s]
 
     def temp(self, e: ir.Expr, pre: list[ir.Stmt]) -> ir.VarRef:
@@ -34,12 +34,12 @@ class HashData:
         return ir.VarRef(decl.type, e.loc, decl.name, decl)
 
 
-def _plain(e: ir.Expr) -> bool:
+def is_plain(e: ir.Expr) -> bool:
     """A constant, or a variable, field or stack element with a constant index: what a calculation reads."""
     if isinstance(e, _CONSTANT):
         return True
     if isinstance(e, ir.ListExpr):
-        return all(_plain(x) for x in e.items)
+        return all(is_plain(x) for x in e.items)
     while isinstance(e, (ir.Member, ir.ArrayIndex)):
         if isinstance(e, ir.ArrayIndex) and not isinstance(e.index, ir.Constant):
             return False

@@ -49,15 +49,9 @@ class Parsers:
     def parser(self, p: ir.Parser) -> m.Parser:
         states: list[m.ParseState] = []
         names = {name: name for name in p.states}
-        init: list[m.ParserOp] = []
-        for d in p.locals:
-            if isinstance(d, ir.VarDecl) and d.init is not None:
-                prims: list[m.Primitive] = []
-                self.st.assign_store(prims, self.s.storage(d, d.loc), d.init, d.loc)
-                init += [self.as_parser_op(x) for x in prims]
         reject = None
         for name, s in p.states.items():
-            ops = list(init) if name == "start" else []
+            ops: list[m.ParserOp] = []
             for stmt in s.body:
                 self.parser_stmt(stmt, ops)
             key, transitions = self.transition(s.transition, ops)

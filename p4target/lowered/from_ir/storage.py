@@ -101,12 +101,17 @@ def leaves_no_valid(s: Store) -> list[m.Value]:
 
 
 def header_leaf_fields(t: ir.HeaderType) -> list[ir.Field]:
+    """A header's fields with struct-typed ones flattened (at any depth) to `s.f`, `s.t.f`..."""
+    return _leaf_fields(t.fields, "")
+
+
+def _leaf_fields(fields: list[ir.Field], prefix: str) -> list[ir.Field]:
     out = []
-    for f in t.fields:
+    for f in fields:
         if isinstance(f.type, ir.StructType):
-            out += [ir.Field(f"{f.name}.{g.name}", g.type) for g in f.type.fields]
+            out += _leaf_fields(f.type.fields, f"{prefix}{f.name}.")
         else:
-            out.append(f)
+            out.append(ir.Field(prefix + f.name, f.type) if prefix else f)
     return out
 
 

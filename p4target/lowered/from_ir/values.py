@@ -90,12 +90,16 @@ class Values:
         f = h.type.field(name)
         if f is None:
             raise fail(f"header has no field {name}", loc)
-        if isinstance(f.type, ir.StructType):
-            sub = StructStore(f.type)
-            for g in f.type.fields:
-                sub.fields[g.name] = self._field_of(h, f"{name}.{g.name}", g.type)
+        return self._member_of(h, name, f.type)
+
+    def _member_of(self, h: HeaderStore, path: str, t: ir.Type) -> Store:
+        """A header's field `path` (`s` or `s.t.f`: struct-typed fields are flattened at any depth)."""
+        if isinstance(t, ir.StructType):
+            sub = StructStore(t)
+            for g in t.fields:
+                sub.fields[g.name] = self._member_of(h, f"{path}.{g.name}", g.type)
             return sub
-        return self._field_of(h, name, f.type)
+        return self._field_of(h, path, t)
 
     def _field_of(self, h: HeaderStore, fname: str, t: ir.Type) -> Scalar:
         if isinstance(h.ref, m.HeaderRef):
@@ -138,11 +142,17 @@ class Values:
 
     def equal(self, a: ir.Expr, b: ir.Expr, loc: ir.Loc) -> m.Value:
         """`a == b` of headers, structs, unions or stacks: every validity bit and field equal."""
-        pairs = list(zip(leaves(self.store_of(a)), leaves(self.store_of(b))))
+        pairs = list(zip(self._compared(a), self._compared(b)))
         out: m.Value = m.BoolConst(True)
         for x, y in pairs:
             out = m.Expr("and", out, m.Expr("==", x, y))
         return out
+
+    def _compared(self, e: ir.Expr) -> list[m.Value]:
+        """What `equal` compares of an operand: its storage's leaves, or a struct expression's values."""
+        if isinstance(e, ir.StructExpr) and isinstance(e.type, ir.StructType):
+            return [v for f in e.fields.values() for v in (self._compared(f) if not scalar_type(f.type) else [self.data(f)])]
+        return leaves(self.store_of(e))
 
     def flat(self, e: ir.Expr) -> list[m.Value]:
         """The fields of a list/struct/header argument (hash, digest, checksum data, log_msg), in order."""

@@ -1,5 +1,6 @@
 // Serializable enums wherever P4Info describes a value: exact keys, action parameters, a
-// controller header field, a register and a digest struct; p4c lists them in type_info.
+// controller header field, a register and a digest struct; p4c lists them in type_info, and in
+// the digest also a plain enum and an error.
 #include <core.p4>
 #include <v1model.p4>
 enum bit<8> Color { RED = 1, GREEN = 2, BLUE = 200 }
@@ -8,7 +9,7 @@ enum Plain { X, Y }
 header h_t { Color c; Kind k; bit<8> f; }
 @controller_header("packet_in") header pin_t { Color c; bit<7> pad; bit<1> z; }
 struct headers { h_t h; pin_t pin; }
-struct learn_t { Color c; bit<8> f; }
+struct learn_t { Color c; bit<8> f; Plain p; error e; }
 struct meta_t { learn_t l; }
 parser P(packet_in p, out headers hdr, inout meta_t m, inout standard_metadata_t sm) {
     state start { p.extract(hdr.h); transition accept; }
@@ -16,7 +17,7 @@ parser P(packet_in p, out headers hdr, inout meta_t m, inout standard_metadata_t
 control VC(inout headers hdr, inout meta_t m) { apply { } }
 control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
     action set(Color c, bit<8> v) { hdr.h.c = c; hdr.h.f = v; }
-    action learn() { m.l.c = hdr.h.c; m.l.f = hdr.h.f; digest<learn_t>(1, m.l); }
+    action learn() { m.l.c = hdr.h.c; m.l.f = hdr.h.f; m.l.p = Plain.Y; m.l.e = error.NoMatch; digest<learn_t>(1, m.l); }
     register<Color>(4) last;
     table t {
         key = { hdr.h.c: exact; hdr.h.k: exact; }

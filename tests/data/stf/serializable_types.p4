@@ -1,5 +1,6 @@
 // Serializable enums and type definitions where the control plane meets them: table keys, action
-// parameters and a register of enum cells (p4c 1.2.5 compiles `register<enum>` for BMv2).
+// parameters and a register of enum cells (p4c 1.2.5 compiles `register<enum>` for BMv2); a member
+// where its bit<8> is expected converts implicitly (P4 spec 8.11.2, as p4c takes it).
 #include <core.p4>
 #include <v1model.p4>
 
@@ -35,6 +36,7 @@ control SIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata
         last.read(hdr.h.prev, 0);
         last.write(0, hdr.h.c);
         by_color.apply();
+        if (hdr.h.v == Color.GREEN) { hdr.h.v = Color.BLUE; }
     }
 }
 
