@@ -114,6 +114,7 @@ class AllReduceClient:
         self.window = make_window(job.pacing, job.slot_count, job.weight)
         self.scale = 0  # fractional bits of the last call (0 for int32)
         self.known: dict[int, bytes] = {}  # seq -> a result datagram seen before this worker sent anything
+        self._spilled_ahead: set[int] = set()  # seqs of later calls whose spill notice came during an earlier one
         self._next_scale: dict[int, int] = {}  # tensor size -> fractional bits its last call agreed on
         if sock is None:
             me = job.workers[rank]
@@ -244,6 +245,8 @@ class AllReduceClient:
         transfer = Transfer(n, job.slot_count, self.timer, self.window, self.stats, time.monotonic())
         if self.known:
             self._prefill(transfer, g0, parts, first, overflow)
+        if self._spilled_ahead:
+            self._spill(transfer, g0, self._noticed_before(g0, n), spilled)
         while transfer.remaining:
             now = time.monotonic()
             before = transfer.next_new
@@ -294,12 +297,16 @@ class AllReduceClient:
         header = self._rx_header[:count]
         chunk = (header["seq"].astype(np.int64) - g0) % (1 << 32)
         ours = ((self.io.lengths[:count] == self._packet_bytes) & (header["job_id"] == self.job.job_id)
-                & (header["flags"] & wire.FLAG_RESULT != 0) & (header["lanes"] == self.job.lanes)
-                & (chunk < transfer.chunks))
+                & (header["flags"] & wire.FLAG_RESULT != 0) & (header["lanes"] == self.job.lanes))
         notices = ours & (header["flags"] & wire.FLAG_SPILL != 0)
         if notices.any() and self.spill_io is not None:
-            self._spill(transfer, g0, chunk[notices], spilled)
-        ours &= ~notices
+            here = notices & (chunk < transfer.chunks)
+            # one of the next call's first W chunks: a peer there already (this call's last result reached it
+            # first) sent that chunk and it spilled, so this worker must send it to the server too, next call
+            ahead = notices & ~here & (chunk < transfer.chunks + self.job.slot_count)
+            self._spilled_ahead.update(header["seq"][ahead].tolist())
+            self._spill(transfer, g0, chunk[here], spilled)
+        ours &= ~notices & (chunk < transfer.chunks)
         pos = np.flatnonzero(ours)
         self.stats.stale_results += count - pos.size
         marked = header["flags"][pos] & wire.FLAG_ECN != 0
@@ -324,6 +331,14 @@ class AllReduceClient:
             overflow[hits] = results["flags"] & wire.FLAG_OVERFLOW != 0
             _store(parts, first, hits, results["values"])
         transfer.prefill(hits)
+
+    def _noticed_before(self, g0: int, n: int) -> np.ndarray:
+        """The chunks of the call of n chunks from g0 whose spill notice came during an earlier call
+        (no longer kept); the later calls' stay."""
+        chunks = {seq: (seq - g0) % (1 << 32) for seq in self._spilled_ahead}
+        now = [seq for seq, c in chunks.items() if c < n]
+        self._spilled_ahead.difference_update(now)
+        return np.array([chunks[seq] for seq in now], dtype=np.int64)
 
     def _spill(self, transfer: Transfer, g0: int, chunks: np.ndarray, spilled: np.ndarray) -> None:
         """Chunks whose slot in the shared pool was taken: from now on they go to the parameter server

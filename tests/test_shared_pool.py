@@ -15,8 +15,10 @@ from controller.installer import desired_state, plan_job
 from controller.placement import Job, place_jobs
 from controller.tenants import SHARED, share, with_slot_budgets
 from controller.topology import load_topology
+from hosts import codec
 from hosts.allreduce import AllReduceClient, pool_slots
 from hosts.spill import SpillServer
+from protocol import wire
 from protocol.job import JobSpec, WorkerSpec
 
 POOL, WINDOW, LANES = 6, 4, 32
@@ -52,10 +54,9 @@ def test_a_job_whose_switch_is_full_moves_where_memory_is_free():
     assert moved.placement.aggregators == ("s2",)
 
 
-def test_a_job_whose_slots_another_holds_spills_them_and_sums_exactly():
-    """Job 2's first worker holds its window's slots (its peer is not there yet) while job 1 all-reduces
-    through the same pool: job 1's chunks on those slots spill, deterministically, and are summed by its
-    spill server; then job 2's second worker comes and job 2 completes too. Every sum is exact."""
+def two_jobs():
+    """One switch whose pool jobs 1 (hosts 1, 2) and 2 (hosts 3, 4) share: the switch, its fabric, the hosts'
+    sockets, the jobs' spill servers' sockets and the jobs."""
     sw = fb.switch()
     fb.install_shared_job(sw, 1, 0, POOL, [fb.Child(1, 0), fb.Child(2, 1)])
     fb.install_shared_job(sw, 2, 0, POOL, [fb.Child(3, 0), fb.Child(4, 1)])
@@ -71,6 +72,14 @@ def test_a_job_whose_slots_another_holds_spills_them_and_sums_exactly():
                     slot_base=0, slot_count=WINDOW, agg_ip=fabric.addr[0], agg_port=fabric.addr[1], lanes=LANES,
                     timeout_s=0.05, pool=POOL, spill_ip="127.0.0.1", spill_port=servers[j - 1].getsockname()[1])
             for j, ranks in ((1, (1, 2)), (2, (3, 4)))]
+    return sw, fabric, socks, servers, jobs
+
+
+def test_a_job_whose_slots_another_holds_spills_them_and_sums_exactly():
+    """Job 2's first worker holds its window's slots (its peer is not there yet) while job 1 all-reduces
+    through the same pool: job 1's chunks on those slots spill, deterministically, and are summed by its
+    spill server; then job 2's second worker comes and job 2 completes too. Every sum is exact."""
+    sw, fabric, socks, servers, jobs = two_jobs()
     spill = [SpillServer(job, s) for job, s in zip(jobs, servers)]
     stop = [False]
     rng = np.random.default_rng(5)
@@ -138,3 +147,69 @@ def test_the_shipped_scenario_holds_more_windows_than_the_spines_have_room_for(t
     assert where("relocate") == [("in-network", ("s1",)), ("in-network", ("s2",)), ("in-network", ("s4",)),
                                  ("in-network", ("s3",))]
     assert where("atp") == [("shared", ("s1",)), ("shared", ("s2",)), ("shared", ("s1",)), ("shared", ("s2",))]
+
+
+def test_a_spill_notice_that_comes_during_the_previous_call_still_sends_the_chunk_to_the_server():
+    """Job 2's rank 1 is slow: the result of its one-chunk call (seq 0) and the switch's spill notice for seq 2,
+    which its faster peer sent already in the next call, reach it in one batch. Had it dropped the notice
+    (seq 2 is not a chunk of the call it is in), it would send seq 2 to the switch once the slot is free
+    again, while the peer's copy waits at the server: both would stall. The notice must outlive the call."""
+    _, fabric, socks, servers, jobs = two_jobs()
+    job, server_sock = jobs[1], servers[1]
+    server, stop = SpillServer(job, server_sock), [False]
+    assert pool_slots(2, 2, WINDOW, POOL) == pool_slots(1, 1, WINDOW, POOL)  # job 2's seq 2 and job 1's seq 1 meet
+    mine, peer = np.arange(WINDOW * LANES, dtype=np.int32), np.full(WINDOW * LANES, 7, dtype=np.int32)
+    slow = AllReduceClient(job, 1, socks[3])
+    sent, notified, out, errors = threading.Event(), threading.Event(), [], []
+    recv = slow.io.recv
+
+    def held_recv(timeout_s):  # the slow worker reads nothing until the notice is in its socket too
+        sent.set()
+        notified.wait()
+        return recv(timeout_s)
+
+    def work():
+        try:
+            slow.allreduce_int(np.zeros(LANES, dtype=np.int32))
+            out.append(slow.allreduce_int(mine))
+        except Exception as exc:  # noqa: BLE001 - checked below
+            errors.append(exc)
+
+    def raw(sock, job_id, seq, values, flags=0, to=fabric.addr):
+        rows = np.zeros((1, LANES), dtype=np.int32)
+        rows[0, :len(values)] = values
+        sock.sendto(codec.encode(job_id, int(pool_slots(job_id, seq, WINDOW, POOL)), seq,
+                                 flags | (seq // WINDOW % 2) * wire.FLAG_POOL, rows).tobytes(), to)
+
+    def take(sock, seq):
+        sock.settimeout(30)
+        pkt = codec.decode(sock.recv(4096), LANES)[0]
+        assert int(pkt["seq"]) == seq
+        return int(pkt["flags"])
+
+    slow.io.recv = held_recv
+    fabric.start()
+    threading.Thread(target=server.serve, args=(stop,), daemon=True).start()
+    thread = threading.Thread(target=work)
+    try:
+        raw(socks[0], 1, 1, [1])  # job 1 holds the slot, collecting
+        raw(socks[2], 2, 0, [0])  # the fast peer's one-chunk call
+        thread.start()
+        assert sent.wait(30)
+        assert take(socks[2], 0) & wire.FLAG_RESULT  # the peer's call is done: it sends seqs 1..4
+        for g in range(1, WINDOW + 1):
+            raw(socks[2], 2, g, peer[(g - 1) * LANES:g * LANES])
+        assert take(socks[2], 2) & wire.FLAG_SPILL  # seq 2 spilled: the peer sends it to the server
+        raw(socks[2], 2, 2, peer[LANES:2 * LANES], wire.FLAG_PS, server_sock.getsockname())
+        raw(socks[1], 1, 1, [2])  # job 1's round completes: the slot is free again
+        while fabric.delivered < 6:  # both results of seq 0, both notices of seq 2, job 1's two results
+            time.sleep(0.01)
+        notified.set()
+        thread.join(60)
+    finally:
+        notified.set()
+        stop[0] = True
+        fabric.close()
+    assert errors == [] and fabric.errors == []
+    np.testing.assert_array_equal(out[0], mine + peer)
+    assert slow.stats.spilled == 1 and server.stats.chunks == 1
