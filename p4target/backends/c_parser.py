@@ -4,10 +4,8 @@ from __future__ import annotations
 from p4target.backends.c_module import MAX_BITS, CModule, lookaheads
 from p4target.backends.c_primitives import CPrimitives
 from p4target.backends.c_values import CValues, u128_literal
-from p4target.backends.parsing import Parsing
+from p4target.backends.parsing import MAX_PARSER_STATES, Parsing
 from p4target.lowered import model as m
-
-MAX_PARSER_STATES = 1000
 
 
 class CParsing(Parsing):

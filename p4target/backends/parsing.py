@@ -8,6 +8,8 @@ from p4target.backends.primitives import Primitives
 from p4target.backends.values import Values
 from p4target.lowered import model as m
 
+MAX_PARSER_STATES = 1000  # states a packet may pass through before error.ParserTimeout, on both engines
+
 
 class Parsing:
     """Parse states printed; a back end's subclass defines the methods that raise NotImplementedError here."""

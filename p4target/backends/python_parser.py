@@ -3,14 +3,12 @@ from __future__ import annotations
 
 import functools
 
-from p4target.backends.parsing import Parsing
+from p4target.backends.parsing import MAX_PARSER_STATES, Parsing
 from p4target.backends.python_module import PyModule
 from p4target.backends.python_primitives import PyPrimitives
 from p4target.backends.python_runtime import _extract, _packed
 from p4target.backends.python_values import PyValues
 from p4target.lowered import model as m
-
-MAX_PARSER_STATES = 1000
 
 
 class PyParsing(Parsing):
