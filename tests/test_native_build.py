@@ -98,11 +98,16 @@ def test_a_program_the_c_compiler_fails_on_runs_on_python_with_one_line(tmp_path
     assert pipeline.process(1, bytes([7, 0, 9])) == [(2, bytes([7, 8, 9]))]
 
 
-def test_cli_fallback_is_one_stderr_line(tmp_path):
-    prog = tmp_path / "p.p4"
+def stf_test(tmp_path: Path) -> tuple[Path, Path]:
+    """PROGRAM and an STF test it passes, as files for `aggnet p4 stf`."""
+    prog, stf = tmp_path / "p.p4", tmp_path / "t.stf"
     prog.write_text(PROGRAM % ("", ""))
-    stf = tmp_path / "t.stf"
     stf.write_text("packet 1 07 00\nexpect 2 07 08\n")
+    return prog, stf
+
+
+def test_cli_fallback_is_one_stderr_line(tmp_path):
+    prog, stf = stf_test(tmp_path)
     out = subprocess.run([sys.executable, "-m", "testbed.cli", "p4", "stf", str(prog), str(stf)], cwd=REPO,
                          capture_output=True, text=True, timeout=120,
                          env={**without_native_only(), **failing_cc(tmp_path)})
@@ -308,10 +313,7 @@ def test_with_native_only_a_failed_build_is_an_error_not_a_python_run(tmp_path, 
 
 
 def test_cli_with_native_only_exits_with_one_line(tmp_path):
-    prog = tmp_path / "p.p4"
-    prog.write_text(PROGRAM % ("", ""))
-    stf = tmp_path / "t.stf"
-    stf.write_text("packet 1 07 00\nexpect 2 07 08\n")
+    prog, stf = stf_test(tmp_path)
     out = subprocess.run([sys.executable, "-m", "testbed.cli", "p4", "stf", str(prog), str(stf)], cwd=REPO,
                          capture_output=True, text=True, timeout=120,
                          env={**os.environ, **failing_cc(tmp_path), NATIVE_ONLY_ENV: "1"})
