@@ -8,7 +8,10 @@ tail-dropped and every drop costs a retransmission timeout for the whole job.
 `Aimd` paces instead, MLfabric-style, from the results the worker receives (results are the
 fabric's acknowledgements): each result adds `weight / cwnd` to the congestion window (so
 `weight` chunks per round trip), each loss event halves it, and it never leaves
-[1, slot_count]. Jobs that share a bottleneck then split it in proportion to their weights
+[1, slot_count]. A queue past its marking depth (ECN, ATP-style) is no loss: marks cut the
+window DCTCP's way, by alpha / 2 once per window, alpha the running fraction of marked
+results, so a bottleneck held at its marking depth stays busy; halving on every mark left the
+busiest link of a 16-worker fat-tree 71-88% busy (docs/scale.md). Jobs that share a bottleneck then split it in proportion to their weights
 while the link stays busy (weighted AIMD converges to shares proportional to the additive
 increase). `transfer_weights` orders jobs the way MLfabric orders transfers: the job whose
 update unblocks the most workers per byte on the wire gets the largest share, so it
@@ -17,7 +20,7 @@ finishes first instead of every job finishing late under a fair split.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import TypeVar
 
 from protocol.job import PACING_CHOICES
@@ -40,39 +43,65 @@ class Window:
     def allows(self, in_flight: int) -> bool:
         return in_flight < self.capacity()
 
-    def on_results(self, count: int = 1) -> None:
-        """`count` chunks' results arrived."""
+    def on_results(self, count: int = 1, marked: int = 0) -> None:
+        """`count` chunks' results arrived, `marked` of them met a deep queue on the way."""
 
     def on_loss(self) -> None:
         """A loss event (one or more chunks lost together)."""
 
+    def on_mark(self) -> None:
+        """A congestion event: results marked by a queue past its marking depth."""
+
     def on_loss_burst(self, sent_at: float, now: float) -> None:
-        """A chunk sent at `sent_at` was found lost at `now`: one loss event per burst, i.e. not
-        again for a chunk sent before the last one shrank the window."""
+        """A chunk sent at `sent_at` was found lost at `now`: one loss event per burst."""
+        self._once_per_window(sent_at, now, self.on_loss)
+
+    def on_mark_burst(self, sent_at: float, now: float) -> None:
+        """A result for a chunk sent at `sent_at` came back marked at `now`: one congestion event per burst."""
+        self._once_per_window(sent_at, now, self.on_mark)
+
+    def _once_per_window(self, sent_at: float, now: float, cut: Callable[[], None]) -> None:
+        """Not again for a chunk sent before the last cut: it went out in the window that caused it."""
         if sent_at >= self._cut_at:
-            self.on_loss()
+            cut()
             self._cut_at = now
 
 
 class Aimd(Window):
-    """Additive increase (`weight` chunks per round trip), multiplicative decrease (halve)."""
+    """Additive increase (`weight` chunks per round trip); a loss halves the window, a mark cuts it by alpha / 2."""
+
+    GAIN = 1 / 16  # DCTCP's g: how fast alpha follows the marked fraction, window by window
 
     def __init__(self, limit: int, weight: float = 1.0):
         super().__init__(limit)
         self.weight = weight
         self.cwnd = float(limit)
+        self.alpha = 1.0  # as DCTCP starts: the first marks halve, as a loss does
+        self._results = 0  # results and marked results in the window being observed
+        self._marked = 0
 
     def capacity(self) -> int:
         return min(self.limit, max(1, int(self.cwnd)))
 
-    def on_results(self, count: int = 1) -> None:
+    def on_results(self, count: int = 1, marked: int = 0) -> None:
+        self._results += count
+        self._marked += marked
+        if self._results >= self.capacity():  # a window of results observed: alpha follows its marked fraction
+            self.alpha += self.GAIN * (self._marked / self._results - self.alpha)
+            self._results = self._marked = 0
         for _ in range(count):  # each result adds weight / cwnd: `weight` chunks per window of results
             if self.cwnd >= self.limit:
                 break
             self.cwnd = min(float(self.limit), self.cwnd + self.weight / self.cwnd)
 
     def on_loss(self) -> None:
-        self.cwnd = max(1.0, self.cwnd / 2)
+        self._cut(0.5)
+
+    def on_mark(self) -> None:
+        self._cut(1 - self.alpha / 2)
+
+    def _cut(self, keep: float) -> None:
+        self.cwnd = max(1.0, self.cwnd * keep)
         self.smallest = min(self.smallest, self.capacity())
 
 

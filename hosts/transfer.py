@@ -172,7 +172,7 @@ class Transfer:
 
         Returns the positions in `chunks` of the new ones (the first result of a chunk not done
         before); everything else is stale. Updates the RTO from the chunks sent once, grows the
-        pacing window (shrinks it once per window for new marked results, as for a loss), and
+        pacing window (cut once per window for new marked results, DCTCP's way: hosts.pacing), and
         marks chunks that later results passed for fast retransmit.
         """
         chunks = np.asarray(chunks, dtype=np.int64)
@@ -193,11 +193,11 @@ class Transfer:
         self.last_progress = now
         once = got[~self.resent[got]]  # Karn: only unambiguous round trips update the estimate
         self.timer.sample(now - self.sent_at[once])
-        self.pacing.on_results(int(got.size))
         congested = got[marked[fresh]] if marked is not None else _NONE
+        self.pacing.on_results(int(got.size), int(congested.size))
         if congested.size:
             self.stats.marked_results += int(congested.size)
-            self.pacing.on_loss_burst(float(self.sent_at[congested].max()), now)
+            self.pacing.on_mark_burst(float(self.sent_at[congested].max()), now)
         sent = self.done[self.oldest:self.next_new]  # the first chunk without a result is among these, or next_new
         self.oldest = self.next_new if sent.all() else self.oldest + int(np.argmin(sent))
         self._count_passes(got, now)

@@ -51,7 +51,7 @@ def run_case(out: Path, workers: int, args: argparse.Namespace) -> dict[str, dic
         cmd = [sys.executable, "-m", "testbed.cli", "compare", "--schemes", ",".join(SCHEMES), "--workload",
                "allreduce", "--elements", str(args.elements), "--topo", TOPOLOGY[workers], "--workers", str(workers),
                "--lanes", str(args.lanes), "--link-mbps", repr(args.gbps * 1000), "--scale", repr(scale),
-               "--min-rto", repr(0.2 / scale), "--max-rto", repr(1.0 / scale), "--out", str(folder)]
+               "--out", str(folder)]
         print(" ".join(cmd), flush=True)
         subprocess.run(cmd, check=True, cwd=REPO)
     comparison = max(folder.glob("compare-*/comparison.json"), key=lambda p: p.stat().st_mtime)

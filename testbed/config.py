@@ -26,6 +26,8 @@ from protocol.job import MAX_TIMEOUT_S
 from protocol.wire import DEFAULT_ECN_FRACTION, DEFAULT_LANES, LANE_COUNTS, program_name
 from testbed.timescale import AUTO, parse_scale
 
+MACHINE_MIN_RTO_S = 0.2  # the default smallest retransmission timeout, this machine's time (JobConfig.min_rto_s)
+
 TARGETS = ("embedded", "bmv2")
 WORKLOADS = ("train", "allreduce", *(f"model:{m}" for m in MODEL_NAMES))
 DTYPES = ("int32", "float32")
@@ -77,14 +79,18 @@ class JobConfig:
     algo: str = option("soar", help="placement algorithm")
     k: int = option(1, minimum=0, help="aggregating switches besides the root")
     slots: int = option(64, minimum=1, help="the job's slot window on each aggregating switch")
-    # The all-reduce client's smallest retransmission timeout (JobSpec.timeout_s). Its backoff keeps
-    # resends from snowballing at any value; 0.2 s avoids spurious ones when many switch processes
-    # share the CPUs (fattree4 at 0.05 s: up to 6% of a link's packets were resends, at 0.2 s none).
-    # Under --scale F it is the emulated cluster's (x F in real time), so it may be far below 1 ms.
-    min_rto_s: float = option(0.2, minimum=1e-6, flag="--min-rto", timer=True,
-                              help="smallest retransmission timeout (s)")
-    max_rto_s: float = option(MAX_TIMEOUT_S, minimum=1e-6, flag="--max-rto", timer=True,
-                              help="largest retransmission timeout, backed off or not (s; at least --min-rto)")
+    # The all-reduce client's retransmission timeouts (JobSpec.timeout_s, max_timeout_s), in the cluster's time
+    # (x F in real time). Unset, they are MACHINE_MIN_RTO_S and MAX_TIMEOUT_S of this machine's time at any
+    # --scale: the floor guards against this machine's scheduling jitter (many switch processes on few cores;
+    # fattree4 at 0.05 s: up to 6% of a link's packets were resends, at 0.2 s none), which time scaling does not
+    # slow. Multiplied by F the floor cost every lost chunk 0.2 s of the cluster's time: fat-tree k=4 at F 6 took
+    # 1.14x its link-bound time with one timeout and 1.43x with two.
+    min_rto_s: float | None = option(None, minimum=1e-6, flag="--min-rto", timer=True,
+                                     help="smallest retransmission timeout (s, the cluster's; default: 0.2 s of this "
+                                          "machine's time at any --scale)")
+    max_rto_s: float | None = option(None, minimum=1e-6, flag="--max-rto", timer=True,
+                                     help="largest retransmission timeout, backed off or not (s, the cluster's; at "
+                                          "least --min-rto; default: 1 s of this machine's time)")
     agg_wait_s: float = option(0.05, minimum=0, cli=False, timer=True)  # host aggregation's wait (hosts.host_agg)
     # AIMD by default: where unaggregated streams meet (fattree4, 16 workers) a fixed window flooded the
     # queues (2,035 drops, 6.4 s for a 1.3 s all-reduce); AIMD backs off there and costs nothing elsewhere.
@@ -111,6 +117,12 @@ class JobConfig:
                                              "seat in the tree the host aggregator takes")
         if self.straggle_s and (len(self.straggle_s) != 2 or self.straggle_s[1] <= self.straggle_s[0]):
             raise FieldProblem("straggle_s", f"give START,END with END > START, got {','.join(map(str, self.straggle_s))}")
+
+    def rto_bounds(self) -> tuple[float, float]:
+        """The smallest and largest retransmission timeout, the unset ones this machine's (read them from the
+        config as this machine runs it: testbed.timescale.real_config)."""
+        low = self.min_rto_s if self.min_rto_s is not None else MACHINE_MIN_RTO_S
+        return low, max(low, self.max_rto_s if self.max_rto_s is not None else MAX_TIMEOUT_S)
 
 
 @dataclass(frozen=True)

@@ -170,7 +170,7 @@ class FaultRun(Run):
             return
         self.failover = Failover(self.topo, self.installer.program, self.conns,
                                  Job(JOB_NAME, tuple(job.workers), k=cfg.job.k, slots=cfg.job.slots),
-                                 cfg.job.algo, cfg.train.seed, timeout_s=cfg.job.min_rto_s,
+                                 cfg.job.algo, cfg.train.seed, timeout_s=cfg.job.rto_bounds()[0],
                                  ecn_fraction=self.installer.ecn_fraction)
         self.use_spec(self.failover.install())
 

@@ -475,7 +475,7 @@ class Run:
         innet = any(j.placement for j in self.jobs)
         self.reporter.status(f"pushing {program_name(lanes)}, routes" + (" and the aggregation tree" if innet else ""))
         program = load_program(program_path(lanes), self.cfg.network.target, str(self.run_dir / "build"))
-        self.installer = Installer(self.topo, program, self.conns, timeout_s=self.cfg.job.min_rto_s,
+        self.installer = Installer(self.topo, program, self.conns, timeout_s=self.cfg.job.rto_bounds()[0],
                                    ecn_fraction=self.cfg.network.ecn_fraction)
         self.installer.push_pipelines()
         if self.cfg.network.target == "bmv2":
@@ -492,8 +492,7 @@ class Run:
 
     def job_spec(self, job: JobRun, spec: Any) -> Any:
         """The spec the installer made, with the run's pacing and largest retransmission timeout."""
-        job_cfg = self.cfg.job
-        return dataclasses.replace(spec, pacing=job_cfg.pacing, max_timeout_s=max(job_cfg.min_rto_s, job_cfg.max_rto_s))
+        return dataclasses.replace(spec, pacing=self.cfg.job.pacing, max_timeout_s=self.cfg.job.rto_bounds()[1])
 
     def start_hosts(self) -> None:
         for job in self.jobs:

@@ -10,7 +10,9 @@ times (speedup, exposed communication, link utilization) is the fast cluster's:
   delays and slowdowns too: hosts.straggler.Straggler.slowed, via the agent config's time_scale);
   a workload whose compute times come from a profile multiplies them by the agent config's time_scale;
 - protocol timers x F: the config fields marked `timer=True` (retransmission timeouts, the host
-  aggregator's wait, failure detection, peers' silence): `real_config`.
+  aggregator's wait, failure detection, peers' silence): `real_config`. An unset retransmission
+  timeout stays this machine's (0.2 s at least, 1 s at most, at any F: testbed.config.JobConfig):
+  its floor is there for this machine's scheduling jitter, which scaling does not slow.
 
 Results are reported in the emulated cluster's time: every measured duration divided by F, rates
 multiplied by it (`unscaled_results`); results.json says so in `time_scale`. What stays in this
@@ -72,7 +74,7 @@ def real_config(cfg: C, factor: float) -> C:
         value = getattr(cfg, f.name)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             changes[f.name] = real_config(value, factor)
-        elif f.metadata.get("timer"):
+        elif f.metadata.get("timer") and value is not None:  # unset: a default of this machine's time
             changes[f.name] = value * factor
     return dataclasses.replace(cfg, **changes)
 

@@ -36,6 +36,34 @@ def test_aimd_grows_by_weight_chunks_per_window_of_results_up_to_the_slot_window
     assert heavy.cwnd == 64
 
 
+def test_marks_cut_the_aimd_window_by_the_running_marked_fraction_losses_by_half():
+    w = Aimd(64)
+    w.on_mark()  # no window observed yet: alpha starts at 1, so the first marks halve
+    assert w.cwnd == 32
+    for _ in range(100):  # 100 windows of results, one in eight marked: alpha settles near 1/8
+        w.cwnd = 32.0
+        w.on_results(32, 4)
+    assert abs(w.alpha - 0.125) < 0.01
+    w.cwnd = 32.0
+    w.on_mark()
+    assert 29.5 < w.cwnd < 30.5  # a 6% cut: the queue stays near its marking depth, the link busy
+    w.on_loss()
+    assert 14.5 < w.cwnd < 15.5  # a loss still halves
+    for _ in range(200):  # every result marked: alpha goes to 1 and a mark halves again
+        w.cwnd = 32.0
+        w.on_results(32, 32)
+    w.cwnd = 32.0
+    w.on_mark()
+    assert 16 <= w.cwnd < 16.1 and w.smallest == 14
+
+
+def test_a_fixed_window_ignores_marks():
+    w = make_window("fixed", 8)
+    w.on_results(8, 8)
+    w.on_mark_burst(0.0, 0.01)
+    assert w.capacity() == 8 and w.smallest == 8
+
+
 def test_transfer_weights_favour_the_update_that_unblocks_most_workers_per_byte():
     weights = transfer_weights({"a": 4, "b": 2, "c": 4}, {"a": 1000.0, "b": 1000.0, "c": 8000.0})
     assert weights["a"] == 4.0 and weights["b"] == 2.0

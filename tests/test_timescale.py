@@ -38,7 +38,7 @@ def leaves(cfg, where=""):
 
 
 def test_every_timer_is_multiplied_once_and_nothing_else_changes():
-    asked = RunConfig(network=NetworkConfig(link_mbps=10_000), job=JobConfig(min_rto_s=0.3, stragglers={"h2": 0.1}),
+    asked = RunConfig(network=NetworkConfig(link_mbps=10_000), job=JobConfig(min_rto_s=0.3, max_rto_s=2.0, stragglers={"h2": 0.1}),
                       faults=FaultConfig(detect_interval_s=0.2), scale=F)
     real = real_config(asked, F)
     before, after = leaves(asked), leaves(real)
@@ -49,6 +49,15 @@ def test_every_timer_is_multiplied_once_and_nothing_else_changes():
     assert real_config(asked, 1) is asked
     # the link rate is the topology's business (scale_topology), the straggler's delay is compute (the agent's)
     assert real.network.link_mbps == 10_000 and real.job.stragglers == {"h2": 0.1} and real.timeout_s == 900
+
+
+def test_unset_retransmission_timeouts_are_this_machines_at_any_scale():
+    """They guard against this machine's scheduling jitter, which scaling does not slow; set ones are the cluster's."""
+    unset = real_config(RunConfig(scale=F), F)
+    assert (unset.job.min_rto_s, unset.job.max_rto_s) == (None, None) and unset.job.rto_bounds() == (0.2, 1.0)
+    given = real_config(RunConfig(job=JobConfig(min_rto_s=0.001, max_rto_s=0.005), scale=F), F)
+    assert given.job.rto_bounds() == pytest.approx((0.001 * F, 0.005 * F))
+    assert real_config(RunConfig(job=JobConfig(min_rto_s=0.5), scale=F), F).job.rto_bounds() == (0.5 * F, 0.5 * F)
 
 
 def test_links_are_slower_and_longer_by_the_factor():
@@ -87,17 +96,17 @@ def test_the_agent_config_carries_the_compute_scale_to_every_worker(tmp_path):
 
 
 def test_a_run_plans_on_scaled_links_and_hands_scaled_timers_to_its_hosts(tmp_path):
-    asked = RunConfig(network=NetworkConfig(topo="star4", link_mbps=1000), job=JobConfig(scheme="hostagg", workers=2),
-                      scale=F, out=str(tmp_path))
+    asked = RunConfig(network=NetworkConfig(topo="star4", link_mbps=1000),
+                      job=JobConfig(scheme="hostagg", workers=2, min_rto_s=0.01, max_rto_s=0.1), scale=F, out=str(tmp_path))
     run = Run(asked)
     run.run_dir.mkdir(parents=True)
     assert run.asked is asked and {link.bw_mbps for link in run.topo.links} == {1000 / F}
     config = load_config(run.write_agent_config(run.jobs[0], "agent.json"))
     assert config.timeout_s == 30 * F and config.wait_s == pytest.approx(0.05 * F) and config.time_scale == F
     spec = JobSpec(1, (WorkerSpec("h1", "10.0.0.1"), WorkerSpec("h2", "10.0.0.2")), 0, 8, "10.0.0.254",
-                   timeout_s=run.cfg.job.min_rto_s)
+                   timeout_s=run.cfg.job.rto_bounds()[0])
     spec = run.job_spec(run.jobs[0], spec)
-    assert (spec.timeout_s, spec.max_timeout_s) == (pytest.approx(0.2 * F), pytest.approx(1.0 * F))
+    assert (spec.timeout_s, spec.max_timeout_s) == (pytest.approx(0.01 * F), pytest.approx(0.1 * F))
     assert JobSpec.from_json(spec.to_json()) == spec
 
 
@@ -150,7 +159,8 @@ def test_a_scenario_runs_what_it_times_scale_times_slower(tmp_path):
     asked = load_scenario(str(tmp_path / "s.yaml"))
     run = ModeRun(asked, "aware", tmp_path / "aware")
     assert {link.bw_mbps for link in run.topo.links} == {10 / 4}
-    assert run.cfg.adapt.period_s == 4 * asked.adapt.period_s and run.cfg.job.min_rto_s == 4 * asked.job.min_rto_s
+    assert run.cfg.adapt.period_s == 4 * asked.adapt.period_s
+    assert asked.job.min_rto_s is None and run.cfg.job.rto_bounds() == (0.2, 1.0)  # unset: this machine's
     first = asked.traffic[0]
     cluster, real = run.timeline.flows[0], run.real_timeline.flows[0]
     assert cluster.intervals[:2] == ((0, first.on_s, first.rate_mbps), (first.on_s + first.off_s,
