@@ -37,6 +37,12 @@ direction carried (`LinkMeter`: the kernel's counters of the switches' interface
 job's verdict counts only what links carried during that job's phases (`report`'s `link_meter`),
 on the links its traffic crosses (`links`), and its own processes (`processes`).
 
+With the link meter the verdict is also resolved in time (`over_time`): the phases cut at its
+samples, each slice is bound by a link (one of the links at >= BUSY in it), else by the cores (>= BUSY),
+else by nothing, and the report gives each's share of the phases' time and each link's. Under background
+traffic that moves between links (a scenario's elephants, on for 0.4 s then elsewhere) a job's
+communication can be bound by a link all the time and by no single link on average.
+
 The bottleneck is what ran closest to its limit: a link direction at >= BUSY of its rate,
 else a process at >= BUSY of a core or the cores at >= BUSY. A run whose bottleneck is not a link
 gets a one-line warning: its times describe this machine, not the network. When the cores bound
@@ -47,6 +53,7 @@ has grown to cover the same CPU work with the cores below BUSY.
 """
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 import time
@@ -167,13 +174,14 @@ def _read_int(path: str) -> float | None:
 
 
 def _at(series: list[tuple[float, float]], t: float) -> float:
-    """A cumulative CPU time at time t, linear between the samples around it (flat outside them)."""
-    if t <= series[0][0]:
+    """A cumulative counter at time t, linear between the samples around it (flat outside them)."""
+    i = bisect.bisect_left(series, t, key=lambda sample: sample[0])  # the first sample at or after t
+    if i == 0:
         return series[0][1]
-    for (t0, v0), (t1, v1) in zip(series, series[1:]):
-        if t <= t1:
-            return v0 + (v1 - v0) * (t - t0) / (t1 - t0) if t1 > t0 else v1
-    return series[-1][1]
+    if i == len(series):
+        return series[-1][1]
+    (t0, v0), (t1, v1) = series[i - 1], series[i]
+    return v0 + (v1 - v0) * (t - t0) / (t1 - t0) if t1 > t0 else v1
 
 
 def workload_window(windows: Iterable[Window]) -> Window | None:
@@ -228,6 +236,40 @@ def link_utilization(topology: Any, counters: Mapping[str, Any], seconds: float,
             if nbytes is not None:  # each phase may start with a full token bucket
                 out[name] = round(nbytes / (rate_bytes * seconds + phases * bucket), 3)
     return out
+
+
+def direction_rates(topology: Any) -> dict[str, float]:
+    """"a->b" -> bytes a second, for every direction of every shaped link."""
+    return {f"{src}->{dst}": link.bw_mbps * 1e6 / 8 for link in topology.links if link.bw_mbps
+            for src, dst in ((link.a, link.b), (link.b, link.a))}
+
+
+def over_time(rates: Mapping[str, float], phases: Sequence[Window], link_meter: LinkMeter, meter: CpuMeter,
+              ncores: int) -> dict:
+    """What bound each slice of the phases, cut at the link meter's samples (module docstring): the share
+    of the phases' time a link bound ("link", and per link in "links"), the cores ("machine"), or nothing."""
+    samples = sorted({t for series in link_meter.series.values() for t, _ in series})
+    shares = {"link": 0.0, "machine": 0.0, "none": 0.0}
+    per_link: dict[str, float] = {}
+    total = 0.0
+    for start, end in phases:
+        cuts = [start, *(t for t in samples if start < t < end), end]
+        for a, b in zip(cuts, cuts[1:]):
+            carried, used = link_meter.used((a, b)), meter.used((a, b))
+            util = {name: carried[name] / (rate * (b - a)) for name, rate in rates.items() if name in carried}
+            busiest = max(util, key=util.__getitem__, default=None)
+            if busiest is not None and util[busiest] >= BUSY:
+                shares["link"] += b - a
+                per_link[busiest] = per_link.get(busiest, 0.0) + b - a
+            elif used.get(MACHINE, 0.0) / (ncores * (b - a)) >= BUSY:
+                shares["machine"] += b - a
+            else:
+                shares["none"] += b - a
+            total += b - a
+    if total <= 0:
+        return {}
+    return {**{k: round(v / total, 3) for k, v in shares.items()},
+            "links": {n: round(v / total, 3) for n, v in sorted(per_link.items(), key=lambda kv: -kv[1])}}
 
 
 def link_bound_seconds(topology: Any, counters: Mapping[str, Any]) -> float | None:
@@ -311,6 +353,10 @@ def report(topology: Any, counters: Mapping[str, Any], queues: Mapping[str, Any]
     cpu = {n: round(u / seconds, 3) for n, u in used.items()}
     switches = {n: u for n, u in cpu.items() if n in switch_names}
     hosts = {n: u for n, u in cpu.items() if n not in switch_names and (processes is None or n in processes)}
-    return {"seconds": round(seconds, 3), "measured_over": measured_over, "phases": len(phases),
-            "link_utilization": util, "switch_busy": switches, "host_cpu": hosts, "cores_busy": cores,
-            "queue_drops": queue_drops(queues), **assess(util, switches, hosts, cores, ncores, scale)}
+    out = {"seconds": round(seconds, 3), "measured_over": measured_over, "phases": len(phases),
+           "link_utilization": util, "switch_busy": switches, "host_cpu": hosts, "cores_busy": cores,
+           "queue_drops": queue_drops(queues), **assess(util, switches, hosts, cores, ncores, scale)}
+    if link_meter is not None and seconds > 0:
+        rates = {n: r for n, r in direction_rates(topology).items() if links is None or n in links}
+        out["over_time"] = over_time(rates, phases, link_meter, meter, ncores)
+    return out

@@ -442,9 +442,18 @@ def compare_summary(results_by_scheme: Mapping[str, Mapping[str, Any]], link: st
 
 
 def bottleneck_text(fidelity: Mapping[str, Any]) -> str:
-    """What bound a run, short: "link s1->h5 97%", "switch s1 100%", "machine 2 cores 94%", or "none" below testbed.fidelity.BUSY."""
+    """What bound a run, short: "link s1->h5 97%", "switch s1 100%", "machine 2 cores 94%", or "none" below
+    testbed.fidelity.BUSY; with no bottleneck over the whole but a verdict resolved in time (a scenario's
+    jobs: testbed.fidelity.over_time), what bound at least half of it: "links 81% of the time (s1->s3, s2->s3)"."""
     b = fidelity.get("bottleneck")
-    return "none" if not b else f"{b['kind'].split()[0]} {b['name']} {b['load']:.0%}"
+    if b:
+        return f"{b['kind'].split()[0]} {b['name']} {b['load']:.0%}"
+    t = fidelity.get("over_time") or {}
+    if t.get("link", 0.0) >= 0.5 and t["link"] >= t["machine"]:
+        return f"links {t['link']:.0%} of the time ({', '.join(list(t['links'])[:2])})"
+    if t.get("machine", 0.0) >= 0.5:
+        return f"cores {t['machine']:.0%} of the time"
+    return "none"
 
 
 def comparison_table(summary: Mapping[str, Mapping[str, Any]]) -> WordWrapped:

@@ -189,3 +189,42 @@ def test_a_link_busy_in_short_communication_phases_binds_them_though_idle_over_t
 def test_queue_drops_add_tail_and_loss_drops_of_every_port():
     queues = {"s1": {"1": {"tail_drops": 3, "loss_drops": 2}, "2": {"tail_drops": 1, "loss_drops": 0}}, "s2": {}}
     assert fidelity.queue_drops(queues) == {"s1": 6}
+
+
+def test_a_bottleneck_that_moves_between_links_binds_every_slice_and_no_link_on_average():
+    """Background traffic fills s1->h1 for a second, then s1->h2 for a second (as a scenario's elephants
+    move between spines): each link is 50% busy over the two seconds, so no link binds on average, but
+    one of them binds every slice. In the third second the links idle and the cores are busy."""
+    topo = load_topology(STAR4)
+    rate = 100e6 / 8
+    links = fidelity.LinkMeter({})
+    times = [i * 0.25 for i in range(13)]  # samples every 0.25 s over 3 s
+    links.series = {("s1->h1", 0): [(t, rate * min(t, 1.0)) for t in times],
+                    ("s1->h2", 0): [(t, rate * min(max(t - 1.0, 0.0), 1.0)) for t in times]}
+    ncores = os.cpu_count() or 1
+    cpu = fidelity.CpuMeter(dict)
+    cpu.series = {(fidelity.MACHINE, 0): [(t, ncores * (0.5 * min(t, 2.0) + 0.95 * max(t - 2.0, 0.0))) for t in times]}
+    counters = {"s1": {"ports": {1: port(tx_bytes=int(rate)), 2: port(tx_bytes=int(rate)), 3: port(), 4: port()}}}
+    verdict = fidelity.report(topo, counters, {}, [(0.0, 3.0)], "communication", cpu, {"s1"}, link_meter=links,
+                              links={"s1->h1", "s1->h2"})
+    assert verdict["bottleneck"] is None  # 33% each over the three seconds, the cores 65%
+    assert verdict["over_time"] == {"link": 0.667, "machine": 0.333, "none": 0.0,
+                                    "links": {"s1->h1": 0.333, "s1->h2": 0.333}}
+    # only the links the job crosses count: without s1->h2 its second is nobody's
+    alone = fidelity.report(topo, counters, {}, [(0.0, 3.0)], "communication", cpu, {"s1"}, link_meter=links,
+                            links={"s1->h1"})
+    assert alone["over_time"] == {"link": 0.333, "machine": 0.333, "none": 0.333, "links": {"s1->h1": 0.333}}
+
+
+def test_the_verdict_text_names_what_bound_most_of_the_time_when_nothing_bound_the_whole():
+    from testbed.report import bottleneck_text
+
+    moving = {"bottleneck": None, "over_time": {"link": 0.81, "machine": 0.05, "none": 0.14,
+                                                "links": {"s1->s3": 0.45, "s2->s3": 0.36, "s4->s1": 0.0}}}
+    assert bottleneck_text(moving) == "links 81% of the time (s1->s3, s2->s3)"
+    cores = {"bottleneck": None, "over_time": {"link": 0.2, "machine": 0.6, "none": 0.2, "links": {"s1->s3": 0.2}}}
+    assert bottleneck_text(cores) == "cores 60% of the time"
+    assert bottleneck_text({"bottleneck": None, "over_time": {"link": 0.4, "machine": 0.3, "none": 0.3,
+                                                              "links": {"s1->s3": 0.4}}}) == "none"
+    whole = dict(moving, bottleneck={"kind": "machine", "name": "2 cores", "load": 0.93})
+    assert bottleneck_text(whole) == "machine 2 cores 93%"  # a bottleneck over the whole comes first
