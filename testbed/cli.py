@@ -76,7 +76,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser = build_parser(command)
     module = next((importlib.import_module(m) for name, m, _ in COMMANDS if name == command), None)
     normalize = getattr(module, "normalize_argv", None)
-    args = parser.parse_args(normalize(argv) if normalize else argv)
+    try:
+        args = parser.parse_args(normalize(argv) if normalize else argv)
+    except SystemExit as done:  # a usage error exits 2, as every aggnet command does; BMv2's parser exits 1
+        if name in BMV2_NAMES and done.code == 2:
+            return 1
+        raise
     # Ctrl-C must stop a run and tear its network down even when the shell that started us ignores
     # SIGINT (a background job): Python keeps an inherited SIG_IGN unless told otherwise.
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -169,6 +169,11 @@ def test_simple_switch_serves_thrift_only_beside_one_simple_switch_grpc(bmv2_nam
     assert refused.returncode == 1
     assert refused.stderr.strip() == ("error: --grpc-server-addr: simple_switch has no such option "
                                       "(simple_switch_grpc has)")
+    for name in cli.BMV2_NAMES:  # an option neither binary has: exit 1, as BMv2's parser (aggnet switch: 2)
+        unknown = subprocess.run([str(bmv2_names / name), "--no-such-option"], capture_output=True, text=True,
+                                 timeout=120)
+        assert unknown.returncode == 1 and "unrecognized arguments: --no-such-option" in unknown.stderr
+    assert subprocess.run([str(AGGNET), "switch", "--no-such-option"], capture_output=True, timeout=120).returncode == 2
 
 
 # ------------------------------------------------------------------------------------------ pcap-file ports
