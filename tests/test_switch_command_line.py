@@ -28,7 +28,7 @@ from pathlib import Path
 
 import bmv2_ref
 import pytest
-from procs import free_port, stop_process, veth_pairs, wait_for
+from procs import free_port, stop_process, veth_pairs, wait_for, wait_until
 
 from p4target import nanolog, switch_options
 from p4target.ports import PcapWriter, read_pcap
@@ -159,7 +159,9 @@ def test_simple_switch_serves_thrift_only_beside_one_simple_switch_grpc(bmv2_nam
             wait_for(port, proc, tmp_path / f"s{i}.log")
         wait_for(grpc, procs[2], tmp_path / "s2.log")
         assert [listening_ports(p.pid) for p in procs] == [{thrift[0]}, {thrift[1]}, {thrift[2], grpc}]
-        assert "(simple_switch)" in (tmp_path / "s0.log").read_text() and "no grpc" in (tmp_path / "s0.log").read_text()
+        # the line saying so may reach the log after the port listens (a busy machine): wait for it
+        said = wait_until(lambda: "no grpc" in (text := (tmp_path / "s0.log").read_text()) and text, procs[0])
+        assert "(simple_switch)" in said
     finally:
         for proc in procs:
             stop_process(proc)
@@ -251,6 +253,12 @@ def outputs(folder: Path) -> dict[int, list[bytes]]:
     return out
 
 
+def simple_switch(program: str, folder: Path) -> list[str]:
+    """BMv2's simple_switch with its nanomsg notifications in `folder`: by default every simple_switch of
+    device 0 binds ipc:///tmp/bmv2-0-notifications.ipc, so another one running on the machine stops it."""
+    return ["simple_switch", program, "--notifications-addr", f"ipc://{folder}/notifications.ipc"]
+
+
 @pytest.fixture(scope="module")
 def basic_json(tmp_path_factory):
     return bmv2_ref.compile_json(str(BASIC), str(tmp_path_factory.mktemp("p4c")))
@@ -258,7 +266,7 @@ def basic_json(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def simple_switch_outputs(basic_json, tmp_path_factory):
-    return files_exchange(["simple_switch", basic_json], tmp_path_factory.mktemp("bmv2") / "run")
+    return files_exchange(simple_switch(basic_json, folder := tmp_path_factory.mktemp("bmv2")), folder / "run")
 
 
 @pytest.mark.bmv2
@@ -340,7 +348,7 @@ def test_nanolog_address_nanomsg_cannot_bind_is_one_line(capsys):
 
 @pytest.fixture(scope="module")
 def simple_switch_events(basic_json, tmp_path_factory):
-    return event_log_exchange(["simple_switch", basic_json], tmp_path_factory.mktemp("bmv2log") / "run")
+    return event_log_exchange(simple_switch(basic_json, folder := tmp_path_factory.mktemp("bmv2log")), folder / "run")
 
 
 @pytest.mark.bmv2
