@@ -38,6 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from testbed.fidelity import usable_cpus
 from testbed.timescale import step_up
 
 TARGET = 0.7  # of the cores the chosen F lets the run's packets use
@@ -139,7 +140,7 @@ def choose_scale(topo: Any, plan: Any, lanes: int, reporter: Any, execute: Calla
         raise ScaleError("--scale auto: the links carrying the job have no rate to bind (give --link-mbps, or "
                          "bw_mbps in the topology)")
     probe = hop_cost(reporter, execute)
-    ncores = os.cpu_count() or 1
+    ncores = len(usable_cpus())  # a run pinned to fewer cores (taskset, a cpuset) has only those
     needed = hops * probe["hop_cpu_s"] / (link_s * ncores * TARGET)
     factor = step_up(max(1.0, needed))
     reason = (f"a chunk's {hops} packet hops take {hops * probe['hop_cpu_s'] * 1e3:.2f} ms of CPU here (probe: "

@@ -28,7 +28,8 @@ Over the phases' total length T it measures:
   that waits in poll() when idle uses CPU only while it moves packets);
 - every host process's CPU use, the same way;
 - how busy the machine's cores were (all processes and the kernel's packet work, from
-  /proc/stat): many processes on few cores can bind a run that no single process does;
+  /proc/stat, on the cores the run may use: `usable_cpus`): many processes on few cores can bind a
+  run that no single process does;
 - the packets the traffic managers dropped (tail drops and emulated loss), per switch.
 
 CPU times are sampled every SAMPLE_S on a thread of their own and interpolated to each phase's
@@ -82,11 +83,25 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def usable_cpus() -> list[int]:
+    """The cores this process may run on (its affinity: `taskset -c 0 aggnet run ...`, a container's
+    cpuset), which every process of the run inherits: the machine the run has, not the one it is on."""
+    return sorted(os.sched_getaffinity(0))
+
+
 def machine_busy_seconds() -> float:
-    """CPU seconds all cores spent not idle since boot (processes, interrupts, the kernel's packet work)."""
+    """CPU seconds the usable cores spent not idle since boot (processes, interrupts, the kernel's packet work)."""
+    wanted = {f"cpu{n}" for n in usable_cpus()}
+    busy = 0
     with open("/proc/stat") as f:
-        ticks = [int(v) for v in f.readline().split()[1:9]]  # user nice system idle iowait irq softirq steal
-    return (sum(ticks) - ticks[3] - ticks[4]) / CLOCK_TICKS
+        for line in f:
+            name, *values = line.split()
+            if not name.startswith("cpu"):
+                break
+            if name in wanted:
+                ticks = [int(v) for v in values[:8]]  # user nice system idle iowait irq softirq steal
+                busy += sum(ticks) - ticks[3] - ticks[4]
+    return busy / CLOCK_TICKS
 
 
 class Meter:
@@ -348,7 +363,7 @@ def report(topology: Any, counters: Mapping[str, Any], queues: Mapping[str, Any]
     util = link_utilization(topology, counters, seconds, len(phases), carried)
     util = {n: u for n, u in util.items() if links is None or n in links}
     used = meter.used(*phases) if seconds > 0 else {}
-    ncores = os.cpu_count() or 1
+    ncores = len(usable_cpus())
     cores = round(used.pop(MACHINE) / (ncores * seconds), 3) if MACHINE in used else None
     cpu = {n: round(u / seconds, 3) for n, u in used.items()}
     switches = {n: u for n, u in cpu.items() if n in switch_names}

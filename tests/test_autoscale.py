@@ -45,11 +45,14 @@ def test_the_smallest_factor_keeping_the_cores_below_target(monkeypatch):
     topo, star = plan("star4", ["h1", "h2", "h3", "h4"], 1)
     hops, link_s = autoscale.chunk_load(topo, star, 364)
     monkeypatch.setattr(autoscale, "hop_cost", lambda reporter, execute: {"hop_cpu_s": 1e-4})
-    monkeypatch.setattr(autoscale.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(autoscale, "usable_cpus", lambda: [0, 1])
     choice = autoscale.choose_scale(topo, star, 364, None, lambda cfg: pytest.fail("probed"))
     needed = hops * 1e-4 / (link_s * 2 * autoscale.TARGET)
     assert choice["needed"] == pytest.approx(needed, abs=1e-3) and choice["factor"] == step_up(needed)
-    assert f"F = {needed:.2f}" in choice["reason"]
+    assert f"F = {needed:.2f}" in choice["reason"] and choice["cores"] == 2
+    monkeypatch.setattr(autoscale, "usable_cpus", lambda: [1])  # pinned to one core (taskset -c 1): half the CPU
+    pinned = autoscale.choose_scale(topo, star, 364, None, lambda cfg: pytest.fail("probed"))
+    assert pinned["needed"] == pytest.approx(2 * needed, abs=1e-3) and pinned["cores"] == 1
     unshaped = dataclasses.replace(topo, links=tuple(dataclasses.replace(link, bw_mbps=None) for link in topo.links))
     with pytest.raises(autoscale.ScaleError, match="no rate"):
         autoscale.choose_scale(unshaped, star, 364, None, lambda cfg: pytest.fail("probed"))

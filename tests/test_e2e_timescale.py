@@ -88,15 +88,18 @@ def test_a_model_run_at_scale_is_judged_over_its_communication_phases(tmp_path):
 def test_scale_auto_probes_the_machine_once_and_records_its_choice(tmp_path):
     """`--scale auto` on a machine without a probe: it probes (a star4 all-reduce), caches the result beside the
     native builds, runs at the factor it chose (results in the cluster's time), and says why; the next choice
-    reads the cache."""
+    reads the cache. Pinned to one core (taskset), the run has one core: F is chosen for it."""
     autoscale.probe_path().unlink(missing_ok=True)  # this machine's probe, made again by the run
-    done = run_command(aggnet_cmd("run", "--workload", "allreduce", "--topo", "star4", "--elements", "20000",
-                                  "--scale", "auto", "--out", str(tmp_path / "runs")), 600, cwd=REPO)
+    done = run_command(["taskset", "-c", "0", *aggnet_cmd("run", "--workload", "allreduce", "--topo", "star4",
+                                                          "--elements", "20000", "--scale", "auto",
+                                                          "--out", str(tmp_path / "runs"))], 600, cwd=REPO)
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads(next((tmp_path / "runs").glob("*/results.json")).read_text())
     chosen = results["scale_auto"]
     assert results["allreduce_exact"] and results["time_scale"]["factor"] == chosen["factor"] >= 1
     assert chosen["factor"] == step_up(max(1.0, chosen["needed"])) and chosen["hops_per_chunk"] == 8
+    assert chosen["cores"] == 1 and chosen["needed"] == pytest.approx(
+        8 * chosen["hop_cpu_s"] / (chosen["link_s_per_chunk"] * autoscale.TARGET), abs=1e-3)
     assert "probing this machine once" in done.stdout and f"--scale auto: {chosen['factor']:g} (" in done.stdout
     probe = json.loads(autoscale.probe_path().read_text())
     assert probe["machine"] == autoscale.machine() and probe["hop_cpu_s"] == chosen["hop_cpu_s"] > 0

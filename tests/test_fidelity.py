@@ -228,3 +228,17 @@ def test_the_verdict_text_names_what_bound_most_of_the_time_when_nothing_bound_t
                                                               "links": {"s1->s3": 0.4}}}) == "none"
     whole = dict(moving, bottleneck={"kind": "machine", "name": "2 cores", "load": 0.93})
     assert bottleneck_text(whole) == "machine 2 cores 93%"  # a bottleneck over the whole comes first
+
+
+def test_the_cores_busy_are_those_the_run_may_use(monkeypatch):
+    """A run pinned to core 0 (taskset -c 0) has one core: the meter counts cpu0's busy time, not the machine's."""
+    def cpu0() -> float:
+        with open("/proc/stat") as f:
+            ticks = [int(v) for v in next(line for line in f if line.startswith("cpu0 ")).split()[1:9]]
+        return (sum(ticks) - ticks[3] - ticks[4]) / fidelity.CLOCK_TICKS
+
+    assert fidelity.usable_cpus() == sorted(os.sched_getaffinity(0))
+    monkeypatch.setattr(fidelity, "usable_cpus", lambda: [0])
+    before = cpu0()
+    measured = fidelity.machine_busy_seconds()
+    assert before <= measured <= cpu0()
