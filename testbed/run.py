@@ -569,15 +569,19 @@ class Run:
         config = AgentConfig(job.scheme, train, workers, ps, job.spec, cfg.comm_timeout_s,
                              aggregator=ends[0] if ends else None, replica=ends[1] if len(ends) > 1 else None,
                              staleness=cfg.job.staleness, wait_s=cfg.job.agg_wait_s,
-                             stragglers={n: self.straggler(n) for n in self.stragglers_of(job)},
+                             stragglers={n: self.straggler(n) for n in self.slowed_of(job)},
                              time_scale=cfg.scale, split_workers=tuple(job.split))
         path = self.run_dir / name
         path.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
         return path
 
-    def stragglers_of(self, job: JobRun) -> list[str]:
-        """The job's workers that straggle (--straggler), in rank order."""
+    def slowed_of(self, job: JobRun) -> list[str]:
+        """The job's workers whose compute is slowed (their agent config's straggler entries), in rank order."""
         return [w for w in job.workers if w in self.cfg.job.stragglers]
+
+    def stragglers_of(self, job: JobRun) -> list[str]:
+        """The job's workers split aggregation seats at its aggregator (--straggler), in rank order."""
+        return self.slowed_of(job)
 
     def straggler(self, host: str) -> Any:
         """How `host` is slowed (hosts.straggler.Straggler), in the cluster's time: its --straggler delay

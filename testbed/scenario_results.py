@@ -65,7 +65,7 @@ def job_results(run: Any, job: Any) -> dict:
     if w.kind == "model":  # a split-off straggler's iterations do not hold the others' up
         entry.update(model_entry(run.per_worker(job), [h for h in job.workers if h not in job.split]))
     elif w.kind == "train":  # timed on an on-time worker: a straggler may skip steps (staleness)
-        late = run.stragglers_of(job)
+        late = run.slowed_of(job)
         timed = next((h for h in job.workers if h not in late), job.workers[0])
         entry.update(train_entry(read_jsonl(job.out / f"{timed}.metrics.jsonl"), factor, run.asked.target_accuracy))
     else:

@@ -172,3 +172,21 @@ def test_the_replica_stands_by_in_the_aggregators_seat(tmp_path):
     assert bits[port["h5"]] == bits[port["h4"]]  # the replica has the seat's bit
     assert {p for p, _ in s1.groups[0x1001]} == set(port.values())  # results reach the replica too
     assert {e.match[0][1] for e in s1.table("AggEgress.agg_host")} == set(port.values())
+
+
+def test_scenario_split_seats_only_the_planned_stragglers(tmp_path):
+    """Mode split seats a scheduled straggler, never a worker only random_stragglers slow: those are
+    unpredictable, slow whatever scheme, and stay in the tree; they are still slowed (agent config)."""
+    from testbed.scenario import ModeRun, parse_scenario
+
+    data = {"network": {"topo": "leafspine"}, "modes": ["split"],
+            "stragglers": [{"worker": "h4", "factor": 2, "start_s": 1, "duration_s": 1}],
+            "random_stragglers": [{"factor": 3, "duration_s": 5, "mean_gap_s": 0.1, "until_s": 20}],
+            "jobs": [{"name": "a", "workers": ["h1", "h3", "h4"], "ps": "h2"},
+                     {"name": "b", "workers": ["h5", "h7"]}]}
+    run = ModeRun(parse_scenario(data, "x.yaml"), "split", tmp_path / "split")
+    a, b = run.jobs
+    assert set(run.timeline.slowdowns) >= {"h1", "h3", "h5", "h7"}  # the random periods touch every worker
+    assert (a.scheme, a.split, a.members) == ("split", ["h4"], ["h1", "h3", "h2"])  # h4 only: it was planned
+    assert (b.scheme, b.split) == ("innet", [])  # only random stragglers: plain in-network
+    assert run.slowed_of(a) == ["h1", "h3", "h4"] and run.slowed_of(b) == ["h5", "h7"]
