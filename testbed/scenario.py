@@ -54,7 +54,7 @@ from typing import Any
 from config import ConfigError, FieldProblem, load, option
 from hosts.traffic import PROTOCOLS
 from testbed import timeline
-from testbed.config import MODEL_STALENESS, RunConfig, WorkloadConfig, resolve_topology
+from testbed.config import RunConfig, WorkloadConfig, resolve_topology
 from testbed.run import REPO, JobRun, Run, RunFailed
 from testbed.scenario_results import mode_results, plot, summarize
 from testbed.timeline import RandomStragglers, RandomTraffic, SlowPeriod, TraceTraffic
@@ -170,8 +170,6 @@ class Scenario(RunConfig):
                 if host in owner:  # the aggregation and PS ports are per host
                     raise FieldProblem(f"jobs[{i}].{role}", f"host {host} already runs {owner[host]}")
                 owner[host] = f"job {job.name}"
-            if self.job.staleness and self.workload_of(job).kind == "model":
-                raise FieldProblem("job.staleness", MODEL_STALENESS)
         workers = {w for job in self.jobs for w in job.workers}
         for field, names in [(f"stragglers[{i}].worker", [p.worker]) for i, p in enumerate(self.stragglers)] + \
                 [(f"random_stragglers[{i}].workers", r.workers) for i, r in enumerate(self.random_stragglers)]:

@@ -100,9 +100,7 @@ def test_the_scheduled_stragglers_take_split_modes_seats(tmp_path):
     ({"trace_traffic": [{"file": "nowhere.csv"}]}, "field 'trace_traffic[0].file': "),
     ({"scale": 0.5}, "field 'scale': a factor >= 1, or auto, got 0.5"),
     ({"scale": "auto"}, "field 'scale': auto chooses F for one aggnet run; a scenario takes a factor >= 1"),
-    ({"job": {"staleness": 2}, "jobs": [{"name": "a", "workers": ["h1", "h3"], "ps": "h2",
-                                         "workload": {"workload": "model:ncf"}}]},
-     "field 'job.staleness': a model job's rounds are its buckets"),
+    ({"job": {"staleness": -1}}, "field 'job.staleness': must be >= 0, got -1"),
 ])
 def test_bad_fields_name_file_and_field(change, message):
     with pytest.raises(ScenarioError) as err:

@@ -142,7 +142,8 @@ def test_book_rejects_a_step_from_the_future():
 
 def test_book_sums_rounds_of_different_lengths_and_refuses_a_mix():
     """A model job's rounds are its buckets, each its own length; a round's gradients must agree, and
-    a late gradient of another length cannot join a round (staleness needs one length)."""
+    a late gradient of another length cannot join a round (a book that takes every round for an
+    iteration of its own, as training's, sees a misbehaving worker)."""
     book = RoundBook(2, 3, staleness=1)
     for step, size in enumerate((5, 3)):
         for rank in (0, 1):
@@ -160,7 +161,7 @@ def test_book_sums_rounds_of_different_lengths_and_refuses_a_mix():
     mixed.close(0.0)  # round 1 without rank 1 (staleness 2)
     mixed.offer(1, 1, np.ones(3, dtype=np.float32), 0.0)  # late, and round 2's buckets are 4 long
     mixed.offer(0, 2, np.ones(4, dtype=np.float32), 0.0)
-    with pytest.raises(CommError, match=r"round 2 has 4 values, a late gradient \(rank 1, step 1\) 3: staleness needs"):
+    with pytest.raises(CommError, match=r"round 2 has 4 values, a late gradient \(rank 1, step 1\) 3: the same bucket"):
         mixed.close(0.0)
 
 
