@@ -9,7 +9,7 @@ import pytest
 import workers as wk
 
 from hosts.comm import AllReduce, CommError, Endpoint
-from hosts.host_agg import HostAggClient, RoundBook
+from hosts.host_agg import GRAD, HostAggClient, RoundBook
 from hosts.split_agg import SplitAggregator
 
 SIZE = 8
@@ -252,3 +252,67 @@ def test_scenario_split_seats_only_the_planned_stragglers(tmp_path):
     assert (a.scheme, a.split, a.members) == ("split", ["h4"], ["h1", "h3", "h2"])  # h4 only: it was planned
     assert (b.scheme, b.split) == ("innet", [])  # only random stragglers: plain in-network
     assert run.slowed_of(a) == ["h1", "h3", "h4"] and run.slowed_of(b) == ["h5", "h7"]
+
+
+class GatedTree(OnTime):
+    """OnTime, but each round waits in the tree until the test lets one through (`release`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.entered = 0
+        self.changed = threading.Condition()
+        self.gate = threading.Semaphore(0)
+
+    def allreduce(self, vec: np.ndarray) -> np.ndarray:
+        with self.changed:
+            self.entered += 1
+            self.changed.notify_all()
+        self.gate.acquire()
+        return super().allreduce(vec)
+
+    def wait_in(self, rounds: int) -> None:
+        """Until the seat went into the tree for its `rounds`-th round (and waits there)."""
+        with self.changed:
+            self.changed.wait_for(lambda: self.entered >= rounds)
+
+    def release(self, rounds: int = 1) -> None:
+        for _ in range(rounds):
+            self.gate.release()
+
+
+def test_a_laggard_is_answered_between_rounds_not_after_every_ready_one():
+    """The seat goes into the tree one round at a time and reads what came in between: a lagging straggler's
+    late gradient is answered after the round in flight (newest: that round), not once every round the bound
+    allows has gone through the tree, so it pulls and computes on the newest weights at once."""
+    steps = 10
+    tree = GatedTree()
+    ep = Endpoint("h4", "127.0.0.1", wk.free_ports(1)[0])
+    server = SplitAggregator(ep, ["h2"], RoundBook(1, steps, staleness=5, wait_s=0.0, in_tree=True), tree,
+                             timeout_s=30)
+    serving = threading.Thread(target=server.serve, daemon=True)
+    serving.start()
+    with HostAggClient([ep], "h2", rank=1, world_size=3, timeout_s=30, seat=0) as comm:
+        tree.release()  # round 0 (everyone) with its gradient
+        comm.allreduce(grad(0))
+        tree.release(3)  # rounds 1-3 go on without it; the seat waits in the tree with round 4
+        tree.wait_in(5)
+        late, before = {}, comm.bytes_sent
+        sender = threading.Thread(target=lambda: late.update(total=comm.allreduce(grad(1))), daemon=True)
+        sender.start()  # its step 1, late: round 1 closed
+        while comm.bytes_sent < before + GRAD.size + grad(1).nbytes:  # on the aggregator's socket
+            time.sleep(0.001)
+        tree.release()  # round 4 only
+        sender.join()
+        assert comm.newest == 4 and late["total"].tolist() == [200.0] * SIZE  # round 1: the tree's part alone
+        tree.release(steps)  # the rest goes through as it comes
+        assert [t.tolist()[0] for t in comm.closed_rounds(2, 3)] == [300.0, 400.0, 500.0]  # in one request
+        for step in range(5, steps):
+            pulled = comm.closed_rounds(step, 1)
+            if pulled is None:
+                comm.allreduce(grad(step))
+    serving.join()
+    server.close()
+    held = server.book.stats.included
+    assert held[5] == [[0, 1]]  # its late step, in the round after the one in flight when it came
+    summed = [step for pairs in held for _, step in pairs]
+    assert len(summed) == len(set(summed)) and summed[-1] == steps - 1  # each once; the last round waits for it
