@@ -10,6 +10,7 @@
       "replica": {"name": "h6", "ip": "10.0.0.6", "port": 47300},         # optional (hostagg)
       "staleness": 0, "wait_s": 0.05,                                      # hostagg, split bound (hosts.host_agg)
       "split_workers": ["h2"],      # scheme split: they send to the aggregator, which sits in their seat
+      "lead_rounds": 5, "iteration_rounds": 3,  # a model job's rounds: barriers and warm-up, then per iteration
       "stragglers": {"h2": {"delay_s": 0.2}},                              # any scheme (hosts.straggler)
       "timeout_s": 30,
       "time_scale": 1                     # compute takes this many times as long (testbed.timescale)
@@ -79,6 +80,8 @@ class AgentConfig:
     stragglers: dict[str, Any] = dataclasses.field(default_factory=dict)  # name -> hosts.straggler.Straggler
     time_scale: float = 1.0  # every worker's compute is slowed this many times (testbed.timescale)
     split_workers: tuple[str, ...] = ()  # scheme split: the workers the aggregator stands for in the tree
+    lead_rounds: int = 0  # hostagg, split: rounds before the iterations (a model's barriers and warm-up pass)
+    iteration_rounds: int = 1  # hostagg, split: rounds an iteration (a model's buckets; hosts.host_agg.RoundBook)
 
     def rank_of(self, name: str, source: str = "<agent config>") -> int:
         for rank, worker in enumerate(self.workers):
@@ -102,6 +105,8 @@ class AgentConfig:
             data.update(staleness=self.staleness, wait_s=self.wait_s)
         if self.split_workers:
             data["split_workers"] = list(self.split_workers)
+        if (self.lead_rounds, self.iteration_rounds) != (0, 1):
+            data.update(lead_rounds=self.lead_rounds, iteration_rounds=self.iteration_rounds)
         if self.stragglers:
             data["stragglers"] = {w: s.to_dict() for w, s in self.stragglers.items()}
         if self.time_scale != 1:
@@ -146,7 +151,8 @@ def parse_config(data: Any, source: str = "<agent config>") -> AgentConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a JSON object")
     unknown = set(data) - {"scheme", "train", "workers", "ps", "job", "timeout_s", "aggregator", "replica",
-                           "staleness", "wait_s", "stragglers", "time_scale", "split_workers"}
+                           "staleness", "wait_s", "stragglers", "time_scale", "split_workers",
+                           "lead_rounds", "iteration_rounds"}
     if unknown:
         raise ConfigError(f"{source}: field '{sorted(unknown)[0]}': unknown")
     scheme = data.get("scheme")
@@ -186,6 +192,10 @@ def parse_config(data: Any, source: str = "<agent config>") -> AgentConfig:
         raise ConfigError(f"{source}: field 'staleness': expected an integer >= 0, got {staleness!r}")
     if not isinstance(wait_s, (int, float)) or isinstance(wait_s, bool) or wait_s < 0:
         raise ConfigError(f"{source}: field 'wait_s': expected a number >= 0, got {wait_s!r}")
+    lead, per = data.get("lead_rounds", 0), data.get("iteration_rounds", 1)
+    for name, value, least in (("lead_rounds", lead, 0), ("iteration_rounds", per, 1)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise ConfigError(f"{source}: field '{name}': expected an integer >= {least}, got {value!r}")
     time_scale = data.get("time_scale", 1.0)
     if not isinstance(time_scale, (int, float)) or isinstance(time_scale, bool) or time_scale < 1:
         raise ConfigError(f"{source}: field 'time_scale': expected a number >= 1, got {time_scale!r}")
@@ -194,7 +204,7 @@ def parse_config(data: Any, source: str = "<agent config>") -> AgentConfig:
     except StragglerError as exc:
         raise ConfigError(str(exc)) from None
     return AgentConfig(scheme, TrainConfig.from_dict(data.get("train", {}), source), workers, ps, job, float(timeout),
-                       aggregator, replica, staleness, float(wait_s), stragglers, float(time_scale), split)
+                       aggregator, replica, staleness, float(wait_s), stragglers, float(time_scale), split, lead, per)
 
 
 def tree_members(workers: list[str], split: tuple[str, ...], aggregator: str) -> list[str]:

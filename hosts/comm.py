@@ -71,10 +71,11 @@ class AllReduce(abc.ABC):
         """What this scheme adds to the worker's result at the end of the run (default: nothing)."""
         return {}
 
-    def closed_round(self, step: int) -> np.ndarray | None:
-        """The sum of step `step` when it was completed without this rank (a laggard under bounded
-        staleness, hosts.host_agg), so the rank applies it instead of computing the step; default:
-        never (every step waits for every rank)."""
+    def closed_rounds(self, first: int, count: int) -> list[np.ndarray] | None:
+        """The sums of steps first .. first + count - 1 when every one was completed without this rank (a
+        laggard under bounded staleness, hosts.host_agg), so the rank applies them instead of computing
+        them (a training step, or a model's iteration of `count` buckets); default: never (every step
+        waits for every rank)."""
         return None
 
     def state_dict(self) -> dict:

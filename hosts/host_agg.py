@@ -9,8 +9,8 @@ Rounds. Every worker applies round 0, 1, 2, ... in order, so all workers hold th
 weights after the same round. A worker at step t sends its gradient g(w, t) (computed on the
 weights after rounds < t) and waits for round t. Round r closes when
 - every worker has sent step r (the synchronous case, always the rule when S = 0), or
-- every worker has sent step r - S or later (the laggards' newest gradients are in or will
-  be, at most S late), and the round waited `wait_s` since it opened for the workers that
+- every worker has sent (or pulled, below) step r - S or later (the laggards' gradients are in
+  or will be, at most S late), and the round waited `wait_s` since it opened for the workers that
   compute step r on round r's weights; a worker still computing on older weights is not
   waited for (its gradient is stale whenever it comes). Round r opens when the first step-r
   gradient arrives; in split aggregation (hosts.split_agg) when round r - 1 ends.
@@ -22,7 +22,13 @@ Every answer says up to which step the worker's gradients are summed ("committed
 newest closed round: a laggard then pulls the rounds it missed instead of computing them
 (hosts.train: it catches up with the newest weights, as an asynchronous worker with bounded
 delay does in MLfabric), so it sends one gradient per step it really computes. A worker keeps
-its uncommitted gradients (at most S + 1) to resend after a failover.
+its uncommitted gradients (at most S + 1 steps' worth) to resend after a failover.
+
+A model job (hosts.models.workload) counts S in iterations, each a round per DDP bucket after the
+lead rounds (barriers, warm-up pass) that wait for everyone: in the rules above "step" reads
+"iteration", and a late bucket joins the same bucket's round of a later iteration (RoundBook).
+The record of which gradients each round holds (`included`) lets every worker's sums be checked
+exactly afterwards.
 
 Replication (hosts.replica): each closed round goes to the replica, and is acknowledged by
 it, before any worker sees it. When the aggregator dies, workers reconnect to the replica
@@ -30,9 +36,10 @@ and resend their unacknowledged gradient; the replica answers from its copy of t
 or sums it afresh, so no step is lost and no gradient is summed twice.
 
 Wire (over hosts.comm frames): worker -> aggregator `step(i64) flags(i32) + float32 vector`
-(flags RESEND: an uncommitted gradient sent again after a failover, not answered; PULL, no
-vector: "send me closed round `step`"); an empty frame is "bye"; aggregator -> worker
-`round(i64) contributions(i32) staleness(i32) committed(i64) newest(i64) + sum`.
+(flags RESEND: an uncommitted gradient sent again after a failover, not answered; PULL, `last(i64)`
+instead of a vector: "send me closed rounds `step` .. `last`", one answer each); an empty frame is
+"bye"; aggregator -> worker
+`round(i64) contributions(i32) staleness(i32, iterations) committed(i64) newest(i64) + sum`.
 """
 from __future__ import annotations
 
@@ -54,6 +61,7 @@ from .process import setup_logging
 log = logging.getLogger("aggnet.host_agg")
 GRAD = struct.Struct("!qi")
 RESULT = struct.Struct("!qiiqq")
+LAST = struct.Struct("!q")  # a pull's last round
 RESEND, PULL = 1, 2  # GRAD flags
 REPLICA_RANK = 1 << 20  # the rank the aggregator's feed connection to its replica introduces itself with
 
@@ -66,10 +74,6 @@ class Round:
     total: np.ndarray
     included: tuple[tuple[int, int], ...]
 
-    @property
-    def staleness(self) -> int:
-        return max((self.index - step for _, step in self.included), default=0)
-
 
 @dataclass
 class AggStats:
@@ -80,18 +84,29 @@ class AggStats:
     resent: int = 0  # gradients a worker sent again after a failover (answered or summed once)
     pulled: int = 0  # closed rounds a laggard fetched instead of computing their step
     staleness_counts: dict[int, int] = field(default_factory=dict)  # staleness -> gradients summed with it
+    included: list[list[list[int]]] = field(default_factory=list)  # per round: its [rank, step] gradients
 
     def to_dict(self) -> dict:
         return {"rounds": self.rounds, "contributions": self.contributions, "max_staleness": self.max_staleness,
                 "stale_contributions": self.stale_contributions, "resent": self.resent, "pulled": self.pulled,
-                "staleness_counts": {str(k): v for k, v in sorted(self.staleness_counts.items())}}
+                "staleness_counts": {str(k): v for k, v in sorted(self.staleness_counts.items())},
+                "included": self.included}
 
 
 class RoundBook:
-    """The aggregation state machine, free of sockets (what primary and replica share)."""
+    """The aggregation state machine, free of sockets (what primary and replica share).
+
+    Rounds come in iterations of `per_iteration` rounds after `lead` rounds of their own (a model job:
+    two barriers and the warm-up pass lead, then a round per bucket; training: one round a step).
+    The staleness bound S counts iterations: a gradient for round (j, b), bucket b of iteration j,
+    joins round (i, b) with j <= i <= j + S, the same bucket (so of the same length); the lead rounds,
+    and the first and last iteration, wait for everyone. Within an iteration a worker is waited for
+    (`wait_s`) only while it may still be on time: computing on the iteration's weights, its previous
+    bucket in.
+    """
 
     def __init__(self, world: int, steps: int, staleness: int = 0, wait_s: float = 0.05,
-                 in_tree: bool = False):
+                 in_tree: bool = False, lead: int = 0, per_iteration: int = 1):
         if staleness < 0:
             raise ValueError(f"staleness bound must be >= 0, got {staleness}")
         self.world = world
@@ -99,10 +114,12 @@ class RoundBook:
         self.staleness = staleness
         self.wait_s = wait_s
         self.in_tree = in_tree  # split aggregation: rounds open as the previous one ends, and may hold no gradient
+        self.lead = lead
+        self.per_iteration = per_iteration
         self.sizes: dict[int, int] = {}  # step -> its gradients' length, until its round closes (a model's
         # buckets differ from step to step)
-        self.size: int | None = None  # the last closed round's
-        self.latest = [-1] * world  # newest step received from each rank
+        self.closed_sizes: dict[int, int] = {}  # the last iteration's closed rounds -> their length
+        self.latest = [-1] * world  # newest step each rank sent or pulled (it sends no older one)
         self.computing = [0] * world  # the round whose weights each rank computes its next gradient on
         self.pending: dict[tuple[int, int], np.ndarray] = {}  # (rank, step) -> gradient not yet summed
         self.rounds: dict[int, Round] = {}
@@ -116,9 +133,24 @@ class RoundBook:
     def from_config(cls, config: AgentConfig) -> RoundBook:
         """The round state of the job an agent config describes (aggregator and replica alike): over
         every worker, or in split aggregation over the workers that send to the aggregator."""
-        if config.scheme == "split":
-            return cls(len(config.split_workers), config.train.steps, config.staleness, config.wait_s, in_tree=True)
-        return cls(len(config.workers), config.train.steps, config.staleness, config.wait_s)
+        split = config.scheme == "split"
+        return cls(len(config.split_workers) if split else len(config.workers), config.train.steps,
+                   config.staleness, config.wait_s, in_tree=split, lead=config.lead_rounds,
+                   per_iteration=config.iteration_rounds)
+
+    def first_of(self, r: int) -> int:
+        """The first round of round r's iteration: a gradient for round r is computed on the weights
+        after the round before it (a lead round is an iteration of its own)."""
+        return r if r < self.lead else r - (r - self.lead) % self.per_iteration
+
+    def joins(self, step: int, r: int) -> bool:
+        """Whether a gradient for round `step` may be summed in round r: its own, or the same bucket of a
+        later iteration."""
+        return step == r or (min(step, r) >= self.lead and (r - step) % self.per_iteration == 0)
+
+    def lag(self, rnd: Round) -> int:
+        """How many iterations late the stalest gradient of `rnd` is."""
+        return max((rnd.index - step for _, step in rnd.included), default=0) // self.per_iteration
 
     def offer(self, rank: int, step: int, grad: np.ndarray, now: float) -> Round | None:
         """A gradient arrived; returns the closed round that answers it (step t < next round), else None."""
@@ -143,47 +175,53 @@ class RoundBook:
             raise CommError(f"host aggregator: rank {rank} pulled round {step}, which is "
                             + ("not closed" if step >= self.next_round else "no longer held"))
         self.stats.pulled += 1
+        self.latest[rank] = max(self.latest[rank], step)  # it computes its next gradient on newer weights
         return rnd
 
     def ready(self, now: float) -> bool:
         """Whether round `next_round` may close now (see the module docstring)."""
-        r = self.next_round
+        r, per = self.next_round, self.per_iteration
         if r >= self.steps:
             return False
         if min(self.latest) >= r:
             return True
-        if self.staleness == 0 or r in (0, self.steps - 1) or min(self.latest) < r - self.staleness:
+        if self.staleness == 0 or r < self.lead + per or r >= self.steps - per \
+                or min(self.latest) < r - self.staleness * per:
             return False
-        if not (self.pending or self.in_tree):
+        if not (self.in_tree or any(self.joins(step, r) for _, step in self.pending)):
             return False
         if not self.maybe_on_time():
             return True  # every missing gradient is computed on older weights: waiting cannot make it fresh
         return self.opened is not None and now - self.opened >= self.wait_s
 
     def maybe_on_time(self) -> list[int]:
-        """Ranks whose step `next_round` is not in but is being computed on that round's weights."""
+        """Ranks whose step `next_round` is not in but is being computed on that round's iteration's
+        weights, with the iteration's previous bucket in (a rank that missed it is late for the rest)."""
         r = self.next_round
-        return [k for k in range(self.world) if self.latest[k] < r <= self.computing[k]]
+        first = self.first_of(r)
+        return [k for k in range(self.world)
+                if self.latest[k] < r and first <= self.computing[k] and (r == first or self.latest[k] >= r - 1)]
 
     def answered(self, rank: int, index: int) -> None:
         """`rank` got round `index`: it computes its next gradient on the weights after it (or pulls on)."""
         self.computing[rank] = max(self.computing[rank], index + 1)
 
     def take(self) -> Round:
-        """The pending gradients summed in (rank, step) order, as round `next_round` (zeros when none is
-        pending: split aggregation contributes a round even when no laggard's gradient is in)."""
-        keys = sorted(self.pending)
-        size = self.sizes.get(self.next_round, self.size)
+        """The pending gradients that may join round `next_round` (joins) summed in (rank, step) order (zeros
+        when none is pending: split aggregation contributes a round even when no laggard's gradient is in)."""
+        r = self.next_round
+        keys = sorted(key for key in self.pending if self.joins(key[1], r))
+        size = self.sizes.get(r, self.closed_sizes.get(r - self.per_iteration))
         odd = [key for key in keys if np.size(self.pending[key]) != size]  # a late gradient of another length
         if odd:
-            raise CommError(f"host aggregator: round {self.next_round} has {size} values, a late gradient (rank "
-                            f"{odd[0][0]}, step {odd[0][1]}) {np.size(self.pending[odd[0]])}: staleness needs "
-                            "gradients of one length")
+            raise CommError(f"host aggregator: round {r} has {size} values, a late gradient (rank {odd[0][0]}, "
+                            f"step {odd[0][1]}) {np.size(self.pending[odd[0]])}: the same bucket of an earlier "
+                            "iteration must have its length")
         assert size is not None, "the first round waits for every gradient"
         total = np.zeros(size, dtype=np.float32)
         for key in keys:
             total += self.pending[key]
-        return Round(self.next_round, total, tuple(keys))
+        return Round(r, total, tuple(keys))
 
     def close(self, now: float | None = None) -> Round:
         """take() and apply(): the next round, summed and recorded."""
@@ -198,7 +236,8 @@ class RoundBook:
             raise CommError(f"host aggregator: round {rnd.index} arrived, expected round {self.next_round}")
         self.rounds[rnd.index] = rnd
         self.sizes.pop(rnd.index, None)
-        self.size = int(np.size(rnd.total))  # also on a replica, which gets the rounds but not the gradients
+        self.closed_sizes[rnd.index] = int(np.size(rnd.total))  # also on a replica (rounds, not gradients)
+        self.closed_sizes.pop(rnd.index - self.per_iteration, None)
         for rank, step in rnd.included:
             self.summed.add((rank, step))
             self.latest[rank] = max(self.latest[rank], step)
@@ -211,10 +250,12 @@ class RoundBook:
         s = self.stats
         s.rounds += 1
         s.contributions += len(rnd.included)
-        s.max_staleness = max(s.max_staleness, rnd.staleness)
+        s.max_staleness = max(s.max_staleness, self.lag(rnd))
         s.stale_contributions += sum(1 for _, step in rnd.included if step < rnd.index)
         for _, step in rnd.included:
-            s.staleness_counts[rnd.index - step] = s.staleness_counts.get(rnd.index - step, 0) + 1
+            late = (rnd.index - step) // self.per_iteration
+            s.staleness_counts[late] = s.staleness_counts.get(late, 0) + 1
+        s.included.append([[rank, step] for rank, step in rnd.included])
 
     def deadline(self) -> float | None:
         """When ready() may turn true without new input (the wait for laggards ends)."""
@@ -290,6 +331,8 @@ class HostAggregator:
             while len(self._done) < len(self.workers):
                 deadline = self.book.deadline()
                 wait = self.timeout_s if deadline is None else max(0.0, deadline - time.monotonic())
+                if self.book.ready(time.monotonic()):
+                    wait = 0.0
                 events = sel.select(min(wait, self.timeout_s))
                 now = time.monotonic()
                 for key, _ in events:
@@ -298,10 +341,11 @@ class HostAggregator:
                         self._accept(sel)
                     else:
                         self._receive(sel, key.data, now)
-                while self.book.ready(time.monotonic()):
+                if self.book.ready(time.monotonic()):  # one round, then what came in meanwhile (pulls wait)
                     rnd = self.complete(self.book.take())
                     self.book.apply(rnd, time.monotonic())
                     self._publish(rnd)
+                    last_input = time.monotonic()
                 if not events and now - last_input > self.timeout_s:
                     silent = [w for r, w in enumerate(self.workers) if r not in self._done and r not in self._waiting]
                     raise CommError(f"{self.context}: nothing received for {self.timeout_s:g} s in round "
@@ -356,8 +400,10 @@ class HostAggregator:
             self._conns.pop(rank).close()
             return
         step, flags = GRAD.unpack_from(payload)
-        if flags & PULL:
-            self._answer(rank, self.book.pull(rank, step))
+        if flags & PULL:  # rounds step .. last, answered together: the aggregator is busy between rounds
+            (last,) = LAST.unpack_from(payload, GRAD.size)
+            for index in range(step, last + 1):  # ends at the first round not closed (pull raises)
+                self._answer(rank, self.book.pull(rank, index))
             return
         grad = np.frombuffer(bytes(payload[GRAD.size:]), dtype=WIRE_DTYPE)
         answered = self.book.offer(rank, step, grad, now)
@@ -372,14 +418,14 @@ class HostAggregator:
         """Replica first (and its ack), then every worker whose gradient this round holds."""
         if self._replica:
             self.replicate(self.copy(rnd), rnd.index)
-        log.info("round %d: %d gradients, staleness %d", rnd.index, len(rnd.included), rnd.staleness)
+        log.info("round %d: %d gradients, staleness %d", rnd.index, len(rnd.included), self.book.lag(rnd))
         for rank in [r for r, step in self._waiting.items() if step == rnd.index and r in self._conns]:
             del self._waiting[rank]
             self._answer(rank, rnd)
 
     def _answer(self, rank: int, rnd: Round) -> None:
         self.book.answered(rank, rnd.index)
-        self._conns[rank].send(RESULT.pack(rnd.index, len(rnd.included), rnd.staleness, self.book.committed[rank],
+        self._conns[rank].send(RESULT.pack(rnd.index, len(rnd.included), self.book.lag(rnd), self.book.committed[rank],
                                            self.book.next_round - 1)
                                + np.ascontiguousarray(rnd.total, dtype=WIRE_DTYPE).tobytes())
 
@@ -406,7 +452,7 @@ class HostAggClient(AllReduce):
         self.step = start_step
         self.newest = start_step - 1  # the newest round the aggregator had closed at its last answer
         self.failovers = 0
-        self.skipped = 0  # steps not computed: their round had closed already (closed_round)
+        self.skipped = 0  # steps not computed: their round had closed already (closed_rounds)
         self.last_round: tuple[int, int] = (0, 0)  # (contributions, staleness) of the last sum received
         self._uncommitted: list[tuple[int, bytes]] = []  # (step, frame) not yet summed: resent on failover
         self._sent = 0
@@ -426,37 +472,48 @@ class HostAggClient(AllReduce):
     def _connect(self) -> Connection:
         return connect(self.servers[0], self.name, self.seat, f"host aggregator client {self.name}", self.timeout_s)
 
-    def closed_round(self, step: int) -> np.ndarray | None:
-        """Round `step`'s sum when it closed already (this worker lags): pulled, not computed."""
-        if step != self.step:
-            raise CommError(f"host aggregator client {self.name}: asked for round {step} at step {self.step}")
-        if self.newest < step:
+    def closed_rounds(self, first: int, count: int) -> list[np.ndarray] | None:
+        """Rounds first .. first + count - 1 when all closed already (this worker lags): pulled in one request,
+        not computed."""
+        if first != self.step:
+            raise CommError(f"host aggregator client {self.name}: asked for round {first} at step {self.step}")
+        if self.newest < first + count - 1:
             return None
-        self.skipped += 1
-        return self._exchange(GRAD.pack(step, PULL), None)
+        self.skipped += count
+        return self._exchange(None, first + count - 1)
 
     def allreduce(self, vec: np.ndarray) -> np.ndarray:
         flat = np.ascontiguousarray(vec, dtype=WIRE_DTYPE).reshape(-1)
         body = flat.tobytes()
         self._uncommitted.append((self.step, body))
-        return self._exchange(GRAD.pack(self.step, 0) + body, flat.nbytes).reshape(np.shape(vec))
+        return self._exchange(body, self.step)[0].reshape(np.shape(vec))
 
-    def _exchange(self, request: bytes, nbytes: int | None) -> np.ndarray:
-        """Send `request` (a gradient, or a pull) for this step and return its round's sum; on a failover the
-        uncommitted gradients go to the next server first. `nbytes`: the sum's size (None: any)."""
-        resend = False
-        while True:
+    def _exchange(self, body: bytes | None, last: int) -> list[np.ndarray]:
+        """Send this step's gradient `body` (None: pull the closed rounds up to `last`) and return the sums of
+        the rounds up to `last`; on a failover the uncommitted gradients go to the next server first, then the
+        request again from the step reached."""
+        sums: list[np.ndarray] = []
+        send, resend = True, False
+        while self.step <= last:
             try:
                 if resend:  # a new aggregator: first the gradients it may not have summed
                     for step, older in self._uncommitted:
-                        if step != self.step or nbytes is None:
+                        if step != self.step or body is None:
                             self._conn.send(GRAD.pack(step, RESEND) + older)
-                self._conn.send(request)
+                if send:
+                    self._conn.send(GRAD.pack(self.step, 0) + body if body is not None
+                                    else GRAD.pack(self.step, PULL) + LAST.pack(last))
+                    send = resend = False
                 reply = self._conn.recv()
-                break
             except CommError as exc:
                 self._fail_over(exc)
-                resend = True
+                send = resend = True
+                continue
+            sums.append(self._take(reply, None if body is None else len(body)))
+        return sums
+
+    def _take(self, reply: bytes | bytearray, nbytes: int | None) -> np.ndarray:
+        """This step's round from an answer. `nbytes`: the sum's size (None: any)."""
         index, count, staleness, committed, newest = RESULT.unpack_from(reply)
         if index != self.step or (nbytes is not None and len(reply) != RESULT.size + nbytes):
             raise CommError(f"host aggregator client {self.name}: got round {index} ({len(reply)} bytes) "

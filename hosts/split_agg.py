@@ -13,8 +13,10 @@ rules with the staleness bound S (RoundBook, rounds opening when the previous on
   r - 1 ended: one that keeps up has its step r in round r (staleness 0), so a straggler
   that catches up is back in its own rounds at once;
 - one that lags (computing on older weights) is not waited for, unless going on would leave
-  its newest gradient more than S rounds behind: then the round waits for it. The first and
-  the last round wait for everyone.
+  a gradient it has still to send more than S rounds behind: then the round waits for it. The
+  first and the last round wait for everyone;
+- a model job's rounds are its buckets, iteration after iteration, and S counts iterations: a
+  late bucket joins the same bucket's round of a later iteration (RoundBook).
 
 The switches' sum of round r (the on-time workers' step r and the late gradients) is what every
 worker applies: the on-time workers get it from the switches, the stragglers from the aggregator,

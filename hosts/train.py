@@ -104,8 +104,8 @@ def train_worker(config: TrainConfig, data: Dataset, comm: AllReduce,
         return torch.from_numpy(comm.allreduce(grad.numpy())) / comm.world_size
 
     def closed(step: int) -> torch.Tensor | None:
-        total = comm.closed_round(step)
-        return None if total is None else torch.from_numpy(total) / comm.world_size
+        pulled = comm.closed_rounds(step, 1)
+        return None if pulled is None else torch.from_numpy(pulled[0]) / comm.world_size
 
     def on_worker_step(record: dict) -> None:
         record["bytes_sent"] = comm.bytes_sent

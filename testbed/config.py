@@ -233,14 +233,8 @@ class RunConfig:
         if self.workload.workload == "allreduce" and self.job.scheme in ("hostagg", "split"):
             raise FieldProblem("job.scheme", f"the all-reduce benchmark runs innet, ps and ring ({self.job.scheme} "
                                              "is for training)")
-        if self.job.staleness and self.workload.kind == "model":
-            raise FieldProblem("job.staleness", MODEL_STALENESS)
         if self.faults.faults and self.workload.workload != "train":
             raise FieldProblem("faults.faults", "faults are injected into training runs")
-
-
-MODEL_STALENESS = ("a model job's rounds are its buckets, each of its own length: a late bucket joins no other "
-                   "round (leave staleness at 0)")
 
 
 def resolve_topology(name_or_path: str, repo: str) -> str | None:

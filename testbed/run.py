@@ -560,23 +560,29 @@ class Run:
         ends = [Endpoint(h, hosts[h].ip, port) for h, port in zip(job.aggregators, (AGG_PORT_TCP, REPLICA_PORT))]
         train = cfg.train
         w = self.workload_of(job)
+        lead, per = 0, 1
         if w.kind == "model" and job.aggregators:  # a host aggregator's rounds: the model's all-reduces
-            from hosts.models.workload import allreduce_rounds
+            from hosts.models.workload import round_plan
 
-            steps = allreduce_rounds(w.model, w.profile_name, w.bucket_mb, w.iterations, w.batch)
+            steps, lead, per = round_plan(w.model, w.profile_name, w.bucket_mb, w.iterations, w.batch)
             train = dataclasses.replace(train, steps=steps)
         config = AgentConfig(job.scheme, train, workers, ps, job.spec, cfg.comm_timeout_s,
                              aggregator=ends[0] if ends else None, replica=ends[1] if len(ends) > 1 else None,
                              staleness=cfg.job.staleness, wait_s=cfg.job.agg_wait_s,
-                             stragglers={n: self.straggler(n) for n in self.stragglers_of(job)},
-                             time_scale=cfg.scale, split_workers=tuple(job.split))
+                             stragglers={n: self.straggler(n) for n in self.slowed_of(job)},
+                             time_scale=cfg.scale, split_workers=tuple(job.split), lead_rounds=lead,
+                             iteration_rounds=per)
         path = self.run_dir / name
         path.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
         return path
 
-    def stragglers_of(self, job: JobRun) -> list[str]:
-        """The job's workers that straggle (--straggler), in rank order."""
+    def slowed_of(self, job: JobRun) -> list[str]:
+        """The job's workers whose compute is slowed (their agent config's straggler entries), in rank order."""
         return [w for w in job.workers if w in self.cfg.job.stragglers]
+
+    def stragglers_of(self, job: JobRun) -> list[str]:
+        """The job's workers split aggregation seats at its aggregator (--straggler), in rank order."""
+        return self.slowed_of(job)
 
     def straggler(self, host: str) -> Any:
         """How `host` is slowed (hosts.straggler.Straggler), in the cluster's time: its --straggler delay
@@ -770,16 +776,17 @@ class Run:
                 "per_worker": reports}
 
     def model_results(self, job: JobRun) -> dict:
-        """The slowest worker's median iteration (DDP waits for every rank), its compute and exposed
-        communication, and the analytic model beside it (hosts.models.workload)."""
+        """The slowest worker's median iteration (DDP waits for every rank; in split aggregation every
+        on-time rank), its compute and exposed communication, and the analytic model beside it
+        (hosts.models.workload)."""
         reports = self.per_worker(job)
-        slowest = max(reports.values(), key=lambda r: r["iteration_s"], default={})
+        slowest = max((r for h, r in reports.items() if h not in job.split), key=lambda r: r["iteration_s"],
+                      default={})
         w = self.workload_of(job)
         out = {"model": w.model, "profile": slowest.get("profile"), "grad_scale": w.grad_scale,
                "buckets": slowest.get("buckets"), "iteration_s": slowest.get("iteration_s"),
                "compute_s": slowest.get("compute_s"), "exposed_comm_s": slowest.get("exposed_comm_s"),
-               "sums_correct": len(reports) == len(job.workers) and all(r["correct"] for r in reports.values()),
-               "per_worker": reports}
+               "sums_correct": model_sums_correct(job, reports), "per_worker": reports}
         if "analytic" in slowest:
             out.update(emulated_link_gbps=slowest["emulated_link_gbps"],
                        analytic_iteration_s=slowest["analytic"]["iteration_s"],
@@ -801,3 +808,21 @@ def prepare_worker_hosts(tb: Any, hosts: list[str], agg_ip: str) -> None:
 def read_aggregation_stats(logs: Path) -> dict[str, dict]:
     """NAME -> what each host aggregator or replica did (its NAME.agg.json)."""
     return {p.name.removesuffix(".agg.json"): json.loads(p.read_text()) for p in sorted(logs.glob("*.agg.json"))}
+
+
+def model_sums_correct(job: JobRun, reports: dict[str, dict]) -> bool:
+    """Every worker of a model job reported and found its sums right; with a host aggregator (hostagg,
+    split), each round's sum also the one its record of the gradients in the round gives (the primary's
+    or its replica's, whichever closed more rounds: hosts.models.workload.exact_sums)."""
+    from hosts.models.workload import exact_sums
+
+    if len(reports) != len(job.workers) or not all(r["correct"] for r in reports.values()):
+        return False
+    if not job.aggregators:
+        return True
+    records = [a["included"] for a in read_aggregation_stats(job.out).values() if "included" in a]
+    if not records:
+        return False
+    senders = [job.workers.index(h) for h in (job.split or job.workers)]
+    want = exact_sums(len(job.workers), senders, max(records, key=len))
+    return all(r["sums"] == want for r in reports.values())

@@ -19,8 +19,8 @@ with the same jobs and timeline:
   moves trees off congested links while the jobs train; with `pacing: aimd` the jobs also
   get MLfabric-style ordering weights (hosts.pacing);
 - `unaware`: in-network aggregation with the trees placed once;
-- `split`: in-network with the trees placed once, and a job with stragglers (`job.stragglers`, or
-  workers the timeline slows: `stragglers`, `random_stragglers`) aggregates split (hosts.split_agg):
+- `split`: in-network with the trees placed once, and a job with planned stragglers (`job.stragglers`,
+  or the timeline's scheduled `stragglers`; not `random_stragglers`) aggregates split (hosts.split_agg):
   the switches sum its on-time workers, a host aggregator in the stragglers' seat (the job's `ps`
   host, else an idle one) adds their late gradients;
 - `relocate`: in-network with the trees placed once; a job whose switches lack its slots is
@@ -54,7 +54,7 @@ from typing import Any
 from config import ConfigError, FieldProblem, load, option
 from hosts.traffic import PROTOCOLS
 from testbed import timeline
-from testbed.config import MODEL_STALENESS, RunConfig, WorkloadConfig, resolve_topology
+from testbed.config import RunConfig, WorkloadConfig, resolve_topology
 from testbed.run import REPO, JobRun, Run, RunFailed
 from testbed.scenario_results import mode_results, plot, summarize
 from testbed.timeline import RandomStragglers, RandomTraffic, SlowPeriod, TraceTraffic
@@ -170,8 +170,6 @@ class Scenario(RunConfig):
                 if host in owner:  # the aggregation and PS ports are per host
                     raise FieldProblem(f"jobs[{i}].{role}", f"host {host} already runs {owner[host]}")
                 owner[host] = f"job {job.name}"
-            if self.job.staleness and self.workload_of(job).kind == "model":
-                raise FieldProblem("job.staleness", MODEL_STALENESS)
         workers = {w for job in self.jobs for w in job.workers}
         for field, names in [(f"stragglers[{i}].worker", [p.worker]) for i, p in enumerate(self.stragglers)] + \
                 [(f"random_stragglers[{i}].workers", r.workers) for i, r in enumerate(self.random_stragglers)]:
@@ -339,15 +337,22 @@ class ModeRun(Run):
             self.split_job(job, self.stragglers_of(job),
                            ([spec.ps] if spec.ps else []) + [h for h in self.topo.hosts if h not in taken])
 
+    def slowed_of(self, job: JobRun) -> list[str]:
+        """The job's workers whose compute is slowed: `job.stragglers`, and every worker the timeline slows
+        (`stragglers`, `random_stragglers`), in rank order."""
+        return [w for w in job.workers if w in self.cfg.job.stragglers or w in self.timeline.slowdowns]
+
     def stragglers_of(self, job: JobRun) -> list[str]:
-        """The job's workers that straggle (`job.stragglers`, or slowed by the timeline: `stragglers`,
-        `random_stragglers`), in rank order; at most all but one, those the timeline slows longest
-        ((factor - 1) x duration, summed) after `job.stragglers`: split aggregation keeps an on-time
-        worker in the tree beside the seat."""
+        """The job's workers split aggregation seats at its aggregator: the planned stragglers, whose
+        slowdowns are known in advance (`job.stragglers`, the scheduled `stragglers`), never workers only
+        `random_stragglers` slow (unpredictable: they slow any scheme, and the tree waits for them within
+        the staleness rules like any on-time worker); in rank order, at most all but one, those scheduled
+        longest ((factor - 1) x duration, summed) after `job.stragglers`: split aggregation keeps an
+        on-time worker in the tree beside the seat."""
         def extra_s(worker: str) -> float:
             if worker in self.cfg.job.stragglers:
                 return math.inf
-            return sum((f - 1) * (end - start) for start, end, f in self.timeline.slowdowns.get(worker, ()))
+            return sum((p.factor - 1) * p.duration_s for p in self.cfg.stragglers if p.worker == worker)
 
         slow = sorted((w for w in job.workers if extra_s(w) > 0), key=extra_s, reverse=True)[:len(job.workers) - 1]
         return [w for w in job.workers if w in slow]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.report import accuracy_curve, bottleneck_text, time_to_accuracy
-from testbed.run import read_aggregation_stats, read_json, read_jsonl
+from testbed.run import model_sums_correct, read_aggregation_stats, read_json, read_jsonl
 
 TABLE_MODES = ("aware", "unaware", "split", "ring", "ps")  # the table's columns, in this order
 
@@ -63,9 +63,11 @@ def job_results(run: Any, job: Any) -> dict:
     if spilled:  # every worker hears of every spilled chunk of its job
         entry["spilled_chunks"] = max(spilled)
     if w.kind == "model":  # a split-off straggler's iterations do not hold the others' up
-        entry.update(model_entry(run.per_worker(job), [h for h in job.workers if h not in job.split]))
+        reports = run.per_worker(job)
+        entry.update(model_entry(reports, [h for h in job.workers if h not in job.split]),
+                     sums_correct=model_sums_correct(job, reports))
     elif w.kind == "train":  # timed on an on-time worker: a straggler may skip steps (staleness)
-        late = run.stragglers_of(job)
+        late = run.slowed_of(job)
         timed = next((h for h in job.workers if h not in late), job.workers[0])
         entry.update(train_entry(read_jsonl(job.out / f"{timed}.metrics.jsonl"), factor, run.asked.target_accuracy))
     else:
@@ -81,7 +83,7 @@ def model_entry(reports: dict[str, dict], on_time: Collection[str]) -> dict:
     their longest compute: DDP's step waits for both), their stats, exposed communication, and how
     many iterations a straggler slowed (any rank's compute)."""
     if not reports:
-        return {"sums_correct": False}
+        return {}
     first = next(iter(reports.values()))
     count = min(len(r["iterations"]) for r in reports.values())
     ranks = [[r["iterations"][i] for r in reports.values()] for i in range(count)]
@@ -92,8 +94,7 @@ def model_entry(reports: dict[str, dict], on_time: Collection[str]) -> dict:
     out = {"model": first["model"], "profile": first["profile"], "grad_scale": first["grad_scale"],
            "compute_s": first["compute_s"], "buckets": len(first["buckets"]), **stats(times),
            "exposed_comm_median_s": statistics.median(t - c for t, c in zip(times, computes)) if times else None,
-           "straggled_iterations": sum(1 for c in slowed if c > first["compute_s"] * (1 + 1e-9)),
-           "sums_correct": all(r["correct"] for r in reports.values())}
+           "straggled_iterations": sum(1 for c in slowed if c > first["compute_s"] * (1 + 1e-9))}
     analytic = max((r.get("analytic", {}).get("iteration_s", 0.0) for r in reports.values()), default=0.0)
     if analytic and out["iteration_median_s"]:
         out.update(emulated_link_gbps=first["emulated_link_gbps"], analytic_iteration_s=analytic,

@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 
 from hosts.agent_config import AgentConfig, TrainConfig
-from hosts.comm import Endpoint
+from hosts.comm import AllReduce, Endpoint
 from hosts.models import MODEL_NAMES, analytic, ddp, profile, workload
 from hosts.models.arch import MODELS, build, layers
 from hosts.models.ddp import Bucket, Plan
@@ -79,10 +79,13 @@ def test_a_worker_reports_when_its_all_reduces_were_in_flight(tmp_path, monkeypa
     monkeypatch.setattr(workload.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(workload, "_sleep_until", lambda t: clock.__setitem__(0, max(clock[0], t)))
 
-    class Comm:
+    class Comm(AllReduce):
         def allreduce(self, vec: np.ndarray) -> np.ndarray:
             clock[0] += allreduce_s
             return np.full_like(vec, 3.0)  # the sum of ranks + 1 of two workers
+
+        def close(self) -> None:
+            pass
 
     monkeypatch.setattr(workload, "make_allreduce", lambda config, rank: contextlib.nullcontext(Comm()))
     config = AgentConfig("ring", TrainConfig(), (Endpoint("h1", "10.0.0.1", 1), Endpoint("h2", "10.0.0.2", 1)))
@@ -112,10 +115,13 @@ def test_a_straggler_period_stretches_the_iterations_it_covers(tmp_path, monkeyp
     monkeypatch.setattr(workload, "_sleep_until", lambda t: clock.__setitem__(0, max(clock[0], t)))
     issued: list[float] = []
 
-    class Comm:
+    class Comm(AllReduce):
         def allreduce(self, vec: np.ndarray) -> np.ndarray:
             issued.append(clock[0])
             return np.full_like(vec, 3.0)
+
+        def close(self) -> None:
+            pass
 
     monkeypatch.setattr(workload, "make_allreduce", lambda config, rank: contextlib.nullcontext(Comm()))
     plan = ddp.plan("ncf", build("ncf"), profile.load("ncf", "a100"))

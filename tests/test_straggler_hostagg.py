@@ -142,7 +142,8 @@ def test_book_rejects_a_step_from_the_future():
 
 def test_book_sums_rounds_of_different_lengths_and_refuses_a_mix():
     """A model job's rounds are its buckets, each its own length; a round's gradients must agree, and
-    a late gradient of another length cannot join a round (staleness needs one length)."""
+    a late gradient of another length cannot join a round (a book that takes every round for an
+    iteration of its own, as training's, sees a misbehaving worker)."""
     book = RoundBook(2, 3, staleness=1)
     for step, size in enumerate((5, 3)):
         for rank in (0, 1):
@@ -160,7 +161,7 @@ def test_book_sums_rounds_of_different_lengths_and_refuses_a_mix():
     mixed.close(0.0)  # round 1 without rank 1 (staleness 2)
     mixed.offer(1, 1, np.ones(3, dtype=np.float32), 0.0)  # late, and round 2's buckets are 4 long
     mixed.offer(0, 2, np.ones(4, dtype=np.float32), 0.0)
-    with pytest.raises(CommError, match=r"round 2 has 4 values, a late gradient \(rank 1, step 1\) 3: staleness needs"):
+    with pytest.raises(CommError, match=r"round 2 has 4 values, a late gradient \(rank 1, step 1\) 3: the same bucket"):
         mixed.close(0.0)
 
 
@@ -175,3 +176,45 @@ def test_straggler_config_and_aggregator_choice():
     # idle hosts first, then the fastest workers
     assert pick_aggregators(["h1", "h2", "h3", "h4"], ["h1", "h2", "h3"], s) == ["h4", "h1"]
     assert pick_aggregators(["h1", "h2", "h3"], ["h1", "h2", "h3"], {"h1": Straggler(0.5)}) == ["h2", "h3"]
+
+
+def test_a_model_job_on_a_host_aggregator_counts_staleness_in_iterations(tmp_path):
+    """hosts.models.workload's DDP loop, two ranks on a host aggregator over loopback, staleness 2 iterations,
+    h2 0.15 s slow: whatever the timing, each of h2's buckets is summed once, in the same bucket's round at most
+    2 iterations late, it pulls whole iterations, and both ranks' sums are the ones the aggregator's record of
+    each round gives."""
+    from hosts.agent_config import AgentConfig, TrainConfig
+    from hosts.models import workload
+
+    iterations = 6
+    rounds, lead, buckets = workload.round_plan("ncf", "a100", None, iterations)
+    ep = Endpoint("agg", "127.0.0.1", wk.free_ports(1)[0])
+    server = HostAggregator(ep, ["h1", "h2"], RoundBook(2, rounds, 2, 0.02, lead=lead, per_iteration=buckets), 10)
+    out = {}
+
+    def serve():
+        try:
+            out["stats"] = server.serve()
+        finally:
+            server.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    config = AgentConfig("hostagg", TrainConfig(steps=rounds), (Endpoint("h1", "127.0.0.1", 1),
+                         Endpoint("h2", "127.0.0.1", 1)), aggregator=ep, staleness=2,
+                         stragglers={"h2": Straggler(0.15)}, lead_rounds=lead, iteration_rounds=buckets)
+    reports, errors = wk.run_ranks(lambda rank: workload.run_model(
+        config, f"h{rank + 1}", "ncf", "a100", None, iterations, 1e-4, None, 1.0, tmp_path), 2)
+    assert errors == [None, None], errors
+    thread.join(10)
+    stats = out["stats"]
+    assert len(stats.included) == rounds == len(reports[0]["sums"])
+    want = workload.exact_sums(2, [0, 1], stats.included)
+    assert all(r["correct"] and r["sums"] == want for r in reports)
+    for rank, report in enumerate(reports):
+        computed = [it["iteration"] for it in report["iterations"] if not it.get("skipped")]
+        sent = list(range(lead)) + [lead + i * buckets + b for i in computed for b in range(buckets)]
+        joined = sorted((step, index) for index, held in enumerate(stats.included) for k, step in held if k == rank)
+        assert [step for step, _ in joined] == sent  # every gradient it computed, once
+        assert all((index - step) % buckets == 0 and index - step <= 2 * buckets for step, index in joined)
+    assert stats.pulled == buckets * sum(r["skipped_iterations"] for r in reports) and stats.max_staleness <= 2
