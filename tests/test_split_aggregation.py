@@ -137,16 +137,7 @@ def test_a_slow_straggler_is_folded_in_late_and_catches_up(tmp_path):
     steps, bound, slow_steps, delay = 24, 3, 8, 0.08
     ep = Endpoint("h4", "127.0.0.1", wk.free_ports(1)[0])
     server = SplitAggregator(ep, ["h2"], RoundBook(1, steps, bound, 0.02, in_tree=True), OnTime(), timeout_s=10)
-    out = {}
-
-    def serve():
-        try:
-            out["stats"] = server.serve()
-        finally:
-            server.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
+    thread, out = wk.serve_in_thread(server)
     applied, computed = [], []
     with HostAggClient([ep], "h2", rank=1, world_size=3, timeout_s=10, seat=0) as comm:
         for step in range(steps):  # hosts.train's loop: pull a closed round, else compute and send

@@ -28,18 +28,7 @@ def start_aggregator(world, steps, staleness, wait_s=0.02, timeout_s=10):
     ep = Endpoint("agg", "127.0.0.1", wk.free_ports(1)[0])
     server = HostAggregator(ep, [f"h{i + 1}" for i in range(world)], RoundBook(world, steps, staleness, wait_s),
                             timeout_s)
-    out = {}
-
-    def serve():
-        try:
-            out["stats"] = server.serve()
-        except BaseException as exc:  # noqa: BLE001 - checked by the test
-            out["error"] = exc
-        finally:
-            server.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
+    thread, out = wk.serve_in_thread(server)
     return ep, thread, out
 
 
@@ -190,16 +179,7 @@ def test_a_model_job_on_a_host_aggregator_counts_staleness_in_iterations(tmp_pat
     rounds, lead, buckets = workload.round_plan("ncf", "a100", None, iterations)
     ep = Endpoint("agg", "127.0.0.1", wk.free_ports(1)[0])
     server = HostAggregator(ep, ["h1", "h2"], RoundBook(2, rounds, 2, 0.02, lead=lead, per_iteration=buckets), 10)
-    out = {}
-
-    def serve():
-        try:
-            out["stats"] = server.serve()
-        finally:
-            server.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
+    thread, out = wk.serve_in_thread(server)
     config = AgentConfig("hostagg", TrainConfig(steps=rounds), (Endpoint("h1", "127.0.0.1", 1),
                          Endpoint("h2", "127.0.0.1", 1)), aggregator=ep, staleness=2,
                          stragglers={"h2": Straggler(0.15)}, lead_rounds=lead, iteration_rounds=buckets)

@@ -46,3 +46,21 @@ def run_ranks(fn: Callable[[int], object], n: int, timeout_s: float = 120) -> tu
         t.join(timeout_s)
         assert not t.is_alive(), "a rank did not finish in time"
     return results, errors
+
+
+def serve_in_thread(server) -> tuple[threading.Thread, dict]:
+    """`server.serve()` (a host or split aggregator) on a thread of its own, the server closed when it ends:
+    its stats in out["stats"], or what it raised in out["error"] (the test checks)."""
+    out: dict = {}
+
+    def serve() -> None:
+        try:
+            out["stats"] = server.serve()
+        except BaseException as exc:  # noqa: BLE001 - checked by the test
+            out["error"] = exc
+        finally:
+            server.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread, out
