@@ -39,8 +39,9 @@ job's verdict counts only what links carried during that job's phases (`report`'
 on the links its traffic crosses (`links`), and its own processes (`processes`).
 
 With the link meter the verdict is also resolved in time (`over_time`): the phases cut at its
-samples, each slice is bound by a link (one of the links at >= BUSY in it), else by the cores (>= BUSY),
-else by nothing, and the report gives each's share of the phases' time and each link's. Under background
+samples, each slice is bound by a link (one of the links at >= BUSY in it), else by a process (>= BUSY of
+a core), else by the cores (>= BUSY), else by nothing, and the report gives each's share of the phases'
+time and each link's and process's. Under background
 traffic that moves between links (a scenario's elephants, on for 0.4 s then elsewhere) a job's
 communication can be bound by a link all the time and by no single link on average.
 
@@ -69,6 +70,7 @@ BUSY = 0.9  # of a link's rate, of one core, or of all cores
 SAMPLE_S = 0.05
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 MACHINE = "machine"  # the meter's name for all cores together
+BOUND_BY = {"link": "links", "process": "processes"}  # over_time's key for each kind's names
 
 Window = tuple[float, float]  # (start, end) on time.monotonic(), one clock for every process here
 
@@ -260,31 +262,35 @@ def direction_rates(topology: Any) -> dict[str, float]:
 
 
 def over_time(rates: Mapping[str, float], phases: Sequence[Window], link_meter: LinkMeter, meter: CpuMeter,
-              ncores: int) -> dict:
-    """What bound each slice of the phases, cut at the link meter's samples (module docstring): the share
-    of the phases' time a link bound ("link", and per link in "links"), the cores ("machine"), or nothing."""
+              ncores: int, processes: Collection[str]) -> dict:
+    """What bound each slice of the phases, cut at the link meter's samples (module docstring), in `assess`'s
+    order: a link at >= BUSY of its rate, else one of `processes` at >= BUSY of a core, else the cores, else
+    nothing. The share of the phases' time each kind bound ("link", "process", "machine", "none"), and
+    each link's and process's ("links", "processes")."""
     samples = sorted({t for series in link_meter.series.values() for t, _ in series})
-    shares = {"link": 0.0, "machine": 0.0, "none": 0.0}
-    per_link: dict[str, float] = {}
+    shares = {"link": 0.0, "process": 0.0, "machine": 0.0, "none": 0.0}
+    named: dict[str, dict[str, float]] = {"link": {}, "process": {}}
     total = 0.0
     for start, end in phases:
         cuts = [start, *(t for t in samples if start < t < end), end]
         for a, b in zip(cuts, cuts[1:]):
+            seconds = b - a
             carried, used = link_meter.used((a, b)), meter.used((a, b))
-            util = {name: carried[name] / (rate * (b - a)) for name, rate in rates.items() if name in carried}
-            busiest = max(util, key=util.__getitem__, default=None)
-            if busiest is not None and util[busiest] >= BUSY:
-                shares["link"] += b - a
-                per_link[busiest] = per_link.get(busiest, 0.0) + b - a
-            elif used.get(MACHINE, 0.0) / (ncores * (b - a)) >= BUSY:
-                shares["machine"] += b - a
+            loads = {"link": {n: carried[n] / (rate * seconds) for n, rate in rates.items() if n in carried},
+                     "process": {n: used[n] / seconds for n in processes if n in used}}
+            kind = next((k for k in ("link", "process") if max(loads[k].values(), default=0.0) >= BUSY), None)
+            if kind is not None:
+                busiest = max(loads[kind], key=loads[kind].__getitem__)
+                named[kind][busiest] = named[kind].get(busiest, 0.0) + seconds
             else:
-                shares["none"] += b - a
-            total += b - a
+                kind = "machine" if used.get(MACHINE, 0.0) / (ncores * seconds) >= BUSY else "none"
+            shares[kind] += seconds
+            total += seconds
     if total <= 0:
         return {}
     return {**{k: round(v / total, 3) for k, v in shares.items()},
-            "links": {n: round(v / total, 3) for n, v in sorted(per_link.items(), key=lambda kv: -kv[1])}}
+            **{BOUND_BY[kind]: {n: round(v / total, 3) for n, v in sorted(times.items(), key=lambda kv: -kv[1])}
+               for kind, times in named.items()}}
 
 
 def link_bound_seconds(topology: Any, counters: Mapping[str, Any]) -> float | None:
@@ -373,5 +379,5 @@ def report(topology: Any, counters: Mapping[str, Any], queues: Mapping[str, Any]
            "queue_drops": queue_drops(queues), **assess(util, switches, hosts, cores, ncores, scale)}
     if link_meter is not None and seconds > 0:
         rates = {n: r for n, r in direction_rates(topology).items() if links is None or n in links}
-        out["over_time"] = over_time(rates, phases, link_meter, meter, ncores)
+        out["over_time"] = over_time(rates, phases, link_meter, meter, ncores, {*switches, *hosts})
     return out

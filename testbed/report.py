@@ -64,6 +64,7 @@ from rich.table import Table
 from rich.text import Text
 
 from controller.monitor import ECN_MARKED, JOB_COUNTERS, PORT_RX, PORT_TX  # aggnet.p4's names (docs/protocol.md)
+from testbed.fidelity import BOUND_BY
 
 PORT_FIELDS = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "ecn_marks")
 RESULTS_FILE = "results.json"
@@ -443,17 +444,22 @@ def compare_summary(results_by_scheme: Mapping[str, Mapping[str, Any]], link: st
 
 def bottleneck_text(fidelity: Mapping[str, Any]) -> str:
     """What bound a run, short: "link s1->h5 97%", "switch s1 100%", "machine 2 cores 94%", or "none" below
-    testbed.fidelity.BUSY; with no bottleneck over the whole but a verdict resolved in time (a scenario's
-    jobs: testbed.fidelity.over_time), what bound at least half of it: "links 81% of the time (s1->s3, s2->s3)"."""
+    testbed.fidelity.BUSY. A verdict resolved in time (a scenario's jobs: testbed.fidelity.over_time) says
+    more when the bottleneck moves, so it comes first: what bound the most of the time, if half of it or more
+    ("links 81% of the time (s1->s3, s2->s3)", "process agg@h9 70% of the time (agg@h9)", "cores 60% of the
+    time"), else "none"."""
+    t = fidelity.get("over_time")
+    if t:
+        kind = max(("link", "process", "machine"), key=lambda k: t.get(k, 0.0))
+        share = t.get(kind, 0.0)
+        if share < 0.5:
+            return "none"
+        if kind == "machine":
+            return f"cores {share:.0%} of the time"
+        names = ", ".join(list(t[BOUND_BY[kind]])[:2])
+        return f"{'links' if kind == 'link' else 'process'} {share:.0%} of the time ({names})"
     b = fidelity.get("bottleneck")
-    if b:
-        return f"{b['kind'].split()[0]} {b['name']} {b['load']:.0%}"
-    t = fidelity.get("over_time") or {}
-    if t.get("link", 0.0) >= 0.5 and t["link"] >= t["machine"]:
-        return f"links {t['link']:.0%} of the time ({', '.join(list(t['links'])[:2])})"
-    if t.get("machine", 0.0) >= 0.5:
-        return f"cores {t['machine']:.0%} of the time"
-    return "none"
+    return "none" if not b else f"{b['kind'].split()[0]} {b['name']} {b['load']:.0%}"
 
 
 def comparison_table(summary: Mapping[str, Mapping[str, Any]]) -> WordWrapped:

@@ -193,41 +193,54 @@ def test_queue_drops_add_tail_and_loss_drops_of_every_port():
 
 def test_a_bottleneck_that_moves_between_links_binds_every_slice_and_no_link_on_average():
     """Background traffic fills s1->h1 for a second, then s1->h2 for a second (as a scenario's elephants
-    move between spines): each link is 50% busy over the two seconds, so no link binds on average, but
-    one of them binds every slice. In the third second the links idle and the cores are busy."""
+    move between spines): each link is 50% busy over those two seconds, so no link binds on average, but
+    one of them binds every slice. In the third second the links idle, switch s1 is busy (a process) and in
+    the fourth the cores (nothing else)."""
     topo = load_topology(STAR4)
     rate = 100e6 / 8
     links = fidelity.LinkMeter({})
-    times = [i * 0.25 for i in range(13)]  # samples every 0.25 s over 3 s
+    times = [i * 0.25 for i in range(17)]  # samples every 0.25 s over 4 s
     links.series = {("s1->h1", 0): [(t, rate * min(t, 1.0)) for t in times],
                     ("s1->h2", 0): [(t, rate * min(max(t - 1.0, 0.0), 1.0)) for t in times]}
-    ncores = os.cpu_count() or 1
+    ncores = len(fidelity.usable_cpus())
+
+    def busy(load_by_second: list[float]) -> list[tuple[float, float]]:  # cumulative CPU seconds
+        return [(t, sum(load * min(max(t - i, 0.0), 1.0) for i, load in enumerate(load_by_second))) for t in times]
+
     cpu = fidelity.CpuMeter(dict)
-    cpu.series = {(fidelity.MACHINE, 0): [(t, ncores * (0.5 * min(t, 2.0) + 0.95 * max(t - 2.0, 0.0))) for t in times]}
+    cpu.series = {(fidelity.MACHINE, 0): busy([0.5 * ncores, 0.5 * ncores, 0.6 * ncores, 0.95 * ncores]),
+                  ("s1", 1): busy([0.3, 0.3, 0.97, 0.3]), ("h3", 2): busy([0.95, 0.95, 0.95, 0.95])}
     counters = {"s1": {"ports": {1: port(tx_bytes=int(rate)), 2: port(tx_bytes=int(rate)), 3: port(), 4: port()}}}
-    verdict = fidelity.report(topo, counters, {}, [(0.0, 3.0)], "communication", cpu, {"s1"}, link_meter=links,
-                              links={"s1->h1", "s1->h2"})
-    assert verdict["bottleneck"] is None  # 33% each over the three seconds, the cores 65%
-    assert verdict["over_time"] == {"link": 0.667, "machine": 0.333, "none": 0.0,
-                                    "links": {"s1->h1": 0.333, "s1->h2": 0.333}}
-    # only the links the job crosses count: without s1->h2 its second is nobody's
-    alone = fidelity.report(topo, counters, {}, [(0.0, 3.0)], "communication", cpu, {"s1"}, link_meter=links,
-                            links={"s1->h1"})
-    assert alone["over_time"] == {"link": 0.333, "machine": 0.333, "none": 0.333, "links": {"s1->h1": 0.333}}
+    verdict = fidelity.report(topo, counters, {}, [(0.0, 4.0)], "communication", cpu, {"s1"}, link_meter=links,
+                              links={"s1->h1", "s1->h2"}, processes={"h1"})
+    assert max(verdict["link_utilization"].values()) < fidelity.BUSY  # 25% each over the four seconds
+    assert verdict["over_time"] == {"link": 0.5, "process": 0.25, "machine": 0.25, "none": 0.0,
+                                    "links": {"s1->h1": 0.25, "s1->h2": 0.25}, "processes": {"s1": 0.25}}
+    # only the links the job crosses count (without s1->h2 its second is nobody's), and only its processes (h3 is
+    # another job's)
+    alone = fidelity.report(topo, counters, {}, [(0.0, 4.0)], "communication", cpu, {"s1"}, link_meter=links,
+                            links={"s1->h1"}, processes={"h1"})
+    assert alone["over_time"] == {"link": 0.25, "process": 0.25, "machine": 0.25, "none": 0.25,
+                                  "links": {"s1->h1": 0.25}, "processes": {"s1": 0.25}}
 
 
-def test_the_verdict_text_names_what_bound_most_of_the_time_when_nothing_bound_the_whole():
+def test_the_verdict_text_names_what_bound_most_of_the_time():
     from testbed.report import bottleneck_text
 
-    moving = {"bottleneck": None, "over_time": {"link": 0.81, "machine": 0.05, "none": 0.14,
-                                                "links": {"s1->s3": 0.45, "s2->s3": 0.36, "s4->s1": 0.0}}}
+    moving = {"bottleneck": {"kind": "machine", "name": "2 cores", "load": 0.93},
+              "over_time": {"link": 0.81, "process": 0.0, "machine": 0.05, "none": 0.14,
+                            "links": {"s1->s3": 0.45, "s2->s3": 0.36, "s4->s1": 0.0}, "processes": {}}}
+    # the cores were busy throughout, but a link ran at its rate 81% of the time: the links bound it then
     assert bottleneck_text(moving) == "links 81% of the time (s1->s3, s2->s3)"
-    cores = {"bottleneck": None, "over_time": {"link": 0.2, "machine": 0.6, "none": 0.2, "links": {"s1->s3": 0.2}}}
+    relay = {"over_time": {"link": 0.3, "process": 0.6, "machine": 0.0, "none": 0.1, "links": {"s1->s3": 0.3},
+                           "processes": {"agg@h9": 0.6}}}
+    assert bottleneck_text(relay) == "process 60% of the time (agg@h9)"
+    cores = {"over_time": {"link": 0.2, "process": 0.0, "machine": 0.6, "none": 0.2, "links": {"s1->s3": 0.2},
+                           "processes": {}}}
     assert bottleneck_text(cores) == "cores 60% of the time"
-    assert bottleneck_text({"bottleneck": None, "over_time": {"link": 0.4, "machine": 0.3, "none": 0.3,
-                                                              "links": {"s1->s3": 0.4}}}) == "none"
-    whole = dict(moving, bottleneck={"kind": "machine", "name": "2 cores", "load": 0.93})
-    assert bottleneck_text(whole) == "machine 2 cores 93%"  # a bottleneck over the whole comes first
+    assert bottleneck_text({"over_time": {"link": 0.4, "process": 0.0, "machine": 0.3, "none": 0.3,
+                                          "links": {"s1->s3": 0.4}, "processes": {}}}) == "none"
+    assert bottleneck_text({"bottleneck": {"kind": "machine", "name": "2 cores", "load": 0.93}}) == "machine 2 cores 93%"
 
 
 def test_the_cores_busy_are_those_the_run_may_use(monkeypatch):

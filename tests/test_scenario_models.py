@@ -49,7 +49,7 @@ def test_two_model_jobs_time_scaled_with_arrivals_stragglers_and_background(tmp_
         assert not {f"{h}->{edge[h]}" for h in other} & set(fid["link_utilization"])  # no other job's
         assert set(fid["host_cpu"]) == {f"{name}.{h}" for h in workers} | ({"agg@h2"} if name == "a" else set())
         over = fid["over_time"]  # the verdict resolved in time, on the job's own links
-        assert over["link"] + over["machine"] + over["none"] == pytest.approx(1.0, abs=0.002)
+        assert over["link"] + over["process"] + over["machine"] + over["none"] == pytest.approx(1.0, abs=0.002)
         assert set(over["links"]) <= set(fid["link_utilization"]) and sum(over["links"].values()) == pytest.approx(
             over["link"], abs=0.002 * len(over["links"]) + 1e-9)
     # job b arrived 0.2 s (the cluster's) after the start: its processes started then
