@@ -13,6 +13,7 @@ from p4target.errors import P4Error
 from p4target.frontend import ir, load_source
 from p4target.frontend.passes.walk import walk
 from p4target.load import pipeline
+from p4target.p4info import build_p4info
 
 TEMPLATE = """
 #include <core.p4>
@@ -119,6 +120,22 @@ def test_sub_control_objects_get_p4c_names():
     assert "I.sub.set" in [a.control_plane_name for a in ingress.actions.values()]
     assert not any(isinstance(d, ir.BlockInstance) for d in ingress.locals)
     assert not any(isinstance(n, (ir.ApplyCall, ir.Return)) for n in walk(ingress.body))
+
+
+def test_nested_sub_controls_keep_same_named_actions_apart():
+    """Two blocks inlined into a middle one both declare `miss`: each stays an action of its own, as
+    p4c keeps `Mid.a.miss` and `Mid.b.miss` (switch_p4_16.p4's shape crashed P4Info once)."""
+    decls = """
+    control A(inout bit<8> x) { action miss() { x = 1; } table t { key = { x: exact; } actions = { miss; } }
+                                apply { t.apply(); } }
+    control B(inout bit<8> x) { action miss() { x = 2; } table t { key = { x: exact; } actions = { miss; } }
+                                apply { t.apply(); } }
+    control Mid(inout H hdr) { A() a; B() b; apply { a.apply(hdr.h.a); b.apply(hdr.h.b); } }
+    """
+    p = load(decls, "mid.apply(hdr);", "Mid() mid;")
+    actions = {a.control_plane_name for a in p.main.ingress.actions.values()}
+    assert {"I.mid.a.miss", "I.mid.b.miss"} <= actions
+    assert {a.preamble.name for a in build_p4info(p).actions} >= {"I.mid.a.miss", "I.mid.b.miss"}
 
 
 def test_sub_control_runs_with_constructor_argument_and_return():

@@ -139,17 +139,14 @@ def _apply_calls(code: object, inst: ir.BlockInstance) -> list[ir.ApplyCall]:
 
 
 def _move_objects(caller: Block, callee: Block, inst: ir.BlockInstance) -> None:
-    """The callee's declarations become the caller's (keyed `inst.name`, as their names)."""
-    for d in callee.locals:
-        caller.locals.append(d)
-        key = f"{inst.name}.{d.name}"
-        if isinstance(caller, ir.Control):
-            if isinstance(d, ir.Action):
-                caller.actions[key] = d
-            elif isinstance(d, ir.Table):
-                caller.tables[key] = d
-            elif isinstance(d, ir.ExternInstance):
-                caller.instances[key] = d
+    """The callee's declarations become the caller's, keyed `inst.name` + the callee's own key: an
+    object the callee got from a block inlined into it keeps that block's prefix, so two inner
+    blocks' `on_miss` stay two actions."""
+    caller.locals.extend(callee.locals)
+    if isinstance(caller, ir.Control) and isinstance(callee, ir.Control):
+        for mine, theirs in ((caller.actions, callee.actions), (caller.tables, callee.tables),
+                             (caller.instances, callee.instances)):
+            mine.update((f"{inst.name}.{key}", d) for key, d in theirs.items())
 
 
 # ---------------------------------------------------------------------- controls
