@@ -102,6 +102,8 @@ INVALID = [
   "const entries = { 0x11 &&& 0xE1 : a(); } }", "t.apply();", None),
  ("entry_priority_missing_on_the_first", "", "action a() {} table t { key = { h.h.a: ternary; } actions = { a; } "
   "entries = { 1 &&& 1 : a(); priority=5: 2 &&& 2 : a(); } }", "t.apply();", None),
+ ("entry_priority_overflow", "", "action a() {} table t { key = { h.h.a: ternary; } actions = { a; } priority_delta = 10; "
+  "entries = { priority=12: 1 &&& 1 : a(); 2 &&& 2 : a(); } }", "t.apply();", None),
  ("optional_key_with_mask", "", "action a() {} table t { key = { h.h.a: optional; } actions = { a; } "
   "const entries = { 0xaa &&& 0xf0 : a(); } }", "t.apply();", None),
  ("parser_never_ends", "", "", "", "state start { pk.extract(h.h); transition s; } state s { transition select(h.h.a) { "

@@ -63,12 +63,49 @@ class Tables:
                     if table.entries[0].priority is None:
                         first = next(e for e in p.children if isinstance(e, Tree) and e.data == "entry")
                         raise self.n.error(first, f"table {name}: the first entry must have a priority when another one has one")
-                self.bmv2_priorities(table)
             elif pname == "implementation":
                 table.implementation = self.table_implementation(p, scope, table)
             else:
                 self.table_property(pname, p.children[-1], is_const, scope, table)
+        if any(e.priority is not None for e in table.entries):  # once the priority properties are known
+            self.entry_priorities(table)
+        self.bmv2_priorities(table)
         return table
+
+    def entry_priorities(self, table: ir.Table) -> None:
+        """An entry without a priority after one with one gets the previous one's minus `priority_delta`
+        (plus, with `largest_priority_wins = false`), as p4c computes them, refused as p4c refuses when
+        that leaves 0..2^64 (even past the last entry); then the entries rank as BMv2 gets them from p4c,
+        a stable sort on those values: distinct priorities, largest wins (as TableEntry.priority)."""
+        largest = self.table_bool(table, "largest_priority_wins", True)
+        delta = self.table_uint(table, "priority_delta", 1)
+        values, current = [], 0
+        for e in table.entries:
+            current = e.priority if e.priority is not None else current
+            values.append(current)
+            current = current - delta if largest else current + delta
+            if not 0 <= current < 1 << 64:
+                raise self.n.error(table.loc, f"table {table.name}: overflow in priority computation (priority_delta "
+                                              f"{delta} from priority {values[-1]} leaves 0..2^64-1)")
+        order = sorted(range(len(values)), key=lambda i: -values[i] if largest else values[i])
+        for rank, i in enumerate(order):
+            table.entries[i].priority = len(values) - rank
+
+    def table_bool(self, table: ir.Table, name: str, default: bool) -> bool:
+        value = table.other_properties.get(name)
+        if value is None:
+            return default
+        if not isinstance(value, ir.BoolLiteral):
+            raise self.n.error(value.loc, f"table {table.name}: {name} must be true or false")
+        return value.value
+
+    def table_uint(self, table: ir.Table, name: str, default: int) -> int:
+        value = table.other_properties.get(name)
+        if value is None:
+            return default
+        if not isinstance(value, ir.Constant) or not 0 <= value.value < 1 << 64:
+            raise self.n.error(value.loc, f"table {table.name}: {name} must be a non-negative integer constant")
+        return value.value
 
     @staticmethod
     def bmv2_priorities(table: ir.Table) -> None:
