@@ -15,6 +15,7 @@ from .names import Names, Node
 # Annotations whose bodies p4c reads as expressions (any other may hold free-form tokens)
 EXPRESSION_ANNOTATIONS = {"name", "id", "field_list", "priority", "max_group_size", "selector_size_semantics",
                           "max_member_weight", "controller_header", "brief", "description", "match"}
+_INTEGER = re.compile(r"\d\w*")
 
 
 class Annotations:
@@ -42,6 +43,8 @@ class Annotations:
                 if args_tree is None and name in EXPRESSION_ANNOTATIONS:
                     raise self.n.error(body, f"@{name}: the annotation's body must be a list of expressions")
                 given = [c for c in args_tree.children if c is not None] if args_tree is not None else []
+                if name == "p4runtime_translation":
+                    self.check_translation(a, annotation_tokens(self.n.source.text[start:end]))
             if name == "name" and (len(given) != 1 or getattr(given[0], "data", "") != "string_lit"):
                 raise self.n.error(a, f"{self.n.text(given[0]) if given else '@name'}: @name annotation's value must be a string")
             args: list[int | str]
@@ -51,6 +54,16 @@ class Annotations:
                 args = [self.annotation_arg(c) for c in given]
             anns.append(ir.Annotation(name, args, self.n.loc(a), text))
         return anns
+
+    def check_translation(self, node: Tree, tokens: list[str]) -> None:
+        """`@p4runtime_translation(URI, T)`: p4c's P4Info reads T only as `bit<N>`, `string` or an integer
+        literal and cannot write a P4Info for anything else (`bool`, `int<32>`, `bit<5+3>`)."""
+        kind = tokens[2:]
+        if len(tokens) < 3 or kind == ["string"] or (len(kind) == 1 and _INTEGER.fullmatch(kind[0])) or (
+                len(kind) == 4 and kind[:2] == ["bit", "<"] and _INTEGER.fullmatch(kind[2]) and kind[3] == ">"):
+            return
+        raise self.n.error(node, f"@p4runtime_translation: its type must be bit<N>, string or an integer, "
+                                 f"not {' '.join(kind)} (p4c cannot write the P4Info)")
 
     def structured_args(self, node: Tree) -> list:
         """`@a[v, ...]` -> [v, ...] or `@a[k=v, ...]` -> [(k, v), ...]: constants (int, str, bool), as P4Info holds them."""
