@@ -75,8 +75,9 @@ class Tables:
     def entry_priorities(self, table: ir.Table) -> None:
         """An entry without a priority after one with one gets the previous one's minus `priority_delta`
         (plus, with `largest_priority_wins = false`), as p4c computes them, refused as p4c refuses when
-        that leaves 0..2^64 (even past the last entry); then the entries rank as BMv2 gets them from p4c,
-        a stable sort on those values: distinct priorities, largest wins (as TableEntry.priority)."""
+        that leaves 0..2^64 (even past the last entry). TableEntry.priority is largest-wins: the values
+        stay when they are (and distinct); otherwise (smallest wins, or a tie) the entries rank as BMv2
+        gets them from p4c's JSON, a stable sort on the values, ties in written order."""
         largest = self.table_bool(table, "largest_priority_wins", True)
         delta = self.table_uint(table, "priority_delta", 1)
         values, current = [], 0
@@ -87,6 +88,10 @@ class Tables:
             if not 0 <= current < 1 << 64:
                 raise self.n.error(table.loc, f"table {table.name}: overflow in priority computation (priority_delta "
                                               f"{delta} from priority {values[-1]} leaves 0..2^64-1)")
+        if largest and len(set(values)) == len(values):
+            for e, value in zip(table.entries, values):
+                e.priority = value
+            return
         order = sorted(range(len(values)), key=lambda i: -values[i] if largest else values[i])
         for rank, i in enumerate(order):
             table.entries[i].priority = len(values) - rank
@@ -158,10 +163,11 @@ class Tables:
     def key_name(self, e: ir.Expr, expr_node: Tree) -> str:
         """A key's control-plane name as p4c writes it: the source text, `X.$valid$` for `X.isValid()`."""
         if isinstance(e, ir.HeaderMethodCall) and e.method == "isValid":
-            return re.sub(r"\s+", "", self.n.text(expr_node.children[0].children[0])) + ".$valid$"
+            renamed = _renamed_path(e.header)
+            return (renamed or re.sub(r"\s+", "", self.n.text(expr_node.children[0].children[0]))) + ".$valid$"
         if not _nameable(expr_node):
             raise self.n.error(expr_node, f"{self.n.text(expr_node)}: Complex key expression requires a @name annotation")
-        return re.sub(r"\s+", "", self.n.text(expr_node))
+        return _renamed_path(e) or re.sub(r"\s+", "", self.n.text(expr_node))
 
     def action_ref(self, node: Tree, scope: Scope, table: ir.Table) -> None:
         ann, name_node, args = node.children
@@ -301,6 +307,32 @@ class Tables:
             value = cast(ir.Constant, self.e.coerce(e, t.underlying, node))  # an untyped number made a number of t's
             return ir.Constant(t, value.loc, value.value, value.base)
         return self.e.coerce(e, t, node)
+
+
+def _renamed_path(e: ir.Expr) -> str | None:
+    """A key's name when a field on its path has @name, as p4c's KeyNameGenerator writes it: that name
+    instead of the field's, and a global one (`@name(".ipv4")`) drops what is left of it; None when
+    no field on the path is renamed (the source text is the name then)."""
+    def path(e: ir.Expr) -> tuple[str, bool] | None:
+        if isinstance(e, ir.VarRef):
+            return e.name, False
+        if isinstance(e, ir.Member):
+            t = e.expr.type
+            f = t.field(e.member) if isinstance(t, ir.StructLikeType) else None
+            external = f.annotations.get_str("name") if f is not None else None
+            if external is not None and external.startswith("."):
+                return external[1:], True
+            inner = path(e.expr)
+            return None if inner is None else (f"{inner[0]}.{external or e.member}", inner[1] or external is not None)
+        if isinstance(e, ir.ArrayIndex) and isinstance(e.index, ir.Constant):
+            inner = path(e.expr)
+            return None if inner is None else (f"{inner[0]}[{e.index.value}]", inner[1])
+        if isinstance(e, ir.Slice):
+            inner = path(e.expr)
+            return None if inner is None else (f"{inner[0]}[{e.hi}:{e.lo}]", inner[1])
+        return None
+    found = path(e)
+    return found[0] if found is not None and found[1] else None
 
 
 def _nameable(node: Tree) -> bool:
