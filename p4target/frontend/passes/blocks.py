@@ -29,7 +29,6 @@ def inline_blocks(block: Block) -> None:
         return
     for inst in instances:
         inline_blocks(inst.block)
-    block.locals = [d for d in block.locals if not isinstance(d, ir.BlockInstance)]
     # an instance passed to a later one as a constructor argument is applied from the later
     # one's body: inline the later ones first
     for inst in reversed(instances):
@@ -37,6 +36,19 @@ def inline_blocks(block: Block) -> None:
             _inline_control(block, inst)
         else:
             _inline_parser(block, inst)
+    block.locals = [d for d in block.locals if not isinstance(d, ir.BlockInstance)]  # those never applied
+    if isinstance(block, ir.Control):
+        _in_declaration_order(block)
+
+
+def _in_declaration_order(control: ir.Control) -> None:
+    """The control's tables, actions and instances in the order of its locals, where each inlined
+    block's objects took the place of its instance (p4c's order, which P4Info follows)."""
+    position = {id(d): i for i, d in enumerate(control.locals)}
+    for objects in (control.actions, control.tables, control.instances):
+        ordered = sorted(objects.items(), key=lambda item: position.get(id(item[1]), len(position)))
+        objects.clear()
+        objects.update(ordered)
 
 
 # ---------------------------------------------------------------------- parameters
@@ -139,10 +151,11 @@ def _apply_calls(code: object, inst: ir.BlockInstance) -> list[ir.ApplyCall]:
 
 
 def _move_objects(caller: Block, callee: Block, inst: ir.BlockInstance) -> None:
-    """The callee's declarations become the caller's, keyed `inst.name` + the callee's own key: an
+    """The callee's declarations become the caller's, in its instance's place, keyed `inst.name` + the callee's own key: an
     object the callee got from a block inlined into it keeps that block's prefix, so two inner
     blocks' `on_miss` stay two actions."""
-    caller.locals.extend(callee.locals)
+    at = next(i for i, d in enumerate(caller.locals) if d is inst)
+    caller.locals[at:at + 1] = callee.locals
     if isinstance(caller, ir.Control) and isinstance(callee, ir.Control):
         for mine, theirs in ((caller.actions, callee.actions), (caller.tables, callee.tables),
                              (caller.instances, callee.instances)):
