@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from p4target.errors import P4Error
 from p4target.frontend import ir
+from p4target.frontend.passes.walk import walk
 from p4target.lowered import model as m
 from p4target.lowered.from_ir.common import all_ones, fail, flat_stmts, type_width
 from p4target.lowered.from_ir.statements import Statements
@@ -103,11 +104,21 @@ class Parsers:
             return
         if isinstance(s, (ir.If, ir.Switch)):
             raise fail("an if or switch statement inside a parser state", s.loc)
+        self.hoist_lookaheads(s, ops)
         prims: list[m.Primitive] = []
         ends: list[int] = []
         self.v.params, self.v.bound = {}, None
         self.st.prim(s, prims, ends)
         ops += [self.as_parser_op(x) for x in prims]
+
+    def hoist_lookaheads(self, code: object, ops: list[m.ParserOp]) -> None:
+        """Each `packet.lookahead<T>()` inside an expression (`lookahead<bit<112>>()[111:96]`) into a
+        temporary first, as p4c does: BMv2 takes a lookahead only as a `set`'s source or a select key."""
+        for n in walk(code):
+            if isinstance(n, ir.ExternMethodCall) and n.method == "lookahead" and id(n) not in self.v.lookaheads:
+                t = self.s.tmp(n.type, n.loc)
+                self.lookahead_into(t, ops, 0)
+                self.v.lookaheads[id(n)] = t
 
     def lookahead_into(self, dst: Store, ops: list[m.ParserOp], offset: int) -> int:
         """Set `dst` from the bits `offset` past the cursor (a header comes out valid); the bits it took."""
@@ -158,6 +169,7 @@ class Parsers:
             if isinstance(k, ir.ExternMethodCall) and k.method == "lookahead":
                 keys.append(m.Lookahead(0, w))
             else:
+                self.hoist_lookaheads(k, ops)
                 v = self.v.data(k)
                 if not isinstance(v, m.Field):
                     t = self.s.tmp(ir.BitsType(w), tr.loc)

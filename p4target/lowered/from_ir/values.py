@@ -38,6 +38,7 @@ class Values:
 
     def __init__(self, storage: Storage):
         self.s = storage
+        self.lookaheads: dict[int, Scalar] = {}  # id(lookahead call) -> the parser's temporary holding it
 
     def store_of(self, e: ir.Expr) -> Store:
         """The storage an l-value (or a whole header/struct/stack value) names."""
@@ -282,6 +283,13 @@ class Values:
                 return v, False
             return m.Expr("&", v, m.Const(all_ones(dst.width))), False
         return v, False
+
+    def x_ExternMethodCall(self, e: ir.ExternMethodCall) -> tuple[m.Value, bool]:
+        """Only a lookahead the parser set into a temporary first (Parsers.hoist_lookaheads) is a value."""
+        t = self.lookaheads.get(id(e))
+        if t is None:
+            raise fail(f"{e.method}() is not lowered as a value here", e.loc)
+        return self._read(t, e)
 
     def x_HeaderMethodCall(self, e: ir.HeaderMethodCall) -> tuple[m.Value, bool]:
         assert e.header is not None
