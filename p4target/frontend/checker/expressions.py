@@ -410,6 +410,8 @@ class Expressions:
             return ir.BoolLiteral(BOOL, loc, bool(e.value))
         if isinstance(e, ir.BoolLiteral) and isinstance(t, ir.BitsType):
             return ir.Constant(t, loc, int(e.value))
+        if isinstance(e, ir.EnumMember) and e.value is not None and isinstance(t, (ir.BitsType, ir.IntType)):
+            return ir.Constant(t, loc, wrap(e.value, t))  # a serializable enum's member is a constant
         if same_type(src, t):
             return e
         return ir.Cast(t, loc, e)
