@@ -208,6 +208,15 @@ def test_table_binds_directional_action_arguments():
     assert run(p, bytes([0, 0, 10, 0]))[2] == 15
 
 
+def test_calling_table_key_is_computed_where_the_table_is_applied():
+    locals_ = 'table t { key = { inc(hdr.h.b): exact @name("k"); } actions = { NoAction; } }'
+    p = load(INC, "if (hdr.h.a == 0) { t.apply(); }", locals_)
+    assert run(p, bytes([0, 5, 0, 0]))[1] == 6  # applied: inc ran
+    assert run(p, bytes([1, 5, 0, 0]))[1] == 5
+    with pytest.raises(P4Error, match="applied inside a larger expression"):
+        load(INC, "if (hdr.h.a == 0 && t.apply().hit) { hdr.h.c = 1; }", locals_)
+
+
 @pytest.mark.parametrize("decls, apply, message", [
     ("bit<8> f(in bit<8> x) { if (x == 1) { return 1; } }", "", "does not return a value on all paths"),
     ("control S(inout bit<8> y) { apply { } }", "S.apply(hdr.h.a, hdr.h.b);", "expected 1 arguments"),
