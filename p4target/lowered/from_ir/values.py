@@ -62,11 +62,7 @@ class Values:
                 if e.member == "next":
                     return HeaderStore(m.StackRef(base.name), base.type.element)  # type: ignore[arg-type]
                 if e.member == "last" and isinstance(base.type.element, ir.HeaderUnionType):
-                    stack = m.UnionStackRef(base.name)
-                    union = m.Expr("dereference_union_stack", stack, m.Expr("last_stack_index", None, stack))
-                    return UnionStore("", base.type.element, {
-                        f.name: HeaderStore(m.Expr("access_union_header", union, m.Const(k)), f.type)  # type: ignore[arg-type]
-                        for k, f in enumerate(base.type.element.fields)})
+                    return self._union_at(base, m.Expr("last_stack_index", None, m.UnionStackRef(base.name)))
                 if e.member == "last":
                     idx = m.Expr("last_stack_index", None, m.StackRef(base.name))
                     return HeaderStore(m.Expr("dereference_header_stack", m.StackRef(base.name), idx),
@@ -81,11 +77,19 @@ class Values:
                 if not 0 <= e.index.value < len(base.elements):
                     raise fail(f"index {e.index.value} is out of the stack's bounds", e.loc)
                 return base.elements[e.index.value]
-            if not isinstance(base.type.element, ir.HeaderType):
-                raise fail("a run-time index into a stack of header unions", e.loc)
+            if isinstance(base.type.element, ir.HeaderUnionType):
+                return self._union_at(base, self.data(e.index))
             ref = m.Expr("dereference_header_stack", m.StackRef(base.name), self.data(e.index))
             return HeaderStore(ref, base.type.element)
         raise fail(f"{type(e).__name__} is not an l-value the lowering handles", e.loc)
+
+    def _union_at(self, stack: StackStore, index: m.Value) -> UnionStore:
+        """The union at a run-time `index` of a stack of header unions, each member reached through it."""
+        element = stack.type.element
+        assert isinstance(element, ir.HeaderUnionType)
+        union = m.Expr("dereference_union_stack", m.UnionStackRef(stack.name), index)
+        return UnionStore("", element, {f.name: HeaderStore(m.Expr("access_union_header", union, m.Const(k)), f.type)  # type: ignore[arg-type]
+                                        for k, f in enumerate(element.fields)})
 
     def header_field(self, h: HeaderStore, name: str, loc: ir.Loc) -> Store:
         f = h.type.field(name)
