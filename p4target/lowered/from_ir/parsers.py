@@ -1,7 +1,6 @@
 """The parser as parse states of parser ops and transitions; the deparser as an emit order."""
 from __future__ import annotations
 
-from p4target.errors import P4Error
 from p4target.frontend import ir
 from p4target.frontend.passes.walk import walk
 from p4target.lowered import model as m
@@ -100,7 +99,7 @@ class Parsers:
             return
         if isinstance(s, ir.Assign) and isinstance(s.rhs, ir.ExternMethodCall) and s.rhs.method == "lookahead":
             assert s.lhs is not None
-            self.lookahead_into(self.v.store_of(s.lhs), ops, 0)
+            self.lookahead_into(self.v.store_of(s.lhs), ops, 0, s.loc)
             return
         if isinstance(s, (ir.If, ir.Switch)):
             raise fail("an if or switch statement inside a parser state", s.loc)
@@ -117,10 +116,10 @@ class Parsers:
         for n in walk(code):
             if isinstance(n, ir.ExternMethodCall) and n.method == "lookahead" and id(n) not in self.v.lookaheads:
                 t = self.s.tmp(n.type, n.loc)
-                self.lookahead_into(t, ops, 0)
+                self.lookahead_into(t, ops, 0, n.loc)
                 self.v.lookaheads[id(n)] = t
 
-    def lookahead_into(self, dst: Store, ops: list[m.ParserOp], offset: int) -> int:
+    def lookahead_into(self, dst: Store, ops: list[m.ParserOp], offset: int, loc: ir.Loc) -> int:
         """Set `dst` from the bits `offset` past the cursor (a header comes out valid); the bits it took."""
         if isinstance(dst, Scalar):
             width = type_width(dst.type)
@@ -131,14 +130,18 @@ class Parsers:
             used = 0
             for f in header_leaf_fields(dst.type):
                 field = self.v._field_of(dst, f.name, f.type)
-                used += self.lookahead_into(field, ops, offset + used)
+                used += self.lookahead_into(field, ops, offset + used, loc)
             return used
         if isinstance(dst, StructStore):
-            used = 0
-            for sub in dst.fields.values():
-                used += self.lookahead_into(sub, ops, offset + used)
-            return used
-        raise P4Error("packet.lookahead() into a stack or union")
+            parts: list[Store] = list(dst.fields.values())
+        elif isinstance(dst, StackStore) and isinstance(dst.type.element, ir.HeaderType):
+            parts = list(dst.elements)  # each element in turn, as p4c sets them (issue2465-bmv2.p4)
+        else:
+            raise fail("packet.lookahead() into a header union", loc)
+        used = 0
+        for sub in parts:
+            used += self.lookahead_into(sub, ops, offset + used, loc)
+        return used
 
     def extract_target(self, e: ir.Expr) -> m.Value:
         if isinstance(e, ir.Member) and e.member == "next" and e.expr is not None:
