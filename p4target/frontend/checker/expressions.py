@@ -5,6 +5,8 @@ parameter it is passed to (`coerce`).
 """
 from __future__ import annotations
 
+from typing import cast
+
 from lark import Token, Tree
 
 from .. import ir
@@ -55,7 +57,7 @@ class Expressions:
     def tuple_element(self, node: Tree, base: ir.Expr, scope: Scope) -> ir.Expr:
         """`t[i]` of a tuple (a struct field's, or a variable's, stored as the struct of fields f0, f1, ...):
         the index must be a compile-time constant, as p4c requires."""
-        elements = base.type.elements if isinstance(base.type, ir.TupleType) else [f.type for f in base.type.fields]
+        elements = base.type.elements if isinstance(base.type, ir.TupleType) else [f.type for f in cast(ir.StructType, base.type).fields]
         idx = self.expr(node.children[1], scope)
         if not isinstance(idx, ir.Constant) or not 0 <= idx.value < len(elements):
             raise self.n.error(node.children[1], f"{self.n.text(node.children[1])}: a tuple index must be a constant "

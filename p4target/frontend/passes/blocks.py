@@ -12,7 +12,7 @@ new state holding the rest of the calling state; one that rejects rejects.
 """
 from __future__ import annotations
 
-from typing import cast
+from typing import TypeVar, cast
 
 from ...errors import P4Error
 from .. import ir
@@ -20,6 +20,7 @@ from .returns import remove_returns
 from .walk import clone, flat_map_stmts, fresh_names, map_block_exprs, same_expr, walk
 
 Block = ir.Parser | ir.Control
+T = TypeVar("T")
 
 
 def inline_blocks(block: Block) -> None:
@@ -45,10 +46,11 @@ def _in_declaration_order(control: ir.Control) -> None:
     """The control's tables, actions and instances in the order of its locals, where each inlined
     block's objects took the place of its instance (p4c's order, which P4Info follows)."""
     position = {id(d): i for i, d in enumerate(control.locals)}
-    for objects in (control.actions, control.tables, control.instances):
-        ordered = sorted(objects.items(), key=lambda item: position.get(id(item[1]), len(position)))
-        objects.clear()
-        objects.update(ordered)
+
+    def ordered(objects: dict[str, T]) -> dict[str, T]:
+        return dict(sorted(objects.items(), key=lambda item: position.get(id(item[1]), len(position))))
+    control.actions, control.tables = ordered(control.actions), ordered(control.tables)
+    control.instances = ordered(control.instances)
 
 
 # ---------------------------------------------------------------------- parameters
@@ -157,9 +159,11 @@ def _move_objects(caller: Block, callee: Block, inst: ir.BlockInstance) -> None:
     at = next(i for i, d in enumerate(caller.locals) if d is inst)
     caller.locals[at:at + 1] = callee.locals
     if isinstance(caller, ir.Control) and isinstance(callee, ir.Control):
-        for mine, theirs in ((caller.actions, callee.actions), (caller.tables, callee.tables),
-                             (caller.instances, callee.instances)):
-            mine.update((f"{inst.name}.{key}", d) for key, d in theirs.items())
+        def prefixed(objects: dict[str, T]) -> dict[str, T]:
+            return {f"{inst.name}.{key}": d for key, d in objects.items()}
+        caller.actions.update(prefixed(callee.actions))
+        caller.tables.update(prefixed(callee.tables))
+        caller.instances.update(prefixed(callee.instances))
 
 
 # ---------------------------------------------------------------------- controls

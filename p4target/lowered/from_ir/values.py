@@ -77,10 +77,12 @@ class Values:
                 if not 0 <= e.index.value < len(base.elements):
                     raise fail(f"index {e.index.value} is out of the stack's bounds", e.loc)
                 return base.elements[e.index.value]
-            if isinstance(base.type.element, ir.HeaderUnionType):
+            element = base.type.element
+            if isinstance(element, ir.HeaderUnionType):
                 return self._union_at(base, self.data(e.index))
+            assert isinstance(element, ir.HeaderType)  # the checker allows stacks of headers and of unions
             ref = m.Expr("dereference_header_stack", m.StackRef(base.name), self.data(e.index))
-            return HeaderStore(ref, base.type.element)
+            return HeaderStore(ref, element)
         raise fail(f"{type(e).__name__} is not an l-value the lowering handles", e.loc)
 
     def _union_at(self, stack: StackStore, index: m.Value) -> UnionStore:
