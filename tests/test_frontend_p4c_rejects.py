@@ -105,6 +105,9 @@ INVALID = [
  ("entry_priority_overflow", "", "action a() {} table t { key = { h.h.a: ternary; } actions = { a; } priority_delta = 10; "
   "entries = { priority=12: 1 &&& 1 : a(); 2 &&& 2 : a(); } }", "t.apply();", None),
  ("translation_to_bool", '@p4runtime_translation("p4.org/x", bool) type bit<8> T_t;', "", "T_t x = (T_t)h.h.a;", None),
+ ("switch_two_defaults", "", "action a() {} table t { key = { h.h.a: exact; } actions = { a; } }",
+  "switch (t.apply().action_run) { a: { } default: { } default: { } }", None),
+ ("int_param_with_direction", "", "action a(in int v) { h.h.a = (bit<8>)v; }", "a(1);", None),
  ("optional_key_with_mask", "", "action a() {} table t { key = { h.h.a: optional; } actions = { a; } "
   "const entries = { 0xaa &&& 0xf0 : a(); } }", "t.apply();", None),
  ("parser_never_ends", "", "", "", "state start { pk.extract(h.h); transition s; } state s { transition select(h.h.a) { "

@@ -282,6 +282,8 @@ class Statements:
         is_action_run = isinstance(subject, ir.ActionRun)
         if not is_action_run and not (is_numeric(subject.type) or isinstance(subject.type, (ir.EnumType, ir.ErrorType))):
             raise self.n.error(subject_node, f"switch subject {self.n.text(subject_node)} has type {subject.type}")
+        if sum(c.children[0].data == "default_label" for c in cases) > 1:
+            raise self.n.error(node, "switch has multiple 'default' labels")  # where p4c says it: the switch
         out: list[ir.SwitchCase] = []
         pending: list = []
         seen: list = []
