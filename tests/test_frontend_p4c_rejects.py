@@ -104,7 +104,8 @@ INVALID = [
   "entries = { 1 &&& 1 : a(); priority=5: 2 &&& 2 : a(); } }", "t.apply();", None),
  ("entry_priority_overflow", "", "action a() {} table t { key = { h.h.a: ternary; } actions = { a; } priority_delta = 10; "
   "entries = { priority=12: 1 &&& 1 : a(); 2 &&& 2 : a(); } }", "t.apply();", None),
- ("translation_to_bool", '@p4runtime_translation("p4.org/x", bool) type bit<8> T_t;', "", "T_t x = (T_t)h.h.a;", None),
+ ("translation_to_bool", '@p4runtime_translation("p4.org/x", bool) type bit<8> T_t;',
+  "T_t x; action a() {} table t { key = { x: exact; } actions = { a; } }", "x = (T_t)h.h.a; t.apply();", None),
  ("switch_two_defaults", "", "action a() {} table t { key = { h.h.a: exact; } actions = { a; } }",
   "switch (t.apply().action_run) { a: { } default: { } default: { } }", None),
  ("int_param_with_direction", "", "action a(in int v) { h.h.a = (bit<8>)v; }", "a(1);", None),

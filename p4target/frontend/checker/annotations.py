@@ -43,8 +43,6 @@ class Annotations:
                 if args_tree is None and name in EXPRESSION_ANNOTATIONS:
                     raise self.n.error(body, f"@{name}: the annotation's body must be a list of expressions")
                 given = [c for c in args_tree.children if c is not None] if args_tree is not None else []
-                if name == "p4runtime_translation":
-                    self.check_translation(a, annotation_tokens(self.n.source.text[start:end]))
             if name == "name" and (len(given) != 1 or getattr(given[0], "data", "") != "string_lit"):
                 raise self.n.error(a, f"{self.n.text(given[0]) if given else '@name'}: @name annotation's value must be a string")
             args: list[int | str]
@@ -55,15 +53,20 @@ class Annotations:
             anns.append(ir.Annotation(name, args, self.n.loc(a), text))
         return anns
 
-    def check_translation(self, node: Tree, tokens: list[str]) -> None:
-        """`@p4runtime_translation(URI, T)`: p4c's P4Info reads T only as `bit<N>`, `string` or an integer
-        literal and cannot write a P4Info for anything else (`bool`, `int<32>`, `bit<5+3>`)."""
-        kind = tokens[2:]
-        if len(tokens) < 3 or kind == ["string"] or (len(kind) == 1 and _INTEGER.fullmatch(kind[0])) or (
+    def check_translation(self, t: ir.Type, where: Node) -> None:
+        """A type P4Info describes (a table key's, an action parameter's) with `@p4runtime_translation(URI, T)`:
+        p4c's P4Info reads T only as `bit<N>`, `string` or an integer literal, and cannot be written for
+        anything else (`bool`, `int<32>`, `bit<5+3>`, issue2283_2-bmv2.p4); a type P4Info never shows is
+        not looked at, as p4c does not."""
+        a = t.annotations.get("p4runtime_translation") if isinstance(t, ir.NewType) else None
+        if a is None or a.body is None:
+            return
+        kind = annotation_tokens(a.body)[2:]
+        if not kind or kind == ["string"] or (len(kind) == 1 and _INTEGER.fullmatch(kind[0])) or (
                 len(kind) == 4 and kind[:2] == ["bit", "<"] and _INTEGER.fullmatch(kind[2]) and kind[3] == ">"):
             return
-        raise self.n.error(node, f"@p4runtime_translation: its type must be bit<N>, string or an integer, "
-                                 f"not {' '.join(kind)} (p4c cannot write the P4Info)")
+        raise self.n.error(a.loc, f"@p4runtime_translation: its type must be bit<N>, string or an integer, "
+                                  f"not {' '.join(kind)} (p4c cannot write the P4Info of {self.n.text(where)})")
 
     def structured_args(self, node: Tree) -> list:
         """`@a[v, ...]` -> [v, ...] or `@a[k=v, ...]` -> [(k, v), ...]: constants (int, str, bool), as P4Info holds them."""

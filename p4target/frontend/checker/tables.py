@@ -156,6 +156,7 @@ class Tables:
         if kind in ("lpm", "ternary", "range") and not (is_numeric(e.type) or isinstance(e.type, (ir.BoolType, ir.NewType))
                                                          or serializable(e.type)):
             raise self.n.error(expr_node, f"table {table.name}: {kind} key must be bit<W> or int<W>")
+        self.an.check_translation(e.type, expr_node)
         anns = self.an.annotations(ann)
         kname = anns.get_str("name") or self.key_name(e, expr_node)
         table.keys.append(ir.KeyElement(e, kind, kname, anns, self.n.loc(expr_node)))
