@@ -119,6 +119,8 @@ class Expressions:
             targs = [self.up.resolve_type(t, scope) for t in node.children[1].children]
             if len(targs) != 1:
                 raise self.n.error(node, "lookahead takes one type argument")
+            if isinstance(targs[0], (ir.HeaderUnionType, ir.VarbitType)):  # as p4c refuses them
+                raise self.n.error(node.children[1], f"{targs[0]}: type argument must be a fixed-width type")
             method = base.type.decl.methods["lookahead"][0]
             return ir.ExternMethodCall(targs[0], loc, base, "lookahead", [], targs, method)
         if kind == "list_expr":

@@ -4,7 +4,7 @@ from __future__ import annotations
 from p4target.frontend import ir
 from p4target.frontend.passes.walk import walk
 from p4target.lowered import model as m
-from p4target.lowered.from_ir.common import all_ones, fail, flat_stmts, type_width
+from p4target.lowered.from_ir.common import all_ones, fail, flat_stmts, scalar_type, type_width
 from p4target.lowered.from_ir.statements import Statements
 from p4target.lowered.from_ir.storage import (
     HeaderStore,
@@ -114,7 +114,8 @@ class Parsers:
         """Each `packet.lookahead<T>()` inside an expression (`lookahead<bit<112>>()[111:96]`) into a
         temporary first, as p4c does: BMv2 takes a lookahead only as a `set`'s source or a select key."""
         for n in walk(code):
-            if isinstance(n, ir.ExternMethodCall) and n.method == "lookahead" and id(n) not in self.v.lookaheads:
+            if (isinstance(n, ir.ExternMethodCall) and n.method == "lookahead" and scalar_type(n.type)
+                    and id(n) not in self.v.lookaheads):
                 t = self.s.tmp(n.type, n.loc)
                 self.lookahead_into(t, ops, 0, n.loc)
                 self.v.lookaheads[id(n)] = t
