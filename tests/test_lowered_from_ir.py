@@ -17,6 +17,7 @@ import corpus
 import pytest
 
 from p4target import load
+from p4target.errors import P4Error
 from p4target.frontend import load_program
 from p4target.lowered import bmv2_json, to_json
 from p4target.lowered.from_ir import lower_program
@@ -85,3 +86,14 @@ def test_what_is_not_lowered_yet_is_one_line_naming_it(tmp_path):
         f"{program}:13:28: error: unsupported: for loop condition i < hdr.h.a is not known at compile time (BMv2 "
         "runs no loops: only loops with a constant trip count unroll)"]
     assert not (tmp_path / "out.json").exists()
+
+
+def test_reading_a_stacks_next_element_is_refused_at_its_line(tmp_path):
+    """p4c refuses `transition select(hs.next.a)` (next field read); BMv2's JSON cannot say it either."""
+    program = tmp_path / "next_read.p4"
+    program.write_text(RUNTIME_LOOP.replace("struct H { h_t h; }", "struct H { h_t h; h_t[2] hs; }").replace(
+        "for (bit<8> i = 0; i < hdr.h.a; i = i + 1) { m.x = m.x + i; }", "m.x = 1;").replace(
+        "state start { pk.extract(hdr.h); transition accept; }",
+        "state start { pk.extract(hdr.hs.next); transition select(hdr.hs.next.a) { default: accept; } }"))
+    with pytest.raises(P4Error, match=r"next_read.p4:8:\d+: error: next field read"):
+        lower_program(load_program(str(program)))

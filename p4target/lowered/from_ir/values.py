@@ -59,8 +59,8 @@ class Values:
             if isinstance(base, HeaderStore):
                 return self.header_field(base, e.member, e.loc)
             if isinstance(base, StackStore):
-                if e.member == "next":
-                    return HeaderStore(m.StackRef(base.name), base.type.element)  # type: ignore[arg-type]
+                if e.member == "next":  # only packet.extract() writes it (Parsers.extract_target), as p4c allows
+                    raise fail("next field read: only packet.extract() may use a header stack's next element", e.loc)
                 if e.member == "last" and isinstance(base.type.element, ir.HeaderUnionType):
                     return self._union_at(base, m.Expr("last_stack_index", None, m.UnionStackRef(base.name)))
                 if e.member == "last":
