@@ -121,6 +121,8 @@ def _broken(ipv4_json: str, tmp_path: Path, edit) -> str:
 @needs_p4c
 @pytest.mark.parametrize("edit, message", [
     (lambda d: d["headers"][1].update(header_type="nope"), "headers[1]: unknown header type 'nope'"),
+    (lambda d: d.update(header_unions=[{"name": "u", "id": 0, "union_type": "u_t", "header_ids": []}]),
+     "header_unions[0]: unknown header union type 'u_t'"),
     (lambda d: d["pipelines"][0]["tables"][_keyed(d)]["key"][0].update(target=["ipv5", "dstAddr"]),
      "].key[0].target: unknown header 'ipv5'"),
     (lambda d: d["actions"][0].update(runtime_data=7),

@@ -102,6 +102,15 @@ INVALID = [
   "const entries = { 0x11 &&& 0xE1 : a(); } }", "t.apply();", None),
  ("entry_priority_missing_on_the_first", "", "action a() {} table t { key = { h.h.a: ternary; } actions = { a; } "
   "entries = { 1 &&& 1 : a(); priority=5: 2 &&& 2 : a(); } }", "t.apply();", None),
+ ("entry_priority_overflow", "", "action a() {} table t { key = { h.h.a: ternary; } actions = { a; } priority_delta = 10; "
+  "entries = { priority=12: 1 &&& 1 : a(); 2 &&& 2 : a(); } }", "t.apply();", None),
+ ("translation_to_bool", '@p4runtime_translation("p4.org/x", bool) type bit<8> T_t;',
+  "T_t x; action a() {} table t { key = { x: exact; } actions = { a; } }", "x = (T_t)h.h.a; t.apply();", None),
+ ("switch_two_defaults", "", "action a() {} table t { key = { h.h.a: exact; } actions = { a; } }",
+  "switch (t.apply().action_run) { a: { } default: { } default: { } }", None),
+ ("int_param_with_direction", "", "action a(in int v) { h.h.a = (bit<8>)v; }", "a(1);", None),
+ ("lookahead_of_a_union", "header g_t { bit<8> b; } header_union u_t { h_t h; g_t g; }", "", "",
+  "state start { u_t u = pk.lookahead<u_t>(); pk.extract(h.h); transition accept; }"),
  ("optional_key_with_mask", "", "action a() {} table t { key = { h.h.a: optional; } actions = { a; } "
   "const entries = { 0xaa &&& 0xf0 : a(); } }", "t.apply();", None),
  ("parser_never_ends", "", "", "", "state start { pk.extract(h.h); transition s; } state s { transition select(h.h.a) { "

@@ -13,6 +13,7 @@ from p4target.errors import P4Error
 from p4target.frontend import ir, load_source
 from p4target.frontend.passes.walk import walk
 from p4target.load import pipeline
+from p4target.p4info import build_p4info
 
 TEMPLATE = """
 #include <core.p4>
@@ -121,6 +122,22 @@ def test_sub_control_objects_get_p4c_names():
     assert not any(isinstance(n, (ir.ApplyCall, ir.Return)) for n in walk(ingress.body))
 
 
+def test_nested_sub_controls_keep_same_named_actions_apart():
+    """Two blocks inlined into a middle one both declare `miss`: each stays an action of its own, as
+    p4c keeps `Mid.a.miss` and `Mid.b.miss` (switch_p4_16.p4's shape crashed P4Info once)."""
+    decls = """
+    control A(inout bit<8> x) { action miss() { x = 1; } table t { key = { x: exact; } actions = { miss; } }
+                                apply { t.apply(); } }
+    control B(inout bit<8> x) { action miss() { x = 2; } table t { key = { x: exact; } actions = { miss; } }
+                                apply { t.apply(); } }
+    control Mid(inout H hdr) { A() a; B() b; apply { a.apply(hdr.h.a); b.apply(hdr.h.b); } }
+    """
+    p = load(decls, "mid.apply(hdr);", "Mid() mid;")
+    actions = {a.control_plane_name for a in p.main.ingress.actions.values()}
+    assert {"I.mid.a.miss", "I.mid.b.miss"} <= actions
+    assert {a.preamble.name for a in build_p4info(p).actions} >= {"I.mid.a.miss", "I.mid.b.miss"}
+
+
 def test_sub_control_runs_with_constructor_argument_and_return():
     p = load(SUB, "sub.apply(hdr.h, hdr.h.b);", "Sub(8w3) sub;")
     pipe = pipeline(p, "python")
@@ -189,6 +206,15 @@ def test_table_binds_directional_action_arguments():
     assert [q.name for q in table.actions[0].action.params] == ["by"]
     assert table.default_action.args[0].value == 5
     assert run(p, bytes([0, 0, 10, 0]))[2] == 15
+
+
+def test_calling_table_key_is_computed_where_the_table_is_applied():
+    locals_ = 'table t { key = { inc(hdr.h.b): exact @name("k"); } actions = { NoAction; } }'
+    p = load(INC, "if (hdr.h.a == 0) { t.apply(); }", locals_)
+    assert run(p, bytes([0, 5, 0, 0]))[1] == 6  # applied: inc ran
+    assert run(p, bytes([1, 5, 0, 0]))[1] == 5
+    with pytest.raises(P4Error, match="applied inside a larger expression"):
+        load(INC, "if (hdr.h.a == 0 && t.apply().hit) { hdr.h.c = 1; }", locals_)
 
 
 @pytest.mark.parametrize("decls, apply, message", [

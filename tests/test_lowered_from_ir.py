@@ -17,6 +17,7 @@ import corpus
 import pytest
 
 from p4target import load
+from p4target.errors import P4Error
 from p4target.frontend import load_program
 from p4target.lowered import bmv2_json, to_json
 from p4target.lowered.from_ir import lower_program
@@ -52,22 +53,21 @@ def test_compile_writes_bmv2_json_the_loader_reads(tmp_path):
     assert {r.name for r in program.register_arrays} >= {"AggIngress.agg_values", "AggIngress.agg_bitmap"}
 
 
-UNION_STACK_COPY = """
+RUNTIME_LOOP = """
 #include <core.p4>
 #include <v1model.p4>
 header h_t { bit<8> a; }
-header g_t { bit<16> b; }
-header_union u_t { h_t h; g_t g; }
-struct H { h_t h; u_t[2] us; u_t[2] vs; }
+struct H { h_t h; }
 struct M { bit<8> x; }
 parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
     state start { pk.extract(hdr.h); transition accept; }
 }
 control V(inout H hdr, inout M m) { apply {} }
 control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
-    apply {
-        hdr.vs = hdr.us;
+    action sum() {
+        for (bit<8> i = 0; i < hdr.h.a; i = i + 1) { m.x = m.x + i; }
     }
+    apply { sum(); }
 }
 control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply {} }
 control C(inout H hdr, inout M m) { apply {} }
@@ -77,11 +77,23 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 
 
 def test_what_is_not_lowered_yet_is_one_line_naming_it(tmp_path):
-    program = tmp_path / "union_stack_copy.p4"  # p4c compiles it; we do not lower it yet
-    program.write_text(UNION_STACK_COPY)
+    program = tmp_path / "runtime_loop.p4"  # p4c compiles it (a loop of backward jumps); we do not lower it yet
+    program.write_text(RUNTIME_LOOP)
     done = subprocess.run([sys.executable, "-m", "testbed.cli", "p4", "compile", str(program), "--bmv2-json",
                            str(tmp_path / "out.json")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.strip().splitlines() == [
-        f"{program}:15:9: error: assignment of a header union stack"]
+        f"{program}:13:28: error: unsupported: for loop condition i < hdr.h.a is not known at compile time (BMv2 "
+        "runs no loops: only loops with a constant trip count unroll)"]
     assert not (tmp_path / "out.json").exists()
+
+
+def test_reading_a_stacks_next_element_is_refused_at_its_line(tmp_path):
+    """p4c refuses `transition select(hs.next.a)` (next field read); BMv2's JSON cannot say it either."""
+    program = tmp_path / "next_read.p4"
+    program.write_text(RUNTIME_LOOP.replace("struct H { h_t h; }", "struct H { h_t h; h_t[2] hs; }").replace(
+        "for (bit<8> i = 0; i < hdr.h.a; i = i + 1) { m.x = m.x + i; }", "m.x = 1;").replace(
+        "state start { pk.extract(hdr.h); transition accept; }",
+        "state start { pk.extract(hdr.hs.next); transition select(hdr.hs.next.a) { default: accept; } }"))
+    with pytest.raises(P4Error, match=r"next_read.p4:8:\d+: error: next field read"):
+        lower_program(load_program(str(program)))

@@ -236,6 +236,7 @@ class _Reader(_Json):
         by_id = {h.id: h for h in p.headers}
         p.header_stacks = self.each(doc, "header_stacks", lambda o: self.header_stack(o, by_id))
         p.header_union_types = self.each(doc, "header_union_types", self.union_type)
+        self.union_types = _unique(self, p.header_union_types, "header_union_types")
         p.header_unions = self.each(doc, "header_unions", lambda o: self.header_union(o, by_id))
         p.header_union_stacks = self.each(doc, "header_union_stacks", self.union_stack)
         p.errors = self.each(doc, "errors", self.named_number)
@@ -292,11 +293,16 @@ class _Reader(_Json):
         ids = self.key(o, "header_ids", list)
         if any(i not in by_id for i in ids):
             raise self.fail("header_ids names a header id that does not exist")
-        return m.HeaderUnion(self.key(o, "name", str), self.key(o, "id", int), self.key(o, "union_type", str), ids)
+        return m.HeaderUnion(self.key(o, "name", str), self.key(o, "id", int), self._union_type(o), ids)
 
     def union_stack(self, o: Any) -> m.HeaderUnionStack:
-        return m.HeaderUnionStack(self.key(o, "name", str), self.key(o, "id", int), self.key(o, "union_type", str),
+        return m.HeaderUnionStack(self.key(o, "name", str), self.key(o, "id", int), self._union_type(o),
                                   self.key(o, "header_union_ids", list))
+
+    def _union_type(self, o: Any) -> str:
+        """A union's `union_type`, which must name an entry of header_union_types (p4c 1.2.5 leaves that list
+        empty for unions declared in a control)."""
+        return self._name(self.key(o, "union_type", str), self.union_types, "header union type")
 
     def named_number(self, o: Any) -> tuple[str, int]:
         if not (isinstance(o, list) and len(o) == 2 and isinstance(o[0], str) and isinstance(o[1], int)):

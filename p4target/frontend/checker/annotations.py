@@ -15,6 +15,7 @@ from .names import Names, Node
 # Annotations whose bodies p4c reads as expressions (any other may hold free-form tokens)
 EXPRESSION_ANNOTATIONS = {"name", "id", "field_list", "priority", "max_group_size", "selector_size_semantics",
                           "max_member_weight", "controller_header", "brief", "description", "match"}
+_INTEGER = re.compile(r"\d\w*")
 
 
 class Annotations:
@@ -51,6 +52,21 @@ class Annotations:
                 args = [self.annotation_arg(c) for c in given]
             anns.append(ir.Annotation(name, args, self.n.loc(a), text))
         return anns
+
+    def check_translation(self, t: ir.Type, where: Node) -> None:
+        """A type P4Info describes (a table key's, an action parameter's) with `@p4runtime_translation(URI, T)`:
+        p4c's P4Info reads T only as `bit<N>`, `string` or an integer literal, and cannot be written for
+        anything else (`bool`, `int<32>`, `bit<5+3>`, issue2283_2-bmv2.p4); a type P4Info never shows is
+        not looked at, as p4c does not."""
+        a = t.annotations.get("p4runtime_translation") if isinstance(t, ir.NewType) else None
+        if a is None or a.body is None:
+            return
+        kind = annotation_tokens(a.body)[2:]
+        if not kind or kind == ["string"] or (len(kind) == 1 and _INTEGER.fullmatch(kind[0])) or (
+                len(kind) == 4 and kind[:2] == ["bit", "<"] and _INTEGER.fullmatch(kind[2]) and kind[3] == ">"):
+            return
+        raise self.n.error(a.loc, f"@p4runtime_translation: its type must be bit<N>, string or an integer, "
+                                  f"not {' '.join(kind)} (p4c cannot write the P4Info of {self.n.text(where)})")
 
     def structured_args(self, node: Tree) -> list:
         """`@a[v, ...]` -> [v, ...] or `@a[k=v, ...]` -> [(k, v), ...]: constants (int, str, bool), as P4Info holds them."""

@@ -207,6 +207,7 @@ class Declarations:
         params = self.ty.params(params_node, scope)
         seen_data = False
         for p in params:
+            self.an.check_translation(p.type, params_node)
             if p.direction == "":
                 seen_data = True
             elif seen_data:

@@ -5,6 +5,8 @@ parameter it is passed to (`coerce`).
 """
 from __future__ import annotations
 
+from typing import cast
+
 from lark import Token, Tree
 
 from .. import ir
@@ -52,6 +54,16 @@ class Expressions:
             raise self.n.error(tok, f"{tok}: value does not fit in {t}")
         return ir.Constant(t, loc, wrap(value, t), base)
 
+    def tuple_element(self, node: Tree, base: ir.Expr, scope: Scope) -> ir.Expr:
+        """`t[i]` of a tuple (a struct field's, or a variable's, stored as the struct of fields f0, f1, ...):
+        the index must be a compile-time constant, as p4c requires."""
+        elements = base.type.elements if isinstance(base.type, ir.TupleType) else [f.type for f in cast(ir.StructType, base.type).fields]
+        idx = self.expr(node.children[1], scope)
+        if not isinstance(idx, ir.Constant) or not 0 <= idx.value < len(elements):
+            raise self.n.error(node.children[1], f"{self.n.text(node.children[1])}: a tuple index must be a constant "
+                                                 f"below {len(elements)}")
+        return ir.Member(elements[idx.value], self.n.loc(node), base, f"f{idx.value}")
+
     def expr(self, node: Tree, scope: Scope, expected: ir.Type | None = None) -> ir.Expr:
         """Type an expression tree. `expected` only guides `{...}` initializers."""
         kind = node.data
@@ -70,6 +82,8 @@ class Expressions:
             return self.member(node, scope)
         if kind == "index":
             base = self.expr(node.children[0], scope)
+            if isinstance(base.type, ir.TupleType) or any(base.type is t for t in self.n.tuple_structs.values()):
+                return self.tuple_element(node, base, scope)
             if not isinstance(base.type, ir.StackType):
                 raise self.n.error(node, f"{self.n.text(node.children[0])} has type {base.type}; only header stacks can be indexed")
             idx = self.expr(node.children[1], scope)
@@ -105,6 +119,8 @@ class Expressions:
             targs = [self.up.resolve_type(t, scope) for t in node.children[1].children]
             if len(targs) != 1:
                 raise self.n.error(node, "lookahead takes one type argument")
+            if isinstance(targs[0], (ir.HeaderUnionType, ir.VarbitType)):  # as p4c refuses them
+                raise self.n.error(node.children[1], f"{targs[0]}: type argument must be a fixed-width type")
             method = base.type.decl.methods["lookahead"][0]
             return ir.ExternMethodCall(targs[0], loc, base, "lookahead", [], targs, method)
         if kind == "list_expr":
@@ -410,6 +426,8 @@ class Expressions:
             return ir.BoolLiteral(BOOL, loc, bool(e.value))
         if isinstance(e, ir.BoolLiteral) and isinstance(t, ir.BitsType):
             return ir.Constant(t, loc, int(e.value))
+        if isinstance(e, ir.EnumMember) and e.value is not None and isinstance(t, (ir.BitsType, ir.IntType)):
+            return ir.Constant(t, loc, wrap(e.value, t))  # a serializable enum's member is a constant
         if same_type(src, t):
             return e
         return ir.Cast(t, loc, e)

@@ -185,7 +185,7 @@ class Statements:
             if len(stmts) == MAX_UNROLL:
                 raise self.n.error(node, f"for loop runs more than {MAX_UNROLL} times: too many to unroll")
             self.n.loops += 1
-            body = self.statement(body_node, Scope(bound))
+            body = self.loop_body(body_node, bound, values)
             self.n.loops -= 1
             body, jump = self.cut_at_jump(body)
             stmts.append(body)
@@ -193,18 +193,44 @@ class Statements:
                 break
             for u in updates:
                 lv_node = u.children[0]
-                name = self.n.text(lv_node).lstrip(".")
-                if lv_node.data != "name_ref" or name not in values:
+                if not self.sets_loop_variable(u, values):
                     raise self.n.error(lv_node, f"unsupported: for loop update of {self.n.text(lv_node)}, not a loop variable")
-                t = values[name].type
-                if u.data == "assignment":
-                    value = self.e.coerce(self.e.expr(u.children[1], bound), t, u.children[1])
-                else:
-                    value = self.e.coerce(self.compound_value(u, bound), t, u.children[2])
-                values[name] = self.loop_constant(value, u)
-                bound.names[name] = ir.ConstDecl(name, t, values[name], loc=values[name].loc)
+                self.rebind(u, bound, values)
         stmts += [ir.Assign(self.n.loc(node), lhs, values[name]) for name, lhs in outer.items()]
         return ir.Block(self.n.loc(node), stmts)
+
+    def loop_body(self, body_node: Tree, bound: Scope, values: dict[str, ir.Expr]) -> ir.Stmt:
+        """One iteration's body, the loop variables bound as constants. An assignment to one directly in
+        the body (`i = i + 1;`, issue4739.p4) gives it its next constant for the rest of the iteration,
+        as P4 lets the body change it; before a break or continue that cannot unroll."""
+        if body_node.data != "block":
+            return self.statement(body_node, Scope(bound))
+        inner = Scope(bound)
+        stmts: list[ir.Stmt] = []
+        for s in body_node.children:
+            if self.sets_loop_variable(s, values):
+                if any(has_jump(x) for x in stmts):
+                    raise self.n.error(s, "unsupported: a loop variable set after a break or continue")
+                self.rebind(s, bound, values)
+            else:
+                stmts.append(self.statement(s, inner))
+        return ir.Block(self.n.loc(body_node), stmts)
+
+    def sets_loop_variable(self, node: Tree, values: dict[str, ir.Expr]) -> bool:
+        """Whether `node` is an assignment (plain or compound) to one of the loop's variables."""
+        return (isinstance(node, Tree) and node.data in ("assignment", "compound_assignment")
+                and node.children[0].data == "name_ref" and self.n.text(node.children[0]).lstrip(".") in values)
+
+    def rebind(self, node: Tree, bound: Scope, values: dict[str, ir.Expr]) -> None:
+        """A loop variable's next constant, from an assignment to it (the update or one in the body)."""
+        name = self.n.text(node.children[0]).lstrip(".")
+        t = values[name].type
+        if node.data == "assignment":
+            value = self.e.coerce(self.e.expr(node.children[1], bound), t, node.children[1])
+        else:
+            value = self.e.coerce(self.compound_value(node, bound), t, node.children[2])
+        values[name] = self.loop_constant(value, node)
+        bound.names[name] = ir.ConstDecl(name, t, values[name], loc=values[name].loc)
 
     def cut_at_jump(self, s: ir.Stmt) -> tuple[ir.Stmt, str | None]:
         """`s` up to the first break/continue it reaches for sure (conditions on loop variables are
@@ -256,6 +282,8 @@ class Statements:
         is_action_run = isinstance(subject, ir.ActionRun)
         if not is_action_run and not (is_numeric(subject.type) or isinstance(subject.type, (ir.EnumType, ir.ErrorType))):
             raise self.n.error(subject_node, f"switch subject {self.n.text(subject_node)} has type {subject.type}")
+        if sum(c.children[0].data == "default_label" for c in cases) > 1:
+            raise self.n.error(node, "switch has multiple 'default' labels")  # where p4c says it: the switch
         out: list[ir.SwitchCase] = []
         pending: list = []
         seen: list = []

@@ -63,12 +63,54 @@ class Tables:
                     if table.entries[0].priority is None:
                         first = next(e for e in p.children if isinstance(e, Tree) and e.data == "entry")
                         raise self.n.error(first, f"table {name}: the first entry must have a priority when another one has one")
-                self.bmv2_priorities(table)
             elif pname == "implementation":
                 table.implementation = self.table_implementation(p, scope, table)
             else:
                 self.table_property(pname, p.children[-1], is_const, scope, table)
+        if any(e.priority is not None for e in table.entries):  # once the priority properties are known
+            self.entry_priorities(table)
+        self.bmv2_priorities(table)
         return table
+
+    def entry_priorities(self, table: ir.Table) -> None:
+        """An entry without a priority after one with one gets the previous one's minus `priority_delta`
+        (plus, with `largest_priority_wins = false`), as p4c computes them, refused as p4c refuses when
+        that leaves 0..2^64 (even past the last entry). TableEntry.priority is largest-wins: the values
+        stay when they are (and distinct); otherwise (smallest wins, or a tie) the entries rank as BMv2
+        gets them from p4c's JSON, a stable sort on the values, ties in written order."""
+        largest = self.table_bool(table, "largest_priority_wins", True)
+        delta = self.table_uint(table, "priority_delta", 1)
+        values, current = [], 0
+        for e in table.entries:
+            current = e.priority if e.priority is not None else current
+            values.append(current)
+            current = current - delta if largest else current + delta
+            if not 0 <= current < 1 << 64:
+                raise self.n.error(table.loc, f"table {table.name}: overflow in priority computation (priority_delta "
+                                              f"{delta} from priority {values[-1]} leaves 0..2^64-1)")
+        if largest and len(set(values)) == len(values):
+            for e, value in zip(table.entries, values):
+                e.priority = value
+            return
+        order = sorted(range(len(values)), key=lambda i: -values[i] if largest else values[i])
+        for rank, i in enumerate(order):
+            table.entries[i].priority = len(values) - rank
+
+    def table_bool(self, table: ir.Table, name: str, default: bool) -> bool:
+        value = table.other_properties.get(name)
+        if value is None:
+            return default
+        if not isinstance(value, ir.BoolLiteral):
+            raise self.n.error(value.loc, f"table {table.name}: {name} must be true or false")
+        return value.value
+
+    def table_uint(self, table: ir.Table, name: str, default: int) -> int:
+        value = table.other_properties.get(name)
+        if value is None:
+            return default
+        if not isinstance(value, ir.Constant) or not 0 <= value.value < 1 << 64:
+            raise self.n.error(value.loc, f"table {table.name}: {name} must be a non-negative integer constant")
+        return value.value
 
     @staticmethod
     def bmv2_priorities(table: ir.Table) -> None:
@@ -114,6 +156,7 @@ class Tables:
         if kind in ("lpm", "ternary", "range") and not (is_numeric(e.type) or isinstance(e.type, (ir.BoolType, ir.NewType))
                                                          or serializable(e.type)):
             raise self.n.error(expr_node, f"table {table.name}: {kind} key must be bit<W> or int<W>")
+        self.an.check_translation(e.type, expr_node)
         anns = self.an.annotations(ann)
         kname = anns.get_str("name") or self.key_name(e, expr_node)
         table.keys.append(ir.KeyElement(e, kind, kname, anns, self.n.loc(expr_node)))
@@ -121,10 +164,11 @@ class Tables:
     def key_name(self, e: ir.Expr, expr_node: Tree) -> str:
         """A key's control-plane name as p4c writes it: the source text, `X.$valid$` for `X.isValid()`."""
         if isinstance(e, ir.HeaderMethodCall) and e.method == "isValid":
-            return re.sub(r"\s+", "", self.n.text(expr_node.children[0].children[0])) + ".$valid$"
+            renamed = _renamed_path(e.header)
+            return (renamed or re.sub(r"\s+", "", self.n.text(expr_node.children[0].children[0]))) + ".$valid$"
         if not _nameable(expr_node):
             raise self.n.error(expr_node, f"{self.n.text(expr_node)}: Complex key expression requires a @name annotation")
-        return re.sub(r"\s+", "", self.n.text(expr_node))
+        return _renamed_path(e) or re.sub(r"\s+", "", self.n.text(expr_node))
 
     def action_ref(self, node: Tree, scope: Scope, table: ir.Table) -> None:
         ann, name_node, args = node.children
@@ -264,6 +308,32 @@ class Tables:
             value = cast(ir.Constant, self.e.coerce(e, t.underlying, node))  # an untyped number made a number of t's
             return ir.Constant(t, value.loc, value.value, value.base)
         return self.e.coerce(e, t, node)
+
+
+def _renamed_path(e: ir.Expr) -> str | None:
+    """A key's name when a field on its path has @name, as p4c's KeyNameGenerator writes it: that name
+    instead of the field's, and a global one (`@name(".ipv4")`) drops what is left of it; None when
+    no field on the path is renamed (the source text is the name then)."""
+    def path(e: ir.Expr) -> tuple[str, bool] | None:
+        if isinstance(e, ir.VarRef):
+            return e.name, False
+        if isinstance(e, ir.Member):
+            t = e.expr.type
+            f = t.field(e.member) if isinstance(t, ir.StructLikeType) else None
+            external = f.annotations.get_str("name") if f is not None else None
+            if external is not None and external.startswith("."):
+                return external[1:], True
+            inner = path(e.expr)
+            return None if inner is None else (f"{inner[0]}.{external or e.member}", inner[1] or external is not None)
+        if isinstance(e, ir.ArrayIndex) and isinstance(e.index, ir.Constant):
+            inner = path(e.expr)
+            return None if inner is None else (f"{inner[0]}[{e.index.value}]", inner[1])
+        if isinstance(e, ir.Slice):
+            inner = path(e.expr)
+            return None if inner is None else (f"{inner[0]}[{e.hi}:{e.lo}]", inner[1])
+        return None
+    found = path(e)
+    return found[0] if found is not None and found[1] else None
 
 
 def _nameable(node: Tree) -> bool:

@@ -162,6 +162,8 @@ class Types:
             t = self.resolve_type(type_node, scope)
             d = str(direction.children[0]) if direction is not None else ""
             name = self.n.name_of(name_node)
+            if d and isinstance(t, ir.InfIntType):
+                raise self.n.error(name_node, f"{name}: parameters with type int must be directionless")
             if any(q.name == name for q in out):
                 raise self.n.error(name_node, f"{name}: duplicate parameter")
             dv = self.e.coerce(self.e.expr(default, scope), t, default) if default is not None else None

@@ -74,7 +74,7 @@ class V1ModelRules:
             raise self.n.error(args[0][1], f"{p.name}: a v1model parser takes 4 parameters")
         h, m = p.params[1].type, p.params[2].type
         if not _headers_struct(h):
-            raise self.n.error(args[0][1], f"{h}: the type should be a struct of headers, stacks, or unions")
+            raise self.n.error(p.params[1].loc, f"{h}: the type should be a struct of headers, stacks, or unions")
         expected = {1: [h, m], 2: [h, m, None], 3: [h, m, None], 4: [h, m], 5: [None, h]}
         for i in range(1, 6):
             ctl = blocks[i]

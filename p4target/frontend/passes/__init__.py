@@ -26,6 +26,7 @@ from .new_types import erase_new_types
 from .parser_ifs import remove_parser_ifs
 from .side_effects import SideEffectOrdering
 from .strength import reduce_strength, reduce_strength_in_action
+from .table_keys import compute_table_keys
 from .walk import map_block_stmts, walk
 
 
@@ -71,6 +72,13 @@ def blocks(program: ir.Program) -> None:
     """Sub-parser and sub-control instances are inlined into the V1Switch blocks."""
     for b in v1_blocks(program):
         inline_blocks(b)
+
+
+def table_keys(program: ir.Program) -> None:
+    """A table key that calls something is computed into a variable before each apply of its table."""
+    for b in v1_blocks(program):
+        if isinstance(b, ir.Control):
+            compute_table_keys(b)
 
 
 def functions(program: ir.Program) -> None:
@@ -206,6 +214,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("initializers", initializers),
     Pass("side_effects", side_effects),
     Pass("blocks", blocks),
+    Pass("table_keys", table_keys),
     Pass("functions", functions),
     Pass("header_unions", header_unions),
     Pass("parser_ifs", parser_ifs),

@@ -2,11 +2,14 @@
 (`actions = { a(hdr.x); }`), as p4c's RemoveActionParameters does: the table gets its own
 copy of the action whose directional parameters are local variables, copied in from the
 bound arguments before the body and out to them after. The copy keeps the action's name,
-so the control plane sees one action with only its directionless parameters."""
+so the control plane sees one action with only its directionless parameters. A bound argument
+that calls a function (`a(f(x))`) calls it in the copy, each time the action runs."""
 from __future__ import annotations
 
 from .. import ir
+from .functions import inline_calls
 from .returns import remove_returns
+from .side_effects import SideEffectOrdering, has_call
 from .walk import clone
 
 
@@ -58,4 +61,6 @@ def _specialize(action: ir.Action, args: list[ir.Expr]) -> ir.Action:
     body = clone(action.body, memo)
     stmts.extend(remove_returns(body.stmts, body.loc, None, f"{action.name}_returned"))
     stmts.extend(copy_out)
+    if has_call(args):  # `a(f(x))`: f runs each time the action does, as in p4c's copy of the action
+        stmts = inline_calls(SideEffectOrdering().run_stmts(stmts))
     return ir.Action(action.name, data, ir.Block(body.loc, stmts), action.annotations, loc, action.control)

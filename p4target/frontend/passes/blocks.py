@@ -12,7 +12,7 @@ new state holding the rest of the calling state; one that rejects rejects.
 """
 from __future__ import annotations
 
-from typing import cast
+from typing import TypeVar, cast
 
 from ...errors import P4Error
 from .. import ir
@@ -20,6 +20,7 @@ from .returns import remove_returns
 from .walk import clone, flat_map_stmts, fresh_names, map_block_exprs, same_expr, walk
 
 Block = ir.Parser | ir.Control
+T = TypeVar("T")
 
 
 def inline_blocks(block: Block) -> None:
@@ -29,7 +30,6 @@ def inline_blocks(block: Block) -> None:
         return
     for inst in instances:
         inline_blocks(inst.block)
-    block.locals = [d for d in block.locals if not isinstance(d, ir.BlockInstance)]
     # an instance passed to a later one as a constructor argument is applied from the later
     # one's body: inline the later ones first
     for inst in reversed(instances):
@@ -37,6 +37,20 @@ def inline_blocks(block: Block) -> None:
             _inline_control(block, inst)
         else:
             _inline_parser(block, inst)
+    block.locals = [d for d in block.locals if not isinstance(d, ir.BlockInstance)]  # those never applied
+    if isinstance(block, ir.Control):
+        _in_declaration_order(block)
+
+
+def _in_declaration_order(control: ir.Control) -> None:
+    """The control's tables, actions and instances in the order of its locals, where each inlined
+    block's objects took the place of its instance (p4c's order, which P4Info follows)."""
+    position = {id(d): i for i, d in enumerate(control.locals)}
+
+    def ordered(objects: dict[str, T]) -> dict[str, T]:
+        return dict(sorted(objects.items(), key=lambda item: position.get(id(item[1]), len(position))))
+    control.actions, control.tables = ordered(control.actions), ordered(control.tables)
+    control.instances = ordered(control.instances)
 
 
 # ---------------------------------------------------------------------- parameters
@@ -139,17 +153,17 @@ def _apply_calls(code: object, inst: ir.BlockInstance) -> list[ir.ApplyCall]:
 
 
 def _move_objects(caller: Block, callee: Block, inst: ir.BlockInstance) -> None:
-    """The callee's declarations become the caller's (keyed `inst.name`, as their names)."""
-    for d in callee.locals:
-        caller.locals.append(d)
-        key = f"{inst.name}.{d.name}"
-        if isinstance(caller, ir.Control):
-            if isinstance(d, ir.Action):
-                caller.actions[key] = d
-            elif isinstance(d, ir.Table):
-                caller.tables[key] = d
-            elif isinstance(d, ir.ExternInstance):
-                caller.instances[key] = d
+    """The callee's declarations become the caller's, in its instance's place, keyed `inst.name` + the callee's own key: an
+    object the callee got from a block inlined into it keeps that block's prefix, so two inner
+    blocks' `on_miss` stay two actions."""
+    at = next(i for i, d in enumerate(caller.locals) if d is inst)
+    caller.locals[at:at + 1] = callee.locals
+    if isinstance(caller, ir.Control) and isinstance(callee, ir.Control):
+        def prefixed(objects: dict[str, T]) -> dict[str, T]:
+            return {f"{inst.name}.{key}": d for key, d in objects.items()}
+        caller.actions.update(prefixed(callee.actions))
+        caller.tables.update(prefixed(callee.tables))
+        caller.instances.update(prefixed(callee.instances))
 
 
 # ---------------------------------------------------------------------- controls

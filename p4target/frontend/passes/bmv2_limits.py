@@ -209,7 +209,7 @@ def _table_paths_stmt(s: ir.Stmt, applied: frozenset) -> frozenset | None:
             if isinstance(n, (ir.TableApply, ir.TableHitMiss, ir.ActionRun)):
                 if n.table in out:
                     raise _fail(f"Program can not be implemented on this target since it contains a path from "
-                                f"table {n.table.control_plane_name} back to itself", n.loc)
+                                f"table {n.table.control_plane_name} back to itself", n.table.loc)  # where p4c says it
                 out = out | {n.table}
         return out
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 
 from p4target.errors import P4Error
 from p4target.extern_registry import for_call
@@ -97,6 +98,33 @@ def _walk_calls(stmts: list[ir.Stmt]) -> list[ir.Expr]:
         elif isinstance(s, ir.If):
             out += _walk_calls([x for x in (s.then, s.else_) if x is not None])
     return out
+
+
+def _switch_as_ifs(s: ir.Switch, subject: ir.VarDecl) -> list[ir.Stmt]:
+    """A switch on a value that applies tables, as BMv2 runs it (conditionals): the subject into
+    `subject` once, then an `if` per case with a body, testing its labels and those falling through
+    to it; the case with `default` (P4 puts it last) is the final `else`."""
+    loc = s.loc
+
+    def ref() -> ir.Expr:
+        return ir.VarRef(subject.type, loc, subject.name, subject)
+
+    branches: list[tuple[list, ir.Block]] = []
+    labels: list = []
+    for case in s.cases:
+        labels += case.labels
+        if case.body is not None:
+            branches.append((labels, case.body))
+            labels = []
+    chain: ir.Stmt | None = None
+    for labels, body in reversed(branches):
+        if any(label is None for label in labels):
+            chain = body
+            continue
+        tests = [ir.Binary(ir.BoolType(), loc, "==", ref(), label) for label in labels]
+        cond = functools.reduce(lambda a, b: ir.Binary(ir.BoolType(), loc, "||", a, b), tests)
+        chain = ir.If(loc, cond, body, chain)
+    return [ir.Assign(loc, ref(), s.subject)] + ([chain] if chain is not None else [])
 
 
 class Controls:
@@ -208,6 +236,9 @@ class Controls:
                            for a, _ in table_actions(self.s.ir, applied)}
                 return self.table(applied, targets, nxt)
             return self.table(applied, targets, default)
+        if isinstance(s, ir.Switch):
+            subject = ir.VarDecl(f"switch{self.s.next_id('cond')}", s.subject.type)
+            return self.block(_switch_as_ifs(s, subject), nxt)
         raise fail(f"{type(s).__name__} between tables is not lowered", s.loc)
 
     def hoist_tables(self, s: ir.Stmt) -> list[ir.Stmt] | None:

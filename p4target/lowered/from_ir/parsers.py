@@ -1,10 +1,10 @@
 """The parser as parse states of parser ops and transitions; the deparser as an emit order."""
 from __future__ import annotations
 
-from p4target.errors import P4Error
 from p4target.frontend import ir
+from p4target.frontend.passes.walk import walk
 from p4target.lowered import model as m
-from p4target.lowered.from_ir.common import all_ones, fail, flat_stmts, type_width
+from p4target.lowered.from_ir.common import all_ones, fail, flat_stmts, scalar_type, type_width
 from p4target.lowered.from_ir.statements import Statements
 from p4target.lowered.from_ir.storage import (
     HeaderStore,
@@ -99,17 +99,28 @@ class Parsers:
             return
         if isinstance(s, ir.Assign) and isinstance(s.rhs, ir.ExternMethodCall) and s.rhs.method == "lookahead":
             assert s.lhs is not None
-            self.lookahead_into(self.v.store_of(s.lhs), ops, 0)
+            self.lookahead_into(self.v.store_of(s.lhs), ops, 0, s.loc)
             return
         if isinstance(s, (ir.If, ir.Switch)):
             raise fail("an if or switch statement inside a parser state", s.loc)
+        self.hoist_lookaheads(s, ops)
         prims: list[m.Primitive] = []
         ends: list[int] = []
         self.v.params, self.v.bound = {}, None
         self.st.prim(s, prims, ends)
         ops += [self.as_parser_op(x) for x in prims]
 
-    def lookahead_into(self, dst: Store, ops: list[m.ParserOp], offset: int) -> int:
+    def hoist_lookaheads(self, code: object, ops: list[m.ParserOp]) -> None:
+        """Each `packet.lookahead<T>()` inside an expression (`lookahead<bit<112>>()[111:96]`) into a
+        temporary first, as p4c does: BMv2 takes a lookahead only as a `set`'s source or a select key."""
+        for n in walk(code):
+            if (isinstance(n, ir.ExternMethodCall) and n.method == "lookahead" and scalar_type(n.type)
+                    and id(n) not in self.v.lookaheads):
+                t = self.s.tmp(n.type, n.loc)
+                self.lookahead_into(t, ops, 0, n.loc)
+                self.v.lookaheads[id(n)] = t
+
+    def lookahead_into(self, dst: Store, ops: list[m.ParserOp], offset: int, loc: ir.Loc) -> int:
         """Set `dst` from the bits `offset` past the cursor (a header comes out valid); the bits it took."""
         if isinstance(dst, Scalar):
             width = type_width(dst.type)
@@ -120,14 +131,18 @@ class Parsers:
             used = 0
             for f in header_leaf_fields(dst.type):
                 field = self.v._field_of(dst, f.name, f.type)
-                used += self.lookahead_into(field, ops, offset + used)
+                used += self.lookahead_into(field, ops, offset + used, loc)
             return used
         if isinstance(dst, StructStore):
-            used = 0
-            for sub in dst.fields.values():
-                used += self.lookahead_into(sub, ops, offset + used)
-            return used
-        raise P4Error("packet.lookahead() into a stack or union")
+            parts: list[Store] = list(dst.fields.values())
+        elif isinstance(dst, StackStore) and isinstance(dst.type.element, ir.HeaderType):
+            parts = list(dst.elements)  # each element in turn, as p4c sets them (issue2465-bmv2.p4)
+        else:
+            raise fail("packet.lookahead() into a header union", loc)
+        used = 0
+        for sub in parts:
+            used += self.lookahead_into(sub, ops, offset + used, loc)
+        return used
 
     def extract_target(self, e: ir.Expr) -> m.Value:
         if isinstance(e, ir.Member) and e.member == "next" and e.expr is not None:
@@ -158,6 +173,7 @@ class Parsers:
             if isinstance(k, ir.ExternMethodCall) and k.method == "lookahead":
                 keys.append(m.Lookahead(0, w))
             else:
+                self.hoist_lookaheads(k, ops)
                 v = self.v.data(k)
                 if not isinstance(v, m.Field):
                     t = self.s.tmp(ir.BitsType(w), tr.loc)

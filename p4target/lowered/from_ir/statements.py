@@ -91,12 +91,17 @@ class Statements:
             for name in dst.fields:
                 self.copy(out, dst.fields[name], src.fields[name], loc)
         elif isinstance(dst, UnionStore) and isinstance(src, UnionStore):
-            out.append(m.Primitive("assign_union", [m.UnionRef(dst.name), m.UnionRef(src.name)]))
+            if dst.name and src.name:
+                out.append(m.Primitive("assign_union", [m.UnionRef(dst.name), m.UnionRef(src.name)]))
+            else:  # one reached through a run-time index has no name: member by member, validity included
+                for name in dst.members:
+                    self.copy(out, dst.members[name], src.members[name], loc)
         elif isinstance(dst, StackStore) and isinstance(src, StackStore):
             if isinstance(dst.type.element, ir.HeaderType):
                 out.append(m.Primitive("assign_header_stack", [m.StackRef(dst.name), m.StackRef(src.name)]))
-            else:
-                raise fail("assignment of a header union stack", loc)
+            else:  # a stack of unions: union by union
+                for d, s in zip(dst.elements, src.elements):
+                    self.copy(out, d, s, loc)
         else:
             raise fail("an assignment between values of different shapes", loc)
 

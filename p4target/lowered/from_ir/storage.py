@@ -178,6 +178,8 @@ class Storage:
         if isinstance(t, ir.HeaderType):
             name = self.new_header(path, t, metadata=False)
             return self._header_store(name, t)
+        if isinstance(t, ir.TupleType):  # a struct field's tuple: stored as a variable's is, fields f0, f1, ...
+            t = ir.StructType(str(t), [ir.Field(f"f{i}", e) for i, e in enumerate(t.elements)])
         if isinstance(t, ir.StructType):
             s = StructStore(t)
             for f in t.fields:

@@ -38,6 +38,7 @@ class Values:
 
     def __init__(self, storage: Storage):
         self.s = storage
+        self.lookaheads: dict[int, Scalar] = {}  # id(lookahead call) -> the parser's temporary holding it
 
     def store_of(self, e: ir.Expr) -> Store:
         """The storage an l-value (or a whole header/struct/stack value) names."""
@@ -58,14 +59,10 @@ class Values:
             if isinstance(base, HeaderStore):
                 return self.header_field(base, e.member, e.loc)
             if isinstance(base, StackStore):
-                if e.member == "next":
-                    return HeaderStore(m.StackRef(base.name), base.type.element)  # type: ignore[arg-type]
+                if e.member == "next":  # only packet.extract() writes it (Parsers.extract_target), as p4c allows
+                    raise fail("next field read: only packet.extract() may use a header stack's next element", e.loc)
                 if e.member == "last" and isinstance(base.type.element, ir.HeaderUnionType):
-                    stack = m.UnionStackRef(base.name)
-                    union = m.Expr("dereference_union_stack", stack, m.Expr("last_stack_index", None, stack))
-                    return UnionStore("", base.type.element, {
-                        f.name: HeaderStore(m.Expr("access_union_header", union, m.Const(k)), f.type)  # type: ignore[arg-type]
-                        for k, f in enumerate(base.type.element.fields)})
+                    return self._union_at(base, m.Expr("last_stack_index", None, m.UnionStackRef(base.name)))
                 if e.member == "last":
                     idx = m.Expr("last_stack_index", None, m.StackRef(base.name))
                     return HeaderStore(m.Expr("dereference_header_stack", m.StackRef(base.name), idx),
@@ -80,11 +77,21 @@ class Values:
                 if not 0 <= e.index.value < len(base.elements):
                     raise fail(f"index {e.index.value} is out of the stack's bounds", e.loc)
                 return base.elements[e.index.value]
-            if not isinstance(base.type.element, ir.HeaderType):
-                raise fail("a run-time index into a stack of header unions", e.loc)
+            element = base.type.element
+            if isinstance(element, ir.HeaderUnionType):
+                return self._union_at(base, self.data(e.index))
+            assert isinstance(element, ir.HeaderType)  # the checker allows stacks of headers and of unions
             ref = m.Expr("dereference_header_stack", m.StackRef(base.name), self.data(e.index))
-            return HeaderStore(ref, base.type.element)
+            return HeaderStore(ref, element)
         raise fail(f"{type(e).__name__} is not an l-value the lowering handles", e.loc)
+
+    def _union_at(self, stack: StackStore, index: m.Value) -> UnionStore:
+        """The union at a run-time `index` of a stack of header unions, each member reached through it."""
+        element = stack.type.element
+        assert isinstance(element, ir.HeaderUnionType)
+        union = m.Expr("dereference_union_stack", m.UnionStackRef(stack.name), index)
+        return UnionStore("", element, {f.name: HeaderStore(m.Expr("access_union_header", union, m.Const(k)), f.type)  # type: ignore[arg-type]
+                                        for k, f in enumerate(element.fields)})
 
     def header_field(self, h: HeaderStore, name: str, loc: ir.Loc) -> Store:
         f = h.type.field(name)
@@ -282,6 +289,13 @@ class Values:
                 return v, False
             return m.Expr("&", v, m.Const(all_ones(dst.width))), False
         return v, False
+
+    def x_ExternMethodCall(self, e: ir.ExternMethodCall) -> tuple[m.Value, bool]:
+        """Only a lookahead the parser set into a temporary first (Parsers.hoist_lookaheads) is a value."""
+        t = self.lookaheads.get(id(e))
+        if t is None:
+            raise fail(f"{e.method}() is not lowered as a value here", e.loc)
+        return self._read(t, e)
 
     def x_HeaderMethodCall(self, e: ir.HeaderMethodCall) -> tuple[m.Value, bool]:
         assert e.header is not None

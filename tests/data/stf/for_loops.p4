@@ -1,6 +1,6 @@
 // for loops (P4 1.2.4), unrolled at compile time: a counted loop, break and continue on the loop
-// variable, nested loops, a loop variable declared outside (it keeps its final value), two loop
-// variables, and an action called in the body.
+// variable, nested loops, a loop variable declared outside (it keeps its final value), one the body
+// changes, two loop variables, and an action called in the body.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -41,6 +41,10 @@ control LIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata
         bit<8> k;
         for (k = 1; k < 100; k = k << 1) { }
         hdr.h.d = hdr.h.d + k;
+        for (bit<8> j = 0; j < 8; j = j + 1) {
+            j = j + 1;  // the body may change its loop variable: j is 1, 3, 5, 7 here (issue4739.p4)
+            hdr.h.d = hdr.h.d + j;
+        }
         for (bit<8> u = 0, bit<8> v = 3; u < v; u += 1, v -= 1) {
             twice();
         }
