@@ -85,11 +85,24 @@ def test_a_model_run_at_scale_is_judged_over_its_communication_phases(tmp_path):
     assert e2e.leftovers(tmp_path) == []
 
 
-def test_scale_auto_probes_the_machine_once_and_records_its_choice(tmp_path):
+@pytest.fixture
+def no_probe():
+    """This machine's cached probe set aside for the test and put back after it: the user's `--scale auto`
+    keeps choosing from the probe it had."""
+    path = autoscale.probe_path()
+    kept = path.read_bytes() if path.exists() else None
+    path.unlink(missing_ok=True)
+    yield path
+    if kept is None:
+        path.unlink(missing_ok=True)
+    else:
+        path.write_bytes(kept)
+
+
+def test_scale_auto_probes_the_machine_once_and_records_its_choice(tmp_path, no_probe):
     """`--scale auto` on a machine without a probe: it probes (a star4 all-reduce), caches the result beside the
     native builds, runs at the factor it chose (results in the cluster's time), and says why; the next choice
     reads the cache. Pinned to one core (taskset), the run has one core: F is chosen for it."""
-    autoscale.probe_path().unlink(missing_ok=True)  # this machine's probe, made again by the run
     done = run_command(["taskset", "-c", "0", *aggnet_cmd("run", "--workload", "allreduce", "--topo", "star4",
                                                           "--elements", "20000", "--scale", "auto",
                                                           "--out", str(tmp_path / "runs"))], 600, cwd=REPO)

@@ -241,7 +241,7 @@ def torchrun(tmp_path: Path, config: Path | None, epochs: int) -> subprocess.Com
 def test_torchrun_runs_the_tutorial_script_with_only_the_backend_renamed(ring_job, tmp_path):
     """No AggNet import and no PYTHONPATH: torch registers "aggnet" through its entry point. Each
     epoch's 8 steps are summed by the job's ring; the ranks end with the same weights; a second
-    launch resumes from the snapshot; without a job every rank fails with one clear line."""
+    launch resumes from the snapshot; without a job the launch fails with one clear line."""
     text = TUTORIAL.read_text()
     assert "hosts" not in text and 'init_process_group(backend="aggnet")' in text
     done = torchrun(tmp_path, ring_job, 3)
@@ -255,7 +255,8 @@ def test_torchrun_runs_the_tutorial_script_with_only_the_backend_renamed(ring_jo
     assert done.returncode == 0 and "[rank 0] resuming at epoch 3" in done.stdout, done.stderr[-3000:]
     assert json.loads((tmp_path / "out" / "h1.backend.json").read_text())["calls"] == 8
     done = torchrun(tmp_path, None, 4)
-    assert done.returncode != 0 and done.stderr.count(f"BackendError: {NO_JOB}") == WORLD
+    # the first rank to fail makes torchrun stop the others: each may or may not have said so by then
+    assert done.returncode != 0 and 1 <= done.stderr.count(f"BackendError: {NO_JOB}") <= WORLD
 
 
 @pytest.mark.root
