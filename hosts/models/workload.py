@@ -58,6 +58,11 @@ def _sleep_until(t: float) -> None:
         time.sleep(delay)
 
 
+def lead_rounds(buckets: int) -> int:
+    """The all-reduces run_model makes before its iterations: two barriers and the warm-up pass's buckets."""
+    return 2 + buckets
+
+
 def round_plan(model: str, profile_name: str, bucket_mb: float | None, iterations: int,
                batch: int | None = None) -> tuple[int, int, int]:
     """(rounds, lead, buckets): the all-reduces run_model makes, the rounds a host aggregator serves a
@@ -65,7 +70,7 @@ def round_plan(model: str, profile_name: str, bucket_mb: float | None, iteration
     an iteration."""
     prof = profile.load(model, profile_name)
     buckets = len(ddp.plan(model, build(model), prof if batch is None else prof.at_batch(batch), bucket_mb).buckets)
-    return 2 + buckets * (1 + iterations), 2 + buckets, buckets
+    return lead_rounds(buckets) + buckets * iterations, lead_rounds(buckets), buckets
 
 
 def exact_sums(world: int, senders: list[int], included: list[list[list[int]]]) -> list[float]:
@@ -91,7 +96,7 @@ def run_model(config: AgentConfig, worker: str, model: str, profile_name: str, b
     barrier = np.full(world, rank + 1, dtype=np.float32)  # a small all-reduce: all return at about the same moment
     expected = world * (world + 1) / 2
     stale = config.staleness > 0 and config.scheme in ("hostagg", "split")  # a round's sum: its aggregator's choice
-    lead = 2 + len(vectors)
+    lead = lead_rounds(len(vectors))
     log.info("worker %s rank %d of %d, %s (%s profile), %d buckets of %d values in all, grad scale %g", worker, rank,
              world, model, prof.device, len(vectors), sum(len(v) for v in vectors), grad_scale)
     records: list[dict[str, Any]] = []
