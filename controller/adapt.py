@@ -186,6 +186,7 @@ class Adapter:
         self.algo = algo
         self.clock = clock
         self.events: list[dict] = []
+        self.samples = 0  # switch samples taken: the loop ran (results.json), whether or not anything moved
         self.error: Exception | None = None
         self._last: dict | None = None
         self._t0 = clock()
@@ -195,6 +196,7 @@ class Adapter:
     def step(self) -> list[Move]:
         """One round: sample; on congestion decide and install the moves."""
         now = sample(self.topo, self.installer.connections, self.clock)
+        self.samples += 1
         before, self._last = self._last, now
         if before is None:
             return []

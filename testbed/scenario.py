@@ -19,7 +19,7 @@ with the same jobs and timeline:
   moves trees off congested links while the jobs train; with `pacing: aimd` the jobs also
   get MLfabric-style ordering weights (hosts.pacing);
 - `unaware`: in-network aggregation with the trees placed once;
-- `split`: in-network with the trees placed once, and a job with planned stragglers (`job.stragglers`,
+- `split`: in-network as `aware` (trees move, weights), and a job with planned stragglers (`job.stragglers`,
   or the timeline's scheduled `stragglers`; not `random_stragglers`) aggregates split (hosts.split_agg):
   the switches sum its on-time workers, a host aggregator in the stragglers' seat (the job's `ps`
   host, else an idle one) adds their late gradients;
@@ -288,6 +288,13 @@ class ModeRun(Run):
     def innet(self) -> bool:
         return self.mode in ("aware", "unaware", "split", "relocate", "atp")
 
+    @property
+    def contention_aware(self) -> bool:
+        """Trees move off congested links (and AIMD windows are weighted): mode aware, and mode split, which
+        is aware's in-network with the stragglers seated apart, so that split against aware measures the
+        straggler handling alone."""
+        return self.mode in ("aware", "split")
+
     def data_scale(self) -> float:
         return self.cfg.data_scale
 
@@ -379,13 +386,13 @@ class ModeRun(Run):
                 self.conns[switch].side_command(line)
 
     def job_spec(self, job: JobRun, spec: Any) -> Any:
-        """The run's spec (Run.job_spec); with mode aware and AIMD, MLfabric-style ordering weights
+        """The run's spec (Run.job_spec); contention-aware with AIMD, MLfabric-style ordering weights
         (hosts.pacing.transfer_weights): every job trains the same model, so one step puts the same
         bytes on a shared link, and the order follows how many workers each job's update unblocks."""
         from hosts.pacing import transfer_weights
 
         weight = 1.0
-        if self.mode == "aware" and self.cfg.job.pacing == "aimd":
+        if self.contention_aware and self.cfg.job.pacing == "aimd":
             innet = {j.name: len(j.workers) for j in self.jobs if j.placement}
             weight = transfer_weights(innet, {name: 1.0 for name in innet})[job.name]
         spill_ip = self.topo.hosts[job.ps].ip if spec.pool and job.ps else ""
@@ -399,7 +406,7 @@ class ModeRun(Run):
 
     def start_hosts(self) -> None:
         """Background receivers, the jobs that arrive at once, the senders (each on the timeline's clock);
-        the adaptation loop in mode aware."""
+        the adaptation loop when contention-aware."""
         from controller.adapt import Adapter
 
         head_start = 0.5  # receivers listening before TCP senders connect
@@ -418,7 +425,7 @@ class ModeRun(Run):
                 "traffic", "send", "--proto", flow.proto, "--dst", self.topo.hosts[flow.dst].ip,
                 "--port", str(flow.port), "--size", str(flow.size), "--schedule", str(schedule),
                 "--out", str(self.logs / f"{flow.name}.send.json")]))
-        if self.mode == "aware":
+        if self.contention_aware:
             a = self.cfg.adapt
             self.adapter = Adapter(self.topo, self.installer, [j.placement for j in self.jobs if j.placement],
                                    a.period_s, a.util_threshold, a.qdepth_threshold, self.cfg.job.algo).start()

@@ -158,7 +158,8 @@ def footprint(run: Any, job: Any) -> tuple[set[str], set[str]]:
 # ---------------------------------------------------------------------------- a mode
 
 def mode_results(run: Any, seconds: float, error: Exception | None) -> dict:
-    """A mode's results.json: per job (job_results), the timeline, the adaptation's moves, the
+    """A mode's results.json: per job (job_results), the timeline, the adaptation's moves (and
+    `adapt_samples`: how often its loop sampled the switches, None in a mode that does not adapt), the
     background flows' counts, counters and the whole run's fidelity."""
     scn, factor = run.asked, run.asked.scale
     results = {"scenario": scn.name, "topology": scn.network.topo, "mode": run.mode, "seed": scn.train.seed,
@@ -167,7 +168,8 @@ def mode_results(run: Any, seconds: float, error: Exception | None) -> dict:
                "target_accuracy": scn.target_accuracy, "wall_time_s": seconds,
                "admissions": [a.to_json() for a in run.tenancy.admissions] if run.innet else [],
                "jobs": {job.name: job_results(run, job) for job in run.jobs},
-               "moves": [dict(m, t_s=m["t_s"] / factor) for m in run.moves], "timeline": run.timeline.to_json(),
+               "moves": [dict(m, t_s=m["t_s"] / factor) for m in run.moves],
+               "adapt_samples": run.adapter.samples if run.adapter is not None else None, "timeline": run.timeline.to_json(),
                "flows": {f.name: {"send": read_json(run.logs / f"{f.name}.send.json"),
                                   "recv": read_json(run.logs / f"{f.name}.recv.json")} for f in run.real_timeline.flows},
                "ports": {s: c["ports"] for s, c in run.counters.items()},

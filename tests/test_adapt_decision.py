@@ -92,6 +92,7 @@ def test_adapter_round_moves_the_installed_tree_and_sums_stay_exact():
             payload = codec.encode(spec.job_id, 0, 0, 0, np.zeros((1, 32), dtype=np.int32)).tobytes()
             fabric.send("h3", codec.frame(payload, h3.mac, "ff:ff:ff:ff:ff:ff", h3.ip, AGG_IP, wire.AGG_PORT))
         moves = adapter.step()
+        assert adapter.samples == 2
         assert [m.job for m in moves] == ["a"] and tree_links(installer.plans["a"].tree) == ["s2-s3", "s4-s2"]
         assert adapter.events[0]["avoided"] == ["s1-s3", "s4-s1"] and adapter.events[0]["job"] == "a"
         assert fabric.entries("s1", AGG_JOB) == [] and len(fabric.entries("s2", AGG_JOB)) == 1

@@ -32,6 +32,7 @@ def test_two_model_jobs_time_scaled_with_arrivals_stragglers_and_background(tmp_
     logs = root / "split" / "logs"
     t0 = json.loads(next(logs.glob("*.schedule.json")).read_text())["start"]  # the timeline's clock
     a, b = results["jobs"]["a"], results["jobs"]["b"]
+    assert results["adapt_samples"] > 0  # mode split moves trees off congested links, as mode aware does
     edge = {"h1": "s3", "h3": "s4", "h5": "s5", "h7": "s6"}
     for name, model, workers, other, timed in (("a", "ncf", ("h1", "h3"), ("h5", "h7"), ("h1",)),
                                                ("b", "resnet50", ("h5", "h7"), ("h1", "h3"), ("h5", "h7"))):
