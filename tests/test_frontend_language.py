@@ -182,8 +182,8 @@ def test_a_run_time_value_cast_to_int_is_0_as_on_bmv2_with_a_warning(capsys):
     program = str(Path(__file__).parent / "data" / "stf" / "int_cast.p4")
     assert aggnet(["p4", "compile", program]) == 0
     warned = "a run-time value cast to int; p4c's BMv2 back end computes 0 for it (p4c writes `x & 0`), and so does this target"
-    assert capsys.readouterr().err.splitlines() == [f"{program}:15:28: warning: (int)meta.i: {warned}",
-                                                    f"{program}:25:28: warning: (int)hdr.h.b: {warned}"]
+    assert capsys.readouterr().err.splitlines() == [f"{program}:17:28: warning: (int)meta.i: {warned}",
+                                                    f"{program}:27:28: warning: (int)hdr.h.b: {warned}"]
 
 
 def test_bmv2_json_of_an_extract_at_a_run_time_index_is_a_one_line_refusal(tmp_path, capsys):

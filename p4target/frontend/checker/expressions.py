@@ -421,8 +421,8 @@ class Expressions:
         elif isinstance(t, ir.NewType):
             ok = same_type(src, t.underlying) or same_type(src, t) or (
                 isinstance(src, ir.InfIntType) and is_numeric(t.underlying))
-        elif isinstance(t, ir.InfIntType) and is_numeric(src) and not isinstance(e, ir.Constant):
-            return self.runtime_to_int(node, loc)
+        elif isinstance(t, ir.InfIntType) and is_numeric(src):  # a constant's value (int<W>'s signed), else 0
+            return ir.Constant(INFINT, loc, e.value) if isinstance(e, ir.Constant) else self.runtime_to_int(node, loc)
         else:
             ok = same_type(src, t)
         if not ok:
