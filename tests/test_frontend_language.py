@@ -174,3 +174,44 @@ def test_a_direct_counter_or_meter_on_no_table_is_a_warning_and_left_out_of_p4in
         f"{program}:12:41: warning: I.dc: direct counter not attached to any table; ignoring",
         f"{program}:13:45: warning: I.dm: direct meter not attached to any table; ignoring"]
     assert "direct_" not in out.read_text()
+
+
+def test_a_run_time_value_cast_to_int_is_0_as_on_bmv2_with_a_warning(capsys):
+    """p4c 1.2.5.16 accepts `(int)x` of a run-time x (parser-unroll-test1.p4) and its BMv2 back end writes `x & 0`:
+    we compute 0 too (tests/data/stf/int_cast.stf, and against BMv2 in test_bmv2_differential.py) and say so."""
+    program = str(Path(__file__).parent / "data" / "stf" / "int_cast.p4")
+    assert aggnet(["p4", "compile", program]) == 0
+    warned = "a run-time value cast to int; p4c's BMv2 back end computes 0 for it (p4c writes `x & 0`), and so does this target"
+    assert capsys.readouterr().err.splitlines() == [f"{program}:17:28: warning: (int)meta.i: {warned}",
+                                                    f"{program}:27:28: warning: (int)hdr.h.b: {warned}"]
+
+
+def test_bmv2_json_of_an_extract_at_a_run_time_index_is_a_one_line_refusal(tmp_path, capsys):
+    """Our engines extract into a stack at a run-time index; BMv2's parser has no such extract (p4c unrolls the loop)."""
+    program = tmp_path / "stack_loop.p4"
+    program.write_text("""#include <core.p4>
+#include <v1model.p4>
+header s_t { bit<8> v; }
+struct headers_t { s_t[3] s; }
+struct meta_t { bit<32> n; }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { meta.n = 0; transition next; }
+    state next {
+        pkt.extract(hdr.s[meta.n]);
+        meta.n = meta.n + 1;
+        transition select(hdr.s[meta.n - 1].v) { 0: accept; default: next; }
+    }
+}
+control V(inout headers_t hdr, inout meta_t meta) { apply { } }
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { sm.egress_spec = 1; } }
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control C(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.s); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+""")
+    out = tmp_path / "out.json"
+    assert aggnet(["p4", "compile", str(program), "--bmv2-json", str(out)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"{program}: error: BMv2 JSON has no extract into a header stack at a run-time index (p4c unrolls the parser "
+        "loop); the embedded target runs the program, simple_switch cannot"]
+    assert not out.exists()

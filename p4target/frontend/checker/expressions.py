@@ -391,6 +391,15 @@ class Expressions:
             return a if cond.value else b
         return ir.Mux(a.type, self.n.loc(node), cond, a, b)
 
+    def runtime_to_int(self, node: Tree, loc: ir.Loc) -> ir.Expr:
+        """`(int)x` of a run-time x: the spec has no run-time `int`, yet p4c 1.2.5.16 accepts it and its BMv2
+        back end writes `x & 0` (a mask of int's zero bits), so BMv2 computes 0. A drop-in computes the same 0,
+        and says so, since the program's author meant something else."""
+        self.n.program.warnings.append(
+            f"{loc}: warning: {self.n.text(node)}: a run-time value cast to int; p4c's BMv2 back end computes "
+            "0 for it (p4c writes `x & 0`), and so does this target")
+        return ir.Constant(INFINT, loc, 0)
+
     def cast(self, node: Tree, scope: Scope) -> ir.Expr:
         t = self.up.resolve_type(node.children[0], scope)
         e = self.expr(node.children[1], scope, t)  # `(S){ f = 1 }`: the initializer takes the cast's type
@@ -412,6 +421,8 @@ class Expressions:
         elif isinstance(t, ir.NewType):
             ok = same_type(src, t.underlying) or same_type(src, t) or (
                 isinstance(src, ir.InfIntType) and is_numeric(t.underlying))
+        elif isinstance(t, ir.InfIntType) and is_numeric(src):  # a constant's value (int<W>'s signed), else 0
+            return ir.Constant(INFINT, loc, e.value) if isinstance(e, ir.Constant) else self.runtime_to_int(node, loc)
         else:
             ok = same_type(src, t)
         if not ok:
