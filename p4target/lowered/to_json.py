@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from p4target.errors import P4Error
 from p4target.lowered import model as m
 
 FORMAT_VERSION = [2, 23]
@@ -128,11 +127,9 @@ def _parser_op(op: m.ParserOp) -> dict[str, Any]:
             first: Any = {"type": "regular", "value": target.name}
         elif isinstance(target, m.StackRef):
             first = {"type": "stack", "value": target.name}
-        elif isinstance(target, m.UnionStackField):
+        else:
+            assert isinstance(target, m.UnionStackField)
             first = {"type": "union_stack", "value": [target.stack, target.member]}
-        else:  # our engines extract at a run-time index; BMv2's parser cannot, p4c unrolls such a parser loop
-            raise P4Error("BMv2 JSON has no extract into a header stack at a run-time index (p4c unrolls the "
-                          "parser loop); the embedded target runs the program, simple_switch cannot")
         rest = [{"type": "expression", "value": value(x)} for x in ps[1:]]  # extract_VL's length
         return {"op": op.op, "parameters": [first] + rest}
     if op.op == "verify":  # its condition wrapped once, as p4c writes it: wrapped twice, simple_switch crashes on it

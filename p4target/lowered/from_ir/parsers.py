@@ -155,8 +155,11 @@ class Parsers:
             assert isinstance(base, StackStore)
             return m.UnionStackField(base.name, e.member, "")
         s = self.v.store_of(e)
-        if isinstance(s, HeaderStore):
+        if isinstance(s, HeaderStore) and not isinstance(s.ref, m.Expr):
             return s.ref
+        if isinstance(s, HeaderStore):  # p4c's parserUnroll turns the loop's states into constant indexes first
+            raise fail("extract into a header stack at a run-time index (p4c unrolls such a parser loop into "
+                       "constant indexes; this target does not yet: extract into the stack's .next)", e.loc)
         raise fail("extract into something that is not a header", e.loc)
 
     def transition(self, tr: ir.Transition, ops: list[m.ParserOp]) -> tuple[list[m.Value], list[m.Transition]]:
