@@ -110,6 +110,8 @@ NOT_UNROLLABLE = [
  ("for_runtime_bound", "", "", "for (bit<8> i = 0; i < h.h.b; i += 1) { h.h.a += i; }", None),
  ("for_runtime_break", "", "", "for (bit<8> i = 0; i < 4; i += 1) { if (h.h.b == i) { break; } h.h.a += i; }", None),
  ("for_forever", "", "", "for (bit<8> i = 0; i < 8; i = i) { }", None),
+ ("for_in_function_in_apply", "bit<8> f(in bit<8> n) { bit<8> s = 0; for (bit<8> i = 0; i < n; i += 1) { s += i; } "
+  "return s; }", "", "h.h.a = f(h.h.b);", None),
 ]
 
 
