@@ -41,3 +41,12 @@ class P4Error(Exception):
 
 class PacketError(Exception):
     """A packet the program cannot process (failed assert/assume, division by zero, ...): it is dropped and logged."""
+
+
+class JumpLimit(PacketError):
+    """An action that jumped back more than MAX_BACKWARD_JUMPS times in one run (a loop that may never end): the
+    packet is dropped like any packet error, but logged only the first time for each action (`action`)."""
+
+    def __init__(self, action: str, limit: int):
+        self.action = action
+        super().__init__(f"action {shorten(action)}: more than {limit} jumps back in one run (a loop that may never end)")

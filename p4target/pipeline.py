@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from p4target import state as st
 from p4target.backends.python import compile_program
 from p4target.constants import DROP_PORT, E2E_CLONE, I2E_CLONE, MAX_LOOPS, NORMAL, RECIRCULATED, REPLICATED, RESUBMITTED
-from p4target.errors import PacketError
+from p4target.errors import JumpLimit, PacketError
 from p4target.lowered import model as lowered
 
 TIMESTAMP_MASK = (1 << 48) - 1
@@ -57,6 +57,7 @@ class Pipeline:
         self._hid = compiled.hidden
         self._field_lists = compiled.field_lists
         self._meta = compiled.meta_range
+        self._jump_limited: set[str] = set()  # actions whose jump limit dropped a packet (logged the first time)
         # The slots every packet touches, as plain ints: no dict lookups on the per-packet path.
         sm = self._sm
         self._s_ingress_port, self._s_instance_type = sm["ingress_port"], sm["instance_type"]
@@ -243,5 +244,10 @@ class Pipeline:
             return out
 
     def _packet_error(self, stage: str, exc: Exception) -> None:
-        """A packet the program cannot process is dropped and logged, never fatal."""
+        """A packet the program cannot process is dropped and logged, never fatal; an action's jump limit is logged
+        once (a client's looping packets must not flood the log)."""
+        if isinstance(exc, JumpLimit):
+            if exc.action in self._jump_limited:
+                return
+            self._jump_limited.add(exc.action)
         self.state.log.append(f"packet dropped in {stage}: {type(exc).__name__}: {exc}")

@@ -23,8 +23,10 @@ from test_native_build import WIDE_HASH, WIDE_HASH_OUT
 
 from p4target import load
 from p4target import state as st
+from p4target.constants import MAX_BACKWARD_JUMPS
 from p4target.device_config import bmv2_json_in
 from p4target.errors import P4Error
+from p4target.frontend import load_program
 from p4target.lowered import bmv2_json
 from p4target.native.pipeline import NativePipeline
 from p4target.stf import StfRunner, parse_stf
@@ -33,6 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 CORPUS = corpus.CORPUS
 PROGRAM = REPO / "tests" / "data" / "runtime" / "ipv4_cpu.p4"
 LOOPS = REPO / "tests" / "data" / "interp" / "loops.p4"
+ACTION_LOOPS = REPO / "tests" / "data" / "stf" / "action_loops.p4"
 P4C = shutil.which("p4c")
 needs_p4c = pytest.mark.skipif(P4C is None, reason="p4c is not on PATH (source /opt/p4ref/env.sh)")
 
@@ -40,7 +43,7 @@ needs_p4c = pytest.mark.skipif(P4C is None, reason="p4c is not on PATH (source /
 @pytest.fixture(scope="module")
 def p4c(p4c_compiler):
     """The reference p4c, compiling in the background ahead of the tests."""
-    p4c_compiler.prefetch([str(PROGRAM), str(LOOPS)] + [str(CORPUS / f"{n}.p4") for n in corpus.names()])
+    p4c_compiler.prefetch([str(PROGRAM), str(LOOPS), str(ACTION_LOOPS)] + [str(CORPUS / f"{n}.p4") for n in corpus.names()])
     return p4c_compiler
 
 
@@ -144,24 +147,53 @@ def _loop_back(doc: dict) -> None:
     table["next_tables"] = {action: table["name"] for action in table["next_tables"]}
 
 
-def _jump_back(doc: dict) -> None:
-    jump = next(p for p in doc["actions"][0]["primitives"] if p["op"] == "_jump")
-    jump["parameters"][0]["value"] = "0x1"  # back to the then-part: it runs again, forever
+def _jump(doc: dict) -> dict:
+    """Action a's `_jump` (after its then-part, over the else-part; primitive 2 of 5)."""
+    return next(p for p in doc["actions"][0]["primitives"] if p["op"] == "_jump")
+
+
+def _jump_set(**param):
+    return lambda doc: _jump(doc)["parameters"][0].update(param)
+
+
+JUMP_MESSAGE = "actions[0].primitives[2]: _jump takes 1 parameter(s), the last a constant index into the action, 0 to 5"
 
 
 @needs_p4c
-@pytest.mark.parametrize("engine", ["python", "native"])
 @pytest.mark.parametrize("edit, message", [
     (_loop_back, "pipelines[0]: node 'I.t' leads back to itself"),
-    (_jump_back, "actions[0].primitives[2]: _jump takes 1 parameter(s), the last a constant index after its own"),
-], ids=["pipeline-cycle", "backward-jump"])
-def test_json_that_would_loop_forever_is_refused(p4c, tmp_path, edit, message, engine):
-    """p4c never writes a loop among a pipeline's nodes nor a jump back in an action; given one, simple_switch 1.15
-    spins on the packet forever, and so did the engines (or the Python one's printer recursed). Refused at load."""
+    (_jump_set(value="0x6"), JUMP_MESSAGE),
+    (_jump_set(type="field", value=["h", "v"]), JUMP_MESSAGE),
+    (lambda doc: _jump(doc)["parameters"].append({"type": "hexstr", "value": "0x4"}), JUMP_MESSAGE),
+], ids=["pipeline-cycle", "jump-outside", "jump-computed", "jump-arity"])
+def test_json_that_loops_among_nodes_or_jumps_out_of_its_action_is_refused(p4c, tmp_path, edit, message):
+    """p4c never writes a loop among a pipeline's nodes (simple_switch 1.15 spins on the packet forever), nor a jump
+    out of its action or to a computed place. Refused at load. (A jump back is a loop: JumpLimit ends it.)"""
     path = _broken(p4c.json(str(LOOPS)), tmp_path, edit)
     with pytest.raises(P4Error) as err:
-        load.pipeline(bmv2_json.load_file(path), engine)
+        bmv2_json.load_file(path)
     assert str(err.value).startswith(f"{path}: error: {message}")
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+@pytest.mark.parametrize("source", ["p4", pytest.param("p4c", marks=needs_p4c)])
+def test_a_loop_that_never_ends_drops_its_packets_and_no_other(source, engine, request):
+    """action_loops.p4's triangle loops while `i <= n` on bit<8>: for n = 255 that never ends (simple_switch spins on
+    the packet for good). Each such packet is dropped after MAX_BACKWARD_JUMPS jumps back, the first logged, and
+    the next packet goes through as before. Our front end's lowering and p4c's JSON, both engines."""
+    program = load_program(str(ACTION_LOOPS)) if source == "p4" else \
+        bmv2_json.load_file(request.getfixturevalue("p4c").json(str(ACTION_LOOPS)))
+    pipeline = load.pipeline(program, engine)
+    try:
+        forever = bytes.fromhex("00ff0000000000")  # op 0 (triangle), n = 255
+        assert pipeline.process(0, forever) == pipeline.process(0, forever) == []
+        assert pipeline.process(0, bytes.fromhex("00050000000000")) == [(1, bytes.fromhex("000500000f0010"))]
+        assert [line for line in pipeline.state.log if "jumps back" in line] == [
+            f"packet dropped in ingress: {'JumpLimit: ' if engine == 'python' else ''}action I.triangle: more than "
+            f"{MAX_BACKWARD_JUMPS} jumps back in one run (a loop that may never end)"]
+    finally:
+        if isinstance(pipeline, NativePipeline):
+            pipeline.close()
 
 
 @needs_p4c

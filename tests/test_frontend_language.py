@@ -103,12 +103,15 @@ ACCEPTED = [
   "state next { transition select(h.h.b) { vs: accept; default: reject; } }"),
 ]
 
-# p4c 1.2.5 accepts these but its BMv2 JSON holds no loop (the body runs once, the loop variable
-# never set); BMv2 runs no loops, so a loop whose trip count depends on packet data is refused here.
+# p4c 1.2.5.16 accepts these loops in an apply block but its BMv2 JSON holds no loop (the body runs once, the loop
+# variable never set); BMv2 runs loops only in actions (jumps back), so outside one a loop whose trip count depends
+# on packet data is refused here.
 NOT_UNROLLABLE = [
  ("for_runtime_bound", "", "", "for (bit<8> i = 0; i < h.h.b; i += 1) { h.h.a += i; }", None),
  ("for_runtime_break", "", "", "for (bit<8> i = 0; i < 4; i += 1) { if (h.h.b == i) { break; } h.h.a += i; }", None),
  ("for_forever", "", "", "for (bit<8> i = 0; i < 8; i = i) { }", None),
+ ("for_in_function_in_apply", "bit<8> f(in bit<8> n) { bit<8> s = 0; for (bit<8> i = 0; i < n; i += 1) { s += i; } "
+  "return s; }", "", "h.h.a = f(h.h.b);", None),
 ]
 
 

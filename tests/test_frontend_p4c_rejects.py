@@ -139,6 +139,7 @@ INVALID = [
  ("for_in_parser", "", "", "", "state start { pk.extract(h.h); for (bit<8> i = 0; i < 2; i += 1) { } transition accept; }"),
  ("for_var_duplicate", "", "", "bit<8> i = 0; for (bit<8> i = 0; i < 2; i += 1) { }", None),
  ("for_var_after_loop", "", "", "for (bit<8> i = 0; i < 2; i += 1) { } h.h.a = i;", None),
+ ("for_without_condition", "", "action a() { for (bit<8> i = 0; ; i += 1) { if (i == h.h.a) { break; } } }", "a();", None),
  ("value_set_of_tuple", "", "", "", "value_set<tuple<bit<8>, bit<8>>>(4) vs; "
   "state start { pk.extract(h.h); transition select(h.h.a, h.h.b) { vs: accept; default: reject; } }"),
  ("value_set_nested_struct", "struct in_t { bit<8> x; } struct vs_t { bit<8> a; in_t i; }", "", "",

@@ -43,7 +43,7 @@ from p4target.backends.c_parser import CParsing
 from p4target.backends.c_primitives import CPrimitives
 from p4target.backends.c_tables import CTables
 from p4target.backends.c_values import CValues
-from p4target.backends.source_text import check_source
+from p4target.backends.source_text import c_string, check_source
 from p4target.lowered import model as m
 
 _SM_FIELDS = ("ingress_port", "egress_spec", "egress_port", "instance_type", "packet_length", "enq_qdepth",
@@ -109,6 +109,7 @@ class _Printer:
                  f"#define HDR_MAX {hdr_max}",
                  f"#define NTABLES {len(self.o.cp.tables)}", f"#define NREGS {len(self.o.cp.registers)}",
                  f"#define NCOUNTERS {len(self.o.cp.counters)}", f"#define NMETERS {len(self.o.cp.meters)}",
+                 f"#define NLOOPS {len(self.o.jump_limits)}",
                  f"#define META_FIRST {L.meta_range[0]}", f"#define META_END {L.meta_range[1]}"]
         lines += [f"#define SM_{name.upper()} {L.sm.get(name, -1)}" for name in _SM_FIELDS]
         lines += [f"#define H_{name.upper()} {L.hidden[name]}" for name in _HIDDEN_C]
@@ -134,6 +135,7 @@ class _Printer:
             lines.append(f"static const u64 {name}[] = {{{', '.join(map(str, sizes or [0]))}}};")
         nkeys = [sum(len(self.t.key_codes(k)) for k in t.key) for pl in self.o.p.pipelines for t in pl.tables]
         lines.append(f"static const int TABLE_KEYS[] = {{{', '.join(map(str, nkeys or [0]))}}};")
+        lines.append(f"static const char *const JUMP_LIMITS[] = {{{', '.join(map(c_string, self.o.jump_limits)) or '0'}}};")
         for arr, bases in self.o.stack_arrays.items():
             lines.append(f"static const u32 {arr}[] = {{{', '.join(map(str, bases))}}};")
         lines.append("static u32 g_parse(pk_t *p);")

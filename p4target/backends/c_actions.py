@@ -7,6 +7,9 @@ import re
 
 from p4target.backends.c_module import MAX_BITS, CModule
 from p4target.backends.c_primitives import CPrimitives
+from p4target.backends.primitives import has_backward_jump
+from p4target.constants import MAX_BACKWARD_JUMPS
+from p4target.errors import JumpLimit
 from p4target.lowered import model as m
 
 
@@ -26,6 +29,9 @@ class CActions:
         self.o.param_offsets = [sum(-(-w // MAX_BITS) for w in self.o.param_widths[:i]) for i in range(len(a.runtime_data))]
         self.o.emit(f"static void {self.action_fn(a)}(pk_t *p, const u64 *A) {{", 0)
         self.o.emit("u64 *F = p->F; (void)F; (void)A;", 1)
+        if has_backward_jump(a):  # it loops: count the jumps back (jump_back)
+            self.o.jump_limits.append(str(JumpLimit(a.name, MAX_BACKWARD_JUMPS)))
+            self.o.emit("u32 nback = 0;", 1)
         at, self.o.reg_locals = len(self.o.out), set()
         self.s.action_body(a, 0)
         self.o.emit(f"L{len(a.primitives)}: ;", 0)

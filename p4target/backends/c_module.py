@@ -90,6 +90,7 @@ class CModule(Code):
             self.cp.meters[name] = len(self.cp.meters)
         self.cp.digests = [(ll.name, tuple(self.L.width(f) for f in ll.elements)) for ll in p.learn_lists]
         self.stack_arrays: dict[str, list[int]] = {}
+        self.jump_limits: list[str] = []  # per action with a jump back (its loop index): its JumpLimit message
         self.may_fail = False  # code printed since the last check() can set p->rc
         self.param_widths: list[int] = []  # the current action's parameters
         self.param_offsets: list[int] = []  # ... and where each starts in its engine words A[]

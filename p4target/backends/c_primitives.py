@@ -195,3 +195,12 @@ class CPrimitives(Primitives):
             raise self.o.fail("a jump to a computed place")
         self.o.emit(f"{'' if cond is None else f'if (!{cond}) '}goto {identifier(f'L{target.value}')};", ind)
         self.o.check(ind)
+
+    def jump_back(self, a: m.Action, cond: str | None, target: m.Value, ind: int) -> None:
+        if not isinstance(target, m.Const):
+            raise self.o.fail("a jump to a computed place")
+        loop = len(self.o.jump_limits) - 1  # gen_action numbered this action's loops
+        self.o.emit(f"{'' if cond is None else f'if (!{cond}) '}{{ if (++nback > MAX_BACKWARD_JUMPS) {{ "
+                    f"l_jump_limit(p, {loop}, JUMP_LIMITS[{loop}]); return; }} goto {identifier(f'L{target.value}')}; }}",
+                    ind)
+        self.o.check(ind)

@@ -131,12 +131,31 @@ class Primitives:
         self.set_slots([(self.v.header_base(ps[0]), self.v.FALSE)], ind)
 
     def action_body(self, a: m.Action, ind: int) -> None:
-        """An action's primitives, with p4c's jumps (its lowering of `if` inside an action) by index."""
+        """An action's primitives, with p4c's jumps (its lowering of `if` and of loops inside an action) by index; a
+        jump back counts against MAX_BACKWARD_JUMPS (jump_back)."""
         for i, prim in enumerate(a.primitives):
             body = self.label(i, ind)
-            if prim.op == "_jump":
-                self.jump(None, prim.parameters[0], body)
-            elif prim.op == "_jump_if_zero":
-                self.jump(self.v.rv(prim.parameters[0]), prim.parameters[1], body)
+            if prim.op in ("_jump", "_jump_if_zero"):
+                cond = self.v.rv(prim.parameters[0]) if prim.op == "_jump_if_zero" else None
+                target = prim.parameters[-1]
+                if is_backward(prim, i):
+                    self.jump_back(a, cond, target, body)
+                else:
+                    self.jump(cond, target, body)
             else:
                 self.primitive(prim, body)
+
+    def jump_back(self, a: m.Action, cond: str | None, target: m.Value, ind: int) -> None:
+        """Print a jump back (unless `cond`) that drops the packet as a JumpLimit past MAX_BACKWARD_JUMPS of them in
+        this run of action `a`."""
+        raise NotImplementedError
+
+
+def is_backward(prim: m.Primitive, index: int) -> bool:
+    """Whether primitive `index` of an action is a jump to itself or an earlier primitive (a loop)."""
+    target = prim.parameters[-1] if prim.op in ("_jump", "_jump_if_zero") else None
+    return isinstance(target, m.Const) and target.value <= index
+
+
+def has_backward_jump(a: m.Action) -> bool:
+    return any(is_backward(prim, i) for i, prim in enumerate(a.primitives))

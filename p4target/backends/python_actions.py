@@ -1,8 +1,10 @@
-"""The Python printer's actions: an action's function, p4c's jumps printed back as if/else where they nest, and
-the stores a rerolled or later primitive makes dead left out (see p4target/backends/python.py)."""
+"""The Python printer's actions: an action's function, p4c's jumps printed back as if/else where they nest (else, and
+for loops, as a state machine), and the stores a rerolled or later primitive makes dead left out (see
+p4target/backends/python.py)."""
 from __future__ import annotations
 
 from p4target.backends.layout import Unsupported
+from p4target.backends.primitives import has_backward_jump
 from p4target.backends.python_module import PyModule
 from p4target.backends.python_primitives import PyPrimitives
 from p4target.backends.python_values import PyValues
@@ -35,10 +37,10 @@ class PyActions:
             self.o.emit("return", 1)
             return
         del self.o.out[printed:]
-        # other jumps: a little state machine over primitive indexes, one flat `if pc == I` per primitive
-        # falling through to the next (an elif chain nests too deep for Python's compiler); a jump sets pc
-        # and starts over
-        self.o.emit("pc = 0", 1)
+        # other jumps (loops among them): a little state machine over primitive indexes, one flat `if pc == I` per
+        # primitive falling through to the next (an elif chain nests too deep for Python's compiler); a jump sets
+        # pc and starts over, one back also counts in nback (MAX_BACKWARD_JUMPS)
+        self.o.emit("pc = nback = 0" if has_backward_jump(a) else "pc = 0", 1)
         self.o.emit("while True:", 1)
         self.s.action_body(a, 2)
         self.o.emit("return", 3)

@@ -23,7 +23,7 @@ from p4target.backends.python_runtime import (
     _sx,
     _usat,
 )
-from p4target.errors import PacketError
+from p4target.errors import JumpLimit, PacketError
 from p4target.lowered import model as m
 
 
@@ -36,7 +36,7 @@ class PyModule(Code):
         self.globals: dict[int, str] = {}  # id(object) -> its name in the printed module
         self.codecs: list[str] = []  # per header type: its extract and emit functions (printed before the rest)
         self.ns: dict[str, Any] = {
-            "_Reject": _Reject, "_PacketError": PacketError, "_sx": _sx, "_sat": _sat, "_usat": _usat,
+            "_Reject": _Reject, "_PacketError": PacketError, "_JumpLimit": JumpLimit, "_sx": _sx, "_sat": _sat, "_usat": _usat,
             "_shl": _shl, "_div": _div, "_mod": _mod, "_at": _at, "_bits": _bits,
             "_copy": _copy_header, "_logf": _log_format, "_rng": rng, "_S": state,
             "_DG": state.digests, "_LOG": state.log, "_now": time.monotonic, "_pack": hashes.pack_fields,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from p4target.backends.primitives import Primitives
 from p4target.backends.python_module import PyModule
 from p4target.backends.python_values import PyValues
+from p4target.constants import MAX_BACKWARD_JUMPS
 from p4target.extern_registry import Extern
 from p4target.lowered import model as m
 
@@ -108,3 +109,11 @@ class PyPrimitives(Primitives):
 
     def jump(self, cond: str | None, target: m.Value, ind: int) -> None:
         self.o.emit(f"{'' if cond is None else f'if not {cond}: '}pc = {self.v.rv(target)}; continue", ind)
+
+    def jump_back(self, a: m.Action, cond: str | None, target: m.Value, ind: int) -> None:
+        if cond is not None:
+            self.o.emit(f"if not {cond}:", ind)
+            ind += 1
+        self.o.emit("nback += 1", ind)
+        self.o.emit(f"if nback > {MAX_BACKWARD_JUMPS}: raise _JumpLimit({self.o.text(a.name)}, {MAX_BACKWARD_JUMPS})", ind)
+        self.o.emit(f"pc = {self.v.rv(target)}; continue", ind)

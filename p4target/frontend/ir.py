@@ -42,7 +42,8 @@ direct_meter<T>(MeterType.x)) and `VarDecl` (control-level variables, reset per 
 `actions`, `tables`, `instances` index those by their local name. `body` is the apply block.
 
 Statements: Block, Assign, MethodCallStmt (wraps any call expression), If, Switch, Exit,
-Return, VarDeclStmt. `Switch.subject` is either `ActionRun(table)` (labels are Action
+Return, VarDeclStmt; in action bodies also Loop and LoopJump (a for loop whose trip count is
+not known at compile time; the checker unrolls the others). `Switch.subject` is either `ActionRun(table)` (labels are Action
 objects) or an expression of bit/int/enum type (labels are Expr constants); a label of
 `None` is `default`. A case with `body=None` falls through to the next case's body.
 
@@ -783,6 +784,23 @@ class Exit(Stmt):
 @dataclass(eq=False)
 class Return(Stmt):
     value: Expr | None = None
+
+
+@dataclass(eq=False)
+class Loop(Stmt):
+    """A `for` loop in an action whose trip count is not known at compile time (BMv2 runs it as backward jumps):
+    `body` then `update` run again and again until a LoopJump `break` in `body` leaves; a `continue` goes on at
+    `update`. The loop's condition is the body's first statement, `if (!cond) break;`; its initializers come before."""
+
+    body: Block
+    update: Block
+
+
+@dataclass(eq=False)
+class LoopJump(Stmt):
+    """`break` or `continue` (`kind`) of the innermost enclosing loop."""
+
+    kind: str = "break"
 
 
 @dataclass(eq=False)

@@ -119,6 +119,11 @@ def _stmt(s: ir.Stmt, depth: int) -> list[str]:
             if case.body is not None:
                 lines += _stmt(case.body, depth + 2)
         return [*lines, pad + "}"]
+    if isinstance(s, ir.Loop):  # its condition is the body's first statement
+        update = ", ".join(line.strip().rstrip(";") for line in _stmts(s.update.stmts, 0))
+        return [f"{pad}for (; ; {update})", *_stmt(s.body, depth)]
+    if isinstance(s, ir.LoopJump):
+        return [f"{pad}{s.kind};"]
     if isinstance(s, ir.Exit):
         return [f"{pad}exit;"]
     if isinstance(s, ir.Return):

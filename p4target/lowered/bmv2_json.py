@@ -4,7 +4,9 @@ Everything is checked while it is read: a malformed or inconsistent file is one 
 naming the file and the JSON path of the culprit (`basic.json: error: pipelines[0].tables[2]
 .key[0].target: unknown header 'ipv5'`), never a KeyError later in an engine. So is what p4c
 never writes and would hold a packet forever (simple_switch 1.15 spins on it): a loop among a
-pipeline's nodes, a jump in an action that does not go forward. A parser may loop (header
+pipeline's nodes. A jump in an action may go back (p4c writes for loops in actions so): where
+simple_switch spins on a loop that never ends, both engines drop the packet after
+MAX_BACKWARD_JUMPS jumps back in one run of the action. A parser may loop (header
 stacks): as on BMv2 the loop ends when the packet or the stack runs out (PacketTooShort,
 StackOutOfBounds); one that consumes nothing, which simple_switch spins on forever, ends on
 both engines after MAX_PARSER_STATES states with error.ParserTimeout.
@@ -256,7 +258,7 @@ class _Reader(_Json):
         p.extern_instances = self.each(doc, "extern_instances", self.extern_instance)
         p.field_aliases = dict(self.each(doc, "field_aliases", self.field_alias))
         _check_references(self, p)
-        _check_no_endless_loop(self, p)
+        _check_control_flow(self, p)
         return p
 
     def header_type(self, o: Any) -> m.HeaderType:
@@ -537,9 +539,10 @@ def _check_references(r: _Reader, p: m.Program) -> None:
                     raise r.fail(f"parsers[{i}].parse_states[{j}]: unknown next state '{tr.next_state}'")
 
 
-def _check_no_endless_loop(r: _Reader, p: m.Program) -> None:
-    """Refuse what would run forever per packet and p4c never writes: a cycle among a pipeline's nodes (reachable or
-    not), a jump in an action to anywhere but a constant place after it (at most the action's end)."""
+def _check_control_flow(r: _Reader, p: m.Program) -> None:
+    """Refuse what would hold a packet forever and p4c never writes: a cycle among a pipeline's nodes (reachable or
+    not). An action's jumps must name a constant place in it (its end included); one going back is a loop (p4c
+    writes them for a for loop in an action), which the engines end after MAX_BACKWARD_JUMPS."""
     for i, pl in enumerate(p.pipelines):
         after: dict[str, list[str]] = {t.name: [n for n in [*t.next_tables.values(), t.base_default_next] if n]
                                        for t in pl.tables}
@@ -554,10 +557,9 @@ def _check_no_endless_loop(r: _Reader, p: m.Program) -> None:
                 continue
             arity = 1 if prim.op == "_jump" else 2
             target = prim.parameters[-1] if len(prim.parameters) == arity else None
-            if not (isinstance(target, m.Const) and j < target.value <= len(a.primitives)):
+            if not (isinstance(target, m.Const) and 0 <= target.value <= len(a.primitives)):
                 raise r.fail(f"actions[{i}].primitives[{j}]: {prim.op} takes {arity} parameter(s), the last a constant "
-                             f"index after its own, at most {len(a.primitives)} (p4c's jumps go forward; one going "
-                             "back may loop forever)")
+                             f"index into the action, 0 to {len(a.primitives)}")
 
 
 def _node_on_a_cycle(after: dict[str, list[str]]) -> str | None:

@@ -1,10 +1,10 @@
-"""Statements: blocks, variables, assignments, if/switch, returns and exits; for loops unrolled."""
+"""Statements: blocks, variables, assignments, if/switch, returns and exits; for loops unrolled, or in an action or
+function kept as loops when their trip count is not known at compile time."""
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from lark import Token, Tree
 
+from ...errors import P4Error
 from .. import ir
 from ..typing import BOOL, is_numeric
 from .annotations import Annotations
@@ -15,17 +15,16 @@ from .names import HIDDEN, BlockDecl, Checking, Names, Node, Scope
 from .types import Types
 
 MAX_UNROLL = 1024  # iterations of one for loop: unrolling copies the body that many times
+NO_UNROLL = "(outside an action BMv2 runs no loops: only loops with a constant trip count unroll)"
 
 
-@dataclass(eq=False)
-class LoopJump(ir.Stmt):
-    """`break` or `continue` in a for loop being unrolled: cut out before the loop's IR is returned."""
-
-    kind: str = "break"
+class NotUnrollable(P4Error):
+    """A for loop whose trip count is not known at compile time: an error outside an action, a Loop inside one."""
 
 
 def has_jump(s: ir.Stmt | None) -> bool:
-    if isinstance(s, LoopJump):
+    """Whether a break or continue of the loop being unrolled is in `s` (one of a Loop inside belongs to it)."""
+    if isinstance(s, ir.LoopJump):
         return True
     if isinstance(s, ir.Block):
         return any(has_jump(x) for x in s.stmts)
@@ -129,7 +128,7 @@ class Statements:
         if kind in ("break_stmt", "continue_stmt"):
             if not self.n.loops:
                 raise self.n.error(node, f"{kind.removesuffix('_stmt')} outside a loop")
-            return LoopJump(loc, kind.removesuffix("_stmt"))
+            return ir.LoopJump(loc, kind.removesuffix("_stmt"))
         raise self.n.error(node, f"unsupported: {kind.replace('_', ' ')}")
 
     def compound_assignment(self, node: Tree, scope: Scope) -> ir.Assign:
@@ -150,11 +149,24 @@ class Statements:
         return self.e.binary(node, op, lv_node, rhs_node, scope)
 
     def for_loop(self, node: Tree, scope: Scope) -> ir.Block:
-        """`for (init; cond; update) body`, unrolled: BMv2 runs no loops, so the loop variables must be
-        compile-time constants in every iteration; the body is checked once per iteration with them
-        bound as constants. A variable declared outside the loop holds its final value after it; one
-        declared in the loop's header is, as in p4c, a duplicate of any other in the enclosing block
-        but not visible after the loop."""
+        """`for (init; cond; update) body`, unrolled where its trip count is known at compile time (BMv2 runs
+        loops only in actions, as backward jumps, and p4c unrolls the others); in an action or a function, a loop
+        that does not unroll stays a Loop, as p4c 1.2.5.16 writes it (p4lang/p4c#5552); check_lowered refuses one
+        a function brings outside an action."""
+        loops = self.n.loops
+        try:
+            return self.unrolled(node, scope)
+        except NotUnrollable:
+            self.n.loops = loops
+            if self.n.ctx.kind not in ("action", "function"):
+                raise
+            return self.runtime_loop(node, scope)
+
+    def unrolled(self, node: Tree, scope: Scope) -> ir.Block:
+        """The loop unrolled: its variables must be compile-time constants in every iteration; the body is
+        checked once per iteration with them bound as constants. A variable declared outside the loop holds
+        its final value after it; one declared in the loop's header is, as in p4c, a duplicate of any other
+        in the enclosing block but not visible after the loop."""
         inits_node, cond_node, updates_node, body_node = node.children
         values: dict[str, ir.Expr] = {}
         outer: dict[str, ir.Expr] = {}  # loop variables declared outside: name -> l-value
@@ -176,14 +188,14 @@ class Statements:
         while True:
             bound = Scope(scope)
             bound.names.update({n: ir.ConstDecl(n, v.type, v, loc=v.loc) for n, v in values.items()})
-            cond = self.e.expr(cond_node, bound) if cond_node is not None else ir.BoolLiteral(BOOL, self.n.loc(node), True)
+            cond = self.e.expr(cond_node, bound)
             if not isinstance(cond, ir.BoolLiteral):
-                raise self.n.error(cond_node, f"unsupported: for loop condition {self.n.text(cond_node)} is not known at "
-                                            "compile time (BMv2 runs no loops: only loops with a constant trip count unroll)")
+                raise self.not_unrollable(cond_node, f"unsupported: for loop condition {self.n.text(cond_node)} is not "
+                                                     f"known at compile time {NO_UNROLL}")
             if not cond.value:
                 break
             if len(stmts) == MAX_UNROLL:
-                raise self.n.error(node, f"for loop runs more than {MAX_UNROLL} times: too many to unroll")
+                raise self.not_unrollable(node, f"for loop runs more than {MAX_UNROLL} times: too many to unroll")
             self.n.loops += 1
             body = self.loop_body(body_node, bound, values)
             self.n.loops -= 1
@@ -210,7 +222,7 @@ class Statements:
         for s in body_node.children:
             if self.sets_loop_variable(s, values):
                 if any(has_jump(x) for x in stmts):
-                    raise self.n.error(s, "unsupported: a loop variable set after a break or continue")
+                    raise self.not_unrollable(s, f"unsupported: a loop variable set after a break or continue {NO_UNROLL}")
                 self.rebind(s, bound, values)
             else:
                 stmts.append(self.statement(s, inner))
@@ -235,7 +247,7 @@ class Statements:
     def cut_at_jump(self, s: ir.Stmt) -> tuple[ir.Stmt, str | None]:
         """`s` up to the first break/continue it reaches for sure (conditions on loop variables are
         constants here), and which one; a jump under a run-time condition cannot unroll."""
-        if isinstance(s, LoopJump):
+        if isinstance(s, ir.LoopJump):
             return ir.Block(s.loc, []), s.kind
         if isinstance(s, ir.Block):
             kept: list[ir.Stmt] = []
@@ -249,15 +261,46 @@ class Statements:
             taken = s.then if s.cond.value else s.else_
             return self.cut_at_jump(taken) if taken is not None else (ir.Block(s.loc, []), None)
         if has_jump(s):
-            raise self.n.error(s.loc, "unsupported: break or continue under a condition not known at compile time "
-                                    "(BMv2 runs no loops: only loops with a constant trip count unroll)")
+            raise self.not_unrollable(s.loc, f"unsupported: break or continue under a condition not known at compile time "
+                                             f"{NO_UNROLL}")
         return s, None
 
     def loop_constant(self, value: ir.Expr, node: Node) -> ir.Expr:
         if not is_constant(value):
-            raise self.n.error(node, f"unsupported: for loop variable set from {self.n.text(node)}, which is not known at "
-                                   "compile time (BMv2 runs no loops: only loops with a constant trip count unroll)")
+            raise self.not_unrollable(node, f"unsupported: for loop variable set from {self.n.text(node)}, which is not "
+                                            f"known at compile time {NO_UNROLL}")
         return value
+
+    def not_unrollable(self, node: Node | ir.Loc, message: str) -> NotUnrollable:
+        e = self.n.error(node, message)
+        return NotUnrollable(e.message, e.file, e.line, e.col)
+
+    def runtime_loop(self, node: Tree, scope: Scope) -> ir.Block:
+        """The loop as it runs: its initializers, then a Loop whose body starts with `if (!cond) break;`. The
+        variables its header declares are visible in it only (the failed unrolling hid them from `scope`)."""
+        inits_node, cond_node, updates_node, body_node = node.children
+        inner = Scope(scope)
+        stmts: list[ir.Stmt] = []
+        for init in inits_node.children if inits_node is not None else []:
+            if init.data == "for_var":
+                type_node, name_node, value_node = init.children
+                t = self.ty.resolve_type(type_node, scope)
+                decl = ir.VarDecl(self.n.name_of(name_node), t, self.e.coerce(self.e.expr(value_node, inner, t), t, value_node),
+                                  loc=self.n.loc(name_node))
+                self.n.declare(inner, decl.name, decl, name_node)
+                stmts.append(ir.VarDeclStmt(self.n.loc(init), decl))
+            else:
+                stmts.append(self.statement(init, inner))
+        cond = self.e.expr(cond_node, inner)
+        if not isinstance(cond.type, ir.BoolType):
+            raise self.n.error(cond_node, f"for loop condition {self.n.text(cond_node)} has type {cond.type}, not bool")
+        loc = self.n.loc(cond_node)
+        self.n.loops += 1
+        body = [ir.If(loc, ir.Unary(BOOL, loc, "!", cond), ir.LoopJump(loc, "break")), self.statement(body_node, Scope(inner))]
+        self.n.loops -= 1
+        update = [self.statement(u, inner) for u in (updates_node.children if updates_node is not None else [])]
+        loc = self.n.loc(node)
+        return ir.Block(loc, [*stmts, ir.Loop(loc, ir.Block(loc, body), ir.Block(loc, update))])
 
     def return_stmt(self, node: Tree, scope: Scope) -> ir.Return:
         value_node = node.children[0]

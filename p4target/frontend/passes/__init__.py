@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ...errors import P4Error
 from .. import ir
+from ..checker.statements import NO_UNROLL
 from .action_args import bind_table_action_args
 from .blocks import inline_blocks
 from .bmv2_limits import check_bmv2_limits
@@ -195,10 +196,18 @@ def check_unique_names(program: ir.Program) -> None:
 
 
 def check_lowered(program: ir.Program) -> None:
-    """Nothing the passes should have removed is left (else: a construct they cannot lower)."""
+    """Nothing the passes should have removed is left (else: a construct they cannot lower).
+
+    Nor a loop (a function's whose trip count is not known at compile time) outside an action: BMv2 runs loops
+    only in actions. (p4c 1.2.5.16 compiles one in an apply block so that its body runs once.)"""
     roots: list = [a.body for a in program.all_actions()]
     for b in list(program.parsers.values()) + list(program.controls.values()):
-        roots.append(b.body if isinstance(b, ir.Control) else list(b.states.values()))
+        code = b.body if isinstance(b, ir.Control) else list(b.states.values())
+        loop = next((n for n in walk(code) if isinstance(n, ir.Loop)), None)
+        if loop is not None:
+            raise P4Error("unsupported: a for loop whose trip count is not known at compile time, in a function called "
+                          f"outside an action {NO_UNROLL}", loop.loc.file, loop.loc.line, loop.loc.col)
+        roots.append(code)
         for d in b.locals:
             if isinstance(d, ir.BlockInstance):
                 raise P4Error(f"unsupported: instance {d.name} here", d.loc.file, d.loc.line, d.loc.col)

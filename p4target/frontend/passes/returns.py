@@ -1,6 +1,7 @@
 """Remove `return` from code that is about to be inlined (a function body, a sub-control's
 apply block), as p4c's RemoveReturns does: a returned value goes to a variable, and the
-statements after a return that may have run are guarded by a `returned` flag."""
+statements after a return that may have run are guarded by a `returned` flag. In a loop a
+return also leaves the loop, and each loop around it (`if (returned) break;` after the inner)."""
 from __future__ import annotations
 
 from .. import ir
@@ -28,6 +29,7 @@ class _Rewriter:
         self.flag = flag
         self.result = result
         self.flag_read = False
+        self.loops = 0  # loops around the statements being rewritten
 
     def flag_ref(self, loc: ir.Loc) -> ir.VarRef:
         return ir.VarRef(BOOL, loc, self.flag.name, self.flag)
@@ -39,7 +41,10 @@ class _Rewriter:
             if not completes(s):
                 break  # the rest is dead code
             rest = stmts[i + 1:]
-            if rest and any(isinstance(n, ir.Return) for n in walk(s)):
+            if self.loops and isinstance(s, ir.Loop) and any(isinstance(n, ir.Return) for n in walk(s.body)):
+                self.flag_read = True  # a return left that loop: leave the one around it too
+                out.append(ir.If(s.loc, self.flag_ref(s.loc), ir.LoopJump(s.loc, "break"), None))
+            elif rest and not self.loops and any(isinstance(n, ir.Return) for n in walk(s)):
                 self.flag_read = True
                 guard = ir.Unary(BOOL, s.loc, "!", self.flag_ref(s.loc))
                 out.append(ir.If(s.loc, guard, ir.Block(s.loc, self.stmts(rest)), None))
@@ -52,7 +57,14 @@ class _Rewriter:
             if s.value is not None and self.result is not None:
                 out.append(ir.Assign(s.loc, ir.VarRef(self.result.type, s.loc, self.result.name, self.result), s.value))
             out.append(ir.Assign(s.loc, self.flag_ref(s.loc), ir.BoolLiteral(BOOL, s.loc, True)))
+            if self.loops:
+                out.append(ir.LoopJump(s.loc, "break"))
             return out
+        if isinstance(s, ir.Loop):
+            self.loops += 1
+            body = ir.Block(s.body.loc, self.stmts(s.body.stmts))
+            self.loops -= 1
+            return [ir.Loop(s.loc, body, s.update)]
         if isinstance(s, ir.Block):
             return [ir.Block(s.loc, self.stmts(s.stmts))]
         if isinstance(s, ir.If):
@@ -82,5 +94,7 @@ def _drop_flag_writes(stmts: list[ir.Stmt], flag: ir.VarDecl) -> list[ir.Stmt]:
             for case in s.cases:
                 if case.body is not None:
                     case.body.stmts = _drop_flag_writes(case.body.stmts, flag)
+        elif isinstance(s, ir.Loop):
+            s.body.stmts = _drop_flag_writes(s.body.stmts, flag)
         out.append(s)
     return out

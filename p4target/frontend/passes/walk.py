@@ -133,6 +133,9 @@ def flat_map_stmts(stmts: list[ir.Stmt], fn: Callable[[ir.Stmt], list[ir.Stmt]])
             for case in s.cases:
                 if case.body is not None:
                     case.body.stmts = flat_map_stmts(case.body.stmts, fn)
+        elif isinstance(s, ir.Loop):
+            s.body.stmts = flat_map_stmts(s.body.stmts, fn)
+            s.update.stmts = flat_map_stmts(s.update.stmts, fn)
         out.extend(fn(s))
     return out
 

@@ -1,7 +1,8 @@
-"""Statements as primitive lists: assignments, header and stack methods, `if` as jumps, inlined actions."""
+"""Statements as primitive lists: assignments, header and stack methods, `if` and loops as jumps, inlined actions."""
 from __future__ import annotations
 
 from p4target.frontend import ir
+from p4target.frontend.passes.walk import walk
 from p4target.lowered import model as m
 from p4target.lowered.from_ir.common import fail, type_width
 from p4target.lowered.from_ir.externs import Externs
@@ -21,15 +22,7 @@ from p4target.lowered.from_ir.values import Values
 
 def _exits(stmts: list[ir.Stmt]) -> bool:
     """Whether an `exit` is among these statements (at any depth)."""
-    for s in stmts:
-        if isinstance(s, ir.Exit):
-            return True
-        inner = [x for x in (getattr(s, "then", None), getattr(s, "else_", None)) if x is not None]
-        inner += getattr(s, "stmts", [])
-        inner += [c.body for c in getattr(s, "cases", []) if c.body is not None]
-        if inner and _exits(inner):
-            return True
-    return False
+    return any(isinstance(n, ir.Exit) for n in walk(stmts))
 
 
 def _relocated(prim: m.Primitive, base: int) -> m.Primitive:
@@ -47,6 +40,7 @@ class Statements:
     def __init__(self, storage: Storage, values: Values, externs: Externs):
         self.s, self.v, self.x = storage, values, externs
         self.actions: dict[int, m.Action] = {}  # id(ir.Action) -> lowered (table-called actions)
+        self.loops: list[tuple[list[int], list[int]]] = []  # per enclosing Loop: its breaks' and continues' jumps
 
     def assign(self, out: list[m.Primitive], lhs: ir.Expr, rhs: ir.Expr, loc: ir.Loc) -> None:
         if isinstance(lhs, ir.Slice):
@@ -135,6 +129,12 @@ class Statements:
                 out[jz].parameters[1] = m.Const(len(out))
         elif isinstance(s, ir.Switch):
             self.switch_prims(s, out, ends)
+        elif isinstance(s, ir.Loop):
+            self.loop_prims(s, out, ends)
+        elif isinstance(s, ir.LoopJump):
+            breaks, continues = self.loops[-1]
+            (breaks if s.kind == "break" else continues).append(len(out))
+            out.append(m.Primitive("_jump", [m.Const(0)]))
         elif isinstance(s, ir.Exit) and self.v.exiting is not None:  # in an inlined action: copy out first
             out.append(m.Primitive("assign", [self.v.exiting.ref, m.Const(1)]))
             ends.append(len(out))
@@ -153,6 +153,21 @@ class Statements:
                 self.reset(out, dst)
         else:
             raise fail(f"statement {type(s).__name__} is not lowered here", s.loc)
+
+    def loop_prims(self, s: ir.Loop, out: list[m.Primitive], ends: list[int]) -> None:
+        """A loop as p4c writes one: the body (its condition first), the update, a jump back to the body."""
+        top = len(out)
+        breaks: list[int] = []
+        continues: list[int] = []
+        self.loops.append((breaks, continues))
+        self.prim(s.body, out, ends)
+        self.loops.pop()
+        for j in continues:
+            out[j].parameters[0] = m.Const(len(out))
+        self.prim(s.update, out, ends)
+        out.append(m.Primitive("_jump", [m.Const(top)]))
+        for j in breaks:
+            out[j].parameters[0] = m.Const(len(out))
 
     def switch_prims(self, s: ir.Switch, out: list[m.Primitive], ends: list[int]) -> None:
         """A switch on a value inside an action: a chain of compare-and-jump."""

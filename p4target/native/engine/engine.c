@@ -23,6 +23,7 @@ engine_t *eng_new(u64 seed) {
                || !(S->cpk = calloc(PROG.ncounters ? (size_t)PROG.ncounters : 1, sizeof(u64 *)))
                || !(S->cby = calloc(PROG.ncounters ? (size_t)PROG.ncounters : 1, sizeof(u64 *)))
                || !(S->meters = calloc(PROG.nmeters ? (size_t)PROG.nmeters : 1, sizeof(meter_t *)))
+               || !(S->looped = calloc(PROG.nloops ? (size_t)PROG.nloops : 1, 1))
                || !(E->mc = calloc(MC_GROUPS, sizeof(rep_t *))) || !(E->mcn = calloc(MC_GROUPS, sizeof(u32)))
                || pipe(E->evpipe) || pipe(E->wake);
     for (int i = 0; !fail && i < PROG.ntables; i++) {
@@ -55,7 +56,7 @@ void eng_free(engine_t *E) {
     for (int i = 0; S->reg && i < PROG.nregs; i++) free(S->reg[i]);
     for (int i = 0; S->cpk && S->cby && i < PROG.ncounters; i++) { free(S->cpk[i]); free(S->cby[i]); }
     for (int i = 0; S->meters && i < PROG.nmeters; i++) free(S->meters[i]);
-    free(S->tables); free(S->reg); free(S->cpk); free(S->cby); free(S->meters);
+    free(S->tables); free(S->reg); free(S->cpk); free(S->cby); free(S->meters); free(S->looped);
     for (int g = 0; E->mc && g < MC_GROUPS; g++) free(E->mc[g]);
     free(E->mc); free(E->mcn);
     for (u32 s = 0; s < E->nsessions; s++) free(E->sessions[s].reps);

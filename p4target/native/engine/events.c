@@ -37,6 +37,7 @@ void push_log(prog_state_t *S, const char *fmt, u32 len, const u64 *vals, int n)
 }
 
 void packet_error(engine_t *E, const char *stage, const char *msg) {
+    if (msg && !*msg) { E->pipeline_errors++; return; }  /* logged before (l_jump_limit) */
     char buf[512];
     int n = snprintf(buf, sizeof(buf), "packet dropped in %s: %s", stage, msg ? msg : "error");
     E->pipeline_errors++;

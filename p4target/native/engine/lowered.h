@@ -22,6 +22,15 @@ static inline i128 l_shr(i128 a, i128 b) { return b < 0 || b >= 127 ? (a < 0 ? -
 
 static inline i128 l_fail(pk_t *p, const char *msg) { p->rc = RC_ERR; p->msg = msg; return 0; }
 
+/* Action `loop` (its index among the program's actions with a jump back) jumped back more than MAX_BACKWARD_JUMPS
+ * times in one run (a loop that may never end): the packet is dropped as a packet error, logged the first time only
+ * (an empty msg tells packet_error that it was), as errors.JumpLimit on the Python engine. */
+static inline void l_jump_limit(pk_t *p, int loop, const char *msg) {
+    p->rc = RC_ERR;
+    p->msg = p->E->looped[loop] ? "" : msg;
+    p->E->looped[loop] = 1;
+}
+
 /* Division and modulo rounding toward minus infinity, as the Python reference does. */
 static inline i128 l_div(pk_t *p, i128 a, i128 b) {
     if (!b) return l_fail(p, "division by zero");

@@ -88,6 +88,7 @@ typedef struct prog_state {
     meter_t **meters;
     member_t **members;        /* action profiles' members and groups by handle (store.py hands them out) */
     group_t **groups;
+    u8 *looped;                /* per action with a jump back (prog_t.nloops): whether its jump limit was logged */
 } prog_state_t;
 
 /* One packet on its way through a stage. */
@@ -117,6 +118,7 @@ typedef struct prog {
     u32 nslots;                 /* frame slots */
     u32 hdr_max;                /* most bytes the deparser writes */
     int ntables, nregs, ncounters, nmeters;
+    int nloops;                 /* actions with a jump back (a loop) */
     u32 meta_first, meta_end;   /* the user metadata's slots */
     const u64 *init;            /* the initial frame (nslots) */
     sm_slots_t sm;
@@ -136,7 +138,7 @@ extern const prog_t aggnet_prog;
 /* The descriptor of a generated file, from its prelude's macros and stage functions. */
 #define DEFINE_PROGRAM() \
     const prog_t aggnet_prog = { \
-        NSLOTS, HDR_MAX, NTABLES, NREGS, NCOUNTERS, NMETERS, META_FIRST, META_END, INIT, \
+        NSLOTS, HDR_MAX, NTABLES, NREGS, NCOUNTERS, NMETERS, NLOOPS, META_FIRST, META_END, INIT, \
         {SM_INGRESS_PORT, SM_EGRESS_SPEC, SM_EGRESS_PORT, SM_INSTANCE_TYPE, SM_PACKET_LENGTH, SM_ENQ_QDEPTH, \
          SM_DEQ_QDEPTH, SM_INGRESS_GLOBAL_TIMESTAMP, SM_EGRESS_GLOBAL_TIMESTAMP, SM_MCAST_GRP, SM_EGRESS_RID, \
          SM_PARSER_ERROR, SM_CHECKSUM_ERROR}, \
