@@ -2,8 +2,12 @@
 through the embedded switch running aggnet.p4 with the controller's entries (a port marks from a
 quarter of its 64-packet queue). The hosts' TCP (ECN and Reno, testbed.nodes) gets the switch's
 CE marks and backs off: the receiver's port marks packets, the receiver's IP counts them as CE,
-and the port's queue drops nothing, so no sender resends. (How much of the link the senders keep busy
-depends on how busy this machine is: a figure for a benchmark, not a test.)"""
+and the port's queue drops nothing, so no sender resends. Each sender's window is bounded (iperf3 -w,
+which also sizes the receiver's buffer): together they keep more than the marking quarter (16 packets)
+queued but never more than the queue's 64, however slowly this machine runs the switch (on a busy
+machine, unbounded windows grew past the queue before the marks came back, and the port dropped). (How
+much of the link the senders keep busy depends on how busy this machine is: a figure for a benchmark,
+not a test.)"""
 from __future__ import annotations
 
 import json
@@ -21,6 +25,7 @@ STAR4 = REPO / "topologies" / "star4.yaml"
 LINK_MBPS = 20
 SECONDS = 4
 SENDERS = ("h1", "h2", "h3")
+WINDOW = "16K"  # a sender's socket buffers: at most about 11 full-sized packets in flight, 3 senders under 64
 
 
 def nstat(host, name: str) -> int:
@@ -57,7 +62,7 @@ def test_tcp_incast_is_ce_marked_instead_of_tail_dropped(tmp_path):
             wait_listening(sink, servers.values())  # else a client may connect first and be refused
             reports = {h: tmp_path / f"{h}.json" for h in SENDERS}
             for h in SENDERS:
-                tb.host(h).cmd(f"iperf3 -c {topo.hosts['h4'].ip} -p {servers[h]} -t {SECONDS} -J "
+                tb.host(h).cmd(f"iperf3 -c {topo.hosts['h4'].ip} -p {servers[h]} -t {SECONDS} -w {WINDOW} -J "
                                f"--connect-timeout 5000 > {reports[h]} 2>&1 &")
             for h in SENDERS:
                 tb.host(h).cmd("wait")
