@@ -8,7 +8,9 @@ time limit, so one that hangs or kills the front end cannot stop the survey.
 
 The table puts every program in one row: both accept, both reject, only p4c accepts (with our
 first error line), only we accept (with p4c's first error line), our crashes (an internal error
-or a traceback, whatever p4c says). --json writes the same as JSON.
+or a traceback, whatever p4c says). Where both reject, it also says whether the two errors name the
+same line of the program, and lists those that do not (p4c names none when it crashes, or when the
+program has no `main` and it only warns). --json writes the same as JSON.
 
     source /opt/p4ref/env.sh   # p4c on PATH
     python scripts/p4c_agreement.py ~/my-p4-programs [more folders] [--json out.json] [--jobs 2]
@@ -38,6 +40,7 @@ sys.path.insert(0, str(REPO))
 V1MODEL = re.compile(r'^\s*#\s*include\s*[<"]v1model\.p4[>"]', re.M)
 LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 ROWS = ("both accept", "both reject", "only p4c accepts", "only we accept", "our crashes")
+LINES = ("same line", "other line", "p4c names no line")
 
 
 @dataclass
@@ -47,6 +50,23 @@ class Verdict:
     p4c_error: str  # p4c's first error line when it rejects
     ours: str  # "ok", "error" or "crash"
     our_error: str  # our one-line error, or the crash's exception
+
+    @property
+    def p4c_line(self) -> int | None:
+        return error_line(self.p4c_error, r"\.p4\((\d+)\)")
+
+    @property
+    def our_line(self) -> int | None:
+        return error_line(self.our_error, r"\.p4:(\d+)")
+
+    @property
+    def lines(self) -> str:
+        """Where both reject: "same line", "other line", or "p4c names no line"; else ""."""
+        if self.row != "both reject":
+            return ""
+        if self.p4c_line is None:
+            return "same line" if self.our_line is None else "p4c names no line"
+        return "same line" if self.p4c_line == self.our_line else "other line"
 
     @property
     def row(self) -> str:
@@ -62,6 +82,12 @@ def first_error(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return next((line for line in lines if re.search(r"\berror\b:?", line) and "warning:" not in line),
                 lines[0] if lines else "")
+
+
+def error_line(error: str, pattern: str) -> int | None:
+    """The program line an error names (p4c writes FILE.p4(LINE), we FILE.p4:LINE:COL), if it is an error."""
+    found = re.search(pattern, error) if "warning" not in error.split("error", 1)[0] else None
+    return int(found.group(1)) if found else None
 
 
 def p4c_verdict(path: Path, timeout: float) -> tuple[bool, str]:
@@ -137,12 +163,17 @@ def table(verdicts: list[Verdict]) -> str:
     """Counts per row, then each disagreement and crash with the other side's reason."""
     lines = [f"{len(verdicts)} programs"]
     lines += [f"  {row:<17} {sum(v.row == row for v in verdicts):>4}" for row in ROWS]
+    lines += [f"    {how:<19} {sum(v.lines == how for v in verdicts):>4}" for how in LINES]
     for row in ROWS[2:]:
         rows = [v for v in verdicts if v.row == row]
         if rows:
             lines.append(f"\n{row}:")
             lines += [f"  {Path(v.program).name}: {v.p4c_error if row == 'only we accept' else v.our_error}"
                       for v in rows]
+    others = [v for v in verdicts if v.lines == "other line"]
+    if others:
+        lines.append("\nboth reject, at other lines (p4c's line, ours):")
+        lines += [f"  {Path(v.program).name}: {v.p4c_line}, {v.our_line}: {v.our_error.split(': ', 1)[-1]}" for v in others]
     return "\n".join(lines)
 
 
@@ -166,9 +197,10 @@ def main(argv: list[str] | None = None) -> int:
         verdicts = list(pool.map(lambda p: judge(p, args.native, args.timeout), paths))
     print(table(verdicts))
     if args.json:
-        counts = {row: sum(v.row == row for v in verdicts) for row in ROWS}
+        counts = {row: sum(v.row == row for v in verdicts) for row in ROWS + LINES}
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"counts": counts, "programs": [dict(asdict(v), row=v.row) for v in verdicts]}, f, indent=1)
+            json.dump({"counts": counts, "programs": [dict(asdict(v), row=v.row, lines=v.lines) for v in verdicts]},
+                      f, indent=1)
     return 0
 
 
