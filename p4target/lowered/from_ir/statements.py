@@ -25,6 +25,13 @@ def _exits(stmts: list[ir.Stmt]) -> bool:
     return any(isinstance(n, ir.Exit) for n in walk(stmts))
 
 
+def _needs_no_copies(p: ir.Param, a: ir.Action) -> bool:
+    """An in or inout parameter the body never names needs no copy in and none out, as p4c drops them
+    (reading the argument could be an out-of-range stack index, where simple_switch aborts). An out
+    parameter's copy-out stays, as p4c's does: it writes the argument."""
+    return p.direction != "out" and not any(isinstance(n, ir.VarRef) and n.decl is p for n in walk(a.body))
+
+
 def _relocated(prim: m.Primitive, base: int) -> m.Primitive:
     """A primitive moved `base` places down its action: its jump targets move with it."""
     if prim.op == "_jump" and isinstance(prim.parameters[0], m.Const) and prim.parameters[0].value >= 0:
@@ -242,6 +249,8 @@ class Statements:
         self.v.params, self.v.bound = {}, dict(self.v.bound or {})
         copies = []
         for p, arg in zip(a.params, c.args):
+            if _needs_no_copies(p, a):
+                continue
             s = self.s.alloc(f"{a.name}.{p.name}", p.type, p.loc)
             self.v.bound[id(p)] = s
             if p.direction in ("", "in", "inout"):
