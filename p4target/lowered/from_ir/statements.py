@@ -26,10 +26,14 @@ def _exits(stmts: list[ir.Stmt]) -> bool:
 
 
 def _needs_no_copies(p: ir.Param, a: ir.Action) -> bool:
-    """An in or inout parameter the body never names needs no copy in and none out, as p4c drops them
-    (reading the argument could be an out-of-range stack index, where simple_switch aborts). An out
-    parameter's copy-out stays, as p4c's does: it writes the argument."""
-    return p.direction != "out" and not any(isinstance(n, ir.VarRef) and n.decl is p for n in walk(a.body))
+    """A parameter the body never names needs no copy, as in p4c's JSON (reading the argument could be a stack
+    element at an out-of-range index, where simple_switch aborts): an in parameter's copy in is dead; an inout
+    one's copy out writes back what was copied in, a no-op when the body is empty, but not when the body writes
+    the same place through another name (the copy out then undoes it, as P4 says). An out parameter's copy out
+    stays, as p4c's does: it writes the argument."""
+    if p.direction == "out" or any(isinstance(n, ir.VarRef) and n.decl is p for n in walk(a.body)):
+        return False
+    return p.direction != "inout" or not a.body.stmts
 
 
 def _relocated(prim: m.Primitive, base: int) -> m.Primitive:
