@@ -142,29 +142,7 @@ def test_stf_matches_bmv2(program, stf, p4c, tmp_path):
 
 # --------------------------------------------------------------------------- the corpus on our JSON
 
-# Corpus programs whose JSON from our lowering simple_switch cannot run: each crashes it (the run fails at
-# once with simple_switch's last log line), on a construct p4c's front end writes differently. Strict: a
-# case that starts passing fails until it leaves this list.
-OUR_JSON_KNOWN = {
-    "gauntlet_index_5-bmv2": "our lowering keeps the copy-in and copy-out of an inout argument of an empty action "
-                             "(h.h[h.eth_hdr.dst_addr].a); p4c's front end drops them. simple_switch aborts on the "
-                             "stack index out of range (vector::_M_range_check: 2 >= 2), which P4 leaves undefined",
-    "issue447-5-bmv2": "our lowering keeps a varbit local in `scalars`; simple_switch's assign_VL asserts that its "
-                       "destination is variable-length (fields.cpp: Assertion `VL' failed), which no scalars field "
-                       "is: p4c puts such a local in a header of its own ($varbit32)",
-    "issue561-6-bmv2": "after an extract into a header union stack our lowering invalidates the union's other member "
-                       "with a parser remove_header on a dereference_union_stack expression; simple_switch (which "
-                       "invalidates it by itself) crashes evaluating that header expression (SIGSEGV); p4c writes "
-                       "the extract alone",
-}
-
-
-def corpus_cases() -> list:
-    return [pytest.param(n, marks=[pytest.mark.xfail(strict=True, raises=bmv2_ref.Bmv2Error, reason=OUR_JSON_KNOWN[n])]
-                         if n in OUR_JSON_KNOWN else []) for n in corpus.names()] or corpus.params()
-
-
-@pytest.mark.parametrize("name", corpus_cases())
+@pytest.mark.parametrize("name", corpus.params())
 def test_corpus_program_passes_its_stf_on_simple_switch_from_our_json(name, tmp_path):
     """simple_switch runs our lowering's JSON of each corpus program (`aggnet p4 compile --bmv2-json`)
     and passes the program's STF test, as it does on p4c's JSON (tests/test_bmv2_json.py)."""

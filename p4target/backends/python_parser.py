@@ -99,8 +99,10 @@ class PyParsing(Parsing):
             self.o.emit(f"if F[{nxt}] >= {size}: raise _Reject({self.o.error_code('StackOutOfBounds')}, o)", ind)
             members = self.v.union_members(m.Expr("dereference_union_stack", m.UnionStackRef(target.stack),
                                                 m.Expr("size_stack", None, m.UnionStackRef(target.stack))))
-            self.o.emit(f"_b = {members[k]}; F[{nxt}] += 1", ind)
+            others = [b for j, b in enumerate(members) if j != k]
+            self.o.emit(f"_b = {members[k]}; _others = ({''.join(f'{b}, ' for b in others)}); F[{nxt}] += 1", ind)
             self.o.emit(f"o = {self.extractor(t)}(F, _b, data, o, {vl}, {too_short})", ind)
+            self.o.emit("for _o in _others: F[_o] = False", ind)  # the union's other members, as BMv2
             return
         else:
             raise self.o.fail(f"cannot extract into a {type(target).__name__}")

@@ -1,6 +1,8 @@
 """Make header-union validity explicit: at most one member of a union is valid, so making
-one member valid (setValid, extract, assigning a valid header) invalidates the others,
-as BMv2 does. After this pass a back end may treat a union like a struct of headers."""
+one member valid (setValid, assigning a valid header) invalidates the others, as BMv2 does.
+An extract into a member is left alone: the engines invalidate its siblings as BMv2 does on
+p4c's JSON, which writes the extract alone (simple_switch crashes on an invalidation reached
+through a union stack's last index)."""
 from __future__ import annotations
 
 from typing import TypeGuard, cast
@@ -24,10 +26,6 @@ def _rewrite(s: ir.Stmt) -> list[ir.Stmt]:
         c = s.call
         if isinstance(c, ir.HeaderMethodCall) and c.method == "setValid" and _member_of_union(c.header):
             return [s, *_siblings_invalid(c.header, s.loc)]
-        if (isinstance(c, ir.ExternMethodCall) and c.method == "extract" and c.args
-                and _member_of_union(c.args[0])):
-            # after the extract, `next` has moved on: the member extracted is in `last`
-            return [s, *_siblings_invalid(_next_to_last(c.args[0]), s.loc)]
     if isinstance(s, ir.Assign) and _member_of_union(s.lhs):
         valid = ir.HeaderMethodCall(ir.BoolType(), s.loc, clone(s.lhs), "isValid", [])
         return [s, ir.If(s.loc, valid, ir.Block(s.loc, _siblings_invalid(s.lhs, s.loc)), None)]
@@ -44,13 +42,3 @@ def _siblings_invalid(member: ir.Member, loc: ir.Loc) -> list[ir.Stmt]:
     return [ir.MethodCallStmt(loc, ir.HeaderMethodCall(
         ir.VoidType(), loc, ir.Member(f.type, loc, clone(union), f.name), "setInvalid", []))
         for f in fields if f.name != member.member]
-
-
-def _next_to_last(member: ir.Member) -> ir.Member:
-    e = clone(member)
-    node: ir.Expr = e
-    while isinstance(node, (ir.Member, ir.ArrayIndex)):
-        if isinstance(node, ir.Member) and node.member == "next":
-            node.member = "last"
-        node = node.expr
-    return e

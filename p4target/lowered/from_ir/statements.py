@@ -25,6 +25,17 @@ def _exits(stmts: list[ir.Stmt]) -> bool:
     return any(isinstance(n, ir.Exit) for n in walk(stmts))
 
 
+def _needs_no_copies(p: ir.Param, a: ir.Action) -> bool:
+    """A parameter the body never names needs no copy, as in p4c's JSON (reading the argument could be a stack
+    element at an out-of-range index, where simple_switch aborts): an in parameter's copy in is dead; an inout
+    one's copy out writes back what was copied in, a no-op when the body is empty, but not when the body writes
+    the same place through another name (the copy out then undoes it, as P4 says). An out parameter's copy out
+    stays, as p4c's does: it writes the argument."""
+    if p.direction == "out" or any(isinstance(n, ir.VarRef) and n.decl is p for n in walk(a.body)):
+        return False
+    return p.direction != "inout" or not a.body.stmts
+
+
 def _relocated(prim: m.Primitive, base: int) -> m.Primitive:
     """A primitive moved `base` places down its action: its jump targets move with it."""
     if prim.op == "_jump" and isinstance(prim.parameters[0], m.Const) and prim.parameters[0].value >= 0:
@@ -242,6 +253,8 @@ class Statements:
         self.v.params, self.v.bound = {}, dict(self.v.bound or {})
         copies = []
         for p, arg in zip(a.params, c.args):
+            if _needs_no_copies(p, a):
+                continue
             s = self.s.alloc(f"{a.name}.{p.name}", p.type, p.loc)
             self.v.bound[id(p)] = s
             if p.direction in ("", "in", "inout"):

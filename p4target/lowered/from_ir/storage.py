@@ -171,6 +171,8 @@ class Storage:
 
     def alloc(self, path: str, t: ir.Type, loc: ir.Loc, metadata_header: str | None = None) -> Store:
         """Storage for a value of type `t` named after `path`."""
+        if isinstance(t, ir.VarbitType):
+            return self.varbit_variable(path, t)
         if scalar_type(t):
             fname = self.unique(f"{SCALARS}.{path}")[len(SCALARS) + 1:]
             self.scalars.fields.append(m.FieldType(fname, type_width(t), isinstance(t, ir.IntType)))
@@ -201,6 +203,18 @@ class Storage:
                 name, self.next_id("union_stack"), utype, [self._union_id(u.name) for u in unions]))
             return StackStore(name, t, list(unions))
         raise fail(f"values of type {t} cannot be stored by the lowering", loc)
+
+    def varbit_variable(self, path: str, t: ir.VarbitType) -> Scalar:
+        """A varbit variable as a metadata header of its own, type `$varbitW` with one field, as p4c
+        stores it: BMv2 assigns a varbit only into a variable-length field, which `scalars` has none of."""
+        tname = f"$varbit{t.max_width}"
+        if not any(h.name == tname for h in self.p.header_types):
+            self._names.add(tname)
+            self.p.header_types.append(m.HeaderType(tname, len(self.p.header_types), [m.FieldType("field", None)],
+                                                    (t.max_width + 7) // 8))
+        name = self.unique(path.replace(".", "_").replace("[", "_").replace("]", ""))
+        self.p.headers.append(m.Header(name, self.next_id("header"), tname, True))
+        return Scalar(m.Field(name, "field"), t)
 
     def new_header(self, path: str, t: ir.HeaderType, metadata: bool) -> str:
         name = self.unique(path.replace(".", "_").replace("[", "_").replace("]", ""))
