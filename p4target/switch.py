@@ -405,7 +405,7 @@ def run(args: argparse.Namespace) -> int:
     for spec in args.interface:
         number, ifname = parse_port_spec(spec)
         if number in ports:
-            raise PortError(f"error: -i {spec}: port {number} is given twice")
+            raise PortError(f"error: -i {spec!r}: port {number} is given twice")
         ports[number] = ifname
     if args.dump_packet_data and args.engine == "native":
         log.info("--dump-packet-data: the Python engine runs the program (the native engine logs no packets)")

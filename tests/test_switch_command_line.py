@@ -150,6 +150,13 @@ def test_more_ports_than_max_port_count_is_one_line_exit_1(capsys):
     assert capsys.readouterr().err == "error: 513 ports (-i) but --max-port-count 512\n"
 
 
+def test_a_port_given_twice_or_past_510_is_one_line(capsys):
+    for ports, message in [(["-i", "0@a", "-i", " 0@b"], "error: -i ' 0@b': port 0 is given twice"),
+                           (["-i", "511@a"], "error: -i '511@a': port 511 out of range 0..510 (511 is the drop port)")]:
+        assert cli.main(["switch", "--no-p4", "--thrift-port", "1", *ports]) == 2
+        assert capsys.readouterr().err == message + "\n"
+
+
 # ------------------------------------------------------------------------------------------ flavours
 
 def listening_ports(pid: int) -> set[int]:
@@ -436,10 +443,9 @@ def test_captures_hold_every_packet_after_sigkill_right_after_traffic(engine, tm
         pytest.skip("needs root for a veth pair")
     program = tmp_path / "reflect.p4"
     program.write_text(REFLECT)
-    (tmp_path / "pcaps").mkdir()
     thrift, log = free_port(), tmp_path / "switch.log"
     with veth_pairs([(SW_END, HOST_END)]):
-        proc = start([str(AGGNET), "switch", "--engine", engine, "-i", f"1@{SW_END}", "--pcap", "pcaps",
+        proc = start([str(AGGNET), "switch", "--engine", engine, "-i", f"1@{SW_END}", "--pcap",  # DIR: . (cwd)
                       "--thrift-port", str(thrift), "--grpc-server-addr", f"127.0.0.1:{free_port()}", str(program)],
                      tmp_path, log)
         host = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x88B5))
@@ -462,8 +468,8 @@ def test_captures_hold_every_packet_after_sigkill_right_after_traffic(engine, tm
             host.close()
             stop_process(proc)
     assert back == sent
-    assert [f for _, f in read_pcap(str(tmp_path / "pcaps" / f"{SW_END}_in.pcap"))] == sent
-    assert [f for _, f in read_pcap(str(tmp_path / "pcaps" / f"{SW_END}_out.pcap"))] == sent
+    assert [f for _, f in read_pcap(str(tmp_path / f"{SW_END}_in.pcap"))] == sent
+    assert [f for _, f in read_pcap(str(tmp_path / f"{SW_END}_out.pcap"))] == sent
 
 
 def test_pcap_writer_record_is_on_disk_when_write_returns(tmp_path):
