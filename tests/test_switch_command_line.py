@@ -37,7 +37,7 @@ from procs import free_port, stop_process, veth_pairs, wait_for, wait_until
 
 from controller.p4rt import SwitchConnection
 from p4target import nanolog, switch_options
-from p4target.ports import PcapWriter, read_pcap
+from p4target.ports import FilePort, PcapReplay, PcapWriter, read_pcap
 from p4target.switch import Bmv2LogFile
 from testbed import cli
 
@@ -294,12 +294,20 @@ def files_exchange(argv: list[str], folder: Path, before_traffic: Callable[[], N
     return outputs(folder)
 
 
+def records(path: Path) -> list[bytes]:
+    """The frames of a pcap file (none while it has no header yet)."""
+    return [f for _, f in read_pcap(str(path))] if path.exists() and path.stat().st_size >= 24 else []
+
+
 def outputs(folder: Path) -> dict[int, list[bytes]]:
-    out = {}
-    for port in INPUTS:
-        path = folder / f"pcap{port}_out.pcap"
-        out[port] = [f for _, f in read_pcap(str(path))] if path.exists() and path.stat().st_size >= 24 else []
-    return out
+    return {port: records(folder / f"pcap{port}_out.pcap") for port in INPUTS}
+
+
+def pcap_file(path: Path, frames: list[bytes]) -> None:
+    writer = PcapWriter(str(path))
+    for frame in frames:
+        writer.write(frame)
+    writer.close()
 
 
 def simple_switch(program: str, folder: Path) -> list[str]:
@@ -337,6 +345,33 @@ def test_missing_input_file_is_one_line(bmv2_names, tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip() == "error: port 0: nowhere_in.pcap: no such file (--use-files reads it)"
+
+
+def test_use_files_waits_wait_seconds_before_reading(tmp_path):
+    """--use-files WAIT: nothing is read before a wait of WAIT seconds (the clock is the replay's stop event,
+    made to pass its time at once and to note what it waited)."""
+    frames = [bytes([i]) * 60 for i in range(3)]
+    pcap_file(tmp_path / "p0_in.pcap", frames)
+    port = FilePort(0, str(tmp_path / "p0"))
+    injected: list[bytes] = []
+    waits: list[tuple[float | None, int]] = []
+
+    class PassingAtOnce(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            waits.append((timeout, len(injected)))
+            return super().wait(0)
+
+    def inject(_port: int, frame: bytes) -> bool:
+        injected.append(frame)
+        return True
+
+    replay = PcapReplay([port], 7, inject)
+    replay._stop = PassingAtOnce()
+    replay.start()
+    wait_until(lambda: len(injected) == len(frames))
+    replay.stop()
+    port.close()
+    assert waits[0] == (7, 0) and injected == frames
 
 
 # ------------------------------------------------------------------------------------------ --nanolog event log
@@ -481,17 +516,6 @@ def test_pcap_writer_record_is_on_disk_when_write_returns(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ logs, dumps, CPU port
-
-def pcap_file(path: Path, frames: list[bytes]) -> None:
-    writer = PcapWriter(str(path))
-    for frame in frames:
-        writer.write(frame)
-    writer.close()
-
-
-def records(path: Path) -> list[bytes]:
-    return [f for _, f in read_pcap(str(path))] if path.exists() and path.stat().st_size >= 24 else []
-
 
 def test_log_file_rotates_as_bmv2s_console_and_dumps_every_frame(tmp_path):
     """--log-file BASE rotated at --log-file-max-size into BASE.1.txt, BASE.2.txt (spdlog's names, checked on
