@@ -201,6 +201,8 @@ def check_options(args: argparse.Namespace) -> None:
         if getattr(args, dest) != fixed:
             raise OptionError(f"error: {flag} {getattr(args, dest)}: not supported by aggnet switch ({why}; "
                               f"only {fixed})")
+    if args.log_console and args.log_file:  # BMv2's words, and its exit code
+        raise OptionError("error: --log-console and --log-file are exclusive")
     if len(args.interface) > args.max_port_count:
         raise OptionError(f"error: {len(args.interface)} ports (-i) but --max-port-count {args.max_port_count}")
     bmv2 = args.flavour != "aggnet"

@@ -12,8 +12,9 @@
   same exchange, on both engines.
 - Captures complete after SIGKILL right after traffic (root: veth ports).
 - The rest of the table, row by row: --help/--version/--json-version print and exit 0, the defaults it states,
-  --max-port-count, --log-file's rotation (BMv2's names), --log-console, --log-flush, --log-level,
-  --dump-packet-data, --pcap ignored in files mode, BMv2's values of the fixed target options taken, --cpu-port.
+  --max-port-count, --log-file's rotation (BMv2's names), --log-console (not with --log-file, as BMv2),
+  --log-flush, --log-level, --dump-packet-data, --pcap ignored in files mode, --use-files' wait, BMv2's values
+  of the fixed target options taken, --cpu-port.
 """
 from __future__ import annotations
 
@@ -144,16 +145,26 @@ def test_defaults_are_the_tables():
     assert parse(["--max-port-count", "2", "-i", "0@a", "-i", "1@b", "--no-p4"]).interface == ["0@a", "1@b"]
 
 
+# In-process refusals name a program that does not exist: were the refusal gone, the run would end at once
+# (exit 2) rather than serve until the test's timeout.
+NO_PROGRAM = "/nonexistent/none.p4"
+
+
 def test_more_ports_than_max_port_count_is_one_line_exit_1(capsys):
     ports = [f"-i{n}@p{n}" for n in range(513)]
-    assert cli.main(["switch", "--no-p4", "--thrift-port", "1", *ports]) == 1  # 512 by default
+    assert cli.main(["switch", NO_PROGRAM, *ports]) == 1  # 512 by default
     assert capsys.readouterr().err == "error: 513 ports (-i) but --max-port-count 512\n"
+
+
+def test_log_console_and_log_file_are_exclusive_as_on_bmv2(capsys, tmp_path):
+    assert cli.main(["switch", NO_PROGRAM, "--log-console", "--log-file", str(tmp_path / "s1")]) == 1
+    assert capsys.readouterr().err == "error: --log-console and --log-file are exclusive\n"  # simple_switch's words
 
 
 def test_a_port_given_twice_or_past_510_is_one_line(capsys):
     for ports, message in [(["-i", "0@a", "-i", " 0@b"], "error: -i ' 0@b': port 0 is given twice"),
                            (["-i", "511@a"], "error: -i '511@a': port 511 out of range 0..510 (511 is the drop port)")]:
-        assert cli.main(["switch", "--no-p4", "--thrift-port", "1", *ports]) == 2
+        assert cli.main(["switch", NO_PROGRAM, *ports]) == 2
         assert capsys.readouterr().err == message + "\n"
 
 
@@ -517,25 +528,25 @@ def test_pcap_writer_record_is_on_disk_when_write_returns(tmp_path):
 
 # ------------------------------------------------------------------------------------------ logs, dumps, CPU port
 
-def test_log_file_rotates_as_bmv2s_console_and_dumps_every_frame(tmp_path):
+def test_log_file_rotates_as_bmv2s_and_dumps_every_frame(tmp_path):
     """--log-file BASE rotated at --log-file-max-size into BASE.1.txt, BASE.2.txt (spdlog's names, checked on
-    simple_switch) keeping --log-file-max-files; --log-console gets every line; --log-flush: lines on disk while
-    it runs; --dump-packet-data N: the first N bytes of each frame in and out, on the Python engine; --pcap is
-    ignored with --use-files; BMv2's values of the fixed target options are taken."""
+    simple_switch) keeping --log-file-max-files (--log FILE, AggNet's own, keeps every line); --log-flush: lines
+    on disk while it runs; --dump-packet-data N: the first N bytes of each frame in and out, on the Python engine;
+    --pcap is ignored with --use-files; BMv2's values of the fixed target options are taken."""
     (tmp_path / "reflect.p4").write_text(REFLECT)
     (tmp_path / "caps").mkdir()
     frames = [bytes.fromhex("ffffffffffff" "000000000909" "88b5") + i.to_bytes(2, "big") + bytes(48) for i in range(40)]
     pcap_file(tmp_path / "pcap0_in.pcap", frames)
-    stdout, stderr = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
-    with open(stdout, "w") as out, open(stderr, "w") as err:
+    full, stderr = tmp_path / "full.log", tmp_path / "stderr.txt"
+    with open(stderr, "w") as err:
         proc = subprocess.Popen([str(AGGNET), "switch", "--use-files", "0", "-i", "0@pcap0", "--pcap", "caps",
-                                 "--dump-packet-data", "20", "--log-console", "--log-file", "s1", "--log-flush",
+                                 "--dump-packet-data", "20", "--log", "full.log", "--log-file", "s1", "--log-flush",
                                  "--log-file-max-size", "2000", "--log-file-max-files", "2",
                                  "--thrift-port", str(free_port()), "reflect.p4",
                                  "--", "--grpc-server-addr", f"127.0.0.1:{free_port()}", "--drop-port", "511",
                                  "--priority-queues", "1", "--max-mc-groups", "4096", "--max-l1-entries", "4096",
-                                 "--max-l2-entries", "8192"], cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=err)
+                                 "--max-l2-entries", "8192"], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=err)
     last_out = f"packet out on port 0: {frames[-1][:20].hex()}\n"
     try:
         wait_until(lambda: records(tmp_path / "pcap0_out.pcap") == frames, proc, stderr.read_text)
@@ -543,14 +554,14 @@ def test_log_file_rotates_as_bmv2s_console_and_dumps_every_frame(tmp_path):
     finally:
         stop_process(proc)
     assert proc.returncode == 0, stderr.read_text()
-    console = stdout.read_text()
-    assert "pipeline set (python engine)" in console
+    every = full.read_text()
+    assert "pipeline set (python engine)" in every
     for way in ("in", "out"):  # 20 bytes each (a frame is 64), in the order the frames came
-        assert re.findall(rf" INFO packet {way} on port 0: (\w*)$", console, re.M) == [f[:20].hex() for f in frames]
+        assert re.findall(rf" INFO packet {way} on port 0: (\w*)$", every, re.M) == [f[:20].hex() for f in frames]
     assert sorted(p.name for p in tmp_path.glob("s1*")) == ["s1.1.txt", "s1.2.txt", "s1.txt"]
     kept = [(tmp_path / name).read_text() for name in ("s1.2.txt", "s1.1.txt", "s1.txt")]
     assert all(0 < len(text.encode()) <= 2000 for text in kept)
-    assert console.endswith("".join(kept)) and len(console) > 3 * 2000  # the newest lines, older ones gone
+    assert every.endswith("".join(kept)) and len(every) > 3 * 2000  # the newest lines, older ones gone
     assert list((tmp_path / "caps").iterdir()) == []
 
 
@@ -565,7 +576,7 @@ def test_log_file_with_no_copies_kept_starts_over_as_bmv2s(tmp_path):
     assert (tmp_path / "s1.txt").read_text() == "".join(f"line {i} ".ljust(39, ".") + "\n" for i in (8, 9))  # 2 fit
 
 
-def test_log_level_drops_the_lines_below_it(tmp_path):
+def test_log_level_drops_the_lines_below_it_and_log_console_prints_the_rest(tmp_path):
     (tmp_path / "reflect.p4").write_text(REFLECT)
     thrift, stdout = free_port(), tmp_path / "stdout.txt"
     with open(stdout, "w") as out:
