@@ -108,7 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          help="Thrift runtime and side channel TCP port (default 9090, aggnet flavour 9090 + device "
                               "id); it listens on 127.0.0.1 only, never on other addresses: it has no authentication")
     general.add_argument("--device-id", default="0", action=_Once, help="device id (default 0)")
-    general.add_argument("--log-console", action="store_true", help="log to stdout")
+    general.add_argument("--log-console", action="store_true", help="log to stdout (not with --log-file, as BMv2)")
     general.add_argument("--log-file", metavar="BASE", action=_Once,
                          help="log to BASE.txt (simple_switch's name for it), rotated at --log-file-max-size")
     general.add_argument("-L", "--log-level", choices=LOG_LEVELS, action=_Once,
