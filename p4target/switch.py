@@ -349,6 +349,26 @@ BMV2_LOG_SUFFIX = ".txt"  # simple_switch --log-file BASE writes BASE.txt (and r
 EXIT_WAIT_S = 5.0  # what a stopped switch waits for a request's busy worker before it exits anyway
 
 
+class Bmv2LogFile(logging.handlers.RotatingFileHandler):
+    """simple_switch's `--log-file BASE` as its spdlog sink writes it: BASE.txt, rotated at `max_bytes` into
+    BASE.1.txt .. BASE.N.txt (newest first); with N = 0 no copy is kept: BASE.txt starts over."""
+
+    def __init__(self, base: str, max_bytes: int, max_files: int):
+        super().__init__(base + BMV2_LOG_SUFFIX, maxBytes=max_bytes, backupCount=max_files)
+
+    def rotation_filename(self, default_name: str) -> str:
+        """BASE.txt.N (Python's name) -> BASE.N.txt (BMv2's)."""
+        stem, _, index = default_name.rpartition(".")
+        return f"{stem.removesuffix(BMV2_LOG_SUFFIX)}.{index}{BMV2_LOG_SUFFIX}"
+
+    def doRollover(self) -> None:
+        if self.backupCount:
+            super().doRollover()
+        elif self.stream is not None:  # Python keeps appending when it keeps no copy; spdlog truncates
+            self.stream.seek(0)
+            self.stream.truncate()
+
+
 def _setup_logging(args: argparse.Namespace) -> None:
     """Log where the options say: --log FILE, --log-file BASE (BMv2's BASE.txt, rotated), --log-console;
     stderr when none is given."""
@@ -356,8 +376,7 @@ def _setup_logging(args: argparse.Namespace) -> None:
     if args.log:
         handlers.append(logging.handlers.RotatingFileHandler(args.log, maxBytes=args.log_max_mb << 20, backupCount=1))
     if args.log_file:
-        handlers.append(logging.handlers.RotatingFileHandler(
-            args.log_file + BMV2_LOG_SUFFIX, maxBytes=args.log_file_max_size, backupCount=args.log_file_max_files))
+        handlers.append(Bmv2LogFile(args.log_file, args.log_file_max_size, args.log_file_max_files))
     if args.log_console:
         handlers.append(logging.StreamHandler(sys.stdout))
     if not handlers:
@@ -386,7 +405,7 @@ def run(args: argparse.Namespace) -> int:
     for spec in args.interface:
         number, ifname = parse_port_spec(spec)
         if number in ports:
-            raise PortError(f"error: -i {spec}: port {number} is given twice")
+            raise PortError(f"error: -i {spec!r}: port {number} is given twice")
         ports[number] = ifname
     if args.dump_packet_data and args.engine == "native":
         log.info("--dump-packet-data: the Python engine runs the program (the native engine logs no packets)")

@@ -108,7 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          help="Thrift runtime and side channel TCP port (default 9090, aggnet flavour 9090 + device "
                               "id); it listens on 127.0.0.1 only, never on other addresses: it has no authentication")
     general.add_argument("--device-id", default="0", action=_Once, help="device id (default 0)")
-    general.add_argument("--log-console", action="store_true", help="log to stdout")
+    general.add_argument("--log-console", action="store_true", help="log to stdout (not with --log-file, as BMv2)")
     general.add_argument("--log-file", metavar="BASE", action=_Once,
                          help="log to BASE.txt (simple_switch's name for it), rotated at --log-file-max-size")
     general.add_argument("-L", "--log-level", choices=LOG_LEVELS, action=_Once,
@@ -201,6 +201,8 @@ def check_options(args: argparse.Namespace) -> None:
         if getattr(args, dest) != fixed:
             raise OptionError(f"error: {flag} {getattr(args, dest)}: not supported by aggnet switch ({why}; "
                               f"only {fixed})")
+    if args.log_console and args.log_file:  # BMv2's words, and its exit code
+        raise OptionError("error: --log-console and --log-file are exclusive")
     if len(args.interface) > args.max_port_count:
         raise OptionError(f"error: {len(args.interface)} ports (-i) but --max-port-count {args.max_port_count}")
     bmv2 = args.flavour != "aggnet"

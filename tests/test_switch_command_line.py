@@ -11,10 +11,15 @@
 - `--nanolog ADDR`: BMv2's event log over nanomsg; the packet events each packet gets equal simple_switch's on the
   same exchange, on both engines.
 - Captures complete after SIGKILL right after traffic (root: veth ports).
+- The rest of the table, row by row: --help/--version/--json-version print and exit 0, the defaults it states,
+  --max-port-count, --log-file's rotation (BMv2's names), --log-console (not with --log-file, as BMv2),
+  --log-flush, --log-level, --dump-packet-data, --pcap ignored in files mode, --use-files' wait, BMv2's values
+  of the fixed target options taken, --cpu-port.
 """
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import signal
@@ -24,14 +29,17 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from importlib.metadata import version
 from pathlib import Path
 
 import bmv2_ref
 import pytest
 from procs import free_port, stop_process, veth_pairs, wait_for, wait_until
 
+from controller.p4rt import SwitchConnection
 from p4target import nanolog, switch_options
-from p4target.ports import PcapWriter, read_pcap
+from p4target.ports import FilePort, PcapReplay, PcapWriter, read_pcap
+from p4target.switch import Bmv2LogFile
 from testbed import cli
 
 REPO = Path(__file__).resolve().parent.parent
@@ -106,6 +114,58 @@ def test_each_flavour_takes_its_binarys_defaults():
     assert (bmv2.thrift_port, bmv2.grpc_server_addr) == (9090, "0.0.0.0:9559")
     with pytest.raises(switch_options.OptionError, match="please specify an input JSON configuration file"):
         parse(["--flavour", "simple_switch"])
+
+
+def table_options() -> list[str]:
+    """The options docs/targets.md's table has a row for, in its order."""
+    return re.findall(r"^\| `(--[a-z0-9-]+)", DOCS.read_text(), re.M)
+
+
+@pytest.mark.parametrize("prog", ["aggnet", "simple_switch"])
+def test_help_version_and_json_version_print_and_exit_0(prog, capsys):
+    def printed(*argv: str) -> str:
+        with pytest.raises(SystemExit) as done:
+            cli.main(["switch", *argv] if prog == "aggnet" else list(argv), prog=prog)
+        assert done.value.code == 0
+        return capsys.readouterr().out
+
+    for flag in ("--help", "-h"):
+        text = printed(flag)
+        assert [o for o in table_options() if o not in text] == [], flag  # every row's option is listed
+    assert printed("--version") == printed("-v") == f"aggnet switch {version('aggnet')}\n"  # the installed one
+    assert printed("--json-version") == "2.24\n"  # what simple_switch 1.15 prints
+
+
+def test_defaults_are_the_tables():
+    args = parse(["--no-p4"])
+    assert (args.log_file_max_size, args.log_file_max_files, args.max_port_count, args.dump_packet_data,
+            args.cpu_port, args.log_level) == (5242880, 3, 512, 0, 255, None)  # log level None: info
+    assert (args.drop_port, args.priority_queues, args.max_mc_groups, args.max_l1_entries,
+            args.max_l2_entries) == (511, 1, 4096, 4096, 8192)
+    assert parse(["--max-port-count", "2", "-i", "0@a", "-i", "1@b", "--no-p4"]).interface == ["0@a", "1@b"]
+
+
+# In-process refusals name a program that does not exist: were the refusal gone, the run would end at once
+# (exit 2) rather than serve until the test's timeout.
+NO_PROGRAM = "/nonexistent/none.p4"
+
+
+def test_more_ports_than_max_port_count_is_one_line_exit_1(capsys):
+    ports = [f"-i{n}@p{n}" for n in range(513)]
+    assert cli.main(["switch", NO_PROGRAM, *ports]) == 1  # 512 by default
+    assert capsys.readouterr().err == "error: 513 ports (-i) but --max-port-count 512\n"
+
+
+def test_log_console_and_log_file_are_exclusive_as_on_bmv2(capsys, tmp_path):
+    assert cli.main(["switch", NO_PROGRAM, "--log-console", "--log-file", str(tmp_path / "s1")]) == 1
+    assert capsys.readouterr().err == "error: --log-console and --log-file are exclusive\n"  # simple_switch's words
+
+
+def test_a_port_given_twice_or_past_510_is_one_line(capsys):
+    for ports, message in [(["-i", "0@a", "-i", " 0@b"], "error: -i ' 0@b': port 0 is given twice"),
+                           (["-i", "511@a"], "error: -i '511@a': port 511 out of range 0..510 (511 is the drop port)")]:
+        assert cli.main(["switch", NO_PROGRAM, *ports]) == 2
+        assert capsys.readouterr().err == message + "\n"
 
 
 # ------------------------------------------------------------------------------------------ flavours
@@ -245,12 +305,20 @@ def files_exchange(argv: list[str], folder: Path, before_traffic: Callable[[], N
     return outputs(folder)
 
 
+def records(path: Path) -> list[bytes]:
+    """The frames of a pcap file (none while it has no header yet)."""
+    return [f for _, f in read_pcap(str(path))] if path.exists() and path.stat().st_size >= 24 else []
+
+
 def outputs(folder: Path) -> dict[int, list[bytes]]:
-    out = {}
-    for port in INPUTS:
-        path = folder / f"pcap{port}_out.pcap"
-        out[port] = [f for _, f in read_pcap(str(path))] if path.exists() and path.stat().st_size >= 24 else []
-    return out
+    return {port: records(folder / f"pcap{port}_out.pcap") for port in INPUTS}
+
+
+def pcap_file(path: Path, frames: list[bytes]) -> None:
+    writer = PcapWriter(str(path))
+    for frame in frames:
+        writer.write(frame)
+    writer.close()
 
 
 def simple_switch(program: str, folder: Path) -> list[str]:
@@ -288,6 +356,33 @@ def test_missing_input_file_is_one_line(bmv2_names, tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip() == "error: port 0: nowhere_in.pcap: no such file (--use-files reads it)"
+
+
+def test_use_files_waits_wait_seconds_before_reading(tmp_path):
+    """--use-files WAIT: nothing is read before a wait of WAIT seconds (the clock is the replay's stop event,
+    made to pass its time at once and to note what it waited)."""
+    frames = [bytes([i]) * 60 for i in range(3)]
+    pcap_file(tmp_path / "p0_in.pcap", frames)
+    port = FilePort(0, str(tmp_path / "p0"))
+    injected: list[bytes] = []
+    waits: list[tuple[float | None, int]] = []
+
+    class PassingAtOnce(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            waits.append((timeout, len(injected)))
+            return super().wait(0)
+
+    def inject(_port: int, frame: bytes) -> bool:
+        injected.append(frame)
+        return True
+
+    replay = PcapReplay([port], 7, inject)
+    replay._stop = PassingAtOnce()
+    replay.start()
+    wait_until(lambda: len(injected) == len(frames))
+    replay.stop()
+    port.close()
+    assert waits[0] == (7, 0) and injected == frames
 
 
 # ------------------------------------------------------------------------------------------ --nanolog event log
@@ -394,10 +489,9 @@ def test_captures_hold_every_packet_after_sigkill_right_after_traffic(engine, tm
         pytest.skip("needs root for a veth pair")
     program = tmp_path / "reflect.p4"
     program.write_text(REFLECT)
-    (tmp_path / "pcaps").mkdir()
     thrift, log = free_port(), tmp_path / "switch.log"
     with veth_pairs([(SW_END, HOST_END)]):
-        proc = start([str(AGGNET), "switch", "--engine", engine, "-i", f"1@{SW_END}", "--pcap", "pcaps",
+        proc = start([str(AGGNET), "switch", "--engine", engine, "-i", f"1@{SW_END}", "--pcap",  # DIR: . (cwd)
                       "--thrift-port", str(thrift), "--grpc-server-addr", f"127.0.0.1:{free_port()}", str(program)],
                      tmp_path, log)
         host = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x88B5))
@@ -420,8 +514,8 @@ def test_captures_hold_every_packet_after_sigkill_right_after_traffic(engine, tm
             host.close()
             stop_process(proc)
     assert back == sent
-    assert [f for _, f in read_pcap(str(tmp_path / "pcaps" / f"{SW_END}_in.pcap"))] == sent
-    assert [f for _, f in read_pcap(str(tmp_path / "pcaps" / f"{SW_END}_out.pcap"))] == sent
+    assert [f for _, f in read_pcap(str(tmp_path / f"{SW_END}_in.pcap"))] == sent
+    assert [f for _, f in read_pcap(str(tmp_path / f"{SW_END}_out.pcap"))] == sent
 
 
 def test_pcap_writer_record_is_on_disk_when_write_returns(tmp_path):
@@ -430,3 +524,100 @@ def test_pcap_writer_record_is_on_disk_when_write_returns(tmp_path):
     assert [f for _, f in read_pcap(str(tmp_path / "x.pcap"))] == [b"\x01" * 60]  # before close(): not buffered
     writer.close()
 
+
+
+# ------------------------------------------------------------------------------------------ logs, dumps, CPU port
+
+def test_log_file_rotates_as_bmv2s_and_dumps_every_frame(tmp_path):
+    """--log-file BASE rotated at --log-file-max-size into BASE.1.txt, BASE.2.txt (spdlog's names, checked on
+    simple_switch) keeping --log-file-max-files (--log FILE, AggNet's own, keeps every line); --log-flush: lines
+    on disk while it runs; --dump-packet-data N: the first N bytes of each frame in and out, on the Python engine;
+    --pcap is ignored with --use-files; BMv2's values of the fixed target options are taken."""
+    (tmp_path / "reflect.p4").write_text(REFLECT)
+    (tmp_path / "caps").mkdir()
+    frames = [bytes.fromhex("ffffffffffff" "000000000909" "88b5") + i.to_bytes(2, "big") + bytes(48) for i in range(40)]
+    pcap_file(tmp_path / "pcap0_in.pcap", frames)
+    full, stderr = tmp_path / "full.log", tmp_path / "stderr.txt"
+    with open(stderr, "w") as err:
+        proc = subprocess.Popen([str(AGGNET), "switch", "--use-files", "0", "-i", "0@pcap0", "--pcap", "caps",
+                                 "--dump-packet-data", "20", "--log", "full.log", "--log-file", "s1", "--log-flush",
+                                 "--log-file-max-size", "2000", "--log-file-max-files", "2",
+                                 "--thrift-port", str(free_port()), "reflect.p4",
+                                 "--", "--grpc-server-addr", f"127.0.0.1:{free_port()}", "--drop-port", "511",
+                                 "--priority-queues", "1", "--max-mc-groups", "4096", "--max-l1-entries", "4096",
+                                 "--max-l2-entries", "8192"], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=err)
+    last_out = f"packet out on port 0: {frames[-1][:20].hex()}\n"
+    try:
+        wait_until(lambda: records(tmp_path / "pcap0_out.pcap") == frames, proc, stderr.read_text)
+        wait_until(lambda: last_out in (tmp_path / "s1.txt").read_text(), proc, stderr.read_text)  # flushed
+    finally:
+        stop_process(proc)
+    assert proc.returncode == 0, stderr.read_text()
+    every = full.read_text()
+    assert "pipeline set (python engine)" in every
+    for way in ("in", "out"):  # 20 bytes each (a frame is 64), in the order the frames came
+        assert re.findall(rf" INFO packet {way} on port 0: (\w*)$", every, re.M) == [f[:20].hex() for f in frames]
+    assert sorted(p.name for p in tmp_path.glob("s1*")) == ["s1.1.txt", "s1.2.txt", "s1.txt"]
+    kept = [(tmp_path / name).read_text() for name in ("s1.2.txt", "s1.1.txt", "s1.txt")]
+    assert all(0 < len(text.encode()) <= 2000 for text in kept)
+    assert every.endswith("".join(kept)) and len(every) > 3 * 2000  # the newest lines, older ones gone
+    assert list((tmp_path / "caps").iterdir()) == []
+
+
+def test_log_file_with_no_copies_kept_starts_over_as_bmv2s(tmp_path):
+    """--log-file-max-files 0: simple_switch keeps no copy and BASE.txt starts over at the size (Python's
+    handler would keep appending: the file would grow without bound)."""
+    handler = Bmv2LogFile(str(tmp_path / "s1"), 100, 0)
+    for i in range(10):
+        handler.emit(logging.makeLogRecord({"msg": f"line {i} ".ljust(39, ".")}))
+    handler.close()
+    assert [p.name for p in tmp_path.iterdir()] == ["s1.txt"]
+    assert (tmp_path / "s1.txt").read_text() == "".join(f"line {i} ".ljust(39, ".") + "\n" for i in (8, 9))  # 2 fit
+
+
+def test_log_level_drops_the_lines_below_it_and_log_console_prints_the_rest(tmp_path):
+    (tmp_path / "reflect.p4").write_text(REFLECT)
+    thrift, stdout = free_port(), tmp_path / "stdout.txt"
+    with open(stdout, "w") as out:
+        proc = subprocess.Popen([str(AGGNET), "switch", "reflect.p4", "--no-p4", "-L", "warn", "--log-console",
+                                 "--thrift-port", str(thrift), "--grpc-server-addr", f"127.0.0.1:{free_port()}"],
+                                cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(thrift, proc, stdout)
+    finally:
+        stop_process(proc)
+    assert proc.returncode == 0  # it ran to its "stopping" line (info)
+    lines = stdout.read_text().splitlines()
+    assert [line.split(" ", 3)[2:] for line in lines] == [
+        ["WARNING", "ignoring reflect.p4: --no-p4 was given (simple_switch_grpc ignores its program too)"]]
+
+
+TO_CPU = REFLECT.replace("sm.egress_spec = sm.ingress_port;",
+                         "if (sm.ingress_port == 7) { sm.egress_spec = 0; } else { sm.egress_spec = 7; }")
+
+
+def test_cpu_port_carries_packet_ins_and_packet_outs(tmp_path):
+    """--cpu-port 7: a frame the program sends to port 7 is a PacketIn, a PacketOut enters on port 7 (the
+    program sends what comes from 7 to port 0, the rest to 7; port 0 is a pcap file)."""
+    (tmp_path / "to_cpu.p4").write_text(TO_CPU)
+    fifo, log = tmp_path / "pcap0_in.pcap", tmp_path / "switch.log"
+    os.mkfifo(fifo)
+    grpc = free_port()
+    proc = start([str(AGGNET), "switch", "--use-files", "0", "-i", "0@pcap0", "--thrift-port", str(free_port()),
+                  "to_cpu.p4", "--", "--grpc-server-addr", f"127.0.0.1:{grpc}", "--cpu-port", "7"], tmp_path, log)
+    frame_in, frame_out = (bytes.fromhex("ffffffffffff" "000000000909" "88b5") + bytes([i]) * 50 for i in (1, 2))
+    fd = None
+    try:
+        fd = open_fifo_writer(fifo, proc, log)
+        wait_for(grpc, proc, log)
+        with SwitchConnection(f"127.0.0.1:{grpc}", device_id=0) as controller:
+            os.write(fd, struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+                     + struct.pack("<IIII", 1000, 0, len(frame_in), len(frame_in)) + frame_in)
+            assert controller.packet_ins.get(timeout=120).payload == frame_in
+            controller.packet_out(frame_out)
+            wait_until(lambda: records(tmp_path / "pcap0_out.pcap") == [frame_out], proc, log.read_text)
+    finally:
+        if fd is not None:
+            os.close(fd)
+        stop_process(proc)

@@ -2,9 +2,10 @@
 
 The switch serves mutual TLS with a throwaway CA (testbed.tls, what `aggnet run --tls` makes).
 Clients without a certificate the CA signed are refused with one line, while the valid controller
-keeps working; finsy connects with its own TLS credentials; a client of a role configured with
-stratum.P4RoleConfig writes what its role covers and gets PERMISSION_DENIED outside it, while the
-default role's primary writes everything.
+keeps working (without --grpc-server-with-client-auth a client needs no certificate, but TLS); finsy
+connects with its own TLS credentials; a client of a role configured with stratum.P4RoleConfig writes
+what its role covers and gets PERMISSION_DENIED outside it, while the default role's primary writes
+everything.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 from finsy.proto import p4i
 from google.protobuf import text_format
-from procs import free_port, stop_process, wait_for
+from procs import free_port, stop_process, wait_for, wait_until
 
 from controller.p4rt import P4RuntimeError, SwitchConnection
 from p4target.runtime.roles import P4RoleConfig
@@ -86,6 +87,28 @@ def test_a_client_that_does_not_trust_the_switch_is_refused(tls_switch, tmp_path
     with pytest.raises(P4RuntimeError, match="UNAVAILABLE"):
         SwitchConnection(address, DEVICE_ID, tls=TlsFiles(wrong.cacert, pki.client.cert, pki.client.key),
                          arbitration_timeout=30).close()
+
+
+def test_without_client_auth_a_client_needs_no_certificate_but_tls(tmp_path):
+    """--grpc-server-ssl with no --grpc-server-with-client-auth (nor --grpc-server-cacert): TLS, and a client
+    that trusts the switch's CA becomes primary with no certificate of its own; an insecure one is refused."""
+    pki = make_pki(str(tmp_path / "tls"))
+    grpc_port, log = free_port(), tmp_path / "s1.log"
+    proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "switch", "--device-id", str(DEVICE_ID),
+                             "--thrift-port", str(free_port()), "--log", str(log), "--no-p4", "--",
+                             "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--grpc-server-ssl",
+                             "--grpc-server-cert", str(pki.server.cert), "--grpc-server-key", str(pki.server.key)],
+                            cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(grpc_port, proc, log)
+        with SwitchConnection(f"127.0.0.1:{grpc_port}", DEVICE_ID, tls=TlsFiles(pki.client.cacert)) as client:
+            assert client.pipeline_cookie() is None  # primary: served over TLS
+        with pytest.raises(P4RuntimeError, match="UNAVAILABLE"):
+            SwitchConnection(f"127.0.0.1:{grpc_port}", DEVICE_ID, arbitration_timeout=30).close()
+        up = f"grpc 127.0.0.1:{grpc_port} (TLS),"  # the line may come after the port listens: wait for it
+        wait_until(lambda: up in log.read_text(), proc, log.read_text)
+    finally:
+        stop_process(proc)
 
 
 def _entry(table: str, field: str, value: int, action: str, **params):
