@@ -6,6 +6,7 @@ from lark import Token, Tree
 
 from ...errors import P4Error
 from .. import ir
+from ..passes.walk import walk
 from ..typing import BOOL, is_numeric
 from .annotations import Annotations
 from .calls import Calls
@@ -132,9 +133,14 @@ class Statements:
         raise self.n.error(node, f"unsupported: {kind.replace('_', ' ')}")
 
     def compound_assignment(self, node: Tree, scope: Scope) -> ir.Assign:
-        """`a op= b` is `a = a op b`, typed as that binary expression (so `a` is read once more)."""
+        """`a op= b` is `a = a op b`, typed as that binary expression (so `a` is read once more). An `a` that
+        calls a function (`s[f()] |= b`) is evaluated once: the value's operand is `a` itself, the one node
+        side-effect ordering evaluates (passes/side_effects.py)."""
         lhs = self.e.lvalue(node.children[0], scope)
-        return ir.Assign(self.n.loc(node), lhs, self.e.coerce(self.compound_value(node, scope), lhs.type, node.children[2], node))
+        value = self.compound_value(node, scope)
+        if isinstance(value, ir.Binary) and any(isinstance(n, ir.FunctionCall) for n in walk(lhs)):
+            value.left = lhs
+        return ir.Assign(self.n.loc(node), lhs, self.e.coerce(value, lhs.type, node.children[2], node))
 
     def compound_value(self, node: Tree, scope: Scope) -> ir.Expr:
         """The `a op b` of `a op= b`."""

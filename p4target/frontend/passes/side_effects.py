@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..typing import BOOL
-from .walk import flat_map_stmts, walk
+from .walk import clone, flat_map_stmts, map_exprs, walk
 
 _CONSTANT = (ir.Constant, ir.BoolLiteral, ir.StringLiteral, ir.EnumMember, ir.ErrorMember, ir.DontCare)
 _CALLS = (ir.FunctionCall, ir.ExternFunctionCall, ir.ExternMethodCall, ir.ActionCall, ir.ApplyCall)
@@ -69,6 +69,13 @@ class SideEffectOrdering:
         if isinstance(s, ir.Assign) and (has_call(s.lhs) or has_call(s.rhs)):
             s.lhs = self.lvalue(s.lhs, pre)
             s.rhs = self.expr(s.rhs, pre, top=True)
+            lhs = s.lhs
+
+            def unshared(e: ir.Expr) -> ir.Expr:
+                return clone(e) if e is lhs else e
+
+            for code in (*pre, s):  # a compound assignment's value reads its l-value itself: now ordered, a copy
+                map_exprs(code, unshared)
         elif isinstance(s, ir.MethodCallStmt) and has_call(s.call):
             s.call = self.expr(s.call, pre, top=True)
         elif isinstance(s, ir.If) and has_call(s.cond):
