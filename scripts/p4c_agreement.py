@@ -10,7 +10,9 @@ The table puts every program in one row: both accept, both reject, only p4c acce
 first error line), only we accept (with p4c's first error line), our crashes (an internal error
 or a traceback, whatever p4c says). Where both reject, it also says whether the two errors name the
 same line of the program, and lists those that do not (p4c names none when it crashes, or when the
-program has no `main` and it only warns). --json writes the same as JSON.
+program has no `main` and it only warns). With --stf, each program both accept that has a NAME.stf
+beside it runs that packet test on both engines, from its source and from p4c's JSON, and the table
+counts those that pass and lists those that do not. --json writes the same as JSON.
 
     source /opt/p4ref/env.sh   # p4c on PATH
     python scripts/p4c_agreement.py ~/my-p4-programs [more folders] [--json out.json] [--jobs 2]
@@ -29,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from multiprocessing import get_context
@@ -50,10 +53,11 @@ class Verdict:
     p4c_error: str  # p4c's first error line when it rejects
     ours: str  # "ok", "error" or "crash"
     our_error: str  # our one-line error, or the crash's exception
+    stf: str = ""  # with --stf: "pass", or where the STF test failed first; "" when not run
 
     @property
     def p4c_line(self) -> int | None:
-        return error_line(self.p4c_error, r"\.p4\((\d+)\)")
+        return error_line(self.p4c_error, r"\.p4[(:](\d+)")
 
     @property
     def our_line(self) -> int | None:
@@ -85,20 +89,19 @@ def first_error(text: str) -> str:
 
 
 def error_line(error: str, pattern: str) -> int | None:
-    """The program line an error names (p4c writes FILE.p4(LINE), we FILE.p4:LINE:COL), if it is an error."""
+    """The program line an error names (p4c writes FILE.p4(LINE), or FILE.p4:LINE:COL as we do), if it is an error."""
     found = re.search(pattern, error) if "warning" not in error.split("error", 1)[0] else None
     return int(found.group(1)) if found else None
 
 
-def p4c_verdict(path: Path, timeout: float) -> tuple[bool, str]:
-    """p4c's exit code for `path` (compiled for BMv2's v1model into a temporary directory)."""
-    with tempfile.TemporaryDirectory(prefix="p4c-agreement-") as out:
-        try:
-            proc = subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model", "-o", out,
-                                   "--p4runtime-files", os.path.join(out, "p4info.txtpb"), str(path)],
-                                  capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return False, f"p4c timed out after {timeout:.0f} s"
+def p4c_verdict(path: Path, timeout: float, out: str) -> tuple[bool, str]:
+    """p4c's exit code for `path` (compiled for BMv2's v1model into folder `out`: PROGRAM.json)."""
+    try:
+        proc = subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model", "-o", out,
+                               "--p4runtime-files", os.path.join(out, "p4info.txtpb"), str(path)],
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False, f"p4c timed out after {timeout:.0f} s"
     return proc.returncode == 0, "" if proc.returncode == 0 else first_error(proc.stderr + proc.stdout)
 
 
@@ -130,20 +133,44 @@ def _ours(path: str, native: bool) -> tuple[str, str]:
         return "crash", f"{type(exc).__name__}: {exc} ({Path(where.filename).name}:{where.lineno})"
 
 
-def our_verdict(path: Path, native: bool, timeout: float) -> tuple[str, str]:
-    """`_ours` in a process of its own: a hang or a dying interpreter is a crash, not the survey's end."""
+def _stf(path: str, p4c_json: str, stf: str) -> str:
+    """The STF test on both engines, from the source and from p4c's JSON: "pass", or the first failure."""
+    from p4target.errors import P4Error
+    from p4target.stf import run_stf_file
+
+    for program in (path, p4c_json):
+        for engine in ("python", "native"):
+            side = f"{engine} engine, {'our source' if program == path else 'p4c JSON'}"
+            try:
+                result = run_stf_file(program, stf, engine)
+            except P4Error as exc:
+                return f"{side}: {str(exc).splitlines()[0]}"
+            if not result.passed:
+                return f"{side}: {' '.join(result.failures[0].split())}"
+    return "pass"
+
+
+def in_child(fn: Callable[..., tuple[str, str] | str], args: tuple, timeout: float) -> tuple[str, str] | str | None:
+    """fn(*args) in a process of its own: a hang or a dying interpreter is a verdict (None), not the survey's end."""
     with get_context("spawn").Pool(1) as pool:
-        job = pool.apply_async(_ours, (str(path), native))
+        job = pool.apply_async(fn, args)
         try:
             return job.get(timeout)
-        except Exception as exc:  # noqa: BLE001 - timeout or the child died
-            return "crash", f"{type(exc).__name__}: {exc or f'no verdict within {timeout:.0f} s'}"
+        except Exception:  # noqa: BLE001 - timeout or the child died
+            return None
 
 
-def judge(path: Path, native: bool, timeout: float) -> Verdict:
-    p4c_ok, p4c_error = p4c_verdict(path, timeout)
-    ours, our_error = our_verdict(path, native, timeout)
-    return Verdict(str(path), p4c_ok, p4c_error, ours, our_error)
+def judge(path: Path, native: bool, stf: bool, timeout: float) -> Verdict:
+    with tempfile.TemporaryDirectory(prefix="p4c-agreement-") as out:
+        p4c_ok, p4c_error = p4c_verdict(path, timeout, out)
+        ours = in_child(_ours, (str(path), native), timeout)
+        verdict = Verdict(str(path), p4c_ok, p4c_error, *(ours or ("crash", f"no verdict within {timeout:.0f} s, "
+                                                                            "or the process died")))
+        test = path.with_suffix(".stf")
+        if stf and verdict.row == "both accept" and test.is_file():
+            p4c_json = str(Path(out) / path.with_suffix(".json").name)
+            verdict.stf = in_child(_stf, (str(path), p4c_json, str(test)), timeout) or "crash: no result, or the process died"
+    return verdict
 
 
 def programs(folders: list[str], every: bool) -> list[Path]:
@@ -170,6 +197,11 @@ def table(verdicts: list[Verdict]) -> str:
             lines.append(f"\n{row}:")
             lines += [f"  {Path(v.program).name}: {v.p4c_error if row == 'only we accept' else v.our_error}"
                       for v in rows]
+    tested = [v for v in verdicts if v.stf]
+    if tested:
+        lines.append(f"\nSTF tests of programs both accept: {sum(v.stf == 'pass' for v in tested)} of {len(tested)} pass "
+                     "on both engines, from the source and from p4c's JSON")
+        lines += [f"  {Path(v.program).name}: {v.stf}" for v in tested if v.stf != "pass"]
     others = [v for v in verdicts if v.lines == "other line"]
     if others:
         lines.append("\nboth reject, at other lines (p4c's line, ours):")
@@ -188,13 +220,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per program per compiler")
     parser.add_argument("--native", action="store_true", help="also build each accepted program's C engine")
     parser.add_argument("--all", action="store_true", help="judge programs that do not include v1model.p4 too")
+    parser.add_argument("--stf", action="store_true", help="run the NAME.stf of each program both accept, on both "
+                                                           "engines, from the source and from p4c's JSON")
     args = parser.parse_args(argv)
     if shutil.which("p4c") is None:
         print("p4c_agreement: p4c is not on PATH (source /opt/p4ref/env.sh)", file=sys.stderr)
         return 2
     paths = programs(args.folders, args.all)
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        verdicts = list(pool.map(lambda p: judge(p, args.native, args.timeout), paths))
+        verdicts = list(pool.map(lambda p: judge(p, args.native, args.stf, args.timeout), paths))
     print(table(verdicts))
     if args.json:
         counts = {row: sum(v.row == row for v in verdicts) for row in ROWS + LINES}
