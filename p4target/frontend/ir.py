@@ -1259,6 +1259,7 @@ class Program:
     main: V1SwitchInstance | None = None
     source: str = ""  # path of the top-level file
     warnings: list[str] = field(default_factory=list)  # `FILE:LINE:COL: warning: ...` lines, where p4c warns
+    command_line: list[str] = field(default_factory=list)  # p4c options the source gives in `@command_line(...)`
 
     def all_tables(self) -> list[Table]:
         """Every table of every control, in declaration order."""

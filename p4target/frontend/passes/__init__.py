@@ -23,6 +23,7 @@ from .functions import inline_calls, inline_functions
 from .hash_data import HashData
 from .header_unions import invalidate_union_siblings, lower_header_unions
 from .initializers import move_initializers
+from .int_casts import fold_int_casts
 from .new_types import erase_new_types
 from .parser_ifs import remove_parser_ifs
 from .side_effects import SideEffectOrdering
@@ -103,6 +104,11 @@ def header_unions(program: ir.Program) -> None:
         a.body.stmts = invalidate_union_siblings(a.body.stmts)
     for b in v1_blocks(program):
         lower_header_unions(b)
+
+
+def int_casts(program: ir.Program) -> None:
+    """`(int)x` of a run-time x is 0, as p4c's BMv2 back end computes it, and what uses it is folded."""
+    fold_int_casts(v1_blocks(program), list(program.actions.values()))
 
 
 def strength(program: ir.Program) -> None:
@@ -227,6 +233,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("functions", functions),
     Pass("header_unions", header_unions),
     Pass("parser_ifs", parser_ifs),
+    Pass("int_casts", int_casts),
     Pass("strength", strength),
     Pass("hash_data", hash_data),
     Pass("digest_lists", digest_lists),
