@@ -29,6 +29,8 @@ from .parser_ifs import remove_parser_ifs
 from .side_effects import SideEffectOrdering
 from .strength import reduce_strength, reduce_strength_in_action
 from .table_keys import compute_table_keys
+from .unroll import OPTION as UNROLL_OPTION
+from .unroll import unroll_parser, verify_of
 from .walk import map_block_stmts, walk
 
 
@@ -104,6 +106,17 @@ def header_unions(program: ir.Program) -> None:
         a.body.stmts = invalidate_union_siblings(a.body.stmts)
     for b in v1_blocks(program):
         lower_header_unions(b)
+
+
+def unroll(program: ir.Program) -> None:
+    """Parser loops over a stack at a variable index are unrolled into constant indexes, as p4c's --loopsUnroll does.
+
+    Only when the program asks for it as p4c's samples do, `@command_line("--loopsUnroll")`, and only
+    parsers with a stack index that is not a constant change."""
+    if UNROLL_OPTION in program.command_line:
+        for b in v1_blocks(program):
+            if isinstance(b, ir.Parser):
+                unroll_parser(b, verify_of(program))
 
 
 def int_casts(program: ir.Program) -> None:
@@ -233,6 +246,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("functions", functions),
     Pass("header_unions", header_unions),
     Pass("parser_ifs", parser_ifs),
+    Pass("unroll", unroll),
     Pass("int_casts", int_casts),
     Pass("strength", strength),
     Pass("hash_data", hash_data),
