@@ -17,6 +17,7 @@ def fold_int_casts(blocks: list[ir.Parser | ir.Control], actions: list[ir.Action
     folded: set[int] = set()
 
     def fold(e: ir.Expr) -> ir.Expr:
+        out: ir.Expr
         if isinstance(e, ir.Cast) and isinstance(e.type, ir.InfIntType) and not isinstance(e.expr, ir.Constant):
             out = ir.Constant(INFINT, e.loc, 0)
         elif any(id(c) in folded for c in _operands(e)):

@@ -32,7 +32,7 @@ from ...errors import P4Error
 from .. import ir
 from ..typing import BOOL, ERROR, VOID
 from .evaluate import Value, evaluate
-from .walk import clone, walk
+from .walk import clone, fresh_names, walk
 
 OPTION = "--loopsUnroll"
 MAX_STATES = 1024
@@ -126,7 +126,7 @@ def _relevant(states: list[ir.ParserState]) -> set[Location]:
         wanted |= more
 
 
-def _successors(t: ir.Transition) -> list[str]:
+def _successors(t: ir.DirectTransition | ir.SelectTransition) -> list[str]:
     return [t.next] if isinstance(t, ir.DirectTransition) else [c.next for c in t.cases]
 
 
@@ -161,20 +161,12 @@ class _Unroller:
     def __init__(self, parser: ir.Parser, relevant: set[Location], verify: ir.ExternFunction):
         self.parser, self.verify = parser, verify
         self.live = _live(parser.states, relevant)
-        self.taken = set(parser.states) | {"accept", "reject"}
-        self.out_of_bounds = self._fresh(OUT_OF_BOUNDS)
+        self.fresh = fresh_names(set(parser.states) | {"accept", "reject"}, sep="")  # p4c's names: loop1, loop2
+        self.out_of_bounds = self.fresh(OUT_OF_BOUNDS)
         self.copies: dict[tuple, str] = {}
         self.count: dict[str, int] = {}
         self.pending: deque[tuple[str, ir.ParserState, Env]] = deque()
         self.used_out_of_bounds = False
-
-    def _fresh(self, name: str) -> str:
-        n, i = name, 0
-        while n in self.taken:
-            i += 1
-            n = f"{name}{i}"
-        self.taken.add(n)
-        return n
 
     def copy_of(self, name: str, env: Env) -> str:
         """The copy of state `name` entered with `env` (made if new)."""
@@ -190,7 +182,7 @@ class _Unroller:
                               state.loc.file, state.loc.line, state.loc.col)
             n = self.count.get(name, 0)
             self.count[name] = n + 1
-            self.copies[key] = name if n == 0 else self._fresh(f"{name}{n}")
+            self.copies[key] = name if n == 0 else self.fresh(f"{name}{n}")
             self.pending.append((self.copies[key], state, env))
         return self.copies[key]
 
@@ -244,8 +236,8 @@ def _set_indexes(code: object, values: list[Value | None]) -> bool:
     for i, v in zip(_runtime_indexes(code), values):
         if v is None:
             continue
-        size = i.expr.type.size
-        if not 0 <= int(v) < size:
+        assert isinstance(i.expr.type, ir.StackType)
+        if not 0 <= int(v) < i.expr.type.size:
             in_bounds = False
         else:
             i.index = ir.Constant(ir.BitsType(32), i.index.loc, int(v))
