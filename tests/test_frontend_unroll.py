@@ -124,3 +124,9 @@ def test_dump_after_unroll_shows_the_copies():
     for n in range(3):
         assert f"pkt.extract<hop_t>(hdr.hops[32w{n}]);" in proc.stdout
     assert "state parse_hop3 {\n        transition stateOutOfBound;\n    }" in proc.stdout
+
+
+def test_an_index_updated_before_the_extract():
+    """The state reads i in `i = i + 1` before the extract: each pass through it is a copy of its own."""
+    states = load(init="i = -1;", loop="i = i + 1; pk.extract(hdr.s[i]);", key="hdr.s[i].v").parsers["P"].states
+    assert [extracts(states[n]) for n in ("loop", "loop1", "loop2", "loop3")] == [["hdr.s[0]"], ["hdr.s[1]"], ["hdr.s[2]"], []]

@@ -138,8 +138,8 @@ def _live(states: dict[str, ir.ParserState], relevant: set[Location]) -> dict[st
         use[name], defs[name] = set(), set()
         for x in _stmts(s.body):
             assigned = _assigned(x)
-            target = {assigned[0]} if assigned is not None and isinstance(x, ir.Assign) else set()
-            use[name] |= ((_reads(x) - target) & relevant) - defs[name]
+            read = _reads(x.rhs) | (_reads(x.lhs) - {location(x.lhs)}) if isinstance(x, ir.Assign) else _reads(x)
+            use[name] |= (read & relevant) - defs[name]
             if assigned is not None:
                 defs[name].add(assigned[0])
         use[name] |= (_reads(s.transition) & relevant) - defs[name]
