@@ -190,8 +190,8 @@ def test_a_run_time_value_cast_to_int_is_0_as_on_bmv2_with_a_warning(capsys):
 
 
 def test_an_extract_at_a_run_time_index_is_refused_at_its_line(tmp_path, capsys):
-    """p4c unrolls this parser loop into constant indexes (BMv2's parser has no extract at a run-time index); we do
-    not unroll yet, so we refuse where the engines would (before: `compile` said ok, the switch then failed)."""
+    """Without --loopsUnroll p4c writes this extract at a run-time index, which BMv2's parser lacks (simple_switch
+    aborts loading the JSON); we refuse it at its line (with the option it is unrolled: test_frontend_unroll.py)."""
     program = tmp_path / "stack_loop.p4"
     program.write_text("""#include <core.p4>
 #include <v1model.p4>
@@ -216,6 +216,7 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
     out = tmp_path / "out.json"
     assert aggnet(["p4", "compile", str(program), "--bmv2-json", str(out)]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        f"{program}:9:21: error: extract into a header stack at a run-time index (p4c unrolls such a parser loop "
-        "into constant indexes; this target does not yet: extract into the stack's .next)"]
+        f"{program}:9:21: error: extract into a header stack at a run-time index, which BMv2 lacks (p4c unrolls such "
+        "a loop into constant indexes under --loopsUnroll: give @command_line(\"--loopsUnroll\") in the source, or "
+        "extract into the stack's .next)"]
     assert not out.exists()

@@ -50,6 +50,8 @@ class Annotations:
                 args = [self.field_list_index(c) for c in given]
             else:
                 args = [self.annotation_arg(c) for c in given]
+            if name == "command_line":  # options for p4c, as its ApplyOptionsPragmas reads them (passes/unroll.py)
+                self.n.program.command_line += [str(x) for x in args]
             anns.append(ir.Annotation(name, args, self.n.loc(a), text))
         return anns
 

@@ -20,6 +20,7 @@ from ..typing import (
     as_underlying,
     fold_binary,
     is_numeric,
+    is_runtime_int,
     is_serializable_as,
     same_type,
     wrap,
@@ -92,7 +93,7 @@ class Expressions:
             if isinstance(idx, ir.Constant):
                 if not 0 <= idx.value < base.type.size:
                     raise self.n.error(node.children[1], f"index {idx.value} out of bounds of {base.type}")
-            elif not is_numeric(idx.type):
+            elif not (is_numeric(idx.type) or is_runtime_int(idx)):
                 raise self.n.error(node.children[1], f"stack index must be bit<W> or int<W>, not {idx.type}")
             return ir.ArrayIndex(base.type.element, loc, base, idx)
         if kind == "slice":
@@ -244,6 +245,8 @@ class Expressions:
 
     def coerce(self, e: ir.Expr, t: ir.Type, node: Node, stmt: Node | None = None) -> ir.Expr:
         """Give an untyped literal the type `t`; check that `e` has type `t` otherwise."""
+        if is_runtime_int(e) and is_numeric(t):
+            return ir.Cast(t, e.loc, e)
         if isinstance(e.type, ir.InfIntType) and isinstance(e, ir.Constant):
             if is_numeric(t):
                 return ir.Constant(t, e.loc, wrap(e.value, t), e.base)
@@ -352,6 +355,8 @@ class Expressions:
     def coerce_operand(self, e: ir.Expr, t: ir.Type, node: Node, what: str) -> ir.Expr:
         if is_numeric(t) and isinstance(e, ir.Constant):
             return ir.Constant(t, e.loc, wrap(e.value, t), e.base)
+        if is_numeric(t) and is_runtime_int(e):
+            return ir.Cast(t, e.loc, e)
         raise self.n.error(node, f"{what}: Cannot unify int to {t}")
 
     def unary(self, node: Tree, scope: Scope) -> ir.Expr:
@@ -391,14 +396,15 @@ class Expressions:
             return a if cond.value else b
         return ir.Mux(a.type, self.n.loc(node), cond, a, b)
 
-    def runtime_to_int(self, node: Tree, loc: ir.Loc) -> ir.Expr:
+    def runtime_to_int(self, node: Tree, loc: ir.Loc, e: ir.Expr) -> ir.Expr:
         """`(int)x` of a run-time x: the spec has no run-time `int`, yet p4c 1.2.5.16 accepts it and its BMv2
-        back end writes `x & 0` (a mask of int's zero bits), so BMv2 computes 0. A drop-in computes the same 0,
-        and says so, since the program's author meant something else."""
+        back end writes `x & 0` (a mask of int's zero bits), so BMv2 computes 0. A drop-in computes the same 0
+        (passes/int_casts.py), and says so, since the program's author meant something else. The cast stays in
+        the IR until then: p4c's parser unroller takes `(int)x` as x's value (passes/unroll.py)."""
         self.n.program.warnings.append(
             f"{loc}: warning: {self.n.text(node)}: a run-time value cast to int; p4c's BMv2 back end computes "
             "0 for it (p4c writes `x & 0`), and so does this target")
-        return ir.Constant(INFINT, loc, 0)
+        return ir.Cast(INFINT, loc, e)
 
     def cast(self, node: Tree, scope: Scope) -> ir.Expr:
         t = self.up.resolve_type(node.children[0], scope)
@@ -422,7 +428,7 @@ class Expressions:
             ok = same_type(src, t.underlying) or same_type(src, t) or (
                 isinstance(src, ir.InfIntType) and is_numeric(t.underlying))
         elif isinstance(t, ir.InfIntType) and is_numeric(src):  # a constant's value (int<W>'s signed), else 0
-            return ir.Constant(INFINT, loc, e.value) if isinstance(e, ir.Constant) else self.runtime_to_int(node, loc)
+            return ir.Constant(INFINT, loc, e.value) if isinstance(e, ir.Constant) else self.runtime_to_int(node, loc, e)
         else:
             ok = same_type(src, t)
         if not ok:

@@ -23,11 +23,14 @@ from .functions import inline_calls, inline_functions
 from .hash_data import HashData
 from .header_unions import invalidate_union_siblings, lower_header_unions
 from .initializers import move_initializers
+from .int_casts import fold_int_casts
 from .new_types import erase_new_types
 from .parser_ifs import remove_parser_ifs
 from .side_effects import SideEffectOrdering
 from .strength import reduce_strength, reduce_strength_in_action
 from .table_keys import compute_table_keys
+from .unroll import OPTION as UNROLL_OPTION
+from .unroll import unroll_parser, verify_of
 from .walk import map_block_stmts, walk
 
 
@@ -103,6 +106,22 @@ def header_unions(program: ir.Program) -> None:
         a.body.stmts = invalidate_union_siblings(a.body.stmts)
     for b in v1_blocks(program):
         lower_header_unions(b)
+
+
+def unroll(program: ir.Program) -> None:
+    """Parser loops over a stack at a variable index are unrolled into constant indexes, as p4c's --loopsUnroll does.
+
+    Only when the program asks for it as p4c's samples do, `@command_line("--loopsUnroll")`, and only
+    parsers with a stack index that is not a constant change."""
+    if UNROLL_OPTION in program.command_line:
+        for b in v1_blocks(program):
+            if isinstance(b, ir.Parser):
+                unroll_parser(b, verify_of(program))
+
+
+def int_casts(program: ir.Program) -> None:
+    """`(int)x` of a run-time x is 0, as p4c's BMv2 back end computes it, and what uses it is folded."""
+    fold_int_casts(v1_blocks(program), list(program.actions.values()))
 
 
 def strength(program: ir.Program) -> None:
@@ -227,6 +246,8 @@ PASSES: tuple[Pass, ...] = (
     Pass("functions", functions),
     Pass("header_unions", header_unions),
     Pass("parser_ifs", parser_ifs),
+    Pass("unroll", unroll),
+    Pass("int_casts", int_casts),
     Pass("strength", strength),
     Pass("hash_data", hash_data),
     Pass("digest_lists", digest_lists),

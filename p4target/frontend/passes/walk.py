@@ -37,13 +37,13 @@ def _fields(node: object) -> Iterator[tuple[str, object]]:
         yield name, getattr(node, name)
 
 
-def fresh_names(taken: set[str]) -> Callable[[str], str]:
-    """`fresh(name)`: `name`, or `name_1`, `name_2`... the first not in `taken` (which it joins)."""
+def fresh_names(taken: set[str], sep: str = "_") -> Callable[[str], str]:
+    """`fresh(name)`: `name`, or `name_1`, `name_2`... (`sep` between) the first not in `taken` (which it joins)."""
     def fresh(name: str) -> str:
         n, i = name, 0
         while n in taken:
             i += 1
-            n = f"{name}_{i}"
+            n = f"{name}{sep}{i}"
         taken.add(n)
         return n
     return fresh

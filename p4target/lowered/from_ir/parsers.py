@@ -157,9 +157,10 @@ class Parsers:
         s = self.v.store_of(e)
         if isinstance(s, HeaderStore) and not isinstance(s.ref, m.Expr):
             return s.ref
-        if isinstance(s, HeaderStore):  # p4c's parserUnroll turns the loop's states into constant indexes first
-            raise fail("extract into a header stack at a run-time index (p4c unrolls such a parser loop into "
-                       "constant indexes; this target does not yet: extract into the stack's .next)", e.loc)
+        if isinstance(s, HeaderStore):  # simple_switch cannot load p4c's JSON for one (passes/unroll.py)
+            raise fail("extract into a header stack at a run-time index, which BMv2 lacks (p4c unrolls such a loop "
+                       "into constant indexes under --loopsUnroll: give @command_line(\"--loopsUnroll\") in the "
+                       "source, or extract into the stack's .next)", e.loc)
         raise fail("extract into something that is not a header", e.loc)
 
     def transition(self, tr: ir.Transition, ops: list[m.ParserOp]) -> tuple[list[m.Value], list[m.Transition]]:
