@@ -17,7 +17,7 @@ from .. import ir
 from ..checker.statements import NO_UNROLL
 from .action_args import bind_table_action_args
 from .blocks import inline_blocks
-from .bmv2_limits import check_bmv2_limits
+from .bmv2_limits import check_bmv2_limits, used_actions
 from .digest_lists import name_digest_lists
 from .functions import inline_calls, inline_functions
 from .hash_data import HashData
@@ -176,11 +176,40 @@ def _drop_unused_direct_resources(program: ir.Program, control: ir.Control) -> N
             program.warnings.append(f"{d.loc}: warning: {control.name}.{d.name}: {kind} not attached to any table; ignoring")
 
 
-def check_unique_names(program: ir.Program) -> None:
-    """Control-plane names of one kind of object are unique, as P4Info needs.
+def check_action_names(program: ir.Program) -> None:
+    """No two actions the program uses have the same control-plane name (p4c's DuplicateActionControlPlaneNameCheck).
 
-    p4c refuses a program whose @name annotations give two tables, or two registers, or two
-    actions of its tables (declared apart: a pass's copy of one action is the same one), the same name."""
+    As p4c, after inlining: top-level actions and then each control's, the blocks in the order they are declared,
+    a control's own actions before those inlined into it; the later of two is blamed, each named as written."""
+    controls = [b for b in v1_blocks(program) if isinstance(b, ir.Control)]
+    used = {id(a) for a in used_actions([t for c in controls for t in c.tables.values()], [c.body for c in controls])}
+    groups: list[tuple[ir.Loc, list[ir.Action]]] = [(a.loc, [a]) for a in program.actions.values()]
+    for c in controls:
+        own = [a for a in c.actions.values() if a.control == c.name]
+        groups.append((c.loc, own + [a for a in c.actions.values() if a.control != c.name]))
+    seen: dict[str, ir.Action] = {}
+    for _, actions in sorted(groups, key=lambda g: (g[0].file == program.source, g[0].line)):
+        for action in (a for a in actions if id(a) in used):
+            other = seen.setdefault(action.control_plane_name, action)
+            if other is not action:
+                raise P4Error(f"{_written_name(action)}: conflicting control plane name: {_written_name(other)}",
+                              action.loc.file, action.loc.line, action.loc.col)
+
+
+def _written_name(action: ir.Action) -> str:
+    return action.annotations.get_str("name") or action.name
+
+
+def check_p4runtime(program: ir.Program) -> None:
+    """What p4c's P4Info serializer refuses, refused before BMv2's back-end limits, as p4c checks it first.
+
+    Control-plane names of one kind of object are unique (@name annotations may give two tables, or two registers,
+    the same name); the parameters of the actions tables list are bit<>, int<>, bool, type or enum values."""
+    for action in (ref.action for t in program.all_tables() for ref in t.actions):
+        for p in action.data_params:
+            if not isinstance(p.type, (ir.BitsType, ir.IntType, ir.BoolType, ir.NewType, ir.EnumType)):
+                raise P4Error(f"Action parameter {p.name} has a type which is not bit<>, int<>, bool, type or "
+                              "serializable enum", p.loc.file, p.loc.line, p.loc.col)
     seen: dict[tuple[str, str], object] = {}
     objects = [("table", t) for t in program.all_tables()] + [(i.extern, i) for i in program.all_instances()]
     for kind, obj in objects:
@@ -188,11 +217,6 @@ def check_unique_names(program: ir.Program) -> None:
         if seen.setdefault(key, obj) is not obj:
             raise P4Error(f"Name '{obj.control_plane_name}' is used for multiple {kind} objects in the P4Info message",
                           obj.loc.file, obj.loc.line, obj.loc.col)
-    declared: dict[str, ir.Loc] = {}
-    for action in (ref.action for t in program.all_tables() for ref in t.actions):
-        name, loc = action.control_plane_name, action.loc
-        if declared.setdefault(name, loc) != loc:
-            raise P4Error(f"{name}: conflicting control plane name: {name}", loc.file, loc.line, loc.col)
 
 
 def check_lowered(program: ir.Program) -> None:
@@ -223,6 +247,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("initializers", initializers),
     Pass("side_effects", side_effects),
     Pass("blocks", blocks),
+    Pass("action_names", check_action_names),
     Pass("table_keys", table_keys),
     Pass("functions", functions),
     Pass("header_unions", header_unions),
@@ -233,7 +258,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("action_args", action_args),
     Pass("prune", prune),
     Pass("check_lowered", check_lowered),
-    Pass("unique_names", check_unique_names),
+    Pass("p4runtime", check_p4runtime),
     Pass("new_types", erase_new_types),
     Pass("bmv2_limits", check_bmv2_limits),
 )

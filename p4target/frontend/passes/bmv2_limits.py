@@ -71,7 +71,7 @@ def check_bmv2_limits(program: ir.Program) -> None:
         else:
             code.append(list(b.states.values()))
             _parser_ends(b)
-    actions = _used_actions(program, code)
+    actions = used_actions(program.all_tables(), code)
     for n in walk([a.body for a in actions]):
         if isinstance(n, ir.Switch):
             raise _fail("SwitchStatement: switch statements not supported in actions on this target", n.loc)
@@ -100,10 +100,10 @@ def _parser_ends(parser: ir.Parser) -> None:
     raise _fail(f"parser {parser.name}: Parser never reaches accept or reject state", parser.loc)
 
 
-def _used_actions(program: ir.Program, code: list) -> list[ir.Action]:
-    """The actions a table lists or `code` calls, and those they call: p4c's back end never sees
+def used_actions(tables: list[ir.Table], code: list) -> list[ir.Action]:
+    """The actions `tables` list or `code` calls, and those they call: p4c's back end never sees
     the others (an unused action may, say, call the old mark_to_drop())."""
-    pending = [ref.action for t in program.all_tables() for ref in t.actions]
+    pending = [ref.action for t in tables for ref in t.actions]
     pending += [n.action for n in walk(code) if isinstance(n, ir.ActionCall)]
     found: dict[int, ir.Action] = {}
     while pending:
@@ -180,8 +180,16 @@ def _check_node(n: object) -> None:
             ext = for_call(n)
             if ext is not None:
                 ext.check_call(n)
-            elif isinstance(n, ir.ExternFunctionCall) and os.path.dirname(n.decl.loc.file) != INCLUDE_DIR:
-                raise _fail(f"{n.name}: unknown extern function", n.loc)  # the program's own: BMv2 has none such
+            elif os.path.dirname(n.decl.loc.file) != INCLUDE_DIR:  # the program's own: BMv2 has none such
+                raise _unknown_extern(n)
+
+
+def _unknown_extern(call: ir.ExternCall) -> P4Error:
+    """p4c's BMv2 back end blames the declaration of an extern it does not know, not the call."""
+    if isinstance(call, ir.ExternFunctionCall):
+        return _fail(f"{call.name}: unknown extern function", call.decl.loc)
+    return _fail(f"Unknown extern method {call.method} from type {getattr(call.target.type, 'name', '?')}",
+                 call.decl.loc)
 
 
 def _slice_write(lhs: ir.Slice, rhs: ir.Expr | None) -> None:
