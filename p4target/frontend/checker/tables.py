@@ -39,6 +39,8 @@ class Tables:
             if pname in seen:
                 raise self.n.error(p, f"table {name}: duplicate property {pname}")
             seen.add(pname)
+            if p.data == "entries_prop" and "key" not in seen and any(q.data == "key_prop" for q in props):
+                raise self.n.error(p, f"table {name}: Entries list must be after table key")
             if p.data == "key_prop":
                 for k in p.children:
                     self.key_element(k, scope, table)
@@ -244,16 +246,6 @@ class Tables:
         children = [c for c in node.children if not (isinstance(c, Token) and c.type == "CONST")]
         prio_node, ks_node, name_node, args_node, ann = children
         keys = self.keysets(ks_node, [k.expr for k in table.keys], scope, f"table {table.name} entry")
-        for ks, key in zip(keys, table.keys):
-            if key.match_kind == "exact" and not isinstance(ks, ir.KsValue):
-                raise self.n.error(ks_node, f"table {table.name}: exact key {key.name} needs a plain value")
-            if isinstance(ks, ir.KsRange) and key.match_kind != "range":
-                raise self.n.error(ks_node, f"table {table.name}: a range keyset needs a range key")
-            if key.match_kind == "optional" and isinstance(ks, ir.KsMask):
-                raise self.n.error(ks_node, f"{self.n.text(ks_node)}: invalid key expression (an optional key takes a value or _)")
-            if key.match_kind == "lpm" and isinstance(ks, ir.KsMask) and isinstance(ks.mask, ir.Constant) \
-                    and is_numeric(key.expr.type) and not _is_prefix_mask(ks.mask.value, key.expr.type.width):
-                raise self.n.error(ks_node, f"{self.n.text(ks_node)}: invalid mask for LPM key")
         priority = None
         if prio_node is not None:
             if table.entries_const:
@@ -349,10 +341,3 @@ def _nameable(node: Tree) -> bool:
     if kind == "binop":
         return str(node.children[1]) == "&" and _nameable(node.children[0]) and _nameable(node.children[2])
     return False
-
-
-def _is_prefix_mask(mask: int, width: int) -> bool:
-    """Ones from the top bit down, then zeros (what an lpm key's mask must be)."""
-    free = ~mask & ((1 << width) - 1)
-    return free & (free + 1) == 0
-

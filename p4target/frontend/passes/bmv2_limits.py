@@ -28,6 +28,7 @@ from ...errors import P4Error
 from ...extern_registry import for_call, for_type
 from .. import ir
 from ..preprocess import INCLUDE_DIR
+from ..typing import is_numeric
 from .walk import walk
 
 MAX_WIDTH = 2048
@@ -140,7 +141,11 @@ def _width(t: ir.Type, loc: ir.Loc) -> None:
 
 
 def _table_limits(table: ir.Table, attached: dict[int, ir.Table]) -> None:
-    """One lpm key; a direct counter/meter on one table only; a direct meter some action reads."""
+    """One lpm key; entries' keysets BMv2 can match; a direct counter/meter on one table only; a direct meter some
+    action reads."""
+    for entry in table.entries:
+        for ks, key in zip(entry.keys, table.keys):
+            _entry_key(table, ks, key)
     lpm = [k for k in table.keys if k.match_kind == "lpm"]
     if len(lpm) > 1:
         raise _fail(f"multiple LPM keys in table {table.control_plane_name} not supported", table.loc)
@@ -157,6 +162,31 @@ def _table_limits(table: ir.Table, attached: dict[int, ir.Table]) -> None:
             and n.target.decl is meter for n in walk([ref.action.body for ref in table.actions])):
         raise _fail(f"{table.control_plane_name}: table with direct meter {meter.name} must have at least one "
                     f"action with a read method call", table.loc)
+
+
+def _entry_key(table: ir.Table, ks: ir.KeySet, key: ir.KeyElement) -> None:
+    """A keyset of a table entry that BMv2's JSON can hold for its key's match kind (p4c's back end checks it, once
+    the program type-checks)."""
+    if key.match_kind == "exact" and not isinstance(ks, ir.KsValue):
+        raise _fail(f"table {table.name}: exact key {key.name} needs a plain value", ks.loc)
+    if isinstance(ks, ir.KsRange) and key.match_kind != "range":
+        raise _fail(f"table {table.name}: a range keyset needs a range key", ks.loc)
+    if key.match_kind == "optional" and isinstance(ks, ir.KsMask):
+        raise _fail(f"{_masked(ks)}: invalid key expression (an optional key takes a value or _)", ks.loc)
+    if key.match_kind == "lpm" and isinstance(ks, ir.KsMask) and isinstance(ks.mask, ir.Constant) \
+            and is_numeric(key.expr.type) and not _is_prefix_mask(ks.mask.value, key.expr.type.width):
+        raise _fail(f"{_masked(ks)}: invalid mask for LPM key", ks.loc)
+
+
+def _masked(ks: ir.KsMask) -> str:
+    """`value &&& mask` with constants in hex, as masks are written."""
+    return " &&& ".join(f"{e.value:#x}" if isinstance(e, ir.Constant) else describe(e) for e in (ks.value, ks.mask))
+
+
+def _is_prefix_mask(mask: int, width: int) -> bool:
+    """Ones from the top bit down, then zeros (what an lpm key's mask must be)."""
+    free = ~mask & ((1 << width) - 1)
+    return free & (free + 1) == 0
 
 
 def _check_node(n: object) -> None:
