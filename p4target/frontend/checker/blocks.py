@@ -206,7 +206,7 @@ class Blocks:
             out_cases = []
             for c in cases:
                 ks_node, next_node = c.children
-                keysets = self.value_set_case(ks_node, keys, inner) or self.tb.keysets(ks_node, keys, inner, "select")
+                keysets = self.value_set_case(ks_node, keys, inner) or self.tb.keysets(ks_node, keys, inner, "select", trans)
                 out_cases.append(ir.SelectCase(keysets, self.n.name_of(next_node), self.n.loc(next_node)))
             transition = ir.SelectTransition(keys, out_cases, self.n.loc(trans))
         return ir.ParserState(self.n.name_of(name_node), body, transition, self.an.annotations(ann), self.n.loc(name_node))

@@ -48,7 +48,7 @@ class Expressions:
             return ir.Constant(INFINT, loc, value, base)
         w = int(width)
         t = ir.BitsType(w) if sign == "w" else ir.IntType(w)
-        if w == 0 or (sign == "s" and w < 1):
+        if sign == "s" and w < 1:  # bit<0> holds 0 (p4c takes 0w0)
             raise self.n.error(tok, f"{tok}: invalid width")
         if (sign == "w" and value >= (1 << w)) or (sign == "s" and value >= (1 << w)):
             raise self.n.error(tok, f"{tok}: value does not fit in {t}")

@@ -7,6 +7,7 @@ from typing import cast
 
 from lark import Token, Tree
 
+from ...errors import P4Error
 from .. import ir
 from ..passes.walk import same_expr
 from ..typing import is_key, is_numeric
@@ -263,8 +264,10 @@ class Tables:
             raise self.n.error(name_node, f"{binding.action.name} is @defaultonly and cannot be used in entries")
         return ir.TableEntry(keys, binding, priority, self.an.annotations(ann), self.n.loc(node))
 
-    def keysets(self, node: Tree, keys: list[ir.Expr], scope: Scope, what: str) -> list[ir.KeySet]:
-        """One KeySet per key from a (tuple) keyset expression."""
+    def keysets(self, node: Tree, keys: list[ir.Expr], scope: Scope, what: str,
+                select: Tree | None = None) -> list[ir.KeySet]:
+        """One KeySet per key from a (tuple) keyset expression; in a `select`, a value of another type than its key's
+        is blamed on the select expression, as p4c blames it."""
         items = node.children if node.data == "tuple_keyset" else [node]
         if node.data == "ks_value" and getattr(node.children[0], "data", "") == "list_expr":  # `{a, b}`: a value per key
             items = [Tree("ks_value", [c], c.meta) for c in node.children[0].children if c is not None]
@@ -274,13 +277,13 @@ class Tables:
             return [ir.KsDefault(self.n.loc(node))]
         if len(items) != len(keys):
             raise self.n.error(node, f"{what}: keyset has {len(items)} elements but there are {len(keys)} keys")
-        return [self.keyset(item, key.type, scope) for item, key in zip(items, keys)]
+        return [self.keyset(item, key.type, scope, select) for item, key in zip(items, keys)]
 
-    def keyset(self, node: Tree, t: ir.Type, scope: Scope) -> ir.KeySet:
+    def keyset(self, node: Tree, t: ir.Type, scope: Scope, select: Tree | None = None) -> ir.KeySet:
         loc = self.n.loc(node)
         if node.data == "ks_default":
             return ir.KsDefault(loc)
-        vals = [self.keyset_value(n, t, scope) for n in node.children]
+        vals = [self.keyset_value(n, t, scope, select) for n in node.children]
         for v, n in zip(vals, node.children):
             if not is_constant(v):
                 raise self.n.error(n, f"{self.n.text(n)}: keyset values must be compile-time constants")
@@ -290,9 +293,18 @@ class Tables:
             return ir.KsRange(vals[0], vals[1], loc)
         return ir.KsValue(vals[0], loc)
 
-    def keyset_value(self, node: Tree, t: ir.Type, scope: Scope) -> ir.Expr:
+    def keyset_value(self, node: Tree, t: ir.Type, scope: Scope, select: Tree | None = None) -> ir.Expr:
         """A keyset value or mask of key type `t` (an untyped number also for a serializable enum)."""
         e = self.e.expr(node, scope)
+        try:
+            return self.typed_keyset_value(e, t, node)
+        except P4Error:
+            if select is None:
+                raise
+            raise self.n.error(select, f"select: case label {self.n.text(node)} has type {e.type} which does not "
+                                       f"match the expected type {t}") from None
+
+    def typed_keyset_value(self, e: ir.Expr, t: ir.Type, node: Tree) -> ir.Expr:
         untyped = isinstance(e, ir.Constant) and isinstance(e.type, ir.InfIntType)
         if untyped and isinstance(t, ir.EnumType) and t.underlying is not None:  # a serializable enum
             return self.e.coerce(e, t.underlying, node)
