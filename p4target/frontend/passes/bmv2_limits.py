@@ -40,45 +40,53 @@ def _fail(message: str, loc: ir.Loc) -> P4Error:
 
 
 def check_bmv2_limits(program: ir.Program) -> None:
-    """What p4c's BMv2 back end rejects is rejected here too (P4Error at the first one)."""
+    """What p4c's mid end and BMv2 back end reject is rejected here too (P4Error at the first one, checked in
+    p4c's order where it matters: the mid end's rules first; the code before the extern instances)."""
+    blocks = list(program.parsers.values()) + list(program.controls.values())
+    m = program.main
+    assert m is not None, "the checker guarantees a V1Switch main"
+    checksums = {id(m.verify_checksum): True, id(m.compute_checksum): False}  # id -> verify?
+    code: list = [b.body if isinstance(b, ir.Control) else list(b.states.values()) for b in blocks
+                  if id(b) not in checksums]
+    code += [t.keys for t in program.all_tables()]
+    actions = used_actions(program.all_tables(), code)
+    code += [a.body for a in actions]
+    for n in walk(code):
+        if isinstance(n, (ir.ExternFunctionCall, ir.ExternMethodCall)):
+            _no_struct_written(n)
     for t in program.types.values():
         if isinstance(t, ir.StructLikeType):
             for f in t.fields:
                 _width(f.type, f.loc)
-    blocks = list(program.parsers.values()) + list(program.controls.values())
-    attached: dict[int, ir.Table] = {}  # id of a direct counter/meter -> the table it is attached to
     for t in _used_headers(blocks):
         if t.width() % 8:
             raise _fail(f"header {t.name}: Found header with fields totaling {t.width()} bits.  BMv2 target only "
                         f"supports headers with fields totaling a multiple of 8 bits.", t.loc)
-    code: list = []
     for a in program.all_actions():
         for p in a.params:
             _width(p.type, p.loc)
+    attached: dict[int, ir.Table] = {}  # id of a direct counter/meter -> the table it is attached to
     for b in blocks:
         for d in b.locals:
             if isinstance(d, ir.VarDecl):
                 _width(d.type, d.loc)
-            elif isinstance(d, ir.ExternInstance):
-                ext = for_type(d.extern)
-                if ext is not None:
-                    ext.check_instance(d)
         if isinstance(b, ir.Control):
-            code.append(b.body)
             for table in b.tables.values():
-                code.append(table.keys)
                 _table_limits(table, attached)
             _table_paths(b.body.stmts, frozenset())
         else:
-            code.append(list(b.states.values()))
             _parser_ends(b)
-    actions = used_actions(program.all_tables(), code)
     for n in walk([a.body for a in actions]):
         if isinstance(n, ir.Switch):
             raise _fail("SwitchStatement: switch statements not supported in actions on this target", n.loc)
-    code += [a.body for a in actions]
     for n in walk(code):
         _check_node(n)
+    for c, verify in ((m.verify_checksum, True), (m.compute_checksum, False)):
+        _checksum_control(c.body.stmts, verify)
+    for d in (d for b in blocks for d in b.locals if isinstance(d, ir.ExternInstance)):
+        ext = for_type(d.extern)
+        if ext is not None:
+            ext.check_instance(d)
 
 
 def _parser_ends(parser: ir.Parser) -> None:
@@ -162,6 +170,44 @@ def _table_limits(table: ir.Table, attached: dict[int, ir.Table]) -> None:
             and n.target.decl is meter for n in walk([ref.action.body for ref in table.actions])):
         raise _fail(f"{table.control_plane_name}: table with direct meter {meter.name} must have at least one "
                     f"action with a read method call", table.loc)
+
+
+def _checksum_control(stmts: list[ir.Stmt], verify: bool) -> None:
+    """A checksum control holds only verify_checksum calls (update_checksum in the other one), and blocks of them:
+    p4c's back end turns nothing else there into BMv2's JSON."""
+    allowed = ("verify_checksum", "verify_checksum_with_payload") if verify else \
+        ("update_checksum", "update_checksum_with_payload")
+    for s in stmts:
+        if isinstance(s, ir.Block):
+            _checksum_control(s.stmts, verify)
+        elif isinstance(s, ir.MethodCallStmt) and isinstance(s.call, ir.ExternFunctionCall) and s.call.name in allowed:
+            for n in walk(s):
+                _check_node(n)
+        else:
+            raise _fail(f"{_statement_text(s)}: Only calls to {allowed[0]} or {allowed[1]} allowed", s.loc)
+
+
+def _statement_text(s: ir.Stmt) -> str:
+    """A statement in a message: its target and what it calls or assigns, shortened."""
+    if isinstance(s, ir.Assign):
+        return f"{describe(s.lhs)} = {describe(s.rhs)}"
+    if isinstance(s, ir.MethodCallStmt) and isinstance(s.call, ir.ExternMethodCall):
+        return f"{describe(s.call.target)}.{s.call.method}(...)"
+    if isinstance(s, ir.MethodCallStmt) and isinstance(s.call, ir.ExternFunctionCall):
+        return f"{s.call.name}(...)"
+    return type(s).__name__
+
+
+def _no_struct_written(call: ir.ExternCall) -> None:
+    """An extern does not write a struct inside a block's parameter (a register read into `meta.s`): p4c's mid end
+    flattens such structs into their fields and cannot pass them as one out argument."""
+    for p, a in zip(call.decl.params, call.args):
+        root = a
+        while isinstance(root, ir.Member):
+            root = root.expr
+        if (p.direction in ("out", "inout") and isinstance(a, ir.Member) and isinstance(a.type, ir.StructType)
+                and isinstance(root, ir.VarRef) and isinstance(root.decl, ir.Param)):
+            raise _fail(f"{describe(a)}: writing to a structure is not supported on this target", a.loc)
 
 
 def _entry_key(table: ir.Table, ks: ir.KeySet, key: ir.KeyElement) -> None:
@@ -300,4 +346,6 @@ def describe(e: ir.Expr) -> str:
         return f"{e.op}{describe(e.expr)}"
     if isinstance(e, ir.Cast):
         return f"({e.type}){describe(e.expr)}"
+    if isinstance(e, (ir.ListExpr, ir.StructExpr)):
+        return "{...}"
     return "expression"
