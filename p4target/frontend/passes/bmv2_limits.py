@@ -213,7 +213,7 @@ def _no_struct_written(call: ir.ExternCall) -> None:
 def _entry_key(table: ir.Table, ks: ir.KeySet, key: ir.KeyElement) -> None:
     """A keyset of a table entry that BMv2's JSON can hold for its key's match kind (p4c's back end checks it, once
     the program type-checks)."""
-    if key.match_kind == "exact" and not isinstance(ks, ir.KsValue):
+    if key.match_kind == "exact" and isinstance(ks, (ir.KsDefault, ir.KsMask, ir.KsRange)):
         raise _fail(f"table {table.name}: exact key {key.name} needs a plain value", ks.loc)
     if isinstance(ks, ir.KsRange) and key.match_kind != "range":
         raise _fail(f"table {table.name}: a range keyset needs a range key", ks.loc)
