@@ -16,7 +16,7 @@ DATA = os.path.join(ROOT, "tests", "data", "stf")
 PASSING = ["lpm_forward", "ternary_priority", "registers_counters", "multicast_clone", "recirculate",
            "parser_reject", "arithmetic", "wide_values", "compound_assign", "for_loops", "serializable_types",
            "statement_forms", "generic_structs", "sample_forms", "parser_control_flow",
-           "header_nested_structs", "union_stack_index", "int_cast", "action_loops"]
+           "header_nested_structs", "union_stack_index", "int_cast", "action_loops", "int_params"]
 
 
 def path(name: str) -> str:

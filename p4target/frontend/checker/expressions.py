@@ -253,6 +253,8 @@ class Expressions:
                 return e
             if isinstance(t, ir.EnumType) and t.underlying is not None:
                 raise self.n.error(node, f"{self.n.text(node)}: Cannot unify int to {t}")
+        if isinstance(e.type, ir.InfIntType) and is_numeric(t):
+            return ir.Cast(t, e.loc, e)  # an int known once blocks are inlined (passes/int_values.py), as p4c casts it
         if isinstance(t, (ir.TypeVar, ir.DontCareType)) or isinstance(e, ir.DontCare):
             return e
         if is_serializable_as(e.type, t):
@@ -352,6 +354,8 @@ class Expressions:
     def coerce_operand(self, e: ir.Expr, t: ir.Type, node: Node, what: str) -> ir.Expr:
         if is_numeric(t) and isinstance(e, ir.Constant):
             return ir.Constant(t, e.loc, wrap(e.value, t), e.base)
+        if is_numeric(t):
+            return ir.Cast(t, e.loc, e)  # as in coerce
         raise self.n.error(node, f"{what}: Cannot unify int to {t}")
 
     def unary(self, node: Tree, scope: Scope) -> ir.Expr:

@@ -23,6 +23,7 @@ from .functions import inline_calls, inline_functions
 from .hash_data import HashData
 from .header_unions import invalidate_union_siblings, lower_header_unions
 from .initializers import move_initializers
+from .int_values import fold_int_values
 from .new_types import erase_new_types
 from .parser_ifs import remove_parser_ifs
 from .side_effects import SideEffectOrdering
@@ -95,6 +96,11 @@ def parser_ifs(program: ir.Program) -> None:
     for b in v1_blocks(program):
         if isinstance(b, ir.Parser):
             remove_parser_ifs(b)
+
+
+def int_values(program: ir.Program) -> None:
+    """Int values inlining made known (a sub-control's int parameter) are folded into constants."""
+    fold_int_values(v1_blocks(program), list(program.actions.values()))
 
 
 def header_unions(program: ir.Program) -> None:
@@ -250,6 +256,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("action_names", check_action_names),
     Pass("table_keys", table_keys),
     Pass("functions", functions),
+    Pass("int_values", int_values),
     Pass("header_unions", header_unions),
     Pass("parser_ifs", parser_ifs),
     Pass("strength", strength),
