@@ -77,6 +77,8 @@ CASES = [
  ("a checksum control holds update_checksum calls only", [
   ("control C(inout H h, inout M m) { apply { } }\n",
    "control C(inout H h, inout M m) {\n h_t x = { 1, 2 }; // <-\n apply { h.h.a = x.a; } }\n")]),
+ ("a name declared nowhere before any type error", [
+  (INGRESS, "    apply {\n h.h.a = h.h.b + 16w1;\n h.h.a = nosuch; // <-\n }\n")]),
  ("a name given twice in a {name = value} list, while parsing", [
   (INGRESS, "    apply {\n m.s = { x = 1, x = 2 }; // <-\n m.s = { 1, x = 2 };\n }\n")]),
 ]
