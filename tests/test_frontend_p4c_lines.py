@@ -49,6 +49,10 @@ CASES = [
   (TOP, TOP + '@name("x") action top() { }\n'),
   (INGRESS, '@name(".x") action a() { } // <-\n'
             "table t {\n key = { h.h.a: exact; }\n actions = { a; top; }\n}\n    apply { t.apply(); }\n")]),
+ ("after inlining: a control applied twice gives its action's global name twice", [
+  (TOP, TOP + 'control Sub(inout bit<8> b) {\n @name(".x") action x() { b = 1; } // <-\n'
+              " table t { key = { b: exact; } actions = { x; } }\n apply { t.apply(); } }\n"),
+  (INGRESS, "Sub() s1; Sub() s2;\n    apply { s1.apply(h.h.a); s2.apply(h.h.b); }\n")]),
  ("an unknown extern's declaration, not its call", [
   (TOP, TOP + "extern counter_x {\n counter_x();\n void count(); // <-\n}\n"),
   (INGRESS, "counter_x() c;\naction a() {\n c.count();\n}\n" + TABLE + "    apply { t.apply(); }\n")]),
