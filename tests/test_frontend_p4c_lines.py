@@ -56,6 +56,9 @@ CASES = [
  ("an unknown extern's declaration, not its call", [
   (TOP, TOP + "extern counter_x {\n counter_x();\n void count(); // <-\n}\n"),
   (INGRESS, "counter_x() c;\naction a() {\n c.count();\n}\n" + TABLE + "    apply { t.apply(); }\n")]),
+ ("an unknown extern called for its value: the call", [
+  (TOP, TOP + "extern bit<8> f(in bit<8> x);\n"),
+  (INGRESS, "    apply {\n h.h.a = f(h.h.b); // <-\n }\n")]),
  ("P4Info's action parameter types before BMv2's limits", [
   (INGRESS, "action a(s_t v) { // <-\n m.s = v; }\n" + TABLE + "    apply {\n h.h.a = h.h.a / h.h.b;\n t.apply(); }\n")]),
  ("a value set's struct field that is not a bit<W>", [

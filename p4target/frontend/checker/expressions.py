@@ -16,6 +16,7 @@ from ..typing import (
     COMPARE,
     ERROR,
     INFINT,
+    MATCH_KIND,
     STRING,
     as_underlying,
     fold_binary,
@@ -171,6 +172,8 @@ class Expressions:
         name = str(tok)
         loc = self.n.loc(tok)
         decl = scope.lookup(name)
+        if decl is None and name in self.n.program.match_kinds:  # `exact` as a value (a tuple of match kinds)
+            return ir.EnumMember(MATCH_KIND, loc, name)
         if decl is None:
             raise self.n.error(tok, f"{name}: declaration not found")
         if isinstance(decl, (ir.Param, ir.VarDecl)):

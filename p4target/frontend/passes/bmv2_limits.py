@@ -238,6 +238,9 @@ def _is_prefix_mask(mask: int, width: int) -> bool:
 def _check_node(n: object) -> None:
     if isinstance(n, ir.Expr):
         _width(n.type, n.loc)
+    value = n.rhs if isinstance(n, ir.Assign) else n.decl.init if isinstance(n, ir.VarDeclStmt) else None
+    if isinstance(value, (ir.ExternFunctionCall, ir.ExternMethodCall)) and _unknown(value):
+        raise _fail(f"{_call_text(value)}: not supported", value.loc)  # p4c: a value BMv2 cannot compute
     if isinstance(n, ir.VarDeclStmt):
         _width(n.decl.type, n.decl.loc)
     elif isinstance(n, ir.Binary):
@@ -256,12 +259,23 @@ def _check_node(n: object) -> None:
             ext = for_call(n)
             if ext is not None:
                 ext.check_call(n)
-            elif os.path.dirname(n.decl.loc.file) != INCLUDE_DIR:  # the program's own: BMv2 has none such
+            elif _unknown(n):
                 raise _unknown_extern(n)
 
 
+def _unknown(call: ir.ExternCall) -> bool:
+    """An extern of the program's own, which BMv2 does not have."""
+    return for_call(call) is None and os.path.dirname(call.decl.loc.file) != INCLUDE_DIR
+
+
+def _call_text(call: ir.ExternCall) -> str:
+    name = call.name if isinstance(call, ir.ExternFunctionCall) else f"{describe(call.target)}.{call.method}"
+    return f"{name}({', '.join(describe(a) for a in call.args)})"
+
+
 def _unknown_extern(call: ir.ExternCall) -> P4Error:
-    """p4c's BMv2 back end blames the declaration of an extern it does not know, not the call."""
+    """p4c's BMv2 back end blames the declaration of an extern it does not know, called as a statement, not the
+    call; one called for its value is blamed at the call, since p4c's back end fails there first."""
     if isinstance(call, ir.ExternFunctionCall):
         return _fail(f"{call.name}: unknown extern function", call.decl.loc)
     return _fail(f"Unknown extern method {call.method} from type {getattr(call.target.type, 'name', '?')}",
@@ -346,6 +360,8 @@ def describe(e: ir.Expr) -> str:
         return f"{e.op}{describe(e.expr)}"
     if isinstance(e, ir.Cast):
         return f"({e.type}){describe(e.expr)}"
+    if isinstance(e, ir.EnumMember):
+        return e.member if isinstance(e.type, ir.MatchKindType) else f"{e.type}.{e.member}"
     if isinstance(e, (ir.ListExpr, ir.StructExpr)):
         return "{...}"
     return "expression"
