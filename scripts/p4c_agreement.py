@@ -231,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
         verdicts = list(pool.map(lambda p: judge(p, args.native, args.stf, args.timeout), paths))
     print(table(verdicts))
     if args.json:
-        counts = {row: sum(v.row == row for v in verdicts) for row in ROWS + LINES}
+        counts = {row: sum(v.row == row for v in verdicts) for row in ROWS}
+        counts.update({how: sum(v.lines == how for v in verdicts) for how in LINES})
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"counts": counts, "programs": [dict(asdict(v), row=v.row, lines=v.lines) for v in verdicts]},
                       f, indent=1)

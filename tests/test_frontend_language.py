@@ -98,6 +98,7 @@ ACCEPTED = [
  ("action_names_alike_not_clashing", '@name("x") action top() {} @name(".y") action top2() {}',
   '@name("x") action a() {} @name("y") action b() {} table t { key = { h.h.a: exact; } actions = { a; b; top; top2; } }',
   "t.apply();", None),
+ ("match_kinds_as_values", "const tuple<match_kind, match_kind> kinds = {exact, ternary};", "", "", None),
  ("value_set_shared", "", "", "", "value_set<bit<8>>(4) vs; "
   "state start { pk.extract(h.h); transition select(h.h.a) { vs: next; default: accept; } } "
   "state next { transition select(h.h.b) { vs: accept; default: reject; } }"),

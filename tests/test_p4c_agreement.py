@@ -44,7 +44,8 @@ def test_every_row_and_the_json(tmp_path):
     assert rows == {"both_accept": "both accept", "uses_skeleton": "both accept", "both_reject": "both reject",
                     "only_p4c_accepts": "only p4c accepts", "only_we_accept": "only we accept"}
     assert json.loads(out.read_text())["counts"] == {"both accept": 2, "both reject": 1, "only p4c accepts": 1,
-                                                     "only we accept": 1, "our crashes": 0}
+                                                     "only we accept": 1, "our crashes": 0, "same line": 0,
+                                                     "other line": 1, "p4c names no line": 0}
     lines = proc.stdout.splitlines()
     assert "  only_we_accept.p4: " + str(folder / "only_we_accept.p4") + "(1): [--Werror=type-error] error: " \
            "stand-in refuses" in lines

@@ -16,7 +16,8 @@ DATA = os.path.join(ROOT, "tests", "data", "stf")
 PASSING = ["lpm_forward", "ternary_priority", "registers_counters", "multicast_clone", "recirculate",
            "parser_reject", "arithmetic", "wide_values", "compound_assign", "for_loops", "serializable_types",
            "statement_forms", "generic_structs", "sample_forms", "parser_control_flow",
-           "header_nested_structs", "union_stack_index", "int_cast", "action_loops", "parser_unroll"]
+           "header_nested_structs", "union_stack_index", "int_cast", "action_loops", "parser_unroll",
+           "int_params", "compound_assign_call", "union_extract"]
 
 
 def path(name: str) -> str:

@@ -58,13 +58,44 @@ def _grammar() -> str:
     return text + "\n_ann_token: \"(\" _ann_token* \")\" | " + " | ".join(literals + named) + "\n"
 
 
+class _Duplicate(Exception):
+    """A name given twice in one list, found while parsing (the token of the second)."""
+
+    def __init__(self, token: Token):
+        super().__init__(str(token))
+        self.token = token
+
+
+def _first_token(node: Tree | Token) -> Token:
+    from lark import Token
+
+    return node if isinstance(node, Token) else _first_token(node.children[0])
+
+
+def _unique_names(tree: Tree) -> Tree:
+    """p4c builds a struct's fields and a `{name = value, ...}` expression's as lists indexed by name while it parses,
+    so a name given twice there is refused before any later syntax error (`f: Duplicates declaration f`)."""
+    seen: set[str] = set()
+    for child in tree.children:
+        if child is None or getattr(child, "data", None) not in ("kv", "field"):
+            continue
+        token = _first_token(child.children[0] if child.data == "kv" else child.children[-1])
+        if str(token) in seen:
+            raise _Duplicate(token)
+        seen.add(str(token))
+    return tree
+
+
 def _parser() -> Lark:
     global _PARSER
     if _PARSER is None:
-        from lark import Lark
+        from lark import Lark, Transformer, v_args
 
+        checks = {rule: v_args(tree=True)(lambda _self, tree: _unique_names(tree))
+                  for rule in ("struct_expr", "struct_decl", "header_decl", "header_union_decl")}
         _PARSER = Lark(_grammar(), parser="lalr", lexer="basic", maybe_placeholders=True, start=["start", "ann_args"],
-                       propagate_positions=True, lexer_callbacks={"IDENT": _classify}, cache=True)
+                       propagate_positions=True, lexer_callbacks={"IDENT": _classify}, cache=True,
+                       transformer=type("UniqueNames", (Transformer,), checks)())
     return _PARSER
 
 
@@ -118,6 +149,9 @@ def parse(source: Source) -> Tree:
         expected = sorted(_terminal_text(t) for t in (e.expected or ()))[:8]
         hint = f" (expected one of {', '.join(expected)})" if expected else ""
         raise P4Error(f"syntax error, unexpected {_describe(e.token)}{hint}", file, orig, col) from None
+    except _Duplicate as e:
+        file, orig = source.locate(e.token.line or 1)
+        raise P4Error(f"{e.token}: Duplicates declaration {e.token}", file, orig, e.token.column) from None
     except UnexpectedCharacters as e:
         file, orig = source.locate(e.line)
         raise P4Error(f"syntax error, unexpected character {e.char!r}", file, orig, e.column) from None

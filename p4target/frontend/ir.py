@@ -88,7 +88,7 @@ What the checker accepts but no back end sees (each removed by the pass named):
   - ActionRef.args (passes/action_args.py: a table that binds directional arguments gets
     its own copy of the action, same name, only directionless parameters);
   - NewType (passes/new_types.py: every type is the underlying one);
-  - Cast to InfIntType of a run-time value, `(int)x`, and arithmetic on it (passes/int_casts.py: 0, as
+  - Cast to InfIntType of a run-time value, `(int)x`, and arithmetic on it (passes/int_values.py: 0, as
     p4c's BMv2 back end computes it, folded into what uses it; passes/unroll.py reads it first);
   - Binary `/` and `%` (passes/strength.py: powers of two became `>>` and `&`;
     bmv2_limits.py refuses the rest, as p4c's BMv2 back end does);

@@ -32,18 +32,6 @@ def as_underlying(e: ir.Expr, t: ir.Type) -> ir.Expr:
     return ir.Cast(t, e.loc, e)
 
 
-def is_runtime_int(e: ir.Expr) -> bool:
-    """An `int` value known only at run time: `(int)x` of a run-time x, or arithmetic on one (p4c accepts
-    it; passes/int_casts.py computes what p4c's BMv2 back end does with it)."""
-    if not isinstance(e.type, ir.InfIntType):
-        return False
-    if isinstance(e, ir.Cast):
-        return not isinstance(e.expr, ir.Constant)
-    if isinstance(e, ir.Binary):
-        return is_runtime_int(e.left) or is_runtime_int(e.right)
-    return isinstance(e, ir.Unary) and is_runtime_int(e.expr)
-
-
 def is_key(t: ir.Type) -> bool:
     """A type a table key or select key may have."""
     if isinstance(t, ir.NewType):

@@ -17,6 +17,7 @@ from .calls import Calls
 from .declarations import Declarations
 from .expressions import Expressions
 from .names import BlockDecl, Names, Node, Scope
+from .references import undeclared
 from .statements import Statements
 from .tables import Tables
 from .types import Types
@@ -40,8 +41,14 @@ class Checker:
         self.v1 = V1ModelRules(self.n, self.ca, self.bl)
 
     def run(self, tree: Tree) -> ir.Program:
-        for decl in tree.children:
-            self.declaration(decl)
+        try:
+            for decl in tree.children:
+                self.declaration(decl)
+        except P4Error:
+            name = undeclared(tree)  # p4c resolves all names before it checks types: such a name is its first error
+            if name is not None:
+                raise self.n.error(name, f"{name}: declaration not found") from None
+            raise
         if self.n.program.main is None:
             last_line = self.n.source.line_map[-1][0] if self.n.source.line_map else None
             raise P4Error("no main package instantiation (V1Switch(...) main;)", last_line)

@@ -160,7 +160,12 @@ class Blocks:
             raise self.n.error(targs, f"unsupported: value_set<{t}> of a serializable enum (p4c's P4Info gives it one "
                                     "match field per enum member)")
         fields = t.fields if isinstance(t, ir.StructType) else [ir.Field("", t)]
-        if not fields or not all(is_numeric(f.type) for f in fields):
+        bad = next((f for f in fields if not is_numeric(f.type)), None)
+        if bad is not None and isinstance(t, ir.StructType):  # p4c blames the field
+            raise self.n.error(bad.loc, "Unsupported type argument for Value Set; this version of P4Runtime requires "
+                               "that when the type parameter of a Value Set is a struct, all the fields of the struct "
+                               f"must be of type bit<W>, but {bad.name} is not")
+        if not fields or bad is not None:
             raise self.n.error(targs, f"value_set<{t}>: Unsupported type argument for Value Set; P4Runtime requires the "
                                     "type parameter of a Value Set to be a bit<W> or a struct of bit<W> fields")
         size = self.e.expr(size_node, scope)
@@ -201,7 +206,7 @@ class Blocks:
             out_cases = []
             for c in cases:
                 ks_node, next_node = c.children
-                keysets = self.value_set_case(ks_node, keys, inner) or self.tb.keysets(ks_node, keys, inner, "select")
+                keysets = self.value_set_case(ks_node, keys, inner) or self.tb.keysets(ks_node, keys, inner, "select", trans)
                 out_cases.append(ir.SelectCase(keysets, self.n.name_of(next_node), self.n.loc(next_node)))
             transition = ir.SelectTransition(keys, out_cases, self.n.loc(trans))
         return ir.ParserState(self.n.name_of(name_node), body, transition, self.an.annotations(ann), self.n.loc(name_node))

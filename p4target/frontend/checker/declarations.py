@@ -208,6 +208,8 @@ class Declarations:
         seen_data = False
         for p in params:
             self.an.check_translation(p.type, params_node)
+            if isinstance(p.type, ir.InfIntType):  # p4c: an int is known at compile time, an action's data is not
+                raise self.n.error(p.loc, f"{p.name}: actions cannot have parameters with type int")
             if p.direction == "":
                 seen_data = True
             elif seen_data:

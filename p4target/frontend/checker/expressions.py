@@ -16,11 +16,11 @@ from ..typing import (
     COMPARE,
     ERROR,
     INFINT,
+    MATCH_KIND,
     STRING,
     as_underlying,
     fold_binary,
     is_numeric,
-    is_runtime_int,
     is_serializable_as,
     same_type,
     wrap,
@@ -49,7 +49,7 @@ class Expressions:
             return ir.Constant(INFINT, loc, value, base)
         w = int(width)
         t = ir.BitsType(w) if sign == "w" else ir.IntType(w)
-        if w == 0 or (sign == "s" and w < 1):
+        if sign == "s" and w < 1:  # bit<0> holds 0 (p4c takes 0w0)
             raise self.n.error(tok, f"{tok}: invalid width")
         if (sign == "w" and value >= (1 << w)) or (sign == "s" and value >= (1 << w)):
             raise self.n.error(tok, f"{tok}: value does not fit in {t}")
@@ -93,7 +93,7 @@ class Expressions:
             if isinstance(idx, ir.Constant):
                 if not 0 <= idx.value < base.type.size:
                     raise self.n.error(node.children[1], f"index {idx.value} out of bounds of {base.type}")
-            elif not (is_numeric(idx.type) or is_runtime_int(idx)):
+            elif not (is_numeric(idx.type) or isinstance(idx.type, ir.InfIntType)):
                 raise self.n.error(node.children[1], f"stack index must be bit<W> or int<W>, not {idx.type}")
             return ir.ArrayIndex(base.type.element, loc, base, idx)
         if kind == "slice":
@@ -172,6 +172,8 @@ class Expressions:
         name = str(tok)
         loc = self.n.loc(tok)
         decl = scope.lookup(name)
+        if decl is None and name in self.n.program.match_kinds:  # `exact` as a value (a tuple of match kinds)
+            return ir.EnumMember(MATCH_KIND, loc, name)
         if decl is None:
             raise self.n.error(tok, f"{name}: declaration not found")
         if isinstance(decl, (ir.Param, ir.VarDecl)):
@@ -245,8 +247,6 @@ class Expressions:
 
     def coerce(self, e: ir.Expr, t: ir.Type, node: Node, stmt: Node | None = None) -> ir.Expr:
         """Give an untyped literal the type `t`; check that `e` has type `t` otherwise."""
-        if is_runtime_int(e) and is_numeric(t):
-            return ir.Cast(t, e.loc, e)
         if isinstance(e.type, ir.InfIntType) and isinstance(e, ir.Constant):
             if is_numeric(t):
                 return ir.Constant(t, e.loc, wrap(e.value, t), e.base)
@@ -256,6 +256,8 @@ class Expressions:
                 return e
             if isinstance(t, ir.EnumType) and t.underlying is not None:
                 raise self.n.error(node, f"{self.n.text(node)}: Cannot unify int to {t}")
+        if isinstance(e.type, ir.InfIntType) and is_numeric(t):
+            return ir.Cast(t, e.loc, e)  # an int known once blocks are inlined, or (int)x (passes/int_values.py)
         if isinstance(t, (ir.TypeVar, ir.DontCareType)) or isinstance(e, ir.DontCare):
             return e
         if is_serializable_as(e.type, t):
@@ -355,8 +357,8 @@ class Expressions:
     def coerce_operand(self, e: ir.Expr, t: ir.Type, node: Node, what: str) -> ir.Expr:
         if is_numeric(t) and isinstance(e, ir.Constant):
             return ir.Constant(t, e.loc, wrap(e.value, t), e.base)
-        if is_numeric(t) and is_runtime_int(e):
-            return ir.Cast(t, e.loc, e)
+        if is_numeric(t):
+            return ir.Cast(t, e.loc, e)  # as in coerce
         raise self.n.error(node, f"{what}: Cannot unify int to {t}")
 
     def unary(self, node: Tree, scope: Scope) -> ir.Expr:
@@ -399,7 +401,7 @@ class Expressions:
     def runtime_to_int(self, node: Tree, loc: ir.Loc, e: ir.Expr) -> ir.Expr:
         """`(int)x` of a run-time x: the spec has no run-time `int`, yet p4c 1.2.5.16 accepts it and its BMv2
         back end writes `x & 0` (a mask of int's zero bits), so BMv2 computes 0. A drop-in computes the same 0
-        (passes/int_casts.py), and says so, since the program's author meant something else. The cast stays in
+        (passes/int_values.py), and says so, since the program's author meant something else. The cast stays in
         the IR until then: p4c's parser unroller takes `(int)x` as x's value (passes/unroll.py)."""
         self.n.program.warnings.append(
             f"{loc}: warning: {self.n.text(node)}: a run-time value cast to int; p4c's BMv2 back end computes "

@@ -7,6 +7,7 @@ from typing import cast
 
 from lark import Token, Tree
 
+from ...errors import P4Error
 from .. import ir
 from ..passes.walk import same_expr
 from ..typing import is_key, is_numeric
@@ -39,6 +40,8 @@ class Tables:
             if pname in seen:
                 raise self.n.error(p, f"table {name}: duplicate property {pname}")
             seen.add(pname)
+            if p.data == "entries_prop" and "key" not in seen and any(q.data == "key_prop" for q in props):
+                raise self.n.error(p, f"table {name}: Entries list must be after table key")
             if p.data == "key_prop":
                 for k in p.children:
                     self.key_element(k, scope, table)
@@ -244,16 +247,6 @@ class Tables:
         children = [c for c in node.children if not (isinstance(c, Token) and c.type == "CONST")]
         prio_node, ks_node, name_node, args_node, ann = children
         keys = self.keysets(ks_node, [k.expr for k in table.keys], scope, f"table {table.name} entry")
-        for ks, key in zip(keys, table.keys):
-            if key.match_kind == "exact" and not isinstance(ks, ir.KsValue):
-                raise self.n.error(ks_node, f"table {table.name}: exact key {key.name} needs a plain value")
-            if isinstance(ks, ir.KsRange) and key.match_kind != "range":
-                raise self.n.error(ks_node, f"table {table.name}: a range keyset needs a range key")
-            if key.match_kind == "optional" and isinstance(ks, ir.KsMask):
-                raise self.n.error(ks_node, f"{self.n.text(ks_node)}: invalid key expression (an optional key takes a value or _)")
-            if key.match_kind == "lpm" and isinstance(ks, ir.KsMask) and isinstance(ks.mask, ir.Constant) \
-                    and is_numeric(key.expr.type) and not _is_prefix_mask(ks.mask.value, key.expr.type.width):
-                raise self.n.error(ks_node, f"{self.n.text(ks_node)}: invalid mask for LPM key")
         priority = None
         if prio_node is not None:
             if table.entries_const:
@@ -271,8 +264,10 @@ class Tables:
             raise self.n.error(name_node, f"{binding.action.name} is @defaultonly and cannot be used in entries")
         return ir.TableEntry(keys, binding, priority, self.an.annotations(ann), self.n.loc(node))
 
-    def keysets(self, node: Tree, keys: list[ir.Expr], scope: Scope, what: str) -> list[ir.KeySet]:
-        """One KeySet per key from a (tuple) keyset expression."""
+    def keysets(self, node: Tree, keys: list[ir.Expr], scope: Scope, what: str,
+                select: Tree | None = None) -> list[ir.KeySet]:
+        """One KeySet per key from a (tuple) keyset expression; in a `select`, a value of another type than its key's
+        is blamed on the select expression, as p4c blames it."""
         items = node.children if node.data == "tuple_keyset" else [node]
         if node.data == "ks_value" and getattr(node.children[0], "data", "") == "list_expr":  # `{a, b}`: a value per key
             items = [Tree("ks_value", [c], c.meta) for c in node.children[0].children if c is not None]
@@ -282,13 +277,13 @@ class Tables:
             return [ir.KsDefault(self.n.loc(node))]
         if len(items) != len(keys):
             raise self.n.error(node, f"{what}: keyset has {len(items)} elements but there are {len(keys)} keys")
-        return [self.keyset(item, key.type, scope) for item, key in zip(items, keys)]
+        return [self.keyset(item, key.type, scope, select) for item, key in zip(items, keys)]
 
-    def keyset(self, node: Tree, t: ir.Type, scope: Scope) -> ir.KeySet:
+    def keyset(self, node: Tree, t: ir.Type, scope: Scope, select: Tree | None = None) -> ir.KeySet:
         loc = self.n.loc(node)
         if node.data == "ks_default":
             return ir.KsDefault(loc)
-        vals = [self.keyset_value(n, t, scope) for n in node.children]
+        vals = [self.keyset_value(n, t, scope, select) for n in node.children]
         for v, n in zip(vals, node.children):
             if not is_constant(v):
                 raise self.n.error(n, f"{self.n.text(n)}: keyset values must be compile-time constants")
@@ -298,9 +293,18 @@ class Tables:
             return ir.KsRange(vals[0], vals[1], loc)
         return ir.KsValue(vals[0], loc)
 
-    def keyset_value(self, node: Tree, t: ir.Type, scope: Scope) -> ir.Expr:
+    def keyset_value(self, node: Tree, t: ir.Type, scope: Scope, select: Tree | None = None) -> ir.Expr:
         """A keyset value or mask of key type `t` (an untyped number also for a serializable enum)."""
         e = self.e.expr(node, scope)
+        try:
+            return self.typed_keyset_value(e, t, node)
+        except P4Error:
+            if select is None:
+                raise
+            raise self.n.error(select, f"select: case label {self.n.text(node)} has type {e.type} which does not "
+                                       f"match the expected type {t}") from None
+
+    def typed_keyset_value(self, e: ir.Expr, t: ir.Type, node: Tree) -> ir.Expr:
         untyped = isinstance(e, ir.Constant) and isinstance(e.type, ir.InfIntType)
         if untyped and isinstance(t, ir.EnumType) and t.underlying is not None:  # a serializable enum
             return self.e.coerce(e, t.underlying, node)
@@ -349,10 +353,3 @@ def _nameable(node: Tree) -> bool:
     if kind == "binop":
         return str(node.children[1]) == "&" and _nameable(node.children[0]) and _nameable(node.children[2])
     return False
-
-
-def _is_prefix_mask(mask: int, width: int) -> bool:
-    """Ones from the top bit down, then zeros (what an lpm key's mask must be)."""
-    free = ~mask & ((1 << width) - 1)
-    return free & (free + 1) == 0
-

@@ -124,15 +124,11 @@ class Types:
         return t
 
     def _fields(self, t: ir.StructLikeType, fields: list, scope: Scope) -> None:
-        name, cls = t.name, type(t)
-        seen = set()
+        name, cls = t.name, type(t)  # the parser refused a field name given twice (grammar.py)
         for f in fields:
             fann, ftype_node, fname_node = f.children
             ftype = self.resolve_type(ftype_node, scope)
             fname = self.n.name_of(fname_node)
-            if fname in seen:
-                raise self.n.error(fname_node, f"{fname}: duplicate field in {name}")
-            seen.add(fname)
             if cls is ir.HeaderType and not (isinstance(ftype, ir.VarbitType) or fixed_bits(ftype)):
                 raise self.n.error(ftype_node, f"{fname}: header field type {ftype} is not allowed in a header")
             if cls is ir.HeaderUnionType and not isinstance(ftype, ir.HeaderType):

@@ -17,13 +17,13 @@ from .. import ir
 from ..checker.statements import NO_UNROLL
 from .action_args import bind_table_action_args
 from .blocks import inline_blocks
-from .bmv2_limits import check_bmv2_limits
+from .bmv2_limits import check_bmv2_limits, used_actions
 from .digest_lists import name_digest_lists
 from .functions import inline_calls, inline_functions
 from .hash_data import HashData
 from .header_unions import invalidate_union_siblings, lower_header_unions
 from .initializers import move_initializers
-from .int_casts import fold_int_casts
+from .int_values import fold_int_values
 from .new_types import erase_new_types
 from .parser_ifs import remove_parser_ifs
 from .side_effects import SideEffectOrdering
@@ -100,6 +100,12 @@ def parser_ifs(program: ir.Program) -> None:
             remove_parser_ifs(b)
 
 
+def int_values(program: ir.Program) -> None:
+    """Int values inlining made known (a sub-control's int parameter) are folded into constants, and `(int)x`
+    of a run-time x is 0, as p4c's BMv2 back end computes it (after the unroller, which reads x's value)."""
+    fold_int_values(v1_blocks(program), list(program.actions.values()))
+
+
 def header_unions(program: ir.Program) -> None:
     """Validating a header union member explicitly invalidates its siblings."""
     for a in program.actions.values():
@@ -117,11 +123,6 @@ def unroll(program: ir.Program) -> None:
         for b in v1_blocks(program):
             if isinstance(b, ir.Parser):
                 unroll_parser(b, verify_of(program))
-
-
-def int_casts(program: ir.Program) -> None:
-    """`(int)x` of a run-time x is 0, as p4c's BMv2 back end computes it, and what uses it is folded."""
-    fold_int_casts(v1_blocks(program), list(program.actions.values()))
 
 
 def strength(program: ir.Program) -> None:
@@ -195,11 +196,40 @@ def _drop_unused_direct_resources(program: ir.Program, control: ir.Control) -> N
             program.warnings.append(f"{d.loc}: warning: {control.name}.{d.name}: {kind} not attached to any table; ignoring")
 
 
-def check_unique_names(program: ir.Program) -> None:
-    """Control-plane names of one kind of object are unique, as P4Info needs.
+def check_action_names(program: ir.Program) -> None:
+    """No two actions the program uses have the same control-plane name (p4c's DuplicateActionControlPlaneNameCheck).
 
-    p4c refuses a program whose @name annotations give two tables, or two registers, or two
-    actions of its tables (declared apart: a pass's copy of one action is the same one), the same name."""
+    As p4c, after inlining: top-level actions and then each control's, the blocks in the order they are declared,
+    a control's own actions before those inlined into it; the later of two is blamed, each named as written."""
+    controls = [b for b in v1_blocks(program) if isinstance(b, ir.Control)]
+    used = {id(a) for a in used_actions([t for c in controls for t in c.tables.values()], [c.body for c in controls])}
+    groups: list[tuple[ir.Loc, list[ir.Action]]] = [(a.loc, [a]) for a in program.actions.values()]
+    for c in controls:
+        own = [a for a in c.actions.values() if a.control == c.name]
+        groups.append((c.loc, own + [a for a in c.actions.values() if a.control != c.name]))
+    seen: dict[str, ir.Action] = {}
+    for _, actions in sorted(groups, key=lambda g: (g[0].file == program.source, g[0].line)):
+        for action in (a for a in actions if id(a) in used):
+            other = seen.setdefault(action.control_plane_name, action)
+            if other is not action:
+                raise P4Error(f"{_written_name(action)}: conflicting control plane name: {_written_name(other)}",
+                              action.loc.file, action.loc.line, action.loc.col)
+
+
+def _written_name(action: ir.Action) -> str:
+    return action.annotations.get_str("name") or action.name
+
+
+def check_p4runtime(program: ir.Program) -> None:
+    """What p4c's P4Info serializer refuses, refused before BMv2's back-end limits, as p4c checks it first.
+
+    Control-plane names of one kind of object are unique (@name annotations may give two tables, or two registers,
+    the same name); the parameters of the actions tables list are bit<>, int<>, bool, type or enum values."""
+    for action in (ref.action for t in program.all_tables() for ref in t.actions):
+        for p in action.data_params:
+            if not isinstance(p.type, (ir.BitsType, ir.IntType, ir.BoolType, ir.NewType, ir.EnumType)):
+                raise P4Error(f"Action parameter {p.name} has a type which is not bit<>, int<>, bool, type or "
+                              "serializable enum", p.loc.file, p.loc.line, p.loc.col)
     seen: dict[tuple[str, str], object] = {}
     objects = [("table", t) for t in program.all_tables()] + [(i.extern, i) for i in program.all_instances()]
     for kind, obj in objects:
@@ -207,11 +237,6 @@ def check_unique_names(program: ir.Program) -> None:
         if seen.setdefault(key, obj) is not obj:
             raise P4Error(f"Name '{obj.control_plane_name}' is used for multiple {kind} objects in the P4Info message",
                           obj.loc.file, obj.loc.line, obj.loc.col)
-    declared: dict[str, ir.Loc] = {}
-    for action in (ref.action for t in program.all_tables() for ref in t.actions):
-        name, loc = action.control_plane_name, action.loc
-        if declared.setdefault(name, loc) != loc:
-            raise P4Error(f"{name}: conflicting control plane name: {name}", loc.file, loc.line, loc.col)
 
 
 def check_lowered(program: ir.Program) -> None:
@@ -242,19 +267,20 @@ PASSES: tuple[Pass, ...] = (
     Pass("initializers", initializers),
     Pass("side_effects", side_effects),
     Pass("blocks", blocks),
+    Pass("action_names", check_action_names),
     Pass("table_keys", table_keys),
     Pass("functions", functions),
     Pass("header_unions", header_unions),
     Pass("parser_ifs", parser_ifs),
     Pass("unroll", unroll),
-    Pass("int_casts", int_casts),
+    Pass("int_values", int_values),
     Pass("strength", strength),
     Pass("hash_data", hash_data),
     Pass("digest_lists", digest_lists),
     Pass("action_args", action_args),
     Pass("prune", prune),
     Pass("check_lowered", check_lowered),
-    Pass("unique_names", check_unique_names),
+    Pass("p4runtime", check_p4runtime),
     Pass("new_types", erase_new_types),
     Pass("bmv2_limits", check_bmv2_limits),
 )

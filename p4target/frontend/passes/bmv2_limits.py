@@ -28,6 +28,7 @@ from ...errors import P4Error
 from ...extern_registry import for_call, for_type
 from .. import ir
 from ..preprocess import INCLUDE_DIR
+from ..typing import is_numeric
 from .walk import walk
 
 MAX_WIDTH = 2048
@@ -39,45 +40,53 @@ def _fail(message: str, loc: ir.Loc) -> P4Error:
 
 
 def check_bmv2_limits(program: ir.Program) -> None:
-    """What p4c's BMv2 back end rejects is rejected here too (P4Error at the first one)."""
+    """What p4c's mid end and BMv2 back end reject is rejected here too (P4Error at the first one, checked in
+    p4c's order where it matters: the mid end's rules first; the code before the extern instances)."""
+    blocks = list(program.parsers.values()) + list(program.controls.values())
+    m = program.main
+    assert m is not None, "the checker guarantees a V1Switch main"
+    checksums = {id(m.verify_checksum): True, id(m.compute_checksum): False}  # id -> verify?
+    code: list = [b.body if isinstance(b, ir.Control) else list(b.states.values()) for b in blocks
+                  if id(b) not in checksums]
+    code += [t.keys for t in program.all_tables()]
+    actions = used_actions(program.all_tables(), code)
+    code += [a.body for a in actions]
+    for n in walk(code):
+        if isinstance(n, (ir.ExternFunctionCall, ir.ExternMethodCall)):
+            _no_struct_written(n)
     for t in program.types.values():
         if isinstance(t, ir.StructLikeType):
             for f in t.fields:
                 _width(f.type, f.loc)
-    blocks = list(program.parsers.values()) + list(program.controls.values())
-    attached: dict[int, ir.Table] = {}  # id of a direct counter/meter -> the table it is attached to
     for t in _used_headers(blocks):
         if t.width() % 8:
             raise _fail(f"header {t.name}: Found header with fields totaling {t.width()} bits.  BMv2 target only "
                         f"supports headers with fields totaling a multiple of 8 bits.", t.loc)
-    code: list = []
     for a in program.all_actions():
         for p in a.params:
             _width(p.type, p.loc)
+    attached: dict[int, ir.Table] = {}  # id of a direct counter/meter -> the table it is attached to
     for b in blocks:
         for d in b.locals:
             if isinstance(d, ir.VarDecl):
                 _width(d.type, d.loc)
-            elif isinstance(d, ir.ExternInstance):
-                ext = for_type(d.extern)
-                if ext is not None:
-                    ext.check_instance(d)
         if isinstance(b, ir.Control):
-            code.append(b.body)
             for table in b.tables.values():
-                code.append(table.keys)
                 _table_limits(table, attached)
             _table_paths(b.body.stmts, frozenset())
         else:
-            code.append(list(b.states.values()))
             _parser_ends(b)
-    actions = _used_actions(program, code)
     for n in walk([a.body for a in actions]):
         if isinstance(n, ir.Switch):
             raise _fail("SwitchStatement: switch statements not supported in actions on this target", n.loc)
-    code += [a.body for a in actions]
     for n in walk(code):
         _check_node(n)
+    for c, verify in ((m.verify_checksum, True), (m.compute_checksum, False)):
+        _checksum_control(c.body.stmts, verify)
+    for d in (d for b in blocks for d in b.locals if isinstance(d, ir.ExternInstance)):
+        ext = for_type(d.extern)
+        if ext is not None:
+            ext.check_instance(d)
 
 
 def _parser_ends(parser: ir.Parser) -> None:
@@ -100,10 +109,10 @@ def _parser_ends(parser: ir.Parser) -> None:
     raise _fail(f"parser {parser.name}: Parser never reaches accept or reject state", parser.loc)
 
 
-def _used_actions(program: ir.Program, code: list) -> list[ir.Action]:
-    """The actions a table lists or `code` calls, and those they call: p4c's back end never sees
+def used_actions(tables: list[ir.Table], code: list) -> list[ir.Action]:
+    """The actions `tables` list or `code` calls, and those they call: p4c's back end never sees
     the others (an unused action may, say, call the old mark_to_drop())."""
-    pending = [ref.action for t in program.all_tables() for ref in t.actions]
+    pending = [ref.action for t in tables for ref in t.actions]
     pending += [n.action for n in walk(code) if isinstance(n, ir.ActionCall)]
     found: dict[int, ir.Action] = {}
     while pending:
@@ -140,7 +149,11 @@ def _width(t: ir.Type, loc: ir.Loc) -> None:
 
 
 def _table_limits(table: ir.Table, attached: dict[int, ir.Table]) -> None:
-    """One lpm key; a direct counter/meter on one table only; a direct meter some action reads."""
+    """One lpm key; entries' keysets BMv2 can match; a direct counter/meter on one table only; a direct meter some
+    action reads."""
+    for entry in table.entries:
+        for ks, key in zip(entry.keys, table.keys):
+            _entry_key(table, ks, key)
     lpm = [k for k in table.keys if k.match_kind == "lpm"]
     if len(lpm) > 1:
         raise _fail(f"multiple LPM keys in table {table.control_plane_name} not supported", table.loc)
@@ -159,9 +172,75 @@ def _table_limits(table: ir.Table, attached: dict[int, ir.Table]) -> None:
                     f"action with a read method call", table.loc)
 
 
+def _checksum_control(stmts: list[ir.Stmt], verify: bool) -> None:
+    """A checksum control holds only verify_checksum calls (update_checksum in the other one), and blocks of them:
+    p4c's back end turns nothing else there into BMv2's JSON."""
+    allowed = ("verify_checksum", "verify_checksum_with_payload") if verify else \
+        ("update_checksum", "update_checksum_with_payload")
+    for s in stmts:
+        if isinstance(s, ir.Block):
+            _checksum_control(s.stmts, verify)
+        elif isinstance(s, ir.MethodCallStmt) and isinstance(s.call, ir.ExternFunctionCall) and s.call.name in allowed:
+            for n in walk(s):
+                _check_node(n)
+        else:
+            raise _fail(f"{_statement_text(s)}: Only calls to {allowed[0]} or {allowed[1]} allowed", s.loc)
+
+
+def _statement_text(s: ir.Stmt) -> str:
+    """A statement in a message: its target and what it calls or assigns, shortened."""
+    if isinstance(s, ir.Assign):
+        return f"{describe(s.lhs)} = {describe(s.rhs)}"
+    if isinstance(s, ir.MethodCallStmt) and isinstance(s.call, ir.ExternMethodCall):
+        return f"{describe(s.call.target)}.{s.call.method}(...)"
+    if isinstance(s, ir.MethodCallStmt) and isinstance(s.call, ir.ExternFunctionCall):
+        return f"{s.call.name}(...)"
+    return type(s).__name__
+
+
+def _no_struct_written(call: ir.ExternCall) -> None:
+    """An extern does not write a struct inside a block's parameter (a register read into `meta.s`): p4c's mid end
+    flattens such structs into their fields and cannot pass them as one out argument."""
+    for p, a in zip(call.decl.params, call.args):
+        root = a
+        while isinstance(root, ir.Member):
+            root = root.expr
+        if (p.direction in ("out", "inout") and isinstance(a, ir.Member) and isinstance(a.type, ir.StructType)
+                and isinstance(root, ir.VarRef) and isinstance(root.decl, ir.Param)):
+            raise _fail(f"{describe(a)}: writing to a structure is not supported on this target", a.loc)
+
+
+def _entry_key(table: ir.Table, ks: ir.KeySet, key: ir.KeyElement) -> None:
+    """A keyset of a table entry that BMv2's JSON can hold for its key's match kind (p4c's back end checks it, once
+    the program type-checks)."""
+    if key.match_kind == "exact" and isinstance(ks, (ir.KsDefault, ir.KsMask, ir.KsRange)):
+        raise _fail(f"table {table.name}: exact key {key.name} needs a plain value", ks.loc)
+    if isinstance(ks, ir.KsRange) and key.match_kind != "range":
+        raise _fail(f"table {table.name}: a range keyset needs a range key", ks.loc)
+    if key.match_kind == "optional" and isinstance(ks, ir.KsMask):
+        raise _fail(f"{_masked(ks)}: invalid key expression (an optional key takes a value or _)", ks.loc)
+    if key.match_kind == "lpm" and isinstance(ks, ir.KsMask) and isinstance(ks.mask, ir.Constant) \
+            and is_numeric(key.expr.type) and not _is_prefix_mask(ks.mask.value, key.expr.type.width):
+        raise _fail(f"{_masked(ks)}: invalid mask for LPM key", ks.loc)
+
+
+def _masked(ks: ir.KsMask) -> str:
+    """`value &&& mask` with constants in hex, as masks are written."""
+    return " &&& ".join(f"{e.value:#x}" if isinstance(e, ir.Constant) else describe(e) for e in (ks.value, ks.mask))
+
+
+def _is_prefix_mask(mask: int, width: int) -> bool:
+    """Ones from the top bit down, then zeros (what an lpm key's mask must be)."""
+    free = ~mask & ((1 << width) - 1)
+    return free & (free + 1) == 0
+
+
 def _check_node(n: object) -> None:
     if isinstance(n, ir.Expr):
         _width(n.type, n.loc)
+    value = n.rhs if isinstance(n, ir.Assign) else n.decl.init if isinstance(n, ir.VarDeclStmt) else None
+    if isinstance(value, (ir.ExternFunctionCall, ir.ExternMethodCall)) and _unknown(value):
+        raise _fail(f"{_call_text(value)}: not supported", value.loc)  # p4c: a value BMv2 cannot compute
     if isinstance(n, ir.VarDeclStmt):
         _width(n.decl.type, n.decl.loc)
     elif isinstance(n, ir.Binary):
@@ -180,8 +259,27 @@ def _check_node(n: object) -> None:
             ext = for_call(n)
             if ext is not None:
                 ext.check_call(n)
-            elif isinstance(n, ir.ExternFunctionCall) and os.path.dirname(n.decl.loc.file) != INCLUDE_DIR:
-                raise _fail(f"{n.name}: unknown extern function", n.loc)  # the program's own: BMv2 has none such
+            elif _unknown(n):
+                raise _unknown_extern(n)
+
+
+def _unknown(call: ir.ExternCall) -> bool:
+    """An extern of the program's own, which BMv2 does not have."""
+    return for_call(call) is None and os.path.dirname(call.decl.loc.file) != INCLUDE_DIR
+
+
+def _call_text(call: ir.ExternCall) -> str:
+    name = call.name if isinstance(call, ir.ExternFunctionCall) else f"{describe(call.target)}.{call.method}"
+    return f"{name}({', '.join(describe(a) for a in call.args)})"
+
+
+def _unknown_extern(call: ir.ExternCall) -> P4Error:
+    """p4c's BMv2 back end blames the declaration of an extern it does not know, called as a statement, not the
+    call; one called for its value is blamed at the call, since p4c's back end fails there first."""
+    if isinstance(call, ir.ExternFunctionCall):
+        return _fail(f"{call.name}: unknown extern function", call.decl.loc)
+    return _fail(f"Unknown extern method {call.method} from type {getattr(call.target.type, 'name', '?')}",
+                 call.decl.loc)
 
 
 def _slice_write(lhs: ir.Slice, rhs: ir.Expr | None) -> None:
@@ -262,4 +360,8 @@ def describe(e: ir.Expr) -> str:
         return f"{e.op}{describe(e.expr)}"
     if isinstance(e, ir.Cast):
         return f"({e.type}){describe(e.expr)}"
+    if isinstance(e, ir.EnumMember):
+        return e.member if isinstance(e.type, ir.MatchKindType) else f"{e.type}.{e.member}"
+    if isinstance(e, (ir.ListExpr, ir.StructExpr)):
+        return "{...}"
     return "expression"

@@ -1,8 +1,7 @@
 """The value of an expression at compile time, when the values of its leaves are known.
 
-One evaluator for the passes that compute with values the checker could not fold: the parser unroller
-(a parser's variables tracked state by state, passes/unroll.py) and the folding of run-time `int` casts
-(passes/int_casts.py). Values are Python ints (bit<W> unsigned, int<W> signed, as the checker keeps
+For the parser unroller (passes/unroll.py), which tracks a parser's variables state by state and computes
+with values the checker could not fold. Values are Python ints (bit<W> unsigned, int<W> signed, as the checker keeps
 constants) and bools.
 """
 from __future__ import annotations

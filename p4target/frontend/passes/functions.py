@@ -2,7 +2,8 @@
 calls only as `f(args);`, `x = f(args);` (and `return f(args);` inside functions).
 
 A call becomes a block: one variable per parameter (initialized with the argument for
-in/inout and directionless ones), the function body with its variables renamed apart and
+in/inout and directionless ones; an int parameter is its argument, a compile-time value,
+wherever it is used), the function body with its variables renamed apart and
 `return e` turned into an assignment of the result, then the copy-out of out/inout
 parameters in order, then the assignment of the result.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from .. import ir
 from .returns import remove_returns
-from .walk import clone, flat_map_stmts, map_block_stmts
+from .walk import clone, flat_map_stmts, map_block_stmts, map_exprs
 
 
 def inline_calls(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
@@ -36,7 +37,11 @@ def _expand(call: ir.FunctionCall, target: ir.Expr | None) -> ir.Block:
     memo: dict = {}
     stmts: list[ir.Stmt] = []
     copy_out: list[ir.Stmt] = []
+    ints: dict[int, ir.Expr] = {}  # id(int parameter) -> its argument, which the body uses in its place
     for p, arg in zip(f.params, call.args):
+        if isinstance(p.type, ir.InfIntType):
+            ints[id(p)] = arg
+            continue
         init = clone(arg) if p.direction != "out" else None
         var = ir.VarDecl(f"{f.name}_{p.name}", p.type, init, loc=loc)
         memo[id(p)] = var
@@ -48,6 +53,8 @@ def _expand(call: ir.FunctionCall, target: ir.Expr | None) -> ir.Block:
         result = ir.VarDecl(f"{f.name}_result", f.return_type, loc=loc)
         stmts.append(ir.VarDeclStmt(loc, result))
     body = clone(f.body, memo)
+    if ints:
+        map_exprs(body, lambda e: clone(ints[id(e.decl)]) if isinstance(e, ir.VarRef) and id(e.decl) in ints else e)
     stmts.extend(remove_returns(body.stmts, loc, result, f"{f.name}_returned"))
     stmts.extend(copy_out)
     if target is not None and result is not None:

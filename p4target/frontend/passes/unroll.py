@@ -15,7 +15,7 @@ becomes (i = 0 on entry, a stack of 2)
 
 A copy in which an index is out of the stack's bounds does nothing but go to stateOutOfBound (p4c drops
 its statements too). The statements themselves are kept: run-time variables are still written. As in
-p4c's interpreter, `(int)x` is x's value here (BMv2 computes 0 for it: passes/int_casts.py runs next).
+p4c's interpreter, `(int)x` is x's value here (BMv2 computes 0 for it: passes/int_values.py runs next).
 
 What is tracked: variables and struct fields of bit, int and bool type (a parser local, `meta.n`), set
 by assignments whose right side is known; any other write (an extract, an out argument, a slice) makes

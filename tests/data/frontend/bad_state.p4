@@ -1,4 +1,4 @@
-// expect 8:20 parse_nothing: no such parser state
+// expect 8:20 parse_nothing: declaration not found
 #include <v1model.p4>
 header h_t { bit<8> f; }
 struct headers { h_t h; }

@@ -1,4 +1,4 @@
-// expect 7:13 nosuch: no such action
+// expect 7:13 nosuch: declaration not found
 #include <v1model.p4>
 control C(inout standard_metadata_t sm) {
     table t {
