@@ -77,7 +77,7 @@ class CParsing(Parsing):
             self.o.emit(f"if (F[{nxt}] >= {len(unions)}) {{ rcode = {oob}; goto reject; }}", ind)
             self.o.emit(f"u64 b = {arr}[F[{nxt}]];", ind)
             self.extract_into("b", t, vl, ind)
-            for j in range(len(self.o.L.union_type[unions[0]].headers)):
+            for j in range(len(self.o.L.union_stack_type[target.stack].headers)):
                 if j != k:  # the union's other members, as BMv2
                     self.o.emit(f"F[{self.o.union_member_stack(target.stack, j)}[F[{nxt}]]] = 0;", ind)
             self.o.emit(f"F[{nxt}] += 1;", ind)

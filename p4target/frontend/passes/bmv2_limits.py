@@ -45,7 +45,7 @@ def check_bmv2_limits(program: ir.Program) -> None:
     blocks = list(program.parsers.values()) + list(program.controls.values())
     m = program.main
     assert m is not None, "the checker guarantees a V1Switch main"
-    checksums = {id(m.verify_checksum): True, id(m.compute_checksum): False}  # id -> verify?
+    checksums = {id(m.verify_checksum), id(m.compute_checksum)}  # checked last, by _checksum_control
     code: list = [b.body if isinstance(b, ir.Control) else list(b.states.values()) for b in blocks
                   if id(b) not in checksums]
     code += [t.keys for t in program.all_tables()]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .. import ir
-from ..typing import BOOL, COMPARE, fold_binary, wrap
+from ..typing import COMPARE, fold_binary, wrap
 
 Value = int | bool
 Known = Callable[[ir.Expr], "Value | None"]
@@ -69,9 +69,3 @@ def _cast(v: Value, t: ir.Type) -> Value | None:
         return wrap(int(v), t)
     return None
 
-
-def as_constant(v: Value, t: ir.Type, loc: ir.Loc) -> ir.Expr:
-    """A value as a constant expression of type `t`."""
-    if isinstance(t, ir.BoolType):
-        return ir.BoolLiteral(BOOL, loc, bool(v))
-    return ir.Constant(t, loc, int(v))

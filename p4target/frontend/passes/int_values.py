@@ -9,16 +9,11 @@ warns at each) for the parser unroller (passes/unroll.py), which runs first and 
 p4c's does."""
 from __future__ import annotations
 
-import operator
-
 from ...errors import P4Error
 from .. import ir
-from ..typing import BOOL, fold_binary, is_numeric, wrap
+from ..typing import BOOL, COMPARE, fold_binary, is_numeric, wrap
 from .bmv2_limits import describe
 from .walk import map_block_exprs, map_exprs, walk
-
-COMPARE = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
-           ">=": operator.ge}
 
 
 def fold_int_values(blocks: list[ir.Parser | ir.Control], actions: list[ir.Action]) -> None:

@@ -31,7 +31,7 @@ from collections import deque
 from ...errors import P4Error
 from .. import ir
 from ..typing import BOOL, ERROR, VOID
-from .evaluate import Value, evaluate
+from .evaluate import Known, Value, evaluate
 from .walk import clone, fresh_names, walk
 
 OPTION = "--loopsUnroll"
@@ -98,6 +98,11 @@ def _written(s: ir.Stmt) -> list[Location]:
     return [p for p in out if p is not None]
 
 
+def _known(env: Env) -> Known:
+    """What `evaluate` asks of a leaf: its value in `env`, if tracked and known."""
+    return lambda e: env.get(location(e) or ())
+
+
 def execute(s: ir.Stmt, env: Env) -> None:
     """What `s` does to the known values (in place)."""
     for path in _written(s):
@@ -106,7 +111,7 @@ def execute(s: ir.Stmt, env: Env) -> None:
     assigned = _assigned(s)
     if assigned is not None:
         loc, rhs = assigned
-        v = None if rhs is None else evaluate(rhs, lambda e: env.get(location(e) or ()))
+        v = None if rhs is None else evaluate(rhs, _known(env))
         if v is None:
             env.pop(loc, None)
         else:
@@ -203,12 +208,12 @@ class _Unroller:
         body: list[ir.Stmt] = []
         in_bounds = True
         for s in state.body:
-            values = [evaluate(i.index, lambda e: env.get(location(e) or ())) for i in _runtime_indexes(s)]
+            values = [evaluate(i.index, _known(env)) for i in _runtime_indexes(s)]
             for x in _stmts([s]):
                 execute(x, env)
             body.append(clone(s, memo))
             in_bounds &= _set_indexes(body[-1], values)
-        values = [evaluate(i.index, lambda e: env.get(location(e) or ())) for i in _runtime_indexes(state.transition)]
+        values = [evaluate(i.index, _known(env)) for i in _runtime_indexes(state.transition)]
         transition = clone(state.transition, memo)
         in_bounds &= _set_indexes(transition, values)
         if not in_bounds:
