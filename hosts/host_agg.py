@@ -280,7 +280,8 @@ def decode_round(data: bytes | bytearray) -> Round:
 
 def follow_feed(server: Any, context: str, timeout_s: float, book: RoundBook, take: Any) -> bool:
     """A replica's standby: accept the aggregator's feed and hand every copied round to `take`, then
-    acknowledge it. True when the feed broke (the aggregator died: take over), False after its bye."""
+    acknowledge it. True when the feed broke (the aggregator died: take over), False after its bye.
+    A round whose ack cannot be sent is kept: no worker saw it, and they resend to us what it summed."""
     rank, name, feed = accept(server, context, timeout_s)
     if rank != REPLICA_RANK:
         feed.close()
@@ -292,15 +293,23 @@ def follow_feed(server: Any, context: str, timeout_s: float, book: RoundBook, ta
             try:
                 data = feed.recv()
             except CommError as exc:
-                log.warning("%s: taking over at round %d", exc, book.next_round)
-                return True
+                return _feed_broke(exc, book)
             if not data:
                 log.info("aggregator finished after %d rounds", book.next_round)
                 return False
             take(data)
-            feed.send(b"ack")
+            try:
+                feed.send(b"ack")
+            except CommError as exc:  # it died before reading the ack: the round is kept all the same
+                return _feed_broke(exc, book)
     finally:
         feed.close()
+
+
+def _feed_broke(exc: CommError, book: RoundBook) -> bool:
+    """The aggregator died: say so in the log, and take over (True)."""
+    log.warning("%s: taking over at round %d", exc, book.next_round)
+    return True
 
 
 class HostAggregator:

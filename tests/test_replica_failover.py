@@ -2,7 +2,10 @@
 workers resend what was not yet summed, and every sum (and the trained weights) equals an
 uninterrupted run's."""
 import json
+import select
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -13,8 +16,10 @@ import pytest
 import torch
 import workers as wk
 
+import hosts.host_agg as host_agg
 from hosts.agent_config import load_config
-from hosts.host_agg import HostAggClient
+from hosts.comm import Endpoint, connect, listen
+from hosts.host_agg import REPLICA_RANK, HostAggClient, Round, RoundBook, decode_round, encode_round
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -82,6 +87,38 @@ def test_killed_aggregator_loses_no_step(tmp_path, staleness, delays):
     if staleness == 0:
         for step in range(steps):
             np.testing.assert_array_equal(results[0][0][step], sum(grad(r, step) for r in range(world)))
+
+
+def test_aggregator_dying_before_reading_an_ack_leaves_the_round_with_the_replica(monkeypatch):
+    """The aggregator sends round 0 and dies (its feed reset) before reading the ack: the replica keeps
+    round 0 and takes over, where it used to exit on the failed ack (a CI failure in the split scheme)."""
+    endpoint = Endpoint("h9", "127.0.0.1", wk.free_ports(1)[0])
+    server = listen(endpoint, backlog=1)
+    accepted = []
+    real_accept = host_agg.accept
+
+    def remember(*args):
+        accepted.append(real_accept(*args))
+        return accepted[-1]
+
+    monkeypatch.setattr(host_agg, "accept", remember)
+    feed = connect(endpoint, "h8", REPLICA_RANK, "aggregator h8", timeout_s=10)
+    book = RoundBook(world=2, steps=3)
+    rnd = Round(0, np.arange(4, dtype=np.float32), ((0, 0), (1, 0)))
+    feed.send(encode_round(rnd))
+
+    def take(data):
+        book.apply(decode_round(data))
+        feed.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        feed.sock.close()  # a reset, as from a killed process with the ack unread
+        select.select([accepted[0][2].sock], [], [])  # until the reset has arrived: the ack cannot go out
+
+    try:
+        assert host_agg.follow_feed(server, "replica h9", 10, book, take) is True
+    finally:
+        server.close()
+    assert book.next_round == 1 and book.summed == {(0, 0), (1, 0)}
+    np.testing.assert_array_equal(book.rounds[0].total, rnd.total)
 
 
 def run_agents(tmp_path, path, world, kill_after_step=None):
