@@ -25,6 +25,9 @@ class Layout:
     def __init__(self, p: m.Program, chunk_bits: int | None = None):
         self.p = p
         self.types = {t.name: t for t in p.header_types}
+        self.type_of = {h.name: self.types[h.header_type] for h in p.headers}
+        # each field's index by name: compiling looks one up per access (a scan over 364 lanes was its main cost)
+        self.field_at = {t.name: {f.name: k for k, f in enumerate(t.fields)} for t in p.header_types}
         self.chunk_bits = chunk_bits
         # per header type: each field's slot offset from the header's base, then the varbit length's offset
         self.offsets: dict[str, list[int]] = {}
@@ -79,15 +82,15 @@ class Layout:
                                                       self.offsets["standard_metadata"])}
 
     def header_type(self, name: str) -> m.HeaderType:
-        return self.types[self.p.header(name).header_type]
+        return self.type_of[name]
 
     def field_slot(self, f: m.Field) -> tuple[int, m.FieldType | None]:
         """(slot, type) of a field; type None for `$valid$` (the validity slot)."""
         b = self.base[f.header]
         if f.field == "$valid$":
             return b, None
-        t = self.header_type(f.header)
-        k = next(i for i, x in enumerate(t.fields) if x.name == f.field)
+        t = self.type_of[f.header]
+        k = self.field_at[t.name][f.field]
         return b + self.offsets[t.name][k], t.fields[k]
 
     def header_type_of(self, v: m.Value | None) -> m.HeaderType:
@@ -105,7 +108,7 @@ class Layout:
     def field_index(self, type_name: str, field: str) -> tuple[int, m.FieldType]:
         """(index, type) of a field of header type `type_name`."""
         t = self.types[type_name]
-        k = next((i for i, f in enumerate(t.fields) if f.name == field), None)
+        k = self.field_at[type_name].get(field)
         if k is None:
             raise Unsupported(f"header type {type_name} has no field {field}", self.p.source)
         return k, t.fields[k]
