@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_aimd_pacing_backs_off_where_a_full_window_overflows(tmp_path):
     out = tmp_path / "pacing.json"
-    done = subprocess.run([sys.executable, "scripts/bench_pacing.py", "--out", str(out)], cwd=REPO,
+    # 4 windows of 32 chunks of 32 lanes a worker: the first full window overflows the queues all the same
+    done = subprocess.run([sys.executable, "scripts/bench_pacing.py", "--elements", "4096", "--out", str(out)], cwd=REPO,
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr
     bench = json.loads(out.read_text())

@@ -231,7 +231,7 @@ def test_rate_limited_port_limits_udp_throughput(network, verb, value, payload, 
 
 def test_host_to_switch_direction_is_shaped_like_the_link(network):
     """A host's own interface carries its link's rate (testbed.network.host_tbf_command): h1 offers
-    800 pps of 1000-byte frames into a 1.6 Mbit/s link; no more than 200 a second leave it, and the
+    800 pps of 1000-byte frames for a second into a 1.6 Mbit/s link; no more than 200 a second leave it, and the
     host's queue pushes back on the sending socket instead of dropping (a 16-packet queue_pkts is
     the switch port's depth, not the host's)."""
     import dataclasses
@@ -244,7 +244,7 @@ def test_host_to_switch_direction_is_shaped_like_the_link(network):
     assert h1.cmd(f"{host_tbf_command(link, 'h1-eth0')} && echo ok").strip().endswith("ok")
     receiver, sender = Path(tb.run_dir) / "receiver.py", Path(tb.run_dir) / "sender.py"
     receiver.write_text(RECEIVER)
-    sender.write_text(SENDER.format(size=958, seconds=3, dst=topo.hosts["h2"].ip, pps=800))
+    sender.write_text(SENDER.format(size=958, seconds=1, dst=topo.hosts["h2"].ip, pps=800))
     arrived = KernelCount(f"s1-eth{topo.port_of('s1', 'h1')}")  # what h1's tbf let out
     ready = Path(tb.run_dir) / "receiver.ready"
     ready.unlink(missing_ok=True)
