@@ -10,6 +10,7 @@ ingress locals, ingress apply body, parser states or None).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -188,6 +189,54 @@ def test_a_run_time_value_cast_to_int_is_0_as_on_bmv2_with_a_warning(capsys):
     warned = "a run-time value cast to int; p4c's BMv2 back end computes 0 for it (p4c writes `x & 0`), and so does this target"
     assert capsys.readouterr().err.splitlines() == [f"{program}:17:28: warning: (int)meta.i: {warned}",
                                                     f"{program}:27:28: warning: (int)hdr.h.b: {warned}"]
+
+
+BMV2_WARNED = """#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { pk.extract(h.h); transition select(h.h.a) { 1: stop; 2: reject; default: accept; } }
+    state stop { }
+}
+control V(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    action a() { }
+    action_profile(4) ap;
+    table t { key = { h.h.a: exact; } actions = { a; } implementation = ap; }
+    apply { t.apply(); }
+}
+control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
+control C(inout H h, inout M m) { apply { } }
+control D(packet_out pk, in H h) { apply { pk.emit(h.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+P4C_WARNING = re.compile(r"^(?:.*\((\d+)\): )?\[--Wwarn=[\w-]+\] warning: (.*)$")
+
+
+def test_what_bmv2_runs_otherwise_is_warned_of_as_p4c_does(tmp_path, capsys):
+    """p4c warns, and still compiles: a state with no transition (it goes to reject), a transition to reject (BMv2
+    goes on to ingress with the parser error set) and a table with an action profile (BMv2 takes no default action
+    from the program). We warn of each at the same line; p4c gives no line for the implicit transition, we give
+    the state's. With p4c on PATH, its warnings are the same ones."""
+    program = tmp_path / "bmv2_warned.p4"
+    program.write_text(BMV2_WARNED)
+    assert aggnet(["p4", "compile", str(program)]) == 0
+    ours = {(int(line), message) for line, message in
+            (re.match(r"^.*:(\d+):\d+: warning: (.*)$", w).groups() for w in capsys.readouterr().err.splitlines())}
+    explicit = "Explicit transition to reject not supported on this target"
+    assert ours == {(8, "stop: implicit transition to `reject'"), (7, explicit), (8, explicit),
+                    (14, "Target does not support default_action for I.t (due to action profiles)")}
+    if shutil.which("p4c") is None:
+        return
+    done = subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model", "-o", str(tmp_path), str(program)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    theirs = {(int(line) if line else None, message) for line, message in
+              (m.groups() for m in map(P4C_WARNING.match, done.stderr.splitlines()) if m)}
+    assert {message for _, message in theirs} == {message for _, message in ours}
+    assert {w for w in theirs if w[0] is not None} <= ours
 
 
 def test_an_extract_at_a_run_time_index_is_refused_at_its_line(tmp_path, capsys):

@@ -18,6 +18,7 @@ from ..checker.statements import NO_UNROLL
 from .action_args import bind_table_action_args
 from .blocks import inline_blocks
 from .bmv2_limits import check_bmv2_limits, used_actions
+from .bmv2_warnings import warn_bmv2_unsupported
 from .digest_lists import name_digest_lists
 from .functions import inline_calls, inline_functions
 from .hash_data import HashData
@@ -283,6 +284,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("p4runtime", check_p4runtime),
     Pass("new_types", erase_new_types),
     Pass("bmv2_limits", check_bmv2_limits),
+    Pass("bmv2_warnings", warn_bmv2_unsupported),
 )
 PASS_NAMES = tuple(p.name for p in PASSES)
 
