@@ -12,7 +12,9 @@ or a traceback, whatever p4c says). Where both reject, it also says whether the 
 same line of the program, and lists those that do not (p4c names none when it crashes, or when the
 program has no `main` and it only warns). With --stf, each program both accept that has a NAME.stf
 beside it runs that packet test on both engines, from its source and from p4c's JSON, and the table
-counts those that pass and lists those that do not. --json writes the same as JSON.
+counts those that pass and lists those that do not. Where both accept, the warnings of the kinds
+we give (`WARNED`, p4c's wording) are compared: the same ones at the same lines, or where they
+differ (a warning p4c gives without a line needs only its text from us). --json writes the same as JSON.
 
     source /opt/p4ref/env.sh   # p4c on PATH
     python scripts/p4c_agreement.py ~/my-p4-programs [more folders] [--json out.json] [--jobs 2]
@@ -33,7 +35,7 @@ import tempfile
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -44,6 +46,13 @@ V1MODEL = re.compile(r'^\s*#\s*include\s*[<"]v1model\.p4[>"]', re.M)
 LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 ROWS = ("both accept", "both reject", "only p4c accepts", "only we accept", "our crashes")
 LINES = ("same line", "other line", "p4c names no line")
+WARNINGS = ("same warnings", "other warnings")
+WARNED = re.compile(r"Explicit transition to reject not supported on this target|\w+: implicit transition to `reject'|"
+                    r"Target does not support default_action for \S+ \(due to action profiles\)|"
+                    r"Entry \(priority \d+\) and Entry \(priority \d+\) have priorities out of order|"
+                    r"Entry and Entry have the same priority \d+|Unknown table property: \w+")
+P4C_WARNING = re.compile(r"^(?:(.*?)\((\d+)\): )?\[--Wwarn=[\w-]+\] warning: (.*)$")
+OUR_WARNING = re.compile(r"^(.*?):(\d+):\d+: warning: (.*)$")
 
 
 @dataclass
@@ -54,6 +63,8 @@ class Verdict:
     ours: str  # "ok", "error" or "crash"
     our_error: str  # our one-line error, or the crash's exception
     stf: str = ""  # with --stf: "pass", or where the STF test failed first; "" when not run
+    p4c_warnings: list[str] = field(default_factory=list)  # "LINE: text" ("?: text" without a line), kinds WARNED
+    our_warnings: list[str] = field(default_factory=list)
 
     @property
     def p4c_line(self) -> int | None:
@@ -71,6 +82,20 @@ class Verdict:
         if self.p4c_line is None:
             return "same line" if self.our_line is None else "p4c names no line"
         return "same line" if self.p4c_line == self.our_line else "other line"
+
+    @property
+    def warnings(self) -> str:
+        """Where both accept and either warns (kinds WARNED): "same warnings" or "other warnings"; else ""."""
+        if self.row != "both accept" or not (self.p4c_warnings or self.our_warnings):
+            return ""
+        def text(w: str) -> str:
+            return w.split(": ", 1)[1]
+
+        lined = {w for w in self.p4c_warnings if not w.startswith("?:")}
+        unlined = {text(w) for w in self.p4c_warnings if w.startswith("?:")}
+        ours = set(self.our_warnings)
+        same = lined <= ours and unlined <= {text(w) for w in ours} and all(w in lined or text(w) in unlined for w in ours)
+        return "same warnings" if same else "other warnings"
 
     @property
     def row(self) -> str:
@@ -94,19 +119,33 @@ def error_line(error: str, pattern: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def p4c_verdict(path: Path, timeout: float, out: str) -> tuple[bool, str]:
-    """p4c's exit code for `path` (compiled for BMv2's v1model into folder `out`: PROGRAM.json)."""
+def warnings_of(text: str, pattern: re.Pattern, path: str) -> list[str]:
+    """The warnings of the kinds WARNED in a compiler's output, as "LINE: text" ("?: text" where none names a line of
+    `path`), each once."""
+    found = {}
+    for m in filter(None, map(pattern.match, text.splitlines())):
+        file, line, message = m.groups()
+        if WARNED.fullmatch(message):
+            where = line if line and file and Path(file).name == Path(path).name else "?"
+            found[f"{where}: {message}"] = None
+    return list(found)
+
+
+def p4c_verdict(path: Path, timeout: float, out: str) -> tuple[bool, str, list[str]]:
+    """p4c's exit code for `path` (compiled for BMv2's v1model into folder `out`: PROGRAM.json), its first error and
+    its warnings."""
     try:
         proc = subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model", "-o", out,
                                "--p4runtime-files", os.path.join(out, "p4info.txtpb"), str(path)],
                               capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return False, f"p4c timed out after {timeout:.0f} s"
-    return proc.returncode == 0, "" if proc.returncode == 0 else first_error(proc.stderr + proc.stdout)
+        return False, f"p4c timed out after {timeout:.0f} s", []
+    return (proc.returncode == 0, "" if proc.returncode == 0 else first_error(proc.stderr + proc.stdout),
+            warnings_of(proc.stderr + proc.stdout, P4C_WARNING, str(path)))
 
 
-def _ours(path: str, native: bool) -> tuple[str, str]:
-    """Our verdict, run in a child process: the front end, P4Info, and the engines' forms."""
+def _ours(path: str, native: bool) -> tuple[str, str, list[str]]:
+    """Our verdict, run in a child process: the front end, P4Info, and the engines' forms; our warnings."""
     from p4target import externs, load
     from p4target.errors import P4Error
     from p4target.frontend import load_program
@@ -123,14 +162,14 @@ def _ours(path: str, native: bool) -> tuple[str, str]:
 
             pipeline, reason = load.native_or_reason(program)
             if pipeline is None:
-                return "error", f"{path}: native engine: {reason}"
+                return "error", f"{path}: native engine: {reason}", []
             pipeline.close()
-        return "ok", ""
+        return "ok", "", warnings_of("\n".join(program.warnings), OUR_WARNING, path)
     except P4Error as exc:
-        return "error", str(exc).splitlines()[0]
+        return "error", str(exc).splitlines()[0], []
     except Exception as exc:  # noqa: BLE001 - a crash is what this survey looks for
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        return "crash", f"{type(exc).__name__}: {exc} ({Path(where.filename).name}:{where.lineno})"
+        return "crash", f"{type(exc).__name__}: {exc} ({Path(where.filename).name}:{where.lineno})", []
 
 
 def _stf(path: str, p4c_json: str, stf: str) -> str:
@@ -150,7 +189,7 @@ def _stf(path: str, p4c_json: str, stf: str) -> str:
     return "pass"
 
 
-def in_child(fn: Callable[..., tuple[str, str] | str], args: tuple, timeout: float) -> tuple[str, str] | str | None:
+def in_child(fn: Callable[..., tuple | str], args: tuple, timeout: float) -> tuple | str | None:
     """fn(*args) in a process of its own: a hang or a dying interpreter is a verdict (None), not the survey's end."""
     with get_context("spawn").Pool(1) as pool:
         job = pool.apply_async(fn, args)
@@ -162,10 +201,11 @@ def in_child(fn: Callable[..., tuple[str, str] | str], args: tuple, timeout: flo
 
 def judge(path: Path, native: bool, stf: bool, timeout: float) -> Verdict:
     with tempfile.TemporaryDirectory(prefix="p4c-agreement-") as out:
-        p4c_ok, p4c_error = p4c_verdict(path, timeout, out)
-        ours = in_child(_ours, (str(path), native), timeout)
-        verdict = Verdict(str(path), p4c_ok, p4c_error, *(ours or ("crash", f"no verdict within {timeout:.0f} s, "
-                                                                            "or the process died")))
+        p4c_ok, p4c_error, p4c_warnings = p4c_verdict(path, timeout, out)
+        ours, our_error, our_warnings = in_child(_ours, (str(path), native), timeout) or (
+            "crash", f"no verdict within {timeout:.0f} s, or the process died", [])
+        verdict = Verdict(str(path), p4c_ok, p4c_error, ours, our_error, p4c_warnings=p4c_warnings,
+                          our_warnings=our_warnings)
         test = path.with_suffix(".stf")
         if stf and verdict.row == "both accept" and test.is_file():
             p4c_json = str(Path(out) / path.with_suffix(".json").name)
@@ -191,6 +231,9 @@ def table(verdicts: list[Verdict]) -> str:
     lines = [f"{len(verdicts)} programs"]
     lines += [f"  {row:<17} {sum(v.row == row for v in verdicts):>4}" for row in ROWS]
     lines += [f"    {how:<19} {sum(v.lines == how for v in verdicts):>4}" for how in LINES]
+    warned = [v for v in verdicts if v.warnings]
+    lines.append(f"  where both accept and either warns (the kinds we give): {len(warned)}")
+    lines += [f"    {how:<19} {sum(v.warnings == how for v in verdicts):>4}" for how in WARNINGS]
     for row in ROWS[2:]:
         rows = [v for v in verdicts if v.row == row]
         if rows:
@@ -202,6 +245,10 @@ def table(verdicts: list[Verdict]) -> str:
         lines.append(f"\nSTF tests of programs both accept: {sum(v.stf == 'pass' for v in tested)} of {len(tested)} pass "
                      "on both engines, from the source and from p4c's JSON")
         lines += [f"  {Path(v.program).name}: {v.stf}" for v in tested if v.stf != "pass"]
+    for v in (v for v in warned if v.warnings == "other warnings"):
+        lines.append(f"\nother warnings in {Path(v.program).name}:")
+        lines += [f"  p4c: {w}" for w in v.p4c_warnings if w not in v.our_warnings]
+        lines += [f"  we:  {w}" for w in v.our_warnings if w not in v.p4c_warnings]
     others = [v for v in verdicts if v.lines == "other line"]
     if others:
         lines.append("\nboth reject, at other lines (p4c's line, ours):")
@@ -233,9 +280,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         counts = {row: sum(v.row == row for v in verdicts) for row in ROWS}
         counts.update({how: sum(v.lines == how for v in verdicts) for how in LINES})
+        counts.update({how: sum(v.warnings == how for v in verdicts) for how in WARNINGS})
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"counts": counts, "programs": [dict(asdict(v), row=v.row, lines=v.lines) for v in verdicts]},
-                      f, indent=1)
+            json.dump({"counts": counts, "programs": [dict(asdict(v), row=v.row, lines=v.lines, warnings=v.warnings)
+                                                     for v in verdicts]}, f, indent=1)
     return 0
 
 

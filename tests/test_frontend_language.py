@@ -205,7 +205,19 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
     action a() { }
     action_profile(4) ap;
     table t { key = { h.h.a: exact; } actions = { a; } implementation = ap; }
-    apply { t.apply(); }
+    action b(bit<8> v) { h.h.a = v; }
+    table u {
+        key = { h.h.a: ternary; }
+        actions = { b; }
+        made_up = 3;
+        entries = {
+            priority=5: 1 &&& 1 : b(1);
+            priority=9: 2 &&& 2 : b(2);
+            priority=9: 4 &&& 4 : b(3);
+            priority=9: 8 &&& 8 : b(4);
+        }
+    }
+    apply { t.apply(); u.apply(); }
 }
 control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
 control C(inout H h, inout M m) { apply { } }
@@ -217,17 +229,22 @@ P4C_WARNING = re.compile(r"^(?:.*\((\d+)\): )?\[--Wwarn=[\w-]+\] warning: (.*)$"
 
 def test_what_bmv2_runs_otherwise_is_warned_of_as_p4c_does(tmp_path, capsys):
     """p4c warns, and still compiles: a state with no transition (it goes to reject), a transition to reject (BMv2
-    goes on to ingress with the parser error set) and a table with an action profile (BMv2 takes no default action
-    from the program). We warn of each at the same line; p4c gives no line for the implicit transition, we give
-    the state's. With p4c on PATH, its warnings are the same ones."""
+    goes on to ingress with the parser error set), a table with an action profile (BMv2 takes no default action
+    from the program), entries whose priorities are out of order or repeat one (once however often), and a table
+    property BMv2 ignores. We warn of each at the same line; p4c gives no line for the implicit transition, we
+    give the state's. With p4c on PATH, its warnings are the same ones."""
     program = tmp_path / "bmv2_warned.p4"
     program.write_text(BMV2_WARNED)
     assert aggnet(["p4", "compile", str(program)]) == 0
-    ours = {(int(line), message) for line, message in
-            (re.match(r"^.*:(\d+):\d+: warning: (.*)$", w).groups() for w in capsys.readouterr().err.splitlines())}
+    warned = capsys.readouterr().err.splitlines()
+    ours = {(int(line), message) for line, message in (re.match(r"^.*:(\d+):\d+: warning: (.*)$", w).groups() for w in warned)}
+    assert len(warned) == len(ours)  # each once
     explicit = "Explicit transition to reject not supported on this target"
     assert ours == {(8, "stop: implicit transition to `reject'"), (7, explicit), (8, explicit),
-                    (14, "Target does not support default_action for I.t (due to action profiles)")}
+                    (14, "Target does not support default_action for I.t (due to action profiles)"),
+                    (19, "Unknown table property: made_up"),
+                    (21, "Entry (priority 5) and Entry (priority 9) have priorities out of order"),
+                    (22, "Entry and Entry have the same priority 9")}
     if shutil.which("p4c") is None:
         return
     done = subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model", "-o", str(tmp_path), str(program)],

@@ -33,6 +33,7 @@ class Tables:
         self.n.declare(scope, name, table, name_node)
         seen: set[str] = set()
         deferred = []
+        quiet: set[str] = set()  # the warnings the entries' @noWarn("kind") silences, as p4c's do
         for p in props:
             pname = {"key_prop": "key", "actions_prop": "actions", "entries_prop": "entries"}.get(p.data)
             if pname is None:
@@ -56,6 +57,8 @@ class Tables:
             is_const = any(isinstance(c, Token) and c.type == "CONST" for c in p.children)
             if p.data == "entries_prop":
                 table.entries_const = is_const
+                ann = next((c for c in p.children if isinstance(c, Tree) and c.data == "annotations"), None)
+                quiet = {str(a.args[0]) for a in self.an.annotations(ann) if a.name == "noWarn" and a.args}
                 for e in p.children:
                     if isinstance(e, Tree) and e.data == "entry":
                         table.entries.append(self.entry(e, scope, table))
@@ -71,11 +74,11 @@ class Tables:
             else:
                 self.table_property(pname, p.children[-1], is_const, scope, table)
         if any(e.priority is not None for e in table.entries):  # once the priority properties are known
-            self.entry_priorities(table)
+            self.entry_priorities(table, quiet)
         self.bmv2_priorities(table)
         return table
 
-    def entry_priorities(self, table: ir.Table) -> None:
+    def entry_priorities(self, table: ir.Table, quiet: set[str]) -> None:
         """An entry without a priority after one with one gets the previous one's minus `priority_delta`
         (plus, with `largest_priority_wins = false`), as p4c computes them, refused as p4c refuses when
         that leaves 0..2^64 (even past the last entry). TableEntry.priority is largest-wins: the values
@@ -91,6 +94,7 @@ class Tables:
             if not 0 <= current < 1 << 64:
                 raise self.n.error(table.loc, f"table {table.name}: overflow in priority computation (priority_delta "
                                               f"{delta} from priority {values[-1]} leaves 0..2^64-1)")
+        self.warn_priorities(table.entries, values, largest, quiet)
         if largest and len(set(values)) == len(values):
             for e, value in zip(table.entries, values):
                 e.priority = value
@@ -98,6 +102,22 @@ class Tables:
         order = sorted(range(len(values)), key=lambda i: -values[i] if largest else values[i])
         for rank, i in enumerate(order):
             table.entries[i].priority = len(values) - rank
+
+    def warn_priorities(self, entries: list[ir.TableEntry], values: list[int], largest: bool, quiet: set[str]) -> None:
+        """p4c's warnings (it still compiles): an entry that wins over the one before it is out of order, blamed
+        on the one before; a priority an earlier entry has is a duplicate, blamed on that earlier entry. `quiet`:
+        the kinds not to warn of (`duplicate-priorities`, `entries-out-of-priority-order`)."""
+        first: dict[int, ir.TableEntry] = {}
+        for i, (entry, value) in enumerate(zip(entries, values)):
+            if value in first and "duplicate-priorities" not in quiet:
+                warning = f"{first[value].loc}: warning: Entry and Entry have the same priority {value}"
+                if warning not in self.n.program.warnings:  # once for three or more, as p4c prints it
+                    self.n.program.warnings.append(warning)
+            first.setdefault(value, entry)
+            if i and (value > values[i - 1] if largest else value < values[i - 1]) \
+                    and "entries-out-of-priority-order" not in quiet:
+                self.n.program.warnings.append(f"{entries[i - 1].loc}: warning: Entry (priority {values[i - 1]}) and "
+                                               f"Entry (priority {value}) have priorities out of order")
 
     def table_bool(self, table: ir.Table, name: str, default: bool) -> bool:
         value = table.other_properties.get(name)
