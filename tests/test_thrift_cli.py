@@ -5,6 +5,7 @@ as on BMv2; our line protocol answers on the same port meanwhile."""
 from __future__ import annotations
 
 import os
+import select
 import socket
 import subprocess
 from pathlib import Path
@@ -171,15 +172,11 @@ The CLI pads a 16-bit value to three bytes under Python 3 (BMv2 itself then fail
             b"vset-payload"
 
         def sent_to() -> tuple[int, bytes]:
-            """The port (1 or 2) the frame leaves on, and its tunnel header's mark."""
+            """The port (1 or 2) the frame leaves on, and its tunnel header's mark (both ports watched at once)."""
             sender.send(frame)
-            for out_port, s in enumerate(socks, 1):
-                try:
-                    got = s.recv(2048)
-                except TimeoutError:
-                    continue
-                return out_port, got[16:18]
-            raise AssertionError("the frame left on neither port")
+            ready = select.select(socks, [], [], 5)[0]
+            assert ready, "the frame left on neither port"
+            return socks.index(ready[0]) + 1, ready[0].recv(2048)[16:18]
 
         try:
             assert sent_to() == (1, b"\0\0")
