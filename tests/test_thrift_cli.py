@@ -174,7 +174,7 @@ The CLI pads a 16-bit value to three bytes under Python 3 (BMv2 itself then fail
         def sent_to() -> tuple[int, bytes]:
             """The port (1 or 2) the frame leaves on, and its tunnel header's mark (both ports watched at once)."""
             sender.send(frame)
-            ready = select.select(socks, [], [], 5)[0]
+            ready = select.select(socks, [], [], 60)[0]  # ends when the frame arrives; 60 s only when it never does
             assert ready, "the frame left on neither port"
             return socks.index(ready[0]) + 1, ready[0].recv(2048)[16:18]
 

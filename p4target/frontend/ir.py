@@ -1182,12 +1182,20 @@ class DirectTransition(Transition):
     next: str
     loc: Loc = NOWHERE
 
+    def targets(self) -> list[tuple[str, Loc]]:
+        """The states it may go to, each with where it names it."""
+        return [(self.next, self.loc)]
+
 
 @dataclass(eq=False)
 class SelectTransition(Transition):
     keys: list[Expr]
     cases: list[SelectCase]
     loc: Loc = NOWHERE
+
+    def targets(self) -> list[tuple[str, Loc]]:
+        """The states it may go to, each with where it names it (a case's)."""
+        return [(c.next, c.loc) for c in self.cases]
 
 
 @dataclass(eq=False)

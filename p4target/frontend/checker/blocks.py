@@ -194,9 +194,9 @@ class Blocks:
         inner = Scope(scope)
         body = [self.st.statement(s, inner) for s in stmts]
         if trans is None:  # a state without a transition statement goes to reject
-            transition: ir.DirectTransition | ir.SelectTransition = ir.DirectTransition("reject", self.n.loc(name_node))
-            self.n.program.warnings.append(f"{self.n.loc(name_node)}: warning: {self.n.name_of(name_node)}: "
-                                           "implicit transition to `reject'")
+            loc = self.n.loc(name_node)
+            transition: ir.DirectTransition | ir.SelectTransition = ir.DirectTransition("reject", loc)
+            self.n.program.warnings.append(f"{loc}: warning: {self.n.name_of(name_node)}: implicit transition to `reject'")
         elif trans.data == "direct_transition":
             transition = ir.DirectTransition(self.n.name_of(trans.children[0]), self.n.loc(trans.children[0]))
         else:

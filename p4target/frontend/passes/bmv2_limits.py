@@ -100,12 +100,10 @@ def _parser_ends(parser: ir.Parser) -> None:
             continue
         seen.add(name)
         tr = parser.states[name].transition
-        if isinstance(tr, ir.DirectTransition):
-            pending.append(tr.next)
-        elif not any(all(isinstance(k, ir.KsDefault) for k in c.keysets) for c in tr.cases):
+        if isinstance(tr, ir.SelectTransition) and not any(all(isinstance(k, ir.KsDefault) for k in c.keysets)
+                                                           for c in tr.cases):
             return  # no case matching: the select rejects
-        else:
-            pending += [c.next for c in tr.cases]
+        pending += [target for target, _ in tr.targets()]
     raise _fail(f"parser {parser.name}: Parser never reaches accept or reject state", parser.loc)
 
 

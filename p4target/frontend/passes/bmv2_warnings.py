@@ -37,8 +37,7 @@ def _reject_transitions(parser: ir.Parser) -> list[ir.Loc]:
     """Where the states reachable from start go to reject (p4c's back end never sees the others)."""
     found, todo, seen = [], ["start"], {"start"}
     while todo:
-        t = parser.states[todo.pop(0)].transition
-        for target, loc in [(t.next, t.loc)] if isinstance(t, ir.DirectTransition) else [(c.next, c.loc) for c in t.cases]:
+        for target, loc in parser.states[todo.pop(0)].transition.targets():
             if target == "reject":
                 found.append(loc)
             elif target != "accept" and target not in seen:

@@ -131,10 +131,6 @@ def _relevant(states: list[ir.ParserState]) -> set[Location]:
         wanted |= more
 
 
-def _successors(t: ir.DirectTransition | ir.SelectTransition) -> list[str]:
-    return [t.next] if isinstance(t, ir.DirectTransition) else [c.next for c in t.cases]
-
-
 def _live(states: dict[str, ir.ParserState], relevant: set[Location]) -> dict[str, set[Location]]:
     """Per state, the relevant locations read on some path from its entry before being assigned."""
     use: dict[str, set[Location]] = {}
@@ -153,7 +149,7 @@ def _live(states: dict[str, ir.ParserState], relevant: set[Location]) -> dict[st
     while changed:
         changed = False
         for name, s in states.items():
-            after = set().union(*(live.get(n, set()) for n in _successors(s.transition)))
+            after = set().union(*(live.get(n, set()) for n, _ in s.transition.targets()))
             new = use[name] | (after - defs[name])
             if new != live[name]:
                 live[name], changed = new, True
